@@ -1,0 +1,67 @@
+import type { z } from "zod";
+import type { Entity, MeshEvent } from "../events/index.ts";
+import type { State } from "../projections/index.ts";
+
+/**
+ * A fresh secret the request handler made before decide ran: the password (for the reply
+ * only: it never enters an event), its bcrypt hash and the password sealed with the mesh key.
+ */
+export type FreshSecret = { password: string; hash: string; sealed: string };
+
+/**
+ * What the handler fills in once for every command, so decide needs no clock, no randomness and
+ * no I/O: the command id, who asked, the time (ISO 8601) and the fresh secrets it asked for.
+ */
+export type Envelope = { commandId: string; actor: string; now: string; secrets: readonly FreshSecret[] };
+
+/** A business refusal: a stable code (asserted by tests), a message naming the fix, the field. */
+export type Refusal = { code: string; message: string; field?: string };
+
+/** What decide returns: the events of one commit about one entity, or a refusal. */
+export type Decision = { ok: true; entity: Entity; events: MeshEvent[] } | { ok: false; refusal: Refusal };
+
+/**
+ * Capabilities the shell lends a reply: opening a secret sealed with the mesh key, and sealing
+ * one to a node's public key. Passed in so command files import no crypto.
+ */
+export type ReplyTools = {
+  openSecret(sealed: string): string;
+  sealToNode(publicKey: string, secret: string): string;
+};
+
+/** One command verb that changes the records: its schema, decide and reply. */
+export type CommandDefinition<Schema extends z.ZodType> = {
+  kind: "command";
+  /** `node.enrol`: the subject is `mesh.command.<verb>`. */
+  verb: string;
+  summary: string;
+  schema: Schema;
+  /** How many fresh secrets decide will take from the envelope. */
+  secretsNeeded(state: State, command: z.infer<Schema>): number;
+  /** Pure: the events of one commit, or a refusal. */
+  decide(state: State, command: z.infer<Schema>, envelope: Envelope): Decision;
+  /** The reply's body, from the state after the commit and the commit's events. */
+  reply(state: State, events: readonly MeshEvent[], tools: ReplyTools): unknown;
+};
+
+/** One read-only verb: answered from the state, appends nothing. */
+export type QueryDefinition<Schema extends z.ZodType> = {
+  kind: "query";
+  verb: string;
+  summary: string;
+  schema: Schema;
+  answer(state: State, query: z.infer<Schema>): unknown;
+};
+
+/** Every reply: `{ ok: true, ... }` or `{ ok: false, error }`. */
+export type Reply = ({ ok: true; duplicate?: boolean } & Record<string, unknown>) | { ok: false; error: Refusal };
+
+/** Shorthand for a refusal decision. */
+export function refuse(code: string, message: string, field?: string): Decision {
+  return { ok: false, refusal: field === undefined ? { code, message } : { code, message, field } };
+}
+
+/** The meta every event of a command carries, from its envelope. */
+export function metaOf(envelope: Envelope): { actor: string; commandId: string; at: string } {
+  return { actor: envelope.actor, commandId: envelope.commandId, at: envelope.now };
+}

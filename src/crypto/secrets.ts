@@ -1,0 +1,118 @@
+import {
+  randomBytes, createCipheriv, createDecipheriv, generateKeyPairSync, createPublicKey, createPrivateKey,
+  diffieHellman, hkdfSync, X509Certificate,
+} from "node:crypto";
+import bcrypt from "bcryptjs";
+
+/**
+ * The mesh's secrets, in the shell (never imported by decide, evolve or compose).
+ *
+ * - Passwords are 32 random bytes, base64url: long random strings, so a low bcrypt cost loses
+ *   nothing and keeps a user-list reload cheap (one comparison per connected client).
+ * - The records hold each secret sealed with the mesh key (AES-256-GCM), never in the clear (5a).
+ * - Secrets for one node travel sealed to that node's X25519 public key (ephemeral ECDH + HKDF +
+ *   AES-256-GCM), so only that node can open them.
+ */
+
+/** bcrypt cost for bus passwords (see above: the secret's entropy, not the cost, is the defence). */
+export const BCRYPT_COST = 6;
+
+/** A fresh random password: 32 bytes, base64url (43 characters). */
+export function newPassword(): string {
+  return randomBytes(32).toString("base64url");
+}
+
+/** The bcrypt hash of a password, as nats-server's user list takes it. Takes a few milliseconds. */
+export function hashPassword(password: string): string {
+  return bcrypt.hashSync(password, BCRYPT_COST);
+}
+
+/** True when `password` matches the bcrypt `hash`. */
+export function passwordMatches(password: string, hash: string): boolean {
+  return bcrypt.compareSync(password, hash);
+}
+
+/** A new mesh key: 32 random bytes, base64. */
+export function newMeshKey(): string {
+  return randomBytes(32).toString("base64");
+}
+
+function aeadSeal(key: Buffer, plaintext: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv("aes-256-gcm", key, iv);
+  const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
+  return [iv, cipher.getAuthTag(), body].map((b) => b.toString("base64url")).join(".");
+}
+
+function aeadOpen(key: Buffer, sealed: string): string {
+  const [iv, tag, body] = sealed.split(".").map((p) => Buffer.from(p, "base64url"));
+  if (!iv || !tag || !body) throw new Error("sealed secret is malformed");
+  const decipher = createDecipheriv("aes-256-gcm", key, iv);
+  decipher.setAuthTag(tag);
+  return Buffer.concat([decipher.update(body), decipher.final()]).toString("utf8");
+}
+
+function meshKeyBytes(meshKey: string): Buffer {
+  const key = Buffer.from(meshKey, "base64");
+  if (key.length !== 32) throw new Error("the mesh key must be 32 bytes, base64 (MESH_KEY_FILE)");
+  return key;
+}
+
+/** Seals a secret with the mesh key for the records. Output: `iv.tag.body`, base64url parts. */
+export function sealWithMeshKey(meshKey: string, secret: string): string {
+  return aeadSeal(meshKeyBytes(meshKey), secret);
+}
+
+/** Opens a secret sealed with the mesh key. Throws when the key is wrong or the data altered. */
+export function openWithMeshKey(meshKey: string, sealed: string): string {
+  return aeadOpen(meshKeyBytes(meshKey), sealed);
+}
+
+/** A node's key pair: X25519, public as base64 SPKI DER, private as base64 PKCS#8 DER. */
+export function newNodeKeyPair(): { publicKey: string; privateKey: string } {
+  const { publicKey, privateKey } = generateKeyPairSync("x25519");
+  return {
+    publicKey: publicKey.export({ type: "spki", format: "der" }).toString("base64"),
+    privateKey: privateKey.export({ type: "pkcs8", format: "der" }).toString("base64"),
+  };
+}
+
+/** True when `publicKey` is a base64 SPKI X25519 public key. */
+export function isNodePublicKey(publicKey: string): boolean {
+  try {
+    return createPublicKey({ key: Buffer.from(publicKey, "base64"), format: "der", type: "spki" }).asymmetricKeyType === "x25519";
+  } catch {
+    return false;
+  }
+}
+
+function transportKey(shared: Buffer, ephemeralPublic: Buffer): Buffer {
+  return Buffer.from(hkdfSync("sha256", shared, ephemeralPublic, "mesh-controller sealed to node", 32));
+}
+
+/** Seals a secret to a node's public key. Output: `<ephemeral public key>~<iv.tag.body>`. */
+export function sealToNode(publicKey: string, secret: string): string {
+  const recipient = createPublicKey({ key: Buffer.from(publicKey, "base64"), format: "der", type: "spki" });
+  const ephemeral = generateKeyPairSync("x25519");
+  const shared = diffieHellman({ privateKey: ephemeral.privateKey, publicKey: recipient });
+  const ephemeralPublic = ephemeral.publicKey.export({ type: "spki", format: "der" });
+  return `${ephemeralPublic.toString("base64url")}~${aeadSeal(transportKey(shared, ephemeralPublic), secret)}`;
+}
+
+/** Opens a secret sealed to this node with its private key. Throws when it was sealed to another. */
+export function openAsNode(privateKey: string, sealed: string): string {
+  const [ephemeral, body] = sealed.split("~");
+  if (!ephemeral || !body) throw new Error("sealed secret is malformed");
+  const ephemeralPublic = Buffer.from(ephemeral, "base64url");
+  const own = createPrivateKey({ key: Buffer.from(privateKey, "base64"), format: "der", type: "pkcs8" });
+  const shared = diffieHellman({
+    privateKey: own,
+    publicKey: createPublicKey({ key: ephemeralPublic, format: "der", type: "spki" }),
+  });
+  return aeadOpen(transportKey(shared, ephemeralPublic), body);
+}
+
+/** SHA-256 fingerprint of a PEM certificate, `AA:BB:...` upper-case (R34). */
+export function certificateFingerprint(pem: string): string {
+  return new X509Certificate(pem).fingerprint256;
+}

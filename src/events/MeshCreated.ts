@@ -1,0 +1,14 @@
+import { z } from "zod";
+import { EventMeta } from "./meta.ts";
+
+/** Genesis: the first record of a mesh. */
+export const MeshCreated = EventMeta.extend({
+  type: z.literal("MeshCreated"),
+  /** The broker's public endpoint given at genesis (MESH_BROKER_ADDRESS), port filled in (R8). */
+  genesisAddress: z.string().min(1),
+  /** SHA-256 fingerprint of the bus certificate every client pins (R34). */
+  fingerprint: z.string().regex(/^[0-9A-F]{2}(:[0-9A-F]{2}){31}$/, "SHA-256 fingerprint, AA:BB:..."),
+  /** The bus user the installer carried at a well-known bootstrap password (R13). */
+  bootstrapUser: z.string().min(1),
+}).strict();
+export type MeshCreated = z.infer<typeof MeshCreated>;

@@ -1,0 +1,10 @@
+import { z } from "zod";
+import { EventMeta } from "./meta.ts";
+import { Manifest } from "../manifest/manifest.ts";
+
+/** A module's manifest entered the catalogue (or replaced its earlier version). */
+export const ModuleRegistered = EventMeta.extend({
+  type: z.literal("ModuleRegistered"),
+  manifest: Manifest,
+}).strict();
+export type ModuleRegistered = z.infer<typeof ModuleRegistered>;

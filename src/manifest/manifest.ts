@@ -1,0 +1,58 @@
+import { z } from "zod";
+import { NAME_PATTERN } from "../names.ts";
+
+/**
+ * A module's manifest, `module.json` (DESIGN.md section 2). The parser is strict: an unknown
+ * field is refused, naming it (R23). Whether a claimed seat exists is not the parser's to judge:
+ * registration, where the whole catalogue is in view, decides that (R25).
+ */
+
+/** A mesh name: one subject token and one DNS label. */
+export const MeshName = z
+  .string()
+  .regex(NAME_PATTERN, "use 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit");
+
+/**
+ * A seat a manifest declares. `protocol` is what is spoken to the holder; an empty protocol makes
+ * a marker seat, accepted as written (R24). `accepts` gives one work queue per seat (R16);
+ * `emits` names the events the holder announces. `provides` names the provision the holder grants
+ * to modules that use the seat, and may equal the seat's own name (R26). A `node` scoped seat has
+ * one holder per node ("this machine's packet filter").
+ */
+export const SeatDeclaration = z
+  .object({
+    protocol: z.string(),
+    accepts: z.array(MeshName).default([]),
+    emits: z.array(MeshName).default([]),
+    provides: MeshName.optional(),
+    scope: z.enum(["mesh", "node"]).default("mesh"),
+  })
+  .strict();
+export type SeatDeclaration = z.infer<typeof SeatDeclaration>;
+
+/** An event a module wants delivered: the emitter seat and the event's name. */
+export const Follow = z.object({ seat: MeshName, event: MeshName }).strict();
+export type Follow = z.infer<typeof Follow>;
+
+/** A request/reply tool the module answers on its tool subject. */
+export const Tool = z.object({ name: MeshName, description: z.string().default("") }).strict();
+export type Tool = z.infer<typeof Tool>;
+
+export const Manifest = z
+  .object({
+    name: MeshName,
+    version: z.string().min(1),
+    description: z.string().default(""),
+    /** What the node runs for this module: a container image or a command, opaque to the mesh. */
+    run: z
+      .object({ image: z.string().optional(), command: z.array(z.string()).optional() })
+      .strict()
+      .default({}),
+    seats: z.record(MeshName, SeatDeclaration).default({}),
+    claims: z.array(MeshName).default([]),
+    uses: z.array(MeshName).default([]),
+    follows: z.array(Follow).default([]),
+    tools: z.array(Tool).default([]),
+  })
+  .strict();
+export type Manifest = z.infer<typeof Manifest>;

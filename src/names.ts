@@ -1,0 +1,176 @@
+/**
+ * Every subject, stream, consumer, bucket and inbox name of the mesh (DESIGN.md section 5).
+ *
+ * This is the only module that spells one. Callers that subscribe and callers that grant use the
+ * same function, so the two cannot drift apart (R18). Pure: no I/O, no clock.
+ */
+
+/** A name usable as one subject token and as a DNS label: lowercase, digits, dashes; 1..63 chars. */
+export const NAME_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** Returns null when `name` is a valid mesh name, else the reason, for error messages. */
+export function nameProblem(name: string): string | null {
+  if (NAME_PATTERN.test(name)) return null;
+  return `"${name}" is not a mesh name: use 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit`;
+}
+
+// ---- records (section 4) ----------------------------------------------------------------------
+
+export const CATALOGUE_STREAM = "CATALOGUE";
+/** Subjects the CATALOGUE stream captures. */
+export const CATALOGUE_SUBJECTS = "mesh.catalogue.>";
+
+/** The subject of a commit about one entity: `mesh.catalogue.<kind>.<id>`. */
+export function catalogueSubject(entityKind: string, entityId: string): string {
+  return `mesh.catalogue.${entityKind}.${entityId}`;
+}
+
+/** KV bucket holding the pointer to the newest snapshot (its sequence and object name). */
+export const SNAPSHOT_BUCKET = "MESH_SNAPSHOT";
+/** Object store bucket holding snapshot bodies, chunked by the object store. */
+export const SNAPSHOT_OBJECTS = "MESH_SNAPSHOTS";
+/** KV key of the newest snapshot pointer. */
+export const SNAPSHOT_POINTER_KEY = "latest";
+/** Object name of the snapshot taken at `sequence`. */
+export function snapshotObject(sequence: number): string {
+  return `state-${sequence}`;
+}
+
+// ---- declarations ---------------------------------------------------------------------------
+
+export const CONTROL_STREAM = "CONTROL";
+export const CONTROL_SUBJECTS = "mesh.declaration.>";
+
+/** The subject a node's declarations are published on: `mesh.declaration.<node>`. */
+export function declarationSubject(node: string): string {
+  return `mesh.declaration.${node}`;
+}
+
+/** The durable pull consumer a node binds on CONTROL, filtered on its own declaration subject (R22). */
+export function declarationConsumer(node: string): string {
+  return `node-${node}`;
+}
+
+// ---- work queues (R16, R20) --------------------------------------------------------------------
+
+/** The work-queue stream of a seat that accepts work. Stream names are upper-case by convention. */
+export function workStream(seat: string): string {
+  return `WORK_${seat.toUpperCase().replace(/-/g, "_")}`;
+}
+
+/** Every subject of a seat's work queue: `mesh.work.<seat>.>`. */
+export function workStreamSubjects(seat: string): string {
+  return `mesh.work.${seat}.>`;
+}
+
+/** The subject work of one kind is submitted on: `mesh.work.<seat>.<kind>`. */
+export function workSubject(seat: string, kind: string): string {
+  return `mesh.work.${seat}.${kind}`;
+}
+
+/** The one durable pull consumer shared by every holder of a seat (R16). */
+export function workConsumer(seat: string): string {
+  return `holders-${seat}`;
+}
+
+// ---- events (R18) -------------------------------------------------------------------------------
+
+export const EVENTS_STREAM = "EVENTS";
+export const EVENTS_SUBJECTS = "mesh.event.>";
+
+/** The only way to build an event subject: `mesh.event.<emitter seat>.<event>` (R18). */
+export function eventSubject(emitter: string, event: string): string {
+  return `mesh.event.${emitter}.${event}`;
+}
+
+/** The durable pull consumer delivering one followed event to one module (R4). */
+export function followConsumer(module: string, emitter: string, event: string): string {
+  return `follow-${module}-${emitter}-${event}`;
+}
+
+// ---- commands, tools, reports ----------------------------------------------------------------------
+
+/** Every command subject, for the controller's subscription and grants. */
+export const COMMAND_SUBJECTS = "mesh.command.>";
+/** The subject of one command verb: `mesh.command.<verb>` (a verb may contain dots, `node.enrol`). */
+export function commandSubject(verb: string): string {
+  return `mesh.command.${verb}`;
+}
+/** The verb of a command subject, or null when the subject is not a command. */
+export function verbOfCommandSubject(subject: string): string | null {
+  const prefix = "mesh.command.";
+  return subject.startsWith(prefix) ? subject.slice(prefix.length) : null;
+}
+/** Queue group the controllers serve commands in, so a second one can stand by. */
+export const COMMAND_QUEUE = "controllers";
+
+/** A module's tool: `mesh.tool.<module>.<tool>`. */
+export function toolSubject(module: string, tool: string): string {
+  return `mesh.tool.${module}.${tool}`;
+}
+
+/** Where a node reports the declaration it applied: `mesh.report.<node>`. */
+export function reportSubject(node: string): string {
+  return `mesh.report.${node}`;
+}
+export const REPORT_SUBJECTS = "mesh.report.>";
+
+// ---- JetStream API subjects a principal is granted (R2) ------------------------------------------
+
+/** The three subjects a principal needs to pull its own consumer, and no one else's (R2). */
+export function pullGrants(stream: string, consumer: string): { publish: string[] } {
+  return {
+    publish: [
+      `$JS.API.CONSUMER.INFO.${stream}.${consumer}`,
+      `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`,
+      `$JS.ACK.${stream}.${consumer}.>`,
+    ],
+  };
+}
+
+/** Delivery subject of a push consumer: `_DELIVER.<consumer>` (R2). */
+export function deliverSubject(consumer: string): string {
+  return `_DELIVER.${consumer}`;
+}
+
+/** Flow-control replies of a push consumer: `$JS.FC.<stream>.<consumer>.>`. */
+export function flowControlSubject(stream: string, consumer: string): string {
+  return `$JS.FC.${stream}.${consumer}.>`;
+}
+
+// ---- inboxes (R33) ------------------------------------------------------------------------------------
+
+/** A principal's own reply inbox prefix: `_INBOX_<user>` (clients pass it as `inboxPrefix`). */
+export function inboxPrefix(user: string): string {
+  return `_INBOX_${user}`;
+}
+/** Every subject of a principal's inbox: `_INBOX_<user>.>`. */
+export function inboxSubjects(user: string): string {
+  return `${inboxPrefix(user)}.>`;
+}
+
+// ---- principals and users --------------------------------------------------------------------------
+
+export const PRINCIPAL_KINDS = ["controller", "operator", "node", "module", "builder"] as const;
+export type PrincipalKind = (typeof PRINCIPAL_KINDS)[number];
+
+/** The bus user of a principal: `<kind>-<name>`, unique across kinds. */
+export function busUser(kind: PrincipalKind, name: string): string {
+  return `${kind}-${name}`;
+}
+
+/** The key a principal's credential is filed under in the records: `<kind>:<name>`. */
+export function principalKey(kind: PrincipalKind, name: string): string {
+  return `${kind}:${name}`;
+}
+
+/** The controller's own principal name; its seat is `the-controller` (R28). */
+export const CONTROLLER_NAME = "mesh-controller";
+export const CONTROLLER_SEAT = "the-controller";
+export const BROKER_SEAT = "mesh-broker";
+export const STORE_SEAT = "mesh-store";
+
+/** A node's name on the overlay: `<node>.internal`. */
+export function overlayName(node: string): string {
+  return `${node}.internal`;
+}

@@ -1,0 +1,9 @@
+export { initialState, evolve, type State, type SequencedCommit } from "./state.ts";
+export { holdersOf, brokerNode, brokerReachableAt, parseBusAddress, formatBusAddress, DEFAULT_BUS_PORT } from "./queries.ts";
+export { resolveSeat, seatOf, claimantsOf, type SeatRecord, type ModuleRecord, type ModulesState } from "./modules.ts";
+export { credentialOf, type CredentialRecord } from "./credentials.ts";
+export { nodesOfModule, modulesOnNode, type Handover } from "./assignments.ts";
+export { whereEveryoneIs } from "./overlay.ts";
+export { lastSent, type SentRecord } from "./sent.ts";
+export { nodeOf, nodeNames, type NodeRecord } from "./nodes.ts";
+export { provisionKey, type ProvisionRecord } from "./provisions.ts";

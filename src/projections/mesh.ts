@@ -1,0 +1,33 @@
+import type { Draft } from "immer";
+import type { MeshEvent } from "../events/index.ts";
+import { assertNever } from "./assertNever.ts";
+
+/** Genesis facts of the mesh; null before `MeshCreated`. */
+export type MeshState = {
+  genesisAddress: string;
+  fingerprint: string;
+  bootstrapUser: string;
+  createdAt: string;
+} | null;
+
+export const initialMesh: MeshState = null;
+
+/** Fold of the genesis record. Returns the replacement when the slice is replaced, else undefined. */
+export function evolveMesh(_draft: Draft<MeshState>, event: MeshEvent): MeshState | undefined {
+  switch (event.type) {
+    case "MeshCreated":
+      return {
+        genesisAddress: event.genesisAddress,
+        fingerprint: event.fingerprint,
+        bootstrapUser: event.bootstrapUser,
+        createdAt: event.at,
+      };
+    case "NodeEnrolled": case "NodeRemoved": case "CredentialMinted": case "CredentialRotated":
+    case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
+    case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
+    case "ProvisionMinted": case "DeclarationSent":
+      return undefined;
+    default:
+      return assertNever(event);
+  }
+}

@@ -1,0 +1,61 @@
+import type { State } from "./state.ts";
+import { claimantsOf, resolveSeat } from "./modules.ts";
+import { nodesOfModule } from "./assignments.ts";
+import { BROKER_SEAT } from "../names.ts";
+
+/**
+ * The nodes holding a seat: every node assigned a module that claims it (following aliases, R27).
+ * Read from the assignments, which handovers also move, the same way by every lookup (R17).
+ * Returns sorted node names; empty when nobody holds the seat.
+ */
+export function holdersOf(state: State, seat: string): string[] {
+  const nodes = new Set<string>();
+  for (const module of claimantsOf(state.modules, resolveSeat(state.modules, seat))) {
+    for (const node of nodesOfModule(state.assignments, module)) nodes.add(node);
+  }
+  return [...nodes].sort();
+}
+
+/** The standard NATS port, used when a genesis address names none (R8). */
+export const DEFAULT_BUS_PORT = 4222;
+
+/**
+ * Splits `scheme://host[:port]` (or `host[:port]`) into its parts, filling in `defaultPort` when
+ * the port is missing (R8). Throws an Error naming the address when it has a user or a path.
+ */
+export function parseBusAddress(address: string, defaultPort = DEFAULT_BUS_PORT): { scheme: string; host: string; port: number } {
+  const match = /^(?:([a-z]+):\/\/)?([^:/@\s]+|\[[0-9a-fA-F:]+\])(?::(\d{1,5}))?\/?$/.exec(address);
+  if (!match) throw new Error(`bus address "${address.replace(/\/\/[^@/]*@/, "//")}" is not scheme://host[:port]`);
+  return { scheme: match[1] ?? "tls", host: match[2]!, port: match[3] ? Number(match[3]) : defaultPort };
+}
+
+/** `scheme://host:port`, the form every credential carries (R3: never a user or password inside). */
+export function formatBusAddress(parts: { scheme: string; host: string; port: number }): string {
+  return `${parts.scheme}://${parts.host}:${parts.port}`;
+}
+
+/**
+ * The node whose overlay name is the broker's address: the holder of `mesh-broker` (the first,
+ * sorted, when several hold it); while nothing holds it (genesis) the hub stands in (R6).
+ * Null when neither exists.
+ */
+export function brokerNode(state: State): string | null {
+  return holdersOf(state, BROKER_SEAT)[0] ?? state.overlay.hub;
+}
+
+/**
+ * The broker's address as `node` can reach it (R7): a node on the overlay (per whereEveryoneIs)
+ * gets the broker node's overlay name, when that node is on the overlay too; any other node gets
+ * the genesis address. The port is the genesis address's, or the standard one (R8).
+ * Throws when the mesh has no genesis record.
+ */
+export function brokerReachableAt(state: State, node: string): string {
+  if (!state.mesh) throw new Error("the mesh has no genesis record (MeshCreated): run the installer first");
+  const genesis = parseBusAddress(state.mesh.genesisAddress);
+  const broker = brokerNode(state);
+  const placed = state.overlay.placed;
+  if (placed[node] !== undefined && broker !== null && placed[broker] !== undefined) {
+    return formatBusAddress({ ...genesis, host: placed[broker]! });
+  }
+  return formatBusAddress(genesis);
+}

@@ -1,0 +1,33 @@
+import type { Draft } from "immer";
+import type { MeshEvent } from "../events/index.ts";
+import { assertNever } from "./assertNever.ts";
+
+export type SentRecord = { digest: string; recordsSequence: number; at: string };
+/** What each node was last sent (R31: a node is behind when its composed digest differs). */
+export type SentState = Record<string, SentRecord>;
+
+export const initialSent: SentState = {};
+
+/** Fold of `DeclarationSent`. A removed node's record goes with it. */
+export function evolveSent(draft: Draft<SentState>, event: MeshEvent): void {
+  switch (event.type) {
+    case "DeclarationSent":
+      draft[event.node] = { digest: event.digest, recordsSequence: event.recordsSequence, at: event.at };
+      return;
+    case "NodeRemoved":
+      delete draft[event.node];
+      return;
+    case "MeshCreated": case "NodeEnrolled": case "CredentialMinted": case "CredentialRotated":
+    case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
+    case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
+    case "ProvisionMinted":
+      return;
+    default:
+      assertNever(event);
+  }
+}
+
+/** What a node was last sent, or undefined when it was never sent anything. */
+export function lastSent(state: SentState, node: string): SentRecord | undefined {
+  return state[node];
+}
