@@ -1,0 +1,144 @@
+import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
+import { z } from "zod";
+import { inboxPrefix } from "../names.ts";
+import { parseBusAddress } from "../projections/queries.ts";
+import { probeCertificate, pinnedTlsOptions, normalizeFingerprint } from "./pin.ts";
+
+/**
+ * Dialing the bus with a credential (DESIGN.md section 5a).
+ *
+ * - user and password travel as connect options, beside the address, never inside a URL (R3);
+ * - every client replies on its own inbox prefix `_INBOX_<user>` (R33);
+ * - a `tls://` address is pinned to the mesh certificate's SHA-256 fingerprint instead of verified
+ *   by name (R34), on the first connect and on every reconnect; a `nats://` address is dialled
+ *   in the clear (tests, local development).
+ */
+
+/** A credential file / record: `{ address, user, password, fingerprint }` (section 5a). */
+export const BusCredential = z
+  .object({
+    address: z.string().regex(/^(nats|tls):\/\/[^/@\s]+$/, "nats://host:port or tls://host:port, with no user or password inside"),
+    user: z.string().min(1),
+    password: z.string().min(1),
+    fingerprint: z
+      .string()
+      .regex(/^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){31}$/, "the SHA-256 fingerprint of the bus certificate, AA:BB:... (32 bytes)")
+      .optional(),
+  })
+  .strict();
+export type BusCredential = z.infer<typeof BusCredential>;
+
+/** Caller settings of connectToBus. */
+export type BusConnectOptions = {
+  /** Connection name shown by the server's monitoring (`mesh-cli`, `mesh-controller`). */
+  name?: string;
+  /** Reconnect after a lost connection (default true; a one-shot CLI passes false). */
+  reconnect?: boolean;
+  /** Milliseconds to wait for the first connection (default 5,000). */
+  timeoutMs?: number;
+  /** Reconnect attempts before giving up; -1 for ever (default -1 when reconnecting). */
+  maxReconnectAttempts?: number;
+};
+
+/**
+ * The one error of dialing the bus: one line naming the address (never a password, R3) and what
+ * went wrong; `cause` holds the underlying error.
+ */
+export class BusConnectError extends Error {
+  override readonly name = "BusConnectError";
+  readonly address: string;
+  constructor(address: string, reason: string, options?: { cause?: unknown }) {
+    super(`cannot connect to the bus at ${address}: ${reason}`, options);
+    this.address = address;
+  }
+}
+
+/**
+ * The bus certificate's fingerprint is not the pinned one (R34). Names the address and both
+ * fingerprints; the connection was refused before any credential was sent.
+ */
+export class CertificateMismatch extends BusConnectError {
+  readonly expected: string;
+  readonly presented: string;
+  constructor(address: string, expected: string, presented: string) {
+    super(
+      address,
+      `the server presented certificate ${presented} but the credential pins ${expected}: check MESH_BROKER_CERTIFICATE / the credential's fingerprint`,
+    );
+    this.expected = expected;
+    this.presented = presented;
+  }
+}
+
+/**
+ * Connects to the bus with `credential` and returns the connection.
+ *
+ * `tls://host:port`: probes the server first (plain INFO, then a TLS handshake that only reads the
+ * certificate), refuses with CertificateMismatch unless its SHA-256 fingerprint equals
+ * `credential.fingerprint` (R34), then connects trusting exactly that certificate, with an
+ * identity check that compares the fingerprint again on every (re)connect. A `tls://` credential
+ * without a fingerprint is refused. `nats://host:port`: connects without TLS.
+ *
+ * Throws BusConnectError (one line, the address alone, R3) when the bus cannot be reached, the
+ * credential is refused or the address is malformed.
+ */
+export async function connectToBus(credential: BusCredential, options: BusConnectOptions = {}): Promise<NatsConnection> {
+  const address = credential.address;
+  let parts: { scheme: string; host: string; port: number };
+  try {
+    parts = parseBusAddress(address);
+  } catch (error) {
+    throw new BusConnectError(address, "the address is not nats://host:port or tls://host:port", { cause: error });
+  }
+  const timeoutMs = options.timeoutMs ?? 5_000;
+  const reconnect = options.reconnect ?? true;
+  const settings: NodeConnectionOptions = {
+    servers: [`${parts.host}:${parts.port}`],
+    user: credential.user,
+    pass: credential.password,
+    inboxPrefix: inboxPrefix(credential.user),
+    name: options.name ?? "mesh",
+    timeout: timeoutMs,
+    reconnect,
+    maxReconnectAttempts: reconnect ? (options.maxReconnectAttempts ?? -1) : 0,
+    // Pinned to the one address of the credential: gossiped cluster URLs would be dialled
+    // by name, and every server of the mesh presents the one pinned certificate anyway.
+    ignoreClusterUpdates: true,
+  };
+  if (parts.scheme === "tls") {
+    if (credential.fingerprint === undefined) {
+      throw new BusConnectError(address, "the credential has no certificate fingerprint to pin (R34): add \"fingerprint\" to it");
+    }
+    const pin = normalizeFingerprint(credential.fingerprint);
+    let presented: { fingerprint: string; pem: string };
+    try {
+      presented = await probeCertificate(parts.host, parts.port, { timeoutMs });
+    } catch (error) {
+      throw new BusConnectError(address, reasonOf(error), { cause: error });
+    }
+    if (presented.fingerprint !== pin) throw new CertificateMismatch(address, pin, presented.fingerprint);
+    settings.tls = pinnedTlsOptions(presented.pem, pin);
+  } else if (parts.scheme === "nats") {
+    settings.tls = null;
+  } else {
+    throw new BusConnectError(address, `unknown scheme "${parts.scheme}": use nats:// or tls://`);
+  }
+  try {
+    return await natsConnect(settings);
+  } catch (error) {
+    throw new BusConnectError(address, reasonOf(error), { cause: error });
+  }
+}
+
+/** A short reason from a dial error, never including connection options (no password, R3). */
+function reasonOf(error: unknown): string {
+  if (!(error instanceof Error)) return "unknown error";
+  const code = (error as { code?: unknown }).code;
+  const cause = (error as { cause?: unknown }).cause;
+  const causeCode = cause instanceof Error ? (cause as { code?: unknown }).code : undefined;
+  const message = error.message.split("\n")[0] ?? "";
+  if (code === "ECONNREFUSED" || causeCode === "ECONNREFUSED") return "connection refused (is the bus running at this address?)";
+  if (/authorization/i.test(message)) return "the bus refused the user or password (Authorization Violation)";
+  if (/timeout/i.test(message) || error.name === "TimeoutError") return "timed out (is the address reachable?)";
+  return message;
+}
