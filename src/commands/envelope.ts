@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import type { Entity, MeshEvent } from "../events/index.ts";
-import type { State } from "../projections/index.ts";
+import type { State, SequencedCommit } from "../projections/index.ts";
 
 /**
  * A fresh secret the request handler made before decide ran: the password (for the reply
@@ -51,6 +51,15 @@ export type QueryDefinition<Schema extends z.ZodType> = {
   summary: string;
   schema: Schema;
   answer(state: State, query: z.infer<Schema>): unknown;
+  /**
+   * Present on verbs answered from the records rather than the state (`history`): the shell reads
+   * the commits of `entity(query)` (subject `catalogueSubject(kind, id)`) and answers with
+   * `answer(commits, query)`; `answer(state, query)` above is then only a fallback.
+   */
+  fromCommits?: {
+    entity(query: z.infer<Schema>): Entity;
+    answer(commits: readonly SequencedCommit[], query: z.infer<Schema>): unknown;
+  };
 };
 
 /** Every reply: `{ ok: true, ... }` or `{ ok: false, error }`. */

@@ -1,0 +1,50 @@
+import { z } from "zod";
+import type { MeshEvent } from "../events/index.ts";
+import { MeshName } from "../manifest/manifest.ts";
+import { nodesOfModule, type State } from "../projections/index.ts";
+import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+
+/** `assign {module, node}`: place a module on a node. */
+export const AssignRequest = z
+  .object({ module: MeshName.describe("the registered module"), node: MeshName.describe("the enrolled node") })
+  .strict();
+export type AssignRequest = z.infer<typeof AssignRequest>;
+
+/**
+ * Refuses `unknown-module`, `unknown-node`, and `already-assigned` when the module is on that node.
+ * Success: ModuleAssigned about `module/<module>`; the node becomes a holder of every seat the
+ * module claims (R17).
+ */
+export function decide(state: State, command: AssignRequest, envelope: Envelope): Decision {
+  if (!state.modules.modules[command.module]) {
+    return refuse("unknown-module", `no module "${command.module}" is registered: run \`mesh module register\` first`, "module");
+  }
+  if (!state.nodes[command.node]) {
+    return refuse("unknown-node", `no node "${command.node}" is enrolled: run \`mesh node enrol\` first`, "node");
+  }
+  if (nodesOfModule(state.assignments, command.module).includes(command.node)) {
+    return refuse("already-assigned", `module "${command.module}" is already assigned to node "${command.node}"`, "node");
+  }
+  return {
+    ok: true,
+    entity: { kind: "module", id: command.module },
+    events: [{ ...metaOf(envelope), type: "ModuleAssigned", module: command.module, node: command.node }],
+  };
+}
+
+/** `{ module, node, nodes }`: the assignment made and every node the module is now on. */
+export function reply(state: State, events: readonly MeshEvent[]): { module: string; node: string; nodes: string[] } {
+  const assigned = events.find((e) => e.type === "ModuleAssigned");
+  if (!assigned || assigned.type !== "ModuleAssigned") throw new Error("assign reply: the commit has no ModuleAssigned");
+  return { module: assigned.module, node: assigned.node, nodes: [...nodesOfModule(state.assignments, assigned.module)] };
+}
+
+export const assign: CommandDefinition<typeof AssignRequest> = {
+  kind: "command",
+  verb: "assign",
+  summary: "assign a module to a node",
+  schema: AssignRequest,
+  secretsNeeded: () => 0,
+  decide,
+  reply,
+};

@@ -1,0 +1,27 @@
+import { z } from "zod";
+import type { Principal } from "../events/index.ts";
+import type { State } from "../projections/index.ts";
+import type { QueryDefinition } from "./envelope.ts";
+
+/** `credentials {}`: every current credential, without its secret. */
+export const CredentialsRequest = z.object({}).strict();
+
+/** A credential as shown: principal, user, address and when minted. NEVER the hash or the sealed secret (R3). */
+export type CredentialView = { principal: Principal; user: string; address: string; mintedAt: string };
+
+/** Each credential, sorted by user; fields picked one by one so a secret cannot slip through. */
+export function answer(state: State): { credentials: CredentialView[] } {
+  return {
+    credentials: Object.values(state.credentials)
+      .map((c) => ({ principal: { kind: c.principal.kind, name: c.principal.name }, user: c.user, address: c.address, mintedAt: c.mintedAt }))
+      .sort((a, b) => a.user.localeCompare(b.user)),
+  };
+}
+
+export const credentials: QueryDefinition<typeof CredentialsRequest> = {
+  kind: "query",
+  verb: "credentials",
+  summary: "every credential: principal, user, address, minted at (never a secret)",
+  schema: CredentialsRequest,
+  answer,
+};

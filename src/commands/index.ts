@@ -1,0 +1,52 @@
+/**
+ * The command registry: every verb the controller answers on `commandSubject(verb)`, keyed by verb.
+ * `commands` change the records (decide → one commit → reply); `queries` only read.
+ */
+import type { CommandDefinition, QueryDefinition } from "./envelope.ts";
+import { nodeEnrol } from "./nodeEnrol.ts";
+import { nodeRemove } from "./nodeRemove.ts";
+import { moduleRegister } from "./moduleRegister.ts";
+import { moduleIssue } from "./moduleIssue.ts";
+import { assign } from "./assign.ts";
+import { unassign } from "./unassign.ts";
+import { seatAlias } from "./seatAlias.ts";
+import { seatHandover } from "./seatHandover.ts";
+import { overlayPlace } from "./overlayPlace.ts";
+import { credentialRotate } from "./credentialRotate.ts";
+import { where } from "./where.ts";
+import { seats } from "./seats.ts";
+import { nodes } from "./nodes.ts";
+import { modules } from "./modules.ts";
+import { credentials } from "./credentials.ts";
+import { history } from "./history.ts";
+
+function byVerb<T extends { verb: string }>(definitions: readonly T[]): Record<string, T> {
+  return Object.fromEntries(definitions.map((d) => [d.verb, d]));
+}
+
+/** Every verb that changes the records, keyed by verb (`node.enrol`, `assign`, ...). */
+export const commands: Record<string, CommandDefinition<any>> = byVerb<CommandDefinition<any>>([
+  nodeEnrol, nodeRemove, moduleRegister, moduleIssue, assign, unassign, seatAlias, seatHandover, overlayPlace, credentialRotate,
+]);
+
+/** Every read-only verb, keyed by verb. `history` carries `fromCommits`: it is answered from the records. */
+export const queries: Record<string, QueryDefinition<any>> = byVerb<QueryDefinition<any>>([
+  where, seats, nodes, modules, credentials, history,
+]);
+
+/** The definition of a verb, command or query, or undefined for a verb that does not exist. */
+export function definitionOf(verb: string): CommandDefinition<any> | QueryDefinition<any> | undefined {
+  return Object.hasOwn(commands, verb) ? commands[verb] : Object.hasOwn(queries, verb) ? queries[verb] : undefined;
+}
+
+export {
+  type CommandDefinition, type QueryDefinition, type Envelope, type Decision, type Refusal, type Reply, type ReplyTools,
+  type FreshSecret, refuse, metaOf,
+} from "./envelope.ts";
+export { parseRequest, refusalOfZodError } from "./validation.ts";
+export { addressFor, genesisAddress } from "./shared.ts";
+export { historyOf, type HistoryEntry } from "./history.ts";
+export {
+  nodeEnrol, nodeRemove, moduleRegister, moduleIssue, assign, unassign, seatAlias, seatHandover, overlayPlace, credentialRotate,
+  where, seats, nodes, modules, credentials, history,
+};

@@ -1,0 +1,76 @@
+import { z } from "zod";
+import type { CredentialMinted, MeshEvent } from "../events/index.ts";
+import { MeshName } from "../manifest/manifest.ts";
+import type { State } from "../projections/index.ts";
+import { busUser } from "../names.ts";
+import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
+
+/** `module.issue {module}`: a registered module gets its credential (R1). */
+export const ModuleIssueRequest = z.object({ module: MeshName.describe("the registered module to issue") }).strict();
+export type ModuleIssueRequest = z.infer<typeof ModuleIssueRequest>;
+
+/**
+ * Refuses `no-mesh` before genesis, `unknown-module` for a module not registered, and
+ * `already-issued` for a module issued before: a second issue would silently replace a working
+ * credential, so replacing one is `credential.rotate`'s job, said out loud.
+ * Success, about `module/<module>`: ModuleIssued and CredentialMinted for principal
+ * `module:<module>`, user `busUser("module", module)`, fresh secret #1, and the address
+ * `addressFor` gives (R7): the broker as every node the module is assigned to reaches it, or the
+ * genesis address while it is unassigned (or its nodes disagree), since the genesis address is the
+ * one every machine can dial. Placing nodes on the overlay later does not move it (R10).
+ */
+export function decide(state: State, command: ModuleIssueRequest, envelope: Envelope): Decision {
+  if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
+  const module = state.modules.modules[command.module];
+  if (!module) {
+    return refuse("unknown-module", `no module "${command.module}" is registered: run \`mesh module register\` first`, "module");
+  }
+  if (module.issued) {
+    return refuse("already-issued", `module "${command.module}" is already issued: use \`mesh credential rotate module ${command.module}\` for a new credential`, "module");
+  }
+  const secret = secretAt(envelope, 0);
+  const meta = metaOf(envelope);
+  const principal = { kind: "module" as const, name: command.module };
+  return {
+    ok: true,
+    entity: { kind: "module", id: command.module },
+    events: [
+      { ...meta, type: "ModuleIssued", module: command.module },
+      {
+        ...meta,
+        type: "CredentialMinted",
+        principal,
+        user: busUser("module", command.module),
+        hash: secret.hash,
+        sealed: secret.sealed,
+        address: addressFor(state, principal),
+      },
+    ],
+  };
+}
+
+/**
+ * What `module.issue` answers: the module's user, address and fingerprint. No password: the
+ * module receives it, sealed, in its node's declaration (R3).
+ */
+export type ModuleIssueReply = { module: string; credential: { address: string; user: string; fingerprint: string } };
+
+export function reply(state: State, events: readonly MeshEvent[]): ModuleIssueReply {
+  const minted = events.find((e): e is CredentialMinted => e.type === "CredentialMinted");
+  if (!minted) throw new Error("module.issue reply: the commit has no CredentialMinted");
+  return {
+    module: minted.principal.name,
+    credential: { address: minted.address, user: minted.user, fingerprint: state.mesh?.fingerprint ?? "" },
+  };
+}
+
+export const moduleIssue: CommandDefinition<typeof ModuleIssueRequest> = {
+  kind: "command",
+  verb: "module.issue",
+  summary: "issue a registered module: mint its credential (R1)",
+  schema: ModuleIssueRequest,
+  secretsNeeded: () => 1,
+  decide,
+  reply,
+};

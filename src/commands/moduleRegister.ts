@@ -1,0 +1,124 @@
+import { z } from "zod";
+import type { MeshEvent } from "../events/index.ts";
+import { Manifest, type SeatDeclaration } from "../manifest/manifest.ts";
+import { resolveSeat, type State } from "../projections/index.ts";
+import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { refusalOfZodError } from "./validation.ts";
+
+/**
+ * `module.register {manifest}`: a module's manifest enters the catalogue, or replaces its earlier
+ * version. The manifest travels as plain JSON and is parsed by decide, so a bad one is refused
+ * with the code `invalid-manifest` and the dotted field (`manifest.seats.x.wat`), R23.
+ */
+export const ModuleRegisterRequest = z
+  .object({ manifest: z.unknown().describe("the module's manifest, the content of its module.json") })
+  .strict();
+export type ModuleRegisterRequest = z.infer<typeof ModuleRegisterRequest>;
+
+/**
+ * Judges a manifest with the whole catalogue in view (R23 to R27). Refusals, in order:
+ * - `invalid-manifest`: the strict parser refused it; `field` names the first bad or unknown field (R23);
+ * - `seat-is-alias`: it declares a seat under a name that is a seat alias (R27: the alias would hide it);
+ * - `seat-declared-elsewhere`: it declares a seat another module declares (a seat has one declarer);
+ * - `seat-in-use`: a new version drops a seat it declared that another module still claims, uses or follows;
+ * - `unknown-seat`: a claim, use or follow names a seat neither this manifest nor the catalogue
+ *   declares, after aliases (R25);
+ * - `unknown-event`: a follow names an event its seat does not emit.
+ * A marker seat (empty protocol) is accepted as written (R24), and a seat may share its name with
+ * its provision (R26). Claiming or using a seat another module declares is fine.
+ * Success: ModuleRegistered (the parsed manifest, defaults filled in) about `module/<name>`.
+ */
+export function decide(state: State, command: ModuleRegisterRequest, envelope: Envelope): Decision {
+  const parsed = Manifest.safeParse(command.manifest);
+  if (!parsed.success) {
+    const refusal = refusalOfZodError(parsed.error, "invalid-manifest", "manifest");
+    return refuse(refusal.code, refusal.message, refusal.field);
+  }
+  const manifest = parsed.data;
+  const catalogue = state.modules;
+
+  for (const seat of Object.keys(manifest.seats)) {
+    const aliasOf = catalogue.aliases[seat];
+    if (aliasOf !== undefined) {
+      return refuse("seat-is-alias", `seat "${seat}" is an alias of "${aliasOf}": declare it under another name`, `manifest.seats.${seat}`);
+    }
+    const existing = catalogue.seats[seat];
+    if (existing && existing.declaredBy !== manifest.name) {
+      return refuse(
+        "seat-declared-elsewhere",
+        `seat "${seat}" is declared by module "${existing.declaredBy}": a seat has one declarer; claim it instead of declaring it`,
+        `manifest.seats.${seat}`,
+      );
+    }
+  }
+
+  // A new version replaces what the old one declared: seats it no longer declares disappear.
+  for (const [seat, record] of Object.entries(catalogue.seats)) {
+    if (record.declaredBy !== manifest.name || manifest.seats[seat] !== undefined) continue;
+    const dependant = Object.values(catalogue.modules).find((m) => {
+      if (m.manifest.name === manifest.name) return false;
+      const names = [...m.manifest.claims, ...m.manifest.uses, ...m.manifest.follows.map((f) => f.seat)];
+      return names.some((name) => resolveSeat(catalogue, name) === seat);
+    });
+    if (dependant) {
+      return refuse(
+        "seat-in-use",
+        `this version of "${manifest.name}" no longer declares seat "${seat}", which module "${dependant.manifest.name}" still claims, uses or follows: keep declaring it or change that module first`,
+        "manifest.seats",
+      );
+    }
+  }
+
+  /** The declaration a name refers to: this manifest's own, else the catalogue's (after aliases). */
+  const lookup = (name: string): SeatDeclaration | undefined => {
+    if (manifest.seats[name]) return manifest.seats[name];
+    const resolved = resolveSeat(catalogue, name);
+    if (manifest.seats[resolved]) return manifest.seats[resolved];
+    const record = catalogue.seats[resolved];
+    return record && record.declaredBy !== manifest.name ? record : undefined;
+  };
+  const unknownSeat = (name: string, field: string): Decision =>
+    refuse("unknown-seat", `seat "${name}" is declared neither by this manifest nor by any registered module: register its declarer first, or declare it here`, field);
+
+  for (const [i, seat] of manifest.claims.entries()) {
+    if (!lookup(seat)) return unknownSeat(seat, `manifest.claims.${i}`);
+  }
+  for (const [i, seat] of manifest.uses.entries()) {
+    if (!lookup(seat)) return unknownSeat(seat, `manifest.uses.${i}`);
+  }
+  for (const [i, follow] of manifest.follows.entries()) {
+    const declaration = lookup(follow.seat);
+    if (!declaration) return unknownSeat(follow.seat, `manifest.follows.${i}.seat`);
+    if (!declaration.emits.includes(follow.event)) {
+      const emits = declaration.emits.length === 0 ? "nothing" : declaration.emits.join(", ");
+      return refuse("unknown-event", `seat "${follow.seat}" does not emit "${follow.event}" (it emits ${emits})`, `manifest.follows.${i}.event`);
+    }
+  }
+
+  return {
+    ok: true,
+    entity: { kind: "module", id: manifest.name },
+    events: [{ ...metaOf(envelope), type: "ModuleRegistered", manifest }],
+  };
+}
+
+/** What `module.register` answers: the module, its version and the seats it declares and claims. */
+export type ModuleRegisterReply = { module: string; version: string; declares: string[]; claims: string[] };
+
+/** The registered module as the commit recorded it. */
+export function reply(_state: State, events: readonly MeshEvent[]): ModuleRegisterReply {
+  const registered = events.find((e) => e.type === "ModuleRegistered");
+  if (!registered || registered.type !== "ModuleRegistered") throw new Error("module.register reply: the commit has no ModuleRegistered");
+  const { manifest } = registered;
+  return { module: manifest.name, version: manifest.version, declares: Object.keys(manifest.seats).sort(), claims: manifest.claims };
+}
+
+export const moduleRegister: CommandDefinition<typeof ModuleRegisterRequest> = {
+  kind: "command",
+  verb: "module.register",
+  summary: "register a module's manifest (module.json) in the catalogue (R23 to R26)",
+  schema: ModuleRegisterRequest,
+  secretsNeeded: () => 0,
+  decide,
+  reply,
+};

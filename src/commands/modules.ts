@@ -1,0 +1,48 @@
+import { z } from "zod";
+import type { Follow } from "../manifest/manifest.ts";
+import { nodesOfModule, type State } from "../projections/index.ts";
+import type { QueryDefinition } from "./envelope.ts";
+
+/** `modules {}`: every registered module. */
+export const ModulesRequest = z.object({}).strict();
+
+export type ModuleView = {
+  name: string;
+  version: string;
+  registeredAt: string;
+  issued: boolean;
+  nodes: string[];
+  declares: string[];
+  claims: string[];
+  uses: string[];
+  follows: Follow[];
+  tools: string[];
+};
+
+/** Each module (sorted): version, whether issued, the nodes it is on, and what its manifest states. */
+export function answer(state: State): { modules: ModuleView[] } {
+  return {
+    modules: Object.values(state.modules.modules)
+      .sort((a, b) => a.manifest.name.localeCompare(b.manifest.name))
+      .map(({ manifest, registeredAt, issued }) => ({
+        name: manifest.name,
+        version: manifest.version,
+        registeredAt,
+        issued,
+        nodes: [...nodesOfModule(state.assignments, manifest.name)],
+        declares: Object.keys(manifest.seats).sort(),
+        claims: [...manifest.claims],
+        uses: [...manifest.uses],
+        follows: manifest.follows.map((f) => ({ ...f })),
+        tools: manifest.tools.map((t) => t.name),
+      })),
+  };
+}
+
+export const modules: QueryDefinition<typeof ModulesRequest> = {
+  kind: "query",
+  verb: "modules",
+  summary: "every registered module: version, issued, nodes, seats",
+  schema: ModulesRequest,
+  answer,
+};

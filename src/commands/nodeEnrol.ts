@@ -1,0 +1,83 @@
+import { z } from "zod";
+import type { CredentialMinted, MeshEvent, NodeEnrolled } from "../events/index.ts";
+import { MeshName } from "../manifest/manifest.ts";
+import { brokerReachableAt, type State } from "../projections/index.ts";
+import { busUser } from "../names.ts";
+import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
+import { NO_MESH_MESSAGE, PublicKeyText, secretAt } from "./shared.ts";
+
+/** `node.enrol {node, publicKey}`: a machine joins the mesh and its credential is minted (R1). */
+export const NodeEnrolRequest = z
+  .object({
+    node: MeshName.describe("the node's name, also its overlay label"),
+    publicKey: PublicKeyText.describe("the node's X25519 public key, base64 SPKI DER"),
+  })
+  .strict();
+export type NodeEnrolRequest = z.infer<typeof NodeEnrolRequest>;
+
+/**
+ * Refuses `no-mesh` before genesis and `node-exists` for a name already enrolled. Otherwise one
+ * commit about `node/<node>`: NodeEnrolled and CredentialMinted for principal `node:<node>`, user
+ * `busUser("node", node)`, hash and sealed secret from fresh secret #1, address
+ * `brokerReachableAt(state, node)` (R1, R7). Minting needs no server: the credential becomes
+ * usable at the next composition.
+ */
+export function decide(state: State, command: NodeEnrolRequest, envelope: Envelope): Decision {
+  if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
+  if (state.nodes[command.node]) {
+    return refuse("node-exists", `node "${command.node}" is already enrolled: remove it first or choose another name`, "node");
+  }
+  const secret = secretAt(envelope, 0);
+  const meta = metaOf(envelope);
+  return {
+    ok: true,
+    entity: { kind: "node", id: command.node },
+    events: [
+      { ...meta, type: "NodeEnrolled", node: command.node, publicKey: command.publicKey },
+      {
+        ...meta,
+        type: "CredentialMinted",
+        principal: { kind: "node", name: command.node },
+        user: busUser("node", command.node),
+        hash: secret.hash,
+        sealed: secret.sealed,
+        address: brokerReachableAt(state, command.node),
+      },
+    ],
+  };
+}
+
+/** What `node.enrol` answers: the node's credential, its password sealed to the node's key (R3, R33). */
+export type NodeEnrolReply = {
+  node: string;
+  credential: { address: string; user: string; sealedPassword: string; fingerprint: string };
+};
+
+/**
+ * The node's credential: address, user, fingerprint, and the password sealed to the node's own
+ * public key (`tools.sealToNode`), so only that node can open it; never the password in the clear.
+ */
+export function reply(state: State, events: readonly MeshEvent[], tools: ReplyTools): NodeEnrolReply {
+  const enrolled = events.find((e): e is NodeEnrolled => e.type === "NodeEnrolled");
+  const minted = events.find((e): e is CredentialMinted => e.type === "CredentialMinted");
+  if (!enrolled || !minted) throw new Error("node.enrol reply: the commit has no NodeEnrolled and CredentialMinted");
+  return {
+    node: enrolled.node,
+    credential: {
+      address: minted.address,
+      user: minted.user,
+      sealedPassword: tools.sealToNode(enrolled.publicKey, tools.openSecret(minted.sealed)),
+      fingerprint: state.mesh?.fingerprint ?? "",
+    },
+  };
+}
+
+export const nodeEnrol: CommandDefinition<typeof NodeEnrolRequest> = {
+  kind: "command",
+  verb: "node.enrol",
+  summary: "enrol a node: record it and mint its credential (R1)",
+  schema: NodeEnrolRequest,
+  secretsNeeded: () => 1,
+  decide,
+  reply,
+};

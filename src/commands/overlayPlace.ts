@@ -1,0 +1,88 @@
+import { z } from "zod";
+import type { MeshEvent, Principal } from "../events/index.ts";
+import { MeshName } from "../manifest/manifest.ts";
+import type { State } from "../projections/index.ts";
+import { overlayName } from "../names.ts";
+import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { addressFor } from "./shared.ts";
+
+/** `overlay.place {node, hub?}`: put a node on the mesh's private network, optionally as its hub. */
+export const OverlayPlaceRequest = z
+  .object({
+    node: MeshName.describe("the enrolled node to place"),
+    hub: z.boolean().optional().describe("make this node the overlay's one hub"),
+  })
+  .strict();
+export type OverlayPlaceRequest = z.infer<typeof OverlayPlaceRequest>;
+
+/**
+ * Refusals, in order: `unknown-node` (not enrolled); `hub-exists` when asked for a hub and the
+ * overlay has one, naming it (R9); `already-placed` when the node is on the overlay and this would
+ * change nothing (placing a placed node again as the hub, while there is none, promotes it).
+ * Success: OverlayPlaced {node, hub, overlayName: `<node>.internal`} about `node/<node>`.
+ */
+export function decide(state: State, command: OverlayPlaceRequest, envelope: Envelope): Decision {
+  if (!state.nodes[command.node]) {
+    return refuse("unknown-node", `no node "${command.node}" is enrolled: run \`mesh node enrol\` first`, "node");
+  }
+  const hub = command.hub === true;
+  if (hub && state.overlay.hub !== null) {
+    return refuse("hub-exists", `the overlay already has a hub: node "${state.overlay.hub}"; place "${command.node}" without --hub`, "hub");
+  }
+  if (!hub && state.overlay.placed[command.node] !== undefined) {
+    return refuse("already-placed", `node "${command.node}" is already on the overlay as ${state.overlay.placed[command.node]}`, "node");
+  }
+  return {
+    ok: true,
+    entity: { kind: "node", id: command.node },
+    events: [{ ...metaOf(envelope), type: "OverlayPlaced", node: command.node, hub, overlayName: overlayName(command.node) }],
+  };
+}
+
+/** A credential minted for an address other than the one its principal would get now. */
+export type StaleCredential = { principal: Principal; user: string; address: string; addressNow: string };
+
+/** What `overlay.place` answers (R10): the placement, and which credentials keep their old address. */
+export type OverlayPlaceReply = {
+  node: string;
+  overlayName: string;
+  hub: boolean;
+  note: string;
+  staleCredentials: StaleCredential[];
+};
+
+/**
+ * The placement, and R10 said out loud: credentials issued earlier keep the address they were
+ * minted for; `staleCredentials` lists each one whose principal would get another address now
+ * (rotate it to move it). Addresses only, never a secret (R3).
+ */
+export function reply(state: State, events: readonly MeshEvent[]): OverlayPlaceReply {
+  const placed = events.find((e) => e.type === "OverlayPlaced");
+  if (!placed || placed.type !== "OverlayPlaced") throw new Error("overlay.place reply: the commit has no OverlayPlaced");
+  const staleCredentials: StaleCredential[] = [];
+  if (state.mesh) {
+    for (const credential of Object.values(state.credentials)) {
+      const addressNow = addressFor(state, credential.principal);
+      if (addressNow !== credential.address) {
+        staleCredentials.push({ principal: credential.principal, user: credential.user, address: credential.address, addressNow });
+      }
+    }
+  }
+  return {
+    node: placed.node,
+    overlayName: placed.overlayName,
+    hub: placed.hub,
+    note: "credentials issued earlier keep their old address; `mesh credential rotate` gives one the current address",
+    staleCredentials,
+  };
+}
+
+export const overlayPlace: CommandDefinition<typeof OverlayPlaceRequest> = {
+  kind: "command",
+  verb: "overlay.place",
+  summary: "place a node on the overlay, optionally as its one hub (R9, R10)",
+  schema: OverlayPlaceRequest,
+  secretsNeeded: () => 0,
+  decide,
+  reply,
+};

@@ -1,0 +1,57 @@
+import { z } from "zod";
+import type { MeshEvent } from "../events/index.ts";
+import { MeshName } from "../manifest/manifest.ts";
+import { resolveSeat, type State } from "../projections/index.ts";
+import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+
+/** `seat.alias {from, to}`: rename a seat as a row of data; lookups of `from` resolve to `to` (R27). */
+export const SeatAliasRequest = z
+  .object({ from: MeshName.describe("the old seat name"), to: MeshName.describe("the seat it now resolves to") })
+  .strict();
+export type SeatAliasRequest = z.infer<typeof SeatAliasRequest>;
+
+/**
+ * Refusals, in order: `alias-cycle` when following aliases from `to` comes back to `from`
+ * (including `from` equal to `to`); `seat-exists` when `from` is the name of a seat some module
+ * declares now (an alias would hide it); `unknown-seat` when `to`, after aliases, is no seat of
+ * the catalogue. Success: SeatAliased about `seat/<from>`. Re-pointing an existing alias is allowed.
+ */
+export function decide(state: State, command: SeatAliasRequest, envelope: Envelope): Decision {
+  const catalogue = state.modules;
+  const seen = new Set<string>();
+  for (let name: string | undefined = command.to; name !== undefined && !seen.has(name); name = catalogue.aliases[name]) {
+    if (name === command.from) {
+      return refuse("alias-cycle", `aliasing "${command.from}" to "${command.to}" would make a cycle: "${command.to}" already leads back to "${command.from}"`, "to");
+    }
+    seen.add(name);
+  }
+  const declared = catalogue.seats[command.from];
+  if (declared) {
+    return refuse("seat-exists", `"${command.from}" is a seat declared by module "${declared.declaredBy}": alias only a name no module declares any more`, "from");
+  }
+  if (!catalogue.seats[resolveSeat(catalogue, command.to)]) {
+    return refuse("unknown-seat", `there is no seat "${command.to}" to alias to: see \`mesh seats\``, "to");
+  }
+  return {
+    ok: true,
+    entity: { kind: "seat", id: command.from },
+    events: [{ ...metaOf(envelope), type: "SeatAliased", from: command.from, to: command.to }],
+  };
+}
+
+/** `{ from, to, resolvesTo }`: the alias and the seat it resolves to now. */
+export function reply(state: State, events: readonly MeshEvent[]): { from: string; to: string; resolvesTo: string } {
+  const aliased = events.find((e) => e.type === "SeatAliased");
+  if (!aliased || aliased.type !== "SeatAliased") throw new Error("seat.alias reply: the commit has no SeatAliased");
+  return { from: aliased.from, to: aliased.to, resolvesTo: resolveSeat(state.modules, aliased.from) };
+}
+
+export const seatAlias: CommandDefinition<typeof SeatAliasRequest> = {
+  kind: "command",
+  verb: "seat.alias",
+  summary: "rename a seat: the old name resolves to the new one at every lookup (R27)",
+  schema: SeatAliasRequest,
+  secretsNeeded: () => 0,
+  decide,
+  reply,
+};

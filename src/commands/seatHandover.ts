@@ -1,0 +1,70 @@
+import { z } from "zod";
+import type { MeshEvent } from "../events/index.ts";
+import { MeshName } from "../manifest/manifest.ts";
+import { claimantsOf, holdersOf, nodesOfModule, resolveSeat, type State } from "../projections/index.ts";
+import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+
+/** `seat.handover {seat, from, to}`: move a seat from the node holding it to another node (R17). */
+export const SeatHandoverRequest = z
+  .object({
+    seat: MeshName.describe("the seat to move (an alias resolves)"),
+    from: MeshName.describe("the node holding it now"),
+    to: MeshName.describe("the enrolled node to hold it"),
+  })
+  .strict();
+export type SeatHandoverRequest = z.infer<typeof SeatHandoverRequest>;
+
+/**
+ * Refusals, in order: `unknown-seat` (no such seat after aliases), `unknown-node` (`to` is not
+ * enrolled), `not-holder` (`from` does not hold the seat, per holdersOf), `already-holder` (`to`
+ * holds it already). Success, ONE commit about `seat/<seat>`: for each module on `from` that
+ * claims the seat, ModuleUnassigned(module, from) then ModuleAssigned(module, to); then
+ * SeatHandedOver(seat, from, to). Holders are therefore read from the assignments alone (R17).
+ * Moving a module moves every seat it claims: the reply lists the modules moved.
+ */
+export function decide(state: State, command: SeatHandoverRequest, envelope: Envelope): Decision {
+  const seat = resolveSeat(state.modules, command.seat);
+  if (!state.modules.seats[seat]) {
+    return refuse("unknown-seat", `there is no seat "${command.seat}": see \`mesh seats\``, "seat");
+  }
+  if (!state.nodes[command.to]) {
+    return refuse("unknown-node", `no node "${command.to}" is enrolled: run \`mesh node enrol\` first`, "to");
+  }
+  const holders = holdersOf(state, seat);
+  if (!holders.includes(command.from)) {
+    const now = holders.length === 0 ? "nobody holds it" : `it is held by ${holders.join(", ")}`;
+    return refuse("not-holder", `node "${command.from}" does not hold seat "${seat}": ${now}`, "from");
+  }
+  if (holders.includes(command.to)) {
+    return refuse("already-holder", `node "${command.to}" already holds seat "${seat}"`, "to");
+  }
+  const meta = metaOf(envelope);
+  const moved = claimantsOf(state.modules, seat).filter((m) => nodesOfModule(state.assignments, m).includes(command.from));
+  const events: MeshEvent[] = [];
+  for (const module of moved) {
+    events.push({ ...meta, type: "ModuleUnassigned", module, node: command.from });
+    events.push({ ...meta, type: "ModuleAssigned", module, node: command.to });
+  }
+  events.push({ ...meta, type: "SeatHandedOver", seat, from: command.from, to: command.to });
+  return { ok: true, entity: { kind: "seat", id: seat }, events };
+}
+
+/** What `seat.handover` answers: the move, the modules moved with it, and the seat's holders now. */
+export type SeatHandoverReply = { seat: string; from: string; to: string; modulesMoved: string[]; holders: string[] };
+
+export function reply(state: State, events: readonly MeshEvent[]): SeatHandoverReply {
+  const handed = events.find((e) => e.type === "SeatHandedOver");
+  if (!handed || handed.type !== "SeatHandedOver") throw new Error("seat.handover reply: the commit has no SeatHandedOver");
+  const modulesMoved = events.flatMap((e) => (e.type === "ModuleAssigned" ? [e.module] : []));
+  return { seat: handed.seat, from: handed.from, to: handed.to, modulesMoved, holders: holdersOf(state, handed.seat) };
+}
+
+export const seatHandover: CommandDefinition<typeof SeatHandoverRequest> = {
+  kind: "command",
+  verb: "seat.handover",
+  summary: "hand a seat over from the node holding it to another node (R17)",
+  schema: SeatHandoverRequest,
+  secretsNeeded: () => 0,
+  decide,
+  reply,
+};

@@ -1,0 +1,50 @@
+import { z } from "zod";
+import { claimantsOf, holdersOf, type State } from "../projections/index.ts";
+import type { QueryDefinition } from "./envelope.ts";
+
+/** `seats {}`: every seat of the catalogue. */
+export const SeatsRequest = z.object({}).strict();
+
+export type SeatView = {
+  name: string;
+  declaredBy: string;
+  protocol: string;
+  marker: boolean;
+  accepts: string[];
+  emits: string[];
+  provides: string | null;
+  scope: "mesh" | "node";
+  claimants: string[];
+  holders: string[];
+  aliases: string[];
+};
+
+/** Each seat (sorted by name): its declaration, claimants, holders (R17) and the aliases resolving to it (R27). */
+export function answer(state: State): { seats: SeatView[] } {
+  const { seats, aliases } = state.modules;
+  return {
+    seats: Object.values(seats)
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .map((seat) => ({
+        name: seat.name,
+        declaredBy: seat.declaredBy,
+        protocol: seat.protocol,
+        marker: seat.protocol === "",
+        accepts: [...seat.accepts],
+        emits: [...seat.emits],
+        provides: seat.provides ?? null,
+        scope: seat.scope,
+        claimants: claimantsOf(state.modules, seat.name),
+        holders: holdersOf(state, seat.name),
+        aliases: Object.keys(aliases).filter((from) => aliases[from] === seat.name).sort(),
+      })),
+  };
+}
+
+export const seats: QueryDefinition<typeof SeatsRequest> = {
+  kind: "query",
+  verb: "seats",
+  summary: "every seat: declarer, fields, claimants, holders and aliases",
+  schema: SeatsRequest,
+  answer,
+};

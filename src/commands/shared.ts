@@ -1,0 +1,80 @@
+import { z } from "zod";
+import type { Principal } from "../events/index.ts";
+import type { State } from "../projections/index.ts";
+import {
+  brokerReachableAt, formatBusAddress, holdersOf, nodesOfModule, parseBusAddress,
+} from "../projections/index.ts";
+import { CONTROLLER_SEAT } from "../names.ts";
+import type { Envelope, FreshSecret } from "./envelope.ts";
+
+/**
+ * Helpers every command file shares. Pure: no clock, no randomness, no I/O.
+ */
+
+/**
+ * A node's public key as a request carries it: base64, non-empty. Only the shape is checked
+ * here; that it is a real X25519 SPKI key is checked by the shell, which has the crypto.
+ */
+export const PublicKeyText = z
+  .string()
+  .min(1, "the node's public key is empty: pass the base64 X25519 key the host agent printed")
+  .regex(/^[A-Za-z0-9+/]+={0,2}$/, "not base64: pass the base64 X25519 key the host agent printed")
+  .refine((key) => key.length % 4 === 0, "not base64 (its length is not a multiple of 4)");
+
+/**
+ * The i-th fresh secret of the envelope. Throws when the handler filled in fewer than the verb's
+ * `secretsNeeded` asked for: that is a bug in the shell, not a business refusal.
+ */
+export function secretAt(envelope: Envelope, index: number): FreshSecret {
+  const secret = envelope.secrets[index];
+  if (secret === undefined) {
+    throw new Error(`command ${envelope.commandId} needs fresh secret #${index + 1} but its envelope carries ${envelope.secrets.length}`);
+  }
+  return secret;
+}
+
+/** The genesis address with its port filled in (R8): what a machine off the overlay dials. */
+export function genesisAddress(state: State): string {
+  if (!state.mesh) throw new Error("the mesh has no genesis record (MeshCreated): run the installer first");
+  return formatBusAddress(parseBusAddress(state.mesh.genesisAddress));
+}
+
+/**
+ * The broker's address for a principal running on `nodes` (R7): when every one of those nodes
+ * reaches the broker at the same address, that address; otherwise (no node yet, or nodes that
+ * disagree, some on the overlay and some off it) the genesis address, which every machine of the
+ * mesh can dial. Throws when the mesh has no genesis record.
+ */
+export function addressForNodes(state: State, nodes: readonly string[]): string {
+  const addresses = new Set(nodes.map((node) => brokerReachableAt(state, node)));
+  if (addresses.size === 1) return [...addresses][0]!;
+  return genesisAddress(state);
+}
+
+/**
+ * Where a principal's credential should point now (R7), by kind:
+ * - node: `brokerReachableAt(state, node)`;
+ * - module: the address every node it is assigned to agrees on, else the genesis address (an
+ *   unassigned module has no node yet, and the genesis address is the one any node can dial);
+ * - controller: the same rule over the nodes holding `the-controller`;
+ * - builder: its node's address when a node of that name is enrolled, else the genesis address;
+ * - operator: the genesis address (a person's CLI dials from outside the overlay).
+ * Throws when the mesh has no genesis record.
+ */
+export function addressFor(state: State, principal: Principal): string {
+  switch (principal.kind) {
+    case "node":
+      return brokerReachableAt(state, principal.name);
+    case "module":
+      return addressForNodes(state, nodesOfModule(state.assignments, principal.name));
+    case "controller":
+      return addressForNodes(state, holdersOf(state, CONTROLLER_SEAT));
+    case "builder":
+      return addressForNodes(state, state.nodes[principal.name] ? [principal.name] : []);
+    case "operator":
+      return genesisAddress(state);
+  }
+}
+
+/** The refusal message of a command that needs genesis first. */
+export const NO_MESH_MESSAGE = "the mesh has no genesis record yet: run the installer (genesis) first";
