@@ -174,3 +174,40 @@ export const STORE_SEAT = "mesh-store";
 export function overlayName(node: string): string {
   return `${node}.internal`;
 }
+
+// ---- names added for composition (issue 4) --------------------------------------------------------
+
+/** The role of build machines: builders submit its work and hear its outcomes. */
+export const BUILD_SEAT = "mesh-build";
+
+/** Every subject the controller serves or a principal may be granted on the JetStream API. Controller only (field notes). */
+export const JS_API_SUBJECTS = "$JS.API.>";
+
+/** Flow-control replies of every push consumer of one stream (ordered consumers have random names). */
+export function flowControlSubjects(stream: string): string {
+  return `$JS.FC.${stream}.>`;
+}
+
+/** The stream behind a KV bucket: `KV_<bucket>`. */
+export function kvStream(bucket: string): string {
+  return `KV_${bucket}`;
+}
+/** Every key subject of a KV bucket: `$KV.<bucket>.>`. */
+export function kvSubjects(bucket: string): string {
+  return `$KV.${bucket}.>`;
+}
+/** The stream behind an object store bucket: `OBJ_<bucket>`. */
+export function objectStoreStream(bucket: string): string {
+  return `OBJ_${bucket}`;
+}
+/** Every chunk and meta subject of an object store bucket: `$O.<bucket>.>`. */
+export function objectStoreSubjects(bucket: string): string {
+  return `$O.${bucket}.>`;
+}
+
+/**
+ * Subjects no principal is ever granted (R33): everything, and the shared default inbox. Spelled
+ * here so composition can refuse them and tests can try them.
+ */
+export const ALL_SUBJECTS = ">";
+export const SHARED_INBOX_SUBJECTS = "_INBOX.>";

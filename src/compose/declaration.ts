@@ -1,0 +1,182 @@
+import type { State } from "../projections/index.ts";
+import { credentialOf, holdersOf, provisionKey, resolveSeat, seatOf } from "../projections/index.ts";
+import { BROKER_SEAT, CONTROLLER_NAME } from "../names.ts";
+import type { Manifest } from "../manifest/manifest.ts";
+import { canonicalJson, type Digest } from "./digest.ts";
+import { composeBusUsers, renderUserList } from "./userList.ts";
+import type { BusUsers, ComposeConfig, Principal, Refusal } from "./types.ts";
+
+/**
+ * A module's credential as a declaration carries it. `sealed` is the secret as the records hold it,
+ * sealed with the mesh key: compose is pure and holds no key, so the shell opens it and re-seals it
+ * to the node's public key at send time (sealToNode), after the digest is taken. The digest is
+ * therefore over the mesh-sealed form, which is stable, while each send's node-sealed form differs.
+ */
+export type DeclaredCredential = { address: string; user: string; sealed: string; fingerprint: string };
+
+/** A provision as its consumer receives it (the login the provider made for it; secret sealed as above). */
+export type ReceivedProvision = { seat: string; provision: string; user: string; sealed: string };
+
+/** A grant a provider on this node holds for one consumer of its seat (R31: minted before composing). */
+export type ProvisionGrant = { seat: string; provision: string; consumer: string; user: string; sealed: string };
+
+/** One module the node must run, with what it needs to dial the bus pinned (R3, R34). */
+export type DeclaredModule = {
+  module: string;
+  version: string;
+  run: Manifest["run"];
+  credential: DeclaredCredential;
+  /** The environment the module runs with; the host adds MESH_PASSWORD once it opened the secret. */
+  env: { MESH_BROKER_ADDRESS: string; MESH_BROKER_CERTIFICATE: string; MESH_USER: string };
+  provisions: ReceivedProvision[];
+};
+
+/**
+ * Everything the mesh wants one node to hold. `userList` is present only on the node holding
+ * mesh-broker (R11). `digest` is `digest(canonicalJson(the rest))`. An unassigned node composes to
+ * an empty declaration, which is still a declaration (R29).
+ */
+export type Declaration = {
+  node: string;
+  modules: DeclaredModule[];
+  provisions: ProvisionGrant[];
+  userList?: string;
+  digest: string;
+};
+
+/** A composed declaration, or the typed refusal of one node (R30: reported, the rest are sent). */
+export type DeclarationResult = { ok: true; declaration: Declaration } | { ok: false; node: string; refusal: Refusal };
+
+/**
+ * Indexes shared by every declaration of one composition, built once so composing every node is
+ * linear in the records (not nodes × modules): modules by node, the users of each seat, the broker
+ * holders, and the user list (composed on first need).
+ */
+export type Prepared = {
+  modulesByNode: Map<string, string[]>;
+  usersOfSeat: Map<string, string[]>;
+  brokerHolders: Set<string>;
+  busUsers(): BusUsers;
+  userListText(): string | null;
+};
+
+/** Builds the shared indexes of one composition (see Prepared). O(records). */
+export function prepareComposition(state: State, config: ComposeConfig): Prepared {
+  const modulesByNode = new Map<string, string[]>();
+  const usersOfSeat = new Map<string, string[]>();
+  for (const module of Object.keys(state.assignments.byModule).sort()) {
+    const nodes = state.assignments.byModule[module]!;
+    if (nodes.length === 0) continue;
+    for (const node of nodes) {
+      const list = modulesByNode.get(node);
+      if (list) list.push(module);
+      else modulesByNode.set(node, [module]);
+    }
+    for (const use of state.modules.modules[module]?.manifest.uses ?? []) {
+      const seat = resolveSeat(state.modules, use);
+      const list = usersOfSeat.get(seat);
+      if (list) { if (!list.includes(module)) list.push(module); } else usersOfSeat.set(seat, [module]);
+    }
+  }
+  let users: BusUsers | undefined;
+  let text: string | null | undefined;
+  const busUsers = (): BusUsers => (users ??= composeBusUsers(state, config));
+  const userListText = (): string | null => {
+    if (text === undefined) {
+      const list = busUsers();
+      text = list.ok ? renderUserList(list) : null;
+    }
+    return text;
+  };
+  return { modulesByNode, usersOfSeat, brokerHolders: new Set(holdersOf(state, BROKER_SEAT)), busUsers, userListText };
+}
+
+function refusal(node: string, code: string, message: string): DeclarationResult {
+  return { ok: false, node, refusal: { code, message } };
+}
+
+/**
+ * Composes one node's declaration from the state (pure; never appends, never runs bcrypt).
+ *
+ * Refusals (typed, never thrown, R30): `mesh-missing` (no genesis record), `node-unknown` (not
+ * enrolled), `module-unregistered` (assigned a module the catalogue lacks), `credential-missing`
+ * (a module never issued or revoked), `provision-missing` (a provision push should have minted
+ * first, R31), `user-list-empty` (the broker's holder, with a user list of no users, R12).
+ * `prepared` lets a caller composing many nodes share the indexes (prepareComposition).
+ */
+export function composeDeclaration(
+  state: State,
+  node: string,
+  config: ComposeConfig,
+  digest: Digest,
+  prepared: Prepared = prepareComposition(state, config),
+): DeclarationResult {
+  if (!state.mesh) return refusal(node, "mesh-missing", "the mesh has no genesis record (MeshCreated): run the installer first");
+  if (!state.nodes[node]) return refusal(node, "node-unknown", `node ${node} is not enrolled`);
+  const fingerprint = state.mesh.fingerprint;
+  const modules: DeclaredModule[] = [];
+  const provisions: ProvisionGrant[] = [];
+  for (const module of prepared.modulesByNode.get(node) ?? []) {
+    const manifest = state.modules.modules[module]?.manifest;
+    if (!manifest) return refusal(node, "module-unregistered", `node ${node} is assigned ${module}, which the catalogue does not have`);
+    const principal: Principal = module === CONTROLLER_NAME ? { kind: "controller", name: CONTROLLER_NAME } : { kind: "module", name: module };
+    const credential = credentialOf(state.credentials, principal);
+    if (!credential) return refusal(node, "credential-missing", `module ${module} on ${node} has no credential: run \`mesh module issue ${module}\``);
+    const received: ReceivedProvision[] = [];
+    for (const use of manifest.uses) {
+      const seat = resolveSeat(state.modules, use);
+      const provision = seatOf(state.modules, seat)?.provides;
+      if (provision === undefined) continue;
+      const record = state.provisions[provisionKey(seat, provision, module)];
+      if (!record) return refusal(node, "provision-missing", `the provision ${provision} of ${seat} for ${module} is not minted (push mints it first, R31)`);
+      received.push({ seat, provision, user: record.user, sealed: record.sealed });
+    }
+    for (const claim of manifest.claims) {
+      const seat = resolveSeat(state.modules, claim);
+      const provision = seatOf(state.modules, seat)?.provides;
+      if (provision === undefined) continue;
+      for (const consumer of prepared.usersOfSeat.get(seat) ?? []) {
+        const record = state.provisions[provisionKey(seat, provision, consumer)];
+        if (!record) return refusal(node, "provision-missing", `the provision ${provision} of ${seat} for ${consumer} is not minted (push mints it first, R31)`);
+        provisions.push({ seat, provision, consumer, user: record.user, sealed: record.sealed });
+      }
+    }
+    modules.push({
+      module,
+      version: manifest.version,
+      run: manifest.run,
+      credential: { address: credential.address, user: credential.user, sealed: credential.sealed, fingerprint },
+      env: { MESH_BROKER_ADDRESS: credential.address, MESH_BROKER_CERTIFICATE: fingerprint, MESH_USER: credential.user },
+      provisions: received.sort((a, b) => compare(`${a.seat}/${a.provision}`, `${b.seat}/${b.provision}`)),
+    });
+  }
+  provisions.sort((a, b) => compare(`${a.seat}/${a.provision}/${a.consumer}`, `${b.seat}/${b.provision}/${b.consumer}`));
+  const body: Omit<Declaration, "digest"> = { node, modules, provisions };
+  if (prepared.brokerHolders.has(node)) {
+    const text = prepared.userListText();
+    if (text === null) {
+      const list = prepared.busUsers();
+      return { ok: false, node, refusal: list.ok ? { code: "user-list-empty", message: "no user list" } : list.refusal };
+    }
+    body.userList = text;
+  }
+  return { ok: true, declaration: { ...body, digest: digest(canonicalJson(body)) } };
+}
+
+/**
+ * Composes the user list and every enrolled node's declaration in one pass (sorted by node),
+ * sharing the indexes: linear in the records. Pure; the shell sends the results.
+ */
+export function composeDeclarations(
+  state: State,
+  config: ComposeConfig,
+  digest: Digest,
+): { users: BusUsers; declarations: DeclarationResult[] } {
+  const prepared = prepareComposition(state, config);
+  const declarations = Object.keys(state.nodes).sort().map((node) => composeDeclaration(state, node, config, digest, prepared));
+  return { users: prepared.busUsers(), declarations };
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,46 @@
+import type { State } from "../projections/index.ts";
+import { credentialOf } from "../projections/index.ts";
+import { grantsOf } from "./permissions.ts";
+import { covers } from "./subjects.ts";
+import type { ComposeConfig, Direction, Grant, Principal } from "./types.ts";
+
+/** Why a principal may or may not publish or subscribe a subject (for `mesh explain`). */
+export type Explanation = {
+  principal: Principal;
+  user: string;
+  direction: Direction;
+  subject: string;
+  allowed: boolean;
+  /** The grants that allow it, each with the manifest line or record behind it. */
+  because: Grant[];
+  /** When nothing allows it (or only as a reply): why, in words. */
+  reason?: string;
+  /** False when the principal has no credential: it is not on the bus at all (R12). */
+  onTheBus: boolean;
+};
+
+/**
+ * Which manifest line or record allows `principal` to `direction` on `subject`, or why nothing does
+ * (deny by default). A subject with wildcards is allowed only when a grant covers all of it, as
+ * the server checks. Publishing a reply to a request's inbox is explained as `allow_responses`
+ * (R33) for responders. Pure.
+ */
+export function explain(state: State, principal: Principal, direction: Direction, subject: string, config: ComposeConfig): Explanation {
+  const { grants, responder, user } = grantsOf(state, principal, config);
+  const because = grants.filter((g) => g.direction === direction && covers(g.subject, subject));
+  const onTheBus = credentialOf(state.credentials, principal) !== undefined;
+  const base = { principal, user, direction, subject, onTheBus };
+  if (because.length > 0) {
+    return { ...base, allowed: true, because, ...(onTheBus ? {} : { reason: `${user} has no credential: it is not in the user list yet (R12)` }) };
+  }
+  if (direction === "pub" && responder && subject.startsWith("_INBOX")) {
+    return {
+      ...base, allowed: false, because: [],
+      reason: `${user} may publish to an inbox only as the one reply to a request it received (allow_responses, R33); no grant names ${subject}`,
+    };
+  }
+  return {
+    ...base, allowed: false, because: [],
+    reason: `deny by default: no manifest line or record grants ${user} ${direction === "pub" ? "publish" : "subscribe"} on ${subject}`,
+  };
+}

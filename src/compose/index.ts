@@ -1,0 +1,13 @@
+export { type ComposeConfig, type Direction, type Grant, type Permissions, type BusUser, type BusUsers, type LeftOut } from "./types.ts";
+export { permissionsOf, grantsOf, moduleGrants, userOf, permissionsFromGrants } from "./permissions.ts";
+export { composeBusUsers, renderUserList } from "./userList.ts";
+export {
+  composeDeclaration, composeDeclarations, prepareComposition,
+  type Declaration, type DeclarationResult, type DeclaredModule, type DeclaredCredential, type ProvisionGrant,
+  type ReceivedProvision, type Prepared,
+} from "./declaration.ts";
+export { composeTopology, type Topology, type StreamSpec, type ConsumerSpec } from "./topology.ts";
+export { requiredProvisions, neededProvisions, type NeededProvision } from "./provisions.ts";
+export { explain, type Explanation } from "./explain.ts";
+export { covers } from "./subjects.ts";
+export { canonicalJson, type Digest } from "./digest.ts";

@@ -1,0 +1,43 @@
+import type { Principal } from "../events/index.ts";
+import type { Refusal } from "../commands/envelope.ts";
+
+/**
+ * What composition needs besides the records (DESIGN.md section 3). Read once by the shell from
+ * the controller's configuration and passed in: compose reads no environment.
+ */
+export type ComposeConfig = {
+  /** The seats the controller submits work to (R19): a stated list, not derived from a manifest. */
+  controllerSubmits: readonly string[];
+  /** Replicas of every stream (1 on a single server, 3 on a cluster). Default 1. */
+  replicas?: number;
+};
+
+/** `pub` or `sub`: the two directions a grant can have. */
+export type Direction = "pub" | "sub";
+
+/** One grant with its provenance: which manifest line or record allows it (for `mesh explain`). */
+export type Grant = { direction: Direction; subject: string; because: string };
+
+/**
+ * A principal's bus permissions in nats-server's own shape: deny by default, exact allow lists,
+ * sorted and deduplicated. `allow_responses` lets a responder publish one reply to the inbox of a
+ * request it received, without a publish grant on anyone's inbox (R33).
+ */
+export type Permissions = {
+  publish: { allow: string[] };
+  subscribe: { allow: string[] };
+  allow_responses?: boolean;
+};
+
+/** One user of the bus's user list: the bcrypt hash from the records, never a password (R3). */
+export type BusUser = { user: string; password: string; permissions: Permissions; principal: Principal };
+
+/** A principal left out of the user list, and why (R12: named in the push's report). */
+export type LeftOut = { principal: Principal; reason: string };
+
+/** The composed user list, or the refusal of one with no users (R12). */
+export type BusUsers =
+  | { ok: true; users: BusUser[]; leftOut: LeftOut[] }
+  | { ok: false; refusal: Refusal; leftOut: LeftOut[] };
+
+export type { Principal, Refusal };
