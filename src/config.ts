@@ -1,0 +1,254 @@
+import { z } from "zod";
+import { readFileSync } from "node:fs";
+import { BusCredential } from "./bus/connect.ts";
+import { certificateFingerprint } from "./crypto/secrets.ts";
+import { MeshName } from "./manifest/manifest.ts";
+import { formatBusAddress, parseBusAddress } from "./projections/queries.ts";
+
+/**
+ * Configuration: the ONE place that reads the environment (R35, STYLE.md 9). Each consumer (the
+ * `mesh` CLI, the controller) has one zod schema and one `parse...Config(env)` returning one frozen
+ * result; callers pass `process.env` (or a test's own map) in, nothing else reads it.
+ */
+
+/** Settings that cannot be used as given: names every variable involved and what to do. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  readonly variables: readonly string[];
+  constructor(variables: readonly string[], message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.variables = variables;
+  }
+}
+
+/** The environment as given: `process.env` or a test's map. */
+export type Environment = Readonly<Record<string, string | undefined>>;
+
+/** Where the operator's credential file is looked for when MESH_CREDENTIAL is not set. */
+export const DEFAULT_CREDENTIAL_FILE = "./.mesh/operator.json";
+/** How long the CLI waits for the controller's reply, in milliseconds, unless told otherwise. */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 10_000;
+
+const ClientSchema = z.object({
+  MESH_CREDENTIAL: z.string().min(1).default(DEFAULT_CREDENTIAL_FILE),
+  MESH_TIMEOUT_MS: z.coerce.number().int().positive().max(600_000).default(DEFAULT_COMMAND_TIMEOUT_MS),
+});
+
+/** The `mesh` CLI's settings. */
+export type ClientConfig = Readonly<{
+  /** The operator's credential file, JSON `{ address, user, password, fingerprint }` (MESH_CREDENTIAL). */
+  credentialFile: string;
+  /** Milliseconds to wait for a reply (MESH_TIMEOUT_MS). */
+  timeoutMs: number;
+}>;
+
+/**
+ * Reads the CLI's settings from `env`: MESH_CREDENTIAL (default ./.mesh/operator.json) and
+ * MESH_TIMEOUT_MS (default 10,000). Empty values count as unset. Returns a frozen object.
+ * Throws ConfigError naming the variable when a value is malformed.
+ */
+export function parseClientConfig(env: Environment): ClientConfig {
+  const parsed = ClientSchema.safeParse(withoutEmpty(env, ["MESH_CREDENTIAL", "MESH_TIMEOUT_MS"]));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const variable = String(issue?.path[0] ?? "environment");
+    throw new ConfigError([variable], `${variable}: ${issue?.message ?? "invalid"}: fix or unset it`);
+  }
+  return Object.freeze({ credentialFile: parsed.data.MESH_CREDENTIAL, timeoutMs: parsed.data.MESH_TIMEOUT_MS });
+}
+
+/** The named variables of `env`, empty strings dropped (an empty variable means unset). */
+function withoutEmpty(env: Environment, names: readonly string[]): Record<string, string> {
+  const picked: Record<string, string> = {};
+  for (const name of names) {
+    const value = env[name];
+    if (value !== undefined && value !== "") picked[name] = value;
+  }
+  return picked;
+}
+
+// ---- the controller's settings (R19, R34, R35) ------------------------------------------------
+
+/** The seats the controller submits work to when MESH_CONTROLLER_SUBMITS is not set (R19). */
+export const DEFAULT_CONTROLLER_SUBMITS = "mesh-build";
+
+/**
+ * The controller's configuration: read once from the environment by parseControllerConfig, with
+ * the files it names already read. Frozen. Never printed whole: `credential.password` and
+ * `meshKey` are secrets (R3).
+ */
+export type ControllerConfig = Readonly<{
+  /** The genesis address (MESH_BROKER_ADDRESS) with its port filled in (R8), or null when unset. */
+  brokerAddress: string | null;
+  /** The bus certificate's SHA-256 fingerprint every client pins (R34), or null when none is known. */
+  fingerprint: string | null;
+  /** Path of the controller's credential file (MESH_CONTROLLER_CREDENTIAL), rewritten on rotation (R14). */
+  credentialFile: string;
+  /** What the controller dials: address (MESH_BUS_URL, else the file's), user, password, fingerprint. */
+  credential: Readonly<BusCredential>;
+  /** The mesh key, base64 of 32 bytes (MESH_KEY_FILE). */
+  meshKey: string;
+  /** The seats the controller submits work to (MESH_CONTROLLER_SUBMITS, R19). */
+  controllerSubmits: readonly string[];
+  /** Replicas of every stream the controller raises (MESH_CATALOGUE_REPLICAS, default 1). */
+  replicas: number;
+}>;
+
+const controllerEnvSchema = z.object({
+  MESH_BROKER_ADDRESS: z.string().trim().min(1).optional(),
+  MESH_BROKER_CERTIFICATE: z.string().trim().min(1).optional(),
+  MESH_BROKER_FINGERPRINT: z
+    .string()
+    .trim()
+    .regex(/^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){31}$/, "the SHA-256 fingerprint of the bus certificate, AA:BB:... (32 bytes)")
+    .optional(),
+  MESH_CONTROLLER_CREDENTIAL: z.string().trim().min(1, "the path of the controller's credential file"),
+  MESH_BUS_URL: z.string().trim().min(1).optional(),
+  MESH_KEY_FILE: z.string().trim().min(1, "the path of the mesh key file"),
+  MESH_CONTROLLER_SUBMITS: z
+    .string()
+    .default(DEFAULT_CONTROLLER_SUBMITS)
+    .transform((list) => list.split(",").map((seat) => seat.trim()).filter((seat) => seat.length > 0))
+    .pipe(z.array(MeshName)),
+  MESH_CATALOGUE_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+});
+
+function readConfigFile(variable: string, path: string, what: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : (error as Error).message;
+    throw new ConfigError([variable], `${variable}=${path}: cannot read ${what}: ${reason}`, { cause: error });
+  }
+}
+
+/** `tls://host:port` from an address, the port filled in (R8); null when it is not an address. */
+function normalAddress(address: string): string | null {
+  try {
+    return formatBusAddress(parseBusAddress(address));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Reads the controller's configuration from `env` (the caller passes process.env: this module is
+ * the one place that reads it, R35) and the files it names, once. Returns a frozen
+ * ControllerConfig.
+ *
+ * Variables: MESH_CONTROLLER_CREDENTIAL (required: the credential JSON file
+ * `{address,user,password,fingerprint?}`), MESH_KEY_FILE (required: base64 of 32 bytes),
+ * MESH_BROKER_ADDRESS (the genesis address; a port-less one gets 4222, R8), MESH_BROKER_CERTIFICATE
+ * (a PEM file; its SHA-256 fingerprint is pinned, R34) and/or MESH_BROKER_FINGERPRINT, MESH_BUS_URL
+ * (what the controller dials instead of the credential's address), MESH_CONTROLLER_SUBMITS (comma
+ * list of seats, R19; default "mesh-build"), MESH_CATALOGUE_REPLICAS (default 1).
+ *
+ * Throws ConfigError, one line naming the variables, when a value is malformed, a file is missing
+ * or unreadable, or two settings state one fact differently (R35): the certificate's fingerprint
+ * and MESH_BROKER_FINGERPRINT, MESH_BUS_URL and MESH_BROKER_ADDRESS, or a fingerprint and the
+ * credential file's own — the message says which to unset. Never includes a secret (R3).
+ */
+export function parseControllerConfig(env: Environment): ControllerConfig {
+  const names = Object.keys(controllerEnvSchema.shape);
+  const parsed = controllerEnvSchema.safeParse(withoutEmpty(env, names));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const variable = String(issue.path[0] ?? "configuration");
+    throw new ConfigError([variable], `${variable}: ${issue.code === "invalid_type" ? "is not set" : issue.message}`);
+  }
+  const vars = parsed.data;
+
+  // The genesis address (R8).
+  let brokerAddress: string | null = null;
+  if (vars.MESH_BROKER_ADDRESS !== undefined) {
+    brokerAddress = normalAddress(vars.MESH_BROKER_ADDRESS);
+    if (brokerAddress === null) {
+      throw new ConfigError(["MESH_BROKER_ADDRESS"], "MESH_BROKER_ADDRESS is not host[:port] or tls://host[:port] (and carries no user or password)");
+    }
+  }
+
+  // The pinned fingerprint: from the certificate, given directly, or both agreeing (R34, R35).
+  let fingerprint: string | null = null;
+  if (vars.MESH_BROKER_CERTIFICATE !== undefined) {
+    const pem = readConfigFile("MESH_BROKER_CERTIFICATE", vars.MESH_BROKER_CERTIFICATE, "the bus certificate");
+    try {
+      fingerprint = certificateFingerprint(pem);
+    } catch (error) {
+      throw new ConfigError(["MESH_BROKER_CERTIFICATE"], `MESH_BROKER_CERTIFICATE=${vars.MESH_BROKER_CERTIFICATE} is not a PEM certificate`, { cause: error });
+    }
+  }
+  if (vars.MESH_BROKER_FINGERPRINT !== undefined) {
+    const given = vars.MESH_BROKER_FINGERPRINT.toUpperCase();
+    if (fingerprint !== null && fingerprint !== given) {
+      throw new ConfigError(
+        ["MESH_BROKER_CERTIFICATE", "MESH_BROKER_FINGERPRINT"],
+        `MESH_BROKER_FINGERPRINT (${given}) disagrees with the fingerprint of MESH_BROKER_CERTIFICATE (${fingerprint}): unset MESH_BROKER_FINGERPRINT (the certificate file is the source) or point MESH_BROKER_CERTIFICATE at the bus's certificate`,
+      );
+    }
+    fingerprint = given;
+  }
+
+  // The mesh key.
+  const keyText = readConfigFile("MESH_KEY_FILE", vars.MESH_KEY_FILE, "the mesh key").trim();
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(keyText) || Buffer.from(keyText, "base64").length !== 32) {
+    throw new ConfigError(["MESH_KEY_FILE"], `MESH_KEY_FILE=${vars.MESH_KEY_FILE} does not hold a mesh key (base64 of 32 bytes)`);
+  }
+
+  // The credential file, and the address the controller dials.
+  const credentialText = readConfigFile("MESH_CONTROLLER_CREDENTIAL", vars.MESH_CONTROLLER_CREDENTIAL, "the controller's credential");
+  let json: unknown;
+  try {
+    json = JSON.parse(credentialText);
+  } catch (error) {
+    throw new ConfigError(["MESH_CONTROLLER_CREDENTIAL"], `MESH_CONTROLLER_CREDENTIAL=${vars.MESH_CONTROLLER_CREDENTIAL} is not JSON`, { cause: error });
+  }
+  const file = BusCredential.safeParse(json);
+  if (!file.success) {
+    const issue = file.error.issues[0]!;
+    throw new ConfigError(
+      ["MESH_CONTROLLER_CREDENTIAL"],
+      `MESH_CONTROLLER_CREDENTIAL=${vars.MESH_CONTROLLER_CREDENTIAL}: ${issue.path.join(".") || "the file"}: ${issue.message}`,
+    );
+  }
+  let address = file.data.address;
+  if (vars.MESH_BUS_URL !== undefined) {
+    const dialled = normalAddress(vars.MESH_BUS_URL);
+    if (dialled === null || !/^(nats|tls):\/\//.test(vars.MESH_BUS_URL)) {
+      throw new ConfigError(["MESH_BUS_URL"], "MESH_BUS_URL is not nats://host:port or tls://host:port (and carries no user or password)");
+    }
+    if (brokerAddress !== null && dialled !== brokerAddress) {
+      throw new ConfigError(
+        ["MESH_BUS_URL", "MESH_BROKER_ADDRESS"],
+        `MESH_BUS_URL (${dialled}) and MESH_BROKER_ADDRESS (${brokerAddress}) state the bus address differently: unset MESH_BUS_URL to dial the credential's address, or correct one of them`,
+      );
+    }
+    address = dialled;
+  }
+  if (fingerprint !== null && file.data.fingerprint !== undefined && file.data.fingerprint.toUpperCase() !== fingerprint) {
+    const source = vars.MESH_BROKER_CERTIFICATE !== undefined ? "MESH_BROKER_CERTIFICATE" : "MESH_BROKER_FINGERPRINT";
+    throw new ConfigError(
+      [source, "MESH_CONTROLLER_CREDENTIAL"],
+      `the fingerprint in MESH_CONTROLLER_CREDENTIAL (${file.data.fingerprint.toUpperCase()}) disagrees with ${source} (${fingerprint}): remove "fingerprint" from the credential file or unset ${source}`,
+    );
+  }
+  const pin = fingerprint ?? file.data.fingerprint?.toUpperCase() ?? null;
+  const credential: BusCredential = { address, user: file.data.user, password: file.data.password };
+  if (pin !== null) credential.fingerprint = pin;
+  if (address.startsWith("tls://") && pin === null) {
+    throw new ConfigError(
+      ["MESH_BROKER_CERTIFICATE", "MESH_BROKER_FINGERPRINT"],
+      `the controller dials ${address} but no certificate fingerprint is known to pin (R34): set MESH_BROKER_CERTIFICATE (or MESH_BROKER_FINGERPRINT)`,
+    );
+  }
+
+  return Object.freeze({
+    brokerAddress,
+    fingerprint: pin,
+    credentialFile: vars.MESH_CONTROLLER_CREDENTIAL,
+    credential: Object.freeze(credential),
+    meshKey: keyText,
+    controllerSubmits: Object.freeze([...vars.MESH_CONTROLLER_SUBMITS]),
+    replicas: vars.MESH_CATALOGUE_REPLICAS,
+  });
+}
