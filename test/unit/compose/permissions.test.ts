@@ -1,0 +1,143 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { permissionsOf, type Permissions } from "../../../src/compose/index.ts";
+import {
+  ALL_SUBJECTS, CONTROLLER_NAME, CONTROL_STREAM, EVENTS_STREAM, JS_API_SUBJECTS, SHARED_INBOX_SUBJECTS, busUser,
+  declarationConsumer, eventSubject, followConsumer, inboxSubjects, pullGrants, reportSubject, toolSubject,
+  workConsumer, workStream, workSubject, COMMAND_SUBJECTS,
+} from "../../../src/names.ts";
+import type { Principal } from "../../../src/events/index.ts";
+import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash, manifests } from "./exampleMesh.ts";
+
+const { state } = exampleMesh();
+const all = (p: Permissions) => [...p.publish.allow, ...p.subscribe.allow];
+const perms = (principal: Principal) => permissionsOf(state, principal, EXAMPLE_CONFIG);
+const principals: Principal[] = [
+  { kind: "controller", name: CONTROLLER_NAME }, { kind: "operator", name: "ada" }, { kind: "builder", name: "ci" },
+  ...["alpha", "beta", "gamma"].map((name) => ({ kind: "node" as const, name })),
+  ...Object.keys(manifests).filter((m) => m !== CONTROLLER_NAME).map((name) => ({ kind: "module" as const, name })),
+];
+
+describe("permissions per principal", () => {
+  it("R33: no principal is granted >, _INBOX.> or any inbox but its own", () => {
+    for (const principal of principals) {
+      const p = perms(principal);
+      const own = inboxSubjects(busUser(principal.kind, principal.name));
+      assert.ok(!all(p).includes(ALL_SUBJECTS), `${principal.name} has >`);
+      assert.ok(!all(p).includes(SHARED_INBOX_SUBJECTS), `${principal.name} has _INBOX.>`);
+      assert.deepEqual(all(p).filter((s) => s.startsWith("_INBOX")), [own], principal.name);
+      assert.deepEqual(p.publish.allow.filter((s) => s.startsWith("_INBOX")), [], `${principal.name} publishes to an inbox`);
+    }
+  });
+
+  it("R2: a node pulls its own CONTROL consumer only, reports on its own subject, and has nothing else", () => {
+    const p = perms({ kind: "node", name: "beta" });
+    assert.deepEqual(p.publish.allow, [...pullGrants(CONTROL_STREAM, declarationConsumer("beta")).publish, reportSubject("beta")].sort());
+    assert.deepEqual(p.subscribe.allow, [inboxSubjects(busUser("node", "beta"))]);
+    assert.equal(p.allow_responses, undefined);
+  });
+
+  it("R2: the node holding mesh-broker gets nothing extra on the bus", () => {
+    const alpha = perms({ kind: "node", name: "alpha" });
+    assert.deepEqual(alpha.publish.allow, [...pullGrants(CONTROL_STREAM, declarationConsumer("alpha")).publish, reportSubject("alpha")].sort());
+  });
+
+  it("R4: a module pulls exactly the consumers its manifest implies, submits only what it uses, answers its tools", () => {
+    const p = perms({ kind: "module", name: "showcase" });
+    assert.deepEqual(p.publish.allow, [
+      ...pullGrants(EVENTS_STREAM, followConsumer("showcase", "mesh-build", "built")).publish,
+      workSubject("mesh-build", "build"),
+    ].sort());
+    assert.deepEqual(p.subscribe.allow, [inboxSubjects("module-showcase"), toolSubject("showcase", "hello")].sort());
+    assert.equal(p.allow_responses, true);
+    // it follows `built`: it is delivered by its consumer, never by a core subscription of the event
+    assert.ok(!p.subscribe.allow.includes(eventSubject("mesh-build", "built")));
+  });
+
+  it("R16: the holder of a seat that accepts work pulls the queue shared by all holders and publishes its events", () => {
+    const p = perms({ kind: "module", name: "build-machine" });
+    assert.deepEqual(p.publish.allow, [
+      ...pullGrants(workStream("mesh-build"), workConsumer("mesh-build")).publish,
+      eventSubject("mesh-build", "built"),
+    ].sort());
+    // a second module claiming the same seat shares the same consumer
+    const b = new MeshBuilder(fakeHash).genesis();
+    for (const m of Object.values(manifests)) b.register(m);
+    b.register({ name: "build-two", version: "1", claims: ["mesh-build"] });
+    const two = permissionsOf(b.state(), { kind: "module", name: "build-two" }, EXAMPLE_CONFIG);
+    assert.ok(two.publish.allow.includes(pullGrants(workStream("mesh-build"), workConsumer("mesh-build")).publish[1]!));
+  });
+
+  it("R24: a module holding only a marker seat gets its inbox and nothing else", () => {
+    const p = perms({ kind: "module", name: "packet-filter" });
+    assert.deepEqual(p, { publish: { allow: [] }, subscribe: { allow: [inboxSubjects("module-packet-filter")] } });
+  });
+
+  it("R15 R19: the controller submits only the work of its stated seats and hears their outcomes named exactly", () => {
+    const p = perms({ kind: "controller", name: CONTROLLER_NAME });
+    assert.ok(p.publish.allow.includes(workSubject("mesh-build", "build")));
+    assert.ok(p.subscribe.allow.includes(eventSubject("mesh-build", "built")));
+    assert.ok(!p.publish.allow.includes(workSubject("artifacts", "store")), "artifacts is not in its submit list");
+    assert.ok(!p.publish.allow.some((s) => s.startsWith("$JS.API.CONSUMER.MSG.NEXT")), "never the holders' half");
+    assert.ok(p.subscribe.allow.includes(COMMAND_SUBJECTS));
+    assert.equal(p.allow_responses, true);
+    const none = permissionsOf(state, { kind: "controller", name: CONTROLLER_NAME }, { controllerSubmits: [] });
+    assert.ok(!none.publish.allow.includes(workSubject("mesh-build", "build")));
+    assert.ok(!none.subscribe.allow.includes(eventSubject("mesh-build", "built")));
+  });
+
+  it("R15: only the controller is granted the JetStream API beyond its own consumers", () => {
+    for (const principal of principals) {
+      const js = all(perms(principal)).filter((s) => s.startsWith("$JS.API"));
+      if (principal.kind === "controller") assert.ok(js.includes(JS_API_SUBJECTS));
+      else for (const s of js) assert.ok(/^\$JS\.API\.CONSUMER\.(INFO|MSG\.NEXT)\.[A-Z_]+\.[a-z0-9-]+$/.test(s), `${principal.name}: ${s}`);
+    }
+  });
+
+  it("R33: an operator publishes commands and named tools, subscribes its inbox, and has nothing of $JS", () => {
+    const p = perms({ kind: "operator", name: "ada" });
+    assert.deepEqual(p.publish.allow, [COMMAND_SUBJECTS, toolSubject("showcase", "hello")].sort());
+    assert.deepEqual(p.subscribe.allow, [inboxSubjects("operator-ada")]);
+    assert.ok(!all(p).some((s) => s.startsWith("$")));
+  });
+
+  it("R20: a builder submits mesh-build work and hears its outcome, like any submitter of a role", () => {
+    const p = perms({ kind: "builder", name: "ci" });
+    assert.deepEqual(p.publish.allow, [workSubject("mesh-build", "build")]);
+    assert.deepEqual(p.subscribe.allow, [inboxSubjects("builder-ci"), eventSubject("mesh-build", "built")].sort());
+  });
+
+  it("R20: a role that accepts work gives its holder a queue the same way as any seat", () => {
+    const b = new MeshBuilder(fakeHash).genesis()
+      .register({ name: CONTROLLER_NAME, version: "1", seats: { "the-controller": { protocol: "p", accepts: ["audit"], emits: ["audited"] } }, claims: ["the-controller"] });
+    const p = permissionsOf(b.state(), { kind: "controller", name: CONTROLLER_NAME }, { controllerSubmits: [] });
+    for (const s of pullGrants(workStream("the-controller"), workConsumer("the-controller")).publish) assert.ok(p.publish.allow.includes(s), s);
+    assert.ok(p.publish.allow.includes(eventSubject("the-controller", "audited")));
+  });
+
+  it("R27: seat names resolve through aliases at every lookup", () => {
+    const b = new MeshBuilder(fakeHash).genesis()
+      .register({ name: "old-builder", version: "1", seats: { "old-build": { protocol: "b", accepts: ["build"] } }, claims: ["old-build"] })
+      .register({ name: "new-builder", version: "1", seats: { "new-build": { protocol: "b", accepts: ["compile"] } }, claims: ["new-build"] })
+      .register({ name: "client", version: "1", uses: ["old-build"], follows: [{ seat: "old-build", event: "done" }] })
+      .alias("old-build", "new-build");
+    const p = permissionsOf(b.state(), { kind: "module", name: "client" }, EXAMPLE_CONFIG);
+    assert.ok(p.publish.allow.includes(workSubject("new-build", "compile")));
+    assert.ok(!p.publish.allow.some((s) => s.includes("old-build")));
+    assert.ok(p.publish.allow.includes(pullGrants(EVENTS_STREAM, followConsumer("client", "new-build", "done")).publish[0]!));
+  });
+
+  it("R18: a module may not publish the events of a seat it does not claim nor pull another's consumer", () => {
+    const p = perms({ kind: "module", name: "showcase" });
+    assert.ok(!p.publish.allow.includes(eventSubject("mesh-build", "built")));
+    assert.ok(!p.publish.allow.some((s) => s.includes(workConsumer("mesh-build"))));
+  });
+
+  it("R2: permissions are sorted and deduplicated, and the same records give the same permissions", () => {
+    for (const principal of principals) {
+      const p = perms(principal);
+      for (const list of [p.publish.allow, p.subscribe.allow]) assert.deepEqual(list, [...new Set(list)].sort());
+      assert.deepEqual(perms(principal), p);
+    }
+  });
+});
