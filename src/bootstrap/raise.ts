@@ -1,0 +1,235 @@
+import { JetStreamApiError, type ConsumerConfig, type ConsumerInfo, type JetStreamManager, type StreamConfig, type StreamInfo } from "@nats-io/jetstream";
+import type { ConsumerSpec, StreamSpec, Topology } from "../compose/topology.ts";
+
+/**
+ * Raising the bus (R5, R16, R21, R22): asserts every stream and consumer composeTopology names,
+ * streams first, then consumers. Only the fields the mesh owns (the ones the spec sets) are
+ * compared, so a second raise over a raised bus makes no add or update call at all.
+ *
+ * Never rewrites by accident: before 2.10 adding an existing durable with another filter silently
+ * rewrites it, so consumers are read first, and a difference the server cannot change in place
+ * (a consumer's filter, deliver or ack policy; a stream's retention or storage) is refused and
+ * reported, never "fixed". A configuration the server refuses (a work-queue stream's overlapping or
+ * unfiltered second consumer, a pull consumer without explicit acks) is a configuration error:
+ * reported with the server's reason, not retried.
+ */
+
+/** One object raise did not create or change, and why (one line, names the object). */
+export type RaiseRefusal = { object: string; reason: string };
+
+/**
+ * What one raise did. Objects are named `<stream>` and `<stream>/<durable>`; each list keeps
+ * topology order (streams before consumers).
+ */
+export type RaiseReport = {
+  created: string[];
+  updated: string[];
+  unchanged: string[];
+  refused: RaiseRefusal[];
+};
+
+/** How many add/update requests raise keeps in flight at once (10,000 node consumers). */
+export const RAISE_CONCURRENCY = 64;
+
+function consumerObject(stream: string, durable: string): string {
+  return `${stream}/${durable}`;
+}
+
+/** True when an API error is the server refusing a configuration (4xx), not a transient failure. */
+function isConfigurationError(error: unknown): error is JetStreamApiError {
+  return error instanceof JetStreamApiError && error.status >= 400 && error.status < 500;
+}
+
+function reasonOf(error: JetStreamApiError): string {
+  const api = error.apiError();
+  return `the server refused it (${api.err_code}): ${api.description}`;
+}
+
+function sameSubjects(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
+  const x = [...(a ?? [])].sort();
+  const y = [...(b ?? [])].sort();
+  return x.length === y.length && x.every((s, i) => s === y[i]);
+}
+
+/** Fields of `spec` that differ from the server's `config` (only the fields the spec sets). */
+export function streamDifferences(spec: StreamSpec, config: StreamConfig): string[] {
+  const differ: string[] = [];
+  for (const key of Object.keys(spec) as Array<keyof StreamSpec>) {
+    const wanted = spec[key];
+    if (wanted === undefined || key === "name") continue;
+    const have = (config as unknown as Record<string, unknown>)[key];
+    if (key === "subjects") {
+      if (!sameSubjects(spec.subjects, config.subjects)) differ.push(key);
+    } else if (have !== wanted && !(typeof wanted === "boolean" && (have ?? false) === wanted)) {
+      differ.push(key);
+    }
+  }
+  return differ;
+}
+
+/** Fields of `spec.config` that differ from the server's consumer `config` (only those it sets; a missing filter is ""). */
+export function consumerDifferences(spec: ConsumerSpec, config: ConsumerConfig): string[] {
+  const differ: string[] = [];
+  const have = config as unknown as Record<string, unknown>;
+  const wanted = spec.config as Record<string, unknown>;
+  if ((spec.config.filter_subject ?? "") !== (config.filter_subject ?? "")) differ.push("filter_subject");
+  for (const key of Object.keys(wanted)) {
+    if (key === "filter_subject" || key === "durable_name" || wanted[key] === undefined) continue;
+    const value = key === "max_deliver" ? (have[key] ?? -1) : have[key];
+    if (value !== wanted[key]) differ.push(key);
+  }
+  return differ;
+}
+
+/** Stream fields the server cannot change in place. */
+const FIXED_STREAM_FIELDS = new Set(["retention", "storage"]);
+/** Consumer fields the server cannot (or, before 2.10, must not) change in place. */
+const FIXED_CONSUMER_FIELDS = new Set(["filter_subject", "deliver_policy", "ack_policy"]);
+
+async function inBatches<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next]!;
+      next += 1;
+      await task(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+async function listStreams(jsm: JetStreamManager): Promise<Map<string, StreamInfo>> {
+  const found = new Map<string, StreamInfo>();
+  for await (const info of jsm.streams.list()) found.set(info.config.name, info);
+  return found;
+}
+
+async function listConsumers(jsm: JetStreamManager, stream: string): Promise<Map<string, ConsumerInfo>> {
+  const found = new Map<string, ConsumerInfo>();
+  for await (const info of jsm.consumers.list(stream)) found.set(info.name, info);
+  return found;
+}
+
+/**
+ * Raises `topology` on the bus: every stream (added when missing, updated when a field the mesh owns
+ * differs and can change in place), then every consumer of the streams that exist (added when
+ * missing, updated likewise). Existing objects are read by listing (one paged request per 256), so
+ * asserting a raised bus is cheap and changes nothing. Returns what was created, updated, left
+ * alone and refused (see the module comment). A consumer whose stream could not be raised is
+ * refused naming the stream (R22). Throws only for transient failures (timeouts, no JetStream),
+ * which the caller may retry; configuration errors are in `refused`.
+ */
+export async function raiseTopology(jsm: JetStreamManager, topology: Topology): Promise<RaiseReport> {
+  const report: RaiseReport = { created: [], updated: [], unchanged: [], refused: [] };
+  const outcome = new Map<string, "created" | "updated" | "unchanged" | RaiseRefusal>();
+  const existingStreams = await listStreams(jsm);
+
+  // 1. Streams, before any consumer (R22).
+  await inBatches(topology.streams, RAISE_CONCURRENCY, async (spec) => {
+    const current = existingStreams.get(spec.name);
+    try {
+      if (!current) {
+        await jsm.streams.add(toStreamConfig(spec));
+        outcome.set(spec.name, "created");
+        return;
+      }
+      const differ = streamDifferences(spec, current.config);
+      if (differ.length === 0) {
+        outcome.set(spec.name, "unchanged");
+        return;
+      }
+      const fixed = differ.filter((field) => FIXED_STREAM_FIELDS.has(field));
+      if (fixed.length > 0) {
+        outcome.set(spec.name, {
+          object: spec.name,
+          reason: `stream ${spec.name} exists with another ${fixed.join(" and ")} than the mesh's (${fixed.map((f) => `${String((current.config as unknown as Record<string, unknown>)[f])} ≠ ${String((spec as Record<string, unknown>)[f])}`).join(", ")}); the server cannot change that in place: move its messages and delete it to have it raised again`,
+        });
+        return;
+      }
+      await jsm.streams.update(spec.name, { ...current.config, ...toStreamConfig(spec) });
+      outcome.set(spec.name, "updated");
+    } catch (error) {
+      if (!isConfigurationError(error)) throw error;
+      outcome.set(spec.name, { object: spec.name, reason: `stream ${spec.name}: ${reasonOf(error)}` });
+    }
+  });
+
+  // 2. Consumers, on the streams that exist now.
+  const byStream = new Map<string, ConsumerSpec[]>();
+  for (const spec of topology.consumers) {
+    const list = byStream.get(spec.stream);
+    if (list) list.push(spec);
+    else byStream.set(spec.stream, [spec]);
+  }
+  const existingConsumers = new Map<string, Map<string, ConsumerInfo>>();
+  for (const stream of byStream.keys()) {
+    const raised = outcome.get(stream);
+    const exists = raised === "created" || raised === "updated" || raised === "unchanged" || (raised === undefined && existingStreams.has(stream));
+    if (exists) existingConsumers.set(stream, raised === "created" ? new Map() : await listConsumers(jsm, stream));
+  }
+  await inBatches(topology.consumers, RAISE_CONCURRENCY, async (spec) => {
+    const name = consumerObject(spec.stream, spec.config.durable_name);
+    const consumers = existingConsumers.get(spec.stream);
+    if (!consumers) {
+      outcome.set(name, { object: name, reason: `consumer ${spec.config.durable_name} needs stream ${spec.stream}, which does not exist and could not be raised` });
+      return;
+    }
+    const current = consumers.get(spec.config.durable_name);
+    try {
+      if (!current) {
+        await jsm.consumers.add(spec.stream, toConsumerConfig(spec));
+        outcome.set(name, "created");
+        return;
+      }
+      const differ = consumerDifferences(spec, current.config);
+      if (differ.length === 0) {
+        outcome.set(name, "unchanged");
+        return;
+      }
+      const fixed = differ.filter((field) => FIXED_CONSUMER_FIELDS.has(field));
+      if (fixed.length > 0) {
+        const have = current.config as unknown as Record<string, unknown>;
+        const want = spec.config as Record<string, unknown>;
+        outcome.set(name, {
+          object: name,
+          reason: `consumer ${spec.config.durable_name} on ${spec.stream} exists with another ${fixed.map((f) => `${f} (${JSON.stringify(have[f] ?? "")}, the mesh wants ${JSON.stringify(want[f] ?? "")})`).join(", ")}: left as it is; delete it to have it raised again`,
+        });
+        return;
+      }
+      const delta: Partial<ConsumerConfig> = {};
+      for (const field of differ) (delta as Record<string, unknown>)[field] = (spec.config as Record<string, unknown>)[field];
+      await jsm.consumers.update(spec.stream, spec.config.durable_name, delta);
+      outcome.set(name, "updated");
+    } catch (error) {
+      if (!isConfigurationError(error)) throw error;
+      outcome.set(name, { object: name, reason: `consumer ${spec.config.durable_name} on ${spec.stream}: ${reasonOf(error)}` });
+    }
+  });
+
+  const objects = [
+    ...topology.streams.map((s) => s.name),
+    ...topology.consumers.map((c) => consumerObject(c.stream, c.config.durable_name)),
+  ];
+  for (const object of objects) {
+    const done = outcome.get(object);
+    if (done === undefined) continue;
+    if (typeof done === "string") report[done].push(object);
+    else report.refused.push(done);
+  }
+  return report;
+}
+
+function toStreamConfig(spec: StreamSpec): Partial<StreamConfig> & { name: string } {
+  return { ...spec, subjects: [...spec.subjects] } as Partial<StreamConfig> & { name: string };
+}
+
+function toConsumerConfig(spec: ConsumerSpec): Partial<ConsumerConfig> {
+  return { ...spec.config } as Partial<ConsumerConfig>;
+}
+
+/** One line summing up a raise, for the log: counts, and each refusal's object. */
+export function describeRaise(report: RaiseReport): string {
+  const parts = [`${report.created.length} created`, `${report.updated.length} updated`, `${report.unchanged.length} unchanged`];
+  if (report.refused.length > 0) parts.push(`${report.refused.length} refused (${report.refused.map((r) => r.object).join(", ")})`);
+  return parts.join(", ");
+}

@@ -1,0 +1,153 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { AckPolicy, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
+import { raiseTopology } from "../../src/bootstrap/raise.ts";
+import { composeTopology } from "../../src/compose/topology.ts";
+import { evolve, initialState, type State } from "../../src/projections/index.ts";
+import type { Commit, MeshEvent } from "../../src/events/index.ts";
+import { Manifest } from "../../src/manifest/manifest.ts";
+import {
+  CONTROL_STREAM, declarationConsumer, declarationSubject, workConsumer, workStream,
+} from "../../src/names.ts";
+
+type Body = MeshEvent extends infer E ? (E extends MeshEvent ? Omit<E, "actor" | "commandId" | "at"> : never) : never;
+
+/** A state folded from bare events (each its own commit). */
+function stateOf(...events: Body[]): State {
+  const commits = events.map((event, i) => {
+    const meta = { actor: "operator-test", commandId: `c${i + 1}`, at: "2026-01-01T00:00:00.000Z" };
+    const commit: Commit = { commandId: meta.commandId, entity: { kind: "test", id: "x" }, events: [{ ...meta, ...event } as MeshEvent] };
+    return { sequence: i + 1, commit };
+  });
+  return evolve(initialState, commits);
+}
+
+const builder = Manifest.parse({
+  name: "builder",
+  version: "1",
+  seats: { "mesh-build": { protocol: "build/1", accepts: ["job"] } },
+  claims: ["mesh-build"],
+});
+const nodes = ["alpha", "beta", "gamma"];
+const state = stateOf(
+  ...nodes.map((node): Body => ({ type: "NodeEnrolled", node, publicKey: "AAAA" })),
+  { type: "ModuleRegistered", manifest: builder },
+);
+const topology = composeTopology(state, { controllerSubmits: ["mesh-build"] });
+
+async function snapshotInfos(jsm: JetStreamManager): Promise<string> {
+  const streams: unknown[] = [];
+  for await (const info of jsm.streams.list()) {
+    const consumers: unknown[] = [];
+    for await (const c of jsm.consumers.list(info.config.name)) consumers.push({ name: c.name, created: c.created, config: c.config });
+    consumers.sort((a, b) => String((a as { name: string }).name).localeCompare((b as { name: string }).name));
+    streams.push({ created: info.created, config: info.config, consumers });
+  }
+  streams.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+  return JSON.stringify(streams);
+}
+
+describe("raiseTopology on a fresh bus", () => {
+  let server: NatsServer;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  before(async () => {
+    server = await startNatsServer();
+    nc = await connect({ servers: server.url });
+    jsm = await jetstreamManager(nc);
+  });
+  after(async () => {
+    await nc?.close();
+    await server?.stop();
+  });
+
+  it("R21 R22: raises streams then consumers; asserting twice changes nothing", async () => {
+    const first = await raiseTopology(jsm, topology);
+    assert.deepEqual(first.refused, []);
+    assert.equal(first.created.length, topology.streams.length + topology.consumers.length);
+    const before = await snapshotInfos(jsm);
+
+    const second = await raiseTopology(jsm, topology);
+    assert.deepEqual(second.created, []);
+    assert.deepEqual(second.updated, []);
+    assert.deepEqual(second.refused, []);
+    assert.equal(second.unchanged.length, first.created.length);
+    assert.equal(await snapshotInfos(jsm), before);
+  });
+
+  it("R22: each node's consumer is filtered on its own subject alone and never dead-letters", async () => {
+    for (const node of nodes) {
+      const info = await jsm.consumers.info(CONTROL_STREAM, declarationConsumer(node));
+      assert.equal(info.config.filter_subject, declarationSubject(node));
+      assert.equal(info.config.max_deliver ?? -1, -1);
+      assert.equal(info.config.ack_policy, AckPolicy.Explicit);
+    }
+    const control = await jsm.streams.info(CONTROL_STREAM);
+    assert.equal(control.config.max_msgs_per_subject, 1);
+  });
+
+  it("R16: the seat's work queue and its shared consumer exist with no holder", async () => {
+    const info = await jsm.consumers.info(workStream("mesh-build"), workConsumer("mesh-build"));
+    assert.equal(info.config.ack_policy, AckPolicy.Explicit);
+    assert.equal((await jsm.streams.info(workStream("mesh-build"))).config.retention, "workqueue");
+  });
+});
+
+describe("raiseTopology never rewrites by accident", () => {
+  let server: NatsServer;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  before(async () => {
+    server = await startNatsServer();
+    nc = await connect({ servers: server.url });
+    jsm = await jetstreamManager(nc);
+  });
+  after(async () => {
+    await nc?.close();
+    await server?.stop();
+  });
+
+  it("R22: an existing durable with another filter is refused and left as it is; a work-queue conflict is a configuration error", async () => {
+    // Raise the streams only, then put foreign objects where the mesh's would go.
+    const streamsOnly = await raiseTopology(jsm, { streams: topology.streams, consumers: [] });
+    assert.deepEqual(streamsOnly.refused, []);
+    await jsm.consumers.add(CONTROL_STREAM, {
+      durable_name: declarationConsumer("alpha"),
+      filter_subject: declarationSubject("beta"),
+      ack_policy: AckPolicy.Explicit,
+    });
+    await jsm.consumers.add(workStream("mesh-build"), { durable_name: "someone-else", ack_policy: AckPolicy.Explicit });
+
+    const report = await raiseTopology(jsm, topology);
+    const refused = report.refused.map((r) => r.object).sort();
+    assert.deepEqual(refused, [
+      `${CONTROL_STREAM}/${declarationConsumer("alpha")}`,
+      `${workStream("mesh-build")}/${workConsumer("mesh-build")}`,
+    ]);
+    // The filter was not rewritten.
+    const alpha = await jsm.consumers.info(CONTROL_STREAM, declarationConsumer("alpha"));
+    assert.equal(alpha.config.filter_subject, declarationSubject("beta"));
+    // The other nodes were raised all the same.
+    assert.ok(report.created.includes(`${CONTROL_STREAM}/${declarationConsumer("beta")}`));
+    assert.ok(report.created.includes(`${CONTROL_STREAM}/${declarationConsumer("gamma")}`));
+  });
+
+  it("R22: a consumer on a missing stream is refused naming the stream", async () => {
+    const report = await raiseTopology(jsm, {
+      streams: [],
+      consumers: [{ stream: "NO_SUCH_STREAM", config: { durable_name: "d", ack_policy: "explicit", deliver_policy: "all" } }],
+    });
+    assert.equal(report.refused.length, 1);
+    assert.match(report.refused[0]!.reason, /NO_SUCH_STREAM/);
+  });
+
+  it("R22: a field the mesh owns that can change in place is updated, once", async () => {
+    await jsm.consumers.update(CONTROL_STREAM, declarationConsumer("beta"), { max_deliver: 5 });
+    const report = await raiseTopology(jsm, topology);
+    assert.deepEqual(report.updated, [`${CONTROL_STREAM}/${declarationConsumer("beta")}`]);
+    assert.equal((await jsm.consumers.info(CONTROL_STREAM, declarationConsumer("beta"))).config.max_deliver, -1);
+    assert.deepEqual((await raiseTopology(jsm, topology)).updated, []);
+  });
+});
