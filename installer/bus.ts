@@ -1,0 +1,140 @@
+import { spawn } from "node:child_process";
+import { openSync, closeSync, existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { probeCertificate } from "../src/bus/pin.ts";
+import { InstallerError } from "./tls.ts";
+
+/**
+ * Running the bus as a child process (the embedded default): nats-server with the installer's
+ * configuration, detached so it outlives `mesh up`, its log in `<dir>/logs/bus.log` and its pid in
+ * `<dir>/run/bus.pid`. A real machine runs the same configuration under systemd (systemdUnit).
+ */
+
+/** A bus process the installer started. */
+export type BusProcess = {
+  pid: number;
+  /** Asks the bus to reload its configuration and user list (SIGHUP). */
+  reload(): void;
+  /** Stops the bus (SIGTERM) and resolves when it is gone (SIGKILL after `graceMs`, default 5,000). */
+  stop(graceMs?: number): Promise<void>;
+};
+
+/** True while a process with `pid` exists. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Sends SIGTERM to `pid`, waits until it is gone (SIGKILL after `graceMs`). Never throws for a gone process. */
+export async function stopPid(pid: number, graceMs = 5_000): Promise<void> {
+  if (!isAlive(pid)) return;
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) {
+      try { process.kill(pid, "SIGKILL"); } catch { /* gone */ }
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/**
+ * Starts `binary -c configFile` detached, its output appended to `logFile`, and waits (up to
+ * `timeoutMs`, default 10,000 ms) until it serves TLS on `host:port` with the certificate
+ * `fingerprint` (R34). Throws InstallerError (one line, the last line of the bus's log) when it
+ * exits or never becomes ready; a bus that never became ready is stopped.
+ */
+export async function startBus(options: {
+  binary: string;
+  configFile: string;
+  logFile: string;
+  host: string;
+  port: number;
+  fingerprint: string;
+  timeoutMs?: number;
+  /** Detach from this process (default true): `mesh up` leaves the bus running. */
+  detached?: boolean;
+}): Promise<BusProcess> {
+  const out = openSync(options.logFile, "a");
+  const child = spawn(options.binary, ["-c", options.configFile], {
+    detached: options.detached ?? true,
+    stdio: ["ignore", out, out],
+  });
+  closeSync(out);
+  let exited: number | null = null;
+  child.on("exit", (code) => { exited = code ?? -1; });
+  if (options.detached ?? true) child.unref();
+  const pid = child.pid;
+  if (pid === undefined) throw new InstallerError(`nats-server could not be started (${options.binary})`);
+  const lastLogLine = () => {
+    const text = existsSync(options.logFile) ? readFileSync(options.logFile, "utf8") : "";
+    return text.trim().split("\n").filter((l) => /\[(ERR|FTL)\]/.test(l)).pop() ?? text.trim().split("\n").pop() ?? "";
+  };
+  const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+  for (;;) {
+    if (exited !== null) throw new InstallerError(`the bus exited (${exited}) at start: ${lastLogLine()}`);
+    try {
+      const presented = await probeCertificate(options.host, options.port, { timeoutMs: 1_000 });
+      if (presented.fingerprint !== options.fingerprint) {
+        await stopPid(pid);
+        throw new InstallerError(
+          `the bus at ${options.host}:${options.port} presents certificate ${presented.fingerprint}, not the mesh's ${options.fingerprint}: another server holds the port`,
+        );
+      }
+      break;
+    } catch (error) {
+      if (error instanceof InstallerError) throw error;
+      if (Date.now() > deadline) {
+        await stopPid(pid);
+        throw new InstallerError(`the bus did not start serving on ${options.host}:${options.port}: ${lastLogLine()}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return {
+    pid,
+    reload: () => { process.kill(pid, "SIGHUP"); },
+    stop: (graceMs?: number) => stopPid(pid, graceMs),
+  };
+}
+
+/**
+ * A systemd unit that runs the bus from `configFile` on a real machine (`--systemd`): restart on
+ * failure, reload with SIGHUP (`systemctl reload mesh-bus`, which the broker's host agent uses
+ * after writing the user list).
+ */
+export function systemdUnit(binary: string, configFile: string, user = "nats"): string {
+  return [
+    "[Unit]",
+    "Description=mesh-controller bus (nats-server with JetStream)",
+    "After=network-online.target",
+    "Wants=network-online.target",
+    "",
+    "[Service]",
+    "Type=simple",
+    `User=${user}`,
+    `ExecStart=${binary} -c ${configFile}`,
+    "ExecReload=/bin/kill -HUP $MAINPID",
+    "Restart=on-failure",
+    "RestartSec=2",
+    "LimitNOFILE=65536",
+    "",
+    "[Install]",
+    "WantedBy=multi-user.target",
+    "",
+  ].join("\n");
+}
+
+/** `<dir>/run/<name>.pid` */
+export function pidFile(dir: string, name: string): string {
+  return join(dir, "run", `${name}.pid`);
+}

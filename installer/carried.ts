@@ -1,0 +1,86 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+import type { BusUser, ComposeConfig, Permissions } from "../src/compose/types.ts";
+import { permissionsOf } from "../src/compose/permissions.ts";
+import { hashPassword } from "../src/crypto/secrets.ts";
+import { CONTROLLER_NAME, busUser } from "../src/names.ts";
+import type { State } from "../src/projections/index.ts";
+
+/**
+ * The first user list the installer carries (R13): the controller's account at the well-known
+ * bootstrap password with exactly the permissions of installer/controller-permissions.json (R15:
+ * a test holds composition's derivation to that template), and the first operator's account.
+ */
+
+/**
+ * The well-known bootstrap password of the controller's account (R13). It is public on purpose:
+ * it only works until the controller's first composition, which rotates it away (R14), and the
+ * bus listens on the genesis host alone until then.
+ */
+export const BOOTSTRAP_PASSWORD = "mesh-bootstrap-password";
+
+/** The controller's bus user at genesis. */
+export const BOOTSTRAP_USER = busUser("controller", CONTROLLER_NAME);
+
+/** The template file, beside this module. */
+export const CONTROLLER_PERMISSIONS_FILE = fileURLToPath(new URL("./controller-permissions.json", import.meta.url));
+
+const Template = z.object({
+  controllerSubmits: z.array(z.string()).default([]),
+  publish: z.object({ allow: z.array(z.string()) }),
+  subscribe: z.object({ allow: z.array(z.string()) }),
+  allow_responses: z.boolean().optional(),
+});
+
+/**
+ * The controller's permissions as the installer carries them: installer/controller-permissions.json,
+ * validated, in nats-server's shape (R15). Throws when the file is missing or malformed.
+ */
+export function carriedControllerPermissions(file = CONTROLLER_PERMISSIONS_FILE): Permissions {
+  const raw = JSON.parse(readFileSync(file, "utf8")) as unknown;
+  const parsed = Template.parse(raw);
+  const permissions: Permissions = {
+    publish: { allow: [...parsed.publish.allow].sort() },
+    subscribe: { allow: [...parsed.subscribe.allow].sort() },
+  };
+  if (parsed.allow_responses) permissions.allow_responses = true;
+  return permissions;
+}
+
+/**
+ * The seats the carried template was derived for (R19): the controller's configuration written at
+ * genesis states the same list (MESH_CONTROLLER_SUBMITS), so the template and the derivation agree.
+ */
+export const CARRIED_CONTROLLER_SUBMITS: readonly string[] = Template.parse(
+  JSON.parse(readFileSync(CONTROLLER_PERMISSIONS_FILE, "utf8")),
+).controllerSubmits;
+
+/** Composition settings at genesis (R19). */
+export const GENESIS_COMPOSE_CONFIG: ComposeConfig = { controllerSubmits: CARRIED_CONTROLLER_SUBMITS };
+
+/**
+ * The carried user list: the controller at the bootstrap password (its bcrypt hash) with the
+ * template's permissions, and every operator of the genesis state with its derived permissions
+ * and recorded hash. `state` is the state folded from the genesis commit.
+ */
+export function carriedUsers(state: State, config: ComposeConfig = GENESIS_COMPOSE_CONFIG): BusUser[] {
+  const users: BusUser[] = [
+    {
+      user: BOOTSTRAP_USER,
+      password: hashPassword(BOOTSTRAP_PASSWORD),
+      permissions: carriedControllerPermissions(),
+      principal: { kind: "controller", name: CONTROLLER_NAME },
+    },
+  ];
+  for (const credential of Object.values(state.credentials)) {
+    if (credential.principal.kind !== "operator") continue;
+    users.push({
+      user: credential.user,
+      password: credential.hash,
+      permissions: permissionsOf(state, credential.principal, config),
+      principal: credential.principal,
+    });
+  }
+  return users;
+}

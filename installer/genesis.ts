@@ -1,0 +1,338 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { connectToBus } from "../src/bus/connect.ts";
+import { openCatalogue } from "../src/events/catalogue.ts";
+import { renderUserList } from "../src/compose/userList.ts";
+import { evolve, initialState, formatBusAddress, parseBusAddress } from "../src/projections/index.ts";
+import { hashPassword, newMeshKey, newPassword, sealWithMeshKey } from "../src/crypto/secrets.ts";
+import type { Commit } from "../src/events/index.ts";
+import { InstallerError, makeBusCertificate, writePrivateFile, TLS_CERT_FILE, TLS_KEY_FILE } from "./tls.ts";
+import {
+  assertPortFree, findNatsServer, renderServerConfig, testServerConfig, SERVER_CONFIG_FILE, STORE_DIR, USER_LIST_FILE,
+} from "./serverConfig.ts";
+import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER, CARRIED_CONTROLLER_SUBMITS, carriedUsers } from "./carried.ts";
+import { decideGenesis, GENESIS_COMMAND_ID } from "./record.ts";
+import { pidFile, startBus, stopPid, systemdUnit, isAlive, type BusProcess } from "./bus.ts";
+
+/**
+ * Genesis of a new mesh (DESIGN.md: installer, R8, R13, R14, R15, R34). Everything is written into
+ * a temporary folder beside `dir` and renamed into place at the end; a failure after the rename
+ * (the bus would not start, the genesis commit could not be recorded) stops the bus and removes the
+ * folder again: nothing is left half-written.
+ *
+ * The mesh folder:
+ *   mesh.json         the genesis facts (no secret): address, fingerprint, ports, operator
+ *   mesh.key          the mesh key (0600)
+ *   bus-key.pem       the bus's TLS key (0600); bus-cert.pem its self-signed certificate
+ *   bus.conf          nats-server configuration; users.conf its user list (include file)
+ *   store/            the JetStream store
+ *   controller.env    the controller's configuration (MESH_* variables, 0600)
+ *   controller.json   the controller's credential, at the bootstrap password until rotated (0600)
+ *   operator.json     the first operator's credential (0600): `mesh` finds it at ./.mesh/operator.json
+ *   logs/, run/       process logs and pid files of `mesh up`
+ */
+
+export const MESH_FILE = "mesh.json";
+export const MESH_KEY_FILE = "mesh.key";
+export const CONTROLLER_ENV_FILE = "controller.env";
+export const CONTROLLER_CREDENTIAL_FILE = "controller.json";
+export const OPERATOR_CREDENTIAL_FILE = "operator.json";
+export const BUS_UNIT_FILE = "mesh-bus.service";
+
+/** The genesis facts kept in mesh.json (no secret in it). */
+export const MeshFile = z
+  .object({
+    genesisAddress: z.string(),
+    fingerprint: z.string(),
+    operator: z.string(),
+    listenHost: z.string(),
+    port: z.number().int(),
+    monitorPort: z.number().int(),
+    createdAt: z.string(),
+  })
+  .strict();
+export type MeshFile = z.infer<typeof MeshFile>;
+
+/** Every path of a mesh folder, absolute. */
+export type MeshPaths = {
+  dir: string;
+  meshFile: string;
+  meshKey: string;
+  tlsKey: string;
+  tlsCert: string;
+  serverConfig: string;
+  userList: string;
+  store: string;
+  controllerEnv: string;
+  controllerCredential: string;
+  operatorCredential: string;
+  logs: string;
+  run: string;
+};
+
+/** The paths of the mesh folder `dir` (made absolute). Pure apart from resolving `dir`. */
+export function meshPaths(dir: string): MeshPaths {
+  const root = resolve(dir);
+  return {
+    dir: root,
+    meshFile: join(root, MESH_FILE),
+    meshKey: join(root, MESH_KEY_FILE),
+    tlsKey: join(root, TLS_KEY_FILE),
+    tlsCert: join(root, TLS_CERT_FILE),
+    serverConfig: join(root, SERVER_CONFIG_FILE),
+    userList: join(root, USER_LIST_FILE),
+    store: join(root, STORE_DIR),
+    controllerEnv: join(root, CONTROLLER_ENV_FILE),
+    controllerCredential: join(root, CONTROLLER_CREDENTIAL_FILE),
+    operatorCredential: join(root, OPERATOR_CREDENTIAL_FILE),
+    logs: join(root, "logs"),
+    run: join(root, "run"),
+  };
+}
+
+/** True when `dir` holds a mesh (its mesh.json). */
+export function hasMesh(dir: string): boolean {
+  return existsSync(meshPaths(dir).meshFile);
+}
+
+/** Reads mesh.json of `dir`; throws InstallerError (one line) when there is no mesh there. */
+export function readMeshFile(dir: string): MeshFile {
+  const paths = meshPaths(dir);
+  if (!existsSync(paths.meshFile)) throw new InstallerError(`no mesh in ${paths.dir}: run \`mesh up\` (or genesis) there first`);
+  return MeshFile.parse(JSON.parse(readFileSync(paths.meshFile, "utf8")));
+}
+
+/** The controller's configuration as environment lines, the MESH_* variables parseControllerConfig reads. */
+export function controllerEnvironment(paths: MeshPaths, genesisAddress: string): Record<string, string> {
+  return {
+    MESH_BROKER_ADDRESS: genesisAddress,
+    MESH_BROKER_CERTIFICATE: paths.tlsCert,
+    MESH_KEY_FILE: paths.meshKey,
+    MESH_CONTROLLER_CREDENTIAL: paths.controllerCredential,
+    MESH_CONTROLLER_SUBMITS: CARRIED_CONTROLLER_SUBMITS.join(","),
+  };
+}
+
+/** Parses a `KEY=value` env file (comments and blank lines skipped). */
+export function readEnvFile(file: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const trimmed = line.trim();
+    if (!trimmed || trimmed.startsWith("#")) continue;
+    const at = trimmed.indexOf("=");
+    if (at > 0) env[trimmed.slice(0, at)] = trimmed.slice(at + 1);
+  }
+  return env;
+}
+
+export type GenesisOptions = {
+  /** The mesh folder to create (`.mesh` for the embedded default). */
+  dir: string;
+  /** MESH_BROKER_ADDRESS: the broker's public endpoint, `tls://host[:port]` or `host[:port]` (R8: 4222 when absent). */
+  brokerAddress: string;
+  /** Replace an existing mesh in `dir` (its bus is stopped and its folder removed). */
+  force?: boolean;
+  /** Progress lines; never given a password (R3). */
+  log: (line: string) => void;
+  /** The first operator's name (default "admin"). */
+  operator?: string;
+  /** Interface the bus listens on (default: the genesis host when it is 127.0.0.1/localhost, else 0.0.0.0). */
+  listenHost?: string;
+  /** Monitoring port on 127.0.0.1 (default: client port + 4000 capped to 65535; 0 for none). */
+  monitorPort?: number;
+  /** Overlay names the certificate should also carry (R34 field note). */
+  extraNames?: readonly string[];
+  /** Print (and write) a systemd unit for the bus instead of leaving it running as a child (`--systemd`). */
+  systemd?: boolean;
+  /** Time for the genesis commit (ISO 8601); default now. */
+  now?: string;
+};
+
+export type GenesisResult = {
+  paths: MeshPaths;
+  mesh: MeshFile;
+  /** The running bus (the embedded default); undefined with `systemd`. */
+  bus?: BusProcess;
+  /** The systemd unit text, with `systemd`. */
+  unit?: string;
+};
+
+function rejectUnlessEmptyOrForced(paths: MeshPaths, force: boolean): void {
+  if (!existsSync(paths.dir)) return;
+  if (existsSync(paths.meshFile)) {
+    if (!force) throw new InstallerError(`${paths.dir} already holds a mesh: use it (\`mesh up\`), or pass --force to replace it and lose its records`);
+    return;
+  }
+  if (readdirSync(paths.dir).length > 0 && !force) {
+    throw new InstallerError(`${paths.dir} is not empty and holds no mesh: choose an empty folder or pass --force`);
+  }
+}
+
+/** Stops the processes whose pid files are in `<dir>/run` (a forced genesis over a running mesh). */
+async function stopRecordedProcesses(paths: MeshPaths): Promise<void> {
+  if (!existsSync(paths.run)) return;
+  for (const name of readdirSync(paths.run)) {
+    if (!name.endsWith(".pid")) continue;
+    const pid = Number(readFileSync(join(paths.run, name), "utf8").trim());
+    if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) await stopPid(pid);
+  }
+}
+
+/**
+ * Creates a new mesh in `options.dir` and starts its bus (see the module comment for the files).
+ *
+ * Steps: check nats-server is installed, the address parses, the folder holds no mesh (unless
+ * `force`) and the port is free; in a temporary folder make the mesh key, the bus's TLS key and
+ * certificate (SANs: the genesis host, localhost, 127.0.0.1, `extraNames`), the first user list
+ * (R13: the controller at BOOTSTRAP_PASSWORD with the template's permissions, R15; the operator at
+ * a fresh password), the nats-server configuration (checked with `nats-server -t`), the
+ * controller's configuration and both credentials (0600); rename it into place; start the bus;
+ * record the genesis commit (MeshCreated, the operator's CredentialMinted) as the controller at the
+ * bootstrap password. With `systemd`, the bus is stopped again after recording and a unit is
+ * written to `<dir>/mesh-bus.service` and returned.
+ *
+ * Throws InstallerError with one line for each bad configuration: nats-server or openssl missing,
+ * a malformed address, an existing mesh, a port in use, a configuration nats-server refuses, a bus
+ * that does not start. Nothing is left half-written: the temporary folder, or the renamed one, is
+ * removed on failure.
+ */
+export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
+  const log = options.log;
+  const paths = meshPaths(options.dir);
+  const binary = findNatsServer();
+  let address: { scheme: string; host: string; port: number };
+  try {
+    address = parseBusAddress(options.brokerAddress);
+  } catch {
+    throw new InstallerError(`MESH_BROKER_ADDRESS "${options.brokerAddress}" is not tls://host[:port]`);
+  }
+  if (address.scheme !== "tls") {
+    throw new InstallerError(`MESH_BROKER_ADDRESS "${formatBusAddress(address)}" must use tls:// (the bus always presents the mesh's certificate, R34)`);
+  }
+  const genesisAddress = formatBusAddress(address);
+  const local = address.host === "127.0.0.1" || address.host === "localhost";
+  const listenHost = options.listenHost ?? (local ? "127.0.0.1" : "0.0.0.0");
+  const monitorPort = options.monitorPort ?? Math.min(address.port + 4000, 65535);
+  const operator = options.operator ?? "admin";
+  rejectUnlessEmptyOrForced(paths, options.force ?? false);
+  await assertPortFree(listenHost, address.port);
+  if (monitorPort > 0) await assertPortFree("127.0.0.1", monitorPort);
+
+  const temp = join(dirname(paths.dir), `.${basename(paths.dir)}.genesis-${process.pid}-${randomBytes(4).toString("hex")}`);
+  mkdirSync(temp, { recursive: true, mode: 0o700 });
+  let commit: Commit;
+  try {
+    log(`genesis: making the mesh key and the bus certificate in ${paths.dir}`);
+    const meshKey = newMeshKey();
+    writePrivateFile(join(temp, MESH_KEY_FILE), `${meshKey}\n`);
+    const names = [address.host, ...(options.extraNames ?? [])];
+    const tls = makeBusCertificate(temp, names);
+    const now = options.now ?? new Date().toISOString();
+
+    // The genesis commit, decided here so the carried list and the records say the same thing.
+    const operatorPassword = newPassword();
+    const operatorSecret = { password: operatorPassword, hash: hashPassword(operatorPassword), sealed: sealWithMeshKey(meshKey, operatorPassword) };
+    const decision = decideGenesis(initialState, {
+      genesisAddress, fingerprint: tls.fingerprint, bootstrapUser: BOOTSTRAP_USER, operator, operatorSecret, now,
+    });
+    if (!decision.ok) throw new InstallerError(decision.refusal.message);
+    commit = { commandId: GENESIS_COMMAND_ID, entity: decision.entity, events: decision.events };
+    const genesisState = evolve(initialState, [{ sequence: 1, commit }]);
+    writeFileSync(join(temp, USER_LIST_FILE), renderUserList({ users: carriedUsers(genesisState) }));
+
+    const serverOptions = (root: string) => ({
+      listenHost, port: address.port, monitorPort,
+      certFile: join(root, TLS_CERT_FILE), keyFile: join(root, TLS_KEY_FILE), storeDir: join(root, STORE_DIR),
+      userListFile: USER_LIST_FILE,
+    });
+    writeFileSync(join(temp, SERVER_CONFIG_FILE), renderServerConfig(serverOptions(temp)));
+    testServerConfig(binary, join(temp, SERVER_CONFIG_FILE));
+    writeFileSync(join(temp, SERVER_CONFIG_FILE), renderServerConfig(serverOptions(paths.dir)));
+
+    const env = controllerEnvironment(paths, genesisAddress);
+    writePrivateFile(
+      join(temp, CONTROLLER_ENV_FILE),
+      ["# The controller's configuration, written at genesis (read by `mesh controller` and `mesh up`).",
+        ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ""].join("\n"),
+    );
+    writePrivateFile(
+      join(temp, CONTROLLER_CREDENTIAL_FILE),
+      `${JSON.stringify({ address: genesisAddress, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD, fingerprint: tls.fingerprint }, null, 2)}\n`,
+    );
+    writePrivateFile(
+      join(temp, OPERATOR_CREDENTIAL_FILE),
+      `${JSON.stringify({ address: genesisAddress, user: `operator-${operator}`, password: operatorPassword, fingerprint: tls.fingerprint }, null, 2)}\n`,
+    );
+    const mesh: MeshFile = { genesisAddress, fingerprint: tls.fingerprint, operator, listenHost, port: address.port, monitorPort, createdAt: now };
+    mkdirSync(join(temp, "logs"));
+    mkdirSync(join(temp, "run"));
+    mkdirSync(join(temp, STORE_DIR));
+    writeFileSync(join(temp, MESH_FILE), `${JSON.stringify(mesh, null, 2)}\n`);
+
+    if (existsSync(paths.dir)) {
+      await stopRecordedProcesses(paths);
+      rmSync(paths.dir, { recursive: true, force: true });
+    }
+    renameSync(temp, paths.dir);
+  } catch (error) {
+    rmSync(temp, { recursive: true, force: true });
+    throw error;
+  }
+
+  let bus: BusProcess | undefined;
+  try {
+    const fingerprint = readMeshFile(paths.dir).fingerprint;
+    log(`genesis: starting the bus on ${genesisAddress} (certificate ${fingerprint})`);
+    bus = await startBus({
+      binary, configFile: paths.serverConfig, logFile: join(paths.logs, "bus.log"),
+      host: localHost(listenHost), port: address.port, fingerprint,
+    });
+    writeFileSync(pidFile(paths.dir, "bus"), `${bus.pid}\n`);
+    log("genesis: recording the genesis commit as the controller (bootstrap account)");
+    await recordGenesis(paths, formatBusAddress({ scheme: "tls", host: localHost(listenHost), port: address.port }), commit);
+    const mesh = readMeshFile(paths.dir);
+    if (options.systemd) {
+      await bus.stop();
+      rmSync(pidFile(paths.dir, "bus"), { force: true });
+      const unit = systemdUnit(binary, paths.serverConfig);
+      writeFileSync(join(paths.dir, BUS_UNIT_FILE), unit);
+      log(`genesis: wrote ${join(paths.dir, BUS_UNIT_FILE)}: install it with systemctl link/enable --now`);
+      return { paths, mesh, unit };
+    }
+    log(`genesis: mesh created; operator credential in ${paths.operatorCredential} (0600)`);
+    return { paths, mesh, bus };
+  } catch (error) {
+    if (bus) await bus.stop();
+    rmSync(paths.dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** Where the genesis machine itself dials a bus listening on `listenHost` (0.0.0.0: on 127.0.0.1). */
+export function localHost(listenHost: string): string {
+  return listenHost === "0.0.0.0" || listenHost === "::" ? "127.0.0.1" : listenHost;
+}
+
+/**
+ * Appends the genesis commit as the controller at the bootstrap password (R13), through the
+ * records adapter (which also raises the CATALOGUE stream). A genesis already recorded (same
+ * command id) appends nothing.
+ */
+async function recordGenesis(paths: MeshPaths, localAddress: string, commit: Commit): Promise<void> {
+  const credential = JSON.parse(readFileSync(paths.controllerCredential, "utf8")) as {
+    address: string; user: string; password: string; fingerprint: string;
+  };
+  const nc = await connectToBus(
+    { ...credential, address: localAddress },
+    { name: "mesh-installer", reconnect: false },
+  );
+  try {
+    const catalogue = await openCatalogue(nc);
+    const result = await catalogue.transact(GENESIS_COMMAND_ID, () => ({ ok: true, entity: commit.entity, events: commit.events }));
+    if (!result.ok) throw new InstallerError(`the genesis commit was refused: ${result.refusal.message}`);
+  } finally {
+    await nc.close();
+  }
+}

@@ -1,0 +1,51 @@
+import type { Decision } from "../src/commands/envelope.ts";
+import type { FreshSecret } from "../src/commands/envelope.ts";
+import type { State } from "../src/projections/index.ts";
+import { busUser } from "../src/names.ts";
+
+/** The command id of the genesis commit: one per mesh, so a retried genesis appends nothing. */
+export const GENESIS_COMMAND_ID = "genesis";
+
+/** What the genesis commit records. */
+export type GenesisFacts = {
+  /** `tls://host:port`, port filled in (R8). */
+  genesisAddress: string;
+  /** SHA-256 fingerprint of the bus certificate, `AA:BB:...` (R34). */
+  fingerprint: string;
+  /** The controller's bus user the installer carried at the bootstrap password (R13). */
+  bootstrapUser: string;
+  /** The first operator's name; its bus user is `operator-<name>`. */
+  operator: string;
+  /** The first operator's fresh password: its hash and sealed form go in the records, never the password. */
+  operatorSecret: FreshSecret;
+  /** ISO 8601 time of genesis. */
+  now: string;
+};
+
+/**
+ * The genesis commit, pure (no clock, no randomness): MeshCreated and the first operator's
+ * CredentialMinted (hash and secret sealed with the mesh key, never the password), about entity
+ * `mesh/genesis`. Refuses `mesh-exists` when the records already have a genesis.
+ */
+export function decideGenesis(state: State, facts: GenesisFacts): Decision {
+  if (state.mesh) {
+    return { ok: false, refusal: { code: "mesh-exists", message: `the records already hold a mesh created at ${state.mesh.createdAt}` } };
+  }
+  const meta = { actor: "installer", commandId: GENESIS_COMMAND_ID, at: facts.now };
+  return {
+    ok: true,
+    entity: { kind: "mesh", id: "genesis" },
+    events: [
+      { ...meta, type: "MeshCreated", genesisAddress: facts.genesisAddress, fingerprint: facts.fingerprint, bootstrapUser: facts.bootstrapUser },
+      {
+        ...meta,
+        type: "CredentialMinted",
+        principal: { kind: "operator", name: facts.operator },
+        user: busUser("operator", facts.operator),
+        hash: facts.operatorSecret.hash,
+        sealed: facts.operatorSecret.sealed,
+        address: facts.genesisAddress,
+      },
+    ],
+  };
+}

@@ -1,0 +1,119 @@
+import { spawnSync } from "node:child_process";
+import { createServer } from "node:net";
+import { InstallerError } from "./tls.ts";
+
+/**
+ * The bus's nats-server configuration as the installer writes it: listen address, TLS with the
+ * mesh's own certificate (R34), a JetStream store under the mesh folder, the user list as an
+ * include file (R13: the installer carries the first one, the broker's host agent rewrites it on
+ * every push and reloads the bus), monitoring on localhost only, and limits.
+ */
+
+/** File names inside the mesh folder. */
+export const SERVER_CONFIG_FILE = "bus.conf";
+export const USER_LIST_FILE = "users.conf";
+export const STORE_DIR = "store";
+
+/** Settings of renderServerConfig. Paths are absolute. */
+export type ServerConfigOptions = {
+  /** Interface the bus listens on: 0.0.0.0 on a real machine, 127.0.0.1 for the embedded default. */
+  listenHost: string;
+  /** Client port (the genesis address's port, R8). */
+  port: number;
+  /** Monitoring port on 127.0.0.1; 0 leaves monitoring off. */
+  monitorPort: number;
+  certFile: string;
+  keyFile: string;
+  storeDir: string;
+  /** File name of the user list, relative to the configuration file (nats-server resolves includes so). */
+  userListFile: string;
+  /** Largest message in bytes (default 1 MiB, the NATS default; snapshots are chunked below it). */
+  maxPayload?: number;
+  /** JetStream file store limit in bytes (default 10 GiB). */
+  maxFileStore?: number;
+  /** JetStream memory store limit in bytes (default 256 MiB). */
+  maxMemoryStore?: number;
+};
+
+/** The nats-server configuration text. Pure. */
+export function renderServerConfig(options: ServerConfigOptions): string {
+  const lines = [
+    "# mesh-controller bus: written by the installer at genesis (installer/genesis.ts).",
+    "# The user list is the include file below: the broker's host agent rewrites it on every push.",
+    `server_name: "mesh-bus"`,
+    `listen: "${options.listenHost}:${options.port}"`,
+    ...(options.monitorPort > 0 ? [`http: "127.0.0.1:${options.monitorPort}"`] : []),
+    `max_payload: ${options.maxPayload ?? 1024 * 1024}`,
+    `max_connections: 65536`,
+    `max_control_line: 4096`,
+    `write_deadline: "10s"`,
+    `tls {`,
+    `  cert_file: "${options.certFile}"`,
+    `  key_file: "${options.keyFile}"`,
+    `  timeout: 5`,
+    `}`,
+    `jetstream {`,
+    `  store_dir: "${options.storeDir}"`,
+    `  max_file_store: ${options.maxFileStore ?? 10 * 1024 * 1024 * 1024}`,
+    `  max_memory_store: ${options.maxMemoryStore ?? 256 * 1024 * 1024}`,
+    `}`,
+    `include "${options.userListFile}"`,
+    "",
+  ];
+  return lines.join("\n");
+}
+
+/**
+ * The nats-server binary on the PATH, or InstallerError with the one line that says how to get it.
+ */
+export function findNatsServer(): string {
+  const found = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
+  const path = (found.stdout ?? "").trim();
+  if (found.status !== 0 || !path) {
+    throw new InstallerError("nats-server is not installed: run `apt-get install -y nats-server` and try again");
+  }
+  return path;
+}
+
+/** Runs `nats-server -t -c <configFile>`; throws InstallerError with the server's complaint in one line. */
+export function testServerConfig(binary: string, configFile: string): void {
+  const run = spawnSync(binary, ["-t", "-c", configFile], { encoding: "utf8" });
+  if (run.status !== 0) {
+    const said = `${run.stderr ?? ""}\n${run.stdout ?? ""}`.trim().split("\n").filter(Boolean).pop() ?? "unknown error";
+    throw new InstallerError(`nats-server refuses the configuration ${configFile}: ${said}`);
+  }
+}
+
+/**
+ * Resolves when `host:port` can be listened on; throws InstallerError ("port N on HOST is in use")
+ * when it cannot.
+ */
+export function assertPortFree(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", (error: NodeJS.ErrnoException) => {
+      reject(
+        new InstallerError(
+          error.code === "EADDRINUSE"
+            ? `port ${port} on ${host} is in use: stop what listens there or give MESH_BROKER_ADDRESS another port`
+            : `cannot listen on ${host}:${port}: ${error.code ?? error.message}`,
+          { cause: error },
+        ),
+      );
+    });
+    server.listen({ host, port, exclusive: true }, () => server.close(() => resolve()));
+  });
+}
+
+/** A port free right now on `host` (bind port 0, read it, close): for tests and the embedded default. */
+export function freePort(host = "127.0.0.1"): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen({ host, port: 0, exclusive: true }, () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
