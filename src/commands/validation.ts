@@ -17,9 +17,9 @@ export function refusalOfZodError(error: z.ZodError, code: string, prefix?: stri
   }
   const field = base.join(".");
   const where = field === "" ? "the request" : `"${field}"`;
-  return field === ""
-    ? { code, message: `${where}: ${issue.message}` }
-    : { code, message: `${where}: ${issue.message}`, field };
+  const missing = issue.code === "invalid_type" && issue.message.endsWith("received undefined");
+  const message = missing ? `${where} is missing: it is required` : `${where}: ${issue.message}`;
+  return field === "" ? { code, message } : { code, message, field };
 }
 
 /**

@@ -1,0 +1,119 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { Manifest } from "../../../src/manifest/manifest.ts";
+import { given, GENESIS, registration } from "../../support/givenWhenThen.ts";
+
+const broker = { name: "broker", version: "1", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
+const builder = { name: "builder", version: "1", seats: { "mesh-build": { protocol: "mesh-work", accepts: ["build"], emits: ["built"] } }, claims: ["mesh-build"] };
+
+describe("module.register", () => {
+  it("R23: registers a manifest, recording it parsed with its defaults filled in", () => {
+    const outcome = given(GENESIS).when("module.register", { manifest: broker });
+    outcome.then([{ type: "ModuleRegistered", manifest: Manifest.parse(broker) }], { kind: "module", id: "broker" });
+    assert.deepEqual(outcome.reply(), { module: "broker", version: "1", declares: ["mesh-broker"], claims: ["mesh-broker"] });
+    assert.equal(outcome.after().modules.seats["mesh-broker"]?.declaredBy, "broker");
+  });
+
+  it("R23: refuses an unknown field, naming it", () => {
+    const wat = { ...broker, seats: { "mesh-broker": { protocol: "nats", wat: true } } };
+    given(GENESIS).when("module.register", { manifest: wat }).refused("invalid-manifest", "manifest.seats.mesh-broker.wat");
+    given(GENESIS).when("module.register", { manifest: { ...broker, colour: "red" } }).refused("invalid-manifest", "manifest.colour");
+    given(GENESIS).when("module.register", { manifest: { ...builder, follows: [{ seat: "mesh-build", event: "built", x: 1 }] } })
+      .refused("invalid-manifest", "manifest.follows.0.x");
+  });
+
+  it("R23: refuses a wrong type, a bad name and a missing manifest, naming the field", () => {
+    given(GENESIS).when("module.register", { manifest: { ...broker, version: 2 } }).refused("invalid-manifest", "manifest.version");
+    given(GENESIS).when("module.register", { manifest: { ...broker, claims: "mesh-broker" } }).refused("invalid-manifest", "manifest.claims");
+    given(GENESIS).when("module.register", { manifest: { ...broker, name: "Broker" } }).refused("invalid-manifest", "manifest.name");
+    given(GENESIS).when("module.register", {}).refused("invalid-request", "manifest");
+    given(GENESIS).when("module.register", { manifest: null }).refused("invalid-manifest", "manifest");
+    given(GENESIS).when("module.register", { manifest: broker, extra: 1 }).refused("invalid-request", "extra");
+  });
+
+  it("R24: accepts a marker seat (empty protocol) as written", () => {
+    const filter = { name: "packet-filter", version: "1", seats: { "packet-filter": { protocol: "", scope: "node" } }, claims: ["packet-filter"] };
+    const outcome = given(GENESIS).when("module.register", { manifest: filter });
+    outcome.then([registration(filter)]);
+    assert.equal(outcome.after().modules.seats["packet-filter"]?.protocol, "");
+  });
+
+  it("R24: accepts a use of a marker seat", () => {
+    const filter = { name: "packet-filter", version: "1", seats: { "packet-filter": { protocol: "" } }, claims: ["packet-filter"] };
+    const user = { name: "firewall-ui", version: "1", uses: ["packet-filter"] };
+    given(GENESIS, registration(filter)).when("module.register", { manifest: user }).then([registration(user)]);
+  });
+
+  it("R25: refuses a claim on a seat nobody declared (unknown-seat)", () => {
+    const claimer = { name: "claimer", version: "1", claims: ["mesh-store"] };
+    given(GENESIS).when("module.register", { manifest: claimer }).refused("unknown-seat", "manifest.claims.0");
+  });
+
+  it("R25: refuses a use of a seat nobody declared (unknown-seat)", () => {
+    given(GENESIS).when("module.register", { manifest: { name: "user", version: "1", uses: ["mesh-build"] } }).refused("unknown-seat", "manifest.uses.0");
+  });
+
+  it("R25: refuses a follow of a seat nobody declared (unknown-seat)", () => {
+    const follower = { name: "follower", version: "1", follows: [{ seat: "mesh-build", event: "built" }] };
+    given(GENESIS).when("module.register", { manifest: follower }).refused("unknown-seat", "manifest.follows.0.seat");
+  });
+
+  it("R25: accepts a claim on a seat another registered module declares", () => {
+    const second = { name: "broker-two", version: "1", claims: ["mesh-broker"] };
+    given(GENESIS, registration(broker)).when("module.register", { manifest: second }).then([registration(second)]);
+  });
+
+  it("R25 R27: resolves a claim, a use and a follow through a seat alias", () => {
+    const showcase = { name: "showcase", version: "1", uses: ["old-build"], claims: ["old-build"], follows: [{ seat: "old-build", event: "built" }] };
+    given(GENESIS, registration(builder), { type: "SeatAliased", from: "old-build", to: "mesh-build" })
+      .when("module.register", { manifest: showcase })
+      .then([registration(showcase)]);
+  });
+
+  it("refuses declaring a seat another module declares (seat-declared-elsewhere)", () => {
+    const rival = { name: "rival", version: "1", seats: { "mesh-broker": { protocol: "nats" } } };
+    given(GENESIS, registration(broker)).when("module.register", { manifest: rival }).refused("seat-declared-elsewhere", "manifest.seats.mesh-broker");
+  });
+
+  it("R27: refuses declaring a seat under a name that is an alias (seat-is-alias)", () => {
+    const shadow = { name: "shadow", version: "1", seats: { "old-build": { protocol: "" } } };
+    given(GENESIS, registration(builder), { type: "SeatAliased", from: "old-build", to: "mesh-build" })
+      .when("module.register", { manifest: shadow })
+      .refused("seat-is-alias", "manifest.seats.old-build");
+  });
+
+  it("R26: a seat may share its name with its provision", () => {
+    const git = { name: "git", version: "1", seats: { git: { protocol: "git", provides: "git" } }, claims: ["git"] };
+    const outcome = given(GENESIS).when("module.register", { manifest: git });
+    outcome.then([registration(git)]);
+    assert.equal(outcome.after().modules.seats["git"]?.provides, "git");
+  });
+
+  it("refuses a follow of an event its seat does not emit (unknown-event)", () => {
+    const follower = { name: "follower", version: "1", follows: [{ seat: "mesh-build", event: "failed" }] };
+    given(GENESIS, registration(builder)).when("module.register", { manifest: follower }).refused("unknown-event", "manifest.follows.0.event");
+  });
+
+  it("accepts a follow of an event the manifest's own seat emits", () => {
+    const self = { ...builder, follows: [{ seat: "mesh-build", event: "built" }] };
+    given(GENESIS).when("module.register", { manifest: self }).then([registration(self)]);
+  });
+
+  it("accepts a new version of a module, replacing its seats", () => {
+    const v2 = { ...builder, version: "2", seats: { "mesh-build": { protocol: "mesh-work", accepts: ["build", "test"], emits: ["built"] } } };
+    const outcome = given(GENESIS, registration(builder)).when("module.register", { manifest: v2 });
+    outcome.then([registration(v2)]);
+    assert.deepEqual(outcome.after().modules.seats["mesh-build"]?.accepts, ["build", "test"]);
+  });
+
+  it("refuses a new version that drops a seat another module still uses (seat-in-use)", () => {
+    const showcase = { name: "showcase", version: "1", uses: ["mesh-build"] };
+    const v2 = { name: "builder", version: "2", seats: { "builder-two": { protocol: "" } } };
+    given(GENESIS, registration(builder), registration(showcase)).when("module.register", { manifest: v2 }).refused("seat-in-use", "manifest.seats");
+  });
+
+  it("R25: refuses a new version claiming a seat only its old version declared (unknown-seat)", () => {
+    const v2 = { name: "builder", version: "2", claims: ["mesh-build"] };
+    given(GENESIS, registration(builder)).when("module.register", { manifest: v2 }).refused("unknown-seat", "manifest.claims.0");
+  });
+});
