@@ -1,0 +1,122 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import {
+  composeDeclaration, composeDeclarations, composeBusUsers, renderUserList, requiredProvisions, canonicalJson,
+} from "../../../src/compose/index.ts";
+import { EXAMPLE_CONFIG, FINGERPRINT, MeshBuilder, exampleMesh, fakeHash, manifests } from "./exampleMesh.ts";
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+describe("declarations", () => {
+  const mesh = exampleMesh();
+
+  it("R29: an unassigned node composes to an empty declaration, which is still a declaration", () => {
+    const b = new MeshBuilder(fakeHash).genesis().controller().node("idle");
+    const result = composeDeclaration(b.state(), "idle", EXAMPLE_CONFIG, sha256);
+    assert.ok(result.ok);
+    assert.deepEqual(result.declaration.modules, []);
+    assert.deepEqual(result.declaration.provisions, []);
+    assert.equal(result.declaration.userList, undefined);
+    assert.match(result.declaration.digest, /^[0-9a-f]{64}$/);
+  });
+
+  it("R3 R34: each module carries its credential beside the address (mesh-sealed), the pinned fingerprint and its env", () => {
+    const result = composeDeclaration(mesh.state, "gamma", EXAMPLE_CONFIG, sha256);
+    assert.ok(result.ok);
+    assert.deepEqual(result.declaration.modules.map((m) => m.module), ["artifact-store", "packet-filter", "showcase"]);
+    const showcase = result.declaration.modules.find((m) => m.module === "showcase")!;
+    assert.deepEqual(showcase.credential, { address: "tls://bus.example.net:4222", user: "module-showcase", sealed: "sealed:module-showcase", fingerprint: FINGERPRINT });
+    assert.deepEqual(showcase.env, { MESH_BROKER_ADDRESS: "tls://bus.example.net:4222", MESH_BROKER_CERTIFICATE: FINGERPRINT, MESH_USER: "module-showcase" });
+    assert.deepEqual(showcase.provisions, [{ seat: "git", provision: "git", user: "git-showcase", sealed: "sealed:git-showcase" }]);
+    assert.ok(!JSON.stringify(result.declaration).includes(mesh.passwords["module-showcase"]!));
+    assert.ok(!/\/\/[^/]*@/.test(JSON.stringify(result.declaration)), "a URL with credentials");
+  });
+
+  it("R11: the user list travels only in the declaration of the node holding mesh-broker", () => {
+    const { declarations } = composeDeclarations(mesh.state, EXAMPLE_CONFIG, sha256);
+    const byNode = Object.fromEntries(declarations.map((d) => [d.ok ? d.declaration.node : d.node, d]));
+    const alpha = byNode.alpha!;
+    assert.ok(alpha.ok);
+    const users = composeBusUsers(mesh.state, EXAMPLE_CONFIG);
+    assert.ok(users.ok);
+    assert.equal(alpha.declaration.userList, renderUserList(users));
+    for (const node of ["beta", "gamma"]) {
+      const d = byNode[node]!;
+      assert.ok(d.ok);
+      assert.equal(d.declaration.userList, undefined);
+    }
+  });
+
+  it("R31: a provider's declaration holds the grants for its consumers", () => {
+    const beta = composeDeclaration(mesh.state, "beta", EXAMPLE_CONFIG, sha256);
+    assert.ok(beta.ok);
+    assert.deepEqual(beta.declaration.provisions, [{ seat: "git", provision: "git", consumer: "showcase", user: "git-showcase", sealed: "sealed:git-showcase" }]);
+  });
+
+  it("R31: the provisions compositions need but the records lack are named, and composing without them is refused", () => {
+    const b = new MeshBuilder(fakeHash).genesis().controller().node("n1").node("n2");
+    for (const m of Object.values(manifests)) b.register(m);
+    b.issue("showcase").issue("git-server").assign("showcase", "n1").assign("git-server", "n2");
+    assert.deepEqual(requiredProvisions(b.state()), [{ seat: "git", provision: "git", consumer: "showcase" }]);
+    const refused = composeDeclaration(b.state(), "n1", EXAMPLE_CONFIG, sha256);
+    assert.ok(!refused.ok);
+    assert.equal(refused.refusal.code, "provision-missing");
+    const provider = composeDeclaration(b.state(), "n2", EXAMPLE_CONFIG, sha256);
+    assert.ok(!provider.ok);
+    assert.equal(provider.refusal.code, "provision-missing");
+    b.provision("git", "git", "showcase");
+    assert.deepEqual(requiredProvisions(b.state()), []);
+    assert.ok(composeDeclaration(b.state(), "n1", EXAMPLE_CONFIG, sha256).ok);
+    assert.deepEqual(requiredProvisions(mesh.state), []);
+  });
+
+  it("R30: a node that cannot be composed is a typed refusal, and the other nodes still compose", () => {
+    const b = new MeshBuilder(fakeHash).genesis().controller().node("ok").node("bad").node("noreg");
+    b.register(manifests["packet-filter"]).issue("packet-filter").register(manifests.store)
+      .assign("packet-filter", "ok").assign("store", "bad")   // store never issued
+      .assign("ghost", "noreg");                                 // never registered
+    const { declarations } = composeDeclarations(b.state(), EXAMPLE_CONFIG, sha256);
+    const codes = Object.fromEntries(declarations.map((d) => [d.ok ? d.declaration.node : d.node, d.ok ? "ok" : d.refusal.code]));
+    assert.deepEqual(codes, { bad: "credential-missing", noreg: "module-unregistered", ok: "ok" });
+    const unknown = composeDeclaration(b.state(), "nobody", EXAMPLE_CONFIG, sha256);
+    assert.ok(!unknown.ok);
+    assert.equal(unknown.refusal.code, "node-unknown");
+  });
+
+  it("R12: the broker holder's declaration never carries an empty user list: a broker module without credential is refused", () => {
+    const b = new MeshBuilder(fakeHash).genesis().node("alpha", false).register(manifests.broker).issue("broker").assign("broker", "alpha");
+    const carried = composeDeclaration(b.state(), "alpha", EXAMPLE_CONFIG, sha256);
+    assert.ok(carried.ok);
+    assert.match(carried.declaration.userList!, /"module-broker"/);
+    const c = new MeshBuilder(fakeHash).genesis().node("alpha", false).register(manifests.broker);
+    c.commit("module", "broker", { type: "ModuleIssued", module: "broker" });
+    c.assign("broker", "alpha");
+    const refused = composeDeclaration(c.state(), "alpha", EXAMPLE_CONFIG, sha256);
+    assert.ok(!refused.ok);
+    assert.equal(refused.refusal.code, "credential-missing");
+  });
+
+  it("determinism: composing twice gives identical bytes and digests, and composing never changes the state", () => {
+    const before = canonicalJson(mesh.state);
+    const one = composeDeclarations(mesh.state, EXAMPLE_CONFIG, sha256);
+    const two = composeDeclarations(exampleMesh().state, EXAMPLE_CONFIG, sha256);
+    assert.equal(canonicalJson(one), canonicalJson(two));
+    assert.equal(canonicalJson(mesh.state), before);
+    for (const d of one.declarations) {
+      assert.ok(d.ok);
+      const { digest, ...body } = d.declaration;
+      assert.equal(digest, sha256(canonicalJson(body)));
+    }
+  });
+
+  it("R31: a record that changes a node's declaration changes its digest, and only its", () => {
+    const b = new MeshBuilder(fakeHash).genesis().controller().node("n1").node("n2").register(manifests["packet-filter"]).issue("packet-filter");
+    const before = composeDeclarations(b.state(), EXAMPLE_CONFIG, sha256).declarations;
+    b.assign("packet-filter", "n2");
+    const after = composeDeclarations(b.state(), EXAMPLE_CONFIG, sha256).declarations;
+    const digests = (ds: typeof before) => ds.map((d) => (d.ok ? d.declaration.digest : ""));
+    assert.equal(digests(before)[0], digests(after)[0]);
+    assert.notEqual(digests(before)[1], digests(after)[1]);
+  });
+});

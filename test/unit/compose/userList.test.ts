@@ -1,0 +1,60 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { composeBusUsers, renderUserList } from "../../../src/compose/index.ts";
+import { evolve, initialState } from "../../../src/projections/index.ts";
+import { CONTROLLER_NAME } from "../../../src/names.ts";
+import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash, manifests } from "./exampleMesh.ts";
+
+describe("the bus user list", () => {
+  it("R12: a list with no users is refused", () => {
+    const genesisOnly = new MeshBuilder(fakeHash).genesis().state();
+    const list = composeBusUsers(genesisOnly, EXAMPLE_CONFIG);
+    assert.equal(list.ok, false);
+    if (!list.ok) assert.equal(list.refusal.code, "user-list-empty");
+    const empty = composeBusUsers(initialState, EXAMPLE_CONFIG);
+    assert.equal(empty.ok, false);
+  });
+
+  it("R12: principals without a credential are left out and named", () => {
+    const b = new MeshBuilder(fakeHash).genesis().operator("ada")
+      .node("alpha").node("bare", false)
+      .register(manifests.showcase).register(manifests.broker).register(manifests["build-machine"])
+      .issue("showcase", false).assign("broker", "alpha");
+    const list = composeBusUsers(b.state(), EXAMPLE_CONFIG);
+    assert.ok(list.ok);
+    assert.deepEqual(list.users.map((u) => u.user), ["node-alpha", "operator-ada"]);
+    assert.deepEqual(list.leftOut.map((l) => `${l.principal.kind}:${l.principal.name}`), [
+      `controller:${CONTROLLER_NAME}`, "module:broker", "module:showcase", "node:bare",
+    ]);
+    for (const l of list.leftOut) assert.ok(l.reason.length > 0);
+  });
+
+  it("R11: every principal with a credential is a user with its recorded hash, never a password (R3)", () => {
+    const mesh = exampleMesh();
+    const list = composeBusUsers(mesh.state, EXAMPLE_CONFIG);
+    assert.ok(list.ok);
+    assert.equal(list.users.length, Object.keys(mesh.state.credentials).length);
+    for (const user of list.users) assert.equal(user.password, fakeHash(mesh.passwords[user.user]!));
+    const text = renderUserList(list);
+    for (const password of Object.values(mesh.passwords)) assert.ok(!text.includes(`"${password}"`), "a password in the user list");
+  });
+
+  it("R11: rendering is deterministic: the same records give the same bytes, in any fold order of equal facts", () => {
+    const one = exampleMesh();
+    const two = exampleMesh();
+    const a = composeBusUsers(one.state, EXAMPLE_CONFIG);
+    const b = composeBusUsers(evolve(initialState, two.commits), EXAMPLE_CONFIG);
+    assert.ok(a.ok && b.ok);
+    assert.equal(renderUserList(a), renderUserList(b));
+    const reversed = { users: [...a.users].reverse() };
+    assert.equal(renderUserList(reversed), renderUserList(a));
+  });
+
+  it("R12: a principal with nothing to publish is denied every publish instead of an empty (open) allow list", () => {
+    const list = composeBusUsers(exampleMesh().state, EXAMPLE_CONFIG);
+    assert.ok(list.ok);
+    const line = renderUserList(list).split("\n").find((l) => l.includes(`"module-packet-filter"`))!;
+    assert.match(line, /publish: \{deny: \[">"\]\}/);
+    assert.ok(!/allow: \[\]/.test(renderUserList(list)));
+  });
+});
