@@ -1,0 +1,94 @@
+/**
+ * Readable output of replies: short lines and aligned tables. `--json` bypasses all of this.
+ * Pure functions from a reply (plain JSON) to lines.
+ */
+
+type Row = Record<string, unknown>;
+
+/** Aligned columns with a header row; cells are strings, arrays joined by commas, empty as "-". */
+export function table(rows: readonly Row[], columns: readonly string[]): string[] {
+  if (rows.length === 0) return ["(none)"];
+  const cells = rows.map((row) => columns.map((c) => cell(row[c])));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
+  const line = (values: readonly string[]) => values.map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i]!))).join("  ").trimEnd();
+  return [line(columns.map((c) => c.toUpperCase())), ...cells.map(line)];
+}
+
+function cell(value: unknown): string {
+  if (value === null || value === undefined || value === "") return "-";
+  if (Array.isArray(value)) return value.length === 0 ? "-" : value.map(cell).join(",");
+  if (typeof value === "object") {
+    const v = value as Row;
+    if (typeof v.kind === "string" && typeof v.name === "string") return `${v.kind}:${v.name}`;
+    return JSON.stringify(value);
+  }
+  return String(value);
+}
+
+/** Fields of a reply that are bookkeeping, not content. */
+const BOOKKEEPING = new Set(["ok", "duplicate", "sequence", "asOf", "commandId"]);
+
+/**
+ * A reply with no renderer of its own: each scalar field as `name: value`; an array of objects as
+ * a table of its keys; an object of objects as a table keyed by `name`.
+ */
+export function renderGeneric(reply: Row): string[] {
+  const lines: string[] = [];
+  for (const [key, value] of Object.entries(reply)) {
+    if (BOOKKEEPING.has(key)) continue;
+    if (Array.isArray(value) && value.every((v) => v !== null && typeof v === "object" && !Array.isArray(v))) {
+      const rows = value as Row[];
+      const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+      lines.push(`${key}:`, ...table(rows, columns).map((l) => `  ${l}`));
+    } else if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+      const entries = Object.entries(value as Row);
+      if (entries.length > 0 && entries.every(([, v]) => v !== null && typeof v === "object" && !Array.isArray(v))) {
+        const rows = entries.map(([name, v]) => ({ name, ...(v as Row) }));
+        const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+        lines.push(`${key}:`, ...table(rows, columns).map((l) => `  ${l}`));
+      } else {
+        lines.push(`${key}: ${entries.length === 0 ? "(none)" : entries.map(([k, v]) => `${k}=${cell(v)}`).join(" ")}`);
+      }
+    } else {
+      lines.push(`${key}: ${cell(value)}`);
+    }
+  }
+  return lines.length === 0 ? ["ok"] : lines;
+}
+
+/** The line a duplicate (retried) command adds: nothing was appended. */
+export function duplicateNote(reply: Row): string[] {
+  return reply.duplicate === true ? [`(already applied as command ${String(reply.commandId)}: nothing new was written)`] : [];
+}
+
+/** `mesh where`: node, overlay name, hub and broker marks. */
+export function renderWhere(reply: Row): string[] {
+  const placed = (reply.placed ?? {}) as Record<string, string>;
+  const rows = Object.entries(placed)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([node, overlay]) => ({
+      node,
+      overlay,
+      role: [node === reply.hub ? "hub" : "", node === reply.broker ? "broker" : ""].filter(Boolean).join(","),
+    }));
+  const lines = rows.length === 0 ? ["no node is on the overlay yet: mesh overlay place <node> --hub"] : table(rows, ["node", "overlay", "role"]);
+  if (reply.broker && placed[String(reply.broker)] === undefined) lines.push(`broker: ${String(reply.broker)} (not on the overlay)`);
+  return lines;
+}
+
+/** `mesh history`: one line per event. */
+export function renderHistory(reply: Row): string[] {
+  const events = (reply.events ?? []) as Row[];
+  const entity = reply.entity as Row | undefined;
+  if (events.length === 0) return [`no records about ${entity ? `${String(entity.kind)} ${String(entity.id)}` : "that entity"}`];
+  return table(events, ["sequence", "at", "actor", "type", "commandId"]);
+}
+
+/** A table of one array field of the reply (nodes, modules, seats, credentials). */
+export function renderList(field: string, columns: readonly string[]): (reply: Row) => string[] {
+  return (reply) => {
+    const value = reply[field];
+    const rows = Array.isArray(value) ? (value as Row[]) : value && typeof value === "object" ? Object.values(value as Record<string, Row>) : [];
+    return table(rows, columns);
+  };
+}

@@ -1,0 +1,82 @@
+import { errors, type NatsConnection } from "@nats-io/transport-node";
+import { commandSubject } from "../names.ts";
+import type { Reply } from "../commands/envelope.ts";
+
+/**
+ * Sending one command to the controller: the library call the CLI and the bench make.
+ * A refusal is a reply (`{ ok: false, error }`), not an exception; exceptions are for the
+ * transport: nobody answered, the body is too large for the bus, the answer is not a reply.
+ */
+
+/** The command could not be sent or answered; `code` says which, the message says what to do. */
+export class CommandTransportError extends Error {
+  override readonly name = "CommandTransportError";
+  readonly code: "no-controller" | "timeout" | "payload-too-large" | "bad-reply" | "connection";
+  constructor(code: CommandTransportError["code"], message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** Caller settings of sendCommand. */
+export type SendOptions = { /** Milliseconds to wait for the reply (default 10,000). */ timeoutMs?: number };
+
+const encoder = new TextEncoder();
+
+/**
+ * Sends `body` (a JSON object: the verb's fields, optionally `commandId`) as a request on
+ * `mesh.command.<verb>` and returns the controller's reply. The reply returns on the connection's
+ * own inbox prefix (R33: connect with connectToBus). Throws CommandTransportError:
+ * `payload-too-large` before sending when the body exceeds the server's max_payload;
+ * `no-controller` when nothing serves commands; `timeout` after `timeoutMs`; `bad-reply` when the
+ * answer is not a reply object; `connection` when the connection is closed.
+ */
+export async function sendCommand(
+  nc: NatsConnection,
+  verb: string,
+  body: Record<string, unknown>,
+  options: SendOptions = {},
+): Promise<Reply> {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const data = encoder.encode(JSON.stringify(body));
+  const limit = nc.info?.max_payload;
+  if (limit !== undefined && data.length > limit) {
+    throw new CommandTransportError(
+      "payload-too-large",
+      `the request is ${data.length} bytes but the bus takes at most ${limit} bytes per message: make it smaller (e.g. register fewer or smaller manifests)`,
+    );
+  }
+  let text: string;
+  try {
+    const answer = await nc.request(commandSubject(verb), data, { timeout: timeoutMs });
+    text = answer.string();
+  } catch (error) {
+    throw transportErrorOf(error, verb, timeoutMs);
+  }
+  let reply: unknown;
+  try {
+    reply = JSON.parse(text);
+  } catch (error) {
+    throw new CommandTransportError("bad-reply", `the answer to ${verb} is not JSON: is something other than the controller serving ${commandSubject(verb)}?`, { cause: error });
+  }
+  if (reply === null || typeof reply !== "object" || typeof (reply as { ok?: unknown }).ok !== "boolean") {
+    throw new CommandTransportError("bad-reply", `the answer to ${verb} is not a reply ({ ok, ... })`);
+  }
+  return reply as Reply;
+}
+
+function transportErrorOf(error: unknown, verb: string, timeoutMs: number): CommandTransportError {
+  const noResponders = error instanceof errors.NoRespondersError
+    || (error instanceof errors.RequestError && error.isNoResponders());
+  if (noResponders) {
+    return new CommandTransportError("no-controller", `no controller is serving ${commandSubject(verb)}: start it (mesh up) or check the credential's address`, { cause: error });
+  }
+  if (error instanceof errors.TimeoutError || (error instanceof Error && error.cause instanceof errors.TimeoutError)) {
+    return new CommandTransportError("timeout", `the controller did not answer ${verb} within ${timeoutMs} ms: retry with --timeout, the same command id makes the retry safe`, { cause: error });
+  }
+  if (error instanceof errors.InvalidArgumentError && /max_payload/.test(error.message)) {
+    return new CommandTransportError("payload-too-large", "the request is larger than the bus takes per message: make it smaller", { cause: error });
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new CommandTransportError("connection", `the request ${verb} failed: ${message}`, { cause: error });
+}

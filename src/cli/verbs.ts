@@ -1,0 +1,225 @@
+/**
+ * The verbs of `mesh`, in one list. Adding a verb is one entry here: `busVerb({...})` for a
+ * command or query sent to the controller, or a plain CliVerb with its own `run` for verbs that do
+ * something else (`up`, `host`, `push`, ...). runCli builds the argument parser from this list.
+ */
+import type { Reply } from "../commands/envelope.ts";
+import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
+import { readManifestFiles, registrationOrder } from "./manifests.ts";
+import { duplicateNote, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
+import { sendCommand } from "./send.ts";
+
+/** A positional argument: `<name>`, `[name]` when optional, `<name...>` when variadic. */
+export type ArgumentSpec = { name: string; description: string; optional?: boolean; variadic?: boolean };
+/** An option in commander's flag syntax (`--key <public-key>`, `--hub`). */
+export type OptionSpec = { flags: string; description: string; required?: boolean };
+
+/** One verb of the CLI. `args` are the positionals in order (a variadic one as a string array). */
+export type CliVerb = {
+  /** The words of the verb: `["node", "enrol"]` is `mesh node enrol`. */
+  path: readonly string[];
+  summary: string;
+  arguments?: readonly ArgumentSpec[];
+  options?: readonly OptionSpec[];
+  /** Returns the exit code (EXIT_OK, EXIT_REFUSED); throws UsageError or a transport error for 2. */
+  run(ctx: CliContext, args: readonly unknown[], options: Readonly<Record<string, unknown>>): Promise<number>;
+};
+
+type Row = Record<string, unknown>;
+
+/** Prints a reply (JSON with --json, else readable lines) and returns its exit code. */
+export function report(ctx: CliContext, verb: string, reply: Reply, render: (reply: Row) => string[] = renderGeneric): number {
+  if (ctx.globals.json) {
+    ctx.out(JSON.stringify(reply, null, 2));
+  } else if (reply.ok) {
+    for (const line of [...render(reply), ...duplicateNote(reply)]) ctx.out(line);
+  }
+  if (!reply.ok) {
+    const { code, message, field } = reply.error;
+    ctx.err(`mesh ${verb.replace(/\./g, " ")}: refused (${code})${field ? ` at "${field}"` : ""}: ${message}`);
+    return EXIT_REFUSED;
+  }
+  return EXIT_OK;
+}
+
+/** The body's command id from --command-id, when given. */
+function withCommandId(ctx: CliContext, body: Row): Row {
+  return ctx.globals.commandId === undefined ? body : { ...body, commandId: ctx.globals.commandId };
+}
+
+/**
+ * A verb that sends one request to the controller: `body` turns arguments into the request's
+ * fields, `render` turns an ok reply into lines.
+ */
+export function busVerb(spec: {
+  path: readonly string[];
+  verb: string;
+  summary: string;
+  arguments?: readonly ArgumentSpec[];
+  options?: readonly OptionSpec[];
+  body(args: readonly unknown[], options: Readonly<Record<string, unknown>>): Row;
+  render?(reply: Row): string[];
+}): CliVerb {
+  return {
+    path: spec.path,
+    summary: spec.summary,
+    ...(spec.arguments ? { arguments: spec.arguments } : {}),
+    ...(spec.options ? { options: spec.options } : {}),
+    async run(ctx, args, options) {
+      const body = withCommandId(ctx, spec.body(args, options));
+      const reply = await sendCommand(await ctx.connection(), spec.verb, body, { timeoutMs: ctx.globals.timeoutMs });
+      return report(ctx, spec.verb, reply, spec.render);
+    },
+  };
+}
+
+const arg = (name: string, description: string): ArgumentSpec => ({ name, description });
+const str = (value: unknown): string => String(value);
+
+/** `mesh module register <module.json...>`: one command per manifest, declarers first (R25). */
+const moduleRegister: CliVerb = {
+  path: ["module", "register"],
+  summary: "register modules from their module.json files (declarers of seats first)",
+  arguments: [{ name: "manifests", description: "module.json files", variadic: true }],
+  async run(ctx, args) {
+    const files = (args[0] ?? []) as string[];
+    if (files.length === 0) throw new UsageError("mesh module register: pass at least one module.json");
+    if (ctx.globals.commandId !== undefined && files.length > 1) {
+      throw new UsageError("--command-id names one command: register one manifest at a time with it");
+    }
+    const items = registrationOrder(readManifestFiles(files));
+    const nc = await ctx.connection();
+    const replies: Array<{ file: string; reply: Reply }> = [];
+    let code = EXIT_OK;
+    for (const { file, manifest } of items) {
+      const reply = await sendCommand(nc, "module.register", withCommandId(ctx, { manifest }), { timeoutMs: ctx.globals.timeoutMs });
+      replies.push({ file, reply });
+      if (!reply.ok) {
+        ctx.err(`${file}:`);
+        code = EXIT_REFUSED;
+        if (!ctx.globals.json) report(ctx, "module.register", reply);
+        break;
+      }
+      if (!ctx.globals.json) {
+        const r = reply as Row;
+        const declares = (r.declares as string[] | undefined) ?? [];
+        const claims = (r.claims as string[] | undefined) ?? [];
+        ctx.out(`registered ${str(r.module)} ${str(r.version)}` +
+          `${declares.length ? `; declares ${declares.join(", ")}` : ""}${claims.length ? `; claims ${claims.join(", ")}` : ""}`);
+        for (const line of duplicateNote(r)) ctx.out(line);
+      }
+    }
+    if (ctx.globals.json) {
+      if (files.length === 1) ctx.out(JSON.stringify(replies[0]!.reply, null, 2));
+      else ctx.out(JSON.stringify(replies, null, 2));
+      if (code !== EXIT_OK) {
+        const last = replies.at(-1)!.reply;
+        if (!last.ok) report({ ...ctx, globals: { ...ctx.globals, json: false } }, "module.register", last);
+      }
+    }
+    return code;
+  },
+};
+
+/**
+ * Every verb of `mesh`. To add one, add an entry: nothing else needs to change. Bus verbs use the
+ * controller's verb names (`src/commands/index.ts`).
+ */
+export const CLI_VERBS: CliVerb[] = [
+  busVerb({
+    path: ["node", "enrol"], verb: "node.enrol",
+    summary: "enrol a node and mint its credential (R1); the password comes back sealed to the node's key",
+    arguments: [arg("name", "the node's name (also its overlay label)")],
+    options: [{ flags: "--key <public-key>", description: "the node's X25519 public key (base64), printed by its host agent", required: true }],
+    body: (a, o) => ({ node: a[0], publicKey: o.key }),
+    render: (r) => {
+      const c = (r.credential ?? {}) as Row;
+      return [
+        `enrolled node ${str(r.node)}: user ${str(c.user)} at ${str(c.address)}`,
+        "give the node this credential (its password is sealed to the node's key, only it can open it):",
+        JSON.stringify(c),
+      ];
+    },
+  }),
+  busVerb({
+    path: ["node", "remove"], verb: "node.remove", summary: "remove a node (its assignments, overlay place and credential go with it)",
+    arguments: [arg("name", "the enrolled node")],
+    body: (a) => ({ node: a[0] }),
+    render: (r) => [`removed node ${str(r.node ?? "")}`.trim()],
+  }),
+  moduleRegister,
+  busVerb({
+    path: ["module", "issue"], verb: "module.issue", summary: "mint a module's credential (R1)",
+    arguments: [arg("module", "the registered module")],
+    body: (a) => ({ module: a[0] }),
+    render: (r) => {
+      const c = (r.credential ?? {}) as Row;
+      return [`issued module ${str(r.module)}: user ${str(c.user)} at ${str(c.address)}`];
+    },
+  }),
+  busVerb({
+    path: ["assign"], verb: "assign", summary: "place a module on a node",
+    arguments: [arg("module", "the registered module"), arg("node", "the enrolled node")],
+    body: (a) => ({ module: a[0], node: a[1] }),
+    render: (r) => [`assigned ${str(r.module)} to ${str(r.node)} (now on ${((r.nodes ?? []) as string[]).join(", ")})`],
+  }),
+  busVerb({
+    path: ["unassign"], verb: "unassign", summary: "take a module off a node",
+    arguments: [arg("module", "the assigned module"), arg("node", "the node it runs on")],
+    body: (a) => ({ module: a[0], node: a[1] }),
+    render: (r) => [`unassigned ${str(r.module)} from ${str(r.node)}${((r.nodes ?? []) as string[]).length ? ` (still on ${((r.nodes ?? []) as string[]).join(", ")})` : ""}`],
+  }),
+  busVerb({
+    path: ["seat", "alias"], verb: "seat.alias", summary: "rename a seat: lookups of <old> resolve to <new> (R27)",
+    arguments: [arg("old", "the old seat name"), arg("new", "the seat it now resolves to")],
+    body: (a) => ({ from: a[0], to: a[1] }),
+    render: (r) => [`seat ${str(r.from)} now resolves to ${str(r.resolvesTo)}`],
+  }),
+  busVerb({
+    path: ["seat", "handover"], verb: "seat.handover", summary: "move a seat from one holder node to another",
+    arguments: [arg("seat", "the seat"), arg("from", "the node holding it now"), arg("to", "the node to hold it")],
+    body: (a) => ({ seat: a[0], from: a[1], to: a[2] }),
+  }),
+  busVerb({
+    path: ["overlay", "place"], verb: "overlay.place", summary: "put a node on the overlay (R9, R10)",
+    arguments: [arg("node", "the enrolled node")],
+    options: [{ flags: "--hub", description: "make it the overlay's one hub" }],
+    body: (a, o) => (o.hub === true ? { node: a[0], hub: true } : { node: a[0] }),
+    render: (r) => {
+      const stale = (r.staleCredentials ?? []) as Row[];
+      return [
+        `placed ${str(r.node)} at ${str(r.overlayName)}${r.hub === true ? " (hub)" : ""}`,
+        ...(typeof r.note === "string" && r.note ? [r.note] : []),
+        ...(stale.length ? ["credentials that keep their old address until rotated (R10):", ...table(stale, ["user", "address", "addressNow"]).map((l) => `  ${l}`)] : []),
+      ];
+    },
+  }),
+  busVerb({
+    path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's password",
+    arguments: [arg("kind", "controller, operator, node, module or builder"), arg("name", "the principal's name")],
+    body: (a) => ({ kind: a[0], name: a[1] }),
+  }),
+  busVerb({ path: ["where"], verb: "where", summary: "where every node is on the overlay", body: () => ({}), render: renderWhere }),
+  busVerb({
+    path: ["seats"], verb: "seats", summary: "every seat: declarer, protocol, holders", body: () => ({}),
+    render: renderList("seats", ["name", "declaredBy", "protocol", "accepts", "emits", "holders", "aliases"]),
+  }),
+  busVerb({
+    path: ["nodes"], verb: "nodes", summary: "every node: overlay place, modules", body: () => ({}),
+    render: renderList("nodes", ["name", "overlayName", "hub", "modules", "credentialAddress"]),
+  }),
+  busVerb({
+    path: ["modules"], verb: "modules", summary: "every module: version, nodes, seats", body: () => ({}),
+    render: renderList("modules", ["name", "version", "issued", "nodes", "declares", "claims"]),
+  }),
+  busVerb({
+    path: ["credentials"], verb: "credentials", summary: "every credential (never a secret)", body: () => ({}),
+    render: renderList("credentials", ["user", "principal", "address", "mintedAt"]),
+  }),
+  busVerb({
+    path: ["history"], verb: "history", summary: "the records about one entity, with actor, command id and time",
+    arguments: [arg("kind", "node, module, seat, controller, operator or builder"), arg("id", "its name")],
+    body: (a) => ({ kind: a[0], id: a[1] }),
+    render: renderHistory,
+  }),
+];

@@ -1,0 +1,319 @@
+/**
+ * The command server (DESIGN.md section 3, issue 3): the controller's side of `mesh.command.<verb>`.
+ *
+ * For each request, in arrival order: the verb from the subject, the JSON body, the verb's zod
+ * schema, the actor from the reply inbox, the envelope filled once (command id, time, actor, fresh
+ * secrets), `decide` inside the catalogue's fenced transaction, and one reply:
+ * `{ ok: true, duplicate, sequence, ...reply }` or `{ ok: false, error: { code, message, field? } }`.
+ * Adapter errors map to reply codes in one function (replyErrorOf). Nothing here logs a password
+ * or a hash, and no reply carries a hash or a mesh-key-sealed secret.
+ */
+import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import { z } from "zod";
+import {
+  CATALOGUE_STREAM, COMMAND_QUEUE, COMMAND_SUBJECTS, catalogueSubject, inboxPrefix, verbOfCommandSubject,
+} from "../names.ts";
+import { Commit, type Entity } from "../events/index.ts";
+import type { Catalogue } from "../events/catalogue.ts";
+import { FencedAppend, FenceRetriesExhausted, InvalidEvent } from "../events/errors.ts";
+import type { SequencedCommit } from "../projections/index.ts";
+import { hashPassword, isNodePublicKey, newPassword, sealToNode } from "../crypto/secrets.ts";
+import type { Envelope, FreshSecret, Refusal, Reply, ReplyTools } from "./envelope.ts";
+import { parseRequest } from "./validation.ts";
+import { commands, definitionOf, queries } from "./index.ts";
+
+/** The largest command body the server reads: the bus's default max_payload, 1 MiB. */
+export const MAX_COMMAND_BYTES = 1024 * 1024;
+
+/** Where the server writes what it did. Lines never contain a password, hash or sealed secret. */
+export type ServerLog = { info(line: string): void; error(line: string): void };
+
+/** What the shell lends the server: the mesh key, the clock, ids and a log. */
+export type ServeDependencies = {
+  /** Seals a fresh password with the mesh key, for the records. */
+  sealSecret(password: string): string;
+  /** Opens a secret sealed with the mesh key (replies seal it again, to a node's key). */
+  openSecret(sealed: string): string;
+  now(): Date;
+  /** A new command id for requests that bring none. */
+  newId(): string;
+  log: ServerLog;
+};
+
+/** Stops taking requests, finishes the one in hand, and resolves. */
+export type CommandServer = { stop(): Promise<void> };
+
+/** The request body: the verb's fields plus an optional command id (idempotency key). */
+const CommandId = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,128}$/, "use 1 to 128 letters, digits, dots, dashes, colons or underscores");
+
+/** Every verb the server answers, sorted, for the `unknown-verb` message. */
+export function knownVerbs(): string[] {
+  return [...new Set([...Object.keys(commands), ...Object.keys(queries)])].sort();
+}
+
+/**
+ * The bus user who asked, read from the reply subject. Every client replies on its own inbox
+ * prefix `_INBOX_<user>.` (R33), and the permissions composition grants let a principal subscribe
+ * to its own inbox only: a request whose reply subject names another user's inbox cannot return
+ * the answer to the one who forged it. So the inbox is a trustworthy actor, without trusting a
+ * field of the body. Returns null when the reply subject is not a principal's inbox.
+ */
+export function actorOfReplySubject(reply: string | undefined): string | null {
+  if (!reply) return null;
+  const marker = inboxPrefix("");
+  if (!reply.startsWith(marker)) return null;
+  const dot = reply.indexOf(".", marker.length);
+  if (dot <= marker.length) return null;
+  return reply.slice(marker.length, dot);
+}
+
+/**
+ * The one place adapter errors become reply codes (STYLE.md 3): a fenced-out append is
+ * `busy-retry` (retry the same command id), an invalid record is `invalid-records`, anything else
+ * `internal` with a generic message; the detail goes to the log only, never to the asker.
+ */
+export function replyErrorOf(error: unknown): Refusal {
+  if (error instanceof FencedAppend || error instanceof FenceRetriesExhausted) {
+    return { code: "busy-retry", message: "another controller kept writing the records: send the same command again (same command id)" };
+  }
+  if (error instanceof InvalidEvent) {
+    return {
+      code: "invalid-records",
+      message: error.sequence === 0
+        ? "the command produced an event that fails its schema: nothing was written; report this as a bug"
+        : `the records hold an invalid event at sequence ${error.sequence}: the controller stopped folding; run replay after fixing it`,
+    };
+  }
+  return { code: "internal", message: "the controller failed to handle the command: see its log" };
+}
+
+/** Keys whose values never leave the controller in a reply: hashes and mesh-key-sealed secrets. */
+const SECRET_KEYS = new Set(["hash", "sealed", "password"]);
+
+/** A deep copy of `value` without any field named hash, sealed or password (R3). */
+export function withoutSecrets(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutSecrets);
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [key, inner] of Object.entries(value)) if (!SECRET_KEYS.has(key)) out[key] = withoutSecrets(inner);
+    return out;
+  }
+  return value;
+}
+
+/**
+ * Reads one entity's commits from the CATALOGUE stream with an ordered consumer filtered on
+ * `catalogueSubject(kind, id)`, in stream order, each validated. Empty when the entity has none.
+ * Throws InvalidEvent naming the sequence of a stored commit that fails its schema.
+ */
+export async function readEntityCommits(nc: NatsConnection, entity: Entity): Promise<SequencedCommit[]> {
+  const subject = catalogueSubject(entity.kind, entity.id);
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  const info = await jsm.streams.info(CATALOGUE_STREAM, { subjects_filter: subject });
+  const count = info.state.subjects?.[subject] ?? 0;
+  if (count === 0) return [];
+  const consumer = await jetstream(nc).consumers.get(CATALOGUE_STREAM, { filter_subjects: subject, deliver_policy: DeliverPolicy.All });
+  const commits: SequencedCommit[] = [];
+  const messages = await consumer.consume({ max_messages: Math.min(count, 1000) });
+  try {
+    for await (const m of messages) {
+      const parsed = Commit.safeParse((() => { try { return m.json(); } catch { return undefined; } })());
+      if (!parsed.success) throw new InvalidEvent(m.seq, { cause: parsed.error });
+      commits.push({ sequence: m.seq, commit: parsed.data });
+      if (commits.length >= count || m.info.pending === 0) break;
+    }
+  } finally {
+    messages.stop();
+    await consumer.delete().catch(() => undefined);
+  }
+  return commits;
+}
+
+function freshSecret(deps: ServeDependencies): FreshSecret {
+  const password = newPassword();
+  return { password, hash: hashPassword(password), sealed: deps.sealSecret(password) };
+}
+
+function failure(code: string, message: string, field?: string): Reply {
+  return { ok: false, error: field === undefined ? { code, message } : { code, message, field } };
+}
+
+function spread(answer: unknown): Record<string, unknown> {
+  return answer !== null && typeof answer === "object" && !Array.isArray(answer)
+    ? (answer as Record<string, unknown>)
+    : { result: answer };
+}
+
+/** Checks the shell makes for the pure schemas (they have no crypto): a real node key. */
+function shellRefusal(verb: string, command: unknown): Refusal | null {
+  const publicKey = (command as { publicKey?: unknown }).publicKey;
+  if (verb === "node.enrol" && typeof publicKey === "string" && !isNodePublicKey(publicKey)) {
+    return { code: "invalid-request", message: "\"publicKey\": not an X25519 public key (base64 SPKI DER): pass the key the host agent printed", field: "publicKey" };
+  }
+  return null;
+}
+
+/**
+ * Handles one request body for `verb` asked by `actor` and returns the reply. Exposed for tests and
+ * the bench; serveCommands calls it for each message.
+ */
+export async function handleCommand(
+  nc: NatsConnection,
+  catalogue: Catalogue,
+  deps: ServeDependencies,
+  verb: string,
+  data: Uint8Array,
+  actor: string | null,
+): Promise<Reply> {
+  if (data.length > MAX_COMMAND_BYTES) {
+    return failure("payload-too-large", `the request is ${data.length} bytes; commands are at most ${MAX_COMMAND_BYTES} bytes: split it`);
+  }
+  const def = definitionOf(verb);
+  if (!def) {
+    return failure("unknown-verb", `no command "${verb}": the controller answers ${knownVerbs().join(", ")}`);
+  }
+  let body: unknown;
+  try {
+    body = data.length === 0 ? {} : JSON.parse(new TextDecoder().decode(data));
+  } catch {
+    return failure("invalid-json", "the request body is not JSON: send one JSON object");
+  }
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    return failure("invalid-json", "the request body must be one JSON object");
+  }
+  const { commandId: givenId, ...fields } = body as Record<string, unknown>;
+  if (givenId !== undefined && !CommandId.safeParse(givenId).success) {
+    return failure("invalid-request", "\"commandId\": use 1 to 128 letters, digits, dots, dashes, colons or underscores, or leave it out", "commandId");
+  }
+  if (actor === null) {
+    return failure("no-actor", `reply on your own inbox (connect with inboxPrefix ${inboxPrefix("<user>")}, R33): the actor is read from it`);
+  }
+
+  const parsed = parseRequest(def.schema, fields);
+  if (!parsed.ok) return { ok: false, error: parsed.refusal };
+  const shell = shellRefusal(verb, parsed.value);
+  if (shell) return { ok: false, error: shell };
+
+  if (def.kind === "query") {
+    const state = await catalogue.catchUp();
+    if (def.fromCommits) {
+      // Answered from the records (history): the entity's commits, up to the folded sequence.
+      const commits = await readEntityCommits(nc, def.fromCommits.entity(parsed.value));
+      const upTo = commits.filter((c) => c.sequence <= state.sequence);
+      return { ok: true, asOf: state.sequence, ...spread(withoutSecrets(def.fromCommits.answer(upTo, parsed.value))) };
+    }
+    return { ok: true, asOf: state.sequence, ...spread(def.answer(state, parsed.value)) };
+  }
+
+  // The envelope is filled once: a fenced-out decide runs again with the same id, time and secrets.
+  const commandId = typeof givenId === "string" ? givenId : deps.newId();
+  const secrets: FreshSecret[] = [];
+  const envelope: Envelope = { commandId, actor, now: deps.now().toISOString(), secrets };
+  const result = await catalogue.transact(commandId, (state) => {
+    const needed = def.secretsNeeded(state, parsed.value);
+    while (secrets.length < needed) secrets.push(freshSecret(deps));
+    return def.decide(state, parsed.value, envelope);
+  });
+  if (!result.ok) return { ok: false, error: result.refusal };
+  const tools: ReplyTools = { openSecret: deps.openSecret, sealToNode };
+  return {
+    ok: true,
+    commandId,
+    duplicate: result.duplicate,
+    sequence: result.sequence,
+    ...spread(def.reply(result.state, result.events, tools)),
+  };
+}
+
+/**
+ * A verb the shell serves itself (the controller's `push`): it receives the request's JSON object
+ * (minus nothing: its own schema validates it) and the actor read from the reply inbox, and returns
+ * the reply. It runs beside the command loop, not in it, so a long push does not hold up commands.
+ */
+export type ExtraVerb = (body: Record<string, unknown>, actor: string) => Promise<Reply>;
+
+/**
+ * Serves `mesh.command.>` in the queue group COMMAND_QUEUE (a second controller stands by) until
+ * `stop()`. `extraVerbs` are served by their handlers (see ExtraVerb), beside the loop. Requests are handled one at a time, in arrival order; each gets exactly one reply
+ * (see handleCommand). A request without a reply subject is logged and dropped. Errors never stop
+ * the server: they become replies through replyErrorOf.
+ */
+export function serveCommands(
+  nc: NatsConnection,
+  catalogue: Catalogue,
+  deps: ServeDependencies,
+  extraVerbs: Readonly<Record<string, ExtraVerb>> = {},
+): CommandServer {
+  const inFlight = new Set<Promise<void>>();
+  const subscription: Subscription = nc.subscribe(COMMAND_SUBJECTS, { queue: COMMAND_QUEUE });
+  const encoder = new TextEncoder();
+  const respond = (m: Msg, reply: Reply) => {
+    try {
+      m.respond(encoder.encode(JSON.stringify(reply)));
+    } catch (error) {
+      deps.log.error(`command ${m.subject}: the reply could not be sent: ${error instanceof Error ? error.message : String(error)}`);
+      m.respond(encoder.encode(JSON.stringify(failure("internal", "the reply could not be sent (too large?): see the controller's log"))));
+    }
+  };
+  const loop = (async () => {
+    for await (const m of subscription) {
+      const verb = verbOfCommandSubject(m.subject) ?? "";
+      if (!m.reply) {
+        deps.log.info(`command ${verb}: dropped, no reply subject`);
+        continue;
+      }
+      const actor = actorOfReplySubject(m.reply);
+      const extra = Object.hasOwn(extraVerbs, verb) ? extraVerbs[verb] : undefined;
+      if (extra) {
+        const running = runExtra(extra, m.data, actor, (line) => deps.log.error(`command ${verb} by ${actor ?? "?"} failed: ${line}`)).then((reply) => {
+          respond(m, reply);
+          deps.log.info(`command ${verb} by ${actor ?? "?"}: ${reply.ok ? "ok" : `refused ${reply.error.code}`}`);
+        });
+        inFlight.add(running);
+        void running.finally(() => inFlight.delete(running));
+        continue;
+      }
+      let reply: Reply;
+      try {
+        reply = await handleCommand(nc, catalogue, deps, verb, m.data, actor);
+      } catch (error) {
+        reply = { ok: false, error: replyErrorOf(error) };
+        const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+        deps.log.error(`command ${verb} by ${actor ?? "?"} failed: ${detail}`);
+      }
+      respond(m, reply);
+      deps.log.info(
+        `command ${verb} by ${actor ?? "?"}: ${reply.ok ? `ok${"sequence" in reply ? ` at ${String(reply.sequence)}` : ""}` : `refused ${reply.error.code}`}`,
+      );
+    }
+  })();
+  return {
+    stop: async () => {
+      if (!subscription.isClosed()) await subscription.drain();
+      await loop;
+      await Promise.all([...inFlight]);
+    },
+  };
+}
+
+/** Runs one shell-served verb: the JSON object body, the actor, errors mapped by replyErrorOf. */
+async function runExtra(extra: ExtraVerb, data: Uint8Array, actor: string | null, logError: (line: string) => void): Promise<Reply> {
+  if (data.length > MAX_COMMAND_BYTES) return failure("payload-too-large", `the request is ${data.length} bytes; commands are at most ${MAX_COMMAND_BYTES} bytes`);
+  let body: unknown;
+  try {
+    body = data.length === 0 ? {} : JSON.parse(new TextDecoder().decode(data));
+  } catch {
+    return failure("invalid-json", "the request body is not JSON: send one JSON object");
+  }
+  if (body === null || typeof body !== "object" || Array.isArray(body)) return failure("invalid-json", "the request body must be one JSON object");
+  if (actor === null) return failure("no-actor", `reply on your own inbox (connect with inboxPrefix ${inboxPrefix("<user>")}, R33): the actor is read from it`);
+  try {
+    return await extra(body as Record<string, unknown>, actor);
+  } catch (error) {
+    logError(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+    return { ok: false, error: replyErrorOf(error) };
+  }
+}
