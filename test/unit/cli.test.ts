@@ -1,0 +1,155 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runCli } from "../../src/cli/run.ts";
+import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
+import { registrationOrder } from "../../src/cli/manifests.ts";
+import { CLI_VERBS, busVerb, type CliVerb } from "../../src/cli/verbs.ts";
+import { parseClientConfig, ConfigError, DEFAULT_CREDENTIAL_FILE } from "../../src/config.ts";
+
+/** An in-memory io: what the CLI printed on each stream. */
+function memoryIo(env: Record<string, string> = {}): CliIo & { out(): string; err(): string } {
+  let out = "";
+  let err = "";
+  return {
+    stdout: { write: (s: string) => { out += s; } },
+    stderr: { write: (s: string) => { err += s; } },
+    env,
+    out: () => out,
+    err: () => err,
+  };
+}
+
+describe("mesh CLI without a server", () => {
+  let dir: string;
+  let closedPort: number;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "mesh-cli-unit-"));
+    // A port nothing listens on: open one, note its number, close it.
+    const probe: Server = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    closedPort = (probe.address() as { port: number }).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+  });
+  after(() => { rmSync(dir, { recursive: true, force: true }); });
+
+  it("--help on the program and on every verb exits 0 and prints usage", async () => {
+    const io = memoryIo();
+    assert.equal(await runCli(["--help"], io), EXIT_OK);
+    assert.match(io.out(), /Usage: mesh/);
+    for (const verb of CLI_VERBS) {
+      const each = memoryIo();
+      assert.equal(await runCli([...verb.path, "--help"], each), EXIT_OK, verb.path.join(" "));
+      assert.ok(each.out().includes(`Usage: mesh ${verb.path.join(" ")}`), each.out());
+      assert.ok(each.out().includes("--json"), `${verb.path.join(" ")} --help lists --json`);
+    }
+  });
+
+  it("a verb that does not exist is a usage error (exit 2)", async () => {
+    const io = memoryIo();
+    assert.equal(await runCli(["frobnicate"], io), EXIT_USAGE);
+    assert.match(io.err(), /unknown command 'frobnicate'/);
+  });
+
+  it("a missing argument or required option is a usage error (exit 2) naming it", async () => {
+    const missingArg = memoryIo();
+    assert.equal(await runCli(["assign", "showcase"], missingArg), EXIT_USAGE);
+    assert.match(missingArg.err(), /missing required argument 'node'/);
+    const missingKey = memoryIo();
+    assert.equal(await runCli(["node", "enrol", "alpha"], missingKey), EXIT_USAGE);
+    assert.match(missingKey.err(), /--key/);
+  });
+
+  it("a malformed --timeout is a usage error (exit 2)", async () => {
+    const io = memoryIo();
+    assert.equal(await runCli(["where", "--timeout", "soon"], io), EXIT_USAGE);
+    assert.match(io.err(), /--timeout/);
+  });
+
+  it("a missing credential file is a usage error naming --credential and MESH_CREDENTIAL", async () => {
+    const io = memoryIo({ MESH_CREDENTIAL: join(dir, "absent.json") });
+    assert.equal(await runCli(["where"], io), EXIT_USAGE);
+    assert.match(io.err(), /absent\.json/);
+    assert.match(io.err(), /MESH_CREDENTIAL/);
+  });
+
+  it("R3: a credential file with a bad field names the field, never the password", async () => {
+    const file = join(dir, "bad.json");
+    writeFileSync(file, JSON.stringify({ address: "nats://user:pw@127.0.0.1:4222", user: "operator-ann", password: "never-printed" }));
+    const io = memoryIo();
+    assert.equal(await runCli(["where", "--credential", file], io), EXIT_USAGE);
+    assert.match(io.err(), /"address"/);
+    assert.ok(!io.err().includes("never-printed"));
+  });
+
+  it("R3: an unreachable bus exits 2 with one line naming the address, never the password", async () => {
+    const file = join(dir, "operator.json");
+    const address = `nats://127.0.0.1:${closedPort}`;
+    writeFileSync(file, JSON.stringify({ address, user: "operator-ann", password: "never-printed" }));
+    const io = memoryIo({ MESH_CREDENTIAL: file });
+    assert.equal(await runCli(["where", "--timeout", "2000"], io), EXIT_USAGE);
+    assert.ok(io.err().includes(address), io.err());
+    assert.ok(!io.err().includes("never-printed"));
+    assert.equal(io.err().trim().split("\n").length, 1);
+    assert.ok(!/\n\s+at /.test(io.err()), "no stack trace");
+  });
+
+  it("R23: a manifest file that is not JSON is refused before dialling (exit 2), naming the file", async () => {
+    const file = join(dir, "broken.json");
+    writeFileSync(file, "{ name: ");
+    const io = memoryIo({ MESH_CREDENTIAL: join(dir, "absent.json") });
+    assert.equal(await runCli(["module", "register", file], io), EXIT_USAGE);
+    assert.ok(io.err().includes("broken.json"));
+    assert.ok(!io.err().includes("absent.json"), "the credential was not needed yet");
+  });
+
+  it("R25: several manifests are registered declarers first, whatever order they are given in", () => {
+    const files = readdirSync("examples").filter((f) => f.endsWith(".json")).sort().reverse();
+    const items = files.map((file) => ({ file, manifest: JSON.parse(readFileSync(join("examples", file), "utf8")) as Record<string, unknown> }));
+    const ordered = registrationOrder(items);
+    assert.equal(ordered.length, items.length);
+    const declaredSoFar = new Set<string>();
+    for (const { file, manifest } of ordered) {
+      const own = Object.keys((manifest.seats ?? {}) as object);
+      for (const seat of own) declaredSoFar.add(seat);
+      const follows = ((manifest.follows ?? []) as Array<{ seat: string }>).map((f) => f.seat);
+      for (const seat of [...((manifest.claims ?? []) as string[]), ...((manifest.uses ?? []) as string[]), ...follows]) {
+        assert.ok(declaredSoFar.has(seat), `${file} needs ${seat} before it is declared`);
+      }
+    }
+  });
+
+  it("adding a verb is one registration: runCli builds its parser from the verb list", async () => {
+    const seen: unknown[] = [];
+    const extra: CliVerb = {
+      path: ["push"],
+      summary: "compose and send declarations",
+      arguments: [{ name: "nodes", description: "nodes", variadic: true, optional: true }],
+      options: [{ flags: "--wait", description: "wait" }],
+      run: async (_ctx, args, options) => { seen.push(args, options); return EXIT_REFUSED; },
+    };
+    const io = memoryIo();
+    assert.equal(await runCli(["push", "alpha", "beta", "--wait"], io, [...CLI_VERBS, extra]), EXIT_REFUSED);
+    assert.deepEqual(seen, [[["alpha", "beta"]], { wait: true }]);
+    // A bus verb builds its body from its arguments.
+    const bus = busVerb({ path: ["explain"], verb: "explain", summary: "x", arguments: [{ name: "node", description: "n" }], body: (a) => ({ node: a[0] }) });
+    assert.deepEqual(bus.path, ["explain"]);
+  });
+});
+
+describe("parseClientConfig", () => {
+  it("R35: defaults the credential file and the timeout, and freezes the result", () => {
+    const config = parseClientConfig({});
+    assert.equal(config.credentialFile, DEFAULT_CREDENTIAL_FILE);
+    assert.equal(config.timeoutMs, 10_000);
+    assert.ok(Object.isFrozen(config));
+    assert.equal(parseClientConfig({ MESH_CREDENTIAL: "/x/op.json", MESH_TIMEOUT_MS: "2500" }).timeoutMs, 2_500);
+  });
+
+  it("R35: a malformed MESH_TIMEOUT_MS is refused naming the variable", () => {
+    assert.throws(() => parseClientConfig({ MESH_TIMEOUT_MS: "soon" }), (e: unknown) => e instanceof ConfigError && e.variables.includes("MESH_TIMEOUT_MS"));
+  });
+});
