@@ -84,3 +84,30 @@ export function carriedUsers(state: State, config: ComposeConfig = GENESIS_COMPO
   }
   return users;
 }
+
+/** One user as a user-list file carries it: the bcrypt hash (never a password) and the permissions. */
+export type ListedUser = { user: string; password: string; permissions: Permissions };
+
+/**
+ * Reads a user-list include file as renderUserList writes it (one user per line) back into data:
+ * the installer's real output for the R15 test, and the users on the bus for `mesh up`'s summary.
+ * Lines that are not a user are skipped. Throws when a user line does not parse.
+ */
+export function readUserList(text: string): ListedUser[] {
+  const users: ListedUser[] = [];
+  for (const line of text.split("\n")) {
+    const trimmed = line.trim().replace(/,$/, "");
+    if (!trimmed.startsWith("{user:")) continue;
+    // nats-server's syntax here is JSON with bare keys: quote them.
+    const json = trimmed.replace(/([{,]\s*)([A-Za-z_]+):/g, '$1"$2":');
+    const raw = JSON.parse(json) as { user: string; password: string; permissions: Record<string, unknown> };
+    const side = (value: unknown): { allow: string[] } => {
+      const v = value as { allow?: string[]; deny?: string[] } | undefined;
+      return { allow: v?.allow ? [...v.allow] : [] };
+    };
+    const permissions: Permissions = { publish: side(raw.permissions.publish), subscribe: side(raw.permissions.subscribe) };
+    if (raw.permissions.allow_responses === true) permissions.allow_responses = true;
+    users.push({ user: raw.user, password: raw.password, permissions });
+  }
+  return users;
+}

@@ -146,6 +146,8 @@ export type GenesisOptions = {
   extraNames?: readonly string[];
   /** Print (and write) a systemd unit for the bus instead of leaving it running as a child (`--systemd`). */
   systemd?: boolean;
+  /** Where to look for nats-server (a PATH-like list); default the inherited PATH. */
+  searchPath?: string;
   /** Time for the genesis commit (ISO 8601); default now. */
   now?: string;
 };
@@ -201,7 +203,7 @@ async function stopRecordedProcesses(paths: MeshPaths): Promise<void> {
 export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
   const log = options.log;
   const paths = meshPaths(options.dir);
-  const binary = findNatsServer();
+  const binary = findNatsServer(options.searchPath);
   let address: { scheme: string; host: string; port: number };
   try {
     address = parseBusAddress(options.brokerAddress);

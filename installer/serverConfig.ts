@@ -64,10 +64,14 @@ export function renderServerConfig(options: ServerConfigOptions): string {
 }
 
 /**
- * The nats-server binary on the PATH, or InstallerError with the one line that says how to get it.
+ * The nats-server binary on the PATH (or on `searchPath`, a PATH-like list, when given), or
+ * InstallerError with the one line that says how to get it.
  */
-export function findNatsServer(): string {
-  const found = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
+export function findNatsServer(searchPath?: string): string {
+  const found = spawnSync("sh", ["-c", "command -v nats-server"], {
+    encoding: "utf8",
+    ...(searchPath === undefined ? {} : { env: { PATH: searchPath } }),
+  });
   const path = (found.stdout ?? "").trim();
   if (found.status !== 0 || !path) {
     throw new InstallerError("nats-server is not installed: run `apt-get install -y nats-server` and try again");

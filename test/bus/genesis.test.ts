@@ -1,0 +1,192 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { X509Certificate } from "node:crypto";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect } from "@nats-io/transport-node";
+import { genesis, meshPaths, readEnvFile, type GenesisResult } from "../../installer/genesis.ts";
+import { freePort } from "../../installer/serverConfig.ts";
+import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER, carriedControllerPermissions, readUserList } from "../../installer/carried.ts";
+import { InstallerError } from "../../installer/tls.ts";
+import { startBus } from "../../installer/bus.ts";
+import { connectToBus, CertificateMismatch } from "../../src/bus/connect.ts";
+import { replay } from "../../src/events/catalogue.ts";
+import { parseControllerConfig, ConfigError } from "../../src/config.ts";
+import { permissionsOf } from "../../src/compose/permissions.ts";
+import { passwordMatches, openWithMeshKey } from "../../src/crypto/secrets.ts";
+import { CONTROLLER_NAME } from "../../src/names.ts";
+import { exampleMesh } from "../unit/compose/exampleMesh.ts";
+
+const quiet = (lines: string[]) => (line: string) => { lines.push(line); };
+
+describe("genesis", () => {
+  let root: string;
+  let made: GenesisResult;
+  let port: number;
+  const logs: string[] = [];
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "mesh-genesis-"));
+    port = await freePort();
+    made = await genesis({ dir: join(root, ".mesh"), brokerAddress: `tls://127.0.0.1:${port}`, log: quiet(logs), monitorPort: 0 });
+  });
+  after(async () => {
+    await made?.bus?.stop();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it("R13: the bus accepts the controller at the bootstrap password, and the records hold the genesis commit", async () => {
+    const nc = await connectToBus(
+      { address: made.mesh.genesisAddress, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD, fingerprint: made.mesh.fingerprint },
+      { reconnect: false },
+    );
+    try {
+      const state = await replay(nc);
+      assert.equal(state.mesh?.genesisAddress, `tls://127.0.0.1:${port}`);
+      assert.equal(state.mesh?.fingerprint, made.mesh.fingerprint);
+      assert.equal(state.mesh?.bootstrapUser, BOOTSTRAP_USER);
+      const operator = state.credentials["operator:admin"];
+      assert.ok(operator, "the first operator's credential is recorded");
+      const file = JSON.parse(readFileSync(made.paths.operatorCredential, "utf8")) as { password: string; user: string };
+      assert.equal(file.user, operator.user);
+      assert.ok(passwordMatches(file.password, operator.hash), "the records hold the hash of the operator's password");
+      const meshKey = readFileSync(made.paths.meshKey, "utf8").trim();
+      assert.equal(openWithMeshKey(meshKey, operator.sealed), file.password, "the secret is sealed with the mesh key");
+      assert.ok(!JSON.stringify(state).includes(file.password), "the password itself is not in the records");
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it("R13: the first operator dials the bus with the credential file the CLI finds, readable by its owner alone", async () => {
+    for (const file of [made.paths.operatorCredential, made.paths.controllerCredential, made.paths.meshKey, made.paths.tlsKey, made.paths.controllerEnv]) {
+      assert.equal(statSync(file).mode & 0o777, 0o600, `${file} is 0600`);
+    }
+    const credential = JSON.parse(readFileSync(made.paths.operatorCredential, "utf8")) as Parameters<typeof connectToBus>[0];
+    const nc = await connectToBus(credential, { reconnect: false });
+    await nc.close();
+  });
+
+  it("R15: the carried user list grants the controller exactly the template, which equals the derived permissions", () => {
+    const listed = readUserList(readFileSync(made.paths.userList, "utf8"));
+    const controller = listed.find((u) => u.user === BOOTSTRAP_USER);
+    assert.ok(controller, "the carried list has the controller's account");
+    assert.ok(passwordMatches(BOOTSTRAP_PASSWORD, controller.password), "at the bootstrap password (its bcrypt hash)");
+    assert.deepEqual(controller.permissions, carriedControllerPermissions());
+    const config = parseControllerConfig(readEnvFile(made.paths.controllerEnv));
+    const derived = permissionsOf(exampleMesh().state, { kind: "controller", name: CONTROLLER_NAME }, { controllerSubmits: config.controllerSubmits });
+    assert.deepEqual(controller.permissions, derived, "the installer's real output equals what composition derives (R15)");
+    assert.deepEqual(listed.map((u) => u.user).sort(), [BOOTSTRAP_USER, "operator-admin"]);
+  });
+
+  it("R34: the certificate names the genesis host and localhost; a name-verifying client without the pin is refused, a wrong pin too", async () => {
+    const certificate = new X509Certificate(readFileSync(made.paths.tlsCert));
+    assert.match(certificate.subjectAltName ?? "", /DNS:localhost/);
+    assert.match(certificate.subjectAltName ?? "", /IP Address:127\.0\.0\.1/);
+    await assert.rejects(connect({ servers: `127.0.0.1:${port}`, tls: {}, reconnect: false, timeout: 3_000 }));
+    const wrong = Array.from({ length: 32 }, () => "AB").join(":");
+    await assert.rejects(
+      connectToBus({ address: made.mesh.genesisAddress, user: "x", password: "y", fingerprint: wrong }, { reconnect: false }),
+      (error: unknown) => error instanceof CertificateMismatch,
+    );
+  });
+
+  it("R35: the installer's controller configuration is consistent; a contradicting fingerprint is refused naming both variables", () => {
+    const env = readEnvFile(made.paths.controllerEnv);
+    const config = parseControllerConfig(env);
+    assert.equal(config.fingerprint, made.mesh.fingerprint);
+    assert.equal(config.brokerAddress, made.mesh.genesisAddress);
+    assert.equal(config.credential.address, made.mesh.genesisAddress);
+    const wrong = Array.from({ length: 32 }, () => "CD").join(":");
+    assert.throws(() => parseControllerConfig({ ...env, MESH_BROKER_FINGERPRINT: wrong }), (error: unknown) =>
+      error instanceof ConfigError && error.variables.includes("MESH_BROKER_FINGERPRINT") && error.variables.includes("MESH_BROKER_CERTIFICATE"));
+    assert.throws(() => parseControllerConfig({ ...env, MESH_BUS_URL: `tls://127.0.0.1:${port + 1}` }), (error: unknown) =>
+      error instanceof ConfigError && error.variables.includes("MESH_BUS_URL") && error.variables.includes("MESH_BROKER_ADDRESS"));
+  });
+
+  it("R35: a missing certificate file and an unreadable mesh key are refused at start with one line each", () => {
+    const env = readEnvFile(made.paths.controllerEnv);
+    for (const [variable, value] of [["MESH_BROKER_CERTIFICATE", join(root, "missing.pem")], ["MESH_KEY_FILE", root]] as const) {
+      assert.throws(() => parseControllerConfig({ ...env, [variable]: value }), (error: unknown) =>
+        error instanceof ConfigError && error.variables.includes(variable) && error.message.split("\n").length === 1);
+    }
+  });
+
+  it("R13: genesis refuses to run over an existing mesh unless forced, and leaves it untouched", async () => {
+    const before = readFileSync(made.paths.meshFile, "utf8");
+    await assert.rejects(
+      genesis({ dir: made.paths.dir, brokerAddress: `tls://127.0.0.1:${await freePort()}`, log: quiet(logs) }),
+      (error: unknown) => error instanceof InstallerError && error.message.split("\n").length === 1,
+    );
+    assert.equal(readFileSync(made.paths.meshFile, "utf8"), before);
+  });
+
+  it("R3: no progress line of genesis carries a password", () => {
+    const operator = (JSON.parse(readFileSync(made.paths.operatorCredential, "utf8")) as { password: string }).password;
+    assert.ok(logs.length > 0);
+    for (const line of logs) {
+      assert.ok(!line.includes(operator) && !line.includes(BOOTSTRAP_PASSWORD), `a log line carries a password: ${line}`);
+    }
+  });
+});
+
+describe("genesis: bad configuration fails with one clear line and writes nothing", () => {
+  let root: string;
+  let blocker: Server;
+  let busyPort: number;
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "mesh-genesis-bad-"));
+    blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen({ host: "127.0.0.1", port: 0 }, () => resolve()));
+    busyPort = (blocker.address() as { port: number }).port;
+  });
+  after(async () => {
+    await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  const oneLine = (error: unknown) => error instanceof InstallerError && error.message.split("\n").length === 1;
+  const nothingWritten = (name: string) => {
+    assert.ok(!existsSync(join(root, name)), `${name} was not created`);
+    assert.deepEqual(readdirSync(root).filter((f) => f.includes("genesis")), [], "no temporary folder is left");
+  };
+
+  it("R35: a port in use", async () => {
+    await assert.rejects(genesis({ dir: join(root, "busy"), brokerAddress: `tls://127.0.0.1:${busyPort}`, log: () => {} }), (error: unknown) =>
+      oneLine(error) && /in use/.test((error as Error).message));
+    nothingWritten("busy");
+  });
+
+  it("R35: nats-server missing says how to install it", async () => {
+    await assert.rejects(
+      genesis({ dir: join(root, "nobin"), brokerAddress: `tls://127.0.0.1:${await freePort()}`, log: () => {}, searchPath: "/nonexistent" }),
+      (error: unknown) => oneLine(error) && /apt-get install -y nats-server/.test((error as Error).message),
+    );
+    nothingWritten("nobin");
+  });
+
+  it("R8: a plain nats:// genesis address is refused (the bus always presents the mesh certificate)", async () => {
+    await assert.rejects(genesis({ dir: join(root, "plain"), brokerAddress: `nats://127.0.0.1:${await freePort()}`, log: () => {} }), oneLine);
+    nothingWritten("plain");
+  });
+
+  it("R35: a folder with other files in it is refused", async () => {
+    mkdirSync(join(root, "full"));
+    writeFileSync(join(root, "full", "keep.txt"), "mine");
+    await assert.rejects(genesis({ dir: join(root, "full"), brokerAddress: `tls://127.0.0.1:${await freePort()}`, log: () => {} }), oneLine);
+    assert.deepEqual(readdirSync(join(root, "full")), ["keep.txt"]);
+  });
+
+  it("R34: a bus whose certificate file is gone fails at start with one line", async () => {
+    const port = await freePort();
+    const made = await genesis({ dir: join(root, "nocert"), brokerAddress: `tls://127.0.0.1:${port}`, log: () => {}, monitorPort: 0 });
+    await made.bus?.stop();
+    const paths = meshPaths(join(root, "nocert"));
+    rmSync(paths.tlsCert);
+    await assert.rejects(
+      startBus({ binary: "nats-server", configFile: paths.serverConfig, logFile: join(paths.logs, "bus.log"), host: "127.0.0.1", port, fingerprint: made.mesh.fingerprint, detached: false }),
+      oneLine,
+    );
+  });
+});
