@@ -1,0 +1,57 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { whereEveryoneIs } from "../../../src/projections/index.ts";
+import { given, GENESIS, GENESIS_ADDRESS, enrolment, type EventBody } from "../../support/givenWhenThen.ts";
+
+const nodes: EventBody[] = [GENESIS, ...enrolment("hub", 1), ...enrolment("alpha", 2)];
+const hubPlaced: EventBody = { type: "OverlayPlaced", node: "hub", hub: true, overlayName: "hub.internal" };
+
+describe("overlay.place", () => {
+  it("places a node on the overlay under its overlay name", () => {
+    const outcome = given(...nodes, hubPlaced).when("overlay.place", { node: "alpha" });
+    outcome.then([{ type: "OverlayPlaced", node: "alpha", hub: false, overlayName: "alpha.internal" }], { kind: "node", id: "alpha" });
+    assert.deepEqual(whereEveryoneIs(outcome.after().overlay), { hub: "hub.internal", alpha: "alpha.internal" });
+  });
+
+  it("R9: places the one hub", () => {
+    given(...nodes).when("overlay.place", { node: "hub", hub: true }).then([hubPlaced]);
+  });
+
+  it("R9: promotes a placed node to hub while there is none", () => {
+    given(...nodes, { type: "OverlayPlaced", node: "hub", hub: false, overlayName: "hub.internal" })
+      .when("overlay.place", { node: "hub", hub: true })
+      .then([hubPlaced]);
+  });
+
+  it("R9: refuses a second hub, naming the existing one (hub-exists)", () => {
+    const outcome = given(...nodes, hubPlaced).when("overlay.place", { node: "alpha", hub: true });
+    outcome.refused("hub-exists", "hub");
+    assert.ok(!outcome.decision.ok && outcome.decision.refusal.message.includes('"hub"'), "the message names the hub");
+  });
+
+  it("R10: the reply says earlier credentials keep their old address and lists the ones minted for another", () => {
+    const reply = given(...nodes, hubPlaced).when("overlay.place", { node: "alpha" }).reply() as {
+      note: string; staleCredentials: Array<{ principal: { name: string }; address: string; addressNow: string }>;
+    };
+    assert.match(reply.note, /keep their old address/);
+    assert.deepEqual(
+      reply.staleCredentials.map((c) => [c.principal.name, c.address, c.addressNow]),
+      [["hub", GENESIS_ADDRESS, "tls://hub.internal:4443"], ["alpha", GENESIS_ADDRESS, "tls://hub.internal:4443"]],
+    );
+    assert.ok(!JSON.stringify(reply).includes("sealed-"), "no secret in the reply");
+  });
+
+  it("refuses a node that is not enrolled (unknown-node)", () => {
+    given(...nodes).when("overlay.place", { node: "gamma" }).refused("unknown-node", "node");
+  });
+
+  it("refuses placing a placed node again (already-placed)", () => {
+    given(...nodes, hubPlaced, { type: "OverlayPlaced", node: "alpha", hub: false, overlayName: "alpha.internal" })
+      .when("overlay.place", { node: "alpha" })
+      .refused("already-placed", "node");
+  });
+
+  it("refuses a hub flag that is not a boolean (invalid-request)", () => {
+    given(...nodes).when("overlay.place", { node: "alpha", hub: "yes" }).refused("invalid-request", "hub");
+  });
+});

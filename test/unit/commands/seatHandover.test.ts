@@ -1,0 +1,60 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { holdersOf } from "../../../src/projections/index.ts";
+import { given, GENESIS, enrolment, registration, type EventBody } from "../../support/givenWhenThen.ts";
+
+const broker = { name: "broker", version: "1", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
+const mesh: EventBody[] = [
+  GENESIS, ...enrolment("alpha", 1), ...enrolment("beta", 2), registration(broker),
+  { type: "ModuleAssigned", module: "broker", node: "alpha" },
+];
+
+describe("seat.handover", () => {
+  it("R17: moves the claimant and records the handover in one commit; holders are read from assignments", () => {
+    const outcome = given(...mesh).when("seat.handover", { seat: "mesh-broker", from: "alpha", to: "beta" });
+    outcome.then(
+      [
+        { type: "ModuleUnassigned", module: "broker", node: "alpha" },
+        { type: "ModuleAssigned", module: "broker", node: "beta" },
+        { type: "SeatHandedOver", seat: "mesh-broker", from: "alpha", to: "beta" },
+      ],
+      { kind: "seat", id: "mesh-broker" },
+    );
+    const after = outcome.after();
+    assert.deepEqual(holdersOf(after, "mesh-broker"), ["beta"]);
+    assert.equal(after.assignments.handovers["mesh-broker"]?.length, 1);
+    assert.deepEqual(outcome.reply(), { seat: "mesh-broker", from: "alpha", to: "beta", modulesMoved: ["broker"], holders: ["beta"] });
+  });
+
+  it("R17 R27: a handover named by an old seat name records the current seat", () => {
+    given(...mesh, { type: "SeatAliased", from: "bus", to: "mesh-broker" })
+      .when("seat.handover", { seat: "bus", from: "alpha", to: "beta" })
+      .then([
+        { type: "ModuleUnassigned", module: "broker", node: "alpha" },
+        { type: "ModuleAssigned", module: "broker", node: "beta" },
+        { type: "SeatHandedOver", seat: "mesh-broker", from: "alpha", to: "beta" },
+      ]);
+  });
+
+  it("refuses a seat that does not exist (unknown-seat)", () => {
+    given(...mesh).when("seat.handover", { seat: "mesh-store", from: "alpha", to: "beta" }).refused("unknown-seat", "seat");
+  });
+
+  it("refuses a target node that is not enrolled (unknown-node)", () => {
+    given(...mesh).when("seat.handover", { seat: "mesh-broker", from: "alpha", to: "gamma" }).refused("unknown-node", "to");
+  });
+
+  it("refuses a from node that does not hold the seat (not-holder)", () => {
+    given(...mesh).when("seat.handover", { seat: "mesh-broker", from: "beta", to: "alpha" }).refused("not-holder", "from");
+  });
+
+  it("refuses a target that already holds the seat (already-holder)", () => {
+    given(...mesh, { type: "ModuleAssigned", module: "broker", node: "beta" })
+      .when("seat.handover", { seat: "mesh-broker", from: "alpha", to: "beta" })
+      .refused("already-holder", "to");
+  });
+
+  it("refuses a missing field (invalid-request)", () => {
+    given(...mesh).when("seat.handover", { seat: "mesh-broker", from: "alpha" }).refused("invalid-request", "to");
+  });
+});
