@@ -1,0 +1,251 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import { jetstream, type JsMsg } from "@nats-io/jetstream";
+import { connectToBus, type BusCredential } from "../bus/connect.ts";
+import { CONTROL_STREAM, declarationConsumer, reportSubject } from "../names.ts";
+import { applyDeclaration, type Applied } from "./apply.ts";
+import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
+import { HostDeclaration, type HostReport } from "./declaration.ts";
+import { readNodePrivateKey } from "./keys.ts";
+
+/**
+ * The host agent (DESIGN.md section 7): the node side of a push.
+ *
+ * It dials the bus with the node's credential (pinned, its own inbox prefix), binds its OWN CONTROL
+ * consumer (never creates it: its grants allow only the info, next and ack of that consumer, R2),
+ * and for each declaration: applies it to the state folder (R29), installs the user list when the
+ * node holds mesh-broker, acknowledges it, and reports `{node, digest, ok}` on its report subject
+ * (R32). A refused connection (its credential not composed yet, R1) or a consumer not raised yet is
+ * retried with backoff, one log line per attempt saying why; every attempt is a new connection
+ * (nats.js closes a connection for good after two authorization violations).
+ */
+
+/** Caller settings of startHost. */
+export type HostOptions = {
+  /** The node's state folder: its key (`node.key`), `owned.json` and the resources it applies. */
+  stateDir: string;
+  /** The node's mesh name (its consumer is `declarationConsumer(node)`). */
+  node: string;
+  /** The node's bus credential, or a function read at every connection attempt (a rotated file). */
+  credential: BusCredential | (() => BusCredential);
+  /** Present on the node holding mesh-broker: where the user list goes and how the bus reloads. */
+  bus?: BusReloadOptions;
+  /** One line per event (connected, applied, retrying); never a password (R3). Default: stderr. */
+  log?: (line: string) => void;
+  /** Called after each declaration was handled and its report published. */
+  onReport?: (report: HostReport, applied: Applied | undefined) => void;
+  /** Retry delays in milliseconds: first, doubled per attempt up to max (default 500 and 30,000). */
+  backoff?: { initialMs?: number; maxMs?: number };
+  /** Milliseconds to wait for one connection (default 5,000). */
+  connectTimeoutMs?: number;
+};
+
+/** A running host. */
+export type Host = {
+  /** Stops consuming, closes the connection and waits for the loop to end. Idempotent. */
+  stop(): Promise<void>;
+  /** Every report published so far, oldest first (a live array). */
+  readonly reports: readonly HostReport[];
+  /**
+   * Every report, from the first one, as an async iterable (each iteration starts at the beginning
+   * and ends when the host stops).
+   */
+  readonly applied: AsyncIterable<HostReport>;
+  /** Resolves with the first report of `digest` (ok or not); rejects after `timeoutMs` (default 10,000). */
+  waitForReport(digest: string, timeoutMs?: number): Promise<HostReport>;
+  /** True while the host holds a bound consumer on a live connection. */
+  bound(): boolean;
+};
+
+/** Why an attempt failed, for the log line: the reason, and what it probably means. */
+function explainFailure(error: unknown, node: string): string {
+  const message = error instanceof Error ? error.message.split("\n")[0]! : String(error);
+  if (/authorization/i.test(message)) {
+    return `${message}; its credential is probably not in the bus's user list yet (a push composes it, R1)`;
+  }
+  if (/consumer not found/i.test(message)) {
+    return `consumer ${declarationConsumer(node)} on ${CONTROL_STREAM} does not exist yet (the controller raises it at start and on push)`;
+  }
+  if (/stream not found/i.test(message)) return `stream ${CONTROL_STREAM} does not exist yet (the controller raises it at start)`;
+  return message;
+}
+
+/**
+ * Starts the host agent for `node` and returns at once (the connection is made in the background,
+ * retried with backoff). Throws HostStateError `no-key` when the state folder has no node key.
+ */
+export function startHost(options: HostOptions): Host {
+  const { stateDir, node } = options;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const privateKey = readNodePrivateKey(stateDir);
+  const initialMs = options.backoff?.initialMs ?? 500;
+  const maxMs = options.backoff?.maxMs ?? 30_000;
+  const credentialOf = typeof options.credential === "function" ? options.credential : () => options.credential as BusCredential;
+  const reports: HostReport[] = [];
+  const waiters = new Set<() => void>();
+  const notify = () => { for (const wake of [...waiters]) wake(); };
+  let stopped = false;
+  let current: { nc: NatsConnection; stop: () => void } | undefined;
+  let isBound = false;
+  let wakeSleeper: (() => void) | undefined;
+
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => { wakeSleeper = undefined; resolve(); }, ms);
+      wakeSleeper = () => { clearTimeout(timer); wakeSleeper = undefined; resolve(); };
+    });
+
+  const publishReport = async (nc: NatsConnection, report: HostReport, applied: Applied | undefined) => {
+    nc.publish(reportSubject(node), JSON.stringify(report));
+    await nc.flush().catch(() => undefined);
+    reports.push(report);
+    notify();
+    options.onReport?.(report, applied);
+  };
+
+  const handle = async (nc: NatsConnection, message: JsMsg) => {
+    let raw: unknown;
+    try {
+      raw = message.json();
+    } catch {
+      raw = undefined;
+    }
+    const parsed = HostDeclaration.safeParse(raw);
+    const digest = parsed.success ? parsed.data.digest : String((raw as { digest?: unknown } | undefined)?.digest ?? "unknown");
+    let report: HostReport;
+    let applied: Applied | undefined;
+    let installed: UserListInstalled | undefined;
+    const started = Date.now();
+    try {
+      if (!parsed.success) {
+        throw new Error(`declaration #${message.seq} is malformed (${parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ")})`);
+      }
+      const declaration = parsed.data;
+      if (declaration.node !== node) throw new Error(`declaration #${message.seq} is for node ${declaration.node}, not ${node}`);
+      applied = applyDeclaration(stateDir, declaration, privateKey);
+      if (declaration.userList !== undefined) {
+        if (!options.bus) {
+          throw new Error("this node holds mesh-broker but the host has no bus to reload: start it with --bus-include, --bus-config, --bus-pid and --bus-monitor");
+        }
+        installed = await installUserList(declaration.userList, options.bus);
+      }
+      report = { node, digest, ok: true };
+    } catch (error) {
+      report = { node, digest, ok: false, error: error instanceof Error ? error.message.split("\n")[0]! : String(error) };
+    }
+    // Acknowledged either way: a declaration that cannot be applied is reported, and the next push
+    // brings a new one (CONTROL consumers never dead-letter, R22, so an unacked one would loop).
+    try {
+      await message.ackAck();
+    } catch {
+      message.ack();
+    }
+    const short = digest.slice(0, 12);
+    if (report.ok && applied) {
+      const list = installed === undefined ? "" : installed.changed ? `, user list reloaded in ${installed.reloadMs} ms` : ", user list unchanged";
+      log(
+        `host ${node}: applied declaration ${short} in ${Date.now() - started} ms: ${applied.owned.length} files owned, ` +
+          `${applied.written.length} written, ${applied.removed.length} removed, ${applied.kept.length} found and kept${list}`,
+      );
+    } else {
+      log(`host ${node}: declaration ${short} not applied: ${report.error}`);
+    }
+    await publishReport(nc, report, applied);
+  };
+
+  const serve = async (nc: NatsConnection) => {
+    const consumer = await jetstream(nc).consumers.get(CONTROL_STREAM, declarationConsumer(node));
+    const messages = await consumer.consume({ max_messages: 4 });
+    current = { nc, stop: () => { void messages.stop(); } };
+    void nc.closed().then(() => { void messages.stop(); });
+    isBound = true;
+    log(`host ${node}: bound ${CONTROL_STREAM}/${declarationConsumer(node)}, waiting for declarations`);
+    try {
+      for await (const message of messages) {
+        await handle(nc, message);
+        if (stopped) break;
+      }
+    } finally {
+      isBound = false;
+    }
+  };
+
+  const loop = async () => {
+    let attempt = 0;
+    while (!stopped) {
+      attempt += 1;
+      let nc: NatsConnection | undefined;
+      let failure: unknown;
+      try {
+        const credential = credentialOf();
+        nc = await connectToBus(credential, { name: `mesh-host-${node}`, timeoutMs: options.connectTimeoutMs ?? 5_000 });
+        current = { nc, stop: () => undefined };
+        if (stopped) break;
+        log(`host ${node}: connected to ${credential.address} as ${credential.user}`);
+        await serve(nc);
+        if (!stopped) failure = new Error("the connection to the bus closed");
+        attempt = 1;
+      } catch (error) {
+        failure = error;
+      } finally {
+        current = undefined;
+        await nc?.close().catch(() => undefined);
+      }
+      if (stopped) break;
+      const delay = Math.min(maxMs, initialMs * 2 ** Math.min(attempt - 1, 20));
+      log(`host ${node}: attempt ${attempt} failed: ${explainFailure(failure, node)}; retrying in ${delay} ms`);
+      await pause(delay);
+    }
+    notify();
+  };
+
+  const running = loop();
+
+  const waitForReport = (digest: string, timeoutMs = 10_000) =>
+    new Promise<HostReport>((resolve, reject) => {
+      const check = () => {
+        const found = reports.find((r) => r.digest === digest);
+        if (found) { done(); resolve(found); return true; }
+        if (stopped) { done(); reject(new Error(`host ${node} stopped before reporting ${digest}`)); return true; }
+        return false;
+      };
+      const timer = setTimeout(() => { done(); reject(new Error(`host ${node} did not report ${digest} within ${timeoutMs} ms`)); }, timeoutMs);
+      const done = () => { clearTimeout(timer); waiters.delete(wake); };
+      const wake = () => { check(); };
+      if (!check()) waiters.add(wake);
+    });
+
+  const applied: AsyncIterable<HostReport> = {
+    [Symbol.asyncIterator]() {
+      let index = 0;
+      return {
+        async next(): Promise<IteratorResult<HostReport>> {
+          for (;;) {
+            if (index < reports.length) return { value: reports[index++]!, done: false };
+            if (stopped) return { value: undefined, done: true };
+            await new Promise<void>((resolve) => {
+              const wake = () => { waiters.delete(wake); resolve(); };
+              waiters.add(wake);
+            });
+          }
+        },
+      };
+    },
+  };
+
+  return {
+    reports,
+    applied,
+    waitForReport,
+    bound: () => isBound,
+    async stop() {
+      if (!stopped) {
+        stopped = true;
+        current?.stop();
+        wakeSleeper?.();
+        await current?.nc.close().catch(() => undefined);
+      }
+      await running;
+      notify();
+    },
+  };
+}

@@ -1,0 +1,196 @@
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, statSync, unlinkSync } from "node:fs";
+import { dirname, join, relative, sep } from "node:path";
+import { openAsNode } from "../crypto/secrets.ts";
+import { NAME_PATTERN } from "../names.ts";
+import { writeFileAtomic } from "./keys.ts";
+import type { HostDeclaration } from "./declaration.ts";
+
+/**
+ * Applying a declaration to a node's state folder (DESIGN.md section 7, R29).
+ *
+ * The resources a declaration names become files under the state folder (see desiredFiles):
+ * `modules/<module>/...` for each module it is to hold and `provisions/...` for the logins its
+ * providers grant, every secret opened with the node's private key and kept 0600.
+ *
+ * What the mesh wrote is listed in `owned.json`; a file under the folder that is not listed there
+ * was found, and is kept (R29). Applying a declaration removes the owned files it no longer names,
+ * and then the folders they leave empty.
+ */
+
+export const OWNED_FILE = "owned.json";
+const MESH_FOLDERS = ["modules", "provisions"] as const;
+
+/** What the host remembers about the mesh's files: the last applied digest and the paths it wrote. */
+export type Owned = { node: string; digest: string; files: string[]; userList?: string };
+
+/** A declaration the host cannot apply (a secret that does not open, an unsafe name). */
+export class DeclarationRefused extends Error {
+  override readonly name = "DeclarationRefused";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** What one application changed, as paths relative to the state folder, sorted. */
+export type Applied = {
+  digest: string;
+  /** Files written because they were new or their content changed. */
+  written: string[];
+  /** Files the mesh owned that the declaration no longer names, now deleted. */
+  removed: string[];
+  /** Files found under the mesh's folders that the mesh never wrote, left in place (R29). */
+  kept: string[];
+  /** Every file the mesh owns after this declaration. */
+  owned: string[];
+};
+
+type Desired = Map<string, { text: string; mode: number }>;
+
+/** Reads `<stateDir>/owned.json`, or an empty record when the host never applied anything. */
+export function readOwned(stateDir: string): Owned | null {
+  const file = join(stateDir, OWNED_FILE);
+  if (!existsSync(file)) return null;
+  return JSON.parse(readFileSync(file, "utf8")) as Owned;
+}
+
+function safeName(kind: string, name: string): string {
+  if (!NAME_PATTERN.test(name) && !/^[a-z0-9][a-z0-9._-]{0,126}$/i.test(name)) {
+    throw new DeclarationRefused(`the declaration names ${kind} "${name.slice(0, 80)}", which is not a safe file name`);
+  }
+  if (name.includes("..")) throw new DeclarationRefused(`the declaration names ${kind} "${name.slice(0, 80)}", which is not a safe file name`);
+  return name;
+}
+
+function open(privateKey: string, sealed: string, what: string): string {
+  try {
+    return openAsNode(privateKey, sealed);
+  } catch (error) {
+    throw new DeclarationRefused(`the secret of ${what} does not open with this node's key (sealed to another key?)`, { cause: error });
+  }
+}
+
+function envText(env: Record<string, string>, module: string): string {
+  const lines: string[] = [];
+  for (const key of Object.keys(env).sort()) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new DeclarationRefused(`module "${module}" declares an environment variable with an unsafe name`);
+    const value = env[key]!;
+    if (/[\r\n\0]/.test(value)) throw new DeclarationRefused(`module "${module}": environment variable ${key} contains a line break`);
+    lines.push(`${key}=${value}`);
+  }
+  return lines.length ? `${lines.join("\n")}\n` : "";
+}
+
+function json(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+/**
+ * The files a declaration names, path (relative, `/`-separated) → content and mode:
+ * - `modules/<module>/module.json` (module, version, run and any further public field);
+ * - `modules/<module>/credential.json` (0600): `{address, user, password, fingerprint?}`, the form
+ *   connectToBus reads (an empty fingerprint, a `nats://` bus, is left out);
+ * - `modules/<module>/env` (0600): the declared environment plus `MESH_PASSWORD`, `KEY=value` lines;
+ * - `modules/<module>/provisions.json` (0600): `[{seat, provision, user, secret}]` it receives;
+ * - `provisions/<seat>/<provision>/<consumer>.json` (0600): `{seat, provision, consumer, user,
+ *   secret}`, a login this node's provider must hold for a consumer.
+ * Opens every secret with `privateKey`; throws DeclarationRefused when one does not open or a name
+ * is not a safe file name.
+ */
+export function desiredFiles(declaration: HostDeclaration, privateKey: string): Desired {
+  const files: Desired = new Map();
+  for (const entry of declaration.modules) {
+    const module = safeName("module", entry.module);
+    const base = `modules/${module}`;
+    const { credential, env, provisions, ...rest } = entry;
+    files.set(`${base}/module.json`, { text: json(rest), mode: 0o644 });
+    let password: string | undefined;
+    if (credential) {
+      const { sealed, fingerprint, ...visible } = credential;
+      password = open(privateKey, sealed, `module "${module}"'s credential`);
+      files.set(`${base}/credential.json`, { text: json({ ...visible, password, ...(fingerprint ? { fingerprint } : {}) }), mode: 0o600 });
+    }
+    if (env || password !== undefined) {
+      files.set(`${base}/env`, { text: envText({ ...(env ?? {}), ...(password !== undefined ? { MESH_PASSWORD: password } : {}) }, module), mode: 0o600 });
+    }
+    if (provisions.length > 0) {
+      const opened = provisions.map(({ sealed, ...visible }) => ({
+        ...visible,
+        secret: open(privateKey, sealed, `the provision ${visible.provision} of ${visible.seat} for "${module}"`),
+      }));
+      files.set(`${base}/provisions.json`, { text: json(opened), mode: 0o600 });
+    }
+  }
+  for (const grant of declaration.provisions) {
+    const { sealed, ...visible } = grant;
+    const file = `provisions/${safeName("seat", grant.seat)}/${safeName("provision", grant.provision)}/${safeName("consumer", grant.consumer)}.json`;
+    const secret = open(privateKey, sealed, `the provision ${grant.provision} of ${grant.seat} for "${grant.consumer}"`);
+    files.set(file, { text: json({ ...visible, secret }), mode: 0o600 });
+  }
+  return files;
+}
+
+function filesUnder(root: string, folder: string): string[] {
+  const start = join(root, folder);
+  if (!existsSync(start)) return [];
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else out.push(relative(root, path).split(sep).join("/"));
+    }
+  };
+  walk(start);
+  return out;
+}
+
+function sameContent(path: string, text: string, mode: number): boolean {
+  if (!existsSync(path)) return false;
+  const stat = statSync(path);
+  return (stat.mode & 0o777) === mode && readFileSync(path, "utf8") === text;
+}
+
+/**
+ * Applies `declaration` to `stateDir` (R29): opens its secrets with `privateKey` first (nothing is
+ * written when one does not open), writes every file it names that is new or changed (atomically),
+ * removes the files the mesh owned that it no longer names and the folders left empty, keeps the
+ * files the host found, and records what the mesh owns now in `owned.json`. An empty declaration
+ * removes everything the mesh owned. Idempotent: applying the same declaration twice writes nothing
+ * the second time. Throws DeclarationRefused (nothing changed) or a file system error.
+ */
+export function applyDeclaration(stateDir: string, declaration: HostDeclaration, privateKey: string): Applied {
+  const desired = desiredFiles(declaration, privateKey);
+  const previous = readOwned(stateDir);
+  const owned = new Set(previous?.files ?? []);
+  const written: string[] = [];
+  for (const [file, { text, mode }] of desired) {
+    const path = join(stateDir, file);
+    if (sameContent(path, text, mode)) continue;
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    writeFileAtomic(path, text, mode);
+    written.push(file);
+  }
+  const removed: string[] = [];
+  for (const file of owned) {
+    if (desired.has(file)) continue;
+    const path = join(stateDir, file);
+    if (existsSync(path)) unlinkSync(path);
+    removed.push(file);
+    removeEmptyParents(stateDir, dirname(path));
+  }
+  const nowOwned = [...desired.keys()].sort();
+  const record: Owned = { node: declaration.node, digest: declaration.digest, files: nowOwned };
+  writeFileAtomic(join(stateDir, OWNED_FILE), `${JSON.stringify(record, null, 2)}\n`, 0o600);
+  const kept = MESH_FOLDERS.flatMap((folder) => filesUnder(stateDir, folder)).filter((file) => !desired.has(file)).sort();
+  return { digest: declaration.digest, written: written.sort(), removed: removed.sort(), kept, owned: nowOwned };
+}
+
+/** Removes `dir` and its parents while they are empty, never the state folder or above it. */
+function removeEmptyParents(stateDir: string, dir: string): void {
+  let current = dir;
+  while (relative(stateDir, current) && !relative(stateDir, current).startsWith("..")) {
+    if (!existsSync(current) || readdirSync(current).length > 0) return;
+    rmdirSync(current);
+    current = dirname(current);
+  }
+}

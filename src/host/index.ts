@@ -1,0 +1,13 @@
+export { startHost, type Host, type HostOptions } from "./agent.ts";
+export { applyDeclaration, desiredFiles, readOwned, DeclarationRefused, OWNED_FILE, type Applied, type Owned } from "./apply.ts";
+export {
+  installUserList, validateConfig, configLoadTime, lastGoodFile, UserListRefused,
+  type BusReloadOptions, type UserListInstalled,
+} from "./busList.ts";
+export {
+  HostDeclaration, DeclaredModule, DeclaredCredential, ReceivedProvision, ProvisionGrant, type HostReport,
+} from "./declaration.ts";
+export {
+  initHostKeys, readNodePrivateKey, credentialFrom, readCredentialFile, saveNodeCredential, writeFileAtomic, HostStateError,
+  NODE_KEY_FILE, NODE_PUBLIC_KEY_FILE, NODE_CREDENTIAL_FILE, type EnrolReply,
+} from "./keys.ts";

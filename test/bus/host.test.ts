@@ -1,0 +1,336 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, type JetStreamManager } from "@nats-io/jetstream";
+import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
+import { CONTROL_STREAM, CONTROL_SUBJECTS, busUser, declarationConsumer, declarationSubject, inboxPrefix, reportSubject } from "../../src/names.ts";
+import { hashPassword, newPassword, sealToNode } from "../../src/crypto/secrets.ts";
+import { canonicalJson, permissionsOf, renderUserList, type BusUser, type Declaration } from "../../src/compose/index.ts";
+import { initialState } from "../../src/projections/state.ts";
+import { initHostKeys, lastGoodFile, startHost, type Host, type HostReport } from "../../src/host/index.ts";
+
+/**
+ * The host agent against real nats-servers (DESIGN.md section 7): a node user whose permissions are
+ * exactly its composed grants (permissionsOf) binds the consumer the admin raised, applies
+ * hand-made declarations (secrets sealed to the node's key) and reports them; the broker's holder
+ * installs the user list and the bus reloads it.
+ */
+
+const CONFIG = { controllerSubmits: [] as string[] };
+const minted: string[] = [];
+function mint(): string {
+  const password = newPassword();
+  minted.push(password);
+  return password;
+}
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+function nodeUser(node: string, password: string): BusUser {
+  const principal = { kind: "node" as const, name: node };
+  return { user: busUser("node", node), password: hashPassword(password), permissions: permissionsOf(initialState, principal, CONFIG), principal };
+}
+function adminUser(password: string): BusUser {
+  return {
+    user: "admin",
+    password: hashPassword(password),
+    permissions: { publish: { allow: [">"] }, subscribe: { allow: [">"] } },
+    principal: { kind: "controller", name: "mesh-controller" },
+  };
+}
+
+type ModuleSpec = { module: string; password: string; provisions?: Array<{ seat: string; provision: string; password: string }> };
+
+/** A declaration as compose shapes it, with every secret sealed to the node's key as push sends it. */
+function declaration(
+  node: string,
+  publicKey: string,
+  modules: ModuleSpec[],
+  extra: { userList?: string; grants?: Array<{ seat: string; provision: string; consumer: string; password: string }> } = {},
+): Declaration {
+  const body: Omit<Declaration, "digest"> = {
+    node,
+    modules: modules.map((m) => ({
+      module: m.module,
+      version: "1.0.0",
+      run: { image: `example/${m.module}:1` },
+      credential: { address: "nats://127.0.0.1:4222", user: busUser("module", m.module), sealed: sealToNode(publicKey, m.password), fingerprint: "" },
+      env: { MESH_BROKER_ADDRESS: "nats://127.0.0.1:4222", MESH_BROKER_CERTIFICATE: "", MESH_USER: busUser("module", m.module) },
+      provisions: (m.provisions ?? []).map((p) => ({ seat: p.seat, provision: p.provision, user: `${m.module}-${p.provision}`, sealed: sealToNode(publicKey, p.password) })),
+    })),
+    provisions: (extra.grants ?? []).map((g) => ({
+      seat: g.seat, provision: g.provision, consumer: g.consumer, user: `${g.consumer}-${g.provision}`, sealed: sealToNode(publicKey, g.password),
+    })),
+    ...(extra.userList !== undefined ? { userList: extra.userList } : {}),
+  };
+  return { ...body, digest: sha256(canonicalJson(body)) };
+}
+
+async function raiseControl(jsm: JetStreamManager): Promise<void> {
+  await jsm.streams.add({ name: CONTROL_STREAM, subjects: [CONTROL_SUBJECTS], max_msgs_per_subject: 1, retention: RetentionPolicy.Limits });
+}
+async function raiseConsumer(jsm: JetStreamManager, node: string): Promise<void> {
+  await jsm.consumers.add(CONTROL_STREAM, {
+    durable_name: declarationConsumer(node),
+    filter_subject: declarationSubject(node),
+    ack_policy: AckPolicy.Explicit,
+  });
+}
+
+type Running = { host: Host; lines: string[]; stateDir: string; publicKey: string; password: string; node: string };
+
+function prepareNode(root: string, node: string): { stateDir: string; publicKey: string; password: string } {
+  const stateDir = join(root, node);
+  const { publicKey } = initHostKeys(stateDir);
+  return { stateDir, publicKey, password: mint() };
+}
+
+function runHost(server: NatsServer, node: string, prepared: { stateDir: string; publicKey: string; password: string }, bus?: Parameters<typeof startHost>[0]["bus"]): Running {
+  const lines: string[] = [];
+  const host = startHost({
+    stateDir: prepared.stateDir,
+    node,
+    credential: { address: server.url, user: busUser("node", node), password: prepared.password },
+    log: (line) => lines.push(line),
+    backoff: { initialMs: 50, maxMs: 400 },
+    ...(bus ? { bus } : {}),
+  });
+  return { host, lines, node, ...prepared };
+}
+
+async function publishDeclaration(admin: NatsConnection, d: Declaration): Promise<void> {
+  await jetstream(admin).publish(declarationSubject(d.node), JSON.stringify(d));
+}
+
+async function canConnect(server: NatsServer, user: string, pass: string): Promise<boolean> {
+  try {
+    const nc = await connect({ servers: server.url, user, pass, inboxPrefix: inboxPrefix(user), reconnect: false, timeout: 3_000 });
+    await nc.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function assertNoPassword(lines: readonly string[]): void {
+  if (process.env.HOST_TEST_DEBUG) console.log(lines.join("\n"));
+  for (const line of lines) for (const password of minted) assert.ok(!line.includes(password), `a log line holds a minted password: ${line.slice(0, 60)}...`);
+}
+
+describe("host agent: applying declarations", () => {
+  let server: NatsServer;
+  let admin: NatsConnection;
+  let root: string;
+  let alpha: Running;
+  const adminPassword = mint();
+
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "mesh-host-"));
+    const prepared = prepareNode(root, "alpha");
+    const late = prepareNode(root, "late");
+    writeFileSync(join(root, "late.password"), late.password);
+    const users = renderUserList({ users: [adminUser(adminPassword), nodeUser("alpha", prepared.password), nodeUser("late", late.password)] });
+    server = await startNatsServer({ files: { "users.conf": users }, config: `include "users.conf"` });
+    admin = await connect({ servers: server.url, user: "admin", pass: adminPassword });
+    const jsm = await jetstreamManager(admin);
+    await raiseControl(jsm);
+    await raiseConsumer(jsm, "alpha");
+    alpha = runHost(server, "alpha", prepared);
+  });
+  after(async () => {
+    await alpha?.host.stop();
+    await admin?.close();
+    await server?.stop();
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  it("R29: writes the resources a declaration names, secrets opened 0600, and reports its digest", async () => {
+    const web = mint();
+    const db = mint();
+    const grant = mint();
+    const d = declaration("alpha", alpha.publicKey, [
+      { module: "web", password: web, provisions: [{ seat: "mesh-store", provision: "database", password: db }] },
+      { module: "cache", password: mint() },
+    ], { grants: [{ seat: "mesh-store", provision: "database", consumer: "web", password: grant }] });
+    const reports: HostReport[] = [];
+    const sub = admin.subscribe(reportSubject("alpha"), { callback: (_e, m) => { reports.push(m.json<HostReport>()); } });
+    await admin.flush();
+    await publishDeclaration(admin, d);
+    const report = await alpha.host.waitForReport(d.digest);
+    assert.deepEqual(report, { node: "alpha", digest: d.digest, ok: true });
+    await waitFor(() => reports.find((r) => r.digest === d.digest), { name: "report on the bus" });
+    sub.unsubscribe();
+
+    const dir = join(alpha.stateDir, "modules", "web");
+    const credential = JSON.parse(readFileSync(join(dir, "credential.json"), "utf8"));
+    assert.equal(credential.password, web);
+    assert.equal(credential.user, busUser("module", "web"));
+    assert.equal(credential.fingerprint, undefined, "an empty fingerprint (nats://) is left out");
+    assert.equal(statSync(join(dir, "credential.json")).mode & 0o777, 0o600);
+    assert.match(readFileSync(join(dir, "env"), "utf8"), new RegExp(`^MESH_PASSWORD=${web.replace(/[-]/g, "\\-")}$`, "m"));
+    assert.equal(statSync(join(dir, "env")).mode & 0o777, 0o600);
+    assert.equal(JSON.parse(readFileSync(join(dir, "module.json"), "utf8")).run.image, "example/web:1");
+    assert.equal(JSON.parse(readFileSync(join(dir, "provisions.json"), "utf8"))[0].secret, db);
+    assert.equal(JSON.parse(readFileSync(join(alpha.stateDir, "provisions", "mesh-store", "database", "web.json"), "utf8")).secret, grant);
+    assert.ok(existsSync(join(alpha.stateDir, "modules", "cache", "credential.json")));
+  });
+
+  it("R29: an unassigned module's resources are removed, a file the host found is kept", async () => {
+    const found = join(alpha.stateDir, "modules", "cache", "operator-notes.txt");
+    writeFileSync(found, "kept by the host\n");
+    const foundElsewhere = join(alpha.stateDir, "modules", "hand-made", "thing.conf");
+    mkdirSync(join(alpha.stateDir, "modules", "hand-made"), { recursive: true });
+    writeFileSync(foundElsewhere, "x\n");
+    const d = declaration("alpha", alpha.publicKey, [{ module: "web", password: mint() }]);
+    await publishDeclaration(admin, d);
+    assert.equal((await alpha.host.waitForReport(d.digest)).ok, true);
+    assert.ok(!existsSync(join(alpha.stateDir, "modules", "cache", "credential.json")), "the unassigned module's credential is removed");
+    assert.ok(!existsSync(join(alpha.stateDir, "modules", "cache", "module.json")));
+    assert.ok(!existsSync(join(alpha.stateDir, "provisions", "mesh-store")), "a grant no longer declared is removed with its empty folders");
+    assert.equal(readFileSync(found, "utf8"), "kept by the host\n");
+    assert.ok(existsSync(foundElsewhere));
+    assert.ok(!existsSync(join(alpha.stateDir, "modules", "web", "provisions.json")), "a provision no longer received is removed");
+    assert.ok(existsSync(join(alpha.stateDir, "modules", "web", "credential.json")));
+  });
+
+  it("R29: an empty declaration is applied: everything the mesh owned goes, found files stay", async () => {
+    const d = declaration("alpha", alpha.publicKey, []);
+    await publishDeclaration(admin, d);
+    assert.equal((await alpha.host.waitForReport(d.digest)).ok, true);
+    assert.ok(!existsSync(join(alpha.stateDir, "modules", "web")), "the mesh's module folder is gone");
+    assert.ok(existsSync(join(alpha.stateDir, "modules", "cache", "operator-notes.txt")));
+    assert.ok(existsSync(join(alpha.stateDir, "modules", "hand-made", "thing.conf")));
+    const owned = JSON.parse(readFileSync(join(alpha.stateDir, "owned.json"), "utf8"));
+    assert.deepEqual(owned.files, []);
+    assert.equal(owned.digest, d.digest);
+  });
+
+  it("R29: a declaration whose secret was sealed to another key is reported ok:false and writes nothing", async () => {
+    const other = prepareNode(root, "other");
+    const d = declaration("alpha", other.publicKey, [{ module: "web", password: mint() }]);
+    await publishDeclaration(admin, d);
+    const report = await alpha.host.waitForReport(d.digest);
+    assert.equal(report.ok, false);
+    assert.ok(!existsSync(join(alpha.stateDir, "modules", "web")), "nothing is written when a secret does not open");
+  });
+
+  it("R22: a node whose consumer is not raised yet retries, binds once it is, and never creates it", async () => {
+    const late = { stateDir: join(root, "late"), publicKey: readFileSync(join(root, "late", "node.pub"), "utf8").trim(), password: readFileSync(join(root, "late.password"), "utf8") };
+    const running = runHost(server, "late", late);
+    try {
+      await waitFor(() => running.lines.filter((l) => l.includes("failed")).length >= 2, { name: "two failed binds", timeoutMs: 10_000 });
+      const jsm = await jetstreamManager(admin);
+      await assert.rejects(jsm.consumers.info(CONTROL_STREAM, declarationConsumer("late")), "the host did not create its consumer");
+      await raiseConsumer(jsm, "late");
+      const d = declaration("late", late.publicKey, [{ module: "solo", password: mint() }]);
+      await publishDeclaration(admin, d);
+      assert.equal((await running.host.waitForReport(d.digest)).ok, true);
+      assertNoPassword(running.lines);
+    } finally {
+      await running.host.stop();
+    }
+  });
+
+  it("R3: no log line of the host holds a password", () => {
+    assert.ok(alpha.lines.length >= 4);
+    assertNoPassword(alpha.lines);
+  });
+});
+
+describe("host agent: the broker's user list", () => {
+  let server: NatsServer;
+  let admin: NatsConnection;
+  let root: string;
+  let dir: string;
+  let broker: Running;
+  const hosts: Running[] = [];
+  const adminPassword = mint();
+  let baseUsers: BusUser[];
+
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "mesh-host-broker-"));
+    dir = mkdtempSync(join(tmpdir(), "mesh-nats-broker-"));
+    const prepared = prepareNode(root, "hub");
+    baseUsers = [adminUser(adminPassword), nodeUser("hub", prepared.password)];
+    server = await startNatsServer({
+      dir,
+      files: { "users.conf": renderUserList({ users: baseUsers }) },
+      config: [`include "users.conf"`, `pid_file: "${join(dir, "server.pid")}"`].join("\n"),
+    });
+    admin = await connect({ servers: server.url, user: "admin", pass: adminPassword });
+    const jsm = await jetstreamManager(admin);
+    await raiseControl(jsm);
+    await raiseConsumer(jsm, "hub");
+    await raiseConsumer(jsm, "gamma");
+    broker = runHost(server, "hub", prepared, {
+      includeFile: join(dir, "users.conf"),
+      configFile: server.configFile,
+      pid: join(dir, "server.pid"),
+      monitorUrl: `http://127.0.0.1:${server.monitorPort}`,
+      reloadTimeoutMs: 10_000,
+    });
+    hosts.push(broker);
+  });
+  after(async () => {
+    for (const running of hosts) await running.host.stop();
+    await admin?.close();
+    await server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  it("R11: the broker's holder writes the list, validates it, reloads the bus, and a new user can connect", async () => {
+    const fresh = mint();
+    assert.equal(await canConnect(server, "newcomer", fresh), false, "the new user is refused before the list carries it");
+    const userList = renderUserList({ users: [...baseUsers, { ...adminUser(fresh), user: "newcomer" }] });
+    const d = declaration("hub", broker.publicKey, [], { userList });
+    await publishDeclaration(admin, d);
+    const report = await broker.host.waitForReport(d.digest, 20_000);
+    assert.deepEqual(report, { node: "hub", digest: d.digest, ok: true });
+    assert.equal(readFileSync(join(dir, "users.conf"), "utf8"), userList);
+    assert.equal(readFileSync(lastGoodFile(join(dir, "users.conf")), "utf8"), userList);
+    assert.equal(await canConnect(server, "newcomer", fresh), true, "the reloaded bus accepts the new user");
+    assert.ok(broker.lines.some((l) => l.includes("user list reloaded")));
+  });
+
+  it("R11: an invalid list is refused, the last good file restored, and the bus keeps its users", async () => {
+    const before = readFileSync(join(dir, "users.conf"), "utf8");
+    const d = declaration("hub", broker.publicKey, [], { userList: "authorization { users = [ {user: " });
+    await publishDeclaration(admin, d);
+    const report = await broker.host.waitForReport(d.digest, 20_000);
+    assert.equal(report.ok, false);
+    assert.equal(readFileSync(join(dir, "users.conf"), "utf8"), before, "the last good file is back");
+    assert.equal(await canConnect(server, "admin", adminPassword), true, "the bus still accepts the old users");
+    // The refusal was caught before any reload: the server's log shows no failed reload.
+    assert.ok(!/reload.*error|error.*reload/i.test(server.log()));
+  });
+
+  it("R1: a host whose credential is not in the list yet retries with backoff and connects once it is", async () => {
+    const gamma = prepareNode(root, "gamma");
+    const running = runHost(server, "gamma", gamma);
+    hosts.push(running);
+    await waitFor(() => running.lines.filter((l) => /attempt \d+ failed: .*Authorization/i.test(l)).length >= 2, {
+      name: "two refused attempts",
+      timeoutMs: 10_000,
+    });
+    assert.equal(running.host.bound(), false);
+    const userList = renderUserList({ users: [...baseUsers, nodeUser("gamma", gamma.password)] });
+    const list = declaration("hub", broker.publicKey, [], { userList });
+    await publishDeclaration(admin, list);
+    assert.equal((await broker.host.waitForReport(list.digest, 20_000)).ok, true);
+    const d = declaration("gamma", gamma.publicKey, [{ module: "worker", password: mint() }]);
+    await publishDeclaration(admin, d);
+    assert.equal((await running.host.waitForReport(d.digest, 20_000)).ok, true);
+    assert.ok(existsSync(join(gamma.stateDir, "modules", "worker", "credential.json")));
+    const delays = running.lines.map((l) => /retrying in (\d+) ms/.exec(l)?.[1]).filter((x): x is string => x !== undefined).map(Number);
+    assert.ok(delays.length >= 2 && delays[1]! > delays[0]!, `backoff grows: ${delays.join(", ")}`);
+  });
+
+  it("R3: no log line of any host holds a password", () => {
+    for (const running of hosts) assertNoPassword(running.lines);
+    assertNoPassword(server.log().split("\n"));
+  });
+});
