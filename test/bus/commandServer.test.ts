@@ -1,0 +1,198 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
+import { startNatsServer, waitFor } from "../support/natsServer.ts";
+import { actorOfReplySubject, replyErrorOf, serveCommands, MAX_COMMAND_BYTES } from "../../src/commands/server.ts";
+import { sendCommand } from "../../src/cli/send.ts";
+import type { Catalogue } from "../../src/events/catalogue.ts";
+import { FencedAppend, FenceRetriesExhausted, InvalidEvent } from "../../src/events/errors.ts";
+import { newNodeKeyPair, openAsNode, passwordMatches } from "../../src/crypto/secrets.ts";
+import { commandSubject, inboxPrefix, principalKey } from "../../src/names.ts";
+import type { Reply } from "../../src/commands/envelope.ts";
+
+type Ok = Extract<Reply, { ok: true }>;
+const OPERATOR = "operator-ann";
+
+function refusalCode(reply: Reply): string | undefined {
+  return reply.ok ? undefined : reply.error.code;
+}
+
+describe("command server", () => {
+  let mesh: CommandMesh;
+  let client: NatsConnection;
+  const DEDUPE_WINDOW_MS = 300;
+  before(async () => {
+    // max_payload above 1 MiB, so a body over the command limit reaches the server's own check.
+    mesh = await startCommandMesh({ server: { config: "max_payload: 2097152" }, duplicateWindowMs: DEDUPE_WINDOW_MS });
+    client = await connect({ servers: mesh.server.url, inboxPrefix: inboxPrefix(OPERATOR), name: "test-operator" });
+  });
+  after(async () => {
+    await client?.close();
+    await mesh?.stop();
+  });
+
+  /** Sends a raw body and returns the reply, asserting the records did not move when refused. */
+  async function refused(verb: string, body: string | Uint8Array): Promise<string | undefined> {
+    const before = await mesh.lastSequence();
+    const reply = (await client.request(commandSubject(verb), body, { timeout: 5_000 })).json<Reply>();
+    assert.equal(reply.ok, false, JSON.stringify(reply));
+    assert.equal(await mesh.lastSequence(), before, "a refusal appends nothing");
+    return refusalCode(reply);
+  }
+
+  it("R1, R33: enrols a node; the actor is the asker's inbox user; the password comes back sealed to the node", async () => {
+    const keys = newNodeKeyPair();
+    const before = await mesh.lastSequence();
+    const reply = await sendCommand(client, "node.enrol", { node: "alpha", publicKey: keys.publicKey });
+    assert.ok(reply.ok, JSON.stringify(reply));
+    const ok = reply as Ok & { credential: { sealedPassword: string; user: string } };
+    assert.equal(ok.duplicate, false);
+    assert.equal(ok.sequence, before + 1);
+    assert.equal(await mesh.lastSequence(), before + 1);
+    const password = openAsNode(keys.privateKey, ok.credential.sealedPassword);
+    const record = mesh.catalogue.state.credentials[principalKey("node", "alpha")]!;
+    assert.ok(passwordMatches(password, record.hash));
+    assert.equal(mesh.catalogue.state.nodes.alpha?.enrolledAt !== undefined, true);
+    const history = await sendCommand(client, "history", { kind: "node", id: "alpha" }) as Ok & { events: Array<Record<string, unknown>> };
+    assert.ok(history.events.length >= 2);
+    for (const event of history.events) assert.equal(event.actor, OPERATOR);
+  });
+
+  it("R3: history and credentials answer actor, command id, time and sequence, never a hash or a sealed secret", async () => {
+    const history = await sendCommand(client, "history", { kind: "node", id: "alpha" }) as Ok & { events: Array<Record<string, unknown>> };
+    for (const event of history.events) {
+      for (const key of ["actor", "commandId", "at", "sequence", "type"]) assert.ok(key in event, `history event has ${key}`);
+    }
+    const record = mesh.catalogue.state.credentials[principalKey("node", "alpha")]!;
+    for (const verb of ["history", "credentials", "nodes"]) {
+      const body = verb === "history" ? { kind: "node", id: "alpha" } : {};
+      const text = JSON.stringify(await sendCommand(client, verb, body));
+      assert.ok(!text.includes(record.hash), `${verb} leaks the hash`);
+      assert.ok(!text.includes(record.sealed), `${verb} leaks the sealed secret`);
+      assert.ok(!/"(hash|sealed)"/.test(text), `${verb} has a hash or sealed field`);
+    }
+    assert.ok(mesh.infos.every((line) => !line.includes(record.hash)));
+  });
+
+  it("R40: a retried command id gets the same answer and appends nothing, also after the dedupe window", async () => {
+    const keys = newNodeKeyPair();
+    const first = await sendCommand(client, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
+    assert.ok(first.ok);
+    const after = await mesh.lastSequence();
+    const soon = await sendCommand(client, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
+    const started = Date.now();
+    await waitFor(() => Date.now() - started > DEDUPE_WINDOW_MS * 2, { name: "the stream's dedupe window to pass", timeoutMs: 5_000 });
+    const late = await sendCommand(client, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
+    for (const retry of [soon, late]) {
+      assert.equal(retry.ok, true, JSON.stringify(retry));
+      assert.equal(retry.duplicate, true);
+      assert.equal(retry.sequence, first.sequence);
+      assert.equal(openAsNode(keys.privateKey, retry.credential.sealedPassword), openAsNode(keys.privateKey, first.credential.sealedPassword));
+    }
+    assert.equal(await mesh.lastSequence(), after, "nothing appended by the retries");
+  });
+
+  it("R23: a request with an unknown field is refused (invalid-request) naming the field", async () => {
+    const reply = (await client.request(commandSubject("assign"), JSON.stringify({ module: "broker", node: "alpha", colour: "red" }))).json<Reply>();
+    assert.equal(refusalCode(reply), "invalid-request");
+    assert.equal(!reply.ok && reply.error.field, "colour");
+    assert.equal(await refused("assign", JSON.stringify({ module: "broker", node: "alpha", colour: "red" })), "invalid-request");
+  });
+
+  it("a field of the wrong type is refused (invalid-request) naming the field", async () => {
+    const reply = (await client.request(commandSubject("assign"), JSON.stringify({ module: 42, node: "alpha" }))).json<Reply>();
+    assert.equal(!reply.ok && reply.error.field, "module");
+    assert.equal(await refused("assign", JSON.stringify({ module: 42, node: "alpha" })), "invalid-request");
+  });
+
+  it("a node key that is not an X25519 public key is refused (invalid-request, publicKey)", async () => {
+    const reply = (await client.request(commandSubject("node.enrol"), JSON.stringify({ node: "gamma", publicKey: "AAAA" }))).json<Reply>();
+    assert.equal(!reply.ok && reply.error.field, "publicKey");
+    assert.equal(await refused("node.enrol", JSON.stringify({ node: "gamma", publicKey: "AAAA" })), "invalid-request");
+  });
+
+  it("a payload that is not JSON is refused (invalid-json)", async () => {
+    assert.equal(await refused("assign", "module=broker node=alpha"), "invalid-json");
+    assert.equal(await refused("assign", "[1,2]"), "invalid-json");
+  });
+
+  it("a payload over 1 MiB is refused (payload-too-large)", async () => {
+    const body = JSON.stringify({ manifest: { name: "big", version: "1", description: "x".repeat(MAX_COMMAND_BYTES) } });
+    assert.ok(body.length > MAX_COMMAND_BYTES);
+    assert.equal(await refused("module.register", body), "payload-too-large");
+  });
+
+  it("a verb that does not exist is refused (unknown-verb) naming the known verbs", async () => {
+    const reply = (await client.request(commandSubject("node.frobnicate"), "{}")).json<Reply>();
+    assert.equal(refusalCode(reply), "unknown-verb");
+    assert.ok(!reply.ok && reply.error.message.includes("node.enrol"));
+    assert.equal(await refused("node.frobnicate", "{}"), "unknown-verb");
+  });
+
+  it("a malformed command id is refused (invalid-request, commandId)", async () => {
+    assert.equal(await refused("assign", JSON.stringify({ commandId: "has spaces", module: "broker", node: "alpha" })), "invalid-request");
+  });
+
+  it("R33: a request without its asker's own inbox is refused (no-actor): the actor comes from the inbox", async () => {
+    const anonymous = await connect({ servers: mesh.server.url, name: "test-anonymous" });
+    try {
+      const before = await mesh.lastSequence();
+      const reply = (await anonymous.request(commandSubject("node.enrol"), JSON.stringify({ node: "delta", publicKey: newNodeKeyPair().publicKey }))).json<Reply>();
+      assert.equal(refusalCode(reply), "no-actor");
+      assert.equal(await mesh.lastSequence(), before);
+    } finally {
+      await anonymous.close();
+    }
+    assert.equal(actorOfReplySubject(`${inboxPrefix("node-alpha")}.abc.1`), "node-alpha");
+    assert.equal(actorOfReplySubject("_INBOX.abc.1"), null);
+    assert.equal(actorOfReplySubject(undefined), null);
+  });
+
+  it("adapter errors map to reply codes in one function; an unexpected error says nothing of its detail", async () => {
+    assert.equal(replyErrorOf(new FencedAppend(3)).code, "busy-retry");
+    assert.equal(replyErrorOf(new FenceRetriesExhausted(5)).code, "busy-retry");
+    assert.equal(replyErrorOf(new InvalidEvent(7)).code, "invalid-records");
+    const internal = replyErrorOf(new Error("password=hunter2 at nats://u:p@host"));
+    assert.equal(internal.code, "internal");
+    assert.ok(!internal.message.includes("hunter2"));
+    // Through a running server: a catalogue that fails gives a reply with the mapped code, and the
+    // detail of an unexpected error reaches the log only.
+    const server = await startNatsServer();
+    const nc = await connect({ servers: server.url, inboxPrefix: inboxPrefix(OPERATOR) });
+    const logged: string[] = [];
+    let failure: Error = new FenceRetriesExhausted(5);
+    const broken = {
+      state: mesh.catalogue.state,
+      catchUp: async () => mesh.catalogue.state,
+      transact: async () => { throw failure; },
+      snapshot: async () => ({ sequence: 0, bytes: 0 }),
+    } as unknown as Catalogue;
+    const served = serveCommands(nc, broken, {
+      sealSecret: (p) => p, openSecret: (s) => s, now: () => new Date(), newId: () => "x1",
+      log: { info() {}, error: (line) => { logged.push(line); } },
+    });
+    try {
+      const body = { module: "m", node: "alpha" };
+      assert.equal(refusalCode(await sendCommand(nc, "assign", body)), "busy-retry");
+      failure = new Error("detail-only-for-the-log");
+      const internalReply = await sendCommand(nc, "assign", body);
+      assert.equal(refusalCode(internalReply), "internal");
+      assert.ok(!JSON.stringify(internalReply).includes("detail-only-for-the-log"));
+      assert.ok(logged.some((line) => line.includes("detail-only-for-the-log")));
+    } finally {
+      await served.stop();
+      await nc.close();
+      await server.stop();
+    }
+  });
+
+  it("keeps serving after a request fails and logs no secret", async () => {
+    const reply = await sendCommand(client, "where", {});
+    assert.equal(reply.ok, true);
+    const record = mesh.catalogue.state.credentials[principalKey("node", "alpha")]!;
+    for (const line of [...mesh.infos, ...mesh.errors]) {
+      assert.ok(!line.includes(record.hash) && !line.includes(record.sealed));
+    }
+  });
+});
