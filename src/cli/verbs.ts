@@ -8,6 +8,7 @@ import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts
 import { readManifestFiles, registrationOrder } from "./manifests.ts";
 import { duplicateNote, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
 import { sendCommand } from "./send.ts";
+import { HOST_VERBS } from "./host.ts";
 
 /** A positional argument: `<name>`, `[name]` when optional, `<name...>` when variadic. */
 export type ArgumentSpec = { name: string; description: string; optional?: boolean; variadic?: boolean };
@@ -179,6 +180,10 @@ export const CLI_VERBS: CliVerb[] = [
     path: ["seat", "handover"], verb: "seat.handover", summary: "move a seat from one holder node to another",
     arguments: [arg("seat", "the seat"), arg("from", "the node holding it now"), arg("to", "the node to hold it")],
     body: (a) => ({ seat: a[0], from: a[1], to: a[2] }),
+    render: (r) => [
+      `handed ${str(r.seat)} over from ${str(r.from)} to ${str(r.to)}` +
+        ` (modules moved: ${((r.modulesMoved ?? []) as string[]).join(", ") || "none"}; holders now: ${((r.holders ?? []) as string[]).join(", ") || "none"})`,
+    ],
   }),
   busVerb({
     path: ["overlay", "place"], verb: "overlay.place", summary: "put a node on the overlay (R9, R10)",
@@ -198,6 +203,14 @@ export const CLI_VERBS: CliVerb[] = [
     path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's password",
     arguments: [arg("kind", "controller, operator, node, module or builder"), arg("name", "the principal's name")],
     body: (a) => ({ kind: a[0], name: a[1] }),
+    render: (r) => {
+      const p = (r.principal ?? {}) as Row;
+      const c = (r.credential ?? {}) as Row;
+      return [
+        `rotated ${str(p.kind)} ${str(p.name)}: user ${str(c.user)} at ${str(c.address)} (usable from the next push)`,
+        ...(c.sealedPassword ? ["give the node this credential (its password is sealed to the node's key):", JSON.stringify(c)] : []),
+      ];
+    },
   }),
   busVerb({ path: ["where"], verb: "where", summary: "where every node is on the overlay", body: () => ({}), render: renderWhere }),
   busVerb({
@@ -222,4 +235,5 @@ export const CLI_VERBS: CliVerb[] = [
     body: (a) => ({ kind: a[0], id: a[1] }),
     render: renderHistory,
   }),
+  ...HOST_VERBS,
 ];
