@@ -114,6 +114,11 @@ export function reportSubject(node: string): string {
   return `mesh.report.${node}`;
 }
 export const REPORT_SUBJECTS = "mesh.report.>";
+/**
+ * Stream keeping each node's latest report (max one per subject), so `push --wait` still sees a
+ * report published while the controller was reconnecting (a user-list reload drops it).
+ */
+export const REPORTS_STREAM = "REPORTS";
 
 // ---- JetStream API subjects a principal is granted (R2) ------------------------------------------
 

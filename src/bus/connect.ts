@@ -1,4 +1,4 @@
-import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
+import { connect as natsConnect, usernamePasswordAuthenticator, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
 import { z } from "zod";
 import { inboxPrefix } from "../names.ts";
 import { parseBusAddress } from "../projections/queries.ts";
@@ -38,6 +38,12 @@ export type BusConnectOptions = {
   timeoutMs?: number;
   /** Reconnect attempts before giving up; -1 for ever (default -1 when reconnecting). */
   maxReconnectAttempts?: number;
+  /**
+   * The current password, read at every (re)connect instead of `credential.password` (the
+   * controller switching to a rotated password, R14). With it, an authorization error does not
+   * end reconnecting: the bus may not have reloaded the new password yet.
+   */
+  password?: () => string;
 };
 
 /**
@@ -105,6 +111,12 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
     // by name, and every server of the mesh presents the one pinned certificate anyway.
     ignoreClusterUpdates: true,
   };
+  if (options.password) {
+    delete settings.user;
+    delete settings.pass;
+    settings.authenticator = usernamePasswordAuthenticator(credential.user, options.password);
+    settings.ignoreAuthErrorAbort = true;
+  }
   if (parts.scheme === "tls") {
     if (credential.fingerprint === undefined) {
       throw new BusConnectError(address, "the credential has no certificate fingerprint to pin (R34): add \"fingerprint\" to it");

@@ -1,0 +1,209 @@
+/**
+ * The controller's start (DESIGN.md section 3, STYLE.md 8), as numbered steps:
+ *
+ * 1. read configuration: once, by parseControllerConfig (R35), passed in;
+ * 2. connect: the controller's credential, TLS pinned to the bus certificate (R34), the address
+ *    alone in every log line (R3); a rotated password still pending beside the credential file is
+ *    tried when the file's is refused (R14);
+ * 3. load the snapshot and catch up (openCatalogue: the CATALOGUE stream first, it holds the
+ *    records every other object is derived from);
+ * 4. raise streams, then consumers, from the records (R5, R21, R22);
+ * 5. record the hash of the credential in use, only if none is recorded (R14); when the records
+ *    hold a rotated one, use its password instead of the file's (never the bootstrap one back);
+ * 6. serve commands, `push` among them (every push raises again, R21).
+ */
+import { randomUUID } from "node:crypto";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { BusConnectError, connectToBus } from "../bus/connect.ts";
+import type { ControllerConfig } from "../config.ts";
+import { openCatalogue, type Catalogue } from "../events/catalogue.ts";
+import { serveCommands, type CommandServer } from "../commands/server.ts";
+import type { ComposeConfig } from "../compose/types.ts";
+import { credentialOf } from "../projections/index.ts";
+import { hashPassword, openWithMeshKey, passwordMatches, sealWithMeshKey } from "../crypto/secrets.ts";
+import { CONTROLLER_NAME } from "../names.ts";
+import { push, raiseMesh, type PushContext, type PushOptions, type PushReport } from "../push/push.ts";
+import { PUSH_VERB, pushVerb } from "../push/pushCommand.ts";
+import { controllerCredential, pendingPassword, type ControllerCredential } from "./credential.ts";
+import { describeRaise, type RaiseReport } from "./raise.ts";
+import type { ControllerLog } from "./log.ts";
+
+/** A running controller. */
+export type Controller = {
+  nc: NatsConnection;
+  catalogue: Catalogue;
+  /** The credential the controller dials with now (a rotation switches it, R14). */
+  credential: ControllerCredential;
+  /** What the start's raise did. */
+  raised: RaiseReport;
+  /** Runs one push in-process (the `push` verb runs the same function). */
+  push(options?: PushOptions): Promise<PushReport>;
+  /** Stops serving, saves a snapshot, and closes the connection. */
+  stop(): Promise<void>;
+};
+
+/** Caller settings of startController. */
+export type StartOptions = {
+  log: ControllerLog;
+  /** Milliseconds to wait for the bus on the first connect (default 5,000). */
+  connectTimeoutMs?: number;
+};
+
+/** Commits folded since the last snapshot before a push saves another. */
+export const SNAPSHOT_EVERY = 5_000;
+
+function isAuthorizationRefusal(error: unknown): boolean {
+  return error instanceof BusConnectError && /Authorization/i.test(error.message);
+}
+
+/** Step 2: dial with the file's password, else with a pending rotated one (then kept, R14). */
+async function connect(config: ControllerConfig, credential: ControllerCredential, log: ControllerLog, timeoutMs: number): Promise<NatsConnection> {
+  const address = credential.current().address;
+  const dial = () => connectToBus(credential.current(), { name: CONTROLLER_NAME, timeoutMs, password: credential.password });
+  try {
+    const nc = await dial();
+    log.info(`connected to the bus at ${address} as ${credential.current().user}`);
+    return nc;
+  } catch (error) {
+    const pending = pendingPassword(config.credentialFile, credential.current().user);
+    if (!isAuthorizationRefusal(error) || pending === null) throw error;
+    log.info(`the bus at ${address} refused the credential file's password; trying the rotated one pending beside it (R14)`);
+    credential.stage(pending);
+    const nc = await dial();
+    credential.commit();
+    log.info(`connected to the bus at ${address} as ${credential.current().user} with the rotated password; the credential file is updated`);
+    return nc;
+  }
+}
+
+/**
+ * Step 5 (R14): records a CredentialMinted for the controller with the hash of the password in use,
+ * only when the records hold no controller credential. When they hold one that is not the password
+ * in use (rotated by a push whose confirmation this controller did not see), opens its sealed
+ * secret with the mesh key and dials with that from now on, staged until the bus confirms it:
+ * a restart never puts the bootstrap password back over a rotated one.
+ */
+async function recordCredential(catalogue: Catalogue, config: ControllerConfig, credential: ControllerCredential, log: ControllerLog): Promise<void> {
+  const principal = { kind: "controller" as const, name: CONTROLLER_NAME };
+  const recorded = credentialOf(catalogue.state.credentials, principal);
+  if (recorded) {
+    if (passwordMatches(credential.password(), recorded.hash)) return;
+    const password = openWithMeshKey(config.meshKey, recorded.sealed);
+    credential.stage(password);
+    log.info("the records hold a rotated controller credential: using it (R14); it replaces the credential file once the bus confirms it");
+    return;
+  }
+  if (!catalogue.state.mesh) {
+    log.error("the records have no genesis (MeshCreated) yet: the controller's credential is recorded once genesis is");
+    return;
+  }
+  const password = credential.password();
+  const hash = hashPassword(password);
+  const sealed = sealWithMeshKey(config.meshKey, password);
+  const commandId = `controller-credential-${randomUUID()}`;
+  const result = await catalogue.transact(commandId, (state) => {
+    if (credentialOf(state.credentials, principal)) {
+      return { ok: false, refusal: { code: "already-recorded", message: "the controller's credential is already recorded" } };
+    }
+    return {
+      ok: true,
+      entity: { kind: "controller", id: CONTROLLER_NAME },
+      events: [{
+        actor: credential.current().user, commandId, at: new Date().toISOString(), type: "CredentialMinted",
+        principal, user: credential.current().user, hash, sealed, address: credential.current().address,
+      }],
+    };
+  });
+  if (result.ok) log.info(`recorded the controller's credential (${credential.current().user}) at sequence ${result.sequence} (R14)`);
+}
+
+/**
+ * Starts the controller (see the module comment for the steps) and returns it running. Throws
+ * BusConnectError (one line, the address alone) when the bus cannot be reached or refuses the
+ * credential, InvalidEvent when the records hold an invalid commit. Raise refusals are logged,
+ * not thrown: the controller still serves, and the next push reports them again.
+ */
+export async function startController(config: ControllerConfig, { log, connectTimeoutMs = 5_000 }: StartOptions): Promise<Controller> {
+  // 1. Configuration: parsed once by parseControllerConfig and passed in.
+  const compose: ComposeConfig = { controllerSubmits: config.controllerSubmits, replicas: config.replicas };
+  const credential = controllerCredential(config.credential, config.credentialFile);
+
+  // 2. Connect (R34 pinned, R3 address only).
+  const nc = await connect(config, credential, log, connectTimeoutMs);
+  const address = credential.current().address;
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === "disconnect") log.info(`disconnected from the bus at ${address}`);
+      else if (status.type === "reconnect") log.info(`reconnected to the bus at ${address}`);
+      else if (status.type === "error") log.error(`bus connection error at ${address}: ${status.error.message.split("\n")[0]}`);
+    }
+  })();
+
+  try {
+    // 3. Load the snapshot and catch up.
+    const catalogue = await openCatalogue(nc, { replicas: config.replicas });
+    log.info(`records folded to sequence ${catalogue.state.sequence}`);
+    let snapshotAt = catalogue.state.sequence;
+
+    // 4. Raise streams, then consumers (R21, R22).
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
+    const raised = await raiseMesh(jsm, catalogue.state, compose);
+    log.info(`raised the bus: ${describeRaise(raised)}`);
+    for (const refusal of raised.refused) log.error(`not raised: ${refusal.reason}`);
+
+    // 5. The controller's credential (R14).
+    await recordCredential(catalogue, config, credential, log);
+
+    // 6. Serve commands, push among them.
+    const pushContext: PushContext = {
+      nc, catalogue, meshKey: config.meshKey, compose, log, controller: credential, newId: () => `push-${randomUUID()}`,
+    };
+    // One push at a time, whether asked over the bus or in-process.
+    let queue: Promise<unknown> = Promise.resolve();
+    const runPush = (options: PushOptions = {}): Promise<PushReport> => {
+      const run = queue.then(async () => {
+        const report = await push(pushContext, options);
+        if (catalogue.state.sequence - snapshotAt >= SNAPSHOT_EVERY) snapshotAt = (await catalogue.snapshot()).sequence;
+        return report;
+      });
+      queue = run.catch(() => undefined);
+      return run;
+    };
+    const server: CommandServer = serveCommands(
+      nc,
+      catalogue,
+      {
+        sealSecret: (password) => sealWithMeshKey(config.meshKey, password),
+        openSecret: (sealed) => openWithMeshKey(config.meshKey, sealed),
+        now: () => new Date(),
+        newId: () => randomUUID(),
+        log,
+      },
+      { [PUSH_VERB]: pushVerb(runPush, log) },
+    );
+    log.info(`serving commands at ${address}`);
+
+    let stopped = false;
+    return {
+      nc,
+      catalogue,
+      credential,
+      raised,
+      push: runPush,
+      stop: async () => {
+        if (stopped) return;
+        stopped = true;
+        await server.stop();
+        if (catalogue.state.sequence > snapshotAt) await catalogue.snapshot().catch((error: unknown) => {
+          log.error(`snapshot on stop failed: ${error instanceof Error ? error.message : String(error)}`);
+        });
+        await nc.drain().catch(() => undefined);
+        log.info(`stopped; disconnected from ${address}`);
+      },
+    };
+  } catch (error) {
+    await nc.close().catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,517 @@
+import { createHash } from "node:crypto";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
+import type { Catalogue } from "../events/catalogue.ts";
+import type { MeshEvent } from "../events/index.ts";
+import type { Refusal } from "../commands/envelope.ts";
+import { composeDeclarations, type Declaration, type DeclarationResult } from "../compose/declaration.ts";
+import { composeTopology, type StreamSpec } from "../compose/topology.ts";
+import { requiredProvisions } from "../compose/provisions.ts";
+import type { ComposeConfig, LeftOut } from "../compose/types.ts";
+import { credentialOf, holdersOf, type State } from "../projections/index.ts";
+import { hashPassword, newPassword, openWithMeshKey, passwordMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
+import {
+  BROKER_SEAT, CONTROLLER_NAME, REPORTS_STREAM, REPORT_SUBJECTS, declarationSubject, reportSubject,
+} from "../names.ts";
+import { raiseTopology, type RaiseReport } from "../bootstrap/raise.ts";
+import type { ControllerCredential } from "../bootstrap/credential.ts";
+import { BOOTSTRAP_PASSWORD } from "../../installer/carried.ts";
+
+/**
+ * Push (DESIGN.md "push", R5, R11, R12, R14, R21, R29..R32): mint what compositions need, compose
+ * every node, send the named nodes and every node that is behind, record what was sent, and
+ * optionally wait for each node's report of the applied digest.
+ */
+
+
+/** DeclarationSent events per commit: ~250 bytes each, so one commit stays far under 1 MiB. */
+export const SENT_PER_COMMIT = 1000;
+/** ProvisionMinted events per commit (~400 bytes each). */
+export const MINTED_PER_COMMIT = 1000;
+/** Declarations published before waiting for their acks (pipelining). */
+export const PUBLISH_WINDOW = 2048;
+/** Default milliseconds `--wait` waits for reports. */
+export const DEFAULT_WAIT_MS = 30_000;
+
+/** Where push writes what it did. Lines never contain a password, hash or sealed secret (R3). */
+export type PushLog = { info(line: string): void; error(line: string): void };
+
+/** What push needs from the controller: the bus, the records, the mesh key, and its own credential. */
+export type PushContext = {
+  nc: NatsConnection;
+  catalogue: Catalogue;
+  /** The mesh key (base64 of 32 bytes): opens the records' secrets, seals fresh ones. */
+  meshKey: string;
+  compose: ComposeConfig;
+  log: PushLog;
+  now?: () => Date;
+  newId?: () => string;
+  /** The controller's own credential: rotated off the bootstrap password on the first push with a broker (R14). */
+  controller?: ControllerCredential;
+  /** Milliseconds to wait for the broker's report before keeping a rotated password pending (default DEFAULT_WAIT_MS). */
+  rotationWaitMs?: number;
+  /** Called for progress on long pushes: `done` of `total` declarations sent. */
+  progress?: (done: number, total: number) => void;
+};
+
+/** Caller settings of one push. */
+export type PushOptions = {
+  /** Nodes to send even when they are not behind (R31: the behind ones are sent too). */
+  nodes?: readonly string[];
+  /** Wait for each sent node's report of the applied digest (R32). */
+  wait?: boolean;
+  /** Milliseconds to wait with `wait` (default DEFAULT_WAIT_MS). */
+  timeoutMs?: number;
+  /** Compose and report, secrets redacted; mint, raise and send nothing. */
+  dryRun?: boolean;
+};
+
+export type NodeOutcome = "sent" | "unchanged" | "refused" | "applied" | "failed" | "timed-out";
+
+/** One node's line of the report. `error` is the node's own report (failed) or the send's failure. */
+export type NodeReport = { node: string; outcome: NodeOutcome; digest?: string; refusal?: Refusal; error?: string };
+
+/** What one push did (R12, R30, R32). */
+export type PushReport = {
+  pushId: string;
+  dryRun: boolean;
+  /** The records sequence the last round composed from. */
+  recordsSequence: number;
+  nodes: NodeReport[];
+  /** Principals left out of the user list, and why (R12). */
+  leftOut: LeftOut[];
+  /** The user list's own refusal (a list with no users, R12), when composed for a broker holder. */
+  userList?: Refusal;
+  /** Provisions minted before composing (R31). */
+  provisionsMinted: number;
+  /** The controller's bootstrap password was replaced (R14): `applied` once the bus took it. */
+  controllerRotation?: "applied" | "pending";
+  raised: { created: number; updated: number; refused: RaiseReport["refused"] };
+  /** Nodes that did not report within the wait (R32). */
+  timedOut: string[];
+  /** Compose-and-send rounds run; `boundHit` when the node-count bound stopped them (R31). */
+  rounds: number;
+  boundHit: boolean;
+  /** Dry run only: each composition, secrets redacted. */
+  declarations?: Declaration[];
+};
+
+/** A node's report of the declaration it applied (the host publishes it on reportSubject(node)). */
+type HostReport = { node: string; digest: string; ok: boolean; error?: string };
+
+/** sha256 hex: the digest composition takes over canonical JSON. */
+export function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** The REPORTS stream: each node's latest report, kept so a wait survives a reconnect. */
+export function reportsStreamSpec(replicas: number): StreamSpec {
+  return {
+    name: REPORTS_STREAM, subjects: [REPORT_SUBJECTS], retention: "limits", storage: "file",
+    num_replicas: replicas, deny_delete: false, deny_purge: false, max_msgs_per_subject: 1,
+  };
+}
+
+/**
+ * Raises what the records imply (R5, R21): composeTopology's streams and consumers plus the
+ * REPORTS stream. Returns raiseTopology's report.
+ */
+export async function raiseMesh(jsm: JetStreamManager, state: State, compose: ComposeConfig): Promise<RaiseReport> {
+  const topology = composeTopology(state, compose);
+  return raiseTopology(jsm, { streams: [...topology.streams, reportsStreamSpec(compose.replicas ?? 1)], consumers: topology.consumers });
+}
+
+const REDACTED = "[redacted]";
+
+/** A copy of a declaration with every secret redacted: sealed fields and the user list's hashes. */
+export function redactDeclaration(declaration: Declaration): Declaration {
+  const walk = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(walk);
+    if (value !== null && typeof value === "object") {
+      const out: Record<string, unknown> = {};
+      for (const [key, inner] of Object.entries(value)) out[key] = key === "sealed" || key === "password" ? REDACTED : walk(inner);
+      return out;
+    }
+    return value;
+  };
+  const copy = walk(declaration) as Declaration;
+  if (copy.userList !== undefined) copy.userList = copy.userList.replace(/\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}/g, REDACTED);
+  return copy;
+}
+
+/**
+ * The declaration as sent to its node: every `sealed` secret (mesh-key form, as composed and
+ * digested) opened and sealed again to the node's public key (sealToNode), so only that node opens
+ * it. `opened` caches opened secrets across nodes of one push.
+ */
+export function sealForNode(declaration: Declaration, publicKey: string, meshKey: string, opened: Map<string, string>): Declaration {
+  const reseal = (sealed: string): string => {
+    let secret = opened.get(sealed);
+    if (secret === undefined) {
+      secret = openWithMeshKey(meshKey, sealed);
+      opened.set(sealed, secret);
+    }
+    return sealToNode(publicKey, secret);
+  };
+  return {
+    ...declaration,
+    modules: declaration.modules.map((m) => ({
+      ...m,
+      credential: { ...m.credential, sealed: reseal(m.credential.sealed) },
+      provisions: m.provisions.map((p) => ({ ...p, sealed: reseal(p.sealed) })),
+    })),
+    provisions: declaration.provisions.map((p) => ({ ...p, sealed: reseal(p.sealed) })),
+  };
+}
+
+type Meta = { actor: string; commandId: string; at: string };
+
+/** Mints every provision compositions need and the records lack (R31), in commits of MINTED_PER_COMMIT. */
+async function mintProvisions(ctx: PushContext, pushId: string, actor: string, now: string): Promise<number> {
+  let minted = 0;
+  const secrets = new Map<string, { sealed: string }>();
+  for (let batch = 0; ; batch += 1) {
+    const needed = requiredProvisions(ctx.catalogue.state).slice(0, MINTED_PER_COMMIT);
+    if (needed.length === 0) return minted;
+    const commandId = `${pushId}-provisions-${batch}`;
+    const result = await ctx.catalogue.transact(commandId, (state) => {
+      const events: MeshEvent[] = [];
+      for (const p of requiredProvisions(state).slice(0, MINTED_PER_COMMIT)) {
+        const key = `${p.seat}/${p.provision}/${p.consumer}`;
+        let secret = secrets.get(key);
+        if (!secret) {
+          secret = { sealed: sealWithMeshKey(ctx.meshKey, newPassword()) };
+          secrets.set(key, secret);
+        }
+        const meta: Meta = { actor, commandId, at: now };
+        events.push({ ...meta, type: "ProvisionMinted", seat: p.seat, provision: p.provision, consumer: p.consumer, user: p.consumer, sealed: secret.sealed });
+      }
+      if (events.length === 0) return { ok: false, refusal: { code: "nothing-to-mint", message: "no provision is missing" } };
+      return { ok: true, entity: { kind: "push", id: pushId }, events };
+    });
+    if (!result.ok) return minted;
+    minted += result.events.length;
+  }
+}
+
+/**
+ * R14: once a node holds mesh-broker, the controller's recorded credential must not be the
+ * bootstrap one. Mints a CredentialRotated for the controller (same user) before composing, so the
+ * user list sent carries it, and stages the new password on the controller's credential. Returns
+ * true when it rotated.
+ */
+async function rotateBootstrap(ctx: PushContext, pushId: string, actor: string, now: string): Promise<boolean> {
+  const controller = ctx.controller;
+  if (!controller) return false;
+  const state = ctx.catalogue.state;
+  if (holdersOf(state, BROKER_SEAT).length === 0) return false;
+  const principal = { kind: "controller" as const, name: CONTROLLER_NAME };
+  const recorded = credentialOf(state.credentials, principal);
+  if (!recorded || !passwordMatches(BOOTSTRAP_PASSWORD, recorded.hash)) return false;
+  const password = newPassword();
+  const fresh = { hash: hashPassword(password), sealed: sealWithMeshKey(ctx.meshKey, password) };
+  const commandId = `${pushId}-controller-rotation`;
+  const result = await ctx.catalogue.transact(commandId, (current) => {
+    const record = credentialOf(current.credentials, principal);
+    if (!record || !passwordMatches(BOOTSTRAP_PASSWORD, record.hash)) {
+      return { ok: false, refusal: { code: "already-rotated", message: "the controller's credential was rotated meanwhile" } };
+    }
+    return {
+      ok: true,
+      entity: { kind: "controller", id: CONTROLLER_NAME },
+      events: [{ actor, commandId, at: now, type: "CredentialRotated", principal, user: record.user, hash: fresh.hash, sealed: fresh.sealed, address: record.address }],
+    };
+  });
+  if (!result.ok) return false;
+  controller.stage(password);
+  ctx.log.info(`push ${pushId}: the controller's bootstrap password is replaced in the records; the broker's next user list carries it (R14)`);
+  return true;
+}
+
+/** Publishes each declaration (pipelined, PUBLISH_WINDOW in flight) and returns per node the error, if any. */
+async function publishAll(
+  js: JetStreamClient,
+  sends: ReadonlyArray<{ node: string; payload: string }>,
+  progress?: (done: number, total: number) => void,
+): Promise<Map<string, string>> {
+  const failures = new Map<string, string>();
+  let done = 0;
+  for (let start = 0; start < sends.length; start += PUBLISH_WINDOW) {
+    const window = sends.slice(start, start + PUBLISH_WINDOW);
+    const acks = await Promise.allSettled(window.map((s) => js.publish(declarationSubject(s.node), s.payload)));
+    acks.forEach((ack: PromiseSettledResult<PubAck>, i) => {
+      if (ack.status === "rejected") {
+        const error = ack.reason;
+        failures.set(window[i]!.node, error instanceof Error ? error.message.split("\n")[0]! : String(error));
+      }
+    });
+    done += window.length;
+    progress?.(done, sends.length);
+  }
+  return failures;
+}
+
+/** Records what was sent (R31): DeclarationSent events in commits of SENT_PER_COMMIT, entity push/<id>. */
+async function recordSent(
+  ctx: PushContext,
+  pushId: string,
+  round: number,
+  sent: ReadonlyArray<{ node: string; digest: string }>,
+  recordsSequence: number,
+  actor: string,
+  now: string,
+): Promise<void> {
+  for (let start = 0, batch = 0; start < sent.length; start += SENT_PER_COMMIT, batch += 1) {
+    const commandId = `${pushId}-sent-${round}-${batch}`;
+    const events: MeshEvent[] = sent.slice(start, start + SENT_PER_COMMIT).map((s) => ({
+      actor, commandId, at: now, type: "DeclarationSent", node: s.node, digest: s.digest, recordsSequence,
+    }));
+    const result = await ctx.catalogue.transact(commandId, () => ({ ok: true, entity: { kind: "push", id: pushId }, events }));
+    if (!result.ok) throw new Error(`push ${pushId}: recording sent declarations was refused: ${result.refusal.code}`);
+  }
+}
+
+/** Collects node reports (core subscription plus the REPORTS stream) and waits for expected digests. */
+class ReportWatch {
+  readonly #expected = new Map<string, string>();
+  readonly #received = new Map<string, HostReport>();
+  readonly #subscription: Subscription;
+  readonly #jsm: JetStreamManager;
+  #wake: (() => void) | null = null;
+
+  constructor(nc: NatsConnection, jsm: JetStreamManager) {
+    this.#jsm = jsm;
+    this.#subscription = nc.subscribe(REPORT_SUBJECTS, {
+      callback: (error, m) => {
+        if (error) return;
+        try {
+          const report = m.json<HostReport>();
+          if (typeof report?.node === "string" && typeof report.digest === "string") this.#take(report);
+        } catch {
+          // not a report: ignored
+        }
+      },
+    });
+  }
+
+  #take(report: HostReport): void {
+    if (this.#expected.get(report.node) !== report.digest) return;
+    this.#received.set(report.node, report);
+    this.#wake?.();
+  }
+
+  expect(node: string, digest: string): void {
+    this.#expected.set(node, digest);
+  }
+
+  report(node: string): HostReport | undefined {
+    return this.#received.get(node);
+  }
+
+  missing(nodes: Iterable<string>): string[] {
+    return [...nodes].filter((n) => !this.#received.has(n));
+  }
+
+  /** Reads the latest stored report of each missing node from the REPORTS stream. */
+  async #fromStream(nodes: readonly string[]): Promise<void> {
+    await Promise.all(nodes.map(async (node) => {
+      try {
+        const stored = await this.#jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) });
+        if (stored) this.#take(stored.json<HostReport>());
+      } catch {
+        // no stored report
+      }
+    }));
+  }
+
+  /** Waits until every node in `nodes` reported its expected digest, or `timeoutMs` passed; returns the missing ones. */
+  async wait(nodes: readonly string[], timeoutMs: number): Promise<string[]> {
+    const deadline = Date.now() + timeoutMs;
+    let nextStreamCheck = Date.now() + 1_000;
+    for (;;) {
+      const missing = this.missing(nodes);
+      if (missing.length === 0) return [];
+      const now = Date.now();
+      if (now >= nextStreamCheck || now >= deadline) {
+        await this.#fromStream(missing);
+        nextStreamCheck = now + 2_000;
+        const still = this.missing(nodes);
+        if (still.length === 0 || Date.now() >= deadline) return still;
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(1, Math.min(deadline, nextStreamCheck) - Date.now()));
+        this.#wake = () => { clearTimeout(timer); resolve(); };
+      });
+      this.#wake = null;
+    }
+  }
+
+  close(): void {
+    this.#subscription.unsubscribe();
+  }
+}
+
+/**
+ * One push. Steps (each round, at most one round per node plus one, R31):
+ * 1. catch up; raise streams and consumers (R5, R21);
+ * 2. mint the provisions compositions need (R31); on the first push with a broker, replace the
+ *    controller's bootstrap password (R14);
+ * 3. compose every node (composeDeclarations): a node that cannot be composed is refused in the
+ *    report and the rest go on (R30);
+ * 4. send the named nodes and every node behind (composed digest ≠ last sent, R31), empty
+ *    declarations included (R29): a pipelined JetStream publish to declarationSubject(node) of the
+ *    declaration with its secrets sealed to the node's key, then DeclarationSent records;
+ * 5. catch up and compose again: a node behind again (records changed meanwhile) is sent in the
+ *    next round; the bound is the node count, and the report says when it was hit.
+ * With `wait`, reports are subscribed before sending and each sent node's report of the digest is
+ * awaited (R32): applied, failed (its error), or timed out (named in `timedOut`). The broker's
+ * report also confirms a controller rotation, whose password is then written to the credential
+ * file (0600). `dryRun` composes and reports with secrets redacted, and changes nothing.
+ * Throws only for bus failures (the records or JetStream unreachable).
+ */
+export async function push(ctx: PushContext, options: PushOptions = {}): Promise<PushReport> {
+  const now = (ctx.now ?? (() => new Date()))().toISOString();
+  const pushId = ctx.newId?.() ?? `push-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  const actor = `controller-${CONTROLLER_NAME}`;
+  const named = new Set(options.nodes ?? []);
+  const outcomes = new Map<string, NodeReport>();
+  const report: PushReport = {
+    pushId, dryRun: options.dryRun === true, recordsSequence: 0, nodes: [], leftOut: [], provisionsMinted: 0,
+    raised: { created: 0, updated: 0, refused: [] }, timedOut: [], rounds: 0, boundHit: false,
+  };
+
+  let state = await ctx.catalogue.catchUp();
+  for (const node of named) {
+    if (!state.nodes[node]) outcomes.set(node, { node, outcome: "refused", refusal: { code: "node-unknown", message: `node ${node} is not enrolled` } });
+  }
+
+  if (options.dryRun) {
+    const { users, declarations } = composeDeclarations(state, ctx.compose, sha256);
+    report.recordsSequence = state.sequence;
+    report.leftOut = users.leftOut;
+    if (!users.ok) report.userList = users.refusal;
+    report.declarations = [];
+    for (const result of declarations) {
+      if (!result.ok) {
+        outcomes.set(result.node, { node: result.node, outcome: "refused", refusal: result.refusal });
+        continue;
+      }
+      const { node, digest } = result.declaration;
+      const behind = state.sent[node]?.digest !== digest;
+      outcomes.set(node, { node, outcome: behind || named.has(node) ? "sent" : "unchanged", digest });
+      report.declarations.push(redactDeclaration(result.declaration));
+    }
+    report.nodes = [...outcomes.values()].sort((a, b) => (a.node < b.node ? -1 : 1));
+    return report;
+  }
+
+  const js = jetstream(ctx.nc);
+  const jsm = await jetstreamManager(ctx.nc, { checkAPI: false });
+  const watch = options.wait || ctx.controller ? new ReportWatch(ctx.nc, jsm) : null;
+  const sentDigests = new Map<string, string>();
+  let rotated = false;
+  try {
+    const bound = Object.keys(state.nodes).length + 1;
+    for (let round = 0; ; round += 1) {
+      if (round >= bound) {
+        report.boundHit = true;
+        ctx.log.error(`push ${pushId}: nodes were still behind after ${bound} rounds (the node count bound, R31): records keep changing under the push`);
+        break;
+      }
+      report.rounds = round + 1;
+      // 1. Raise (R5, R21).
+      const raised = await raiseMesh(jsm, state, ctx.compose);
+      report.raised.created += raised.created.length;
+      report.raised.updated += raised.updated.length;
+      report.raised.refused.push(...raised.refused);
+      for (const refusal of raised.refused) ctx.log.error(`push ${pushId}: not raised: ${refusal.reason}`);
+      // 2. Mint (R31, R14).
+      report.provisionsMinted += await mintProvisions(ctx, pushId, actor, now);
+      if (!rotated) rotated = await rotateBootstrap(ctx, pushId, actor, now);
+      state = await ctx.catalogue.catchUp();
+      // 3. Compose every node (R30).
+      const { users, declarations } = composeDeclarations(state, ctx.compose, sha256);
+      report.recordsSequence = state.sequence;
+      report.leftOut = users.leftOut;
+      if (users.ok) delete report.userList;
+      else report.userList = users.refusal;
+      // 4. Send the named and the behind (R29, R31).
+      const sends: Array<{ node: string; digest: string; payload: string }> = [];
+      const opened = new Map<string, string>();
+      for (const result of declarations as DeclarationResult[]) {
+        if (!result.ok) {
+          outcomes.set(result.node, { node: result.node, outcome: "refused", refusal: result.refusal });
+          continue;
+        }
+        const { node, digest } = result.declaration;
+        const behind = state.sent[node]?.digest !== digest;
+        const wanted = round === 0 && named.has(node);
+        if (!behind && !wanted) {
+          if (!outcomes.has(node)) outcomes.set(node, { node, outcome: "unchanged", digest });
+          continue;
+        }
+        try {
+          const sealed = sealForNode(result.declaration, state.nodes[node]!.publicKey, ctx.meshKey, opened);
+          sends.push({ node, digest, payload: JSON.stringify(sealed) });
+        } catch (error) {
+          outcomes.set(node, { node, outcome: "refused", refusal: { code: "seal-failed", message: `a secret for ${node} could not be sealed to its key: ${error instanceof Error ? error.message : String(error)}` } });
+        }
+      }
+      if (sends.length === 0) break;
+      for (const s of sends) watch?.expect(s.node, s.digest);
+      const failures = await publishAll(js, sends, ctx.progress);
+      const sent = sends.filter((s) => !failures.has(s.node));
+      for (const [node, error] of failures) outcomes.set(node, { node, outcome: "failed", error: `not sent: ${error}` });
+      for (const s of sent) {
+        outcomes.set(s.node, { node: s.node, outcome: "sent", digest: s.digest });
+        sentDigests.set(s.node, s.digest);
+      }
+      await recordSent(ctx, pushId, round, sent, state.sequence, actor, now);
+      ctx.log.info(`push ${pushId}: round ${round + 1}: sent ${sent.length} declaration(s), ${failures.size} failed, composed from sequence ${state.sequence}`);
+      // 5. Again, while the records moved under the push.
+      state = await ctx.catalogue.catchUp();
+    }
+
+    // R14: the broker applying the list that carries the rotated password confirms it.
+    if (ctx.controller?.pending() && watch) {
+      // The broker's declaration sent now, or (not behind) the one sent before, which carries the list.
+      const brokers: string[] = [];
+      for (const node of holdersOf(state, BROKER_SEAT)) {
+        const digest = sentDigests.get(node) ?? state.sent[node]?.digest;
+        if (digest === undefined) continue;
+        watch.expect(node, digest);
+        brokers.push(node);
+      }
+      const missing = brokers.length === 0 ? ["(no broker sent)"] : await watch.wait(brokers, ctx.rotationWaitMs ?? options.timeoutMs ?? DEFAULT_WAIT_MS);
+      const applied = missing.length === 0 && brokers.every((n) => watch.report(n)?.ok === true);
+      if (applied) {
+        ctx.controller.commit();
+        ctx.log.info(`push ${pushId}: the bus took the controller's new password; the credential file is updated`);
+      } else {
+        ctx.log.error(`push ${pushId}: the broker did not confirm the controller's new password: it stays pending beside the credential file`);
+      }
+      report.controllerRotation = applied ? "applied" : "pending";
+    }
+
+    // R32: wait for each sent node's report.
+    if (options.wait && watch) {
+      const missing = await watch.wait([...sentDigests.keys()], options.timeoutMs ?? DEFAULT_WAIT_MS);
+      report.timedOut = missing.sort();
+      for (const node of sentDigests.keys()) {
+        const answer = watch.report(node);
+        const line = outcomes.get(node)!;
+        if (!answer) line.outcome = "timed-out";
+        else if (answer.ok) line.outcome = "applied";
+        else {
+          line.outcome = "failed";
+          line.error = (answer.error ?? "the node could not apply it").split("\n")[0]!;
+        }
+      }
+      if (missing.length > 0) ctx.log.error(`push ${pushId}: no report within ${options.timeoutMs ?? DEFAULT_WAIT_MS} ms from ${missing.join(", ")}`);
+    }
+  } finally {
+    watch?.close();
+  }
+  report.nodes = [...outcomes.values()].sort((a, b) => (a.node < b.node ? -1 : 1));
+  return report;
+}
