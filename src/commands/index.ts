@@ -44,7 +44,7 @@ export {
   type FreshSecret, refuse, metaOf,
 } from "./envelope.ts";
 export { parseRequest, refusalOfZodError } from "./validation.ts";
-export { addressFor, genesisAddress } from "./shared.ts";
+export { addressFor, addressResolver, genesisAddress } from "./shared.ts";
 export { historyOf, type HistoryEntry } from "./history.ts";
 export {
   nodeEnrol, nodeRemove, moduleRegister, moduleIssue, assign, unassign, seatAlias, seatHandover, overlayPlace, credentialRotate,

@@ -4,7 +4,7 @@ import { MeshName } from "../manifest/manifest.ts";
 import type { State } from "../projections/index.ts";
 import { overlayName } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
-import { addressFor } from "./shared.ts";
+import { addressResolver } from "./shared.ts";
 
 /** `overlay.place {node, hub?}`: put a node on the mesh's private network, optionally as its hub. */
 export const OverlayPlaceRequest = z
@@ -61,8 +61,9 @@ export function reply(state: State, events: readonly MeshEvent[]): OverlayPlaceR
   if (!placed || placed.type !== "OverlayPlaced") throw new Error("overlay.place reply: the commit has no OverlayPlaced");
   const staleCredentials: StaleCredential[] = [];
   if (state.mesh) {
+    const addressFor = addressResolver(state);
     for (const credential of Object.values(state.credentials)) {
-      const addressNow = addressFor(state, credential.principal);
+      const addressNow = addressFor(credential.principal);
       if (addressNow !== credential.address) {
         staleCredentials.push({ principal: credential.principal, user: credential.user, address: credential.address, addressNow });
       }

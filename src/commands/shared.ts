@@ -40,40 +40,54 @@ export function genesisAddress(state: State): string {
 }
 
 /**
- * The broker's address for a principal running on `nodes` (R7): when every one of those nodes
- * reaches the broker at the same address, that address; otherwise (no node yet, or nodes that
- * disagree, some on the overlay and some off it) the genesis address, which every machine of the
- * mesh can dial. Throws when the mesh has no genesis record.
- */
-export function addressForNodes(state: State, nodes: readonly string[]): string {
-  const addresses = new Set(nodes.map((node) => brokerReachableAt(state, node)));
-  if (addresses.size === 1) return [...addresses][0]!;
-  return genesisAddress(state);
-}
-
-/**
- * Where a principal's credential should point now (R7), by kind:
+ * A function giving where a principal's credential should point now (R7), by kind:
  * - node: `brokerReachableAt(state, node)`;
  * - module: the address every node it is assigned to agrees on, else the genesis address (an
  *   unassigned module has no node yet, and the genesis address is the one any node can dial);
  * - controller: the same rule over the nodes holding `the-controller`;
  * - builder: its node's address when a node of that name is enrolled, else the genesis address;
  * - operator: the genesis address (a person's CLI dials from outside the overlay).
+ *
+ * Made once per state so a reply over every credential stays linear: `brokerReachableAt` is
+ * remembered by whether the node is on the overlay, the only thing about the node it reads (R7).
  * Throws when the mesh has no genesis record.
  */
+export function addressResolver(state: State): (principal: Principal) => string {
+  const genesis = genesisAddress(state);
+  const byPlacement = new Map<boolean, string>();
+  const forNode = (node: string): string => {
+    const placed = state.overlay.placed[node] !== undefined;
+    let address = byPlacement.get(placed);
+    if (address === undefined) {
+      address = brokerReachableAt(state, node);
+      byPlacement.set(placed, address);
+    }
+    return address;
+  };
+  const forNodes = (nodes: readonly string[]): string => {
+    const addresses = new Set(nodes.map(forNode));
+    return addresses.size === 1 ? [...addresses][0]! : genesis;
+  };
+  let controllerNodes: string[] | undefined;
+  return (principal) => {
+    switch (principal.kind) {
+      case "node":
+        return forNode(principal.name);
+      case "module":
+        return forNodes(nodesOfModule(state.assignments, principal.name));
+      case "controller":
+        return forNodes((controllerNodes ??= holdersOf(state, CONTROLLER_SEAT)));
+      case "builder":
+        return forNodes(state.nodes[principal.name] ? [principal.name] : []);
+      case "operator":
+        return genesis;
+    }
+  };
+}
+
+/** Where one principal's credential should point now: see `addressResolver` (R7). Throws before genesis. */
 export function addressFor(state: State, principal: Principal): string {
-  switch (principal.kind) {
-    case "node":
-      return brokerReachableAt(state, principal.name);
-    case "module":
-      return addressForNodes(state, nodesOfModule(state.assignments, principal.name));
-    case "controller":
-      return addressForNodes(state, holdersOf(state, CONTROLLER_SEAT));
-    case "builder":
-      return addressForNodes(state, state.nodes[principal.name] ? [principal.name] : []);
-    case "operator":
-      return genesisAddress(state);
-  }
+  return addressResolver(state)(principal);
 }
 
 /** The refusal message of a command that needs genesis first. */

@@ -43,6 +43,21 @@ describe("credential.rotate", () => {
       .then([rotated("operator", "alice", GENESIS_ADDRESS)], { kind: "operator", id: "alice" });
   });
 
+  it("R7: the controller's credential follows the node holding the-controller; a builder's its own node", () => {
+    const controller = { name: "mesh-controller", version: "1", seats: { "the-controller": { protocol: "mesh-command" } }, claims: ["the-controller"] };
+    const minted = (kind: "controller" | "builder", name: string): EventBody => ({
+      type: "CredentialMinted", principal: { kind, name }, user: `${kind}-${name}`, hash: fakeSecret(9).hash, sealed: "sealed-9", address: GENESIS_ADDRESS,
+    });
+    const mesh: EventBody[] = [
+      GENESIS, ...enrolment("hub", 1), ...enrolment("alpha", 2), ...placed, registration(controller),
+      { type: "ModuleAssigned", module: "mesh-controller", node: "alpha" }, minted("controller", "mesh-controller"), minted("builder", "alpha"), minted("builder", "elsewhere"),
+    ];
+    given(...mesh).when("credential.rotate", { kind: "controller", name: "mesh-controller" })
+      .then([rotated("controller", "mesh-controller", "tls://hub.internal:4443")], { kind: "controller", id: "mesh-controller" });
+    given(...mesh).when("credential.rotate", { kind: "builder", name: "alpha" }).then([{ ...rotated("node", "alpha", "tls://hub.internal:4443"), principal: { kind: "builder", name: "alpha" }, user: "builder-alpha" } as EventBody]);
+    given(...mesh).when("credential.rotate", { kind: "builder", name: "elsewhere" }).then([{ ...rotated("node", "elsewhere", GENESIS_ADDRESS), principal: { kind: "builder", name: "elsewhere" }, user: "builder-elsewhere" } as EventBody]);
+  });
+
   it("refuses a mesh without genesis (no-mesh)", () => {
     given().when("credential.rotate", { kind: "node", name: "alpha" }).refused("no-mesh");
   });
