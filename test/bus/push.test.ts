@@ -1,0 +1,160 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { jetstream } from "@nats-io/jetstream";
+import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
+import { controllerFixture, openAsNode, type ControllerFixture } from "../support/controller.ts";
+import type { Controller } from "../../src/bootstrap/main.ts";
+import type { NodeReport, PushReport } from "../../src/push/push.ts";
+import { sendCommand } from "../../src/cli/send.ts";
+import { openWithMeshKey } from "../../src/crypto/secrets.ts";
+import { workConsumer, workStream, workSubject } from "../../src/names.ts";
+
+const builder = {
+  name: "builder", version: "1.0.0",
+  seats: { "mesh-build": { protocol: "mesh-work", accepts: ["build"], emits: ["built"] } },
+  claims: ["mesh-build"],
+};
+const web = { name: "web", version: "1.0.0" };
+const lonely = { name: "lonely", version: "1.0.0" };
+
+function outcome(report: PushReport, node: string): NodeReport {
+  const line = report.nodes.find((n) => n.node === node);
+  assert.ok(line, `the report names ${node}`);
+  return line;
+}
+
+describe("push", () => {
+  let server: NatsServer;
+  let fixture: ControllerFixture;
+  let controller: Controller & { lines: string[] };
+  const keys: Record<string, string> = {};
+
+  before(async () => {
+    server = await startNatsServer();
+    fixture = await controllerFixture(server);
+    controller = await fixture.start();
+  });
+  after(async () => {
+    await fixture?.close();
+    await server?.stop();
+  });
+
+  it("R16: a seat's work published before any holder exists is delivered once a holder is assigned and pushed", async () => {
+    await fixture.send("module.register", { manifest: builder });
+    const first = await controller.push();
+    assert.deepEqual(first.raised.refused, []);
+    const js = jetstream(fixture.operator);
+    await js.publish(workSubject("mesh-build", "build"), JSON.stringify({ job: "early" }));
+
+    keys["build-1"] = await fixture.enrol("build-1");
+    await fixture.send("module.issue", { module: "builder" });
+    await fixture.send("assign", { module: "builder", node: "build-1" });
+    const second = await controller.push();
+    assert.equal(outcome(second, "build-1").outcome, "sent");
+
+    const consumer = await js.consumers.get(workStream("mesh-build"), workConsumer("mesh-build"));
+    const m = await consumer.next({ expires: 2_000 });
+    assert.ok(m, "the early work is delivered to the seat's consumer");
+    assert.deepEqual(m.json(), { job: "early" });
+    m.ack();
+  });
+
+  it("R29: an empty declaration is sent, and secrets travel sealed to the node's key only", async () => {
+    keys["idle-1"] = await fixture.enrol("idle-1");
+    const report = await controller.push();
+    assert.equal(outcome(report, "idle-1").outcome, "sent");
+    const [declaration] = (await fixture.drain("idle-1")).slice(-1);
+    assert.ok(declaration);
+    assert.deepEqual(declaration.modules, []);
+    assert.equal(declaration.digest, outcome(report, "idle-1").digest);
+
+    const built = (await fixture.drain("build-1")).at(-1) as { modules: Array<{ credential: { sealed: string } }> };
+    const sealed = built.modules[0]!.credential.sealed;
+    const password = openAsNode(keys["build-1"]!, sealed);
+    assert.ok(password.length > 20);
+    assert.throws(() => openWithMeshKey(fixture.meshKey, sealed), "the wire form is not the records' mesh-key form");
+    assert.throws(() => openAsNode(keys["idle-1"]!, sealed), "another node cannot open it");
+  });
+
+  it("R31: pushing node A after a record that changes node B's declaration also sends B", async () => {
+    keys["a"] = await fixture.enrol("a");
+    keys["b"] = await fixture.enrol("b");
+    await fixture.send("module.register", { manifest: web });
+    await fixture.send("module.issue", { module: "web" });
+    await controller.push();
+    const before = controller.catalogue.state.sent["b"]?.digest;
+
+    await fixture.send("assign", { module: "web", node: "b" });
+    const report = await controller.push({ nodes: ["a"] });
+    assert.equal(outcome(report, "a").outcome, "sent", "the named node is sent though not behind");
+    assert.equal(outcome(report, "b").outcome, "sent", "the node behind is sent too");
+    assert.equal(outcome(report, "idle-1").outcome, "unchanged");
+    assert.notEqual(controller.catalogue.state.sent["b"]?.digest, before);
+    assert.equal(controller.catalogue.state.sent["b"]?.digest, outcome(report, "b").digest);
+    assert.equal(report.boundHit, false);
+
+    const again = await controller.push();
+    assert.ok(again.nodes.every((n) => n.outcome === "unchanged" || n.outcome === "refused"), "nothing is behind after a push");
+  });
+
+  it("R30: a node whose composition fails is refused in the report while the others are sent", async () => {
+    keys["broken"] = await fixture.enrol("broken");
+    keys["fine"] = await fixture.enrol("fine");
+    await fixture.send("module.register", { manifest: lonely });
+    await fixture.send("assign", { module: "lonely", node: "broken" }); // never issued: no credential
+    const report = await controller.push();
+    const broken = outcome(report, "broken");
+    assert.equal(broken.outcome, "refused");
+    assert.equal(broken.refusal?.code, "credential-missing");
+    assert.equal(outcome(report, "fine").outcome, "sent");
+    assert.equal(controller.catalogue.state.sent["broken"], undefined);
+  });
+
+  it("R32: push --wait waits for each sent node's report and names the nodes that did not answer", async () => {
+    await fixture.send("module.issue", { module: "lonely" });
+    await fixture.send("module.register", { manifest: { ...web, name: "web2" } });
+    await fixture.send("module.issue", { module: "web2" });
+    await fixture.send("assign", { module: "web2", node: "fine" });
+    // The node "broken" is now composable and behind; "fine" changed. Only "fine" answers.
+    await fixture.drain("fine");
+    const answering = (async () => {
+      const declarations = await waitForDeclaration(fixture, "fine");
+      fixture.report("fine", String(declarations.digest));
+    })();
+    const report = await controller.push({ wait: true, timeoutMs: 1_500 });
+    await answering;
+    assert.equal(outcome(report, "fine").outcome, "applied");
+    assert.equal(outcome(report, "broken").outcome, "timed-out");
+    assert.deepEqual(report.timedOut, ["broken"]);
+  });
+
+  it("R12 R32: the push verb answers over the bus; a dry run redacts secrets and sends nothing", async () => {
+    await fixture.send("assign", { module: "web", node: "idle-1" });
+    const sequence = controller.catalogue.state.sequence;
+    const reply = await sendCommand(fixture.operator, "push", { dryRun: true }, { timeoutMs: 20_000 });
+    assert.equal(reply.ok, true);
+    const report = reply as unknown as PushReport;
+    assert.equal(report.dryRun, true);
+    assert.equal(outcome(report, "idle-1").outcome, "sent");
+    assert.ok(Array.isArray(report.leftOut));
+    const text = JSON.stringify(report.declarations);
+    assert.match(text, /\[redacted\]/);
+    assert.doesNotMatch(text, /"sealed":"(?!\[redacted\])/);
+    await controller.catalogue.catchUp();
+    assert.equal(controller.catalogue.state.sequence, sequence, "a dry run records nothing");
+
+    const refused = await sendCommand(fixture.operator, "push", { nodes: ["Not A Node"] }, { timeoutMs: 20_000 });
+    assert.equal(refused.ok, false);
+    if (!refused.ok) assert.equal(refused.error.code, "invalid-request");
+  });
+});
+
+/** Reads the node's consumer until a declaration arrives (the host agent's job, reduced). */
+async function waitForDeclaration(fixture: ControllerFixture, node: string): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const found = await fixture.drain(node);
+    if (found.length > 0) return found.at(-1)!;
+  }
+  throw new Error(`no declaration for ${node} within 10 s`);
+}

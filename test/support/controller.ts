@@ -1,0 +1,116 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
+import { connectToBus } from "../../src/bus/connect.ts";
+import { parseControllerConfig, type Environment } from "../../src/config.ts";
+import { openCatalogue } from "../../src/events/catalogue.ts";
+import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, openAsNode, sealWithMeshKey } from "../../src/crypto/secrets.ts";
+import { startController, type Controller } from "../../src/bootstrap/main.ts";
+import { memoryLog } from "../../src/bootstrap/log.ts";
+import { sendCommand } from "../../src/cli/send.ts";
+import type { Reply } from "../../src/commands/envelope.ts";
+import { CONTROL_STREAM, declarationConsumer, reportSubject } from "../../src/names.ts";
+import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../installer/carried.ts";
+import { GENESIS_COMMAND_ID, decideGenesis } from "../../installer/record.ts";
+import type { NatsServer } from "./natsServer.ts";
+
+/**
+ * A controller over a test nats-server (no TLS, no authorization: the bus's own checks are the
+ * host and genesis tests' business): a folder with the mesh key and the controller's credential
+ * file at the bootstrap password, the genesis commit recorded, an operator connection sending
+ * commands on its own inbox, and simulated nodes that read their declarations and report.
+ */
+export type ControllerFixture = {
+  dir: string;
+  env: Environment;
+  meshKey: string;
+  credentialFile: string;
+  /** Starts a controller from `env` (parsed by parseControllerConfig); its log lines are kept. */
+  start(env?: Environment): Promise<Controller & { lines: string[] }>;
+  /** Sends one command as `operator-test` and returns the reply; throws unless it is ok. */
+  send(verb: string, body: Record<string, unknown>): Promise<Reply & { ok: true }>;
+  /** Enrols a node with a fresh key pair; returns its private key. */
+  enrol(node: string): Promise<string>;
+  /** The declarations the node's consumer holds now, newest last, acknowledged. */
+  drain(node: string): Promise<Array<Record<string, unknown>>>;
+  /** Publishes a node's report of `digest` (what a host agent does after applying). */
+  report(node: string, digest: string, ok?: boolean): void;
+  operator: NatsConnection;
+  close(): Promise<void>;
+};
+
+/** Builds the fixture on `server` (genesis recorded). Call close() from `after`. */
+export async function controllerFixture(server: NatsServer): Promise<ControllerFixture> {
+  const dir = mkdtempSync(join(tmpdir(), "mesh-controller-"));
+  const meshKey = newMeshKey();
+  const keyFile = join(dir, "mesh.key");
+  writeFileSync(keyFile, meshKey, { mode: 0o600 });
+  const credentialFile = join(dir, "controller.json");
+  writeFileSync(credentialFile, JSON.stringify({ address: server.url, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD }), { mode: 0o600 });
+  const env: Environment = {
+    MESH_CONTROLLER_CREDENTIAL: credentialFile,
+    MESH_KEY_FILE: keyFile,
+    MESH_BROKER_FINGERPRINT: Array(32).fill("AB").join(":"),
+  };
+
+  // The genesis commit, as the installer records it.
+  const operator = await connectToBus({ address: server.url, user: "operator-test", password: "unused" }, { name: "test-operator" });
+  const catalogue = await openCatalogue(operator);
+  const password = newPassword();
+  const genesis = await catalogue.transact(GENESIS_COMMAND_ID, (state) => decideGenesis(state, {
+    genesisAddress: server.url,
+    fingerprint: Array(32).fill("AB").join(":"),
+    bootstrapUser: BOOTSTRAP_USER,
+    operator: "test",
+    operatorSecret: { password, hash: hashPassword(password), sealed: sealWithMeshKey(meshKey, password) },
+    now: new Date().toISOString(),
+  }));
+  if (!genesis.ok) throw new Error(`genesis refused: ${genesis.refusal.code}`);
+
+  const controllers: Controller[] = [];
+  const js = jetstream(operator);
+  const fixture: ControllerFixture = {
+    dir, env, meshKey, credentialFile, operator,
+    async start(given = env) {
+      const log = memoryLog();
+      const controller = await startController(parseControllerConfig(given), { log });
+      controllers.push(controller);
+      return Object.assign(controller, { lines: log.lines });
+    },
+    async send(verb, body) {
+      const reply = await sendCommand(operator, verb, body, { timeoutMs: 20_000 });
+      if (!reply.ok) throw new Error(`${verb} refused: ${reply.error.code}: ${reply.error.message}`);
+      return reply as Reply & { ok: true };
+    },
+    async enrol(node) {
+      const keys = newNodeKeyPair();
+      await fixture.send("node.enrol", { node, publicKey: keys.publicKey });
+      return keys.privateKey;
+    },
+    async drain(node) {
+      const consumer = await js.consumers.get(CONTROL_STREAM, declarationConsumer(node));
+      const found: Array<Record<string, unknown>> = [];
+      for (;;) {
+        const m = await consumer.next({ expires: 1_000 });
+        if (!m) break;
+        found.push(m.json<Record<string, unknown>>());
+        m.ack();
+      }
+      return found;
+    },
+    report(node, digest, ok = true) {
+      operator.publish(reportSubject(node), JSON.stringify({ node, digest, ok, ...(ok ? {} : { error: "could not apply" }) }));
+    },
+    async close() {
+      for (const controller of controllers) await controller.stop().catch(() => undefined);
+      await operator.close().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return fixture;
+}
+
+/** Opens a secret sealed to a node (to check what push sent). */
+export { openAsNode };
