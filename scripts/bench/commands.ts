@@ -1,0 +1,122 @@
+/**
+ * `npm run bench -- commands [--count N] [--json]`: the command round trip (library call →
+ * validated → decided → appended, fenced → reply) against a raw JetStream publish-with-ack round
+ * trip, in the same run on the same nats-server, both on file storage. Goal: p50 ≤ 2× raw.
+ *
+ * The commands alternate `assign` and `unassign` of one module on one node, so every one appends
+ * one commit. Each side warms up first; times are per round trip, in milliseconds.
+ */
+import { connect } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
+import { startCommandMesh } from "../../test/support/commandMesh.ts";
+import { sendCommand } from "../../src/cli/send.ts";
+import { newNodeKeyPair } from "../../src/crypto/secrets.ts";
+import { inboxPrefix } from "../../src/names.ts";
+import { evolve } from "../../src/projections/index.ts";
+
+type Stats = { name: string; count: number; p50: number; p90: number; p99: number; mean: number; max: number };
+
+function stats(name: string, samples: number[]): Stats {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  const round = (x: number) => Math.round(x * 1000) / 1000;
+  return {
+    name,
+    count: sorted.length,
+    p50: round(at(0.5)),
+    p90: round(at(0.9)),
+    p99: round(at(0.99)),
+    mean: round(sorted.reduce((a, b) => a + b, 0) / sorted.length),
+    max: round(sorted.at(-1)!),
+  };
+}
+
+function option(args: readonly string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+export async function run(args: string[]): Promise<void> {
+  const count = Number(option(args, "--count") ?? 2000);
+  const json = args.includes("--json");
+  if (!Number.isInteger(count) || count < 10) throw new Error("--count takes a whole number of at least 10");
+  const warmup = Math.min(200, Math.floor(count / 10));
+
+  const mesh = await startCommandMesh();
+  const client = await connect({ servers: mesh.server.url, inboxPrefix: inboxPrefix("operator-bench"), name: "bench-operator" });
+  try {
+    // The mesh the commands act on: one node, one module.
+    const enrolled = await sendCommand(client, "node.enrol", { node: "alpha", publicKey: newNodeKeyPair().publicKey });
+    const registered = await sendCommand(client, "module.register", { manifest: { name: "bench", version: "1" } });
+    if (!enrolled.ok || !registered.ok) throw new Error(`bench setup refused: ${JSON.stringify(enrolled.ok ? registered : enrolled)}`);
+
+    // Raw: a stream of its own on the same server, file storage, a body the size of a commit.
+    const jsm = await jetstreamManager(client);
+    const js = jetstream(client);
+    await jsm.streams.add({ name: "BENCH_RAW", subjects: ["bench.raw.>"], storage: StorageType.File });
+    const body = new TextEncoder().encode(JSON.stringify({
+      commandId: "00000000-0000-0000-0000-000000000000",
+      entity: { kind: "module", id: "bench" },
+      events: [{ type: "ModuleAssigned", module: "bench", node: "alpha", actor: "operator-bench", commandId: "00000000-0000-0000-0000-000000000000", at: new Date().toISOString() }],
+    }));
+
+    const raw: number[] = [];
+    for (let i = 0; i < warmup + count; i += 1) {
+      const started = performance.now();
+      await js.publish("bench.raw.module.bench", body);
+      if (i >= warmup) raw.push(performance.now() - started);
+    }
+
+    const command: number[] = [];
+    for (let i = 0; i < warmup + count; i += 1) {
+      const verb = i % 2 === 0 ? "assign" : "unassign";
+      const started = performance.now();
+      const reply = await sendCommand(client, verb, { module: "bench", node: "alpha" });
+      const elapsed = performance.now() - started;
+      if (!reply.ok) throw new Error(`${verb} refused during the bench: ${reply.error.code}: ${reply.error.message}`);
+      if (i >= warmup) command.push(elapsed);
+    }
+
+    // Two references that explain the figure: the command's own bus hop (a core request/reply
+    // echo, the floor is echo + raw), and the fold of one commit into the state as it ends up.
+    const echo: number[] = [];
+    const responder = client.subscribe("bench.echo", { callback: (_e, m) => { m.respond(m.data); } });
+    for (let i = 0; i < warmup + count; i += 1) {
+      const started = performance.now();
+      await client.request("bench.echo", body);
+      if (i >= warmup) echo.push(performance.now() - started);
+    }
+    responder.unsubscribe();
+    const fold: number[] = [];
+    const state = mesh.catalogue.state;
+    const commit = JSON.parse(new TextDecoder().decode(body)) as Parameters<typeof evolve>[1][number]["commit"];
+    for (let i = 0; i < 200; i += 1) {
+      const started = performance.now();
+      evolve(state, [{ sequence: state.sequence + 1, commit: { ...commit, commandId: `fold-${i}` } }]);
+      fold.push(performance.now() - started);
+    }
+
+    const rows = [
+      stats("raw JetStream publish+ack", raw),
+      stats("command round trip (assign/unassign)", command),
+      stats("core request/reply echo (the command's extra hop)", echo),
+      stats(`evolve of one commit (state with ${Object.keys(state.applied).length} applied ids)`, fold),
+    ];
+    const ratio = Math.round((rows[1]!.p50 / rows[0]!.p50) * 100) / 100;
+    const floor = Math.round(((rows[0]!.p50 + rows[2]!.p50) / rows[0]!.p50) * 100) / 100;
+    const result = { count, warmup, rows, p50Ratio: ratio, floorRatio: floor, goal: "p50 <= 2x raw", met: ratio <= 2 };
+    if (json) {
+      console.log(JSON.stringify(result, null, 2));
+    } else {
+      const columns = ["name", "count", "p50", "p90", "p99", "mean", "max"] as const;
+      const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c]).length)));
+      const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ");
+      console.log(line(columns.map((c) => (c === "name" ? c : `${c}${c === "count" ? "" : " ms"}`))));
+      for (const row of rows) console.log(line(columns.map((c) => String(row[c]))));
+      console.log(`command p50 / raw p50 = ${ratio}x (goal ≤ 2x: ${result.met ? "met" : "NOT met"}); floor (raw + echo) / raw = ${floor}x`);
+    }
+  } finally {
+    await client.close();
+    await mesh.stop();
+  }
+}
