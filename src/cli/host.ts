@@ -1,0 +1,174 @@
+/**
+ * `mesh host ...`: the node side (DESIGN.md section 7).
+ *
+ * - `mesh host init --state <dir> [--force]`: makes the node's key pair and prints the public key
+ *   for `mesh node enrol <name> --key <public key>`;
+ * - `mesh host credential --state <dir> --from <file>`: opens the enrol reply (its password is
+ *   sealed to the node's key) and keeps the credential in `<dir>/credential.json` (0600);
+ * - `mesh host --state <dir> --node <name> [--credential <file>] [--bus-include ... --bus-config
+ *   ... --bus-pid ... --bus-monitor ...] [--once]`: runs the host agent until SIGINT or SIGTERM.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { nameProblem } from "../names.ts";
+import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
+import type { CliVerb } from "./verbs.ts";
+import {
+  HostStateError, NODE_CREDENTIAL_FILE, initHostKeys, readCredentialFile, saveNodeCredential, startHost,
+  type BusReloadOptions, type HostReport,
+} from "../host/index.ts";
+
+function text(value: unknown): string | undefined {
+  return typeof value === "string" && value.length > 0 ? value : undefined;
+}
+
+function required(options: Readonly<Record<string, unknown>>, key: string, flag: string): string {
+  const value = text(options[key]);
+  if (value === undefined) throw new UsageError(`${flag} is required`);
+  return value;
+}
+
+/** Runs `body`, turning a HostStateError into a UsageError (exit 2, one line, never a secret). */
+function hostState<T>(body: () => T): T {
+  try {
+    return body();
+  } catch (error) {
+    if (error instanceof HostStateError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** The four `--bus-*` options together, or none (a node that does not hold mesh-broker). */
+function busOptions(options: Readonly<Record<string, unknown>>): BusReloadOptions | undefined {
+  const given = {
+    includeFile: text(options.busInclude),
+    configFile: text(options.busConfig),
+    pid: text(options.busPid),
+    monitorUrl: text(options.busMonitor),
+  };
+  const missing = Object.entries({ "--bus-include": given.includeFile, "--bus-config": given.configFile, "--bus-pid": given.pid, "--bus-monitor": given.monitorUrl })
+    .filter(([, value]) => value === undefined)
+    .map(([flag]) => flag);
+  if (missing.length === 4) return undefined;
+  if (missing.length > 0) throw new UsageError(`the node holding mesh-broker needs all four --bus-* options: missing ${missing.join(", ")}`);
+  if (!/^https?:\/\/[^/@\s]+\/?$/.test(given.monitorUrl!)) throw new UsageError("--bus-monitor is the bus's monitoring endpoint, http://host:port");
+  return {
+    includeFile: given.includeFile!,
+    configFile: given.configFile!,
+    pid: given.pid!,
+    monitorUrl: given.monitorUrl!,
+    ...(text(options.natsServer) ? { natsServer: text(options.natsServer)! } : {}),
+  };
+}
+
+type Run = (ctx: CliContext, options: Readonly<Record<string, unknown>>) => Promise<number>;
+
+/** `mesh host`: runs the agent until SIGINT or SIGTERM (or the first declaration, with --once). */
+const runAgent: Run = async (ctx, options) => {
+    const stateDir = required(options, "state", "--state <dir>");
+    const node = required(options, "node", "--node <name>");
+    const problem = nameProblem(node);
+    if (problem) throw new UsageError(`--node: ${problem}`);
+    // `--credential` is also the program's option (the operator's file): commander gives it to the
+    // program wherever it appears, so a value other than the configured default was given here.
+    const given = text(options.credential) ?? (ctx.globals.credential !== ctx.config.credentialFile ? ctx.globals.credential : undefined);
+    const credentialFile = given ?? join(stateDir, NODE_CREDENTIAL_FILE);
+    if (!existsSync(credentialFile)) {
+      throw new UsageError(`no credential at ${credentialFile}: run \`mesh host credential --state ${stateDir} --from <enrol reply>\` or pass --credential <file>`);
+    }
+    const bus = busOptions(options);
+    // Checked once now (a clear error at start), then read again at every connection attempt.
+    hostState(() => readCredentialFile(credentialFile, stateDir));
+    const once = options.once === true;
+    let first: HostReport | undefined;
+    let finish: () => void = () => undefined;
+    const finished = new Promise<void>((resolve) => { finish = resolve; });
+    const host = hostState(() =>
+      startHost({
+        stateDir,
+        node,
+        credential: () => readCredentialFile(credentialFile, stateDir),
+        ...(bus ? { bus } : {}),
+        log: (line) => ctx.err(line),
+        onReport: (report) => {
+          if (ctx.globals.json) ctx.out(JSON.stringify(report));
+          if (once && first === undefined) { first = report; finish(); }
+        },
+      }),
+    );
+    const onSignal = () => finish();
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+    try {
+      await finished;
+    } finally {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      await host.stop();
+    }
+    return first !== undefined && !first.ok ? EXIT_REFUSED : EXIT_OK;
+};
+
+/** `mesh host init`: the node's key pair; prints the public key (stdout) for `mesh node enrol`. */
+const init: Run = async (ctx, options) => {
+    const stateDir = required(options, "state", "--state <dir>");
+    const { publicKey, keyFile } = hostState(() => initHostKeys(stateDir, { force: options.force === true }));
+    if (ctx.globals.json) {
+      ctx.out(JSON.stringify({ publicKey, keyFile }, null, 2));
+    } else {
+      ctx.out(publicKey);
+      ctx.err(`private key written to ${keyFile} (0600); enrol this node with: mesh node enrol <name> --key ${publicKey}`);
+    }
+    return EXIT_OK;
+};
+
+/** `mesh host credential`: opens the enrol reply with the node's key, keeps `<state>/credential.json`. */
+const credential: Run = async (ctx, options) => {
+    const stateDir = required(options, "state", "--state <dir>");
+    const from = required(options, "from", "--from <file>");
+    let value: unknown;
+    try {
+      value = JSON.parse(readFileSync(from, "utf8"));
+    } catch {
+      throw new UsageError(`${from} is not a JSON enrol reply or credential`);
+    }
+    const saved = hostState(() => saveNodeCredential(stateDir, value));
+    if (ctx.globals.json) ctx.out(JSON.stringify(saved, null, 2));
+    else ctx.out(`credential of ${saved.user} for ${saved.address} kept in ${saved.file}`);
+    return EXIT_OK;
+};
+
+const ACTIONS: Record<string, Run> = { init, credential };
+
+/**
+ * `mesh host [init|credential] --state <dir> ...`: one verb whose optional first word picks the
+ * action (a commander parent would take `--state` away from its sub-commands).
+ */
+const host: CliVerb = {
+  path: ["host"],
+  summary: "the node side: `host init` (key pair), `host credential` (open the enrol reply), `host` (run the agent)",
+  arguments: [{ name: "action", description: "init | credential; none runs the agent", optional: true }],
+  options: [
+    { flags: "--state <dir>", description: "the node's state folder (its key, credential and resources)" },
+    { flags: "--node <name>", description: "agent: this node's mesh name" },
+    { flags: "--credential <file>", description: "agent: the node's credential or enrol reply (default <state>/credential.json)" },
+    { flags: "--bus-include <file>", description: "agent on the broker's holder: the include file receiving the user list" },
+    { flags: "--bus-config <file>", description: "agent on the broker's holder: the bus's configuration (validated with nats-server -t)" },
+    { flags: "--bus-pid <pid>", description: "agent on the broker's holder: the bus's pid or pid file (signalled to reload)" },
+    { flags: "--bus-monitor <url>", description: "agent on the broker's holder: the bus's monitoring endpoint, http://host:port" },
+    { flags: "--nats-server <path>", description: "agent: the nats-server binary used to validate (default: on the PATH)" },
+    { flags: "--once", description: "agent: exit after the first declaration: 0 applied, 1 not applied" },
+    { flags: "--force", description: "init: replace an existing key (the node must then be enrolled again)" },
+    { flags: "--from <file>", description: "credential: the enrol reply (`mesh node enrol --json` output) or a credential file" },
+  ],
+  async run(ctx, args, options) {
+    const action = text(args[0]);
+    if (action === undefined) return runAgent(ctx, options);
+    const run = ACTIONS[action];
+    if (!run) throw new UsageError(`mesh host ${action}: unknown action (use init, credential, or none to run the agent)`);
+    return run(ctx, options);
+  },
+};
+
+/** The host verbs, for CLI_VERBS. */
+export const HOST_VERBS: CliVerb[] = [host];
