@@ -1,4 +1,4 @@
-import { produce, type Draft } from "immer";
+import { createDraft, finishDraft, produce, type Draft } from "immer";
 import type { Commit } from "../events/index.ts";
 import { evolveMesh, initialMesh, type MeshState } from "./mesh.ts";
 import { evolveNodes, initialNodes, type NodesState } from "./nodes.ts";
@@ -69,4 +69,30 @@ export function evolve(state: State, commits: readonly SequencedCommit[]): State
   return produce(state, (draft) => {
     for (const commit of commits) applyCommit(draft, commit);
   });
+}
+
+/** A fold in progress: commits are added in stream order, then the state is finished once. */
+export type Fold = { add(commits: readonly SequencedCommit[]): void; finish(): State };
+
+/**
+ * A long fold (a replay, a catch-up) in one immer draft: `add` batches of commits in stream order
+ * as they are read, then `finish` once. Gives the same state as `evolve` over the same commits,
+ * in time linear in the commits: each `evolve` call copies every map it touches, and `applied`
+ * grows with the whole history. Pure: the input state is left as it was.
+ */
+export function startFold(state: State): Fold {
+  let draft: Draft<State> | null = null;
+  let finished: State | null = null;
+  return {
+    add(commits) {
+      if (finished !== null) throw new Error("startFold: add after finish");
+      if (commits.length === 0) return;
+      draft ??= createDraft(state);
+      for (const commit of commits) applyCommit(draft, commit);
+    },
+    finish() {
+      finished ??= draft === null ? state : (finishDraft(draft) as State);
+      return finished;
+    },
+  };
 }
