@@ -182,6 +182,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
       },
       { [PUSH_VERB]: pushVerb(runPush, log) },
     );
+    await nc.flush(); // the subscription is on the server before start returns
     log.info(`serving commands at ${address}`);
 
     let stopped = false;

@@ -1,0 +1,160 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, statSync, writeFileSync, existsSync } from "node:fs";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
+import { controllerFixture, type ControllerFixture } from "../support/controller.ts";
+import { canonicalJson } from "../../src/projections/canonical.ts";
+import { credentialOf } from "../../src/projections/index.ts";
+import { passwordMatches } from "../../src/crypto/secrets.ts";
+import { pendingCredentialFile } from "../../src/bootstrap/credential.ts";
+import {
+  CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, declarationConsumer, workConsumer, workStream,
+} from "../../src/names.ts";
+import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../installer/carried.ts";
+
+const controllerPrincipal = { kind: "controller" as const, name: CONTROLLER_NAME };
+const builder = {
+  name: "builder", version: "1.0.0",
+  seats: { "mesh-build": { protocol: "mesh-work", accepts: ["build"] } },
+  claims: ["mesh-build"],
+};
+const broker = { name: "broker", version: "2.9.10", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
+
+/** Every stream's and consumer's info (config and creation time), canonical, for before/after. */
+async function busObjects(jsm: JetStreamManager): Promise<string> {
+  const streams: Record<string, unknown> = {};
+  for await (const info of jsm.streams.list()) {
+    const consumers: Record<string, unknown> = {};
+    for await (const c of jsm.consumers.list(info.config.name)) {
+      // Durable consumers only: readers' ephemeral ones come and go with each read.
+      if (c.config.durable_name) consumers[c.name] = { created: c.created, config: c.config };
+    }
+    streams[info.config.name] = { created: info.created, config: info.config, consumers };
+  }
+  return canonicalJson(streams);
+}
+
+describe("controller start: raising the bus", () => {
+  let server: NatsServer;
+  let fixture: ControllerFixture;
+  before(async () => {
+    server = await startNatsServer();
+    fixture = await controllerFixture(server);
+  });
+  after(async () => {
+    await fixture?.close();
+    await server?.stop();
+  });
+
+  it("R21 R22: a stream deleted by hand is back with its consumers after a restart, records intact; asserting twice changes nothing", async () => {
+    const first = await fixture.start();
+    await fixture.enrol("alpha");
+    await fixture.enrol("beta");
+    await fixture.send("module.register", { manifest: builder });
+    await first.push();
+    const records = canonicalJson(first.catalogue.state);
+    await first.stop();
+
+    const jsm = await jetstreamManager(fixture.operator);
+    await jsm.streams.delete(CONTROL_STREAM);
+    await jsm.streams.delete(workStream("mesh-build"));
+    await assert.rejects(jsm.streams.info(CONTROL_STREAM));
+
+    const second = await fixture.start();
+    assert.deepEqual(second.raised.refused, []);
+    assert.ok(second.raised.created.includes(CONTROL_STREAM));
+    for (const node of ["alpha", "beta"]) {
+      const info = await jsm.consumers.info(CONTROL_STREAM, declarationConsumer(node));
+      assert.equal(info.config.max_deliver ?? -1, -1, "CONTROL consumers never dead-letter (R22)");
+    }
+    await jsm.consumers.info(workStream("mesh-build"), workConsumer("mesh-build"));
+    await jsm.streams.info(REPORTS_STREAM);
+    assert.equal(canonicalJson(second.catalogue.state), records, "the records are intact");
+    const raisedBus = await busObjects(jsm);
+    await second.stop();
+
+    const third = await fixture.start();
+    assert.deepEqual(third.raised.created, []);
+    assert.deepEqual(third.raised.updated, []);
+    assert.equal(await busObjects(jsm), raisedBus, "a second raise changes no stream or consumer");
+    await third.stop();
+  });
+});
+
+describe("controller start: its own credential (R14)", () => {
+  let server: NatsServer;
+  let fixture: ControllerFixture;
+  before(async () => {
+    server = await startNatsServer();
+    fixture = await controllerFixture(server);
+  });
+  after(async () => {
+    await fixture?.close();
+    await server?.stop();
+  });
+
+  it("R14: the start records the hash of the credential in use, only if none is recorded", async () => {
+    const first = await fixture.start();
+    const recorded = credentialOf(first.catalogue.state.credentials, controllerPrincipal);
+    assert.ok(recorded, "the controller's credential is recorded");
+    assert.equal(recorded.user, BOOTSTRAP_USER);
+    assert.ok(passwordMatches(BOOTSTRAP_PASSWORD, recorded.hash));
+    const sequence = first.catalogue.state.sequence;
+    await first.stop();
+
+    const second = await fixture.start();
+    assert.equal(second.catalogue.state.sequence, sequence, "a restart records nothing new");
+    assert.equal(credentialOf(second.catalogue.state.credentials, controllerPrincipal)?.hash, recorded.hash);
+    await second.stop();
+  });
+
+  it("R14: the first push with a broker rotates the bootstrap password; a restart keeps the rotated one", async () => {
+    const controller = await fixture.start();
+    await fixture.enrol("bus");
+    await fixture.send("module.register", { manifest: broker });
+    await fixture.send("module.issue", { module: "broker" });
+    await fixture.send("assign", { module: "broker", node: "bus" });
+
+    // The broker's host applies the list and reports it (the host agent's job, reduced).
+    const answering = (async () => {
+      for (;;) {
+        const found = await fixture.drain("bus");
+        const declaration = found.at(-1);
+        if (declaration) {
+          assert.match(String(declaration.userList), /controller-mesh-controller/);
+          fixture.report("bus", String(declaration.digest));
+          return;
+        }
+      }
+    })();
+    const report = await controller.push({ wait: true, timeoutMs: 10_000 });
+    await answering;
+    assert.equal(report.controllerRotation, "applied");
+    const rotated = credentialOf(controller.catalogue.state.credentials, controllerPrincipal)!;
+    assert.equal(passwordMatches(BOOTSTRAP_PASSWORD, rotated.hash), false, "the records no longer hold the bootstrap password");
+    const file = JSON.parse(readFileSync(fixture.credentialFile, "utf8")) as { password: string };
+    assert.notEqual(file.password, BOOTSTRAP_PASSWORD);
+    assert.ok(passwordMatches(file.password, rotated.hash), "the credential file holds the rotated password");
+    assert.equal(statSync(fixture.credentialFile).mode & 0o777, 0o600);
+    assert.equal(existsSync(pendingCredentialFile(fixture.credentialFile)), false);
+    assert.ok(controller.lines.every((line) => !line.includes(file.password) && !line.includes(BOOTSTRAP_PASSWORD)), "no log line holds a password (R3)");
+    const sequence = controller.catalogue.state.sequence;
+    await controller.stop();
+
+    // A restart with the rotated file: nothing recorded again.
+    const restarted = await fixture.start();
+    assert.equal(restarted.credential.password(), file.password);
+    assert.equal(restarted.catalogue.state.sequence, sequence);
+    await restarted.stop();
+
+    // A restart from a bootstrap credential file (an old copy put back): the records' rotated
+    // password wins; the bootstrap one is not recorded again.
+    writeFileSync(fixture.credentialFile, JSON.stringify({ address: server.url, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD }), { mode: 0o600 });
+    const fromOld = await fixture.start();
+    assert.equal(fromOld.credential.password(), file.password, "the rotated password is used, not the bootstrap one");
+    assert.equal(fromOld.catalogue.state.sequence, sequence);
+    assert.ok(passwordMatches(file.password, credentialOf(fromOld.catalogue.state.credentials, controllerPrincipal)!.hash));
+    await fromOld.stop();
+  });
+});
