@@ -1,0 +1,73 @@
+/**
+ * `mesh push [node...] [--wait] [--dry-run]`: asks the controller to push (the `push` verb) and
+ * prints its report per node: sent, unchanged, refused, applied, failed, timed out (R30, R32), and
+ * the principals left out of the user list (R12). `--timeout` (the global option) is how long
+ * `--wait` waits for reports; the request itself waits that long plus PUSH_REPLY_MARGIN_MS.
+ */
+import type { Reply } from "../commands/envelope.ts";
+import type { NodeReport, PushReport } from "../push/push.ts";
+import { PUSH_VERB } from "../push/pushCommand.ts";
+import { EXIT_OK, EXIT_REFUSED, type CliContext } from "./context.ts";
+import { sendCommand } from "./send.ts";
+import { table } from "./render.ts";
+import type { CliVerb } from "./verbs.ts";
+
+/** Milliseconds the CLI waits for the push's reply beyond the wait itself (composing and sending). */
+export const PUSH_REPLY_MARGIN_MS = 120_000;
+
+/** Readable lines of a push report. */
+export function renderPush(report: PushReport): string[] {
+  const lines: string[] = [];
+  const rows = report.nodes.map((n: NodeReport) => ({
+    node: n.node,
+    outcome: n.outcome,
+    digest: n.digest ? n.digest.slice(0, 12) : "",
+    why: n.refusal ? `${n.refusal.code}: ${n.refusal.message}` : (n.error ?? ""),
+  }));
+  lines.push(`${report.dryRun ? "dry run" : "push"} ${report.pushId} from records sequence ${report.recordsSequence}`);
+  if (rows.length > 0) lines.push(...table(rows, ["node", "outcome", "digest", "why"]));
+  else lines.push("no node is enrolled");
+  const counts = new Map<string, number>();
+  for (const n of report.nodes) counts.set(n.outcome, (counts.get(n.outcome) ?? 0) + 1);
+  lines.push([...counts.entries()].map(([k, v]) => `${v} ${k}`).join(", ") || "nothing to send");
+  for (const left of report.leftOut) lines.push(`left out of the user list: ${left.principal.kind} ${left.principal.name}: ${left.reason}`);
+  if (report.userList) lines.push(`user list refused (${report.userList.code}): ${report.userList.message}`);
+  if (report.provisionsMinted > 0) lines.push(`minted ${report.provisionsMinted} provision(s)`);
+  if (report.controllerRotation) lines.push(`controller credential rotated off the bootstrap password: ${report.controllerRotation}`);
+  for (const refused of report.raised.refused) lines.push(`not raised: ${refused.reason}`);
+  if (report.timedOut.length > 0) lines.push(`no report from: ${report.timedOut.join(", ")}`);
+  if (report.boundHit) lines.push(`stopped after ${report.rounds} rounds: the records kept changing (bounded by the node count)`);
+  if (report.dryRun && report.declarations) {
+    for (const declaration of report.declarations) lines.push(JSON.stringify(declaration, null, 2));
+  }
+  return lines;
+}
+
+/** Exit code of a push: 1 when a node was refused, failed or timed out, else 0. */
+function exitOf(report: PushReport): number {
+  return report.nodes.some((n) => n.outcome === "refused" || n.outcome === "failed" || n.outcome === "timed-out") ? EXIT_REFUSED : EXIT_OK;
+}
+
+export const PUSH_CLI_VERB: CliVerb = {
+  path: ["push"],
+  summary: "compose every node and send the named ones and every node behind (R29..R32)",
+  arguments: [{ name: "node", description: "nodes to send even when not behind", optional: true, variadic: true }],
+  options: [
+    { flags: "--wait", description: "wait for each sent node's report of the applied declaration (R32), up to --timeout" },
+    { flags: "--dry-run", description: "print the compositions, secrets redacted; send nothing" },
+  ],
+  async run(ctx: CliContext, args, options) {
+    const nodes = (args[0] as string[] | undefined) ?? [];
+    const wait = options.wait === true;
+    const body = { nodes, wait, dryRun: options.dryRun === true, ...(wait ? { timeoutMs: ctx.globals.timeoutMs } : {}) };
+    const reply: Reply = await sendCommand(await ctx.connection(), PUSH_VERB, body, { timeoutMs: ctx.globals.timeoutMs + PUSH_REPLY_MARGIN_MS });
+    if (!reply.ok) {
+      ctx.err(`mesh push: refused (${reply.error.code})${reply.error.field ? ` at "${reply.error.field}"` : ""}: ${reply.error.message}`);
+      return EXIT_REFUSED;
+    }
+    const report = reply as unknown as PushReport;
+    if (ctx.globals.json) ctx.out(JSON.stringify(reply, null, 2));
+    else for (const line of renderPush(report)) ctx.out(line);
+    return exitOf(report);
+  },
+};
