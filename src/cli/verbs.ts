@@ -9,6 +9,8 @@ import { readManifestFiles, registrationOrder } from "./manifests.ts";
 import { duplicateNote, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
 import { sendCommand } from "./send.ts";
 import { HOST_VERBS } from "./host.ts";
+import { PUSH_CLI_VERB } from "./push.ts";
+import { CONTROLLER_CLI_VERB } from "./controller.ts";
 
 /** A positional argument: `<name>`, `[name]` when optional, `<name...>` when variadic. */
 export type ArgumentSpec = { name: string; description: string; optional?: boolean; variadic?: boolean };
@@ -236,4 +238,5 @@ export const CLI_VERBS: CliVerb[] = [
     render: renderHistory,
   }),
   ...HOST_VERBS,
+  PUSH_CLI_VERB, CONTROLLER_CLI_VERB,
 ];
