@@ -5,7 +5,8 @@ import type { BusUser, ComposeConfig, Permissions } from "../src/compose/types.t
 import { permissionsOf } from "../src/compose/permissions.ts";
 import { hashPassword } from "../src/crypto/secrets.ts";
 import { CONTROLLER_NAME, busUser } from "../src/names.ts";
-import type { State } from "../src/projections/index.ts";
+import { initialState, type State } from "../src/projections/index.ts";
+import { renderUserList } from "../src/compose/userList.ts";
 
 /**
  * The first user list the installer carries (R13): the controller's account at the well-known
@@ -110,4 +111,29 @@ export function readUserList(text: string): ListedUser[] {
     users.push({ user: raw.user, password: raw.password, permissions });
   }
   return users;
+}
+
+/**
+ * Adds the genesis node's own account to the user list in `userListText` (the text of the bus's
+ * include file) when it is not there yet, and returns the new text; returns null when the user is
+ * listed already. Its permissions are the ones composition derives for a node (R2: the pull of its
+ * own CONTROL consumer, its report subject, its inbox), its password the bcrypt hash of `password`.
+ *
+ * Why: the first user list composed for the broker's holder reaches it as a declaration over the
+ * bus, which it can only dial once its own account is on the bus. On the genesis machine the
+ * installer carries that account too (R13, extended to the node it runs on), as it carries the
+ * controller's; the first push then replaces the whole list with the composed one (R11).
+ */
+export function carryNodeUser(userListText: string, node: string, password: string, config: ComposeConfig = GENESIS_COMPOSE_CONFIG): string | null {
+  const principal = { kind: "node" as const, name: node };
+  const user = busUser("node", node);
+  if (readUserList(userListText).some((u) => u.user === user)) return null;
+  const permissions = permissionsOf(initialState, principal, config);
+  const rendered = renderUserList({ users: [{ user, password: hashPassword(password), permissions, principal }] });
+  const line = rendered.split("\n").find((l) => l.trim().startsWith("{user:"));
+  const lines = userListText.split("\n");
+  const end = lines.findIndex((l) => l.trim() === "]");
+  if (!line || end < 0) throw new Error("the user list file has no `users = [ ... ]` block to add the node to");
+  lines.splice(end, 0, line);
+  return lines.join("\n");
 }

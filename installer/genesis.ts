@@ -146,6 +146,8 @@ export type GenesisOptions = {
   extraNames?: readonly string[];
   /** Print (and write) a systemd unit for the bus instead of leaving it running as a child (`--systemd`). */
   systemd?: boolean;
+  /** Leave the bus running detached from this process (default true); a test owning it passes false. */
+  detachBus?: boolean;
   /** Where to look for nats-server (a PATH-like list); default the inherited PATH. */
   searchPath?: string;
   /** Time for the genesis commit (ISO 8601); default now. */
@@ -289,7 +291,7 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
     log(`genesis: starting the bus on ${genesisAddress} (certificate ${fingerprint})`);
     bus = await startBus({
       binary, configFile: paths.serverConfig, logFile: join(paths.logs, "bus.log"),
-      host: localHost(listenHost), port: address.port, fingerprint,
+      host: localHost(listenHost), port: address.port, fingerprint, detached: options.detachBus ?? true,
     });
     writeFileSync(pidFile(paths.dir, "bus"), `${bus.pid}\n`);
     log("genesis: recording the genesis commit as the controller (bootstrap account)");

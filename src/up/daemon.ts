@@ -1,0 +1,110 @@
+/**
+ * The entry point of the processes `mesh up` leaves running: `daemon.ts controller <dir>` and
+ * `daemon.ts host <dir>`. Each reads what it needs from the mesh folder (the controller its
+ * controller.env through parseControllerConfig, R35; the host its state folder and the bus's
+ * include file), logs one line per event to stdout (the caller sends it to `<dir>/logs`), and stops
+ * cleanly on SIGTERM or SIGINT.
+ */
+import { join } from "node:path";
+import { readFileSync } from "node:fs";
+import { parseControllerConfig } from "../config.ts";
+import { startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../host/index.ts";
+import { startController } from "../bootstrap/main.ts";
+import { meshPaths, readEnvFile, type MeshPaths } from "../../installer/genesis.ts";
+import { HOST_DIR, LOCAL_NODE_FILE, busReloadOptions, type Launcher } from "./up.ts";
+
+/** A part of the mesh running in this process. */
+export type Running = { stop(): Promise<void> };
+
+/**
+ * Starts the controller of the mesh in `paths` in this process: its configuration is the mesh's
+ * controller.env, parsed once (R35). Throws ConfigError (one line) for bad configuration.
+ */
+export async function runController(paths: MeshPaths, log: (line: string) => void): Promise<Running> {
+  const config = parseControllerConfig(readEnvFile(paths.controllerEnv));
+  const controller = await startController(config, {
+    log: { info: (line) => log(`controller: ${line}`), error: (line) => log(`controller: error: ${line}`) },
+  });
+  return { stop: () => controller.stop() };
+}
+
+/**
+ * Starts the local host agent of the mesh in `paths` in this process: its state folder is
+ * `<dir>/host`, its credential the one saved there at enrolment (read at every connection
+ * attempt), and it holds the bus's include file, configuration, pid file and monitoring endpoint,
+ * so it can write the user list and reload the bus when its node holds mesh-broker.
+ */
+export function runHost(paths: MeshPaths, log: (line: string) => void, onReport?: Parameters<typeof startHost>[0]["onReport"]): Host {
+  const stateDir = join(paths.dir, HOST_DIR);
+  const node = readFileSync(join(stateDir, LOCAL_NODE_FILE), "utf8").trim();
+  return startHost({
+    stateDir,
+    node,
+    credential: () => readCredentialFile(join(stateDir, NODE_CREDENTIAL_FILE), stateDir),
+    bus: busReloadOptions(paths),
+    log,
+    backoff: { initialMs: 200, maxMs: 5_000 },
+    ...(onReport ? { onReport } : {}),
+  });
+}
+
+/** Runs `controller <dir>` or `host <dir>` until SIGTERM/SIGINT (src/up/daemonMain.ts calls it). */
+export async function main(argv: readonly string[]): Promise<void> {
+  const [role, dir] = argv;
+  const log = (line: string) => { process.stdout.write(`${new Date().toISOString()} ${line}\n`); };
+  if ((role !== "controller" && role !== "host") || !dir) {
+    process.stderr.write("usage: daemon.ts controller|host <mesh dir>\n");
+    process.exitCode = 2;
+    return;
+  }
+  const paths = meshPaths(dir);
+  let running: Running;
+  try {
+    running = role === "controller" ? await runController(paths, log) : runHost(paths, log);
+  } catch (error) {
+    log(`${role}: cannot start: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`);
+    process.exitCode = 1;
+    return;
+  }
+  log(`${role}: running (pid ${process.pid})`);
+  const stop = () => {
+    void running.stop().finally(() => { log(`${role}: stopped`); process.exit(0); });
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+}
+
+/** A launcher running the controller and the host in this process (tests, and `up` embedded in a program). */
+export type InProcessLauncher = Launcher & {
+  /** The running host agent, once started. */
+  readonly hostAgent: Host | undefined;
+  /** Stops the host, then the controller (the bus is a recorded process: stopAll stops it). */
+  stop(): Promise<void>;
+  /** Stops the controller alone (a restart test starts it again with `controller`). */
+  stopController(): Promise<void>;
+};
+
+/** A launcher running the controller and the host in this process, logging to `log`. */
+export function inProcessLauncher(log: (line: string) => void): InProcessLauncher {
+  let controller: Running | undefined;
+  let host: Host | undefined;
+  return {
+    get hostAgent() { return host; },
+    async controller(paths) {
+      controller ??= await runController(paths, log);
+    },
+    async host(paths) {
+      host ??= runHost(paths, log);
+    },
+    async stopController() {
+      await controller?.stop();
+      controller = undefined;
+    },
+    async stop() {
+      await host?.stop();
+      host = undefined;
+      await controller?.stop();
+      controller = undefined;
+    },
+  };
+}

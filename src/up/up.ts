@@ -1,0 +1,356 @@
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectToBus, BusCredential } from "../bus/connect.ts";
+import { sendCommand } from "../cli/send.ts";
+import { registrationOrder } from "../cli/manifests.ts";
+import type { Reply } from "../commands/envelope.ts";
+import type { Environment } from "../config.ts";
+import {
+  initHostKeys, installUserList, readCredentialFile, readOwned, saveNodeCredential, NODE_CREDENTIAL_FILE, NODE_KEY_FILE,
+  type BusReloadOptions,
+} from "../host/index.ts";
+import { NAME_PATTERN } from "../names.ts";
+import { genesis, hasMesh, meshPaths, readMeshFile, type MeshPaths } from "../../installer/genesis.ts";
+import { findNatsServer, testServerConfig } from "../../installer/serverConfig.ts";
+import { startBus, pidFile } from "../../installer/bus.ts";
+import { BOOTSTRAP_PASSWORD, carryNodeUser, readUserList } from "../../installer/carried.ts";
+import { localHost } from "../../installer/genesis.ts";
+import { InstallerError } from "../../installer/tls.ts";
+import { runningPid, recordPid, spawnDaemon, PROCESSES } from "./processes.ts";
+import { nodesOf, principalsByUser, seatsOf, type UpSummary } from "./summary.ts";
+
+/**
+ * `mesh up`: the embedded default, a whole mesh on this machine (DESIGN.md: installer, R13, R14).
+ *
+ * 1. check nats-server is installed (else say `apt-get install -y nats-server`);
+ * 2. genesis in the folder when it holds no mesh yet, else resume it from its records;
+ * 3. start the bus, the controller and one local host agent (detached, pids in `<dir>/run`, logs in
+ *    `<dir>/logs`; or in this process, for tests), each only when it is not running already;
+ * 4. as the first operator: enrol the local node, register the example mesh (examples/ and the
+ *    controller's own module.json), issue every module, assign them all to the local node, place
+ *    it on the overlay as the hub, push and wait until it applied (R32);
+ * 5. read back the summary: nodes, seat holders, the users on the bus, what each node applied.
+ * Every step is idempotent: `mesh up` again resumes the same mesh and changes nothing new.
+ *
+ * Local overlay: on one machine `<node>.internal` resolves nowhere. The local node is the hub and
+ * the broker, and every credential minted here (the node's at enrolment, the modules' at issue)
+ * is minted before the overlay placement, so it carries the genesis address 127.0.0.1:<port>
+ * (R7, R10: credentials keep their address). The host agent dials the genesis address too.
+ */
+
+/** The folder of the local host agent's state inside the mesh folder. */
+export const HOST_DIR = "host";
+/** The file naming the local node. */
+export const LOCAL_NODE_FILE = "node.name";
+/** The standard embedded address: the bus on this machine only. */
+export const DEFAULT_UP_ADDRESS = "tls://127.0.0.1:4222";
+
+const REPO = fileURLToPath(new URL("../../", import.meta.url));
+/** The example mesh's manifests and the controller's own module.json. */
+export const EXAMPLES_DIR = join(REPO, "examples");
+export const CONTROLLER_MANIFEST = join(REPO, "module.json");
+
+/** A running controller, as startController returns it. */
+export type RunningPart = { stop(): Promise<void> };
+
+/** How the controller and the host run: detached processes (the CLI) or in this process (tests). */
+export type Launcher = {
+  /** Starts the controller for the mesh in `paths` unless it runs; resolves once started. */
+  controller(paths: MeshPaths): Promise<void>;
+  /** Starts the local host agent for `node` unless it runs. */
+  host(paths: MeshPaths, node: string): Promise<void>;
+};
+
+export type UpOptions = {
+  /** The mesh folder (default `.mesh`). */
+  dir: string;
+  /** Progress lines (never a password, R3). */
+  log: (line: string) => void;
+  launcher: Launcher;
+  /** The genesis address when there is no mesh yet (default DEFAULT_UP_ADDRESS). */
+  brokerAddress?: string;
+  /** The local node's name (default: this machine's host name, as a mesh name). */
+  node?: string;
+  /** Manifests to register (default examples/*.json and module.json). */
+  manifests?: readonly string[];
+  /** Milliseconds to wait for the controller to answer and for the push (default 60,000). */
+  timeoutMs?: number;
+  /** Where to look for nats-server (a PATH-like list; default the PATH). */
+  searchPath?: string;
+  /** The bus runs detached (default true); in-process tests pass false to own it. */
+  detachBus?: boolean;
+};
+
+export type UpResult = {
+  paths: MeshPaths;
+  node: string;
+  summary: UpSummary;
+  /** The push's report as the controller answered it. */
+  push: Record<string, unknown>;
+};
+
+/** This machine's host name as a mesh name (lowercase, dashes), or `local`. */
+export function localNodeName(raw = hostname()): string {
+  const name = raw.toLowerCase().split(".")[0]!.replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 63);
+  return NAME_PATTERN.test(name) ? name : "local";
+}
+
+/** The manifests `mesh up` registers: examples/*.json, then the controller's own module.json. */
+export function defaultManifests(): string[] {
+  const examples = existsSync(EXAMPLES_DIR) ? readdirSync(EXAMPLES_DIR).filter((f) => f.endsWith(".json")).sort().map((f) => join(EXAMPLES_DIR, f)) : [];
+  return existsSync(CONTROLLER_MANIFEST) ? [...examples, CONTROLLER_MANIFEST] : examples;
+}
+
+/** The operator's connection to the mesh in `paths`, dialled at the bus's local address. */
+export async function operatorConnection(paths: MeshPaths, timeoutMs = 5_000): Promise<NatsConnection> {
+  const credential = BusCredential.parse(JSON.parse(readFileSync(paths.operatorCredential, "utf8")));
+  return connectToBus(credential, { name: "mesh-up", reconnect: true, timeoutMs });
+}
+
+/** A reply's body, or an Error naming the verb and the refusal's code. */
+function ok(verb: string, reply: Reply): Record<string, unknown> {
+  if (!reply.ok) throw new UpError(`mesh up: ${verb} was refused (${reply.error.code}): ${reply.error.message}`);
+  return reply as Record<string, unknown>;
+}
+
+/** A step of `mesh up` failed: one line saying which and why. */
+export class UpError extends Error {
+  override readonly name = "UpError";
+}
+
+/** Starts the bus of the mesh in `paths` unless it runs (checks its configuration first). */
+async function ensureBus(paths: MeshPaths, binary: string, detached: boolean, log: (line: string) => void): Promise<void> {
+  if (runningPid(paths.dir, "bus") !== null) return;
+  const mesh = readMeshFile(paths.dir);
+  testServerConfig(binary, paths.serverConfig);
+  log(`up: starting the bus on ${mesh.genesisAddress}`);
+  const bus = await startBus({
+    binary, configFile: paths.serverConfig, logFile: join(paths.logs, "bus.log"),
+    host: localHost(mesh.listenHost), port: mesh.port, fingerprint: mesh.fingerprint, detached,
+  });
+  recordPid(paths.dir, "bus", bus.pid);
+}
+
+/** Asks until the controller answers (it may be starting, or catching up), up to `timeoutMs`. */
+async function whenControllerAnswers(nc: NatsConnection, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await sendCommand(nc, "nodes", {}, { timeoutMs: 2_000 });
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) {
+        throw new UpError(`mesh up: the controller did not answer within ${timeoutMs} ms (${error instanceof Error ? error.message : String(error)}): see its log`);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+/**
+ * Runs `mesh up` (see the module comment). Throws InstallerError or UpError with one line; a
+ * ConfigError from the controller's configuration passes through as is.
+ */
+export async function up(options: UpOptions): Promise<UpResult> {
+  const log = options.log;
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const paths = meshPaths(options.dir);
+  const binary = findNatsServer(options.searchPath);
+  const detached = options.detachBus ?? true;
+
+  // 1-2. genesis, or resume.
+  if (!hasMesh(paths.dir)) {
+    await genesis({
+      dir: paths.dir, brokerAddress: options.brokerAddress ?? DEFAULT_UP_ADDRESS, log,
+      detachBus: detached,
+      ...(options.searchPath === undefined ? {} : { searchPath: options.searchPath }),
+    });
+  } else {
+    log(`up: resuming the mesh in ${paths.dir}`);
+  }
+  await ensureBus(paths, binary, detached, log);
+
+  // 3. the controller, then the operator's view of it.
+  await options.launcher.controller(paths);
+  const nc = await operatorConnection(paths);
+  try {
+    log("up: waiting for the controller to answer");
+    await whenControllerAnswers(nc, timeoutMs);
+    const ask = async (verb: string, body: Record<string, unknown> = {}) =>
+      ok(verb, await sendCommand(nc, verb, body, { timeoutMs }));
+
+    // 4. the local node: its keys, its enrolment, its host agent.
+    const hostDir = join(paths.dir, HOST_DIR);
+    mkdirSync(hostDir, { recursive: true, mode: 0o700 });
+    const nodeFile = join(hostDir, LOCAL_NODE_FILE);
+    const node = existsSync(nodeFile) ? readFileSync(nodeFile, "utf8").trim() : (options.node ?? localNodeName());
+    writeFileSync(nodeFile, `${node}\n`);
+    const publicKey = existsSync(join(hostDir, NODE_KEY_FILE))
+      ? readFileSync(join(hostDir, "node.pub"), "utf8").trim()
+      : initHostKeys(hostDir).publicKey;
+    const known = nodesOf(await ask("nodes")).find((n) => n.name === node);
+    if (!known) {
+      log(`up: enrolling the local node ${node}`);
+      saveNodeCredential(hostDir, await ask("node.enrol", { node, publicKey }));
+    } else if (!existsSync(join(hostDir, NODE_CREDENTIAL_FILE))) {
+      throw new UpError(`mesh up: node ${node} is enrolled but ${join(hostDir, NODE_CREDENTIAL_FILE)} is gone: run \`mesh credential rotate node ${node}\` and save the reply there`);
+    }
+    await carryLocalNode(paths, hostDir, node, log);
+    await options.launcher.host(paths, node);
+
+    // The example mesh: register, issue, assign (each only when not done yet).
+    const registered = new Map(((await ask("modules")).modules as Array<{ name: string; issued: boolean; nodes: string[] }>).map((m) => [m.name, m]));
+    const files = (options.manifests ?? defaultManifests()).map((file) => ({ file, manifest: JSON.parse(readFileSync(file, "utf8")) as { name: string } }));
+    for (const { manifest } of registrationOrder(files)) {
+      if (registered.has(manifest.name)) continue;
+      log(`up: registering ${manifest.name}`);
+      await ask("module.register", { manifest });
+    }
+    const modules = (await ask("modules")).modules as Array<{ name: string; issued: boolean; nodes: string[] }>;
+    for (const module of modules) {
+      if (!module.issued) {
+        log(`up: issuing ${module.name}`);
+        await ask("module.issue", { module: module.name });
+      }
+      if (!module.nodes.includes(node)) {
+        log(`up: assigning ${module.name} to ${node}`);
+        await ask("assign", { module: module.name, node });
+      }
+    }
+    const placed = nodesOf(await ask("nodes")).find((n) => n.name === node);
+    if (placed?.overlayName === null || placed?.overlayName === undefined) {
+      log(`up: placing ${node} on the overlay as its hub`);
+      await ask("overlay.place", { node, hub: true });
+    }
+
+    // The push, waiting for the node to apply (R32).
+    log("up: pushing, and waiting for every node to apply");
+    const push = await pushAndWait(paths, nc, timeoutMs, log);
+    for (const line of pushLines(push)) log(line);
+
+    // 5. the summary.
+    const summary = await readSummary(paths, nc, timeoutMs);
+    return { paths, node, summary, push };
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Where the local host agent writes the user list and how it has the bus reload it: the bus's
+ * include file and configuration, its pid file and its monitoring endpoint on 127.0.0.1.
+ */
+export function busReloadOptions(paths: MeshPaths): BusReloadOptions {
+  return {
+    includeFile: paths.userList,
+    configFile: paths.serverConfig,
+    pid: pidFile(paths.dir, "bus"),
+    monitorUrl: `http://127.0.0.1:${readMeshFile(paths.dir).monitorPort}`,
+  };
+}
+
+/**
+ * Puts the local node's account on the bus before its host agent dials, when it is not there yet
+ * (see carryNodeUser: the first list composed for the broker reaches it over the bus).
+ */
+async function carryLocalNode(paths: MeshPaths, hostDir: string, node: string, log: (line: string) => void): Promise<void> {
+  const { password } = readCredentialFile(join(hostDir, NODE_CREDENTIAL_FILE), hostDir);
+  const next = carryNodeUser(readFileSync(paths.userList, "utf8"), node, password);
+  if (next === null) return;
+  log(`up: carrying ${node}'s account in the bus's first user list (it receives the composed one over the bus)`);
+  await installUserList(next, busReloadOptions(paths));
+}
+
+/** True while the controller's credential file still holds the bootstrap password (R13, R14). */
+export function controllerAtBootstrap(paths: MeshPaths): boolean {
+  try {
+    return (JSON.parse(readFileSync(paths.controllerCredential, "utf8")) as { password?: string }).password === BOOTSTRAP_PASSWORD;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `push {wait: true}`. The push that replaces the controller's bootstrap password (R14) has the
+ * bus reload a list in which the controller's open connection is no longer valid: the controller
+ * reconnects with its new password, and the reply to the request it received on the old
+ * connection is lost (nats-server ties the permission to answer it to that connection). So while
+ * the controller is at the bootstrap password, the push is asked again as soon as its credential
+ * file shows the new one: pushes run one at a time and a repeated push sends only what is behind,
+ * so the second reply reports the mesh as the first push left it.
+ */
+async function pushAndWait(paths: MeshPaths, nc: NatsConnection, timeoutMs: number, log: (line: string) => void): Promise<Record<string, unknown>> {
+  const ask = () => sendCommand(nc, "push", { wait: true, timeoutMs }, { timeoutMs: timeoutMs + 5_000 });
+  if (!controllerAtBootstrap(paths)) return ok("push", await ask());
+  const first = ask();
+  first.catch(() => undefined);
+  let done = false;
+  const rotated = (async () => {
+    const deadline = Date.now() + timeoutMs;
+    while (!done && controllerAtBootstrap(paths) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    return "rotated" as const;
+  })();
+  const winner = await Promise.race([first, rotated]);
+  done = true;
+  if (winner !== "rotated") return ok("push", winner);
+  log("up: the controller replaced its bootstrap password (R14) and reconnected; asking for the push's report again");
+  return ok("push", await ask());
+}
+
+/** One line per node of a push report. */
+function pushLines(push: Record<string, unknown>): string[] {
+  const nodes = (push.nodes ?? []) as Array<{ node: string; outcome: string; digest?: string; error?: string }>;
+  const lines = nodes.map((n) => `up: push: ${n.node} ${n.outcome}${n.digest ? ` ${n.digest.slice(0, 12)}` : ""}${n.error ? `: ${n.error}` : ""}`);
+  if (push.controllerRotation) lines.push(`up: push: the controller's bootstrap password was replaced (${String(push.controllerRotation)})`);
+  return lines;
+}
+
+/** The summary of the mesh in `paths`, asked of its controller over `nc`. */
+export async function readSummary(paths: MeshPaths, nc: NatsConnection, timeoutMs = 10_000): Promise<UpSummary> {
+  const ask = async (verb: string) => ok(verb, await sendCommand(nc, verb, {}, { timeoutMs }));
+  const mesh = readMeshFile(paths.dir);
+  const nodes = nodesOf(await ask("nodes"));
+  const seats = seatsOf(await ask("seats"));
+  const principals = principalsByUser(await ask("credentials"));
+  const listed = existsSync(paths.userList) ? readUserList(readFileSync(paths.userList, "utf8")) : [];
+  const hostDir = join(paths.dir, HOST_DIR);
+  const localNode = existsSync(join(hostDir, LOCAL_NODE_FILE)) ? readFileSync(join(hostDir, LOCAL_NODE_FILE), "utf8").trim() : null;
+  const owned = readOwned(hostDir);
+  const applied: UpSummary["applied"] = nodes.map((n) => {
+    if (n.name === localNode && owned) {
+      return { node: n.name, digest: owned.digest, ok: n.lastSent === null || owned.digest === n.lastSent, files: [...owned.files] };
+    }
+    return { node: n.name, digest: null, ok: false, files: [], error: n.lastSent ? `sent ${n.lastSent.slice(0, 12)}, no local record` : "nothing sent yet" };
+  });
+  return {
+    mesh: { genesisAddress: mesh.genesisAddress, fingerprint: mesh.fingerprint, dir: paths.dir },
+    nodes,
+    seats,
+    busUsers: listed.map((u) => ({
+      user: u.user, principal: principals[u.user] ?? null,
+      publishes: u.permissions.publish.allow.length, subscribes: u.permissions.subscribe.allow.length,
+    })),
+    applied,
+    processes: Object.fromEntries(PROCESSES.map((name) => [name, runningPid(paths.dir, name)])),
+  };
+}
+
+/**
+ * The launcher of the CLI: the controller and the host as detached processes running
+ * src/up/daemon.ts, each started only when its recorded pid is not alive. `env` is passed to them.
+ */
+export function detachedLauncher(env: Environment): Launcher {
+  return {
+    async controller(paths) {
+      if (runningPid(paths.dir, "controller") === null) spawnDaemon(paths.dir, "controller", env);
+    },
+    async host(paths) {
+      if (runningPid(paths.dir, "host") === null) spawnDaemon(paths.dir, "host", env);
+    },
+  };
+}
+
+export { pidFile, InstallerError };
