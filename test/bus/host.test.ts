@@ -116,7 +116,6 @@ async function canConnect(server: NatsServer, user: string, pass: string): Promi
 }
 
 function assertNoPassword(lines: readonly string[]): void {
-  if (process.env.HOST_TEST_DEBUG) console.log(lines.join("\n"));
   for (const line of lines) for (const password of minted) assert.ok(!line.includes(password), `a log line holds a minted password: ${line.slice(0, 60)}...`);
 }
 
