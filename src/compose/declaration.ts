@@ -33,7 +33,8 @@ export type DeclaredModule = {
 
 /**
  * Everything the mesh wants one node to hold. `userList` is present only on the node holding
- * mesh-broker (R11). `digest` is `digest(canonicalJson(the rest))`. An unassigned node composes to
+ * mesh-broker (R11). `digest` is `digest(canonicalJson(the rest))`, with `userList` replaced by
+ * `digest(userList)` inside it. An unassigned node composes to
  * an empty declaration, which is still a declaration (R29).
  */
 export type Declaration = {
@@ -64,6 +65,7 @@ export type Prepared = {
 export function prepareComposition(state: State, config: ComposeConfig): Prepared {
   const modulesByNode = new Map<string, string[]>();
   const usersOfSeat = new Map<string, string[]>();
+  const seen = new Set<string>();
   for (const module of Object.keys(state.assignments.byModule).sort()) {
     const nodes = state.assignments.byModule[module]!;
     if (nodes.length === 0) continue;
@@ -74,8 +76,11 @@ export function prepareComposition(state: State, config: ComposeConfig): Prepare
     }
     for (const use of state.modules.modules[module]?.manifest.uses ?? []) {
       const seat = resolveSeat(state.modules, use);
+      if (seen.has(`${seat}/${module}`)) continue;
+      seen.add(`${seat}/${module}`);
       const list = usersOfSeat.get(seat);
-      if (list) { if (!list.includes(module)) list.push(module); } else usersOfSeat.set(seat, [module]);
+      if (list) list.push(module);
+      else usersOfSeat.set(seat, [module]);
     }
   }
   let users: BusUsers | undefined;
@@ -160,7 +165,10 @@ export function composeDeclaration(
     }
     body.userList = text;
   }
-  return { ok: true, declaration: { ...body, digest: digest(canonicalJson(body)) } };
+  // The user list (megabytes at 10,000 nodes) enters the digest by its own digest: same change
+  // detection, without escaping it into canonical JSON again.
+  const digested = body.userList === undefined ? body : { ...body, userList: digest(body.userList) };
+  return { ok: true, declaration: { ...body, digest: digest(canonicalJson(digested)) } };
 }
 
 /**

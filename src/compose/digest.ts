@@ -11,10 +11,25 @@ export type Digest = (text: string) => string;
 /** Canonical JSON of plain data (objects, arrays, strings, finite numbers, booleans, null). */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
-  const entries = Object.keys(value as Record<string, unknown>)
-    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-    .sort()
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-  return `{${entries.join(",")}}`;
+  if (Array.isArray(value)) {
+    let out = "[";
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out += ",";
+      const item: unknown = value[i];
+      out += item === undefined ? "null" : canonicalJson(item);
+    }
+    return out + "]";
+  }
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record).sort();
+  let out = "{";
+  let first = true;
+  for (const key of keys) {
+    const item = record[key];
+    if (item === undefined) continue;
+    if (!first) out += ",";
+    first = false;
+    out += JSON.stringify(key) + ":" + canonicalJson(item);
+  }
+  return out + "}";
 }

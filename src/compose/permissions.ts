@@ -47,30 +47,35 @@ export function userOf(state: State, principal: Principal): string {
   return busUser(principal.kind, principal.name);
 }
 
-function pull(stream: string, consumer: string, because: string): Grant[] {
-  return pullGrants(stream, consumer).publish.map((subject) => ({ direction: "pub" as const, subject, because }));
+/**
+ * Where a derivation puts its grants. Reasons are thunks: composing 50,000 users needs the subjects
+ * only, and `mesh explain` asks for the words (grantsOf).
+ */
+type Sink = (direction: Direction, subject: string, because: () => string) => void;
+
+function pull(add: Sink, stream: string, consumer: string, because: () => string): void {
+  for (const subject of pullGrants(stream, consumer).publish) add("pub", subject, because);
 }
 
 function renamed(written: string, resolved: string): string {
   return written === resolved ? written : `${written} (now ${resolved})`;
 }
 
-/** What a module's manifest implies on the bus, without its inbox (the caller adds the right one). */
-export function moduleGrants(state: State, module: string): { grants: Grant[]; responder: boolean } {
+/** Derives a module's manifest grants into `add` (without its inbox); true when it answers requests (tools). */
+function deriveModule(state: State, module: string, add: Sink): boolean {
   const manifest = state.modules.modules[module]?.manifest;
-  if (!manifest) return { grants: [], responder: false };
-  const grants: Grant[] = [];
+  if (!manifest) return false;
   const line = `manifest of ${module}`;
   for (const claim of manifest.claims) {
     const seat = resolveSeat(state.modules, claim);
     const record = seatOf(state.modules, seat);
     if (!record) continue;
     if (record.accepts.length > 0) {
-      grants.push(...pull(workStream(seat), workConsumer(seat),
-        `${line}: claims ${renamed(claim, seat)}, which accepts ${record.accepts.join(", ")} (R16: the queue shared by its holders)`));
+      pull(add, workStream(seat), workConsumer(seat),
+        () => `${line}: claims ${renamed(claim, seat)}, which accepts ${record.accepts.join(", ")} (R16: the queue shared by its holders)`);
     }
     for (const event of record.emits) {
-      grants.push({ direction: "pub", subject: eventSubject(seat, event), because: `${line}: claims ${renamed(claim, seat)}, which emits ${event}` });
+      add("pub", eventSubject(seat, event), () => `${line}: claims ${renamed(claim, seat)}, which emits ${event}`);
     }
   }
   for (const use of manifest.uses) {
@@ -78,128 +83,122 @@ export function moduleGrants(state: State, module: string): { grants: Grant[]; r
     const record = seatOf(state.modules, seat);
     if (!record) continue;
     for (const kind of record.accepts) {
-      grants.push({ direction: "pub", subject: workSubject(seat, kind), because: `${line}: uses ${renamed(use, seat)}, which accepts ${kind} (submitting half only)` });
+      add("pub", workSubject(seat, kind), () => `${line}: uses ${renamed(use, seat)}, which accepts ${kind} (submitting half only)`);
     }
   }
   for (const follow of manifest.follows) {
     const seat = resolveSeat(state.modules, follow.seat);
-    grants.push(...pull(EVENTS_STREAM, followConsumer(module, seat, follow.event),
-      `${line}: follows ${renamed(follow.seat, seat)} ${follow.event} (R4, R18)`));
+    pull(add, EVENTS_STREAM, followConsumer(module, seat, follow.event), () => `${line}: follows ${renamed(follow.seat, seat)} ${follow.event} (R4, R18)`);
   }
   for (const tool of manifest.tools) {
-    grants.push({ direction: "sub", subject: toolSubject(module, tool.name), because: `${line}: offers the tool ${tool.name}` });
+    add("sub", toolSubject(module, tool.name), () => `${line}: offers the tool ${tool.name}`);
   }
-  return { grants, responder: manifest.tools.length > 0 };
+  return manifest.tools.length > 0;
+}
+
+/** What a module's manifest implies on the bus, with reasons, without its inbox. */
+export function moduleGrants(state: State, module: string): { grants: Grant[]; responder: boolean } {
+  const grants: Grant[] = [];
+  const responder = deriveModule(state, module, (direction, subject, because) => grants.push({ direction, subject, because: because() }));
+  return { grants, responder };
 }
 
 /** The submitting half of a seat (its work kinds) and its outcomes named exactly (R15, R19). */
-function submitterGrants(state: State, seatName: string, because: string): Grant[] {
+function deriveSubmitter(state: State, seatName: string, add: Sink, because: string): void {
   const seat = resolveSeat(state.modules, seatName);
   const record = seatOf(state.modules, seat);
-  if (!record) return [];
-  return [
-    ...record.accepts.map((kind) => ({ direction: "pub" as const, subject: workSubject(seat, kind), because: `${because}: ${renamed(seatName, seat)} accepts ${kind}` })),
-    ...record.emits.map((event) => ({ direction: "sub" as const, subject: eventSubject(seat, event), because: `${because}: ${renamed(seatName, seat)} emits ${event}` })),
-  ];
+  if (!record) return;
+  for (const kind of record.accepts) add("pub", workSubject(seat, kind), () => `${because}: ${renamed(seatName, seat)} accepts ${kind}`);
+  for (const event of record.emits) add("sub", eventSubject(seat, event), () => `${because}: ${renamed(seatName, seat)} emits ${event}`);
 }
 
-/** Every tool subject of every registered module, named exactly, for operators. */
-function everyToolGrant(state: State): Grant[] {
-  const grants: Grant[] = [];
-  for (const name of Object.keys(state.modules.modules).sort()) {
-    for (const tool of state.modules.modules[name]!.manifest.tools) {
-      grants.push({ direction: "pub", subject: toolSubject(name, tool.name), because: `operator: may call the tool ${tool.name} of ${name} (manifest of ${name})` });
+/** Derives a principal's grants into `add`; returns whether it answers requests and its user. */
+function derive(state: State, principal: Principal, config: ComposeConfig, add: Sink): { responder: boolean; user: string } {
+  const user = userOf(state, principal);
+  let responder = false;
+  switch (principal.kind) {
+    case "controller": {
+      const fixed = (direction: Direction, subject: string, because: string) => add(direction, subject, () => because);
+      fixed("sub", COMMAND_SUBJECTS, "controller: serves every command");
+      fixed("pub", CATALOGUE_SUBJECTS, "controller: appends commits to the records");
+      fixed("pub", CONTROL_SUBJECTS, "controller: publishes every node's declaration");
+      fixed("sub", REPORT_SUBJECTS, "controller: hears which declaration each node applied");
+      fixed("pub", JS_API_SUBJECTS, "controller: raises streams and consumers (the controller only, field notes)");
+      fixed("pub", kvSubjects(SNAPSHOT_BUCKET), "controller: writes its snapshot pointer");
+      fixed("pub", objectStoreSubjects(SNAPSHOT_OBJECTS), "controller: writes snapshot bodies");
+      fixed("pub", flowControlSubjects(kvStream(SNAPSHOT_BUCKET)), "controller: flow control of its snapshot pointer's ordered consumers");
+      fixed("pub", flowControlSubjects(objectStoreStream(SNAPSHOT_OBJECTS)), "controller: flow control of its snapshot reads");
+      for (const seat of config.controllerSubmits) deriveSubmitter(state, seat, add, "controller configuration: submits to (R19)");
+      deriveModule(state, CONTROLLER_NAME, add);
+      responder = true;
+      break;
     }
+    case "operator":
+      add("pub", COMMAND_SUBJECTS, () => "operator: sends commands");
+      for (const name of Object.keys(state.modules.modules).sort()) {
+        for (const tool of state.modules.modules[name]!.manifest.tools) {
+          add("pub", toolSubject(name, tool.name), () => `operator: may call the tool ${tool.name} of ${name} (manifest of ${name})`);
+        }
+      }
+      break;
+    case "node":
+      pull(add, CONTROL_STREAM, declarationConsumer(principal.name), () => `node ${principal.name}: its own CONTROL consumer (R2, R22)`);
+      add("pub", reportSubject(principal.name), () => `node ${principal.name}: reports what it applied`);
+      break;
+    case "module":
+      responder = deriveModule(state, principal.name, add);
+      break;
+    case "builder":
+      deriveSubmitter(state, BUILD_SEAT, add, `builder ${principal.name}: submits builds to`);
+      break;
   }
-  return grants;
+  add("sub", inboxSubjects(user), () => `R33: the own inbox of ${user} (clients connect with inboxPrefix ${inboxPrefix(user)})`);
+  return { responder, user };
 }
 
 /**
- * Every grant of a principal with its provenance, unsorted, plus whether it answers requests.
- * `cache` (optional) memoises what is shared between principals within one composition.
+ * Every grant of a principal with its provenance (the manifest line or record behind it), plus
+ * whether it answers requests and its bus user. For `mesh explain`.
  */
-export function grantsOf(
-  state: State,
-  principal: Principal,
-  config: ComposeConfig,
-  cache: { tools?: Grant[] } = {},
-): { grants: Grant[]; responder: boolean; user: string } {
-  const user = userOf(state, principal);
-  const inbox: Grant = { direction: "sub", subject: inboxSubjects(user), because: `R33: the own inbox of ${user} (clients connect with inboxPrefix ${inboxPrefix(user)})` };
-  switch (principal.kind) {
-    case "controller": {
-      const own = moduleGrants(state, CONTROLLER_NAME);
-      const grants: Grant[] = [
-        { direction: "sub", subject: COMMAND_SUBJECTS, because: "controller: serves every command" },
-        { direction: "pub", subject: CATALOGUE_SUBJECTS, because: "controller: appends commits to the records" },
-        { direction: "pub", subject: CONTROL_SUBJECTS, because: "controller: publishes every node's declaration" },
-        { direction: "sub", subject: REPORT_SUBJECTS, because: "controller: hears which declaration each node applied" },
-        { direction: "pub", subject: JS_API_SUBJECTS, because: "controller: raises streams and consumers (the controller only, field notes)" },
-        { direction: "pub", subject: kvSubjects(SNAPSHOT_BUCKET), because: "controller: writes its snapshot pointer" },
-        { direction: "pub", subject: objectStoreSubjects(SNAPSHOT_OBJECTS), because: "controller: writes snapshot bodies" },
-        { direction: "pub", subject: flowControlSubjects(kvStream(SNAPSHOT_BUCKET)), because: "controller: flow control of its snapshot pointer's ordered consumers" },
-        { direction: "pub", subject: flowControlSubjects(objectStoreStream(SNAPSHOT_OBJECTS)), because: "controller: flow control of its snapshot reads" },
-        ...config.controllerSubmits.flatMap((seat) => submitterGrants(state, seat, "controller configuration: submits to (R19)")),
-        ...own.grants,
-        inbox,
-      ];
-      return { grants, responder: true, user };
-    }
-    case "operator":
-      return {
-        grants: [
-          { direction: "pub", subject: COMMAND_SUBJECTS, because: "operator: sends commands" },
-          ...(cache.tools ??= everyToolGrant(state)),
-          inbox,
-        ],
-        responder: false,
-        user,
-      };
-    case "node":
-      return {
-        grants: [
-          ...pull(CONTROL_STREAM, declarationConsumer(principal.name), `node ${principal.name}: its own CONTROL consumer (R2, R22)`),
-          { direction: "pub", subject: reportSubject(principal.name), because: `node ${principal.name}: reports what it applied` },
-          inbox,
-        ],
-        responder: false,
-        user,
-      };
-    case "module": {
-      const own = moduleGrants(state, principal.name);
-      return { grants: [...own.grants, inbox], responder: own.responder, user };
-    }
-    case "builder":
-      return { grants: [...submitterGrants(state, BUILD_SEAT, `builder ${principal.name}: submits builds to`), inbox], responder: false, user };
-  }
+export function grantsOf(state: State, principal: Principal, config: ComposeConfig): { grants: Grant[]; responder: boolean; user: string } {
+  const grants: Grant[] = [];
+  const { responder, user } = derive(state, principal, config, (direction, subject, because) => grants.push({ direction, subject, because: because() }));
+  return { grants, responder, user };
 }
 
-function sortedUnique(values: Iterable<string>): string[] {
-  return [...new Set(values)].sort();
+function sortedUnique(values: string[]): string[] {
+  values.sort();
+  return values.filter((v, i) => i === 0 || v !== values[i - 1]);
 }
 
 /**
  * A principal's permissions (see the module comment): `{publish: {allow}, subscribe: {allow}}`,
  * sorted and deduplicated, with `allow_responses: true` for responders only. Throws an Error when a
  * derivation would grant `>`, `_INBOX.>` or another principal's inbox (a bug, never a record: mesh
- * names cannot carry wildcards).
+ * names cannot carry wildcards). O(grants) per principal; operators also O(tools of the catalogue).
  */
-export function permissionsOf(state: State, principal: Principal, config: ComposeConfig, cache: { tools?: Grant[] } = {}): Permissions {
-  const { grants, responder, user } = grantsOf(state, principal, config, cache);
-  return permissionsFromGrants(grants, responder, user);
+export function permissionsOf(state: State, principal: Principal, config: ComposeConfig): Permissions {
+  const pub: string[] = [];
+  const sub: string[] = [];
+  const { responder, user } = derive(state, principal, config, (direction, subject) => (direction === "pub" ? pub : sub).push(subject));
+  return checked({ publish: { allow: sortedUnique(pub) }, subscribe: { allow: sortedUnique(sub) } }, responder, user);
 }
 
 /** Reduces grants to nats-server permissions, checking R33. */
 export function permissionsFromGrants(grants: readonly Grant[], responder: boolean, user: string): Permissions {
   const by = (direction: Direction) => sortedUnique(grants.filter((g) => g.direction === direction).map((g) => g.subject));
-  const permissions: Permissions = { publish: { allow: by("pub") }, subscribe: { allow: by("sub") } };
+  return checked({ publish: { allow: by("pub") }, subscribe: { allow: by("sub") } }, responder, user);
+}
+
+function checked(permissions: Permissions, responder: boolean, user: string): Permissions {
   if (responder) permissions.allow_responses = true;
   const own = inboxSubjects(user);
-  for (const subject of [...permissions.publish.allow, ...permissions.subscribe.allow]) {
-    if (subject === ALL_SUBJECTS || subject === SHARED_INBOX_SUBJECTS || (subject.startsWith("_INBOX") && subject !== own)) {
-      throw new Error(`composition would grant ${user} the subject ${subject}: refused (R33)`);
+  for (const list of [permissions.publish.allow, permissions.subscribe.allow]) {
+    for (const subject of list) {
+      if (subject === ALL_SUBJECTS || subject === SHARED_INBOX_SUBJECTS || (subject.startsWith("_INBOX") && subject !== own)) {
+        throw new Error(`composition would grant ${user} the subject ${subject}: refused (R33)`);
+      }
     }
   }
   return permissions;
 }
-

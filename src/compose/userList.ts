@@ -2,7 +2,7 @@ import type { State } from "../projections/index.ts";
 import { credentialOf } from "../projections/index.ts";
 import { ALL_SUBJECTS, CONTROLLER_NAME, principalKey } from "../names.ts";
 import { permissionsOf } from "./permissions.ts";
-import type { BusUser, BusUsers, ComposeConfig, Grant, LeftOut, Permissions, Principal } from "./types.ts";
+import type { BusUser, BusUsers, ComposeConfig, LeftOut, Permissions, Principal } from "./types.ts";
 
 /**
  * The bus user list (R11, R12): every principal that has a credential in the records, with the
@@ -18,7 +18,6 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
   const users: BusUser[] = [];
   const leftOut: LeftOut[] = [];
   const taken = new Map<string, string>();
-  const cache: { tools?: Grant[] } = {};
   for (const key of Object.keys(state.credentials).sort()) {
     const credential = state.credentials[key]!;
     const owner = taken.get(credential.user);
@@ -30,7 +29,7 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
     users.push({
       user: credential.user,
       password: credential.hash,
-      permissions: permissionsOf(state, credential.principal, config, cache),
+      permissions: permissionsOf(state, credential.principal, config),
       principal: credential.principal,
     });
   }
@@ -61,8 +60,9 @@ function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+const PLAIN = /^[A-Za-z0-9_.$>*\-:/+=]*$/;
 function quote(text: string): string {
-  return JSON.stringify(text);
+  return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text);
 }
 
 function list(subjects: readonly string[]): string {
