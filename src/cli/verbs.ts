@@ -9,6 +9,7 @@ import { readManifestFiles, registrationOrder } from "./manifests.ts";
 import { duplicateNote, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
 import { sendCommand } from "./send.ts";
 import { HOST_VERBS } from "./host.ts";
+import { UP_VERBS } from "./up.ts";
 import { PUSH_CLI_VERB } from "./push.ts";
 import { CONTROLLER_CLI_VERB } from "./controller.ts";
 
@@ -239,4 +240,5 @@ export const CLI_VERBS: CliVerb[] = [
   }),
   ...HOST_VERBS,
   PUSH_CLI_VERB, CONTROLLER_CLI_VERB,
+  ...UP_VERBS,
 ];
