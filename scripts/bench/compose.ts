@@ -1,9 +1,10 @@
 /**
- * `npm run bench -- compose [--json] [--sizes 1000,10000]`: composition at scale (issue 4).
+ * `npm run bench -- compose [--json] [--sizes 1000,10000] [--shared]`: composition at scale (issue 4).
  *
  * A generated mesh of N nodes with 5 modules each (one shared node-scoped packet filter and four
  * modules of the node's own, each issued, using mesh-build, following its `built` and offering a
- * tool), plus the example's roles, folded with `evolve`. Measured: the time to compose the user
+ * tool: 5N bus users), plus the example's roles, folded with `evolve`. `--shared` puts the same five
+ * modules on every node instead (N + 10 users). Measured: the time to compose the user
  * list and every declaration (composeDeclarations, digests by sha256 as the shell passes them),
  * median of 3 runs; the heap grown during one composition (an upper bound of its peak) and the
  * process's peak RSS. Goals: time(10,000) < 2 s; time(10,000) / time(1,000) ≤ 12 (linear, not
@@ -25,7 +26,7 @@ const ADDRESS = "tls://bus.example.net:4222";
 const config = { controllerSubmits: [BUILD_SEAT] };
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
-export function generate(nodes: number): State {
+export function generate(nodes: number, shared = false): State {
   const commits: SequencedCommit[] = [];
   const commit = (kind: string, id: string, events: Array<Record<string, unknown>>) => {
     const commandId = `c${commits.length + 1}`;
@@ -50,12 +51,23 @@ export function generate(nodes: number): State {
   register({ name: "packet-filter", version: "1", seats: { "packet-filter": { protocol: "", scope: "node" } }, claims: ["packet-filter"] });
   for (const m of ["broker", "build-machine", "packet-filter"]) commit("module", m, [{ type: "ModuleIssued", module: m }, credential("module", m)]);
   const app = Manifest.parse({ name: "app", version: "1", run: { image: "app:1" }, uses: [BUILD_SEAT], follows: [{ seat: BUILD_SEAT, event: "built" }], tools: [{ name: "status" }] });
+  if (shared) {
+    for (let k = 1; k < MODULES_PER_NODE; k++) {
+      const module = `app-${k}`;
+      commit("module", module, [{ type: "ModuleRegistered", manifest: { ...app, name: module } }]);
+      commit("module", module, [{ type: "ModuleIssued", module }, credential("module", module)]);
+    }
+  }
   for (let i = 0; i < nodes; i++) {
     const node = `n${i}`;
     commit("node", node, [{ type: "NodeEnrolled", node, publicKey: `pk-${node}` }, credential("node", node)]);
     commit("node", node, [{ type: "OverlayPlaced", node, hub: i === 0, overlayName: `${node}.internal` }]);
     commit("module", "packet-filter", [{ type: "ModuleAssigned", module: "packet-filter", node }]);
     for (let k = 1; k < MODULES_PER_NODE; k++) {
+      if (shared) {
+        commit("module", `app-${k}`, [{ type: "ModuleAssigned", module: `app-${k}`, node }]);
+        continue;
+      }
       const module = `app-${i}-${k}`;
       commit("module", module, [{ type: "ModuleRegistered", manifest: { ...app, name: module } }]);
       commit("module", module, [{ type: "ModuleIssued", module }, credential("module", module), { type: "ModuleAssigned", module, node }]);
@@ -90,9 +102,9 @@ type Row = {
   composeMs: number; cpuMs: number; runsMs: number[]; heapGrowthMiB: number; userListMiB: number; bcryptCalls: number; foldMs: number;
 };
 
-function measure(nodes: number): Row {
+function measure(nodes: number, shared: boolean): Row {
   const t0 = performance.now();
-  const state = generate(nodes);
+  const state = generate(nodes, shared);
   const foldMs = performance.now() - t0;
   const runsMs: number[] = [];
   const cpuRuns: number[] = [];
@@ -136,7 +148,8 @@ export async function run(args: string[]): Promise<void> {
   const json = args.includes("--json");
   const sizesArg = args[args.indexOf("--sizes") + 1];
   const sizes = args.includes("--sizes") && sizesArg ? sizesArg.split(",").map(Number) : [1_000, 10_000];
-  const rows = sizes.map(measure);
+  const shared = args.includes("--shared");
+  const rows = sizes.map((n) => measure(n, shared));
   const small = rows.find((r) => r.nodes === 1_000);
   const large = rows.find((r) => r.nodes === 10_000);
   const ratio = small && large ? large.composeMs / small.composeMs : null;
@@ -148,9 +161,9 @@ export async function run(args: string[]): Promise<void> {
   };
   const peakRssMiB = process.resourceUsage().maxRSS / 1024;
   if (json) {
-    console.log(JSON.stringify({ bench: "compose", modulesPerNode: MODULES_PER_NODE, rows, ratio, cpuRatio, loadAverage: loadavg(), peakRssMiB, goals }, null, 2));
+    console.log(JSON.stringify({ bench: "compose", modulesPerNode: MODULES_PER_NODE, shared, rows, ratio, cpuRatio, loadAverage: loadavg(), peakRssMiB, goals }, null, 2));
   } else {
-    console.log(`compose: user list + every declaration, ${MODULES_PER_NODE} modules per node (median of 3 runs)`);
+    console.log(`compose: user list + every declaration, ${MODULES_PER_NODE} modules per node, ${shared ? "the same 5 modules on every node" : "4 of each node's own + 1 shared"} (median of 3 runs)`);
     console.log("nodes   modules  users   decl.   compose ms  cpu ms  runs ms             heap grown MiB  user list MiB  bcrypt  fold ms");
     for (const r of rows) {
       console.log([
