@@ -6,7 +6,9 @@ import { Manifest } from "../../src/manifest/manifest.ts";
 
 const meta = (n: number) => ({ actor: "operator-test", commandId: `c${n}`, at: "2026-01-01T00:00:00.000Z" });
 let n = 0;
-function given(...events: Array<Omit<MeshEvent, "actor" | "commandId" | "at">>): State {
+/** An event without the meta its envelope would give it (distributes over the union). */
+type Bare<E> = E extends MeshEvent ? Omit<E, "actor" | "commandId" | "at"> : never;
+function given(...events: Array<Bare<MeshEvent>>): State {
   const commits = events.map((event) => {
     n += 1;
     const commit: Commit = { commandId: `c${n}`, entity: { kind: "test", id: "x" }, events: [{ ...meta(n), ...event } as MeshEvent] };
