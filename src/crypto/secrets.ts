@@ -94,9 +94,18 @@ function transportKey(shared: Buffer, ephemeralPublic: Buffer): Buffer {
   return Buffer.from(hkdfSync("sha256", shared, ephemeralPublic, "mesh-controller sealed to node", 32));
 }
 
+/** Parsed node public keys: parsing DER costs more than the key agreement itself (push seals for every node). */
+const recipients = new Map<string, ReturnType<typeof createPublicKey>>();
+const MAX_RECIPIENTS = 100_000;
+
 /** Seals a secret to a node's public key. Output: `<ephemeral public key>~<iv.tag.body>`. */
 export function sealToNode(publicKey: string, secret: string): string {
-  const recipient = createPublicKey({ key: Buffer.from(publicKey, "base64"), format: "der", type: "spki" });
+  let recipient = recipients.get(publicKey);
+  if (!recipient) {
+    recipient = createPublicKey({ key: Buffer.from(publicKey, "base64"), format: "der", type: "spki" });
+    if (recipients.size >= MAX_RECIPIENTS) recipients.clear();
+    recipients.set(publicKey, recipient);
+  }
   const ephemeral = generateKeyPairSync("x25519");
   const shared = diffieHellman({ privateKey: ephemeral.privateKey, publicKey: recipient });
   const ephemeralPublic = ephemeral.publicKey.export({ type: "spki", format: "der" });

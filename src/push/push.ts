@@ -30,6 +30,8 @@ export const SENT_PER_COMMIT = 1000;
 export const MINTED_PER_COMMIT = 1000;
 /** Declarations published before waiting for their acks (pipelining). */
 export const PUBLISH_WINDOW = 2048;
+/** Entries a seal cache keeps before it is cleared. */
+export const SEAL_CACHE_LIMIT = 200_000;
 /** Default milliseconds `--wait` waits for reports. */
 export const DEFAULT_WAIT_MS = 30_000;
 
@@ -52,6 +54,14 @@ export type PushContext = {
   rotationWaitMs?: number;
   /** Called for progress on long pushes: `done` of `total` declarations sent. */
   progress?: (done: number, total: number) => void;
+  /**
+   * Node-sealed secrets kept across pushes, by node key and mesh-key form: a secret unchanged for a
+   * node is sent in the form it was sent before instead of being sealed again (the controller keeps
+   * one for its life; bounded by SEAL_CACHE_LIMIT).
+   */
+  sealCache?: Map<string, string>;
+  /** When given, push adds the milliseconds each step took (raise, mint, compose, seal, publish, record, wait). */
+  timings?: Record<string, number>;
 };
 
 /** Caller settings of one push. */
@@ -144,14 +154,28 @@ export function redactDeclaration(declaration: Declaration): Declaration {
  * digested) opened and sealed again to the node's public key (sealToNode), so only that node opens
  * it. `opened` caches opened secrets across nodes of one push.
  */
-export function sealForNode(declaration: Declaration, publicKey: string, meshKey: string, opened: Map<string, string>): Declaration {
+export function sealForNode(
+  declaration: Declaration,
+  publicKey: string,
+  meshKey: string,
+  opened: Map<string, string>,
+  cache?: Map<string, string>,
+): Declaration {
   const reseal = (sealed: string): string => {
+    const key = `${publicKey}|${sealed}`;
+    const known = cache?.get(key);
+    if (known !== undefined) return known;
     let secret = opened.get(sealed);
     if (secret === undefined) {
       secret = openWithMeshKey(meshKey, sealed);
       opened.set(sealed, secret);
     }
-    return sealToNode(publicKey, secret);
+    const forNode = sealToNode(publicKey, secret);
+    if (cache) {
+      if (cache.size >= SEAL_CACHE_LIMIT) cache.clear();
+      cache.set(key, forNode);
+    }
+    return forNode;
   };
   return {
     ...declaration,
@@ -165,6 +189,17 @@ export function sealForNode(declaration: Declaration, publicKey: string, meshKey
 }
 
 type Meta = { actor: string; commandId: string; at: string };
+
+/** Runs `step`, adding its milliseconds to `timings[name]` when timings are kept. */
+async function timed<T>(timings: Record<string, number> | undefined, name: string, step: () => Promise<T> | T): Promise<T> {
+  if (!timings) return step();
+  const start = performance.now();
+  try {
+    return await step();
+  } finally {
+    timings[name] = (timings[name] ?? 0) + (performance.now() - start);
+  }
+}
 
 /** Mints every provision compositions need and the records lack (R31), in commits of MINTED_PER_COMMIT. */
 async function mintProvisions(ctx: PushContext, pushId: string, actor: string, now: string): Promise<number> {
@@ -228,26 +263,49 @@ async function rotateBootstrap(ctx: PushContext, pushId: string, actor: string, 
   return true;
 }
 
-/** Publishes each declaration (pipelined, PUBLISH_WINDOW in flight) and returns per node the error, if any. */
+/** One declaration to send: its payload is made (sealed to the node) just before its publish. */
+type Send = { node: string; digest: string; payload(): string };
+
+/**
+ * Publishes each declaration, pipelined: up to PUBLISH_WINDOW publishes in flight, the next one
+ * sealed (CPU) while earlier ones are acknowledged (bus). Returns per node the error, if any;
+ * `refusedToSeal` collects the nodes whose secrets could not be sealed (not published).
+ */
 async function publishAll(
   js: JetStreamClient,
-  sends: ReadonlyArray<{ node: string; payload: string }>,
+  sends: readonly Send[],
+  refusedToSeal: Map<string, string>,
+  timings: Record<string, number> | undefined,
   progress?: (done: number, total: number) => void,
 ): Promise<Map<string, string>> {
   const failures = new Map<string, string>();
+  const inFlight = new Set<Promise<void>>();
   let done = 0;
-  for (let start = 0; start < sends.length; start += PUBLISH_WINDOW) {
-    const window = sends.slice(start, start + PUBLISH_WINDOW);
-    const acks = await Promise.allSettled(window.map((s) => js.publish(declarationSubject(s.node), s.payload)));
-    acks.forEach((ack: PromiseSettledResult<PubAck>, i) => {
-      if (ack.status === "rejected") {
-        const error = ack.reason;
-        failures.set(window[i]!.node, error instanceof Error ? error.message.split("\n")[0]! : String(error));
-      }
+  let sealMs = 0;
+  for (const send of sends) {
+    let payload: string;
+    const sealStart = performance.now();
+    try {
+      payload = send.payload();
+    } catch (error) {
+      refusedToSeal.set(send.node, error instanceof Error ? error.message.split("\n")[0]! : String(error));
+      continue;
+    } finally {
+      sealMs += performance.now() - sealStart;
+    }
+    const publish: Promise<void> = js.publish(declarationSubject(send.node), payload).then(
+      (_ack: PubAck) => undefined,
+      (error: unknown) => { failures.set(send.node, error instanceof Error ? error.message.split("\n")[0]! : String(error)); },
+    ).finally(() => {
+      inFlight.delete(publish);
+      done += 1;
+      if (progress && (done % 1000 === 0 || done === sends.length)) progress(done, sends.length);
     });
-    done += window.length;
-    progress?.(done, sends.length);
+    inFlight.add(publish);
+    if (inFlight.size >= PUBLISH_WINDOW) await Promise.race(inFlight);
   }
+  await Promise.all(inFlight);
+  if (timings) timings.seal = (timings.seal ?? 0) + sealMs;
   return failures;
 }
 
@@ -420,56 +478,57 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       }
       report.rounds = round + 1;
       // 1. Raise (R5, R21).
-      const raised = await raiseMesh(jsm, state, ctx.compose);
+      const raised = await timed(ctx.timings, "raise", () => raiseMesh(jsm, state, ctx.compose));
       report.raised.created += raised.created.length;
       report.raised.updated += raised.updated.length;
       report.raised.refused.push(...raised.refused);
       for (const refusal of raised.refused) ctx.log.error(`push ${pushId}: not raised: ${refusal.reason}`);
       // 2. Mint (R31, R14).
-      report.provisionsMinted += await mintProvisions(ctx, pushId, actor, now);
-      if (!rotated) rotated = await rotateBootstrap(ctx, pushId, actor, now);
-      state = await ctx.catalogue.catchUp();
+      report.provisionsMinted += await timed(ctx.timings, "mint", () => mintProvisions(ctx, pushId, actor, now));
+      if (!rotated) rotated = await timed(ctx.timings, "mint", () => rotateBootstrap(ctx, pushId, actor, now));
+      state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
       // 3. Compose every node (R30).
-      const { users, declarations } = composeDeclarations(state, ctx.compose, sha256);
+      const { users, declarations } = await timed(ctx.timings, "compose", () => composeDeclarations(state, ctx.compose, sha256));
       report.recordsSequence = state.sequence;
       report.leftOut = users.leftOut;
       if (users.ok) delete report.userList;
       else report.userList = users.refusal;
       // 4. Send the named and the behind (R29, R31).
-      const sends: Array<{ node: string; digest: string; payload: string }> = [];
+      const sends: Send[] = [];
       const opened = new Map<string, string>();
       for (const result of declarations as DeclarationResult[]) {
         if (!result.ok) {
           outcomes.set(result.node, { node: result.node, outcome: "refused", refusal: result.refusal });
           continue;
         }
-        const { node, digest } = result.declaration;
+        const declaration = result.declaration;
+        const { node, digest } = declaration;
         const behind = state.sent[node]?.digest !== digest;
         const wanted = round === 0 && named.has(node);
         if (!behind && !wanted) {
           if (!outcomes.has(node)) outcomes.set(node, { node, outcome: "unchanged", digest });
           continue;
         }
-        try {
-          const sealed = sealForNode(result.declaration, state.nodes[node]!.publicKey, ctx.meshKey, opened);
-          sends.push({ node, digest, payload: JSON.stringify(sealed) });
-        } catch (error) {
-          outcomes.set(node, { node, outcome: "refused", refusal: { code: "seal-failed", message: `a secret for ${node} could not be sealed to its key: ${error instanceof Error ? error.message : String(error)}` } });
-        }
+        const publicKey = state.nodes[node]!.publicKey;
+        sends.push({ node, digest, payload: () => JSON.stringify(sealForNode(declaration, publicKey, ctx.meshKey, opened, ctx.sealCache)) });
       }
       if (sends.length === 0) break;
       for (const s of sends) watch?.expect(s.node, s.digest);
-      const failures = await publishAll(js, sends, ctx.progress);
-      const sent = sends.filter((s) => !failures.has(s.node));
+      const refusedToSeal = new Map<string, string>();
+      const failures = await timed(ctx.timings, "publish", () => publishAll(js, sends, refusedToSeal, ctx.timings, ctx.progress));
+      for (const [node, error] of refusedToSeal) {
+        outcomes.set(node, { node, outcome: "refused", refusal: { code: "seal-failed", message: `a secret for ${node} could not be sealed to its key: ${error}` } });
+      }
+      const sent = sends.filter((s) => !failures.has(s.node) && !refusedToSeal.has(s.node));
       for (const [node, error] of failures) outcomes.set(node, { node, outcome: "failed", error: `not sent: ${error}` });
       for (const s of sent) {
         outcomes.set(s.node, { node: s.node, outcome: "sent", digest: s.digest });
         sentDigests.set(s.node, s.digest);
       }
-      await recordSent(ctx, pushId, round, sent, state.sequence, actor, now);
+      await timed(ctx.timings, "record", () => recordSent(ctx, pushId, round, sent, state.sequence, actor, now));
       ctx.log.info(`push ${pushId}: round ${round + 1}: sent ${sent.length} declaration(s), ${failures.size} failed, composed from sequence ${state.sequence}`);
       // 5. Again, while the records moved under the push.
-      state = await ctx.catalogue.catchUp();
+      state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
     }
 
     // R14: the broker applying the list that carries the rotated password confirms it.
