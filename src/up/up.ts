@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectToBus, BusCredential } from "../bus/connect.ts";
-import { sendCommand } from "../cli/send.ts";
+import { CommandTransportError, sendCommand } from "../cli/send.ts";
 import { registrationOrder } from "../cli/manifests.ts";
 import type { Reply } from "../commands/envelope.ts";
 import type { Environment } from "../config.ts";
@@ -45,6 +45,8 @@ import { nodesOf, principalsByUser, seatsOf, type UpSummary } from "./summary.ts
 export const HOST_DIR = "host";
 /** The file naming the local node. */
 export const LOCAL_NODE_FILE = "node.name";
+/** Written once the example mesh is set up: a later `mesh up` only resumes and pushes. */
+export const EXAMPLE_MESH_FILE = "example-mesh.json";
 /** The standard embedded address: the bus on this machine only. */
 export const DEFAULT_UP_ADDRESS = "tls://127.0.0.1:4222";
 
@@ -201,29 +203,34 @@ export async function up(options: UpOptions): Promise<UpResult> {
     await carryLocalNode(paths, hostDir, node, log);
     await options.launcher.host(paths, node);
 
-    // The example mesh: register, issue, assign (each only when not done yet).
-    const registered = new Map(((await ask("modules")).modules as Array<{ name: string; issued: boolean; nodes: string[] }>).map((m) => [m.name, m]));
-    const files = (options.manifests ?? defaultManifests()).map((file) => ({ file, manifest: JSON.parse(readFileSync(file, "utf8")) as { name: string } }));
-    for (const { manifest } of registrationOrder(files)) {
-      if (registered.has(manifest.name)) continue;
-      log(`up: registering ${manifest.name}`);
-      await ask("module.register", { manifest });
-    }
-    const modules = (await ask("modules")).modules as Array<{ name: string; issued: boolean; nodes: string[] }>;
-    for (const module of modules) {
-      if (!module.issued) {
-        log(`up: issuing ${module.name}`);
-        await ask("module.issue", { module: module.name });
+    // The example mesh, once: register, issue, assign, place (each step only when not done yet, so
+    // an interrupted first `up` completes; afterwards what the operator changed is left alone).
+    const exampleDone = join(paths.dir, EXAMPLE_MESH_FILE);
+    if (!existsSync(exampleDone)) {
+      const registered = new Set(((await ask("modules")).modules as Array<{ name: string }>).map((m) => m.name));
+      const files = (options.manifests ?? defaultManifests()).map((file) => ({ file, manifest: JSON.parse(readFileSync(file, "utf8")) as { name: string } }));
+      for (const { manifest } of registrationOrder(files)) {
+        if (registered.has(manifest.name)) continue;
+        log(`up: registering ${manifest.name}`);
+        await ask("module.register", { manifest });
       }
-      if (!module.nodes.includes(node)) {
-        log(`up: assigning ${module.name} to ${node}`);
-        await ask("assign", { module: module.name, node });
+      const modules = (await ask("modules")).modules as Array<{ name: string; issued: boolean; nodes: string[] }>;
+      for (const module of modules) {
+        if (!module.issued) {
+          log(`up: issuing ${module.name}`);
+          await ask("module.issue", { module: module.name });
+        }
+        if (!module.nodes.includes(node)) {
+          log(`up: assigning ${module.name} to ${node}`);
+          await ask("assign", { module: module.name, node });
+        }
       }
-    }
-    const placed = nodesOf(await ask("nodes")).find((n) => n.name === node);
-    if (placed?.overlayName === null || placed?.overlayName === undefined) {
-      log(`up: placing ${node} on the overlay as its hub`);
-      await ask("overlay.place", { node, hub: true });
+      const placed = nodesOf(await ask("nodes")).find((n) => n.name === node);
+      if (placed?.overlayName === null || placed?.overlayName === undefined) {
+        log(`up: placing ${node} on the overlay as its hub`);
+        await ask("overlay.place", { node, hub: true });
+      }
+      writeFileSync(exampleDone, `${JSON.stringify({ node, modules: modules.map((m) => m.name) }, null, 2)}\n`);
     }
 
     // The push, waiting for the node to apply (R32).
@@ -274,30 +281,50 @@ export function controllerAtBootstrap(paths: MeshPaths): boolean {
 }
 
 /**
- * `push {wait: true}`. The push that replaces the controller's bootstrap password (R14) has the
- * bus reload a list in which the controller's open connection is no longer valid: the controller
- * reconnects with its new password, and the reply to the request it received on the old
- * connection is lost (nats-server ties the permission to answer it to that connection). So while
- * the controller is at the bootstrap password, the push is asked again as soon as its credential
- * file shows the new one: pushes run one at a time and a repeated push sends only what is behind,
- * so the second reply reports the mesh as the first push left it.
+ * `push {wait: true, ...body}` from the genesis machine, whose reply survives a reload of the
+ * user list. When a push changes the list, the broker's host has the bus reload it, and
+ * nats-server forgets which requests a connection may still answer (allow_responses): the
+ * controller's reply to the push is refused and lost. The push that replaces the controller's
+ * bootstrap password (R14) loses it too, as the controller reconnects with its new password. So
+ * the push is asked again as soon as the include file changes or the controller's credential file
+ * leaves the bootstrap password: pushes run one at a time and a repeated push sends only what is
+ * behind, so the second reply reports the mesh as the first push left it.
  */
-async function pushAndWait(paths: MeshPaths, nc: NatsConnection, timeoutMs: number, log: (line: string) => void): Promise<Record<string, unknown>> {
-  const ask = () => sendCommand(nc, "push", { wait: true, timeoutMs }, { timeoutMs: timeoutMs + 5_000 });
-  if (!controllerAtBootstrap(paths)) return ok("push", await ask());
+export async function pushAndWait(
+  paths: MeshPaths,
+  nc: NatsConnection,
+  timeoutMs: number,
+  log: (line: string) => void,
+  body: Record<string, unknown> = {},
+): Promise<Record<string, unknown>> {
+  const ask = () => sendCommand(nc, "push", { ...body, wait: true, timeoutMs }, { timeoutMs: timeoutMs + 5_000 });
+  const listBefore = existsSync(paths.userList) ? readFileSync(paths.userList, "utf8") : "";
+  const atBootstrap = controllerAtBootstrap(paths);
   const first = ask();
   first.catch(() => undefined);
   let done = false;
-  const rotated = (async () => {
+  const reloaded = (async () => {
     const deadline = Date.now() + timeoutMs;
-    while (!done && controllerAtBootstrap(paths) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    return "rotated" as const;
+    const changed = () =>
+      (atBootstrap && !controllerAtBootstrap(paths)) || (existsSync(paths.userList) && readFileSync(paths.userList, "utf8") !== listBefore);
+    while (!done && !changed() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    return done ? ("answered" as const) : ("reloaded" as const);
   })();
-  const winner = await Promise.race([first, rotated]);
+  const winner = await Promise.race([first, reloaded]);
   done = true;
-  if (winner !== "rotated") return ok("push", winner);
-  log("up: the controller replaced its bootstrap password (R14) and reconnected; asking for the push's report again");
-  return ok("push", await ask());
+  if (winner !== "reloaded" && winner !== "answered") return ok("push", winner);
+  if (winner === "answered") return ok("push", await first);
+  log("up: the bus reloaded its user list, which drops the controller's pending reply; asking for the push's report again");
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return ok("push", await ask());
+    } catch (error) {
+      // The controller may be reconnecting with its new password (R14): ask until it serves again.
+      if (!(error instanceof CommandTransportError) || error.code !== "no-controller" || Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
 }
 
 /** One line per node of a push report. */

@@ -1,0 +1,183 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
+import { up, operatorConnection, pushAndWait, HOST_DIR, type UpResult } from "../../src/up/up.ts";
+import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
+import { stopAll } from "../../src/up/processes.ts";
+import { renderSummary } from "../../src/up/summary.ts";
+import { freePort } from "../../installer/serverConfig.ts";
+import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER, readUserList } from "../../installer/carried.ts";
+import { connectToBus, BusConnectError, BusCredential } from "../../src/bus/connect.ts";
+import { sendCommand } from "../../src/cli/send.ts";
+import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
+import { passwordMatches } from "../../src/crypto/secrets.ts";
+import { workConsumer, workStream, workSubject } from "../../src/names.ts";
+import { waitFor } from "../support/natsServer.ts";
+
+/**
+ * The end-to-end story of the embedded default: `mesh up` in a temporary folder on a free port,
+ * with the controller and the host agent in this process (the bus is a child process), then what
+ * an operator does next. Every line any part logged is kept and searched for every password.
+ */
+
+const NODE = "alpha";
+
+function credentialFile(path: string): BusCredential {
+  return BusCredential.parse(JSON.parse(readFileSync(path, "utf8")));
+}
+
+function isAuthorizationRefusal(error: unknown): boolean {
+  return error instanceof BusConnectError && /user or password|authorization/i.test(error.message);
+}
+
+describe("mesh up (embedded default, end to end)", () => {
+  let root: string;
+  let dir: string;
+  let launcher: InProcessLauncher;
+  let result: UpResult;
+  let operator: NatsConnection;
+  let beta: Host | undefined;
+  const logs: string[] = [];
+  const log = (line: string) => { logs.push(line); };
+  const ask = async (verb: string, body: Record<string, unknown> = {}) => {
+    const reply = await sendCommand(operator, verb, body, { timeoutMs: 30_000 });
+    assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
+    return reply as Record<string, unknown>;
+  };
+
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "mesh-up-"));
+    dir = join(root, ".mesh");
+    launcher = inProcessLauncher(log);
+    const port = await freePort();
+    result = await up({ dir, log, launcher, brokerAddress: `tls://127.0.0.1:${port}`, node: NODE, detachBus: false, timeoutMs: 30_000 });
+    operator = await operatorConnection(result.paths);
+  });
+  after(async () => {
+    await beta?.stop();
+    await operator?.close().catch(() => undefined);
+    await launcher?.stop();
+    if (dir) await stopAll(dir);
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  it("R32: the summary shows the example mesh applied on the local node, every seat held, every principal on the bus", () => {
+    const { summary } = result;
+    assert.deepEqual(summary.nodes.map((n) => n.name), [NODE]);
+    const node = summary.nodes[0]!;
+    assert.equal(node.hub, true);
+    for (const module of ["broker", "builder", "showcase", "store", "mesh-controller"]) assert.ok(node.modules.includes(module), `${module} is assigned`);
+    for (const seat of summary.seats) assert.deepEqual(seat.holders, [NODE], `seat ${seat.name} is held by ${NODE}`);
+    const applied = summary.applied.find((a) => a.node === NODE);
+    assert.ok(applied?.ok, "the local node applied its declaration");
+    assert.equal(applied.digest, node.lastSent, "what it applied is what was last sent to it");
+    assert.ok(applied.files.some((f) => f.startsWith("modules/showcase/")));
+    const users = summary.busUsers.map((u) => u.user);
+    for (const user of ["operator-admin", `node-${NODE}`, "module-showcase", "module-builder", BOOTSTRAP_USER]) assert.ok(users.includes(user), `${user} is on the bus`);
+    const text = renderSummary(summary).join("\n");
+    for (const heading of ["nodes:", "seats:", "users on the bus:", "applied:"]) assert.ok(text.includes(heading));
+    assert.ok(logs.some((l) => l.startsWith("up: pushing")), "progress lines were shown");
+  });
+
+  it("R14: after the first composition the bus refuses the bootstrap password", async () => {
+    const current = credentialFile(result.paths.controllerCredential);
+    assert.notEqual(current.password, BOOTSTRAP_PASSWORD, "the controller's credential file holds its rotated password");
+    await assert.rejects(
+      connectToBus({ ...current, password: BOOTSTRAP_PASSWORD }, { reconnect: false }),
+      isAuthorizationRefusal,
+    );
+    const listed = readUserList(readFileSync(result.paths.userList, "utf8")).find((u) => u.user === BOOTSTRAP_USER);
+    assert.ok(listed && passwordMatches(current.password, listed.password) && !passwordMatches(BOOTSTRAP_PASSWORD, listed.password));
+  });
+
+  it("R14: a controller restart keeps the rotated password, never the bootstrap one", async () => {
+    const rotated = credentialFile(result.paths.controllerCredential).password;
+    await launcher.stopController();
+    await launcher.controller(result.paths);
+    await ask("nodes");
+    const pushed = await pushAndWait(result.paths, operator, 20_000, log);
+    assert.deepEqual(pushed.timedOut, []);
+    assert.equal(credentialFile(result.paths.controllerCredential).password, rotated);
+    const listed = readUserList(readFileSync(result.paths.userList, "utf8")).find((u) => u.user === BOOTSTRAP_USER)!;
+    assert.ok(passwordMatches(rotated, listed.password), "the user list still carries the rotated password");
+    assert.ok(!passwordMatches(BOOTSTRAP_PASSWORD, listed.password), "and never the bootstrap one");
+    await assert.rejects(
+      connectToBus({ ...credentialFile(result.paths.controllerCredential), password: BOOTSTRAP_PASSWORD }, { reconnect: false }),
+      isAuthorizationRefusal,
+    );
+  });
+
+  it("R1: a node's credential is refused by the bus before the push that composes it and accepted after", async () => {
+    const betaDir = join(root, "beta");
+    const { publicKey } = initHostKeys(betaDir);
+    saveNodeCredential(betaDir, await ask("node.enrol", { node: "beta", publicKey }));
+    const credential = readCredentialFile(join(betaDir, NODE_CREDENTIAL_FILE), betaDir);
+    await assert.rejects(connectToBus(credential, { reconnect: false }), isAuthorizationRefusal);
+    beta = startHost({ stateDir: betaDir, node: "beta", credential, log, backoff: { initialMs: 100, maxMs: 500 } });
+    const pushed = await pushAndWait(result.paths, operator, 20_000, log);
+    assert.deepEqual(pushed.timedOut, []);
+    const nc = await connectToBus(credential, { reconnect: false });
+    await nc.close();
+    await waitFor(() => beta!.reports.length > 0, { timeoutMs: 10_000, name: "beta's report" });
+    assert.equal(beta.reports.at(-1)?.ok, true);
+  });
+
+  it("R16: a module pulls work from its seat's queue with the credential its node was given", async () => {
+    const modules = join(dir, HOST_DIR, "modules");
+    const submitter = await connectToBus(credentialFile(join(modules, "showcase", "credential.json")), { reconnect: false });
+    const worker = await connectToBus(credentialFile(join(modules, "builder", "credential.json")), { reconnect: false });
+    try {
+      const job = `build-${Date.now()}`;
+      await jetstream(submitter).publish(workSubject("mesh-build", "build"), JSON.stringify({ job }));
+      const consumer = await jetstream(worker).consumers.get(workStream("mesh-build"), workConsumer("mesh-build"));
+      const message = await consumer.next({ expires: 5_000 });
+      assert.ok(message, "the builder pulled the work");
+      assert.deepEqual(message.json(), { job });
+      await message.ackAck();
+    } finally {
+      await submitter.close();
+      await worker.close();
+    }
+  });
+
+  it("R29: unassigning a module removes its resources from the host and keeps a file the host found there", async () => {
+    const folder = join(dir, HOST_DIR, "modules", "npm");
+    assert.ok(existsSync(join(folder, "module.json")));
+    writeFileSync(join(folder, "notes.txt"), "kept by the operator");
+    await ask("unassign", { module: "npm", node: NODE });
+    const pushed = await pushAndWait(result.paths, operator, 20_000, log);
+    assert.deepEqual(pushed.timedOut, []);
+    assert.ok(!existsSync(join(folder, "module.json")), "the mesh's file is removed");
+    assert.ok(!existsSync(join(folder, "credential.json")), "its credential is removed");
+    assert.equal(readFileSync(join(folder, "notes.txt"), "utf8"), "kept by the operator");
+  });
+
+  it("R13: `mesh up` again resumes the same mesh from its records and changes nothing", async () => {
+    const again = await up({ dir, log, launcher, detachBus: false, timeoutMs: 30_000 });
+    assert.equal(again.summary.mesh.fingerprint, result.summary.mesh.fingerprint);
+    assert.equal(again.node, NODE);
+    assert.deepEqual(again.summary.nodes.map((n) => n.name).sort(), ["alpha", "beta"]);
+    const nodes = (again.push.nodes ?? []) as Array<{ node: string; outcome: string }>;
+    assert.ok(nodes.every((n) => n.outcome === "unchanged"), `nothing new was sent: ${JSON.stringify(nodes)}`);
+  });
+
+  it("R3: no log line of the whole run carries a password", () => {
+    const passwords = new Set<string>([BOOTSTRAP_PASSWORD]);
+    const add = (file: string) => { if (existsSync(file)) passwords.add(credentialFile(file).password); };
+    add(result.paths.operatorCredential);
+    add(result.paths.controllerCredential);
+    add(join(dir, HOST_DIR, NODE_CREDENTIAL_FILE));
+    add(join(root, "beta", NODE_CREDENTIAL_FILE));
+    const modules = join(dir, HOST_DIR, "modules");
+    for (const module of readdirSync(modules)) add(join(modules, module, "credential.json"));
+    assert.ok(passwords.size >= 8, `every minted password is searched for (${passwords.size})`);
+    const all = [...logs, readFileSync(join(result.paths.logs, "bus.log"), "utf8")];
+    for (const line of all) {
+      for (const password of passwords) assert.ok(!line.includes(password), `a log line carries a password: ${line.slice(0, 120)}`);
+    }
+  });
+});
