@@ -125,18 +125,18 @@ describe("mesh CLI without a server", () => {
   it("adding a verb is one registration: runCli builds its parser from the verb list", async () => {
     const seen: unknown[] = [];
     const extra: CliVerb = {
-      path: ["push"],
-      summary: "compose and send declarations",
+      path: ["frobnicate"],
+      summary: "a verb no one registered",
       arguments: [{ name: "nodes", description: "nodes", variadic: true, optional: true }],
       options: [{ flags: "--wait", description: "wait" }],
       run: async (_ctx, args, options) => { seen.push(args, options); return EXIT_REFUSED; },
     };
     const io = memoryIo();
-    assert.equal(await runCli(["push", "alpha", "beta", "--wait"], io, [...CLI_VERBS, extra]), EXIT_REFUSED);
+    assert.equal(await runCli(["frobnicate", "alpha", "beta", "--wait"], io, [...CLI_VERBS, extra]), EXIT_REFUSED);
     assert.deepEqual(seen, [[["alpha", "beta"]], { wait: true }]);
     // A bus verb builds its body from its arguments.
-    const bus = busVerb({ path: ["explain"], verb: "explain", summary: "x", arguments: [{ name: "node", description: "n" }], body: (a) => ({ node: a[0] }) });
-    assert.deepEqual(bus.path, ["explain"]);
+    const bus = busVerb({ path: ["frobnicate-bus"], verb: "frobnicate", summary: "x", arguments: [{ name: "node", description: "n" }], body: (a) => ({ node: a[0] }) });
+    assert.deepEqual(bus.path, ["frobnicate-bus"]);
   });
 });
 
