@@ -109,10 +109,11 @@ export async function startBus(options: {
 
 /**
  * A systemd unit that runs the bus from `configFile` on a real machine (`--systemd`): restart on
- * failure, reload with SIGHUP (`systemctl reload mesh-bus`, which the broker's host agent uses
- * after writing the user list).
+ * failure, reload with SIGHUP (`systemctl reload mesh-bus`; the broker's host agent signals the
+ * pid the bus writes to `<dir>/run/bus.pid` itself). Runs as root unless `user` is given (that
+ * user must then own the mesh folder: the key files are 0600).
  */
-export function systemdUnit(binary: string, configFile: string, user = "nats"): string {
+export function systemdUnit(binary: string, configFile: string, user?: string): string {
   return [
     "[Unit]",
     "Description=mesh-controller bus (nats-server with JetStream)",
@@ -121,7 +122,7 @@ export function systemdUnit(binary: string, configFile: string, user = "nats"): 
     "",
     "[Service]",
     "Type=simple",
-    `User=${user}`,
+    ...(user ? [`User=${user}`] : []),
     `ExecStart=${binary} -c ${configFile}`,
     "ExecReload=/bin/kill -HUP $MAINPID",
     "Restart=on-failure",

@@ -249,7 +249,7 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
     const serverOptions = (root: string) => ({
       listenHost, port: address.port, monitorPort,
       certFile: join(root, TLS_CERT_FILE), keyFile: join(root, TLS_KEY_FILE), storeDir: join(root, STORE_DIR),
-      userListFile: USER_LIST_FILE,
+      userListFile: USER_LIST_FILE, pidFile: join(root, "run", "bus.pid"),
     });
     writeFileSync(join(temp, SERVER_CONFIG_FILE), renderServerConfig(serverOptions(temp)));
     testServerConfig(binary, join(temp, SERVER_CONFIG_FILE));

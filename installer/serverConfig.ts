@@ -27,6 +27,8 @@ export type ServerConfigOptions = {
   storeDir: string;
   /** File name of the user list, relative to the configuration file (nats-server resolves includes so). */
   userListFile: string;
+  /** Where nats-server writes its pid (the broker's host agent signals it to reload). */
+  pidFile?: string;
   /** Largest message in bytes (default 1 MiB, the NATS default; snapshots are chunked below it). */
   maxPayload?: number;
   /** JetStream file store limit in bytes (default 10 GiB). */
@@ -43,6 +45,7 @@ export function renderServerConfig(options: ServerConfigOptions): string {
     `server_name: "mesh-bus"`,
     `listen: "${options.listenHost}:${options.port}"`,
     ...(options.monitorPort > 0 ? [`http: "127.0.0.1:${options.monitorPort}"`] : []),
+    ...(options.pidFile ? [`pid_file: "${options.pidFile}"`] : []),
     `max_payload: ${options.maxPayload ?? 1024 * 1024}`,
     `max_connections: 65536`,
     `max_control_line: 4096`,

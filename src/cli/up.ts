@@ -3,7 +3,7 @@ import type { CliVerb } from "./verbs.ts";
 import { up, detachedLauncher, readSummary, operatorConnection, UpError, DEFAULT_UP_ADDRESS } from "../up/up.ts";
 import { renderSummary } from "../up/summary.ts";
 import { runningPid, stopAll, PROCESSES } from "../up/processes.ts";
-import { hasMesh, meshPaths, readMeshFile } from "../../installer/genesis.ts";
+import { genesis, hasMesh, meshPaths, readMeshFile } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { ConfigError } from "../config.ts";
 
@@ -101,5 +101,36 @@ const statusVerb: CliVerb = {
   },
 };
 
+const genesisVerb: CliVerb = {
+  path: ["genesis"],
+  summary: "create a new mesh in a folder: keys, bus certificate and configuration, first user list, credentials (R13)",
+  options: [
+    DIR_OPTION,
+    { flags: "--address <tls://host:port>", description: "MESH_BROKER_ADDRESS: the broker's public endpoint (R8: port 4222 when absent)", required: true },
+    { flags: "--name <names>", description: "more names for the bus certificate, comma separated (overlay names)" },
+    { flags: "--operator <name>", description: "the first operator's name (default admin)" },
+    { flags: "--systemd", description: "leave the bus stopped and write a systemd unit for it (<dir>/mesh-bus.service)" },
+    { flags: "--force", description: "replace the mesh in the folder (its records are lost)" },
+  ],
+  async run(ctx, _args, options) {
+    try {
+      const made = await genesis({
+        dir: dirOf(options),
+        brokerAddress: String(options.address),
+        log: (line) => ctx.err(line),
+        force: options.force === true,
+        systemd: options.systemd === true,
+        ...(typeof options.name === "string" ? { extraNames: options.name.split(",").map((n) => n.trim()).filter(Boolean) } : {}),
+        ...(typeof options.operator === "string" ? { operator: options.operator } : {}),
+      });
+      if (made.unit) ctx.out(made.unit);
+      ctx.out(`mesh created in ${made.paths.dir}: controller settings in ${made.paths.controllerEnv}, operator credential in ${made.paths.operatorCredential}`);
+      return EXIT_OK;
+    } catch (error) {
+      return failed(ctx, error);
+    }
+  },
+};
+
 /** The verbs of the embedded default, registered in src/cli/verbs.ts. */
-export const UP_VERBS: readonly CliVerb[] = [upVerb, downVerb, statusVerb];
+export const UP_VERBS: readonly CliVerb[] = [genesisVerb, upVerb, downVerb, statusVerb];
