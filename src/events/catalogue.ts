@@ -21,7 +21,7 @@ import { Commit, type MeshEvent } from "./index.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent } from "./errors.ts";
 import { retryFenced } from "./retry.ts";
 import { loadSnapshot, openSnapshotStores, saveSnapshot, type SnapshotStores } from "./snapshots.ts";
-import { evolve, initialState, startFold, type SequencedCommit, type State } from "../projections/index.ts";
+import { appliedSequence, evolve, initialState, startFold, type Fold, type SequencedCommit, type State } from "../projections/index.ts";
 import type { Decision, Refusal } from "../commands/envelope.ts";
 
 export { FencedAppend, FenceRetriesExhausted, InvalidEvent };
@@ -30,6 +30,8 @@ export { FencedAppend, FenceRetriesExhausted, InvalidEvent };
 export const EVENT_TYPES_HEADER = "Mesh-Event-Types";
 /** How many commits the reader hands over at a time. */
 export const FOLD_BATCH = 1000;
+/** From how many commits to read a catch-up folds into a copy of the state rather than a draft (startFold). */
+const COPY_FOLD_FROM = 5000;
 
 export type TransactResult =
   | { ok: true; sequence: number; events: MeshEvent[]; duplicate: boolean; state: State }
@@ -43,7 +45,7 @@ export interface Catalogue {
   /** Folds every commit after state.sequence up to the stream's end; returns the new state. */
   catchUp(): Promise<State>;
   /**
-   * Runs one command against the records. A command id already applied (state.applied, so also
+   * Runs one command against the records. A command id already applied (appliedSequence, so also
    * after the dedupe window) answers `duplicate: true` with the original commit's events and
    * appends nothing. Otherwise `decide(state)`: a refusal is returned as is; events are appended
    * as one commit on `mesh.catalogue.<kind>.<id>`, Nats-Msg-Id = commandId, fenced by
@@ -138,11 +140,13 @@ async function readFrom(
   fromSequence: number,
   onBatch: (batch: SequencedCommit[]) => void,
   options: ReadOptions = {},
+  onCount: (count: number) => void = () => undefined,
 ): Promise<number> {
   const from = Math.max(1, fromSequence);
   const info = await bus.jsm.streams.info(CATALOGUE_STREAM);
   const last = Math.min(options.toSequence ?? Number.POSITIVE_INFINITY, info.state.last_seq);
   if (from > last) return from - 1;
+  onCount(last - from + 1);
   const batchSize = options.batchSize ?? FOLD_BATCH;
   const consumer = await bus.js.consumers.get(CATALOGUE_STREAM, {
     deliver_policy: DeliverPolicy.StartSequence,
@@ -201,13 +205,16 @@ export async function replay(nc: NatsConnection): Promise<State> {
  * stops the read, the commits before it stay folded in `onFolded`'s state and InvalidEvent is thrown.
  */
 async function foldFrom(bus: Bus, state: State, onFolded: (state: State) => void = () => undefined): Promise<State> {
-  const fold = startFold(state);
+  let fold: Fold | null = null;
   try {
-    await readFrom(bus, state.sequence + 1, (batch) => fold.add(batch));
+    await readFrom(bus, state.sequence + 1, (batch) => fold!.add(batch), {}, (count) => {
+      // A long read folds into a private copy (no proxies); a short tail into one immer draft.
+      fold = startFold(state, state.sequence === 0 || count >= COPY_FOLD_FROM ? "copy" : "draft");
+    });
   } finally {
-    onFolded(fold.finish());
+    if (fold !== null) onFolded((fold as Fold).finish());
   }
-  return fold.finish();
+  return fold === null ? state : (fold as Fold).finish();
 }
 
 /** Reads back the commit stored at `sequence` (a duplicate's original), validated. */
@@ -264,7 +271,7 @@ class JetStreamCatalogue implements Catalogue {
   }
 
   async #attempt(commandId: string, decide: (state: State) => Decision): Promise<TransactResult> {
-    const applied = this.#state.applied[commandId];
+    const applied = appliedSequence(this.#state, commandId);
     if (applied !== undefined) return this.#duplicate(applied);
     const decision = decide(this.#state);
     if (!decision.ok) return { ok: false, refusal: decision.refusal };
@@ -288,7 +295,7 @@ class JetStreamCatalogue implements Catalogue {
     if (ack.duplicate) {
       // Appended by someone else within the dedupe window: the records say where.
       await this.#catchUp();
-      const original = this.#state.applied[commandId];
+      const original = appliedSequence(this.#state, commandId);
       if (original === undefined) throw new Error(`the bus called command ${commandId} a duplicate of sequence ${ack.seq}, which the records do not show`);
       return this.#duplicate(original);
     }

@@ -1,4 +1,4 @@
-export { initialState, evolve, startFold, type Fold, type State, type SequencedCommit } from "./state.ts";
+export { initialState, evolve, startFold, appliedSequence, appliedBucket, type Fold, type State, type SequencedCommit } from "./state.ts";
 export { holdersOf, brokerNode, brokerReachableAt, parseBusAddress, formatBusAddress, DEFAULT_BUS_PORT } from "./queries.ts";
 export { resolveSeat, seatOf, claimantsOf, type SeatRecord, type ModuleRecord, type ModulesState } from "./modules.ts";
 export { credentialOf, type CredentialRecord } from "./credentials.ts";

@@ -1,4 +1,4 @@
-import { createDraft, finishDraft, produce, type Draft } from "immer";
+import { Immer, type Draft } from "immer";
 import type { Commit } from "../events/index.ts";
 import { evolveMesh, initialMesh, type MeshState } from "./mesh.ts";
 import { evolveNodes, initialNodes, type NodesState } from "./nodes.ts";
@@ -13,10 +13,12 @@ import { evolveSent, initialSent, type SentState } from "./sent.ts";
  * The folded records: one slice per concern, plus the last folded stream sequence (the fence of
  * the next append, R40) and the command ids already applied with their commit's sequence (so a
  * retried command appends nothing, also after the stream's dedupe window). Plain JSON data.
+ * `applied` grows with the whole history, so it is kept in two levels of buckets (appliedBucket):
+ * read it with appliedSequence.
  */
 export type State = {
   sequence: number;
-  applied: Record<string, number>;
+  applied: Record<string, Record<string, Record<string, number>>>;
   mesh: MeshState;
   nodes: NodesState;
   modules: ModulesState;
@@ -40,6 +42,34 @@ export const initialState: State = {
   sent: initialSent,
 };
 
+/**
+ * The fold's own immer, without auto-freeze: freezing walks every child of each changed object
+ * and Object.isFrozen is linear in the keys of a large map, so a frozen state made each commit
+ * cost time in proportion to the whole history (seconds at a million commits). States are plain
+ * data that callers treat as read-only; evolve still never changes the state it is given.
+ */
+const immer = new Immer({ autoFreeze: false });
+
+/**
+ * Where a command id is filed in `applied`: two levels of 64 buckets each (`x0`..`x63`), chosen
+ * by its FNV-1a hash. Recording one command then copies two 64-key maps and one small bucket,
+ * not every command id ever seen (a plain object of 4096 keys already costs milliseconds to copy).
+ */
+export function appliedBucket(commandId: string): [string, string] {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < commandId.length; i += 1) {
+    hash ^= commandId.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return [`x${(hash >>> 6) & 63}`, `x${hash & 63}`];
+}
+
+/** The stream sequence of the commit that applied `commandId`, or undefined when none did. */
+export function appliedSequence(state: State, commandId: string): number | undefined {
+  const [outer, inner] = appliedBucket(commandId);
+  return state.applied[outer]?.[inner]?.[commandId];
+}
+
 /** A commit as read from the stream, with its stream sequence. */
 export type SequencedCommit = { sequence: number; commit: Commit };
 
@@ -55,7 +85,8 @@ function applyCommit(draft: Draft<State>, { sequence, commit }: SequencedCommit)
     evolveProvisions(draft.provisions, event);
     evolveSent(draft.sent, event);
   }
-  draft.applied[commit.commandId] = sequence;
+  const [outer, inner] = appliedBucket(commit.commandId);
+  ((draft.applied[outer] ??= {})[inner] ??= {})[commit.commandId] = sequence;
   draft.sequence = sequence;
 }
 
@@ -66,7 +97,7 @@ function applyCommit(draft: Draft<State>, { sequence, commit }: SequencedCommit)
  */
 export function evolve(state: State, commits: readonly SequencedCommit[]): State {
   if (commits.length === 0) return state;
-  return produce(state, (draft) => {
+  return immer.produce(state, (draft) => {
     for (const commit of commits) applyCommit(draft, commit);
   });
 }
@@ -75,23 +106,34 @@ export function evolve(state: State, commits: readonly SequencedCommit[]): State
 export type Fold = { add(commits: readonly SequencedCommit[]): void; finish(): State };
 
 /**
- * A long fold (a replay, a catch-up) in one immer draft: `add` batches of commits in stream order
- * as they are read, then `finish` once. Gives the same state as `evolve` over the same commits,
- * in time linear in the commits: each `evolve` call copies every map it touches, and `applied`
- * grows with the whole history. Pure: the input state is left as it was.
+ * A long fold (a replay, a catch-up) with one state in progress: `add` batches of commits in
+ * stream order as they are read, then `finish` (once; later calls return the same state). Gives
+ * the same state as `evolve` over the same commits. Pure: the input state is left as it was.
+ *
+ * Two ways to hold the state in progress, same result (a unit test holds them equal):
+ * - "draft": one immer draft for the whole fold, so each map is copied once (each `evolve` call
+ *   copies every map it touches, and `applied` grows with the whole history). Cheap to start; each
+ *   event pays immer's proxies. For a short tail.
+ * - "copy": a private deep copy of the state, changed in place by the same evolve functions (they
+ *   are written as draft mutations, and a plain object takes them just as well). No proxies, many
+ *   times faster per event, but the copy costs one pass over the state up front, and the result is
+ *   For a replay or a long catch-up.
  */
-export function startFold(state: State): Fold {
-  let draft: Draft<State> | null = null;
+export function startFold(state: State, mode: "draft" | "copy" = "draft"): Fold {
+  let working: Draft<State> | null = null;
   let finished: State | null = null;
   return {
     add(commits) {
       if (finished !== null) throw new Error("startFold: add after finish");
       if (commits.length === 0) return;
-      draft ??= createDraft(state);
-      for (const commit of commits) applyCommit(draft, commit);
+      working ??= mode === "copy" ? (structuredClone(state) as Draft<State>) : immer.createDraft(state);
+      for (const commit of commits) applyCommit(working, commit);
     },
     finish() {
-      finished ??= draft === null ? state : (finishDraft(draft) as State);
+      if (finished === null) {
+        if (working === null) finished = state;
+        else finished = mode === "copy" ? (working as State) : (immer.finishDraft(working) as State);
+      }
       return finished;
     },
   };
