@@ -1,10 +1,16 @@
 /**
- * `npm run bench -- <name> [args]`: runs scripts/bench/<name>.ts's `run(args)`.
- * Minimal dispatcher; each bench prints its own table (or JSON with --json).
+ * `npm run bench -- <name> [args]`: runs scripts/bench/<name>.ts's exported `run(args)`
+ * (records, commands, compose, push, ...). Each bench prints its own table, or JSON with --json.
  */
+import { readdirSync } from "node:fs";
+
+const available = readdirSync(import.meta.dirname)
+  .filter((file) => /^[a-z][a-z0-9-]*\.ts$/.test(file) && file !== "index.ts")
+  .map((file) => file.slice(0, -3))
+  .sort();
 const [name, ...args] = process.argv.slice(2);
-if (!name || !/^[a-z][a-z0-9-]*$/.test(name)) {
-  console.error("usage: npm run bench -- <name> [--json]   (name: a file of scripts/bench, e.g. compose)");
+if (!name || !available.includes(name)) {
+  console.error(`usage: npm run bench -- <${available.join("|")}> [--json]`);
   process.exit(2);
 }
 const bench = (await import(`./${name}.ts`)) as { run?: (args: string[]) => Promise<void> };
