@@ -9,7 +9,7 @@ import { registrationOrder } from "../cli/manifests.ts";
 import type { Reply } from "../commands/envelope.ts";
 import type { Environment } from "../config.ts";
 import {
-  initHostKeys, installUserList, readCredentialFile, readOwned, saveNodeCredential, NODE_CREDENTIAL_FILE, NODE_KEY_FILE,
+  configLoadTime, initHostKeys, installUserList, readCredentialFile, readOwned, saveNodeCredential, NODE_CREDENTIAL_FILE, NODE_KEY_FILE,
   type BusReloadOptions,
 } from "../host/index.ts";
 import { NAME_PATTERN } from "../names.ts";
@@ -298,29 +298,35 @@ export async function pushAndWait(
   body: Record<string, unknown> = {},
 ): Promise<Record<string, unknown>> {
   const ask = () => sendCommand(nc, "push", { ...body, wait: true, timeoutMs }, { timeoutMs: timeoutMs + 5_000 });
+  const monitorUrl = busReloadOptions(paths).monitorUrl;
   const listBefore = existsSync(paths.userList) ? readFileSync(paths.userList, "utf8") : "";
+  const loadedBefore = await configLoadTime(monitorUrl);
   const atBootstrap = controllerAtBootstrap(paths);
+  const deadline = Date.now() + timeoutMs;
+  const until = async (condition: () => boolean | Promise<boolean>) => {
+    while (!(await condition()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  };
   const first = ask();
   first.catch(() => undefined);
-  let done = false;
-  const reloaded = (async () => {
-    const deadline = Date.now() + timeoutMs;
-    const changed = () =>
-      (atBootstrap && !controllerAtBootstrap(paths)) || (existsSync(paths.userList) && readFileSync(paths.userList, "utf8") !== listBefore);
-    while (!done && !changed() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    return done ? ("answered" as const) : ("reloaded" as const);
-  })();
-  const winner = await Promise.race([first, reloaded]);
-  done = true;
-  if (winner !== "reloaded" && winner !== "answered") return ok("push", winner);
-  if (winner === "answered") return ok("push", await first);
+  let answered = false;
+  void first.then(() => { answered = true; }, () => { answered = true; });
+  const listChanged = () => existsSync(paths.userList) && readFileSync(paths.userList, "utf8") !== listBefore;
+  await until(() => answered || listChanged());
+  if (answered) return ok("push", await first);
+  // The list changed: wait until the bus has reloaded it and, when the controller's password was
+  // replaced, until the controller dials with the new one; a request sent from then on is answered.
+  await until(async () => answered || (await configLoadTime(monitorUrl).catch(() => loadedBefore)) !== loadedBefore);
+  if (atBootstrap) await until(() => answered || !controllerAtBootstrap(paths));
+  if (answered) {
+    const reply = await first.catch(() => undefined);
+    if (reply) return ok("push", reply);
+  }
   log("up: the bus reloaded its user list, which drops the controller's pending reply; asking for the push's report again");
-  const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       return ok("push", await ask());
     } catch (error) {
-      // The controller may be reconnecting with its new password (R14): ask until it serves again.
+      // The controller may still be reconnecting with its new password (R14): ask until it serves.
       if (!(error instanceof CommandTransportError) || error.code !== "no-controller" || Date.now() > deadline) throw error;
       await new Promise((r) => setTimeout(r, 100));
     }
