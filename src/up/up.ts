@@ -286,9 +286,11 @@ export function controllerAtBootstrap(paths: MeshPaths): boolean {
  * nats-server forgets which requests a connection may still answer (allow_responses): the
  * controller's reply to the push is refused and lost. The push that replaces the controller's
  * bootstrap password (R14) loses it too, as the controller reconnects with its new password. So
- * the push is asked again as soon as the include file changes or the controller's credential file
- * leaves the bootstrap password: pushes run one at a time and a repeated push sends only what is
- * behind, so the second reply reports the mesh as the first push left it.
+ * when the include file changes, this waits until the bus reloaded it (its `/varz`
+ * config_load_time moves) and, at the bootstrap password, until the controller's credential file
+ * holds the new one, then asks again: pushes run one at a time and a repeated push sends only
+ * what is behind, so the second reply reports the mesh as the first push left it. Throws UpError
+ * for a refused push, CommandTransportError when the controller does not answer in `timeoutMs`.
  */
 export async function pushAndWait(
   paths: MeshPaths,
