@@ -10,8 +10,8 @@ import bcrypt from "bcryptjs";
  * - Passwords are 32 random bytes, base64url: long random strings, so a low bcrypt cost loses
  *   nothing and keeps a user-list reload cheap (one comparison per connected client).
  * - The records hold each secret sealed with the mesh key (AES-256-GCM), never in the clear (5a).
- * - Secrets for one node travel sealed to that node's X25519 public key (ephemeral ECDH + HKDF +
- *   AES-256-GCM), so only that node can open them.
+ * - Secrets for one node travel sealed to that node's X25519 public key (ECDH with the sender's
+ *   key + HKDF + AES-256-GCM), so only that node can open them.
  */
 
 /**
@@ -94,22 +94,28 @@ function transportKey(shared: Buffer, ephemeralPublic: Buffer): Buffer {
   return Buffer.from(hkdfSync("sha256", shared, ephemeralPublic, "mesh-controller sealed to node", 32));
 }
 
-/** Parsed node public keys: parsing DER costs more than the key agreement itself (push seals for every node). */
-const recipients = new Map<string, ReturnType<typeof createPublicKey>>();
+/**
+ * The sender's side of sealing: one X25519 key pair per process, and the transport key it agrees
+ * with each node, kept (push seals for every node, and a key agreement plus parsing the node's key
+ * cost about 1 ms, against microseconds for the AES-GCM seal itself). Each seal still gets its own
+ * random IV; the output names the sender's public key, so openAsNode needs nothing else.
+ */
+const sender = generateKeyPairSync("x25519");
+const senderPublic = sender.publicKey.export({ type: "spki", format: "der" });
+const senderTag = senderPublic.toString("base64url");
+const transportKeys = new Map<string, Buffer>();
 const MAX_RECIPIENTS = 100_000;
 
-/** Seals a secret to a node's public key. Output: `<ephemeral public key>~<iv.tag.body>`. */
+/** Seals a secret to a node's public key. Output: `<sender public key>~<iv.tag.body>`. */
 export function sealToNode(publicKey: string, secret: string): string {
-  let recipient = recipients.get(publicKey);
-  if (!recipient) {
-    recipient = createPublicKey({ key: Buffer.from(publicKey, "base64"), format: "der", type: "spki" });
-    if (recipients.size >= MAX_RECIPIENTS) recipients.clear();
-    recipients.set(publicKey, recipient);
+  let key = transportKeys.get(publicKey);
+  if (!key) {
+    const recipient = createPublicKey({ key: Buffer.from(publicKey, "base64"), format: "der", type: "spki" });
+    key = transportKey(diffieHellman({ privateKey: sender.privateKey, publicKey: recipient }), senderPublic);
+    if (transportKeys.size >= MAX_RECIPIENTS) transportKeys.clear();
+    transportKeys.set(publicKey, key);
   }
-  const ephemeral = generateKeyPairSync("x25519");
-  const shared = diffieHellman({ privateKey: ephemeral.privateKey, publicKey: recipient });
-  const ephemeralPublic = ephemeral.publicKey.export({ type: "spki", format: "der" });
-  return `${ephemeralPublic.toString("base64url")}~${aeadSeal(transportKey(shared, ephemeralPublic), secret)}`;
+  return `${senderTag}~${aeadSeal(key, secret)}`;
 }
 
 /** Opens a secret sealed to this node with its private key. Throws when it was sealed to another. */
