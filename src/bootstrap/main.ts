@@ -180,6 +180,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
         now: () => new Date(),
         newId: () => randomUUID(),
         log,
+        compose,
       },
       { [PUSH_VERB]: pushVerb(runPush, log) },
     );

@@ -12,6 +12,8 @@ import { HOST_VERBS } from "./host.ts";
 import { UP_VERBS } from "./up.ts";
 import { PUSH_CLI_VERB } from "./push.ts";
 import { CONTROLLER_CLI_VERB } from "./controller.ts";
+import { explainBody, explainExitCode, renderExplain, EXPLAIN_ARGUMENTS } from "./explain.ts";
+import { COMPOSE_CLI_VERB } from "./compose.ts";
 
 /** A positional argument: `<name>`, `[name]` when optional, `<name...>` when variadic. */
 export type ArgumentSpec = { name: string; description: string; optional?: boolean; variadic?: boolean };
@@ -63,6 +65,8 @@ export function busVerb(spec: {
   options?: readonly OptionSpec[];
   body(args: readonly unknown[], options: Readonly<Record<string, unknown>>): Row;
   render?(reply: Row): string[];
+  /** The exit code of an ok reply when it is not always EXIT_OK (`explain`: 1 when denied). */
+  exitCode?(reply: Row): number;
 }): CliVerb {
   return {
     path: spec.path,
@@ -72,7 +76,8 @@ export function busVerb(spec: {
     async run(ctx, args, options) {
       const body = withCommandId(ctx, spec.body(args, options));
       const reply = await sendCommand(await ctx.connection(), spec.verb, body, { timeoutMs: ctx.globals.timeoutMs });
-      return report(ctx, spec.verb, reply, spec.render);
+      const code = report(ctx, spec.verb, reply, spec.render);
+      return reply.ok && spec.exitCode ? spec.exitCode(reply) : code;
     },
   };
 }
@@ -238,7 +243,12 @@ export const CLI_VERBS: CliVerb[] = [
     body: (a) => ({ kind: a[0], id: a[1] }),
     render: renderHistory,
   }),
+  busVerb({
+    path: ["explain"], verb: "explain",
+    summary: "which manifest line and record allow a principal to pub or sub a subject, or why nothing does (exit 0 allowed, 1 denied)",
+    arguments: EXPLAIN_ARGUMENTS, body: explainBody, render: renderExplain, exitCode: explainExitCode,
+  }),
   ...HOST_VERBS,
-  PUSH_CLI_VERB, CONTROLLER_CLI_VERB,
+  PUSH_CLI_VERB, COMPOSE_CLI_VERB, CONTROLLER_CLI_VERB,
   ...UP_VERBS,
 ];

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { Entity, MeshEvent } from "../events/index.ts";
 import type { State, SequencedCommit } from "../projections/index.ts";
+import type { ComposeConfig } from "../compose/types.ts";
 
 /**
  * A fresh secret the request handler made before decide ran: the password (for the reply
@@ -44,13 +45,20 @@ export type CommandDefinition<Schema extends z.ZodType> = {
   reply(state: State, events: readonly MeshEvent[], tools: ReplyTools): unknown;
 };
 
+/**
+ * What the shell lends a query besides the state: the controller's composition settings (for
+ * `explain`, whose answer depends on the stated submit list, R19). Absent in pure tests and on a
+ * server started without them; a query that needs them says what it assumes then.
+ */
+export type QueryContext = { compose?: ComposeConfig };
+
 /** One read-only verb: answered from the state, appends nothing. */
 export type QueryDefinition<Schema extends z.ZodType> = {
   kind: "query";
   verb: string;
   summary: string;
   schema: Schema;
-  answer(state: State, query: z.infer<Schema>): unknown;
+  answer(state: State, query: z.infer<Schema>, context?: QueryContext): unknown;
   /**
    * Present on verbs answered from the records rather than the state (`history`): the shell reads
    * the commits of `entity(query)` (subject `catalogueSubject(kind, id)`) and answers with

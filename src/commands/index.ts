@@ -19,6 +19,7 @@ import { nodes } from "./nodes.ts";
 import { modules } from "./modules.ts";
 import { credentials } from "./credentials.ts";
 import { history } from "./history.ts";
+import { explain } from "./explain.ts";
 
 function byVerb<T extends { verb: string }>(definitions: readonly T[]): Record<string, T> {
   return Object.fromEntries(definitions.map((d) => [d.verb, d]));
@@ -31,7 +32,7 @@ export const commands: Record<string, CommandDefinition<any>> = byVerb<CommandDe
 
 /** Every read-only verb, keyed by verb. `history` carries `fromCommits`: it is answered from the records. */
 export const queries: Record<string, QueryDefinition<any>> = byVerb<QueryDefinition<any>>([
-  where, seats, nodes, modules, credentials, history,
+  where, seats, nodes, modules, credentials, history, explain,
 ]);
 
 /** The definition of a verb, command or query, or undefined for a verb that does not exist. */
@@ -41,12 +42,13 @@ export function definitionOf(verb: string): CommandDefinition<any> | QueryDefini
 
 export {
   type CommandDefinition, type QueryDefinition, type Envelope, type Decision, type Refusal, type Reply, type ReplyTools,
-  type FreshSecret, refuse, metaOf,
+  type FreshSecret, type QueryContext, refuse, metaOf,
 } from "./envelope.ts";
+export { EXPLAIN_VERB, ExplainRequest, type ExplainAnswer } from "./explain.ts";
 export { parseRequest, refusalOfZodError } from "./validation.ts";
 export { addressFor, addressResolver, genesisAddress } from "./shared.ts";
 export { historyOf, type HistoryEntry } from "./history.ts";
 export {
   nodeEnrol, nodeRemove, moduleRegister, moduleIssue, assign, unassign, seatAlias, seatHandover, overlayPlace, credentialRotate,
-  where, seats, nodes, modules, credentials, history,
+  where, seats, nodes, modules, credentials, history, explain,
 };

@@ -19,7 +19,8 @@ import type { Catalogue } from "../events/catalogue.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent } from "../events/errors.ts";
 import type { SequencedCommit } from "../projections/index.ts";
 import { hashPassword, isNodePublicKey, newPassword, sealToNode } from "../crypto/secrets.ts";
-import type { Envelope, FreshSecret, Refusal, Reply, ReplyTools } from "./envelope.ts";
+import type { ComposeConfig } from "../compose/types.ts";
+import type { Envelope, FreshSecret, QueryContext, Refusal, Reply, ReplyTools } from "./envelope.ts";
 import { parseRequest } from "./validation.ts";
 import { commands, definitionOf, queries } from "./index.ts";
 
@@ -39,6 +40,8 @@ export type ServeDependencies = {
   /** A new command id for requests that bring none. */
   newId(): string;
   log: ServerLog;
+  /** The controller's composition settings, lent to queries that compose (`explain`, R19). */
+  compose?: ComposeConfig;
 };
 
 /** Stops taking requests, finishes the one in hand, and resolves. */
@@ -205,7 +208,8 @@ export async function handleCommand(
       const upTo = commits.filter((c) => c.sequence <= state.sequence);
       return { ok: true, asOf: state.sequence, ...spread(withoutSecrets(def.fromCommits.answer(upTo, parsed.value))) };
     }
-    return { ok: true, asOf: state.sequence, ...spread(def.answer(state, parsed.value)) };
+    const context: QueryContext = deps.compose === undefined ? {} : { compose: deps.compose };
+    return { ok: true, asOf: state.sequence, ...spread(def.answer(state, parsed.value, context)) };
   }
 
   // The envelope is filled once: a fenced-out decide runs again with the same id, time and secrets.

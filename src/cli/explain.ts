@@ -1,0 +1,55 @@
+/**
+ * `mesh explain <kind> <name> pub|sub <subject>`: asks the controller's `explain` query which
+ * manifest line and which record allow a principal to publish or subscribe a subject, or why
+ * nothing does (deny by default). Readable output is `allowed: <because>` (one line per grant
+ * that covers the subject) or `denied: <reason>`; `--json` prints the reply.
+ *
+ * Exit code: 0 when allowed and the principal is on the bus (it has a credential, R12); 1 when
+ * denied, or allowed by composition but not yet on the bus (the server would refuse its
+ * connection); 2 for a usage or connection error, as every verb.
+ */
+import { PRINCIPAL_KINDS } from "../names.ts";
+import { EXIT_OK, EXIT_REFUSED, UsageError } from "./context.ts";
+import type { ArgumentSpec } from "./verbs.ts";
+
+type Row = Record<string, unknown>;
+
+/** The positionals of `mesh explain`, in order. */
+export const EXPLAIN_ARGUMENTS: readonly ArgumentSpec[] = [
+  { name: "kind", description: `the principal's kind: ${PRINCIPAL_KINDS.join(", ")}` },
+  { name: "name", description: "the principal's name (mesh-controller for the controller)" },
+  { name: "direction", description: "pub (publish) or sub (subscribe)" },
+  { name: "subject", description: "the subject, as the client would write it (quote wildcards for the shell)" },
+];
+
+/** The request body of `explain` from the positionals. Throws UsageError for a direction other than pub or sub. */
+export function explainBody(args: readonly unknown[]): Row {
+  const [kind, name, direction, subject] = args.map(String);
+  if (direction !== "pub" && direction !== "sub") throw new UsageError(`mesh explain: the direction is pub or sub, not "${direction ?? ""}"`);
+  return { kind, name, direction, subject };
+}
+
+/** Readable lines of an explain reply: `allowed: <because>` per grant, or `denied: <reason>`. */
+export function renderExplain(reply: Row): string[] {
+  const because = Array.isArray(reply.because) ? (reply.because as Row[]) : [];
+  const principal = (reply.principal ?? {}) as Row;
+  const who = `${String(principal.kind)} ${String(principal.name)} (user ${String(reply.user)})`;
+  const verb = reply.direction === "pub" ? "publish" : "subscribe";
+  const lines: string[] = [];
+  if (reply.allowed === true) {
+    lines.push(`${who} may ${verb} ${String(reply.subject)}:`);
+    for (const grant of because) lines.push(`allowed: ${String(grant.because)} (grant ${String(grant.direction)} ${String(grant.subject)})`);
+    if (reply.onTheBus !== true) lines.push(`but not on the bus yet: ${String(reply.reason ?? "it has no credential (R12)")}`);
+  } else {
+    lines.push(`${who} may not ${verb} ${String(reply.subject)}:`);
+    lines.push(`denied: ${String(reply.reason ?? "deny by default")}`);
+    if (reply.onTheBus !== true) lines.push("note: it has no credential: it is not in the user list at all (R12)");
+  }
+  if (typeof reply.assumed === "string") lines.push(`note: ${reply.assumed}`);
+  return lines;
+}
+
+/** 0 when allowed and on the bus, else 1 (see the module comment). */
+export function explainExitCode(reply: Row): number {
+  return reply.allowed === true && reply.onTheBus === true ? EXIT_OK : EXIT_REFUSED;
+}
