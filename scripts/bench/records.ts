@@ -14,7 +14,7 @@ import { startNatsServer } from "../../test/support/natsServer.ts";
 import { generateHistory, publishCommits } from "../../test/support/history.ts";
 import { openCatalogue, replay } from "../../src/events/catalogue.ts";
 import { CATALOGUE_STREAM, catalogueSubject } from "../../src/names.ts";
-import type { Commit } from "../../src/events/index.ts";
+import { Commit } from "../../src/events/index.ts";
 
 function option(args: readonly string[], name: string): string | undefined {
   const i = args.indexOf(name);
@@ -24,8 +24,11 @@ function option(args: readonly string[], name: string): string | undefined {
 const seconds = (ms: number) => Math.round(ms) / 1000;
 const perSecond = (count: number, ms: number) => Math.round((count / ms) * 1000);
 
-/** Reads every message of CATALOGUE with an ordered consumer and JSON.parses it: the floor replay stands on. */
-async function rawRead(nc: NatsConnection): Promise<{ messages: number; events: number; ms: number }> {
+/**
+ * Reads every message of CATALOGUE with an ordered consumer and JSON.parses it: the floor replay
+ * stands on. With `validate`, also runs the zod Commit schema on each, to show what validation costs.
+ */
+async function rawRead(nc: NatsConnection, validate = false): Promise<{ messages: number; events: number; ms: number }> {
   const started = performance.now();
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   const last = (await jsm.streams.info(CATALOGUE_STREAM)).state.last_seq;
@@ -35,6 +38,7 @@ async function rawRead(nc: NatsConnection): Promise<{ messages: number; events: 
   let events = 0;
   for await (const m of messages) {
     const commit = JSON.parse(m.string()) as Commit;
+    if (validate && !Commit.safeParse(commit).success) throw new Error(`invalid commit at ${m.seq}`);
     events += commit.events.length;
     count += 1;
     if (m.seq >= last) break;
@@ -48,6 +52,7 @@ type SizeRow = {
   messages: number;
   rawReadSeconds: number;
   rawReadEventsPerSecond: number;
+  readParseValidateSeconds: number;
   replaySeconds: number;
   replayEventsPerSecond: number;
   foldToRawRatio: number;
@@ -121,6 +126,7 @@ export async function run(args: string[]): Promise<void> {
       log(`read: raw read + parse and replay at ${events} events ...`);
       const reader = await dial();
       const rawRead1 = await rawRead(reader);
+      const validated = await rawRead(reader, true);
       started = performance.now();
       const state = await replay(reader);
       const replayMs = performance.now() - started;
@@ -131,6 +137,7 @@ export async function run(args: string[]): Promise<void> {
         messages: state.sequence,
         rawReadSeconds: seconds(rawRead1.ms),
         rawReadEventsPerSecond: rawRate,
+        readParseValidateSeconds: seconds(validated.ms),
         replaySeconds: seconds(replayMs),
         replayEventsPerSecond: replayRate,
         foldToRawRatio: Math.round((replayRate / rawRate) * 100) / 100,
@@ -170,12 +177,12 @@ export async function run(args: string[]): Promise<void> {
     console.log("writes, sequential            rate/s");
     console.log(`  raw publish-with-ack      ${String(write.rawPublishPerSecond).padStart(8)}`);
     console.log(`  fenced append (transact)  ${String(write.fencedAppendPerSecond).padStart(8)}   (${write.fencedToRawRatio}x raw)`);
-    console.log("\nreads      events  messages   raw read+parse       replay (validate+fold)   fold/raw");
+    console.log("\nreads      events  messages   raw read+parse       replay (validate+fold)   fold/raw   (read+parse+zod alone)");
     for (const r of rows) {
       console.log(
         `  ${String(r.events).padStart(10)} ${String(r.messages).padStart(9)}   ` +
         `${r.rawReadSeconds.toFixed(2).padStart(7)} s ${String(r.rawReadEventsPerSecond).padStart(8)}/s   ` +
-        `${r.replaySeconds.toFixed(2).padStart(7)} s ${String(r.replayEventsPerSecond).padStart(8)}/s       ${r.foldToRawRatio.toFixed(2)}${r.foldToRawRatio >= 0.8 ? "" : "  (goal 0.8)"}`,
+        `${r.replaySeconds.toFixed(2).padStart(7)} s ${String(r.replayEventsPerSecond).padStart(8)}/s       ${r.foldToRawRatio.toFixed(2)}${r.foldToRawRatio >= 0.8 ? "" : " (goal 0.8)"}   ${r.readParseValidateSeconds.toFixed(2)} s`,
       );
     }
     console.log(`\nstart at ${start.events} events: snapshot ${(start.snapshotBytes / 1048576).toFixed(1)} MiB saved in ${start.snapshotSaveSeconds} s;`);

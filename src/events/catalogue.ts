@@ -201,8 +201,9 @@ export async function replay(nc: NatsConnection): Promise<State> {
 }
 
 /**
- * Folds the commits after `state.sequence` into it, in one draft (startFold). When a bad commit
- * stops the read, the commits before it stay folded in `onFolded`'s state and InvalidEvent is thrown.
+ * Folds the commits after `state.sequence` into it with one fold (startFold: a copy for a long
+ * read, a draft for a short tail). When a bad commit stops the read, the commits before it are
+ * folded into the state handed to `onFolded`, and InvalidEvent is thrown.
  */
 async function foldFrom(bus: Bus, state: State, onFolded: (state: State) => void = () => undefined): Promise<State> {
   let fold: Fold | null = null;
