@@ -39,17 +39,50 @@ export function snapshotObject(sequence: number): string {
 // ---- declarations ---------------------------------------------------------------------------
 
 export const CONTROL_STREAM = "CONTROL";
+/** Subjects the CONTROL stream captures: every node's declaration and user-list parts. */
 export const CONTROL_SUBJECTS = "mesh.declaration.>";
 
-/** The subject a node's declarations are published on: `mesh.declaration.<node>`. */
+/**
+ * The subject a node's declarations are published on: `mesh.declaration.<node>.declaration`.
+ * Every subject of one node is under `declarationFilter(node)`; CONTROL keeps the latest message
+ * per subject.
+ */
 export function declarationSubject(node: string): string {
-  return `mesh.declaration.${node}`;
+  return `mesh.declaration.${node}.declaration`;
 }
 
-/** The durable pull consumer a node binds on CONTROL, filtered on its own declaration subject (R22). */
+/**
+ * The subject of part `index` (0-based) of the user list sent to a node holding mesh-broker:
+ * `mesh.declaration.<node>.users.<index>`. A list far over the bus's largest message (1 MiB by
+ * default; ~22 MiB at 10,000 nodes) travels in parts; the declaration names the list by digest
+ * and part count.
+ */
+export function userListPartSubject(node: string, index: number): string {
+  return `mesh.declaration.${node}.users.${index}`;
+}
+
+/** Every user-list part subject of one node: `mesh.declaration.<node>.users.>` (push purges the stale ones). */
+export function userListPartsFilter(node: string): string {
+  return `mesh.declaration.${node}.users.>`;
+}
+
+/**
+ * The one filter of a node's CONTROL consumer: `mesh.declaration.<node>.>`, its declaration and
+ * its user-list parts and nothing of any other node's (R22; names are single tokens, no dots).
+ */
+export function declarationFilter(node: string): string {
+  return `mesh.declaration.${node}.>`;
+}
+
+/** The durable pull consumer a node binds on CONTROL, filtered on declarationFilter(node) alone (R22). */
 export function declarationConsumer(node: string): string {
   return `node-${node}`;
 }
+
+/** Header of a user-list part: the digest of the whole list it belongs to (hex). */
+export const USER_LIST_DIGEST_HEADER = "Mesh-User-List-Digest";
+/** Header of a user-list part: `<index>/<count>`, index 0-based. */
+export const USER_LIST_PART_HEADER = "Mesh-User-List-Part";
 
 // ---- work queues (R16, R20) --------------------------------------------------------------------
 

@@ -12,6 +12,14 @@ import type { ConsumerSpec, StreamSpec, Topology } from "../compose/topology.ts"
  * reported, never "fixed". A configuration the server refuses (a work-queue stream's overlapping or
  * unfiltered second consumer, a pull consumer without explicit acks) is a configuration error:
  * reported with the server's reason, not retried.
+ *
+ * Filters stay fixed even for the mesh's own CONTROL node consumers (whose filter moved from the
+ * exact `mesh.declaration.<node>` to `mesh.declaration.<node>.>` when user lists began to travel in
+ * parts): nats-server 2.9.10 accepts a consumer update of `filter_subject`, and reports the new
+ * filter and its pending count, but keeps delivering by the old one (test/bus/raise.test.ts pins
+ * it), so an in-place "fix" would leave the node silently deaf. Such a consumer is refused, named,
+ * and left as it is; deleting it has it raised again (the node then receives the latest
+ * declaration again, which applying twice does not change).
  */
 
 /** One object raise did not create or change, and why (one line, names the object). */

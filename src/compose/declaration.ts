@@ -31,22 +31,58 @@ export type DeclaredModule = {
   provisions: ReceivedProvision[];
 };
 
+/** Bytes of one user-list part: a quarter of the bus's default largest message (1 MiB). */
+export const USER_LIST_PART_BYTES = 256 * 1024;
+
+/**
+ * How a declaration names the user list it travels with: the digest of its text (UTF-8), its size
+ * in bytes and the number of parts it is cut into (USER_LIST_PART_BYTES each, the last shorter).
+ * The text itself travels beside the declaration, in parts (push; the host joins them, checks the
+ * digest and installs the list only when complete and matching).
+ */
+export type UserListRef = { digest: string; bytes: number; parts: number };
+
 /**
  * Everything the mesh wants one node to hold. `userList` is present only on the node holding
- * mesh-broker (R11). `digest` is `digest(canonicalJson(the rest))`, with `userList` replaced by
- * `digest(userList)` inside it. An unassigned node composes to
- * an empty declaration, which is still a declaration (R29).
+ * mesh-broker (R11) and names the list (UserListRef); `digest` is `digest(canonicalJson(the
+ * rest))`, so it changes when the list does and stays a pure function of the records. An
+ * unassigned node composes to an empty declaration, which is still a declaration (R29).
  */
 export type Declaration = {
   node: string;
   modules: DeclaredModule[];
   provisions: ProvisionGrant[];
-  userList?: string;
+  userList?: UserListRef;
   digest: string;
 };
 
-/** A composed declaration, or the typed refusal of one node (R30: reported, the rest are sent). */
-export type DeclarationResult = { ok: true; declaration: Declaration } | { ok: false; node: string; refusal: Refusal };
+/**
+ * A composed declaration, or the typed refusal of one node (R30: reported, the rest are sent).
+ * `userListText` is the rendered list the declaration's `userList` names (broker holders only).
+ */
+export type DeclarationResult =
+  | { ok: true; declaration: Declaration; userListText?: string }
+  | { ok: false; node: string; refusal: Refusal };
+
+/** The number of bytes `text` takes in UTF-8 (a lone surrogate counts as U+FFFD, 3 bytes). Pure. */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4;
+      i += 1;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/** Parts a list of `bytes` bytes is cut into: at least one (an empty text is one empty part). */
+export function userListPartCount(bytes: number, partBytes: number = USER_LIST_PART_BYTES): number {
+  return Math.max(1, Math.ceil(bytes / partBytes));
+}
 
 /**
  * Indexes shared by every declaration of one composition, built once so composing every node is
@@ -59,6 +95,11 @@ export type Prepared = {
   brokerHolders: Set<string>;
   busUsers(): BusUsers;
   userListText(): string | null;
+  /**
+   * The list's digest, size and part count, computed once per composition (one composition uses
+   * one digest function). Throws when userListText() is null (a list with no users).
+   */
+  userListRef(digest: Digest): UserListRef;
 };
 
 /** Builds the shared indexes of one composition (see Prepared). O(records). */
@@ -93,7 +134,16 @@ export function prepareComposition(state: State, config: ComposeConfig): Prepare
     }
     return text;
   };
-  return { modulesByNode, usersOfSeat, brokerHolders: new Set(holdersOf(state, BROKER_SEAT)), busUsers, userListText };
+  let ref: UserListRef | undefined;
+  const userListRef = (digest: Digest): UserListRef => {
+    if (ref) return ref;
+    const listed = userListText();
+    if (listed === null) throw new Error("userListRef: the user list has no users (ask userListText first)");
+    const bytes = utf8Length(listed);
+    ref = { digest: digest(listed), bytes, parts: userListPartCount(bytes) };
+    return ref;
+  };
+  return { modulesByNode, usersOfSeat, brokerHolders: new Set(holdersOf(state, BROKER_SEAT)), busUsers, userListText, userListRef };
 }
 
 function refusal(node: string, code: string, message: string): DeclarationResult {
@@ -157,18 +207,18 @@ export function composeDeclaration(
   }
   provisions.sort((a, b) => compare(`${a.seat}/${a.provision}/${a.consumer}`, `${b.seat}/${b.provision}/${b.consumer}`));
   const body: Omit<Declaration, "digest"> = { node, modules, provisions };
+  let userListText: string | undefined;
   if (prepared.brokerHolders.has(node)) {
     const text = prepared.userListText();
     if (text === null) {
       const list = prepared.busUsers();
       return { ok: false, node, refusal: list.ok ? { code: "user-list-empty", message: "no user list" } : list.refusal };
     }
-    body.userList = text;
+    body.userList = prepared.userListRef(digest);
+    userListText = text;
   }
-  // The user list (megabytes at 10,000 nodes) enters the digest by its own digest: same change
-  // detection, without escaping it into canonical JSON again.
-  const digested = body.userList === undefined ? body : { ...body, userList: digest(body.userList) };
-  return { ok: true, declaration: { ...body, digest: digest(canonicalJson(digested)) } };
+  const declaration = { ...body, digest: digest(canonicalJson(body)) };
+  return userListText === undefined ? { ok: true, declaration } : { ok: true, declaration, userListText };
 }
 
 /**

@@ -2,7 +2,7 @@ import type { State } from "../projections/index.ts";
 import { resolveSeat, seatOf } from "../projections/index.ts";
 import {
   CATALOGUE_STREAM, CATALOGUE_SUBJECTS, CONTROL_STREAM, CONTROL_SUBJECTS, EVENTS_STREAM, EVENTS_SUBJECTS,
-  declarationConsumer, declarationSubject, eventSubject, followConsumer, workConsumer, workStream, workStreamSubjects,
+  declarationConsumer, declarationFilter, eventSubject, followConsumer, workConsumer, workStream, workStreamSubjects,
 } from "../names.ts";
 import type { ComposeConfig } from "./types.ts";
 
@@ -18,7 +18,7 @@ export type StreamSpec = {
   num_replicas: number;
   deny_delete: boolean;
   deny_purge: boolean;
-  /** CONTROL keeps the latest declaration per node. */
+  /** CONTROL keeps the latest message per subject: each node's declaration and each part of its user list. */
   max_msgs_per_subject?: number;
 };
 
@@ -44,8 +44,11 @@ export type Topology = { streams: StreamSpec[]; consumers: ConsumerSpec[] };
 /**
  * The JetStream objects the records imply (R5, R16, R21, R22), for bootstrap and push to raise:
  * - CATALOGUE (limits, deny delete and purge, R42);
- * - CONTROL (latest per node) and one durable pull consumer per enrolled node, filtered on its own
- *   declaration subject alone, never dead-lettering (R22);
+ * - CONTROL (latest per subject) and one durable pull consumer per enrolled node, filtered on its
+ *   own subjects alone (`declarationFilter(node)`: its declaration and its user-list parts), never
+ *   dead-lettering (R22). A node consumer raised by an earlier build with the exact filter
+ *   `mesh.declaration.<node>` is refused by raiseTopology, not rewritten (see raise.ts): delete it
+ *   to have it raised again;
  * - one work-queue stream per seat that accepts work, whether or not anyone holds it, with its one
  *   consumer shared by every holder (R16, R20; seat names after aliases, R27);
  * - EVENTS and one consumer per follows entry of every registered module (R4, R18), delivering
@@ -75,7 +78,7 @@ export function composeTopology(state: State, config: ComposeConfig): Topology {
   for (const node of Object.keys(state.nodes).sort()) {
     consumers.push({
       stream: CONTROL_STREAM,
-      config: { durable_name: declarationConsumer(node), filter_subject: declarationSubject(node), ack_policy: "explicit", deliver_policy: "all", max_deliver: -1 },
+      config: { durable_name: declarationConsumer(node), filter_subject: declarationFilter(node), ack_policy: "explicit", deliver_policy: "all", max_deliver: -1 },
     });
   }
   for (const seat of seats) {

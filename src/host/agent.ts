@@ -1,11 +1,12 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
 import { connectToBus, type BusCredential } from "../bus/connect.ts";
-import { CONTROL_STREAM, declarationConsumer, reportSubject } from "../names.ts";
+import { CONTROL_STREAM, declarationConsumer, declarationSubject, reportSubject } from "../names.ts";
 import { applyDeclaration, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
 import { HostDeclaration, type HostReport } from "./declaration.ts";
 import { readNodePrivateKey } from "./keys.ts";
+import { UserListParts, readPartHeader } from "./userListParts.ts";
 
 /**
  * The host agent (DESIGN.md section 7): the node side of a push.
@@ -14,7 +15,11 @@ import { readNodePrivateKey } from "./keys.ts";
  * consumer (never creates it: its grants allow only the info, next and ack of that consumer, R2),
  * and for each declaration: applies it to the state folder (R29), installs the user list when the
  * node holds mesh-broker, acknowledges it, and reports `{node, digest, ok}` on its report subject
- * (R32). A refused connection (its credential not composed yet, R1) or a consumer not raised yet is
+ * (R32). The consumer's one filter (declarationFilter) also brings the user list's parts, which
+ * come before the declaration naming them: each is stored (UserListParts) and acknowledged; the
+ * declaration installs the list only when its parts are complete and their digest matches. A
+ * declaration whose parts are missing is reported `ok: false` naming them, and is applied again
+ * (and reported again) as soon as the last missing part arrives. A refused connection (its credential not composed yet, R1) or a consumer not raised yet is
  * retried with backoff, one log line per attempt saying why; every attempt is a new connection
  * (nats.js closes a connection for good after two authorization violations).
  */
@@ -102,44 +107,52 @@ export function startHost(options: HostOptions): Host {
     options.onReport?.(report, applied);
   };
 
-  const handle = async (nc: NatsConnection, message: JsMsg) => {
-    let raw: unknown;
-    try {
-      raw = message.json();
-    } catch {
-      raw = undefined;
-    }
-    const parsed = HostDeclaration.safeParse(raw);
-    const digest = parsed.success ? parsed.data.digest : String((raw as { digest?: unknown } | undefined)?.digest ?? "unknown");
-    let report: HostReport;
+  const parts = new UserListParts(stateDir);
+  /** The latest declaration whose user list lacked parts, applied again when they arrive. */
+  let pending: HostDeclaration | undefined;
+
+  /** Applies one declaration (files, then the user list) and returns its report; never throws. */
+  const apply = async (declaration: HostDeclaration, seq: number): Promise<{ report: HostReport; applied?: Applied; installed?: UserListInstalled }> => {
+    const digest = declaration.digest;
     let applied: Applied | undefined;
-    let installed: UserListInstalled | undefined;
-    const started = Date.now();
+    let missingParts: number[] | undefined;
     try {
-      if (!parsed.success) {
-        throw new Error(`declaration #${message.seq} is malformed (${parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ")})`);
-      }
-      const declaration = parsed.data;
-      if (declaration.node !== node) throw new Error(`declaration #${message.seq} is for node ${declaration.node}, not ${node}`);
+      if (declaration.node !== node) throw new Error(`declaration #${seq} is for node ${declaration.node}, not ${node}`);
       applied = applyDeclaration(stateDir, declaration, privateKey);
-      if (declaration.userList !== undefined) {
-        if (!options.bus) {
-          throw new Error("this node holds mesh-broker but the host has no bus to reload: start it with --bus-include, --bus-config, --bus-pid and --bus-monitor");
-        }
-        installed = await installUserList(declaration.userList, options.bus);
+      const ref = declaration.userList;
+      if (ref === undefined) {
+        pending = undefined;
+        parts.discardExcept();
+        return { report: { node, digest, ok: true }, applied };
       }
-      report = { node, digest, ok: true };
+      if (!options.bus) {
+        throw new Error("this node holds mesh-broker but the host has no bus to reload: start it with --bus-include, --bus-config, --bus-pid and --bus-monitor");
+      }
+      const list = parts.assemble(ref);
+      if (!list.ok) {
+        if (list.code === "missing-parts") {
+          pending = declaration;
+          missingParts = list.missing;
+          parts.discardExcept(ref.digest);
+        } else {
+          pending = undefined;
+          parts.discard(ref.digest);
+        }
+        throw new Error(list.message);
+      }
+      pending = undefined;
+      const installed = await installUserList(list.text, options.bus);
+      parts.discardExcept();
+      return { report: { node, digest, ok: true }, applied, installed };
     } catch (error) {
-      report = { node, digest, ok: false, error: error instanceof Error ? error.message.split("\n")[0]! : String(error) };
+      const report: HostReport = { node, digest, ok: false, error: error instanceof Error ? error.message.split("\n")[0]! : String(error) };
+      if (missingParts) report.missingParts = missingParts;
+      return { report, ...(applied ? { applied } : {}) };
     }
-    // Acknowledged either way: a declaration that cannot be applied is reported, and the next push
-    // brings a new one (CONTROL consumers never dead-letter, R22, so an unacked one would loop).
-    try {
-      await message.ackAck();
-    } catch {
-      message.ack();
-    }
-    const short = digest.slice(0, 12);
+  };
+
+  const logOutcome = (report: HostReport, applied: Applied | undefined, installed: UserListInstalled | undefined, started: number) => {
+    const short = report.digest.slice(0, 12);
     if (report.ok && applied) {
       const list = installed === undefined ? "" : installed.changed ? `, user list reloaded in ${installed.reloadMs} ms` : ", user list unchanged";
       log(
@@ -149,6 +162,58 @@ export function startHost(options: HostOptions): Host {
     } else {
       log(`host ${node}: declaration ${short} not applied: ${report.error}`);
     }
+  };
+
+  /** A user-list part: stored, acknowledged, and the pending declaration applied when it completes it. */
+  const handlePart = async (nc: NatsConnection, message: JsMsg) => {
+    let completes = false;
+    try {
+      const part = readPartHeader((name) => message.headers?.get(name) ?? "");
+      parts.store(part, message.data);
+      completes = pending?.userList?.digest === part.digest && parts.stored(part.digest).length >= pending.userList.parts;
+    } catch (error) {
+      log(`host ${node}: message #${message.seq} on ${message.subject} ignored: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
+    }
+    message.ack();
+    if (completes && pending) {
+      const started = Date.now();
+      const { report, applied, installed } = await apply(pending, message.seq);
+      logOutcome(report, applied, installed, started);
+      await publishReport(nc, report, applied);
+    }
+  };
+
+  const handle = async (nc: NatsConnection, message: JsMsg) => {
+    if (message.subject !== declarationSubject(node)) {
+      await handlePart(nc, message);
+      return;
+    }
+    let raw: unknown;
+    try {
+      raw = message.json();
+    } catch {
+      raw = undefined;
+    }
+    const parsed = HostDeclaration.safeParse(raw);
+    const started = Date.now();
+    let report: HostReport;
+    let applied: Applied | undefined;
+    let installed: UserListInstalled | undefined;
+    if (parsed.success) {
+      ({ report, applied, installed } = await apply(parsed.data, message.seq));
+    } else {
+      const digest = String((raw as { digest?: unknown } | undefined)?.digest ?? "unknown");
+      const fields = parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ");
+      report = { node, digest, ok: false, error: `declaration #${message.seq} is malformed (${fields})` };
+    }
+    // Acknowledged either way: a declaration that cannot be applied is reported, and the next push
+    // brings a new one (CONTROL consumers never dead-letter, R22, so an unacked one would loop).
+    try {
+      await message.ackAck();
+    } catch {
+      message.ack();
+    }
+    logOutcome(report, applied, installed, started);
     await publishReport(nc, report, applied);
   };
 

@@ -49,15 +49,25 @@ export const DeclaredModule = z
 export type DeclaredModule = z.infer<typeof DeclaredModule>;
 
 /**
+ * How a declaration names the user list that travels beside it in parts (UserListRef of
+ * src/compose): the digest (sha256 hex) of its UTF-8 text, its size in bytes, its part count.
+ */
+export const DeclaredUserList = z
+  .object({ digest: z.string().min(1), bytes: z.number().int().nonnegative(), parts: z.number().int().positive() })
+  .passthrough();
+export type DeclaredUserList = z.infer<typeof DeclaredUserList>;
+
+/**
  * Everything the mesh wants one node to hold. `modules` and `provisions` may be empty (an empty
- * declaration is still applied, R29); `userList` (nats-server include text) is present only for the
- * node that holds mesh-broker (R11); `digest` is what the node reports back (R32).
+ * declaration is still applied, R29); `userList` is present only for the node that holds
+ * mesh-broker (R11) and names the nats-server include text that arrived before it in parts
+ * (UserListParts); `digest` is what the node reports back (R32).
  */
 export const HostDeclaration = z
   .object({
     node: z.string().min(1),
     modules: z.array(DeclaredModule).default([]),
-    userList: z.string().optional(),
+    userList: DeclaredUserList.optional(),
     provisions: z.array(ProvisionGrant).default([]),
     digest: z.string().min(1),
   })
@@ -71,4 +81,6 @@ export type HostReport = {
   ok: boolean;
   /** Why the declaration was not applied (never a password, R3). Present when ok is false. */
   error?: string;
+  /** The user-list parts still missing when ok is false for that reason (0-based indexes). */
+  missingParts?: number[];
 };

@@ -5,9 +5,13 @@ export {
   type BusReloadOptions, type UserListInstalled,
 } from "./busList.ts";
 export {
-  HostDeclaration, DeclaredModule, DeclaredCredential, ReceivedProvision, ProvisionGrant, type HostReport,
+  HostDeclaration, DeclaredUserList, DeclaredModule, DeclaredCredential, ReceivedProvision, ProvisionGrant, type HostReport,
 } from "./declaration.ts";
 export {
   initHostKeys, readNodePrivateKey, credentialFrom, readCredentialFile, saveNodeCredential, writeFileAtomic, HostStateError,
   NODE_KEY_FILE, NODE_PUBLIC_KEY_FILE, NODE_CREDENTIAL_FILE, type EnrolReply,
 } from "./keys.ts";
+export {
+  UserListParts, UserListPartRefused, readPartHeader, sha256Bytes, USER_LIST_PARTS_FOLDER, MAX_USER_LIST_PARTS, MAX_LISTS_KEPT,
+  type Assembled, type ListRef, type PartHeader,
+} from "./userListParts.ts";

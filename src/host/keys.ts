@@ -28,7 +28,7 @@ export class HostStateError extends Error {
 }
 
 /** Writes `text` to `path` atomically (temporary file + rename) with `mode`. */
-export function writeFileAtomic(path: string, text: string, mode = 0o644): void {
+export function writeFileAtomic(path: string, text: string | Uint8Array, mode = 0o644): void {
   const temporary = `${path}.${process.pid}.tmp`;
   writeFileSync(temporary, text, { mode });
   chmodSync(temporary, mode);

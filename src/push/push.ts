@@ -1,17 +1,20 @@
 import { createHash } from "node:crypto";
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { headers, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
 import type { Catalogue } from "../events/catalogue.ts";
 import type { MeshEvent } from "../events/index.ts";
 import type { Refusal } from "../commands/envelope.ts";
-import { composeDeclarations, type Declaration, type DeclarationResult } from "../compose/declaration.ts";
+import {
+  USER_LIST_PART_BYTES, composeDeclarations, userListPartCount, type Declaration, type DeclarationResult, type UserListRef,
+} from "../compose/declaration.ts";
 import { composeTopology, type StreamSpec } from "../compose/topology.ts";
 import { requiredProvisions } from "../compose/provisions.ts";
 import type { ComposeConfig, LeftOut } from "../compose/types.ts";
 import { credentialOf, holdersOf, type State } from "../projections/index.ts";
 import { hashPassword, newPassword, openWithMeshKey, passwordMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
 import {
-  BROKER_SEAT, CONTROLLER_NAME, REPORTS_STREAM, REPORT_SUBJECTS, declarationSubject, reportSubject,
+  BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, REPORT_SUBJECTS, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER,
+  declarationSubject, reportSubject, userListPartSubject, userListPartsFilter,
 } from "../names.ts";
 import { raiseTopology, type RaiseReport } from "../bootstrap/raise.ts";
 import type { ControllerCredential } from "../bootstrap/credential.ts";
@@ -133,7 +136,10 @@ export async function raiseMesh(jsm: JetStreamManager, state: State, compose: Co
 
 const REDACTED = "[redacted]";
 
-/** A copy of a declaration with every secret redacted: sealed fields and the user list's hashes. */
+/**
+ * A copy of a declaration with every secret redacted (sealed fields). The user list travels beside
+ * the declaration, which names it by digest, size and part count only: no hash is in it.
+ */
 export function redactDeclaration(declaration: Declaration): Declaration {
   const walk = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(walk);
@@ -144,9 +150,7 @@ export function redactDeclaration(declaration: Declaration): Declaration {
     }
     return value;
   };
-  const copy = walk(declaration) as Declaration;
-  if (copy.userList !== undefined) copy.userList = copy.userList.replace(/\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}/g, REDACTED);
-  return copy;
+  return walk(declaration) as Declaration;
 }
 
 /**
@@ -263,25 +267,77 @@ async function rotateBootstrap(ctx: PushContext, pushId: string, actor: string, 
   return true;
 }
 
-/** One declaration to send: its payload is made (sealed to the node) just before its publish. */
-type Send = { node: string; digest: string; payload(): string };
+/**
+ * The user list's UTF-8 bytes cut into parts of `partBytes` (default USER_LIST_PART_BYTES), in
+ * order; userListPartCount(bytes) of them (an empty text is one empty part). Each part is a view
+ * of one buffer: joined, they are the text's bytes exactly.
+ */
+export function splitUserList(text: string, partBytes: number = USER_LIST_PART_BYTES): Uint8Array[] {
+  const bytes = Buffer.from(text, "utf8");
+  const count = userListPartCount(bytes.length, partBytes);
+  return Array.from({ length: count }, (_, index) => bytes.subarray(index * partBytes, Math.min(bytes.length, (index + 1) * partBytes)));
+}
+
+/** The headers of part `index` of `count` of the list whose digest is `digest` (USER_LIST_*_HEADER). */
+export function userListPartHeaders(digest: string, index: number, count: number): MsgHdrs {
+  const h = headers();
+  h.set(USER_LIST_DIGEST_HEADER, digest);
+  h.set(USER_LIST_PART_HEADER, `${index}/${count}`);
+  return h;
+}
+
+/** A user list to send with a broker holder's declaration: what the declaration names, and the parts. */
+export type UserListParts = { ref: UserListRef; parts: readonly Uint8Array[] };
+
+/**
+ * Cuts `text` into the parts `ref` names (splitUserList). Throws when the sizes disagree (the
+ * composition and the shell must cut the same list the same way).
+ */
+export function userListParts(text: string, ref: UserListRef): UserListParts {
+  const parts = splitUserList(text);
+  const bytes = parts.reduce((sum, p) => sum + p.length, 0);
+  if (parts.length !== ref.parts || bytes !== ref.bytes) {
+    throw new Error(`the user list is ${bytes} bytes in ${parts.length} parts, its declaration names ${ref.bytes} in ${ref.parts}`);
+  }
+  return { ref, parts };
+}
+
+/** One declaration to send: its payload is made (sealed to the node) just before its publish; a broker holder's list parts go first. */
+type Send = { node: string; digest: string; payload(): string; userList?: UserListParts };
 
 /**
  * Publishes each declaration, pipelined: up to PUBLISH_WINDOW publishes in flight, the next one
- * sealed (CPU) while earlier ones are acknowledged (bus). Returns per node the error, if any;
- * `refusedToSeal` collects the nodes whose secrets could not be sealed (not published).
+ * sealed (CPU) while earlier ones are acknowledged (bus). A broker holder's user-list parts are
+ * published before its declaration, on userListPartSubject(node, index) with the list's digest and
+ * `<index>/<count>` in headers (one connection keeps them in order, so the host meets every part
+ * before the declaration naming them); a node whose part or declaration failed is failed. Then the
+ * parts older than the new list's first part are purged from the node's part subjects (a shorter
+ * list leaves no stale tail behind; best effort, reported in `purgeErrors`).
+ * Returns per node the error, if any; `refusedToSeal` collects the nodes whose secrets could not
+ * be sealed (not published).
  */
 async function publishAll(
   js: JetStreamClient,
+  jsm: JetStreamManager,
   sends: readonly Send[],
   refusedToSeal: Map<string, string>,
   timings: Record<string, number> | undefined,
   progress?: (done: number, total: number) => void,
+  purgeErrors: string[] = [],
 ): Promise<Map<string, string>> {
   const failures = new Map<string, string>();
   const inFlight = new Set<Promise<void>>();
+  const firstPartSequence = new Map<string, number>();
   let done = 0;
   let sealMs = 0;
+  const fail = (node: string) => (error: unknown) => {
+    if (!failures.has(node)) failures.set(node, error instanceof Error ? error.message.split("\n")[0]! : String(error));
+  };
+  const track = async (publish: Promise<void>) => {
+    inFlight.add(publish);
+    void publish.finally(() => inFlight.delete(publish));
+    if (inFlight.size >= PUBLISH_WINDOW) await Promise.race(inFlight);
+  };
   for (const send of sends) {
     let payload: string;
     const sealStart = performance.now();
@@ -293,18 +349,33 @@ async function publishAll(
     } finally {
       sealMs += performance.now() - sealStart;
     }
-    const publish: Promise<void> = js.publish(declarationSubject(send.node), payload).then(
+    if (send.userList) {
+      const { ref, parts } = send.userList;
+      for (let index = 0; index < parts.length; index += 1) {
+        const published = js.publish(userListPartSubject(send.node, index), parts[index]!, { headers: userListPartHeaders(ref.digest, index, parts.length) });
+        await track(published.then(
+          (ack: PubAck) => { if (index === 0) firstPartSequence.set(send.node, ack.seq); },
+          fail(send.node),
+        ));
+      }
+    }
+    await track(js.publish(declarationSubject(send.node), payload).then(
       (_ack: PubAck) => undefined,
-      (error: unknown) => { failures.set(send.node, error instanceof Error ? error.message.split("\n")[0]! : String(error)); },
+      fail(send.node),
     ).finally(() => {
-      inFlight.delete(publish);
       done += 1;
       if (progress && (done % 1000 === 0 || done === sends.length)) progress(done, sends.length);
-    });
-    inFlight.add(publish);
-    if (inFlight.size >= PUBLISH_WINDOW) await Promise.race(inFlight);
+    }));
   }
   await Promise.all(inFlight);
+  for (const [node, seq] of firstPartSequence) {
+    if (failures.has(node)) continue;
+    try {
+      await jsm.streams.purge(CONTROL_STREAM, { filter: userListPartsFilter(node), seq });
+    } catch (error) {
+      purgeErrors.push(`${node}: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
+    }
+  }
   if (timings) timings.seal = (timings.seal ?? 0) + sealMs;
   return failures;
 }
@@ -418,7 +489,8 @@ class ReportWatch {
  *    report and the rest go on (R30);
  * 4. send the named nodes and every node behind (composed digest ≠ last sent, R31), empty
  *    declarations included (R29): a pipelined JetStream publish to declarationSubject(node) of the
- *    declaration with its secrets sealed to the node's key, then DeclarationSent records;
+ *    declaration with its secrets sealed to the node's key, preceded for a broker holder by the
+ *    user list in parts (publishAll), then DeclarationSent records;
  * 5. catch up and compose again: a node behind again (records changed meanwhile) is sent in the
  *    next round; the bound is the node count, and the report says when it was hit.
  * With `wait`, reports are subscribed before sending and each sent node's report of the digest is
@@ -493,9 +565,10 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       report.leftOut = users.leftOut;
       if (users.ok) delete report.userList;
       else report.userList = users.refusal;
-      // 4. Send the named and the behind (R29, R31).
+      // 4. Send the named and the behind (R29, R31); a broker holder's list in parts first.
       const sends: Send[] = [];
       const opened = new Map<string, string>();
+      const cut = new Map<string, UserListParts>();
       for (const result of declarations as DeclarationResult[]) {
         if (!result.ok) {
           outcomes.set(result.node, { node: result.node, outcome: "refused", refusal: result.refusal });
@@ -510,12 +583,24 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
           continue;
         }
         const publicKey = state.nodes[node]!.publicKey;
-        sends.push({ node, digest, payload: () => JSON.stringify(sealForNode(declaration, publicKey, ctx.meshKey, opened, ctx.sealCache)) });
+        const send: Send = { node, digest, payload: () => JSON.stringify(sealForNode(declaration, publicKey, ctx.meshKey, opened, ctx.sealCache)) };
+        if (declaration.userList && result.userListText !== undefined) {
+          const ref = declaration.userList;
+          let parts = cut.get(ref.digest);
+          if (!parts) {
+            parts = userListParts(result.userListText, ref);
+            cut.set(ref.digest, parts);
+          }
+          send.userList = parts;
+        }
+        sends.push(send);
       }
       if (sends.length === 0) break;
       for (const s of sends) watch?.expect(s.node, s.digest);
       const refusedToSeal = new Map<string, string>();
-      const failures = await timed(ctx.timings, "publish", () => publishAll(js, sends, refusedToSeal, ctx.timings, ctx.progress));
+      const purgeErrors: string[] = [];
+      const failures = await timed(ctx.timings, "publish", () => publishAll(js, jsm, sends, refusedToSeal, ctx.timings, ctx.progress, purgeErrors));
+      for (const line of purgeErrors) ctx.log.error(`push ${pushId}: stale user-list parts not purged for ${line}`);
       for (const [node, error] of refusedToSeal) {
         outcomes.set(node, { node, outcome: "refused", refusal: { code: "seal-failed", message: `a secret for ${node} could not be sealed to its key: ${error}` } });
       }

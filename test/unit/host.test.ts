@@ -6,7 +6,11 @@ import { join } from "node:path";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
 import { newPassword, sealToNode } from "../../src/crypto/secrets.ts";
+import { createHash } from "node:crypto";
+import { splitUserList, userListPartHeaders } from "../../src/push/push.ts";
+import { USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER } from "../../src/names.ts";
 import {
+  UserListParts, UserListPartRefused, readPartHeader, MAX_LISTS_KEPT,
   applyDeclaration, credentialFrom, DeclarationRefused, HostDeclaration, HostStateError, initHostKeys, readNodePrivateKey, readOwned,
 } from "../../src/host/index.ts";
 
@@ -145,5 +149,102 @@ describe("applying a declaration to the state folder", () => {
     );
     assert.deepEqual(readOwned(state), before);
     assert.ok(!existsSync(join(root, "escape")));
+  });
+});
+
+describe("user-list parts: stored as they arrive, installed only complete and matching", () => {
+  let root: string;
+  before(() => { root = mkdtempSync(join(tmpdir(), "mesh-host-parts-")); });
+  after(() => { rmSync(root, { recursive: true, force: true }); });
+
+  const sha256 = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).digest("hex");
+  /** A list of `users` fake users cut by push's own splitter into parts of `partBytes`. */
+  const list = (users: number, partBytes = 1024, tag = "a") => {
+    const text = `authorization { users = [\n${Array.from({ length: users }, (_, i) => `  { user: "node-${tag}${i}", password: "$2a$04$${"x".repeat(53)}" }`).join("\n")}\n] }\n`;
+    const parts = splitUserList(text, partBytes);
+    const digest = sha256(text);
+    return { text, parts, digest, ref: { digest, bytes: Buffer.byteLength(text), parts: parts.length } };
+  };
+  /** What the agent does with one part message: read its headers, store its bytes. */
+  const deliver = (store: UserListParts, digest: string, index: number, count: number, bytes: Uint8Array) => {
+    const h = userListPartHeaders(digest, index, count);
+    store.store(readPartHeader((name) => h.get(name)), bytes);
+  };
+
+  it("R11: parts arriving in any order join to the list; a missing part is named, not waited for", () => {
+    const store = new UserListParts(join(root, "order"));
+    const l = list(40);
+    assert.ok(l.parts.length >= 4);
+    const order = l.parts.map((_, i) => i).reverse();
+    for (const index of order.slice(0, -2)) deliver(store, l.digest, index, l.parts.length, l.parts[index]!);
+    const incomplete = store.assemble(l.ref);
+    assert.equal(incomplete.ok, false);
+    if (!incomplete.ok) {
+      assert.equal(incomplete.code, "missing-parts");
+      if (incomplete.code === "missing-parts") assert.deepEqual(incomplete.missing, [0, 1]);
+    }
+    for (const index of [1, 0]) deliver(store, l.digest, index, l.parts.length, l.parts[index]!);
+    const done = store.assemble(l.ref);
+    assert.ok(done.ok);
+    if (done.ok) assert.equal(done.text, l.text);
+    for (const part of store.stored(l.digest)) {
+      assert.equal(statSync(join(root, "order", "user-list-parts", l.digest, String(part))).mode & 0o777, 0o600, "a part holds hashes: 0600");
+    }
+  });
+
+  it("R11: parts whose bytes do not hash to the declared digest are refused", () => {
+    const store = new UserListParts(join(root, "wrong"));
+    const l = list(10);
+    l.parts.forEach((p, i) => deliver(store, l.digest, i, l.parts.length, i === 0 ? Buffer.from(Buffer.from(p).toString().replace("node-a0", "node-z0")) : p));
+    const refused = store.assemble(l.ref);
+    assert.equal(refused.ok, false);
+    if (!refused.ok) assert.equal(refused.code, "wrong-digest");
+    const short = store.assemble({ ...l.ref, bytes: l.ref.bytes + 1 });
+    assert.equal(short.ok, false);
+    if (!short.ok) assert.equal(short.code, "wrong-size");
+  });
+
+  it("R11: stale parts of an older list are never mixed into the new one, and are dropped", () => {
+    const store = new UserListParts(join(root, "stale"));
+    const older = list(30, 1024, "old");
+    const newer = list(20, 1024, "new");
+    assert.ok(older.parts.length > newer.parts.length, "the older list has a tail the newer lacks");
+    older.parts.forEach((p, i) => deliver(store, older.digest, i, older.parts.length, p));
+    // The newer list's part 1 is lost: the older list's part 1 must not stand in for it.
+    newer.parts.forEach((p, i) => { if (i !== 1) deliver(store, newer.digest, i, newer.parts.length, p); });
+    const missing = store.assemble(newer.ref);
+    assert.equal(missing.ok, false);
+    if (!missing.ok && missing.code === "missing-parts") assert.deepEqual(missing.missing, [1]);
+    else assert.fail("want missing-parts");
+    deliver(store, newer.digest, 1, newer.parts.length, newer.parts[1]!);
+    const joined = store.assemble(newer.ref);
+    assert.ok(joined.ok);
+    if (joined.ok) assert.equal(joined.text, newer.text);
+    store.discardExcept(newer.digest);
+    assert.deepEqual(store.digests(), [newer.digest]);
+    assert.deepEqual(store.stored(older.digest), []);
+    // At most MAX_LISTS_KEPT lists are kept however many arrive.
+    for (let i = 0; i < MAX_LISTS_KEPT + 2; i += 1) {
+      const l = list(1, 1024, `extra${i}`);
+      deliver(store, l.digest, 0, 1, l.parts[0]!);
+    }
+    assert.equal(store.digests().length, MAX_LISTS_KEPT);
+  });
+
+  it("R11: a part without usable headers is refused (bad-header), never stored", () => {
+    const bad = [
+      {},
+      { [USER_LIST_DIGEST_HEADER]: "../../etc", [USER_LIST_PART_HEADER]: "0/1" },
+      { [USER_LIST_DIGEST_HEADER]: "a".repeat(64), [USER_LIST_PART_HEADER]: "3/3" },
+      { [USER_LIST_DIGEST_HEADER]: "a".repeat(64), [USER_LIST_PART_HEADER]: "0/99999" },
+      { [USER_LIST_DIGEST_HEADER]: "a".repeat(64), [USER_LIST_PART_HEADER]: "one" },
+    ];
+    for (const headers of bad) {
+      assert.throws(
+        () => readPartHeader((name) => (headers as Record<string, string>)[name] ?? ""),
+        (e: unknown) => e instanceof UserListPartRefused && e.code === "bad-header",
+        JSON.stringify(headers),
+      );
+    }
   });
 });

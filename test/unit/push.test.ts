@@ -1,6 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { redactDeclaration, sealForNode } from "../../src/push/push.ts";
+import { createHash } from "node:crypto";
+import { redactDeclaration, sealForNode, splitUserList, userListPartHeaders, userListParts } from "../../src/push/push.ts";
+import { USER_LIST_PART_BYTES, userListPartCount } from "../../src/compose/declaration.ts";
+import { USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER } from "../../src/names.ts";
 import type { Declaration } from "../../src/compose/declaration.ts";
 import { newMeshKey, newNodeKeyPair, openAsNode, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 
@@ -15,14 +18,14 @@ const declaration = (): Declaration => ({
     provisions: [{ seat: "mesh-store", provision: "database", user: "web", sealed: sealWithMeshKey(meshKey, "db-secret") }],
   }],
   provisions: [],
-  userList: `authorization { users = [ { user: "a", password: "$2a$06$${"x".repeat(53)}" } ] }`,
+  userList: { digest: "e".repeat(64), bytes: 120, parts: 1 },
   digest: "d".repeat(64),
 });
 
 describe("push helpers", () => {
-  it("R3: a dry run's declaration has every secret and every hash redacted", () => {
+  it("R3: a dry run's declaration has every secret redacted and names the user list without carrying it", () => {
     const text = JSON.stringify(redactDeclaration(declaration()));
-    assert.doesNotMatch(text, /\$2a\$06\$/);
+    assert.match(text, /"userList":\{"digest":"e{64}","bytes":120,"parts":1\}/);
     assert.doesNotMatch(text, /"sealed":"(?!\[redacted\])/);
     assert.match(text, /\[redacted\]/);
   });
@@ -43,5 +46,22 @@ describe("push helpers", () => {
     const other = newNodeKeyPair();
     const theirs = sealForNode(original, other.publicKey, meshKey, new Map(), cache);
     assert.throws(() => openAsNode(keys.privateKey, theirs.modules[0]!.credential.sealed));
+  });
+
+  it("R11: a user list is cut into parts of USER_LIST_PART_BYTES that join to its bytes, each with its digest and index", () => {
+    const text = `${"é".repeat(USER_LIST_PART_BYTES)}tail`; // 2 bytes a character: parts split inside one
+    const bytes = Buffer.byteLength(text, "utf8");
+    const parts = splitUserList(text);
+    assert.equal(parts.length, userListPartCount(bytes));
+    assert.equal(parts.length, 3);
+    assert.ok(parts.every((p) => p.length <= USER_LIST_PART_BYTES));
+    assert.equal(Buffer.concat(parts).toString("utf8"), text);
+    assert.deepEqual(splitUserList("").map((p) => p.length), [0]);
+    const digest = createHash("sha256").update(text).digest("hex");
+    assert.equal(userListParts(text, { digest, bytes, parts: 3 }).parts.length, 3);
+    assert.throws(() => userListParts(text, { digest, bytes, parts: 2 }));
+    const h = userListPartHeaders(digest, 2, 3);
+    assert.equal(h.get(USER_LIST_DIGEST_HEADER), digest);
+    assert.equal(h.get(USER_LIST_PART_HEADER), "2/3");
   });
 });

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
   composeDeclaration, composeDeclarations, composeBusUsers, renderUserList, requiredProvisions, canonicalJson,
+  utf8Length, userListPartCount, USER_LIST_PART_BYTES,
 } from "../../../src/compose/index.ts";
 import { EXAMPLE_CONFIG, FINGERPRINT, MeshBuilder, exampleMesh, fakeHash, manifests } from "./exampleMesh.ts";
 
@@ -33,19 +34,34 @@ describe("declarations", () => {
     assert.ok(!/\/\/[^/]*@/.test(JSON.stringify(result.declaration)), "a URL with credentials");
   });
 
-  it("R11: the user list travels only in the declaration of the node holding mesh-broker", () => {
+  it("R11: the user list travels only with the declaration of the node holding mesh-broker, named by digest, size and parts", () => {
     const { declarations } = composeDeclarations(mesh.state, EXAMPLE_CONFIG, sha256);
     const byNode = Object.fromEntries(declarations.map((d) => [d.ok ? d.declaration.node : d.node, d]));
     const alpha = byNode.alpha!;
     assert.ok(alpha.ok);
     const users = composeBusUsers(mesh.state, EXAMPLE_CONFIG);
     assert.ok(users.ok);
-    assert.equal(alpha.declaration.userList, renderUserList(users));
+    const text = renderUserList(users);
+    assert.equal(alpha.userListText, text);
+    const bytes = Buffer.byteLength(text, "utf8");
+    assert.deepEqual(alpha.declaration.userList, { digest: sha256(text), bytes, parts: Math.ceil(bytes / USER_LIST_PART_BYTES) });
+    assert.ok(!JSON.stringify(alpha.declaration).includes("$2"), "no hash travels in the declaration itself");
     for (const node of ["beta", "gamma"]) {
       const d = byNode[node]!;
       assert.ok(d.ok);
       assert.equal(d.declaration.userList, undefined);
+      assert.equal(d.userListText, undefined);
     }
+  });
+
+  it("R11: a list's size is its UTF-8 byte count and its part count covers it in USER_LIST_PART_BYTES parts", () => {
+    for (const text of ["", "a", "é", "€", "😀", "a\ud800b", "x".repeat(USER_LIST_PART_BYTES), `${"x".repeat(USER_LIST_PART_BYTES)}é`]) {
+      assert.equal(utf8Length(text), Buffer.byteLength(text, "utf8"), JSON.stringify(text.slice(0, 8)));
+    }
+    assert.equal(userListPartCount(0), 1);
+    assert.equal(userListPartCount(USER_LIST_PART_BYTES), 1);
+    assert.equal(userListPartCount(USER_LIST_PART_BYTES + 1), 2);
+    assert.equal(userListPartCount(22 * 1024 * 1024), 88);
   });
 
   it("R31: a provider's declaration holds the grants for its consumers", () => {
@@ -88,7 +104,8 @@ describe("declarations", () => {
     const b = new MeshBuilder(fakeHash).genesis().node("alpha", false).register(manifests.broker).issue("broker").assign("broker", "alpha");
     const carried = composeDeclaration(b.state(), "alpha", EXAMPLE_CONFIG, sha256);
     assert.ok(carried.ok);
-    assert.match(carried.declaration.userList!, /"module-broker"/);
+    assert.match(carried.userListText!, /"module-broker"/);
+    assert.equal(carried.declaration.userList?.digest, sha256(carried.userListText!));
     const c = new MeshBuilder(fakeHash).genesis().node("alpha", false).register(manifests.broker);
     c.commit("module", "broker", { type: "ModuleIssued", module: "broker" });
     c.assign("broker", "alpha");
@@ -106,8 +123,7 @@ describe("declarations", () => {
     for (const d of one.declarations) {
       assert.ok(d.ok);
       const { digest, ...body } = d.declaration;
-      const digested = body.userList === undefined ? body : { ...body, userList: sha256(body.userList) };
-      assert.equal(digest, sha256(canonicalJson(digested)));
+      assert.equal(digest, sha256(canonicalJson(body)));
     }
   });
 

@@ -1,9 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { composeTopology } from "../../../src/compose/index.ts";
+import { composeTopology, covers } from "../../../src/compose/index.ts";
 import {
-  CATALOGUE_STREAM, CONTROL_STREAM, EVENTS_STREAM, declarationConsumer, declarationSubject, eventSubject, followConsumer,
-  workConsumer, workStream,
+  CATALOGUE_STREAM, CONTROL_STREAM, EVENTS_STREAM, declarationConsumer, declarationFilter, declarationSubject, eventSubject, followConsumer,
+  userListPartSubject, workConsumer, workStream,
 } from "../../../src/names.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash, manifests } from "./exampleMesh.ts";
 
@@ -19,13 +19,20 @@ describe("the bus topology", () => {
     assert.equal(catalogue.retention, "limits");
   });
 
-  it("R22: one CONTROL consumer per enrolled node, bound to its own declaration subject alone, never dead-lettering", () => {
+  it("R22: one CONTROL consumer per enrolled node, bound to its own subjects alone, never dead-lettering", () => {
     const control = topology.consumers.filter((c) => c.stream === CONTROL_STREAM);
     assert.deepEqual(control.map((c) => c.config.durable_name), ["alpha", "beta", "gamma"].map(declarationConsumer));
     for (const node of ["alpha", "beta", "gamma"]) {
       const c = control.find((x) => x.config.durable_name === declarationConsumer(node))!;
-      assert.equal(c.config.filter_subject, declarationSubject(node));
+      assert.equal(c.config.filter_subject, declarationFilter(node));
       assert.equal(c.config.max_deliver, -1);
+      // Its filter takes its declaration and its user-list parts, and nothing of another node's.
+      assert.ok(covers(c.config.filter_subject!, declarationSubject(node)));
+      assert.ok(covers(c.config.filter_subject!, userListPartSubject(node, 7)));
+      for (const other of ["alpha", "beta", "gamma", `${node}x`].filter((n) => n !== node)) {
+        assert.ok(!covers(c.config.filter_subject!, declarationSubject(other)));
+        assert.ok(!covers(c.config.filter_subject!, userListPartSubject(other, 0)));
+      }
       assert.equal(c.config.ack_policy, "explicit");
     }
   });
