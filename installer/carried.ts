@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import type { BusUser, ComposeConfig, Permissions } from "../src/compose/types.ts";
-import { permissionsOf } from "../src/compose/permissions.ts";
+import { controllerReplyInboxes, permissionsOf } from "../src/compose/permissions.ts";
 import { hashPassword } from "../src/crypto/secrets.ts";
 import { CONTROLLER_NAME, busUser } from "../src/names.ts";
 import { initialState, type State } from "../src/projections/index.ts";
@@ -10,8 +10,9 @@ import { renderUserList } from "../src/compose/userList.ts";
 
 /**
  * The first user list the installer carries (R13): the controller's account at the well-known
- * bootstrap password with exactly the permissions of installer/controller-permissions.json (R15:
- * a test holds composition's derivation to that template), and the first operator's account.
+ * bootstrap password with the permissions of installer/controller-permissions.json plus its reply
+ * grants on the carried operators' inboxes (R15: a test holds composition's derivation to that),
+ * and the first operator's account.
  */
 
 /**
@@ -35,10 +36,12 @@ const Template = z.object({
 });
 
 /**
- * The controller's permissions as the installer carries them: installer/controller-permissions.json,
- * validated, in nats-server's shape (R15). Throws when the file is missing or malformed.
+ * The static part of the controller's carried permissions: installer/controller-permissions.json,
+ * validated, in nats-server's shape (R15). It names no operator: the reply grants on operators'
+ * inboxes depend on the records (carriedControllerPermissions adds them). Throws when the file is
+ * missing or malformed.
  */
-export function carriedControllerPermissions(file = CONTROLLER_PERMISSIONS_FILE): Permissions {
+export function controllerTemplatePermissions(file = CONTROLLER_PERMISSIONS_FILE): Permissions {
   const raw = JSON.parse(readFileSync(file, "utf8")) as unknown;
   const parsed = Template.parse(raw);
   const permissions: Permissions = {
@@ -47,6 +50,20 @@ export function carriedControllerPermissions(file = CONTROLLER_PERMISSIONS_FILE)
   };
   if (parsed.allow_responses) permissions.allow_responses = true;
   return permissions;
+}
+
+/**
+ * The controller's permissions as the installer carries them for `state` (the state folded from
+ * the genesis commit): the template (controllerTemplatePermissions) plus a PUBLISH grant on the
+ * inbox of every operator of `state`, built by composition's own controllerReplyInboxes (R15: one
+ * function for both). Those grants let the controller's replies survive a reload of the user list
+ * and its reconnect with a rotated password (R14), which forget allow_responses (R33). Throws as
+ * controllerTemplatePermissions.
+ */
+export function carriedControllerPermissions(state: State, file = CONTROLLER_PERMISSIONS_FILE): Permissions {
+  const template = controllerTemplatePermissions(file);
+  const publish = [...new Set([...template.publish.allow, ...controllerReplyInboxes(state)])].sort();
+  return { ...template, publish: { allow: publish } };
 }
 
 /**
@@ -62,7 +79,7 @@ export const GENESIS_COMPOSE_CONFIG: ComposeConfig = { controllerSubmits: CARRIE
 
 /**
  * The carried user list: the controller at the bootstrap password (its bcrypt hash) with the
- * template's permissions, and every operator of the genesis state with its derived permissions
+ * carried permissions (the template and its reply grants on `state`'s operators), and every operator of the genesis state with its derived permissions
  * and recorded hash. `state` is the state folded from the genesis commit.
  */
 export function carriedUsers(state: State, config: ComposeConfig = GENESIS_COMPOSE_CONFIG): BusUser[] {
@@ -70,7 +87,7 @@ export function carriedUsers(state: State, config: ComposeConfig = GENESIS_COMPO
     {
       user: BOOTSTRAP_USER,
       password: hashPassword(BOOTSTRAP_PASSWORD),
-      permissions: carriedControllerPermissions(),
+      permissions: carriedControllerPermissions(state),
       principal: { kind: "controller", name: CONTROLLER_NAME },
     },
   ];

@@ -31,10 +31,20 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  *   outcome events named exactly, its inbox. Nothing of `$JS`.
  *
  * Inboxes (R33): every principal subscribes only `_INBOX_<its user>.>` and its clients connect with
- * `inboxPrefix: inboxPrefix(user)`. Responders (the controller answering commands, a module
- * answering its tools) get `allow_responses: true` instead of a publish grant on `_INBOX_*.>`: the
- * server then lets them publish exactly one reply to the reply subject of a request they received,
- * so no principal can write into an inbox it was not asked to answer.
+ * `inboxPrefix: inboxPrefix(user)`. Nobody subscribes to another's inbox, nobody gets `_INBOX.>`.
+ *
+ * Replies. The controller answers commands with explicit PUBLISH grants on the inbox of every
+ * principal that may send it commands: every operator with a credential (controllerReplyInboxes).
+ * Why not `allow_responses`: nats-server forgets which requests a connection may still answer when
+ * it reloads its configuration, and a reconnected connection never knew; a push changes the user
+ * list (a reload) and the R14 rotation push also reconnects the controller with its new password,
+ * so the reply owed across them was refused ("Permissions Violation for Publish to _INBOX_..."). The
+ * grant is named exactly per operator, so R33 holds: a reply still reaches only its asker's inbox,
+ * which only the asker subscribes. The controller keeps no `allow_responses`: every principal that
+ * can send it a request (commands, the tools of its own module) is an operator, so the grants cover
+ * them all, and a requester they miss fails at once rather than only across a reload.
+ * Modules answering their tools keep `allow_responses: true` (the server lets them publish exactly
+ * one reply to a request they received); a reply owed by a module across a reload is a retry.
  *
  * Seat names resolve through aliases at every lookup (R27).
  */
@@ -45,6 +55,20 @@ export function userOf(state: State, principal: Principal): string {
   if (credential) return credential.user;
   if (principal.kind === "controller" && state.mesh) return state.mesh.bootstrapUser;
   return busUser(principal.kind, principal.name);
+}
+
+/**
+ * The inboxes the controller may publish its replies to: `_INBOX_<user>.>` of every operator with a
+ * credential (the principals granted `mesh.command.>`), sorted. One function for composition and the
+ * installer's carried list (R13, R15). Explicit grants, because a reload of the user list or a
+ * reconnect forgets `allow_responses` (see the module comment). O(credentials).
+ */
+export function controllerReplyInboxes(state: State): string[] {
+  const inboxes: string[] = [];
+  for (const credential of Object.values(state.credentials)) {
+    if (credential.principal.kind === "operator") inboxes.push(inboxSubjects(userOf(state, credential.principal)));
+  }
+  return sortedUnique(inboxes);
 }
 
 /**
@@ -112,10 +136,14 @@ function deriveSubmitter(state: State, seatName: string, add: Sink, because: str
   for (const event of record.emits) add("sub", eventSubject(seat, event), () => `${because}: ${renamed(seatName, seat)} emits ${event}`);
 }
 
-/** Derives a principal's grants into `add`; returns whether it answers requests and its user. */
-function derive(state: State, principal: Principal, config: ComposeConfig, add: Sink): { responder: boolean; user: string } {
+/** What a derivation says besides its grants: `allow_responses`, its user, the inboxes it replies to. */
+type Derived = { responder: boolean; user: string; replies: string[] };
+
+/** Derives a principal's grants into `add`; returns whether it answers requests, its user and its reply inboxes. */
+function derive(state: State, principal: Principal, config: ComposeConfig, add: Sink): Derived {
   const user = userOf(state, principal);
   let responder = false;
+  let replies: string[] = [];
   switch (principal.kind) {
     case "controller": {
       const fixed = (direction: Direction, subject: string, because: string) => add(direction, subject, () => because);
@@ -130,7 +158,10 @@ function derive(state: State, principal: Principal, config: ComposeConfig, add: 
       fixed("pub", flowControlSubjects(objectStoreStream(SNAPSHOT_OBJECTS)), "controller: flow control of its snapshot reads");
       for (const seat of config.controllerSubmits) deriveSubmitter(state, seat, add, "controller configuration: submits to (R19)");
       deriveModule(state, CONTROLLER_NAME, add);
-      responder = true;
+      replies = controllerReplyInboxes(state);
+      for (const inbox of replies) {
+        add("pub", inbox, () => `R33: answers the commands of its asker on the asker's own inbox ${inbox} (an explicit grant: a reload of the user list forgets allow_responses)`);
+      }
       break;
     }
     case "operator":
@@ -153,17 +184,18 @@ function derive(state: State, principal: Principal, config: ComposeConfig, add: 
       break;
   }
   add("sub", inboxSubjects(user), () => `R33: the own inbox of ${user} (clients connect with inboxPrefix ${inboxPrefix(user)})`);
-  return { responder, user };
+  return { responder, user, replies };
 }
 
 /**
  * Every grant of a principal with its provenance (the manifest line or record behind it), plus
- * whether it answers requests and its bus user. For `mesh explain`.
+ * whether it answers requests (`allow_responses`), its bus user and the inboxes it may publish
+ * replies to (the controller's, controllerReplyInboxes; empty for everyone else). For `mesh explain`.
  */
-export function grantsOf(state: State, principal: Principal, config: ComposeConfig): { grants: Grant[]; responder: boolean; user: string } {
+export function grantsOf(state: State, principal: Principal, config: ComposeConfig): { grants: Grant[] } & Derived {
   const grants: Grant[] = [];
-  const { responder, user } = derive(state, principal, config, (direction, subject, because) => grants.push({ direction, subject, because: because() }));
-  return { grants, responder, user };
+  const derived = derive(state, principal, config, (direction, subject, because) => grants.push({ direction, subject, because: because() }));
+  return { grants, ...derived };
 }
 
 function sortedUnique(values: string[]): string[] {
@@ -173,32 +205,48 @@ function sortedUnique(values: string[]): string[] {
 
 /**
  * A principal's permissions (see the module comment): `{publish: {allow}, subscribe: {allow}}`,
- * sorted and deduplicated, with `allow_responses: true` for responders only. Throws an Error when a
- * derivation would grant `>`, `_INBOX.>` or another principal's inbox (a bug, never a record: mesh
- * names cannot carry wildcards). O(grants) per principal; operators also O(tools of the catalogue).
+ * sorted and deduplicated, with `allow_responses: true` for responders (modules with tools) only.
+ * Throws an Error when a derivation would grant `>`, `_INBOX.>`, a subscription on another
+ * principal's inbox, or a publish on one other than the controller's reply grants (a bug, never a
+ * record: mesh names cannot carry wildcards). O(grants) per principal; operators also O(tools of
+ * the catalogue), the controller also O(credentials).
  */
 export function permissionsOf(state: State, principal: Principal, config: ComposeConfig): Permissions {
   const pub: string[] = [];
   const sub: string[] = [];
-  const { responder, user } = derive(state, principal, config, (direction, subject) => (direction === "pub" ? pub : sub).push(subject));
-  return checked({ publish: { allow: sortedUnique(pub) }, subscribe: { allow: sortedUnique(sub) } }, responder, user);
+  const { responder, user, replies } = derive(state, principal, config, (direction, subject) => (direction === "pub" ? pub : sub).push(subject));
+  return checked({ publish: { allow: sortedUnique(pub) }, subscribe: { allow: sortedUnique(sub) } }, responder, user, replies);
 }
 
-/** Reduces grants to nats-server permissions, checking R33. */
-export function permissionsFromGrants(grants: readonly Grant[], responder: boolean, user: string): Permissions {
+/**
+ * Reduces grants to nats-server permissions, checking R33. `replies` are the inboxes the principal
+ * may publish to (grantsOf's `replies`: the controller's reply grants; empty for everyone else).
+ */
+export function permissionsFromGrants(grants: readonly Grant[], responder: boolean, user: string, replies: readonly string[] = []): Permissions {
   const by = (direction: Direction) => sortedUnique(grants.filter((g) => g.direction === direction).map((g) => g.subject));
-  return checked({ publish: { allow: by("pub") }, subscribe: { allow: by("sub") } }, responder, user);
+  return checked({ publish: { allow: by("pub") }, subscribe: { allow: by("sub") } }, responder, user, replies);
 }
 
-function checked(permissions: Permissions, responder: boolean, user: string): Permissions {
+/**
+ * The R33 guard. Nobody is granted `>` or `_INBOX.>`; nobody subscribes to an inbox but its own
+ * (a reply carrying a fresh credential must reach only its asker). Publishing into another's inbox
+ * is refused too, EXCEPT the controller's reply grants (`replies`, from controllerReplyInboxes): it
+ * must answer its operators' commands even across a reload or a reconnect, which forget
+ * allow_responses. Those grants name each asker's inbox exactly, and only that asker subscribes it.
+ */
+function checked(permissions: Permissions, responder: boolean, user: string, replies: readonly string[]): Permissions {
   if (responder) permissions.allow_responses = true;
   const own = inboxSubjects(user);
-  for (const list of [permissions.publish.allow, permissions.subscribe.allow]) {
-    for (const subject of list) {
-      if (subject === ALL_SUBJECTS || subject === SHARED_INBOX_SUBJECTS || (subject.startsWith("_INBOX") && subject !== own)) {
-        throw new Error(`composition would grant ${user} the subject ${subject}: refused (R33)`);
-      }
-    }
+  const mayReplyTo = new Set(replies);
+  const refuse = (subject: string, how: string) => {
+    throw new Error(`composition would grant ${user} ${how} on ${subject}: refused (R33)`);
+  };
+  for (const subject of permissions.subscribe.allow) {
+    if (subject === ALL_SUBJECTS || subject === SHARED_INBOX_SUBJECTS || (subject.startsWith("_INBOX") && subject !== own)) refuse(subject, "subscribe");
+  }
+  for (const subject of permissions.publish.allow) {
+    if (subject === ALL_SUBJECTS || subject === SHARED_INBOX_SUBJECTS) refuse(subject, "publish");
+    if (subject.startsWith("_INBOX") && subject !== own && !mayReplyTo.has(subject)) refuse(subject, "publish");
   }
   return permissions;
 }

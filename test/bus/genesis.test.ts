@@ -14,9 +14,9 @@ import { startBus } from "../../installer/bus.ts";
 import { connectToBus, CertificateMismatch } from "../../src/bus/connect.ts";
 import { replay } from "../../src/events/catalogue.ts";
 import { parseControllerConfig, ConfigError } from "../../src/config.ts";
-import { permissionsOf } from "../../src/compose/permissions.ts";
+import { controllerReplyInboxes, permissionsOf } from "../../src/compose/permissions.ts";
 import { passwordMatches, openWithMeshKey } from "../../src/crypto/secrets.ts";
-import { CONTROLLER_NAME } from "../../src/names.ts";
+import { CONTROLLER_NAME, inboxSubjects } from "../../src/names.ts";
 import { exampleMesh } from "../unit/compose/exampleMesh.ts";
 
 const quiet = (lines: string[]) => (line: string) => { lines.push(line); };
@@ -68,15 +68,33 @@ describe("genesis", () => {
     await nc.close();
   });
 
-  it("R15: the carried user list grants the controller exactly the template, which equals the derived permissions", () => {
+  it("R15 R33: the carried user list grants the controller the template and its replies to the genesis operator, as composition derives them", async () => {
     const listed = readUserList(readFileSync(made.paths.userList, "utf8"));
     const controller = listed.find((u) => u.user === BOOTSTRAP_USER);
     assert.ok(controller, "the carried list has the controller's account");
     assert.ok(passwordMatches(BOOTSTRAP_PASSWORD, controller.password), "at the bootstrap password (its bcrypt hash)");
-    assert.deepEqual(controller.permissions, carriedControllerPermissions());
+    const nc = await connectToBus(
+      { address: made.mesh.genesisAddress, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD, fingerprint: made.mesh.fingerprint },
+      { reconnect: false },
+    );
+    const genesisState = await replay(nc).finally(() => nc.close());
+    assert.deepEqual(controller.permissions, carriedControllerPermissions(genesisState));
+    // the reply grants: exactly the genesis operator's inbox, built by composition's own function
+    const replies = controller.permissions.publish.allow.filter((s) => s.startsWith("_INBOX"));
+    assert.deepEqual(replies, [inboxSubjects("operator-admin")]);
     const config = parseControllerConfig(readEnvFile(made.paths.controllerEnv));
-    const derived = permissionsOf(exampleMesh().state, { kind: "controller", name: CONTROLLER_NAME }, { controllerSubmits: config.controllerSubmits });
-    assert.deepEqual(controller.permissions, derived, "the installer's real output equals what composition derives (R15)");
+    const atGenesis = permissionsOf(genesisState, { kind: "controller", name: CONTROLLER_NAME }, { controllerSubmits: config.controllerSubmits });
+    assert.deepEqual(atGenesis.publish.allow.filter((s) => s.startsWith("_INBOX")), replies);
+    // the static part equals what composition derives for the example mesh (its seats registered), minus its operators' inboxes
+    const example = exampleMesh().state;
+    const derived = permissionsOf(example, { kind: "controller", name: CONTROLLER_NAME }, { controllerSubmits: config.controllerSubmits });
+    const without = (subjects: string[], inboxes: string[]) => subjects.filter((s) => !inboxes.includes(s));
+    assert.deepEqual(
+      without(controller.permissions.publish.allow, replies), without(derived.publish.allow, controllerReplyInboxes(example)),
+      "publish: the installer's real output equals what composition derives (R15)",
+    );
+    assert.deepEqual(controller.permissions.subscribe, derived.subscribe, "subscribe: the installer's real output equals what composition derives (R15)");
+    assert.equal(controller.permissions.allow_responses, derived.allow_responses);
     assert.deepEqual(listed.map((u) => u.user).sort(), [BOOTSTRAP_USER, "operator-admin"]);
   });
 

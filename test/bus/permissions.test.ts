@@ -197,7 +197,7 @@ describe("composed permissions enforced by nats-server", () => {
     }
   });
 
-  it("R33: request/reply works on own inboxes: the controller answers commands, a module its tool, by allow_responses", async () => {
+  it("R33: request/reply works on own inboxes: the controller answers commands by its grant on the operator's inbox, a module its tool by allow_responses", async () => {
     const controller = await dial(CONTROLLER);
     controller.nc.subscribe(commandSubject("test.ping"), { callback: (_e, m) => { m.respond("pong"); } });
     const showcase = await dial(SHOWCASE);
@@ -211,9 +211,13 @@ describe("composed permissions enforced by nats-server", () => {
     await close(operator);
     await close(showcase);
     await close(controller);
-    // without a request to answer, a responder may not write into an inbox
-    await refusedPub(CONTROLLER, `${inboxPrefix(OPERATOR)}.unasked`);
+    // without a request to answer, a module may not write into an inbox
     await refusedPub(SHOWCASE, `${inboxPrefix(OPERATOR)}.unasked`);
+    // the controller may write into an operator's inbox (its explicit reply grant: a reload forgets
+    // allow_responses), and into no other principal's
+    await allowedPub(CONTROLLER, `${inboxPrefix(OPERATOR)}.reply`);
+    await refusedPub(CONTROLLER, `${inboxPrefix(ALPHA)}.unasked`);
+    await refusedPub(CONTROLLER, `${inboxPrefix(SHOWCASE)}.unasked`);
   });
 
   it("R15 R19: the controller submits its stated seats' work, hears their outcome, and nothing of other seats", async () => {

@@ -2,9 +2,12 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { permissionsOf } from "../../../src/compose/index.ts";
-import { CONTROLLER_NAME, busUser } from "../../../src/names.ts";
-import { EXAMPLE_CONFIG, exampleMesh } from "./exampleMesh.ts";
+import { controllerReplyInboxes, permissionsOf } from "../../../src/compose/index.ts";
+import { CONTROLLER_NAME, busUser, inboxSubjects } from "../../../src/names.ts";
+import { evolve, initialState } from "../../../src/projections/index.ts";
+import { carriedControllerPermissions, carriedUsers, GENESIS_COMPOSE_CONFIG } from "../../../installer/carried.ts";
+import { decideGenesis } from "../../../installer/record.ts";
+import { EXAMPLE_CONFIG, exampleMesh, fakeHash } from "./exampleMesh.ts";
 
 const templateFile = fileURLToPath(new URL("../../../installer/controller-permissions.json", import.meta.url));
 type Template = {
@@ -26,14 +29,38 @@ describe("the controller's carried permissions", () => {
     assert.equal(template.user, busUser("controller", CONTROLLER_NAME));
   });
 
-  it("R15: every derived subject is in the template, and the template has nothing wider", () => {
+  it("R15: every derived subject is carried (the template and the reply grants on the same operators), and nothing wider", () => {
+    const carriedPermissions = carriedControllerPermissions(state);
     for (const side of ["publish", "subscribe"] as const) {
-      const carried = new Set(template[side].allow);
+      const carried = new Set(carriedPermissions[side].allow);
       const composed = new Set(derived[side].allow);
       assert.deepEqual([...composed].filter((s) => !carried.has(s)), [], `${side}: derived but not carried`);
       assert.deepEqual([...carried].filter((s) => !composed.has(s)), [], `${side}: carried but not derived`);
     }
     assert.equal(template.allow_responses ?? false, derived.allow_responses ?? false);
+    assert.deepEqual(carriedPermissions, derived);
+  });
+
+  it("R15 R33: the template names no inbox to publish to; the reply grants come from the records alone", () => {
+    assert.deepEqual(template.publish.allow.filter((s) => s.startsWith("_INBOX")), []);
+    assert.deepEqual(derived.publish.allow.filter((s) => s.startsWith("_INBOX")), [inboxSubjects(busUser("operator", "ada"))]);
+  });
+
+  it("R13 R15: the list carried at genesis grants the controller replies to the genesis operator's inbox, as composition derives them", () => {
+    const secret = { password: "pw", hash: fakeHash("pw"), sealed: "sealed:pw" };
+    const decision = decideGenesis(initialState, {
+      genesisAddress: "tls://127.0.0.1:4222", fingerprint: "AA", bootstrapUser: busUser("controller", CONTROLLER_NAME),
+      operator: "admin", operatorSecret: secret, now: "2026-01-01T00:00:00.000Z",
+    });
+    assert.ok(decision.ok);
+    const genesisState = evolve(initialState, [{ sequence: 1, commit: { commandId: "genesis", entity: decision.entity, events: decision.events } }]);
+    const controller = carriedUsers(genesisState, GENESIS_COMPOSE_CONFIG).find((u) => u.principal.kind === "controller")!;
+    const replies = controller.permissions.publish.allow.filter((s) => s.startsWith("_INBOX"));
+    assert.deepEqual(replies, [inboxSubjects(busUser("operator", "admin"))]);
+    assert.deepEqual(replies, controllerReplyInboxes(genesisState));
+    const derivedAtGenesis = permissionsOf(genesisState, { kind: "controller", name: CONTROLLER_NAME }, GENESIS_COMPOSE_CONFIG);
+    assert.deepEqual(derivedAtGenesis.publish.allow.filter((s) => s.startsWith("_INBOX")), replies, "the same function builds both");
+    assert.equal(controller.permissions.allow_responses, undefined);
   });
 
   it("R15: every wildcard of the template is explained", () => {

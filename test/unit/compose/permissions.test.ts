@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { permissionsOf, type Permissions } from "../../../src/compose/index.ts";
+import { controllerReplyInboxes, permissionsFromGrants, permissionsOf, type Permissions } from "../../../src/compose/index.ts";
 import {
   ALL_SUBJECTS, CONTROLLER_NAME, CONTROL_STREAM, EVENTS_STREAM, JS_API_SUBJECTS, SHARED_INBOX_SUBJECTS, busUser,
   declarationConsumer, eventSubject, followConsumer, inboxSubjects, pullGrants, reportSubject, toolSubject,
@@ -19,15 +19,45 @@ const principals: Principal[] = [
 ];
 
 describe("permissions per principal", () => {
-  it("R33: no principal is granted >, _INBOX.> or any inbox but its own", () => {
+  it("R33: no principal is granted >, _INBOX.> or a subscription on any inbox but its own; only the controller publishes to inboxes", () => {
     for (const principal of principals) {
       const p = perms(principal);
       const own = inboxSubjects(busUser(principal.kind, principal.name));
       assert.ok(!all(p).includes(ALL_SUBJECTS), `${principal.name} has >`);
       assert.ok(!all(p).includes(SHARED_INBOX_SUBJECTS), `${principal.name} has _INBOX.>`);
-      assert.deepEqual(all(p).filter((s) => s.startsWith("_INBOX")), [own], principal.name);
-      assert.deepEqual(p.publish.allow.filter((s) => s.startsWith("_INBOX")), [], `${principal.name} publishes to an inbox`);
+      assert.deepEqual(p.subscribe.allow.filter((s) => s.startsWith("_INBOX")), [own], principal.name);
+      const replies = principal.kind === "controller" ? [inboxSubjects(busUser("operator", "ada"))] : [];
+      assert.deepEqual(p.publish.allow.filter((s) => s.startsWith("_INBOX")), replies, `${principal.name} publishes to an inbox`);
     }
+  });
+
+  it("R33: the controller replies by explicit grants on the inbox of every operator with a credential, not by allow_responses (a reload forgets it)", () => {
+    const b = new MeshBuilder(fakeHash).genesis().controller().operator("ada").operator("bob").node("alpha").builder("ci")
+      .register(manifests.showcase).issue("showcase");
+    const mesh = b.state();
+    assert.deepEqual(controllerReplyInboxes(mesh), [inboxSubjects("operator-ada"), inboxSubjects("operator-bob")]);
+    const p = permissionsOf(mesh, { kind: "controller", name: CONTROLLER_NAME }, EXAMPLE_CONFIG);
+    assert.deepEqual(p.publish.allow.filter((s) => s.startsWith("_INBOX")), controllerReplyInboxes(mesh));
+    assert.equal(p.allow_responses, undefined);
+    // an operator without a credential is not on the bus: no grant on its inbox
+    const bare = new MeshBuilder(fakeHash).genesis().controller().state();
+    assert.deepEqual(controllerReplyInboxes(bare), []);
+    // the modules still answer their tools by allow_responses and publish into no inbox
+    const showcase = permissionsOf(mesh, { kind: "module", name: "showcase" }, EXAMPLE_CONFIG);
+    assert.equal(showcase.allow_responses, true);
+    assert.deepEqual(showcase.publish.allow.filter((s) => s.startsWith("_INBOX")), []);
+  });
+
+  it("R33: the guard refuses a publish on another's inbox except the controller's reply grants, and any subscription on one", () => {
+    const grant = (direction: "pub" | "sub", subject: string) => ({ direction, subject, because: "test" });
+    const operatorInbox = inboxSubjects("operator-ada");
+    const controller = busUser("controller", CONTROLLER_NAME);
+    assert.doesNotThrow(() => permissionsFromGrants([grant("pub", operatorInbox)], false, controller, [operatorInbox]));
+    assert.throws(() => permissionsFromGrants([grant("pub", operatorInbox)], false, controller), Error);
+    assert.throws(() => permissionsFromGrants([grant("pub", inboxSubjects("node-alpha"))], false, controller, [operatorInbox]), Error);
+    assert.throws(() => permissionsFromGrants([grant("sub", operatorInbox)], false, controller, [operatorInbox]), Error);
+    assert.throws(() => permissionsFromGrants([grant("pub", SHARED_INBOX_SUBJECTS)], false, controller, [SHARED_INBOX_SUBJECTS]), Error);
+    assert.throws(() => permissionsFromGrants([grant("pub", ALL_SUBJECTS)], false, controller, [ALL_SUBJECTS]), Error);
   });
 
   it("R2: a node pulls its own CONTROL consumer only, reports on its own subject, and has nothing else", () => {
@@ -80,7 +110,7 @@ describe("permissions per principal", () => {
     assert.ok(!p.publish.allow.includes(workSubject("artifacts", "store")), "artifacts is not in its submit list");
     assert.ok(!p.publish.allow.some((s) => s.startsWith("$JS.API.CONSUMER.MSG.NEXT")), "never the holders' half");
     assert.ok(p.subscribe.allow.includes(COMMAND_SUBJECTS));
-    assert.equal(p.allow_responses, true);
+    assert.equal(p.allow_responses, undefined, "it answers by explicit grants on its operators' inboxes (R33)");
     const none = permissionsOf(state, { kind: "controller", name: CONTROLLER_NAME }, { controllerSubmits: [] });
     assert.ok(!none.publish.allow.includes(workSubject("mesh-build", "build")));
     assert.ok(!none.subscribe.allow.includes(eventSubject("mesh-build", "built")));
