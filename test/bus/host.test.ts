@@ -1,13 +1,17 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, type JetStreamManager } from "@nats-io/jetstream";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
-import { CONTROL_STREAM, CONTROL_SUBJECTS, busUser, declarationConsumer, declarationSubject, inboxPrefix, reportSubject } from "../../src/names.ts";
+import {
+  CONTROL_STREAM, CONTROL_SUBJECTS, busUser, declarationConsumer, declarationFilter, declarationSubject, inboxPrefix, reportSubject,
+  userListPartSubject,
+} from "../../src/names.ts";
+import { splitUserList, userListPartHeaders } from "../../src/push/push.ts";
 import { hashPassword, newPassword, sealToNode } from "../../src/crypto/secrets.ts";
 import { canonicalJson, permissionsOf, renderUserList, type BusUser, type Declaration } from "../../src/compose/index.ts";
 import { initialState } from "../../src/projections/state.ts";
@@ -44,13 +48,16 @@ function adminUser(password: string): BusUser {
 
 type ModuleSpec = { module: string; password: string; provisions?: Array<{ seat: string; provision: string; password: string }> };
 
+/** A declaration as the tests send it: `listText` (not sent) is the user list its `userList` names. */
+type TestDeclaration = Declaration & { listText?: string };
+
 /** A declaration as compose shapes it, with every secret sealed to the node's key as push sends it. */
 function declaration(
   node: string,
   publicKey: string,
   modules: ModuleSpec[],
   extra: { userList?: string; grants?: Array<{ seat: string; provision: string; consumer: string; password: string }> } = {},
-): Declaration {
+): TestDeclaration {
   const body: Omit<Declaration, "digest"> = {
     node,
     modules: modules.map((m) => ({
@@ -64,9 +71,11 @@ function declaration(
     provisions: (extra.grants ?? []).map((g) => ({
       seat: g.seat, provision: g.provision, consumer: g.consumer, user: `${g.consumer}-${g.provision}`, sealed: sealToNode(publicKey, g.password),
     })),
-    ...(extra.userList !== undefined ? { userList: extra.userList } : {}),
+    ...(extra.userList !== undefined
+      ? { userList: { digest: sha256(extra.userList), bytes: Buffer.byteLength(extra.userList), parts: splitUserList(extra.userList).length } }
+      : {}),
   };
-  return { ...body, digest: sha256(canonicalJson(body)) };
+  return { ...body, digest: sha256(canonicalJson(body)), ...(extra.userList !== undefined ? { listText: extra.userList } : {}) };
 }
 
 async function raiseControl(jsm: JetStreamManager): Promise<void> {
@@ -75,7 +84,7 @@ async function raiseControl(jsm: JetStreamManager): Promise<void> {
 async function raiseConsumer(jsm: JetStreamManager, node: string): Promise<void> {
   await jsm.consumers.add(CONTROL_STREAM, {
     durable_name: declarationConsumer(node),
-    filter_subject: declarationSubject(node),
+    filter_subject: declarationFilter(node),
     ack_policy: AckPolicy.Explicit,
   });
 }
@@ -101,8 +110,35 @@ function runHost(server: NatsServer, node: string, prepared: { stateDir: string;
   return { host, lines, node, ...prepared };
 }
 
-async function publishDeclaration(admin: NatsConnection, d: Declaration): Promise<void> {
-  await jetstream(admin).publish(declarationSubject(d.node), JSON.stringify(d));
+/**
+ * Publishes a declaration as push does: its user list's parts first (push's own splitter and
+ * headers), then the declaration. `skipParts` leaves those part indexes out (a lost part).
+ */
+async function publishDeclaration(admin: NatsConnection, d: TestDeclaration, skipParts: readonly number[] = []): Promise<void> {
+  const js = jetstream(admin);
+  const { listText, ...wire } = d;
+  if (listText !== undefined && wire.userList) {
+    const parts = splitUserList(listText);
+    await Promise.all(parts.map((part, index) => skipParts.includes(index)
+      ? undefined
+      : js.publish(userListPartSubject(d.node, index), part, { headers: userListPartHeaders(wire.userList!.digest, index, parts.length) })));
+  }
+  await js.publish(declarationSubject(d.node), JSON.stringify(wire));
+}
+
+/** Publishes one part of a declaration's user list (a part that arrives late). */
+async function publishPart(admin: NatsConnection, d: TestDeclaration, index: number): Promise<void> {
+  const parts = splitUserList(d.listText!);
+  await jetstream(admin).publish(userListPartSubject(d.node, index), parts[index]!, { headers: userListPartHeaders(d.userList!.digest, index, parts.length) });
+}
+
+/** `count` generated node users sharing one hash (bcrypt once), each with a node's composed grants: ~450 bytes each in the list. */
+function generatedUsers(count: number, prefix: string): BusUser[] {
+  const hash = hashPassword(newPassword());
+  return Array.from({ length: count }, (_, i) => {
+    const principal = { kind: "node" as const, name: `${prefix}${i}` };
+    return { user: busUser("node", principal.name), password: hash, permissions: permissionsOf(initialState, principal, CONFIG), principal };
+  });
 }
 
 async function canConnect(server: NatsServer, user: string, pass: string): Promise<boolean> {
@@ -305,6 +341,52 @@ describe("host agent: the broker's user list", () => {
     assert.equal(await canConnect(server, "admin", adminPassword), true, "the bus still accepts the old users");
     // The refusal was caught before any reload: the server's log shows no failed reload.
     assert.ok(!/reload.*error|error.*reload/i.test(server.log()));
+  });
+
+  it("R11: a user list over the bus's 1 MiB message limit (5,000 users) arrives in parts, is installed, and a new user connects", async () => {
+    const fresh = mint();
+    const users = [...baseUsers, ...generatedUsers(5_000, "bulk"), { ...adminUser(fresh), user: "late-arrival" }];
+    const userList = renderUserList({ users });
+    assert.ok(Buffer.byteLength(userList) > 1024 * 1024, `the list is ${Buffer.byteLength(userList)} bytes`);
+    const d = declaration("hub", broker.publicKey, [], { userList });
+    assert.ok(d.userList!.parts >= 5, `${d.userList!.parts} parts`);
+    assert.equal(await canConnect(server, "late-arrival", fresh), false);
+    await publishDeclaration(admin, d);
+    const report = await broker.host.waitForReport(d.digest, 60_000);
+    assert.deepEqual(report, { node: "hub", digest: d.digest, ok: true });
+    assert.equal(readFileSync(join(dir, "users.conf"), "utf8"), userList);
+    assert.equal(await canConnect(server, "late-arrival", fresh), true, "the reloaded bus accepts a user from the list's last part");
+    assert.deepEqual(readdirSync(join(broker.stateDir, "user-list-parts")), [], "the installed list's parts are dropped");
+  });
+
+  it("R11: a declaration whose parts are missing is reported ok:false naming them, and installed once they arrive", async () => {
+    const fresh = mint();
+    const userList = renderUserList({ users: [...baseUsers, ...generatedUsers(1_500, "partial"), { ...adminUser(fresh), user: "patient" }] });
+    const d = declaration("hub", broker.publicKey, [], { userList });
+    assert.ok(d.userList!.parts >= 3);
+    await publishDeclaration(admin, d, [1]);
+    const first = await broker.host.waitForReport(d.digest, 20_000);
+    assert.equal(first.ok, false);
+    assert.deepEqual(first.missingParts, [1]);
+    assert.notEqual(readFileSync(join(dir, "users.conf"), "utf8"), userList, "nothing is installed from an incomplete list");
+    assert.equal(await canConnect(server, "patient", fresh), false);
+    await publishPart(admin, d, 1);
+    const second = await waitFor(() => broker.host.reports.find((r) => r.digest === d.digest && r.ok), { name: "the completed list applied", timeoutMs: 20_000 });
+    assert.deepEqual(second, { node: "hub", digest: d.digest, ok: true });
+    assert.equal(readFileSync(join(dir, "users.conf"), "utf8"), userList);
+    assert.equal(await canConnect(server, "patient", fresh), true);
+  });
+
+  it("R11: parts that do not join to the declared digest are refused and nothing is installed", async () => {
+    const before = readFileSync(join(dir, "users.conf"), "utf8");
+    const userList = renderUserList({ users: [...baseUsers, ...generatedUsers(10, "forged")] });
+    const d = declaration("hub", broker.publicKey, [], { userList });
+    const forged = { ...d, listText: userList.replace("node-forged0", "node-forged9") };
+    await publishDeclaration(admin, forged);
+    const report = await broker.host.waitForReport(d.digest, 20_000);
+    assert.equal(report.ok, false);
+    assert.equal(report.missingParts, undefined);
+    assert.equal(readFileSync(join(dir, "users.conf"), "utf8"), before);
   });
 
   it("R1: a host whose credential is not in the list yet retries with backoff and connects once it is", async () => {
