@@ -122,7 +122,7 @@ describe("controller start: its own credential (R14)", () => {
         const found = await fixture.drain("bus");
         const declaration = found.at(-1);
         if (declaration) {
-          assert.match(String(declaration.userList), /controller-mesh-controller/);
+          assert.match(String(declaration.userListText), /controller-mesh-controller/);
           fixture.report("bus", String(declaration.digest));
           return;
         }

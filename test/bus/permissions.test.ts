@@ -20,7 +20,7 @@ import { composeBusUsers, composeTopology, renderUserList, type BusUsers } from 
 import { hashPassword } from "../../src/crypto/secrets.ts";
 import {
   ALL_SUBJECTS, CONTROL_STREAM, CONTROLLER_NAME, EVENTS_STREAM, SHARED_INBOX_SUBJECTS, busUser, commandSubject,
-  declarationConsumer, declarationSubject, deliverSubject, eventSubject, followConsumer, inboxPrefix, inboxSubjects,
+  declarationConsumer, declarationSubject, deliverSubject, userListPartSubject, eventSubject, followConsumer, inboxPrefix, inboxSubjects,
   pullGrants, reportSubject, toolSubject, workConsumer, workStream, workSubject,
 } from "../../src/names.ts";
 import { natsServerBinary, startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
@@ -126,19 +126,26 @@ describe("composed permissions enforced by nats-server", () => {
 
   it("R2: a node pulls, acks and reports with only its composed grants; another node's consumer is refused", async () => {
     const controller = await dial(CONTROLLER);
+    // A user-list part, then the declaration naming it: one consumer, the same three grants (R2, R22).
+    await jetstream(controller.nc).publish(userListPartSubject("beta", 0), "part");
+    await jetstream(controller.nc).publish(userListPartSubject("alpha", 0), "someone else's part");
     await jetstream(controller.nc).publish(declarationSubject("beta"), JSON.stringify({ node: "beta" }));
     const node = await dial(BETA);
     const consumer = await jetstream(node.nc).consumers.get(CONTROL_STREAM, declarationConsumer("beta"));
-    const batch = await consumer.fetch({ max_messages: 1, expires: 2_000 });
     const got: string[] = [];
-    for await (const m of batch) { got.push(m.subject); m.ack(); }
-    assert.deepEqual(got, [declarationSubject("beta")]);
+    while (got.length < 2) {
+      const batch = await consumer.fetch({ max_messages: 2, expires: 2_000 });
+      let none = true;
+      for await (const m of batch) { got.push(m.subject); m.ack(); none = false; }
+      if (none) break;
+    }
+    assert.deepEqual(got, [userListPartSubject("beta", 0), declarationSubject("beta")]);
     await node.nc.flush();
     node.nc.publish(reportSubject("beta"), "applied");
     await node.nc.flush();
     assert.deepEqual(node.violations, []);
     const jsm = await jetstreamManager(controller.nc);
-    await waitFor(async () => (await jsm.consumers.info(CONTROL_STREAM, declarationConsumer("beta"))).ack_floor.stream_seq >= 1, { name: "node ack recorded" });
+    await waitFor(async () => (await jsm.consumers.info(CONTROL_STREAM, declarationConsumer("beta"))).num_ack_pending === 0 && (await jsm.consumers.info(CONTROL_STREAM, declarationConsumer("beta"))).ack_floor.stream_seq >= 1, { name: "node ack recorded" });
     await close(node);
     await close(controller);
     for (const subject of pullGrants(CONTROL_STREAM, declarationConsumer("alpha")).publish) {

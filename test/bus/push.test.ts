@@ -1,13 +1,17 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { jetstream } from "@nats-io/jetstream";
+import { createHash } from "node:crypto";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
 import { controllerFixture, openAsNode, type ControllerFixture } from "../support/controller.ts";
 import type { Controller } from "../../src/bootstrap/main.ts";
 import type { NodeReport, PushReport } from "../../src/push/push.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import { openWithMeshKey } from "../../src/crypto/secrets.ts";
-import { workConsumer, workStream, workSubject } from "../../src/names.ts";
+import {
+  CONTROL_STREAM, declarationSubject, userListPartSubject, workConsumer, workStream, workSubject,
+} from "../../src/names.ts";
+import { userListPartHeaders } from "../../src/push/push.ts";
 
 const builder = {
   name: "builder", version: "1.0.0",
@@ -16,6 +20,9 @@ const builder = {
 };
 const web = { name: "web", version: "1.0.0" };
 const lonely = { name: "lonely", version: "1.0.0" };
+const broker = { name: "broker", version: "2.9.10", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
+
+const sha256Hex = (text: string) => createHash("sha256").update(text).digest("hex");
 
 function outcome(report: PushReport, node: string): NodeReport {
   const line = report.nodes.find((n) => n.node === node);
@@ -146,6 +153,42 @@ describe("push", () => {
     const refused = await sendCommand(fixture.operator, "push", { nodes: ["Not A Node"] }, { timeoutMs: 20_000 });
     assert.equal(refused.ok, false);
     if (!refused.ok) assert.equal(refused.error.code, "invalid-request");
+  });
+
+  it("R11: the broker holder's user list is sent in parts before its declaration, and stale parts of a longer list are purged", async () => {
+    await fixture.enrol("bus");
+    await fixture.send("module.register", { manifest: broker });
+    await fixture.send("module.issue", { module: "broker" });
+    await fixture.send("assign", { module: "broker", node: "bus" });
+    // A part left by an earlier, longer list (index far past this one's last).
+    const js = jetstream(fixture.operator);
+    const stale = await js.publish(userListPartSubject("bus", 40), "stale", { headers: userListPartHeaders("0".repeat(64), 40, 41) });
+    // The broker's host applies the list and reports it (reduced): the first push rotates the controller's password (R14).
+    const answering = (async () => {
+      for (;;) {
+        const declaration = await waitForDeclaration(fixture, "bus");
+        if (declaration.userListText !== undefined) {
+          fixture.report("bus", String(declaration.digest));
+          return declaration;
+        }
+      }
+    })();
+    const report = await controller.push({ nodes: ["bus"] });
+    const declaration = await answering;
+    assert.equal(outcome(report, "bus").outcome, "sent");
+    assert.equal(declaration.digest, outcome(report, "bus").digest);
+    const ref = declaration.userList as { digest: string; bytes: number; parts: number };
+    const text = String(declaration.userListText);
+    assert.match(text, /controller-mesh-controller/);
+    assert.equal(Buffer.byteLength(text), ref.bytes);
+    assert.equal(sha256Hex(text), ref.digest);
+    const jsm = await jetstreamManager(fixture.operator);
+    const last = await jsm.streams.getMessage(CONTROL_STREAM, { last_by_subj: userListPartSubject("bus", ref.parts - 1) });
+    const sent = await jsm.streams.getMessage(CONTROL_STREAM, { last_by_subj: declarationSubject("bus") });
+    assert.ok(last && sent && last.seq < sent.seq, "every part is stored before the declaration naming it");
+    assert.ok(last.seq > stale.seq);
+    const left = await jsm.streams.getMessage(CONTROL_STREAM, { last_by_subj: userListPartSubject("bus", 40) }).catch(() => null);
+    assert.equal(left, null, "the stale part is purged");
   });
 });
 

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { AckPolicy, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
 import { raiseTopology } from "../../src/bootstrap/raise.ts";
 import { composeTopology } from "../../src/compose/topology.ts";
@@ -9,7 +9,7 @@ import { evolve, initialState, type State } from "../../src/projections/index.ts
 import type { Commit, MeshEvent } from "../../src/events/index.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
 import {
-  CONTROL_STREAM, declarationConsumer, declarationSubject, workConsumer, workStream,
+  CONTROL_STREAM, declarationConsumer, declarationFilter, declarationSubject, workConsumer, workStream,
 } from "../../src/names.ts";
 
 type Body = MeshEvent extends infer E ? (E extends MeshEvent ? Omit<E, "actor" | "commandId" | "at"> : never) : never;
@@ -77,10 +77,10 @@ describe("raiseTopology on a fresh bus", () => {
     assert.equal(await snapshotInfos(jsm), before);
   });
 
-  it("R22: each node's consumer is filtered on its own subject alone and never dead-letters", async () => {
+  it("R22: each node's consumer is filtered on its own subjects alone and never dead-letters", async () => {
     for (const node of nodes) {
       const info = await jsm.consumers.info(CONTROL_STREAM, declarationConsumer(node));
-      assert.equal(info.config.filter_subject, declarationSubject(node));
+      assert.equal(info.config.filter_subject, declarationFilter(node));
       assert.equal(info.config.max_deliver ?? -1, -1);
       assert.equal(info.config.ack_policy, AckPolicy.Explicit);
     }
@@ -149,5 +149,48 @@ describe("raiseTopology never rewrites by accident", () => {
     assert.deepEqual(report.updated, [`${CONTROL_STREAM}/${declarationConsumer("beta")}`]);
     assert.equal((await jsm.consumers.info(CONTROL_STREAM, declarationConsumer("beta"))).config.max_deliver, -1);
     assert.deepEqual((await raiseTopology(jsm, topology)).updated, []);
+  });
+});
+
+describe("a node consumer raised by an earlier build (exact declaration subject)", () => {
+  let server: NatsServer;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  /** The exact subject earlier builds filtered a node's consumer on: its filter without the `.>`. */
+  const earlierFilter = (node: string) => declarationFilter(node).slice(0, -2);
+  before(async () => {
+    server = await startNatsServer();
+    nc = await connect({ servers: server.url });
+    jsm = await jetstreamManager(nc);
+    assert.deepEqual((await raiseTopology(jsm, { streams: topology.streams, consumers: [] })).refused, []);
+  });
+  after(async () => {
+    await nc?.close();
+    await server?.stop();
+  });
+
+  it("R22: is refused and named, not rewritten; deleted, it is raised again with the new filter", async () => {
+    await jsm.consumers.add(CONTROL_STREAM, { durable_name: declarationConsumer("alpha"), filter_subject: earlierFilter("alpha"), ack_policy: AckPolicy.Explicit });
+    const report = await raiseTopology(jsm, topology);
+    assert.deepEqual(report.refused.map((r) => r.object), [`${CONTROL_STREAM}/${declarationConsumer("alpha")}`]);
+    assert.match(report.refused[0]!.reason, /filter_subject/);
+    assert.equal((await jsm.consumers.info(CONTROL_STREAM, declarationConsumer("alpha"))).config.filter_subject, earlierFilter("alpha"));
+    await jsm.consumers.delete(CONTROL_STREAM, declarationConsumer("alpha"));
+    const again = await raiseTopology(jsm, topology);
+    assert.deepEqual(again.created, [`${CONTROL_STREAM}/${declarationConsumer("alpha")}`]);
+    assert.equal((await jsm.consumers.info(CONTROL_STREAM, declarationConsumer("alpha"))).config.filter_subject, declarationFilter("alpha"));
+  });
+
+  it("R22 (field note, nats-server 2.9.10): updating a filter in place is accepted but delivery keeps the old filter, which is why raise refuses it", async () => {
+    const durable = "field-note-filter";
+    const js = jetstream(nc);
+    await jsm.consumers.add(CONTROL_STREAM, { durable_name: durable, filter_subject: earlierFilter("beta"), ack_policy: AckPolicy.Explicit });
+    const updated = await jsm.consumers.update(CONTROL_STREAM, durable, { filter_subject: declarationFilter("beta") });
+    assert.equal(updated.config.filter_subject, declarationFilter("beta"), "the server says it took the new filter");
+    await js.publish(declarationSubject("beta"), JSON.stringify({ node: "beta" }));
+    assert.equal((await jsm.consumers.info(CONTROL_STREAM, durable)).num_pending, 1, "and counts the new subject as pending");
+    const consumer = await js.consumers.get(CONTROL_STREAM, durable);
+    const m = await consumer.next({ expires: 1_500 });
+    assert.equal(m, null, "yet delivers nothing: a consumer updated in place would leave its node deaf");
   });
 });

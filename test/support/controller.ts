@@ -11,7 +11,9 @@ import { startController, type Controller } from "../../src/bootstrap/main.ts";
 import { memoryLog } from "../../src/bootstrap/log.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
-import { CONTROL_STREAM, declarationConsumer, reportSubject } from "../../src/names.ts";
+import {
+  CONTROL_STREAM, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER, declarationConsumer, declarationSubject, reportSubject,
+} from "../../src/names.ts";
 import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../installer/carried.ts";
 import { GENESIS_COMMAND_ID, decideGenesis } from "../../installer/record.ts";
 import type { NatsServer } from "./natsServer.ts";
@@ -33,7 +35,11 @@ export type ControllerFixture = {
   send(verb: string, body: Record<string, unknown>): Promise<Reply & { ok: true }>;
   /** Enrols a node with a fresh key pair; returns its private key. */
   enrol(node: string): Promise<string>;
-  /** The declarations the node's consumer holds now, newest last, acknowledged. */
+  /**
+   * The declarations the node's consumer holds now, newest last, acknowledged. The user-list parts
+   * it meets (in this drain or an earlier one) are joined by digest: a declaration naming a list
+   * whose parts all came gets the text as `userListText` (not a wire field: added here for tests).
+   */
   drain(node: string): Promise<Array<Record<string, unknown>>>;
   /** Publishes a node's report of `digest` (what a host agent does after applying). */
   report(node: string, digest: string, ok?: boolean): void;
@@ -71,6 +77,8 @@ export async function controllerFixture(server: NatsServer): Promise<ControllerF
 
   const controllers: Controller[] = [];
   const js = jetstream(operator);
+  /** User-list parts drained so far, by node and list digest (kept across drains). */
+  const partsByNode = new Map<string, Map<string, Map<number, Uint8Array>>>();
   const fixture: ControllerFixture = {
     dir, env, meshKey, credentialFile, operator,
     async start(given = env) {
@@ -97,10 +105,25 @@ export async function controllerFixture(server: NatsServer): Promise<ControllerF
         return []; // not raised yet: nothing to read
       }
       const found: Array<Record<string, unknown>> = [];
+      if (!partsByNode.has(node)) partsByNode.set(node, new Map());
+      const parts = partsByNode.get(node)!;
       for (;;) {
         const m = await consumer.next({ expires: 1_000 });
         if (!m) break;
-        found.push(m.json<Record<string, unknown>>());
+        if (m.subject === declarationSubject(node)) {
+          const declaration = m.json<Record<string, unknown>>();
+          const ref = declaration.userList as { digest: string; parts: number } | undefined;
+          const stored = ref ? parts.get(ref.digest) : undefined;
+          if (ref && stored && stored.size === ref.parts) {
+            declaration.userListText = Buffer.concat(Array.from({ length: ref.parts }, (_, i) => stored.get(i)!)).toString("utf8");
+          }
+          found.push(declaration);
+        } else {
+          const digest = m.headers?.get(USER_LIST_DIGEST_HEADER) ?? "";
+          const index = Number((m.headers?.get(USER_LIST_PART_HEADER) ?? "").split("/")[0]);
+          if (!parts.has(digest)) parts.set(digest, new Map());
+          parts.get(digest)!.set(index, m.data);
+        }
         m.ack();
       }
       return found;
