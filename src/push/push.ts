@@ -540,6 +540,29 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   const watch = options.wait || ctx.controller ? new ReportWatch(ctx.nc, jsm) : null;
   const sentDigests = new Map<string, string>();
   let rotated = false;
+  /**
+   * R14: waits for the broker's report of the declaration carrying the controller's rotated
+   * password: the broker's one sent now, or (not behind) the one sent before, which carries the
+   * list. Applied: the password goes into the credential file. Sets report.controllerRotation.
+   */
+  const confirmRotation = async (watch: ReportWatch, current: State): Promise<void> => {
+    const brokers: string[] = [];
+    for (const node of holdersOf(current, BROKER_SEAT)) {
+      const digest = sentDigests.get(node) ?? current.sent[node]?.digest;
+      if (digest === undefined) continue;
+      watch.expect(node, digest);
+      brokers.push(node);
+    }
+    const missing = brokers.length === 0 ? ["(no broker sent)"] : await watch.wait(brokers, ctx.rotationWaitMs ?? options.timeoutMs ?? DEFAULT_WAIT_MS);
+    const applied = missing.length === 0 && brokers.every((n) => watch.report(n)?.ok === true);
+    if (applied) {
+      ctx.controller!.commit();
+      ctx.log.info(`push ${pushId}: the bus took the controller's new password; the credential file is updated`);
+    } else {
+      ctx.log.error(`push ${pushId}: the broker did not confirm the controller's new password: it stays pending beside the credential file`);
+    }
+    report.controllerRotation = applied ? "applied" : "pending";
+  };
   try {
     const bound = Object.keys(state.nodes).length + 1;
     for (let round = 0; ; round += 1) {
@@ -612,30 +635,23 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       }
       await timed(ctx.timings, "record", () => recordSent(ctx, pushId, round, sent, state.sequence, actor, now));
       ctx.log.info(`push ${pushId}: round ${round + 1}: sent ${sent.length} declaration(s), ${failures.size} failed, composed from sequence ${state.sequence}`);
+      // The bus reloads when the broker's holder applies a new user list, and a reload fails the
+      // JetStream requests in flight (503 "jetstream not enabled", or no reply); when the list
+      // carries the controller's rotated password it also drops this connection (R14). So the
+      // broker's report is awaited here, before the next request: once it arrived, the bus has
+      // reloaded (and the controller dials with its new password).
+      const brokers = new Set(holdersOf(state, BROKER_SEAT));
+      const toBroker = sent.filter((s) => brokers.has(s.node)).map((s) => s.node);
+      if (watch && toBroker.length > 0) {
+        if (ctx.controller?.pending()) await confirmRotation(watch, state);
+        else await watch.wait(toBroker, ctx.rotationWaitMs ?? options.timeoutMs ?? DEFAULT_WAIT_MS);
+      }
       // 5. Again, while the records moved under the push.
       state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
     }
 
     // R14: the broker applying the list that carries the rotated password confirms it.
-    if (ctx.controller?.pending() && watch) {
-      // The broker's declaration sent now, or (not behind) the one sent before, which carries the list.
-      const brokers: string[] = [];
-      for (const node of holdersOf(state, BROKER_SEAT)) {
-        const digest = sentDigests.get(node) ?? state.sent[node]?.digest;
-        if (digest === undefined) continue;
-        watch.expect(node, digest);
-        brokers.push(node);
-      }
-      const missing = brokers.length === 0 ? ["(no broker sent)"] : await watch.wait(brokers, ctx.rotationWaitMs ?? options.timeoutMs ?? DEFAULT_WAIT_MS);
-      const applied = missing.length === 0 && brokers.every((n) => watch.report(n)?.ok === true);
-      if (applied) {
-        ctx.controller.commit();
-        ctx.log.info(`push ${pushId}: the bus took the controller's new password; the credential file is updated`);
-      } else {
-        ctx.log.error(`push ${pushId}: the broker did not confirm the controller's new password: it stays pending beside the credential file`);
-      }
-      report.controllerRotation = applied ? "applied" : "pending";
-    }
+    if (ctx.controller?.pending() && watch && report.controllerRotation === undefined) await confirmRotation(watch, state);
 
     // R32: wait for each sent node's report.
     if (options.wait && watch) {

@@ -4,19 +4,21 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectToBus, BusCredential } from "../bus/connect.ts";
-import { CommandTransportError, sendCommand } from "../cli/send.ts";
+import { sendCommand } from "../cli/send.ts";
+import { PUSH_REPLY_MARGIN_MS } from "../cli/push.ts";
+import { PUSH_VERB } from "../push/pushCommand.ts";
 import { registrationOrder } from "../cli/manifests.ts";
 import type { Reply } from "../commands/envelope.ts";
 import type { Environment } from "../config.ts";
 import {
-  configLoadTime, initHostKeys, installUserList, readCredentialFile, readOwned, saveNodeCredential, NODE_CREDENTIAL_FILE, NODE_KEY_FILE,
+  initHostKeys, installUserList, readCredentialFile, readOwned, saveNodeCredential, NODE_CREDENTIAL_FILE, NODE_KEY_FILE,
   type BusReloadOptions,
 } from "../host/index.ts";
 import { NAME_PATTERN } from "../names.ts";
 import { genesis, hasMesh, meshPaths, readMeshFile, type MeshPaths } from "../../installer/genesis.ts";
 import { findNatsServer, testServerConfig } from "../../installer/serverConfig.ts";
 import { startBus, pidFile } from "../../installer/bus.ts";
-import { BOOTSTRAP_PASSWORD, carryNodeUser, readUserList } from "../../installer/carried.ts";
+import { carryNodeUser, readUserList } from "../../installer/carried.ts";
 import { localHost } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { runningPid, recordPid, spawnDaemon, PROCESSES } from "./processes.ts";
@@ -235,7 +237,7 @@ export async function up(options: UpOptions): Promise<UpResult> {
 
     // The push, waiting for the node to apply (R32).
     log("up: pushing, and waiting for every node to apply");
-    const push = await pushAndWait(paths, nc, timeoutMs, log);
+    const push = await pushAndWait(nc, timeoutMs);
     for (const line of pushLines(push)) log(line);
 
     // 5. the summary.
@@ -271,68 +273,20 @@ async function carryLocalNode(paths: MeshPaths, hostDir: string, node: string, l
   await installUserList(next, busReloadOptions(paths));
 }
 
-/** True while the controller's credential file still holds the bootstrap password (R13, R14). */
-export function controllerAtBootstrap(paths: MeshPaths): boolean {
-  try {
-    return (JSON.parse(readFileSync(paths.controllerCredential, "utf8")) as { password?: string }).password === BOOTSTRAP_PASSWORD;
-  } catch {
-    return false;
-  }
-}
-
 /**
- * `push {wait: true, ...body}` from the genesis machine, whose reply survives a reload of the
- * user list. When a push changes the list, the broker's host has the bus reload it, and
- * nats-server forgets which requests a connection may still answer (allow_responses): the
- * controller's reply to the push is refused and lost. The push that replaces the controller's
- * bootstrap password (R14) loses it too, as the controller reconnects with its new password. So
- * when the include file changes, this waits until the bus reloaded it (its `/varz`
- * config_load_time moves) and, at the bootstrap password, until the controller's credential file
- * holds the new one, then asks again: pushes run one at a time and a repeated push sends only
- * what is behind, so the second reply reports the mesh as the first push left it. Throws UpError
- * for a refused push, CommandTransportError when the controller does not answer in `timeoutMs`.
+ * `push {wait: true, ...body}` asked over `nc` (an operator's connection); resolves with the push's
+ * report once every sent node applied its declaration or `timeoutMs` passed (R32). One request:
+ * its reply survives the reload of the user list the push causes and the controller's reconnect
+ * with its rotated password (R14), because the controller answers by an explicit grant on the
+ * operator's inbox, which neither forgets (R33; allow_responses did). The waits that remain are
+ * the controller's own (src/push/push.ts): after sending the broker a new list it awaits the
+ * broker's report (the bus reloaded; its JetStream requests in flight would fail) and, for the
+ * rotation, its confirmation of the new password; so nothing is left to wait for here. Throws UpError for a refused push, CommandTransportError when the controller does
+ * not answer within `timeoutMs` plus PUSH_REPLY_MARGIN_MS (the CLI's `mesh push --wait` margin).
  */
-export async function pushAndWait(
-  paths: MeshPaths,
-  nc: NatsConnection,
-  timeoutMs: number,
-  log: (line: string) => void,
-  body: Record<string, unknown> = {},
-): Promise<Record<string, unknown>> {
-  const ask = () => sendCommand(nc, "push", { ...body, wait: true, timeoutMs }, { timeoutMs: timeoutMs + 5_000 });
-  const monitorUrl = busReloadOptions(paths).monitorUrl;
-  const listBefore = existsSync(paths.userList) ? readFileSync(paths.userList, "utf8") : "";
-  const loadedBefore = await configLoadTime(monitorUrl);
-  const atBootstrap = controllerAtBootstrap(paths);
-  const deadline = Date.now() + timeoutMs;
-  const until = async (condition: () => boolean | Promise<boolean>) => {
-    while (!(await condition()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  };
-  const first = ask();
-  first.catch(() => undefined);
-  let answered = false;
-  void first.then(() => { answered = true; }, () => { answered = true; });
-  const listChanged = () => existsSync(paths.userList) && readFileSync(paths.userList, "utf8") !== listBefore;
-  await until(() => answered || listChanged());
-  if (answered) return ok("push", await first);
-  // The list changed: wait until the bus has reloaded it and, when the controller's password was
-  // replaced, until the controller dials with the new one; a request sent from then on is answered.
-  await until(async () => answered || (await configLoadTime(monitorUrl).catch(() => loadedBefore)) !== loadedBefore);
-  if (atBootstrap) await until(() => answered || !controllerAtBootstrap(paths));
-  if (answered) {
-    const reply = await first.catch(() => undefined);
-    if (reply) return ok("push", reply);
-  }
-  log("up: the bus reloaded its user list, which drops the controller's pending reply; asking for the push's report again");
-  for (;;) {
-    try {
-      return ok("push", await ask());
-    } catch (error) {
-      // The controller may still be reconnecting with its new password (R14): ask until it serves.
-      if (!(error instanceof CommandTransportError) || error.code !== "no-controller" || Date.now() > deadline) throw error;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+export async function pushAndWait(nc: NatsConnection, timeoutMs: number, body: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+  const request = { ...body, wait: true, timeoutMs };
+  return ok("push", await sendCommand(nc, PUSH_VERB, request, { timeoutMs: timeoutMs + PUSH_REPLY_MARGIN_MS }));
 }
 
 /** One line per node of a push report. */

@@ -13,6 +13,8 @@ import { freePort } from "../../installer/serverConfig.ts";
 import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER, readUserList } from "../../installer/carried.ts";
 import { connectToBus, BusConnectError, BusCredential } from "../../src/bus/connect.ts";
 import { sendCommand } from "../../src/cli/send.ts";
+import { runCli } from "../../src/cli/run.ts";
+import { EXIT_OK, type CliIo } from "../../src/cli/context.ts";
 import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
 import { passwordMatches } from "../../src/crypto/secrets.ts";
 import { workConsumer, workStream, workSubject } from "../../src/names.ts";
@@ -99,7 +101,7 @@ describe("mesh up (embedded default, end to end)", () => {
     await launcher.stopController();
     await launcher.controller(result.paths);
     await ask("nodes");
-    const pushed = await pushAndWait(result.paths, operator, 20_000, log);
+    const pushed = await pushAndWait(operator, 20_000);
     assert.deepEqual(pushed.timedOut, []);
     assert.equal(credentialFile(result.paths.controllerCredential).password, rotated);
     const listed = readUserList(readFileSync(result.paths.userList, "utf8")).find((u) => u.user === BOOTSTRAP_USER)!;
@@ -118,8 +120,22 @@ describe("mesh up (embedded default, end to end)", () => {
     const credential = readCredentialFile(join(betaDir, NODE_CREDENTIAL_FILE), betaDir);
     await assert.rejects(connectToBus(credential, { reconnect: false }), isAuthorizationRefusal);
     beta = startHost({ stateDir: betaDir, node: "beta", credential, log, backoff: { initialMs: 100, maxMs: 500 } });
-    const pushed = await pushAndWait(result.paths, operator, 20_000, log);
+    // `mesh push --wait` from the CLI, one request: its reply survives the reload of the user list
+    // this push causes (beta joins it), as the controller answers by its grant on the operator's inbox (R33)
+    const listBefore = readFileSync(result.paths.userList, "utf8");
+    let out = "";
+    let err = "";
+    const io: CliIo = {
+      stdout: { write: (text: string) => { out += text; } },
+      stderr: { write: (text: string) => { err += text; } },
+      env: { MESH_CREDENTIAL: result.paths.operatorCredential, MESH_TIMEOUT_MS: "20000" },
+    };
+    const code = await runCli(["push", "--wait", "--json"], io);
+    assert.equal(code, EXIT_OK, `mesh push --wait: ${out} ${err}`);
+    const pushed = JSON.parse(out) as { timedOut: string[]; nodes: Array<{ node: string; outcome: string }> };
     assert.deepEqual(pushed.timedOut, []);
+    assert.ok(pushed.nodes.some((n) => n.node === NODE && n.outcome === "applied"), "the broker's holder applied the new list");
+    assert.notEqual(readFileSync(result.paths.userList, "utf8"), listBefore, "the push changed the user list (the bus reloaded it)");
     const nc = await connectToBus(credential, { reconnect: false });
     await nc.close();
     await waitFor(() => beta!.reports.length > 0, { timeoutMs: 10_000, name: "beta's report" });
@@ -149,7 +165,7 @@ describe("mesh up (embedded default, end to end)", () => {
     assert.ok(existsSync(join(folder, "module.json")));
     writeFileSync(join(folder, "notes.txt"), "kept by the operator");
     await ask("unassign", { module: "npm", node: NODE });
-    const pushed = await pushAndWait(result.paths, operator, 20_000, log);
+    const pushed = await pushAndWait(operator, 20_000);
     assert.deepEqual(pushed.timedOut, []);
     assert.ok(!existsSync(join(folder, "module.json")), "the mesh's file is removed");
     assert.ok(!existsSync(join(folder, "credential.json")), "its credential is removed");
