@@ -8,14 +8,28 @@
  * - push: push() to every node (compose, re-seal, pipelined publish, DeclarationSent records);
  * - raw: a pipelined JetStream publish of the same payloads with the same window, nothing else.
  * Prints declarations/s for both and their ratio (goal ≥ 0.8).
+ *
+ * `--users 10000[,50000]`: the broker's side. A nats-server whose users come from an include file
+ * (pid file, monitoring port), a broker module held by node `hub` whose host agent runs for real
+ * (startHost with the bus's reload options), and N enrolled nodes with credentials, so the
+ * composed user list has N + 3 users (~450 bytes each: ~4.5 MiB at 10,000, far over the bus's
+ * 1 MiB message limit, so it travels in parts). Times one push (every node sent: N empty
+ * declarations, the hub's declaration and its list's parts) to the hub's report that the bus
+ * reloaded that list, and checks a generated user can then connect. Without --nodes or --users
+ * both benches run at their default sizes.
  */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
+import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
+import { configLoadTime, initHostKeys, startHost } from "../../src/host/index.ts";
 import { startNatsServer } from "../../test/support/natsServer.ts";
 import { openCatalogue } from "../../src/events/catalogue.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, sealWithMeshKey } from "../../src/crypto/secrets.ts";
-import { busUser } from "../../src/names.ts";
+import { BROKER_SEAT, CONTROLLER_NAME, busUser, inboxPrefix } from "../../src/names.ts";
 import { PUBLISH_WINDOW, push, raiseMesh } from "../../src/push/push.ts";
 import { GENESIS_COMMAND_ID, decideGenesis } from "../../installer/record.ts";
 import { BOOTSTRAP_USER } from "../../installer/carried.ts";
@@ -109,23 +123,185 @@ async function one(nodes: number): Promise<Row> {
   }
 }
 
-/** Runs the bench; `--nodes 1000,10000` picks the sizes, `--json` prints JSON rows. */
+type BrokerRow = {
+  users: number; listBytes: number; parts: number; raiseMs: number; pushMs: number; toReloadedMs: number; reloadMs: number | null;
+  steps: Record<string, number>; newUserConnects: boolean;
+};
+
+/** One broker measurement (see the module comment): N generated nodes, the hub's host agent for real. */
+async function broker(users: number): Promise<BrokerRow> {
+  const dir = mkdtempSync(join(tmpdir(), "mesh-bench-broker-"));
+  const hubDir = join(dir, "hub-state");
+  const hub = initHostKeys(hubDir);
+  const meshKey = newMeshKey();
+  const secret = (password: string) => ({ hash: hashPassword(password), sealed: sealWithMeshKey(meshKey, password) });
+  const controllerPassword = newPassword();
+  const hubPassword = newPassword();
+  const nodePassword = newPassword();
+  const nodeSecret = secret(nodePassword); // one bcrypt for every generated node: the list's size is what matters
+  const compose = { controllerSubmits: [] as string[] };
+  // The bus starts with no users it knows but an admin that writes the records; the first list is composed below.
+  const adminPassword = newPassword();
+  const admin = { user: "bench-admin", password: hashPassword(adminPassword), permissions: { publish: { allow: [">"] }, subscribe: { allow: [">"] } }, principal: { kind: "controller" as const, name: CONTROLLER_NAME } };
+  const server = await startNatsServer({
+    dir,
+    files: { "users.conf": renderUserList({ users: [admin] }) },
+    config: [`include "users.conf"`, `pid_file: "${join(dir, "server.pid")}"`].join("\n"),
+  });
+  let nc = await connect({ servers: server.url, user: admin.user, pass: adminPassword });
+  let host: ReturnType<typeof startHost> | undefined;
+  try {
+    const catalogue0 = await openCatalogue(nc);
+    const operator = newPassword();
+    const genesis = await catalogue0.transact(GENESIS_COMMAND_ID, (state) => decideGenesis(state, {
+      genesisAddress: server.url, fingerprint: Array(32).fill("AB").join(":"), bootstrapUser: BOOTSTRAP_USER, operator: "bench",
+      operatorSecret: { password: operator, ...secret(operator) }, now: at(),
+    }));
+    if (!genesis.ok) throw new Error(genesis.refusal.message);
+    const meta = (commandId: string) => ({ actor: "operator-bench", commandId, at: at() });
+    const brokerPassword = newPassword();
+    await catalogue0.transact("bench-broker", () => ({
+      ok: true,
+      entity: { kind: "module", id: "broker" },
+      events: [
+        { ...meta("bench-broker"), type: "CredentialMinted", principal: { kind: "controller", name: CONTROLLER_NAME }, user: BOOTSTRAP_USER, ...secret(controllerPassword), address: server.url },
+        { ...meta("bench-broker"), type: "NodeEnrolled", node: "hub", publicKey: hub.publicKey },
+        { ...meta("bench-broker"), type: "CredentialMinted", principal: { kind: "node", name: "hub" }, user: busUser("node", "hub"), ...secret(hubPassword), address: server.url },
+        { ...meta("bench-broker"), type: "ModuleRegistered", manifest: { name: "broker", version: "2.9.10", description: "", run: { command: ["nats-server"] }, seats: { [BROKER_SEAT]: { protocol: "nats", accepts: [], emits: [] } }, claims: [BROKER_SEAT], uses: [], follows: [], tools: [] } },
+        { ...meta("bench-broker"), type: "ModuleIssued", module: "broker" },
+        { ...meta("bench-broker"), type: "CredentialMinted", principal: { kind: "module", name: "broker" }, user: busUser("module", "broker"), ...secret(brokerPassword), address: server.url },
+        { ...meta("bench-broker"), type: "ModuleAssigned", module: "broker", node: "hub" },
+      ] as MeshEvent[],
+    }));
+    // The first list (controller, operator, hub, broker module): the controller dials with its own credential from here on.
+    const first = composeBusUsers(catalogue0.state, compose);
+    if (!first.ok) throw new Error(`first list refused: ${first.refusal.code}`);
+    writeFileSync(join(dir, "users.conf"), renderUserList({ users: [admin, ...first.users] }));
+    const monitorUrl = `http://127.0.0.1:${server.monitorPort}`;
+    const loadedBefore = await configLoadTime(monitorUrl);
+    server.reload();
+    while ((await configLoadTime(monitorUrl)) === loadedBefore) await new Promise((resolve) => setTimeout(resolve, 20));
+    await nc.close();
+    const controllerUser = BOOTSTRAP_USER;
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        nc = await connect({ servers: server.url, user: controllerUser, pass: controllerPassword, inboxPrefix: inboxPrefix(controllerUser) });
+        break;
+      } catch (error) {
+        if (attempt > 50) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    // Right after a reload nats-server 2.9.10 can answer $JS.API with "no responders" for a moment.
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        await (await jetstreamManager(nc)).getAccountInfo();
+        break;
+      } catch (error) {
+        if (attempt > 100) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    const catalogue = await openCatalogue(nc);
+    const names = Array.from({ length: users }, (_, i) => `n${i}`);
+    for (let start = 0; start < users; start += 500) {
+      const id = `bench-users-${start}`;
+      const events: MeshEvent[] = [];
+      for (const node of names.slice(start, start + 500)) {
+        events.push({ ...meta(id), type: "NodeEnrolled", node, publicKey: hub.publicKey });
+        events.push({ ...meta(id), type: "CredentialMinted", principal: { kind: "node", name: node }, user: busUser("node", node), ...nodeSecret, address: server.url });
+      }
+      const result = await catalogue.transact(id, () => ({ ok: true, entity: { kind: "bench", id: `users-${start}` }, events }));
+      if (!result.ok) throw new Error(result.refusal.message);
+    }
+    const jsm = await jetstreamManager(nc);
+    let t = performance.now();
+    const raised = await raiseMesh(jsm, catalogue.state, compose);
+    const raiseMs = performance.now() - t;
+    if (raised.refused.length > 0) throw new Error(`raise refused ${raised.refused.length} objects`);
+
+    const lines: string[] = [];
+    host = startHost({
+      stateDir: hubDir, node: "hub",
+      credential: { address: server.url, user: busUser("node", "hub"), password: hubPassword },
+      bus: { includeFile: join(dir, "users.conf"), configFile: server.configFile, pid: join(dir, "server.pid"), monitorUrl: `http://127.0.0.1:${server.monitorPort}`, reloadTimeoutMs: 120_000 },
+      log: (line) => lines.push(line),
+      backoff: { initialMs: 50, maxMs: 500 },
+    });
+    for (let i = 0; !host.bound(); i += 1) {
+      if (i > 200) throw new Error(`the hub's host did not bind: ${lines.at(-1) ?? ""}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+
+    const log = { info: () => undefined, error: (line: string) => console.error(line) };
+    const steps: Record<string, number> = {};
+    t = performance.now();
+    const report = await push({ nc, catalogue, meshKey, compose, log, newId: () => `bench-broker-${users}`, timings: steps });
+    const pushMs = performance.now() - t;
+    const sent = report.nodes.find((n) => n.node === "hub");
+    if (sent?.outcome !== "sent" || !sent.digest) throw new Error(`the hub was not sent: ${JSON.stringify(sent)}`);
+    const applied = await host.waitForReport(sent.digest, 300_000);
+    const toReloadedMs = performance.now() - t;
+    if (!applied.ok) throw new Error(`the hub did not apply its list: ${applied.error}`);
+    for (const key of Object.keys(steps)) steps[key] = Math.round(steps[key]!);
+    const reloaded = lines.map((l) => /user list reloaded in (\d+) ms/.exec(l)?.[1]).filter((x) => x !== undefined).at(-1);
+    const listBytes = Buffer.byteLength(readFileSync(join(dir, "users.conf"), "utf8"));
+    let newUserConnects = false;
+    try {
+      const probe = await connect({ servers: server.url, user: busUser("node", names.at(-1)!), pass: nodePassword, inboxPrefix: inboxPrefix(busUser("node", names.at(-1)!)), reconnect: false });
+      await probe.close();
+      newUserConnects = true;
+    } catch {
+      newUserConnects = false;
+    }
+    return {
+      users: users + 4, listBytes, parts: Math.ceil(listBytes / (256 * 1024)), raiseMs: Math.round(raiseMs), pushMs: Math.round(pushMs),
+      toReloadedMs: Math.round(toReloadedMs), reloadMs: reloaded === undefined ? null : Number(reloaded), steps, newUserConnects,
+    };
+  } finally {
+    await host?.stop();
+    await nc.close().catch(() => undefined);
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Runs the bench; `--nodes 1000,10000` picks the declaration sizes, `--users 10000` the broker's
+ * list sizes (either alone runs only that bench; neither runs both at defaults), `--json` prints
+ * JSON rows.
+ */
 export async function run(args: string[]): Promise<void> {
   const sizesArg = args.includes("--nodes") ? args[args.indexOf("--nodes") + 1] : undefined;
-  const sizes = (sizesArg ?? "1000,10000").split(",").map(Number).filter((n) => Number.isInteger(n) && n > 0);
+  const usersArg = args.includes("--users") ? args[args.indexOf("--users") + 1] : undefined;
+  const parse = (text: string) => text.split(",").map(Number).filter((n) => Number.isInteger(n) && n > 0);
+  const sizes = sizesArg !== undefined ? parse(sizesArg) : usersArg !== undefined ? [] : [1000, 10000];
+  const userSizes = usersArg !== undefined ? parse(usersArg) : sizesArg !== undefined ? [] : [10000];
   const rows: Row[] = [];
   for (const size of sizes) rows.push(await one(size));
+  const brokerRows: BrokerRow[] = [];
+  for (const size of userSizes) brokerRows.push(await broker(size));
   if (args.includes("--json")) {
-    console.log(JSON.stringify(rows, null, 2));
+    console.log(JSON.stringify({ declarations: rows, broker: brokerRows }, null, 2));
     return;
   }
-  console.log("nodes   raise(ms)  push(ms)  push decl/s  raw(ms)  raw msg/s  ratio  bytes/decl");
-  for (const r of rows) {
-    console.log(
-      `${String(r.nodes).padEnd(7)} ${String(r.raiseMs).padStart(9)} ${String(r.pushMs).padStart(9)} ${String(r.pushPerSecond).padStart(12)} ${String(r.rawMs).padStart(8)} ${String(r.rawPerSecond).padStart(10)} ${String(r.ratio).padStart(6)} ${String(r.bytes).padStart(11)}`,
-    );
+  if (rows.length > 0) {
+    console.log("nodes   raise(ms)  push(ms)  push decl/s  raw(ms)  raw msg/s  ratio  bytes/decl");
+    for (const r of rows) {
+      console.log(
+        `${String(r.nodes).padEnd(7)} ${String(r.raiseMs).padStart(9)} ${String(r.pushMs).padStart(9)} ${String(r.pushPerSecond).padStart(12)} ${String(r.rawMs).padStart(8)} ${String(r.rawPerSecond).padStart(10)} ${String(r.ratio).padStart(6)} ${String(r.bytes).padStart(11)}`,
+      );
+    }
+    for (const r of rows) console.log(`${r.nodes} nodes, push again (all named, warm seal cache): ${r.againMs} ms, ratio ${r.againRatio}`);
+    for (const r of rows) console.log(`${r.nodes} nodes, push steps (ms): ${Object.entries(r.steps).map(([k, v]) => `${k} ${v}`).join(", ")} (seal runs inside publish)`);
+    console.log("goal: ratio ≥ 0.8 (push declarations/s against a raw pipelined JetStream publish of the same payloads)");
   }
-  for (const r of rows) console.log(`${r.nodes} nodes, push again (all named, warm seal cache): ${r.againMs} ms, ratio ${r.againRatio}`);
-  for (const r of rows) console.log(`${r.nodes} nodes, push steps (ms): ${Object.entries(r.steps).map(([k, v]) => `${k} ${v}`).join(", ")} (seal runs inside publish)`);
-  console.log("goal: ratio ≥ 0.8 (push declarations/s against a raw pipelined JetStream publish of the same payloads)");
+  for (const r of brokerRows) {
+    console.log(
+      `broker: ${r.users} users, list ${(r.listBytes / 1024 / 1024).toFixed(2)} MiB in ${r.parts} parts: push ${r.pushMs} ms, ` +
+        `push start to the list reloaded on the bus ${r.toReloadedMs} ms (the reload itself ${r.reloadMs ?? "?"} ms), ` +
+        `raise ${r.raiseMs} ms (before), a listed user connects: ${r.newUserConnects ? "yes" : "NO"}`,
+    );
+    console.log(`broker: ${r.users} users, push steps (ms): ${Object.entries(r.steps).map(([k, v]) => `${k} ${v}`).join(", ")}`);
+  }
 }

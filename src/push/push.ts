@@ -369,7 +369,9 @@ async function publishAll(
   }
   await Promise.all(inFlight);
   for (const [node, seq] of firstPartSequence) {
-    if (failures.has(node)) continue;
+    // nats-server 2.9.10 reads a purge `seq` of 0 or 1 as "no bound": it would take the new parts
+    // too. A first part at sequence 1 has nothing older to purge anyway.
+    if (failures.has(node) || seq <= 1) continue;
     try {
       await jsm.streams.purge(CONTROL_STREAM, { filter: userListPartsFilter(node), seq });
     } catch (error) {
