@@ -125,7 +125,7 @@ async function one(nodes: number): Promise<Row> {
 
 type BrokerRow = {
   users: number; listBytes: number; parts: number; raiseMs: number; pushMs: number; toReloadedMs: number; reloadMs: number | null;
-  steps: Record<string, number>; newUserConnects: boolean;
+  steps: Record<string, number>; newUserConnects: boolean; raisedInPush: { created: number; updated: number };
 };
 
 /** One broker measurement (see the module comment): N generated nodes, the hub's host agent for real. */
@@ -257,6 +257,7 @@ async function broker(users: number): Promise<BrokerRow> {
     return {
       users: users + 4, listBytes, parts: Math.ceil(listBytes / (256 * 1024)), raiseMs: Math.round(raiseMs), pushMs: Math.round(pushMs),
       toReloadedMs: Math.round(toReloadedMs), reloadMs: reloaded === undefined ? null : Number(reloaded), steps, newUserConnects,
+      raisedInPush: { created: report.raised.created, updated: report.raised.updated },
     };
   } finally {
     await host?.stop();
@@ -302,6 +303,6 @@ export async function run(args: string[]): Promise<void> {
         `push start to the list reloaded on the bus ${r.toReloadedMs} ms (the reload itself ${r.reloadMs ?? "?"} ms), ` +
         `raise ${r.raiseMs} ms (before), a listed user connects: ${r.newUserConnects ? "yes" : "NO"}`,
     );
-    console.log(`broker: ${r.users} users, push steps (ms): ${Object.entries(r.steps).map(([k, v]) => `${k} ${v}`).join(", ")}`);
+    console.log(`broker: ${r.users} users, push steps (ms): ${Object.entries(r.steps).map(([k, v]) => `${k} ${v}`).join(", ")}; the push's raise created ${r.raisedInPush.created}, updated ${r.raisedInPush.updated}`);
   }
 }
