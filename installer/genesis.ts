@@ -132,6 +132,8 @@ export type GenesisOptions = {
   dir: string;
   /** MESH_BROKER_ADDRESS: the broker's public endpoint, `tls://host[:port]` or `host[:port]` (R8: 4222 when absent). */
   brokerAddress: string;
+  /** What the person typed to give `brokerAddress`, named in its errors (default MESH_BROKER_ADDRESS; the CLI passes "--address"). */
+  addressSource?: string;
   /** Replace an existing mesh in `dir` (its bus is stopped and its folder removed). */
   force?: boolean;
   /** Progress lines; never given a password (R3). */
@@ -206,14 +208,15 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
   const log = options.log;
   const paths = meshPaths(options.dir);
   const binary = findNatsServer(options.searchPath);
+  const source = options.addressSource ?? "MESH_BROKER_ADDRESS";
   let address: { scheme: string; host: string; port: number };
   try {
     address = parseBusAddress(options.brokerAddress);
   } catch {
-    throw new InstallerError(`MESH_BROKER_ADDRESS "${options.brokerAddress}" is not tls://host[:port]`);
+    throw new InstallerError(`${source} "${options.brokerAddress}" is not tls://host[:port]`);
   }
   if (address.scheme !== "tls") {
-    throw new InstallerError(`MESH_BROKER_ADDRESS "${formatBusAddress(address)}" must use tls:// (the bus always presents the mesh's certificate, R34)`);
+    throw new InstallerError(`${source} "${formatBusAddress(address)}" must use tls:// (the bus always presents the mesh's certificate, R34)`);
   }
   const genesisAddress = formatBusAddress(address);
   const local = address.host === "127.0.0.1" || address.host === "localhost";
@@ -221,7 +224,7 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
   const monitorPort = options.monitorPort ?? Math.min(address.port + 4000, 65535);
   const operator = options.operator ?? "admin";
   rejectUnlessEmptyOrForced(paths, options.force ?? false);
-  await assertPortFree(listenHost, address.port);
+  await assertPortFree(listenHost, address.port, source);
   if (monitorPort > 0) await assertPortFree("127.0.0.1", monitorPort);
 
   const temp = join(dirname(paths.dir), `.${basename(paths.dir)}.genesis-${process.pid}-${randomBytes(4).toString("hex")}`);

@@ -93,16 +93,17 @@ export function testServerConfig(binary: string, configFile: string): void {
 
 /**
  * Resolves when `host:port` can be listened on; throws InstallerError ("port N on HOST is in use")
- * when it cannot.
+ * when it cannot. `source` names where the port came from in that message (default
+ * MESH_BROKER_ADDRESS; the CLI passes its `--address` flag).
  */
-export function assertPortFree(host: string, port: number): Promise<void> {
+export function assertPortFree(host: string, port: number, source = "MESH_BROKER_ADDRESS"): Promise<void> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", (error: NodeJS.ErrnoException) => {
       reject(
         new InstallerError(
           error.code === "EADDRINUSE"
-            ? `port ${port} on ${host} is in use: stop what listens there or give MESH_BROKER_ADDRESS another port`
+            ? `port ${port} on ${host} is in use: stop what listens there or give ${source} another port`
             : `cannot listen on ${host}:${port}: ${error.code ?? error.message}`,
           { cause: error },
         ),
@@ -110,6 +111,16 @@ export function assertPortFree(host: string, port: number): Promise<void> {
     });
     server.listen({ host, port, exclusive: true }, () => server.close(() => resolve()));
   });
+}
+
+/** True when `host:port` can be listened on right now (see assertPortFree). */
+export async function isPortFree(host: string, port: number): Promise<boolean> {
+  try {
+    await assertPortFree(host, port);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A port free right now on `host` (bind port 0, read it, close): for tests and the embedded default. */

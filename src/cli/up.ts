@@ -33,7 +33,7 @@ const upVerb: CliVerb = {
   summary: "bring a whole mesh up on this machine (genesis, bus, controller, host, the example mesh, push --wait)",
   options: [
     DIR_OPTION,
-    { flags: "--address <tls://host:port>", description: `the genesis address when the folder holds no mesh yet (default ${DEFAULT_UP_ADDRESS})` },
+    { flags: "--address <tls://host:port>", description: `the genesis address when the folder holds no mesh yet (default ${DEFAULT_UP_ADDRESS}, or a free port the OS picks when 4222 is taken; a taken --address fails)` },
     { flags: "--node <name>", description: "the local node's name (default: this machine's host name)" },
   ],
   async run(ctx, _args, options) {
@@ -43,7 +43,7 @@ const upVerb: CliVerb = {
         dir,
         log: (line) => { if (!ctx.globals.json) ctx.err(line); },
         launcher: detachedLauncher(ctx.io.env),
-        ...(typeof options.address === "string" ? { brokerAddress: options.address } : {}),
+        ...(typeof options.address === "string" ? { brokerAddress: options.address, addressSource: "--address" } : {}),
         ...(typeof options.node === "string" ? { node: options.node } : {}),
       });
       if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, node: result.node, summary: result.summary, push: result.push }, null, 2));
@@ -117,6 +117,7 @@ const genesisVerb: CliVerb = {
       const made = await genesis({
         dir: dirOf(options),
         brokerAddress: String(options.address),
+        addressSource: "--address",
         log: (line) => ctx.err(line),
         force: options.force === true,
         systemd: options.systemd === true,

@@ -16,7 +16,7 @@ import {
 } from "../host/index.ts";
 import { NAME_PATTERN } from "../names.ts";
 import { genesis, hasMesh, meshPaths, readMeshFile, type MeshPaths } from "../../installer/genesis.ts";
-import { findNatsServer, testServerConfig } from "../../installer/serverConfig.ts";
+import { findNatsServer, freePort, isPortFree, testServerConfig } from "../../installer/serverConfig.ts";
 import { startBus, pidFile } from "../../installer/bus.ts";
 import { carryNodeUser, readUserList } from "../../installer/carried.ts";
 import { localHost } from "../../installer/genesis.ts";
@@ -51,6 +51,26 @@ export const LOCAL_NODE_FILE = "node.name";
 export const EXAMPLE_MESH_FILE = "example-mesh.json";
 /** The standard embedded address: the bus on this machine only. */
 export const DEFAULT_UP_ADDRESS = "tls://127.0.0.1:4222";
+/** Its host and preferred port (R8); when the port is taken the OS picks a free one (chooseUpAddress). */
+export const DEFAULT_UP_HOST = "127.0.0.1";
+export const DEFAULT_UP_PORT = 4222;
+
+/** The embedded default's genesis address and monitoring port, and whether the preferred port was taken. */
+export type UpAddress = { brokerAddress: string; monitorPort: number; fallback: boolean };
+
+/**
+ * The genesis address for `mesh up` without `--address`: `tls://127.0.0.1:<preferred>` when that
+ * port is free (default 4222, R8), else a port the OS chooses (e.g. Debian's own nats-server holds
+ * 4222). The monitoring port is client port + 4000 when free, else one the OS chooses. Ports are
+ * free when checked; a race with another program is reported by genesis (InstallerError).
+ */
+export async function chooseUpAddress(preferred = DEFAULT_UP_PORT, host = DEFAULT_UP_HOST): Promise<UpAddress> {
+  const free = await isPortFree(host, preferred);
+  const port = free ? preferred : await freePort(host);
+  const monitorWanted = Math.min(port + 4000, 65535);
+  const monitorPort = monitorWanted !== port && await isPortFree("127.0.0.1", monitorWanted) ? monitorWanted : await freePort("127.0.0.1");
+  return { brokerAddress: `tls://${host}:${port}`, monitorPort, fallback: !free };
+}
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 /** The example mesh's manifests and the controller's own module.json. */
@@ -74,8 +94,15 @@ export type UpOptions = {
   /** Progress lines (never a password, R3). */
   log: (line: string) => void;
   launcher: Launcher;
-  /** The genesis address when there is no mesh yet (default DEFAULT_UP_ADDRESS). */
+  /**
+   * The genesis address when there is no mesh yet; a taken port fails naming `addressSource`.
+   * Default: chooseUpAddress (4222 when free, else a free port, said in a progress line).
+   */
   brokerAddress?: string;
+  /** What the person typed to give `brokerAddress`, named in its errors (default MESH_BROKER_ADDRESS; the CLI: "--address"). */
+  addressSource?: string;
+  /** The port tried first when `brokerAddress` is absent (default 4222; tests pass a taken one). */
+  preferredPort?: number;
   /** The local node's name (default: this machine's host name, as a mesh name). */
   node?: string;
   /** Manifests to register (default examples/*.json and module.json). */
@@ -167,8 +194,19 @@ export async function up(options: UpOptions): Promise<UpResult> {
 
   // 1-2. genesis, or resume.
   if (!hasMesh(paths.dir)) {
+    let chosen: { brokerAddress: string; monitorPort?: number } = { brokerAddress: options.brokerAddress ?? DEFAULT_UP_ADDRESS };
+    if (options.brokerAddress === undefined) {
+      const preferred = options.preferredPort ?? DEFAULT_UP_PORT;
+      const picked = await chooseUpAddress(preferred);
+      chosen = picked;
+      log(picked.fallback
+        ? `up: port ${preferred} on ${DEFAULT_UP_HOST} is taken (another nats-server?): the bus takes ${picked.brokerAddress} instead`
+        : `up: the bus takes ${picked.brokerAddress}`);
+    }
     await genesis({
-      dir: paths.dir, brokerAddress: options.brokerAddress ?? DEFAULT_UP_ADDRESS, log,
+      dir: paths.dir, brokerAddress: chosen.brokerAddress, log,
+      ...(chosen.monitorPort === undefined ? {} : { monitorPort: chosen.monitorPort }),
+      ...(options.addressSource === undefined ? {} : { addressSource: options.addressSource }),
       detachBus: detached,
       ...(options.searchPath === undefined ? {} : { searchPath: options.searchPath }),
     });
