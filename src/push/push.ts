@@ -77,6 +77,8 @@ export type PushOptions = {
   timeoutMs?: number;
   /** Compose and report, secrets redacted; mint, raise and send nothing. */
   dryRun?: boolean;
+  /** This push's progress hook (the asker's progress lines); default ctx.progress. */
+  progress?: (done: number, total: number) => void;
 };
 
 export type NodeOutcome = "sent" | "unchanged" | "refused" | "applied" | "failed" | "timed-out";
@@ -624,7 +626,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       for (const s of sends) watch?.expect(s.node, s.digest);
       const refusedToSeal = new Map<string, string>();
       const purgeErrors: string[] = [];
-      const failures = await timed(ctx.timings, "publish", () => publishAll(js, jsm, sends, refusedToSeal, ctx.timings, ctx.progress, purgeErrors));
+      const failures = await timed(ctx.timings, "publish", () => publishAll(js, jsm, sends, refusedToSeal, ctx.timings, options.progress ?? ctx.progress, purgeErrors));
       for (const line of purgeErrors) ctx.log.error(`push ${pushId}: stale user-list parts not purged for ${line}`);
       for (const [node, error] of refusedToSeal) {
         outcomes.set(node, { node, outcome: "refused", refusal: { code: "seal-failed", message: `a secret for ${node} could not be sealed to its key: ${error}` } });
