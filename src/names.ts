@@ -186,6 +186,13 @@ export function inboxPrefix(user: string): string {
 export function inboxSubjects(user: string): string {
   return `${inboxPrefix(user)}.>`;
 }
+/**
+ * Where the controller publishes one push's progress lines for its asker: `_INBOX_<user>.progress.<id>`,
+ * inside the asker's own inbox (R33), so only the asker can read them. `id` is one subject token.
+ */
+export function progressSubject(user: string, id: string): string {
+  return `${inboxPrefix(user)}.progress.${id}`;
+}
 
 // ---- principals and users --------------------------------------------------------------------------
 

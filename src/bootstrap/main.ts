@@ -182,7 +182,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
         log,
         compose,
       },
-      { [PUSH_VERB]: pushVerb(runPush, log) },
+      { [PUSH_VERB]: pushVerb(runPush, log, (subject, line) => nc.publish(subject, line)) },
     );
     await nc.flush(); // the subscription is on the server before start returns
     log.info(`serving commands at ${address}`);

@@ -11,7 +11,8 @@ export const EXIT_USAGE = 2;
 /** Where the CLI writes and what it reads: process streams in main.ts, buffers in tests. */
 export type CliIo = {
   stdout: { write(text: string): unknown };
-  stderr: { write(text: string): unknown };
+  /** `isTTY`: a terminal (process.stderr has it); `mesh push` shows progress there. */
+  stderr: { write(text: string): unknown; isTTY?: boolean };
   env: Environment;
 };
 

@@ -4,10 +4,12 @@
  * the principals left out of the user list (R12). `--timeout` (the global option) is how long
  * `--wait` waits for reports; the request itself waits that long plus PUSH_REPLY_MARGIN_MS.
  */
+import { randomUUID } from "node:crypto";
 import type { Reply } from "../commands/envelope.ts";
+import { progressSubject } from "../names.ts";
 import type { NodeReport, PushReport } from "../push/push.ts";
 import { PUSH_VERB } from "../push/pushCommand.ts";
-import { EXIT_OK, EXIT_REFUSED, type CliContext } from "./context.ts";
+import { EXIT_OK, EXIT_REFUSED, loadCredential, type CliContext } from "./context.ts";
 import { sendCommand } from "./send.ts";
 import { table } from "./render.ts";
 import type { CliVerb } from "./verbs.ts";
@@ -55,12 +57,27 @@ export const PUSH_CLI_VERB: CliVerb = {
   options: [
     { flags: "--wait", description: "wait for each sent node's report of the applied declaration (R32), up to --timeout" },
     { flags: "--dry-run", description: "print the compositions, secrets redacted; send nothing" },
+    { flags: "--progress", description: "print the controller's progress lines on stderr (default: when stderr is a terminal and without --json)" },
   ],
   async run(ctx: CliContext, args, options) {
     const nodes = (args[0] as string[] | undefined) ?? [];
     const wait = options.wait === true;
-    const body = { nodes, wait, dryRun: options.dryRun === true, ...(wait ? { timeoutMs: ctx.globals.timeoutMs } : {}) };
-    const reply: Reply = await sendCommand(await ctx.connection(), PUSH_VERB, body, { timeoutMs: ctx.globals.timeoutMs + PUSH_REPLY_MARGIN_MS });
+    const nc = await ctx.connection();
+    const showProgress = options.progress === true || (ctx.io.stderr.isTTY === true && !ctx.globals.json);
+    // Progress comes on a subject inside this operator's own inbox (R33), subscribed before asking.
+    const subject = showProgress ? progressSubject(loadCredential(ctx.globals.credential).user, randomUUID()) : undefined;
+    const progress = subject === undefined ? undefined : nc.subscribe(subject, { callback: (error, m) => { if (!error) ctx.err(`mesh push: ${m.string()}`); } });
+    const body = {
+      nodes, wait, dryRun: options.dryRun === true,
+      ...(wait ? { timeoutMs: ctx.globals.timeoutMs } : {}),
+      ...(subject === undefined ? {} : { progressSubject: subject }),
+    };
+    let reply: Reply;
+    try {
+      reply = await sendCommand(nc, PUSH_VERB, body, { timeoutMs: ctx.globals.timeoutMs + PUSH_REPLY_MARGIN_MS });
+    } finally {
+      progress?.unsubscribe();
+    }
     if (!reply.ok) {
       ctx.err(`mesh push: refused (${reply.error.code})${reply.error.field ? ` at "${reply.error.field}"` : ""}: ${reply.error.message}`);
       return EXIT_REFUSED;

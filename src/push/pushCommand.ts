@@ -3,6 +3,7 @@ import { MeshName } from "../manifest/manifest.ts";
 import type { Reply } from "../commands/envelope.ts";
 import type { ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
+import { inboxPrefix } from "../names.ts";
 import type { PushLog, PushOptions, PushReport } from "./push.ts";
 
 /** The verb of a push request: `mesh.command.push`. */
@@ -18,6 +19,8 @@ export const PushRequest = z
     wait: z.boolean().default(false).describe("wait for each sent node's report of the applied digest (R32)"),
     timeoutMs: z.number().int().positive().max(MAX_PUSH_WAIT_MS).optional().describe("milliseconds to wait with `wait`"),
     dryRun: z.boolean().default(false).describe("compose and report, secrets redacted; send nothing"),
+    progressSubject: z.string().min(1).max(255).regex(/^[^\s*>]+$/, "a subject without wildcards or spaces")
+      .optional().describe("where to publish progress lines: a subject inside the asker's own inbox (progressSubject in src/names.ts)"),
   })
   .strict();
 export type PushRequest = z.infer<typeof PushRequest>;
@@ -30,19 +33,60 @@ export type PushReply = { ok: true } & PushReport;
  * and replies with the report of `run` (the controller's push, which runs one push at a time).
  * A body field the schema does not know is refused `invalid-request` naming it.
  */
-export function pushVerb(run: (options: PushOptions) => Promise<PushReport>, log: PushLog): ExtraVerb {
+export function pushVerb(
+  run: (options: PushOptions) => Promise<PushReport>,
+  log: PushLog,
+  publish?: (subject: string, line: string) => void,
+): ExtraVerb {
   return async (body, actor): Promise<Reply> => {
     const { commandId: _ignored, ...fields } = body;
     const parsed = parseRequest(PushRequest, fields);
     if (!parsed.ok) return { ok: false, error: parsed.refusal };
     const request = parsed.value;
+    const subject = request.progressSubject;
+    if (subject !== undefined && !isInInboxOf(actor, subject)) {
+      return {
+        ok: false,
+        error: { code: "invalid-request", field: "progressSubject", message: `progress goes to your own inbox only: a subject under ${inboxPrefix(actor)}. (R33)` },
+      };
+    }
     log.info(`push requested by ${actor}${request.nodes.length ? ` for ${request.nodes.join(", ")}` : ""}${request.dryRun ? " (dry run)" : ""}`);
+    const say = subject === undefined || publish === undefined ? undefined : progressLines(subject, publish, request.wait);
+    say?.line(request.dryRun ? "composing (dry run)" : "composing and sending");
     const report = await run({
       nodes: request.nodes,
       wait: request.wait,
       dryRun: request.dryRun,
       ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }),
+      ...(say === undefined ? {} : { progress: say.progress }),
     });
     return { ok: true, ...report } as unknown as Reply;
+  };
+}
+
+/**
+ * True when `subject` lies inside `actor`'s own inbox (`_INBOX_<actor>.…`). The controller may
+ * publish into every operator's inbox (its reply grants, controllerReplyInboxes), so a progress
+ * subject taken on trust would let one operator have the controller write lines into another
+ * operator's inbox, even onto the subject of a reply that operator awaits: the controller would
+ * break R33 for them. The actor is read from the request's reply inbox, which the asker alone
+ * can subscribe, so this check confines progress to the asker.
+ */
+export function isInInboxOf(actor: string, subject: string): boolean {
+  const prefix = `${inboxPrefix(actor)}.`;
+  return subject.length > prefix.length && subject.startsWith(prefix);
+}
+
+/** Short progress lines published on `subject` (never a secret, R3); publishing failures are ignored. */
+function progressLines(subject: string, publish: (subject: string, line: string) => void, wait: boolean) {
+  const line = (text: string) => {
+    try { publish(subject, text); } catch { /* progress is best effort */ }
+  };
+  return {
+    line,
+    progress: (done: number, total: number) => {
+      line(`sent ${done} of ${total} declaration(s)`);
+      if (done === total && wait) line("waiting for the nodes' reports");
+    },
   };
 }

@@ -10,7 +10,10 @@ import { stopAll } from "../../src/up/processes.ts";
 import { renderSummary } from "../../src/up/summary.ts";
 import { parseBusAddress } from "../../src/projections/index.ts";
 import { runCli } from "../../src/cli/run.ts";
-import { EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
+import { EXIT_OK, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
+import { operatorConnection } from "../../src/up/up.ts";
+import { sendCommand } from "../../src/cli/send.ts";
+import { progressSubject } from "../../src/names.ts";
 
 /**
  * `mesh up` on a machine where its preferred port is taken (Debian's own nats-server service holds
@@ -18,10 +21,10 @@ import { EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
  * taken fails with one line naming --address.
  */
 
-function memoryIo(): CliIo & { out(): string; err(): string } {
+function memoryIo(env: Record<string, string> = {}, isTTY = false): CliIo & { out(): string; err(): string } {
   let out = "";
   let err = "";
-  return { stdout: { write: (s: string) => { out += s; } }, stderr: { write: (s: string) => { err += s; } }, env: {}, out: () => out, err: () => err };
+  return { stdout: { write: (s: string) => { out += s; } }, stderr: { write: (s: string) => { err += s; }, isTTY }, env, out: () => out, err: () => err };
 }
 
 describe("mesh up when the port is taken", () => {
@@ -76,6 +79,31 @@ describe("mesh up when the port is taken", () => {
       const lines = io.err().trim().split("\n");
       assert.ok(lines.at(-1)!.includes("--address") && !io.err().includes("MESH_BROKER_ADDRESS"), io.err());
       assert.ok(!existsSync(join(dir, "mesh.json")), "no mesh was made");
+    }
+  });
+
+  it("R33: mesh push shows the controller's progress lines on stderr on a terminal or with --progress, never on stdout", async () => {
+    const env = { MESH_CREDENTIAL: result.paths.operatorCredential, MESH_TIMEOUT_MS: "20000" };
+    const asked = memoryIo(env);
+    assert.equal(await runCli(["push", "alpha", "--wait", "--json", "--progress"], asked), EXIT_OK, asked.err());
+    assert.ok(JSON.parse(asked.out()).ok, "stdout is the reply JSON only");
+    assert.match(asked.err(), /^mesh push: sent 1 of 1 declaration/m);
+    const terminal = memoryIo(env, true);
+    assert.equal(await runCli(["push", "alpha"], terminal), EXIT_OK, terminal.err());
+    assert.match(terminal.err(), /^mesh push: composing/m);
+    const quiet = memoryIo(env, true);
+    assert.equal(await runCli(["push", "alpha", "--json"], quiet), EXIT_OK, quiet.err());
+    assert.equal(quiet.err(), "", "--json on a terminal prints no progress");
+  });
+
+  it("R33: the controller refuses a progress subject outside the asker's own inbox", async () => {
+    const nc = await operatorConnection(result.paths);
+    try {
+      const reply = await sendCommand(nc, "push", { dryRun: true, progressSubject: progressSubject("node-alpha", "x") }, { timeoutMs: 20_000 });
+      assert.equal(reply.ok, false);
+      assert.equal(!reply.ok && reply.error.code, "invalid-request");
+    } finally {
+      await nc.close();
     }
   });
 });

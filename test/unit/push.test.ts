@@ -3,7 +3,9 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { redactDeclaration, sealForNode, splitUserList, userListPartHeaders, userListParts } from "../../src/push/push.ts";
 import { USER_LIST_PART_BYTES, userListPartCount } from "../../src/compose/declaration.ts";
-import { USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER } from "../../src/names.ts";
+import { USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER, progressSubject } from "../../src/names.ts";
+import { isInInboxOf, pushVerb } from "../../src/push/pushCommand.ts";
+import type { PushReport } from "../../src/push/push.ts";
 import type { Declaration } from "../../src/compose/declaration.ts";
 import { newMeshKey, newNodeKeyPair, openAsNode, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 
@@ -63,5 +65,34 @@ describe("push helpers", () => {
     const h = userListPartHeaders(digest, 2, 3);
     assert.equal(h.get(USER_LIST_DIGEST_HEADER), digest);
     assert.equal(h.get(USER_LIST_PART_HEADER), "2/3");
+  });
+});
+
+describe("push verb progress", () => {
+  const log = { info: () => undefined, error: () => undefined };
+  const report = { pushId: "p", dryRun: false, nodes: [] } as unknown as PushReport;
+
+  it("R33: publishes progress lines only into the asker's own inbox", async () => {
+    const published: Array<[string, string]> = [];
+    const verb = pushVerb(async (options) => { options.progress?.(1, 1); return report; }, log, (subject, line) => { published.push([subject, line]); });
+    const mine = progressSubject("operator-admin", "abc");
+    const reply = await verb({ wait: true, progressSubject: mine }, "operator-admin");
+    assert.equal(reply.ok, true);
+    assert.ok(published.length >= 2 && published.every(([subject]) => subject === mine), JSON.stringify(published));
+    assert.ok(published.some(([, line]) => line.startsWith("sent 1 of 1")));
+  });
+
+  it("R33: refuses a progress subject in another principal's inbox, or a wildcard, and runs nothing", async () => {
+    let ran = 0;
+    const published: string[] = [];
+    const verb = pushVerb(async () => { ran += 1; return report; }, log, (subject) => { published.push(subject); });
+    for (const subject of [progressSubject("operator-eve", "x"), "_INBOX_operator-admin", "_INBOX_operator-admin2.progress.x", "_INBOX_operator-admin.>"]) {
+      const reply = await verb({ progressSubject: subject }, "operator-admin");
+      assert.equal(reply.ok, false, subject);
+      assert.equal(!reply.ok && reply.error.code, "invalid-request", subject);
+    }
+    assert.equal(ran, 0);
+    assert.deepEqual(published, []);
+    assert.equal(isInInboxOf("operator-admin", progressSubject("operator-admin", "x")), true);
   });
 });
