@@ -2,7 +2,8 @@
  * `mesh push [node...] [--wait] [--dry-run]`: asks the controller to push (the `push` verb) and
  * prints its report per node: sent, unchanged, refused, applied, failed, timed out (R30, R32), and
  * the principals left out of the user list (R12). `--timeout` (the global option) is how long
- * `--wait` waits for reports; the request itself waits that long plus PUSH_REPLY_MARGIN_MS.
+ * `--wait` waits for the nodes' reports; the CLI waits for the reply that long plus
+ * PUSH_REPLY_MARGIN_MS (composing and sending), and says both numbers when no reply came.
  */
 import { randomUUID } from "node:crypto";
 import type { Reply } from "../commands/envelope.ts";
@@ -10,12 +11,12 @@ import { progressSubject } from "../names.ts";
 import type { NodeReport, PushReport } from "../push/push.ts";
 import { PUSH_VERB } from "../push/pushCommand.ts";
 import { EXIT_OK, EXIT_REFUSED, loadCredential, type CliContext } from "./context.ts";
-import { sendCommand } from "./send.ts";
+import { sendCommand, CommandTransportError } from "./send.ts";
 import { table } from "./render.ts";
 import type { CliVerb } from "./verbs.ts";
 
-/** Milliseconds the CLI waits for the push's reply beyond the wait itself (composing and sending). */
-export const PUSH_REPLY_MARGIN_MS = 120_000;
+/** Milliseconds the CLI waits for the push's reply beyond --timeout (composing and sending); said in --help. */
+export const PUSH_REPLY_MARGIN_MS = 60_000;
 
 /** Readable lines of a push report. */
 export function renderPush(report: PushReport): string[] {
@@ -50,12 +51,21 @@ function exitOf(report: PushReport): number {
   return report.nodes.some((n) => n.outcome === "refused" || n.outcome === "failed" || n.outcome === "timed-out") ? EXIT_REFUSED : EXIT_OK;
 }
 
+/**
+ * What `mesh push` says when no reply came: the two waits, and why asking again is safe (a push
+ * carries no command id: a second one composes again and sends only what is still behind, R31).
+ */
+export function pushTimeoutMessage(timeoutMs: number): string {
+  return `no reply to push within ${timeoutMs + PUSH_REPLY_MARGIN_MS} ms (--timeout ${timeoutMs} ms for the nodes' reports + ${PUSH_REPLY_MARGIN_MS} ms for composing and sending); `
+    + "the push may still be running (see the controller's log): `mesh push --wait` again is safe, it sends only what is still behind (R31)";
+}
+
 export const PUSH_CLI_VERB: CliVerb = {
   path: ["push"],
   summary: "compose every node and send the named ones and every node behind (R29..R32)",
   arguments: [{ name: "node", description: "nodes to send even when not behind", optional: true, variadic: true }],
   options: [
-    { flags: "--wait", description: "wait for each sent node's report of the applied declaration (R32), up to --timeout" },
+    { flags: "--wait", description: `wait up to --timeout ms for each sent node's report of the applied declaration (R32); the reply is awaited --timeout + ${PUSH_REPLY_MARGIN_MS} ms (composing and sending)` },
     { flags: "--dry-run", description: "print the compositions, secrets redacted; send nothing" },
     { flags: "--progress", description: "print the controller's progress lines on stderr (default: when stderr is a terminal and without --json)" },
   ],
@@ -75,6 +85,11 @@ export const PUSH_CLI_VERB: CliVerb = {
     let reply: Reply;
     try {
       reply = await sendCommand(nc, PUSH_VERB, body, { timeoutMs: ctx.globals.timeoutMs + PUSH_REPLY_MARGIN_MS });
+    } catch (error) {
+      if (error instanceof CommandTransportError && error.code === "timeout") {
+        throw new CommandTransportError("timeout", pushTimeoutMessage(ctx.globals.timeoutMs), { cause: error });
+      }
+      throw error;
     } finally {
       progress?.unsubscribe();
     }

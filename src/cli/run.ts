@@ -50,7 +50,7 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
     .showHelpAfterError("(add --help for usage)")
     .option("--credential <file>", "the operator's credential file (MESH_CREDENTIAL)", config.credentialFile)
     .option("--json", "print the controller's reply as JSON", false)
-    .option("--timeout <ms>", "milliseconds to wait for the controller (MESH_TIMEOUT_MS)", parseTimeout, config.timeoutMs)
+    .option("--timeout <ms>", "milliseconds to wait for the controller's reply (MESH_TIMEOUT_MS); for `mesh push`: the wait for the nodes' reports, the reply is awaited a stated margin longer (see mesh push --help)", parseTimeout, config.timeoutMs)
     .option("--command-id <id>", "the command's id: a retry with the same id appends nothing");
 
   let connection: Promise<NatsConnection> | undefined;

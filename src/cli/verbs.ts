@@ -7,7 +7,8 @@ import type { Reply } from "../commands/envelope.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
 import { readManifestFiles, registrationOrder } from "./manifests.ts";
 import { duplicateNote, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
-import { sendCommand } from "./send.ts";
+import { randomUUID } from "node:crypto";
+import { sendCommand, CommandTransportError } from "./send.ts";
 import { HOST_VERBS } from "./host.ts";
 import { UP_VERBS } from "./up.ts";
 import { PUSH_CLI_VERB } from "./push.ts";
@@ -74,8 +75,19 @@ export function busVerb(spec: {
     ...(spec.arguments ? { arguments: spec.arguments } : {}),
     ...(spec.options ? { options: spec.options } : {}),
     async run(ctx, args, options) {
-      const body = withCommandId(ctx, spec.body(args, options));
-      const reply = await sendCommand(await ctx.connection(), spec.verb, body, { timeoutMs: ctx.globals.timeoutMs });
+      // Always a command id (--command-id or a fresh one): a timeout names it, so the retry is safe.
+      const commandId = ctx.globals.commandId ?? randomUUID();
+      const body = { ...spec.body(args, options), commandId };
+      const reply = await sendCommand(await ctx.connection(), spec.verb, body, { timeoutMs: ctx.globals.timeoutMs }).catch((error: unknown) => {
+        if (error instanceof CommandTransportError && error.code === "timeout") {
+          throw new CommandTransportError(
+            "timeout",
+            `the controller did not answer ${spec.verb} within ${ctx.globals.timeoutMs} ms (--timeout); it may still apply it: retry with --command-id ${commandId} (the same id appends nothing twice)`,
+            { cause: error },
+          );
+        }
+        throw error;
+      });
       const code = report(ctx, spec.verb, reply, spec.render);
       return reply.ok && spec.exitCode ? spec.exitCode(reply) : code;
     },
