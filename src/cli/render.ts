@@ -56,9 +56,16 @@ export function renderGeneric(reply: Row): string[] {
   return lines.length === 0 ? ["ok"] : lines;
 }
 
-/** The line a duplicate (retried) command adds: nothing was appended. */
+/**
+ * The lines an accepted command's reply adds after its own: a duplicate (retried) command or an
+ * unchanged one (the records already said it) appended nothing; a registration that replaced an
+ * earlier version names it.
+ */
 export function duplicateNote(reply: Row): string[] {
-  return reply.duplicate === true ? [`(already applied as command ${String(reply.commandId)}: nothing new was written)`] : [];
+  if (reply.duplicate === true) return [`(already applied as command ${String(reply.commandId)}: nothing new was written)`];
+  if (reply.unchanged === true) return ["(unchanged: the records already say this; nothing new was written)"];
+  if (typeof reply.replaced === "string") return [`(replaced version ${reply.replaced})`];
+  return [];
 }
 
 /** `mesh where`: node, overlay name, hub and broker marks. */

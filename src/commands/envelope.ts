@@ -18,8 +18,16 @@ export type Envelope = { commandId: string; actor: string; now: string; secrets:
 /** A business refusal: a stable code (asserted by tests), a message naming the fix, the field. */
 export type Refusal = { code: string; message: string; field?: string };
 
-/** What decide returns: the events of one commit about one entity, or a refusal. */
-export type Decision = { ok: true; entity: Entity; events: MeshEvent[] } | { ok: false; refusal: Refusal };
+/**
+ * What decide returns: the events of one commit about one entity; or `unchanged`: accepted, the
+ * records already say it (an identical manifest registered again), so nothing is appended and the
+ * reply says `unchanged: true`; or a refusal. An unchanged decision has no events (so code that
+ * reads `events` sees none); the writer checks `decision.unchanged` before appending.
+ */
+export type Decision =
+  | { ok: true; unchanged?: false; entity: Entity; events: MeshEvent[] }
+  | { ok: true; unchanged: true; entity: Entity; events: [] }
+  | { ok: false; refusal: Refusal };
 
 /**
  * Capabilities the shell lends a reply: opening a secret sealed with the mesh key, and sealing
@@ -41,8 +49,11 @@ export type CommandDefinition<Schema extends z.ZodType> = {
   secretsNeeded(state: State, command: z.infer<Schema>): number;
   /** Pure: the events of one commit, or a refusal. */
   decide(state: State, command: z.infer<Schema>, envelope: Envelope): Decision;
-  /** The reply's body, from the state after the commit and the commit's events. */
-  reply(state: State, events: readonly MeshEvent[], tools: ReplyTools): unknown;
+  /**
+   * The reply's body, from the state after the commit, the commit's events and the entity it is
+   * about. An `unchanged` decision calls it with no events (the state is the one decide saw).
+   */
+  reply(state: State, events: readonly MeshEvent[], tools: ReplyTools, entity: Entity): unknown;
 };
 
 /**
@@ -71,11 +82,16 @@ export type QueryDefinition<Schema extends z.ZodType> = {
 };
 
 /** Every reply: `{ ok: true, ... }` or `{ ok: false, error }`. */
-export type Reply = ({ ok: true; duplicate?: boolean } & Record<string, unknown>) | { ok: false; error: Refusal };
+export type Reply = ({ ok: true; duplicate?: boolean; unchanged?: boolean } & Record<string, unknown>) | { ok: false; error: Refusal };
 
 /** Shorthand for a refusal decision. */
 export function refuse(code: string, message: string, field?: string): Decision {
   return { ok: false, refusal: field === undefined ? { code, message } : { code, message, field } };
+}
+
+/** Shorthand for an accepted decision that appends nothing: the records already say it. */
+export function unchanged(entity: Entity): Decision {
+  return { ok: true, unchanged: true, entity, events: [] };
 }
 
 /** The meta every event of a command carries, from its envelope. */

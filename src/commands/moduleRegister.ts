@@ -2,7 +2,9 @@ import { z } from "zod";
 import type { MeshEvent } from "../events/index.ts";
 import { Manifest, type SeatDeclaration } from "../manifest/manifest.ts";
 import { resolveSeat, type State } from "../projections/index.ts";
-import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { canonicalJson } from "../projections/canonical.ts";
+import type { Entity } from "../events/index.ts";
+import { metaOf, refuse, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { refusalOfZodError } from "./validation.ts";
 
 /**
@@ -16,8 +18,11 @@ export const ModuleRegisterRequest = z
 export type ModuleRegisterRequest = z.infer<typeof ModuleRegisterRequest>;
 
 /**
- * Judges a manifest with the whole catalogue in view (R23 to R27). Refusals, in order:
+ * Judges a manifest with the whole catalogue in view (R23 to R27). Registering is idempotent: a
+ * manifest identical to the registered one (canonical JSON of the parsed manifest, defaults filled
+ * in) is accepted `unchanged`, with no events. Refusals, in order:
  * - `invalid-manifest`: the strict parser refused it; `field` names the first bad or unknown field (R23);
+ * - `version-exists`: a different manifest under the registered name and version (bump the version);
  * - `seat-is-alias`: it declares a seat under a name that is a seat alias (R27: the alias would hide it);
  * - `seat-declared-elsewhere`: it declares a seat another module declares (a seat has one declarer);
  * - `seat-in-use`: a new version drops a seat it declared that another module still claims, uses or follows;
@@ -26,7 +31,8 @@ export type ModuleRegisterRequest = z.infer<typeof ModuleRegisterRequest>;
  * - `unknown-event`: a follow names an event its seat does not emit.
  * A marker seat (empty protocol) is accepted as written (R24), and a seat may share its name with
  * its provision (R26). Claiming or using a seat another module declares is fine.
- * Success: ModuleRegistered (the parsed manifest, defaults filled in) about `module/<name>`.
+ * Success: ModuleRegistered (the parsed manifest, defaults filled in, and `replaces`: the version it
+ * replaced, when the module was registered before) about `module/<name>`.
  */
 export function decide(state: State, command: ModuleRegisterRequest, envelope: Envelope): Decision {
   const parsed = Manifest.safeParse(command.manifest);
@@ -36,6 +42,17 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
   }
   const manifest = parsed.data;
   const catalogue = state.modules;
+  const entity = { kind: "module", id: manifest.name };
+
+  const registered = catalogue.modules[manifest.name]?.manifest;
+  if (registered && canonicalJson(registered) === canonicalJson(manifest)) return unchanged(entity);
+  if (registered && registered.version === manifest.version) {
+    return refuse(
+      "version-exists",
+      `module "${manifest.name}" version ${manifest.version} is registered with a different manifest: bump "version" to register the change`,
+      "manifest.version",
+    );
+  }
 
   for (const seat of Object.keys(manifest.seats)) {
     const aliasOf = catalogue.aliases[seat];
@@ -97,20 +114,30 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
 
   return {
     ok: true,
-    entity: { kind: "module", id: manifest.name },
-    events: [{ ...metaOf(envelope), type: "ModuleRegistered", manifest }],
+    entity,
+    events: [{ ...metaOf(envelope), type: "ModuleRegistered", manifest, ...(registered ? { replaces: registered.version } : {}) }],
   };
 }
 
-/** What `module.register` answers: the module, its version and the seats it declares and claims. */
-export type ModuleRegisterReply = { module: string; version: string; declares: string[]; claims: string[] };
+/**
+ * What `module.register` answers: the module, its version and the seats it declares and claims;
+ * `replaced`: the version a new one replaced (absent on a first registration and when unchanged).
+ * The server adds `unchanged: true` when the identical manifest was registered already.
+ */
+export type ModuleRegisterReply = { module: string; version: string; declares: string[]; claims: string[]; replaced?: string };
 
-/** The registered module as the commit recorded it. */
-export function reply(_state: State, events: readonly MeshEvent[]): ModuleRegisterReply {
+/**
+ * The registered module as the commit recorded it, or, for an unchanged registration (no events),
+ * as the state holds it under `entity`.
+ */
+export function reply(state: State, events: readonly MeshEvent[], _tools?: unknown, entity?: Entity): ModuleRegisterReply {
   const registered = events.find((e) => e.type === "ModuleRegistered");
-  if (!registered || registered.type !== "ModuleRegistered") throw new Error("module.register reply: the commit has no ModuleRegistered");
-  const { manifest } = registered;
-  return { module: manifest.name, version: manifest.version, declares: Object.keys(manifest.seats).sort(), claims: manifest.claims };
+  const recorded = registered?.type === "ModuleRegistered" ? registered : undefined;
+  const manifest = recorded?.manifest ?? (entity ? state.modules.modules[entity.id]?.manifest : undefined);
+  if (!manifest) throw new Error("module.register reply: the commit has no ModuleRegistered and the module is not registered");
+  const answer: ModuleRegisterReply = { module: manifest.name, version: manifest.version, declares: Object.keys(manifest.seats).sort(), claims: manifest.claims };
+  if (recorded?.replaces !== undefined) answer.replaced = recorded.replaces;
+  return answer;
 }
 
 export const moduleRegister: CommandDefinition<typeof ModuleRegisterRequest> = {

@@ -227,8 +227,9 @@ export async function handleCommand(
     ok: true,
     commandId,
     duplicate: result.duplicate,
+    ...(result.unchanged ? { unchanged: true } : {}),
     sequence: result.sequence,
-    ...spread(def.reply(result.state, result.events, tools)),
+    ...spread(def.reply(result.state, result.events, tools, result.entity)),
   };
 }
 

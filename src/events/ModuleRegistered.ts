@@ -6,5 +6,7 @@ import { Manifest } from "../manifest/manifest.ts";
 export const ModuleRegistered = EventMeta.extend({
   type: z.literal("ModuleRegistered"),
   manifest: Manifest,
+  /** The version this registration replaced (same module, another version); absent on a first one. */
+  replaces: z.string().min(1).optional(),
 }).strict();
 export type ModuleRegistered = z.infer<typeof ModuleRegistered>;

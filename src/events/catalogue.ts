@@ -17,7 +17,7 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import { CATALOGUE_STREAM, CATALOGUE_SUBJECTS, catalogueSubject } from "../names.ts";
-import { Commit, type MeshEvent } from "./index.ts";
+import { Commit, type Entity, type MeshEvent } from "./index.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent } from "./errors.ts";
 import { retryFenced } from "./retry.ts";
 import { loadSnapshot, openSnapshotStores, saveSnapshot, type SnapshotStores } from "./snapshots.ts";
@@ -33,8 +33,13 @@ export const FOLD_BATCH = 1000;
 /** From how many commits to read a catch-up folds into a copy of the state rather than a draft (startFold). */
 const COPY_FOLD_FROM = 5000;
 
+/**
+ * What transact answers. Accepted: the commit's sequence, events and entity; `duplicate` when the
+ * command id was already applied (nothing appended); `unchanged` when decide said the records
+ * already hold it (nothing appended, no events, `sequence` is the last folded one).
+ */
 export type TransactResult =
-  | { ok: true; sequence: number; events: MeshEvent[]; duplicate: boolean; state: State }
+  | { ok: true; sequence: number; events: MeshEvent[]; entity: Entity; duplicate: boolean; unchanged: boolean; state: State }
   | { ok: false; refusal: Refusal };
 
 export interface Catalogue {
@@ -49,7 +54,8 @@ export interface Catalogue {
    * after the dedupe window) answers `duplicate: true` with the original commit's events and
    * appends nothing. Otherwise `decide(state)`: a refusal is returned as is; events are appended
    * as one commit on `mesh.catalogue.<kind>.<id>`, Nats-Msg-Id = commandId, fenced by
-   * state.sequence (R40). A fenced-out append catches up and decides again (retry.ts), then
+   * state.sequence (R40). An `unchanged` decision appends nothing and answers ok with no events
+   * and `unchanged: true` (its command id is not recorded: sending it again decides again). A fenced-out append catches up and decides again (retry.ts), then
    * throws FenceRetriesExhausted. Throws InvalidEvent (sequence 0) for events that fail their
    * schema. Calls on one Catalogue run one at a time.
    */
@@ -268,7 +274,7 @@ class JetStreamCatalogue implements Catalogue {
 
   async #duplicate(sequence: number): Promise<TransactResult> {
     const original = await commitAt(this.#bus, sequence);
-    return { ok: true, sequence, events: original.events, duplicate: true, state: this.#state };
+    return { ok: true, sequence, events: original.events, entity: original.entity, duplicate: true, unchanged: false, state: this.#state };
   }
 
   async #attempt(commandId: string, decide: (state: State) => Decision): Promise<TransactResult> {
@@ -276,6 +282,9 @@ class JetStreamCatalogue implements Catalogue {
     if (applied !== undefined) return this.#duplicate(applied);
     const decision = decide(this.#state);
     if (!decision.ok) return { ok: false, refusal: decision.refusal };
+    if (decision.unchanged) {
+      return { ok: true, sequence: this.#state.sequence, events: [], entity: decision.entity, duplicate: false, unchanged: true, state: this.#state };
+    }
     const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events });
     if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
     const commit = parsed.data;
@@ -301,7 +310,7 @@ class JetStreamCatalogue implements Catalogue {
       return this.#duplicate(original);
     }
     this.#state = evolve(this.#state, [{ sequence: ack.seq, commit }]);
-    return { ok: true, sequence: ack.seq, events: commit.events, duplicate: false, state: this.#state };
+    return { ok: true, sequence: ack.seq, events: commit.events, entity: commit.entity, duplicate: false, unchanged: false, state: this.#state };
   }
 
   snapshot(): Promise<{ sequence: number; bytes: number }> {

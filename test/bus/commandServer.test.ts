@@ -187,6 +187,26 @@ describe("command server", () => {
     }
   });
 
+  it("re-registering an identical manifest answers unchanged and appends nothing; a changed one needs a new version", async () => {
+    const manifest = { name: "echo", version: "1", seats: { echo: { protocol: "echo" } }, claims: ["echo"] };
+    const first = await sendCommand(client, "module.register", { manifest });
+    assert.ok(first.ok && first.unchanged === undefined, JSON.stringify(first));
+    const last = await mesh.lastSequence();
+    assert.equal(first.sequence, last);
+    const again = await sendCommand(client, "module.register", { manifest: { claims: ["echo"], version: "1", name: "echo", seats: manifest.seats } });
+    assert.ok(again.ok, JSON.stringify(again));
+    assert.equal(again.unchanged, true);
+    assert.equal(again.duplicate, false);
+    assert.equal((again as Ok).module, "echo");
+    assert.equal(await mesh.lastSequence(), last, "an unchanged registration appends nothing");
+    assert.equal(refusalCode(await sendCommand(client, "module.register", { manifest: { ...manifest, seats: { echo: { protocol: "echo2" } } } })), "version-exists");
+    assert.equal(await mesh.lastSequence(), last);
+    const v2 = await sendCommand(client, "module.register", { manifest: { ...manifest, version: "2", seats: { echo: { protocol: "echo2" } } } });
+    assert.ok(v2.ok, JSON.stringify(v2));
+    assert.equal((v2 as Ok).replaced, "1");
+    assert.equal(await mesh.lastSequence(), last + 1);
+  });
+
   it("keeps serving after a request fails and logs no secret", async () => {
     const reply = await sendCommand(client, "where", {});
     assert.equal(reply.ok, true);

@@ -6,7 +6,8 @@
  *   given(GENESIS).when("node.enrol", { node: "alpha", publicKey: NODE_KEY }).then([...])
  *
  * `.then` also holds every decided event to its zod schema, checks decide left the state as it was,
- * and that decide took no more fresh secrets than the verb's `secretsNeeded` said.
+ * and that decide took no more fresh secrets than the verb's `secretsNeeded` said. `.unchanged()`
+ * asserts "accepted, no events" (nothing to append).
  */
 import assert from "node:assert/strict";
 import { MeshEvent, type Commit, type Entity } from "../../src/events/index.ts";
@@ -78,6 +79,11 @@ export type Outcome = {
   decision: Decision;
   /** The decided events must equal `expected` (each with the envelope's meta); `entity` too, when given. */
   then(expected: readonly EventBody[], entity?: Entity): void;
+  /**
+   * The command must be accepted with no events: the records already say it (`unchanged`), so
+   * nothing is appended; `entity` too, when given.
+   */
+  unchanged(entity?: Entity): void;
   /** The command must be refused with `code` (and `field`, when given). */
   refused(code: string, field?: string): void;
   /** The reply to an accepted command, from the state after its commit (fake tools unless given). */
@@ -94,6 +100,7 @@ export type Scenario = {
 };
 
 function describe(decision: Decision): string {
+  if (decision.ok && decision.unchanged) return "accepted unchanged (no events)";
   return decision.ok ? `accepted: ${decision.events.map((e) => e.type).join(", ")}` : `refused ${decision.refusal.code}: ${decision.refusal.message}`;
 }
 
@@ -120,15 +127,21 @@ function scenarioOf(state: State): Scenario {
       assert.equal(JSON.stringify(state), before, "decide must leave the state it was given as it was");
       const after = (): State => {
         assert.ok(decision.ok, describe(decision));
+        if (decision.unchanged) return state;
         return evolve(state, [{ sequence: state.sequence + 1, commit: { commandId: envelope.commandId, entity: decision.entity, events: decision.events } }]);
       };
       return {
         decision,
         then(expected, entity) {
-          assert.ok(decision.ok, `expected events, got ${describe(decision)}`);
+          assert.ok(decision.ok && !decision.unchanged, `expected events, got ${describe(decision)}`);
           for (const event of decision.events) MeshEvent.parse(event);
           const meta = metaOf(envelope);
           assert.deepEqual(decision.events, expected.map((e) => ({ ...meta, ...e })));
+          if (entity) assert.deepEqual(decision.entity, entity);
+        },
+        unchanged(entity) {
+          assert.ok(decision.ok && decision.unchanged === true, `expected unchanged (no events), got ${describe(decision)}`);
+          assert.deepEqual(decision.events, []);
           if (entity) assert.deepEqual(decision.entity, entity);
         },
         refused(code, field) {
@@ -139,7 +152,7 @@ function scenarioOf(state: State): Scenario {
         reply(tools = FAKE_TOOLS) {
           const next = after();
           assert.ok(decision.ok);
-          return definition.reply(next, decision.events, tools);
+          return definition.reply(next, decision.events, tools, decision.entity);
         },
         after,
       };

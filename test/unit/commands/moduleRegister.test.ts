@@ -102,8 +102,30 @@ describe("module.register", () => {
   it("accepts a new version of a module, replacing its seats", () => {
     const v2 = { ...builder, version: "2", seats: { "mesh-build": { protocol: "mesh-work", accepts: ["build", "test"], emits: ["built"] } } };
     const outcome = given(GENESIS, registration(builder)).when("module.register", { manifest: v2 });
-    outcome.then([registration(v2)]);
+    outcome.then([{ type: "ModuleRegistered", manifest: Manifest.parse(v2), replaces: "1" }]);
     assert.deepEqual(outcome.after().modules.seats["mesh-build"]?.accepts, ["build", "test"]);
+    assert.deepEqual(outcome.reply(), { module: "builder", version: "2", declares: ["mesh-build"], claims: ["mesh-build"], replaced: "1" });
+  });
+
+  it("re-registering an identical manifest is accepted unchanged: no events", () => {
+    const outcome = given(GENESIS, registration(builder)).when("module.register", { manifest: builder });
+    outcome.unchanged({ kind: "module", id: "builder" });
+    assert.deepEqual(outcome.reply(), { module: "builder", version: "1", declares: ["mesh-build"], claims: ["mesh-build"] });
+  });
+
+  it("identical means the parsed manifest: key order and spelled-out defaults do not matter", () => {
+    const reordered = { claims: ["mesh-build"], uses: [], seats: builder.seats, version: "1", name: "builder" };
+    given(GENESIS, registration(builder)).when("module.register", { manifest: reordered }).unchanged();
+  });
+
+  it("refuses a changed manifest under the registered version (version-exists)", () => {
+    const changed = { ...builder, seats: { "mesh-build": { protocol: "mesh-work", accepts: ["build", "test"], emits: ["built"] } } };
+    given(GENESIS, registration(builder)).when("module.register", { manifest: changed }).refused("version-exists", "manifest.version");
+  });
+
+  it("given/when/then: unchanged() fails on a decision with events, then() fails on an unchanged one", () => {
+    assert.throws(() => given(GENESIS).when("module.register", { manifest: builder }).unchanged());
+    assert.throws(() => given(GENESIS, registration(builder)).when("module.register", { manifest: builder }).then([]));
   });
 
   it("refuses a new version that drops a seat another module still uses (seat-in-use)", () => {
