@@ -73,7 +73,8 @@ function isEnrolReply(value: unknown): value is EnrolReply {
 /**
  * A bus credential from either form a node is given: a credential `{address, user, password,
  * fingerprint}`, or the reply of `mesh node enrol` (`{node, credential: {address, user,
- * sealedPassword, fingerprint}}`, or that reply wrapped in `{ok, reply}`), opened with the node's
+ * sealedPassword, fingerprint}}`, or that reply wrapped in `{ok, reply}`; the rotate reply and its
+ * `--json` form alike; or the bare `{address, user, sealedPassword, fingerprint}` it prints), opened with the node's
  * private key. An empty fingerprint is dropped (a `nats://` bus has none). Throws HostStateError
  * `bad-credential` naming what is wrong (never the password, R3).
  */
@@ -81,6 +82,8 @@ export function credentialFrom(value: unknown, privateKey: string | (() => strin
   let candidate: unknown = value;
   const wrapped = (value as { reply?: unknown } | null)?.reply;
   if (!isEnrolReply(candidate) && isEnrolReply(wrapped)) candidate = wrapped;
+  // The bare credential `mesh credential rotate node` prints for the node ({address, user, sealedPassword, ...}).
+  if (!isEnrolReply(candidate) && isEnrolReply({ credential: candidate })) candidate = { credential: candidate };
   if (isEnrolReply(candidate)) {
     const { address, user, sealedPassword, fingerprint } = candidate.credential;
     let password: string;

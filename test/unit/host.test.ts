@@ -84,6 +84,23 @@ describe("host state: keys and credentials", () => {
     assert.ok(!io.out().includes(password) && !io.err().includes(password));
   });
 
+  it("R3: host credential accepts every form the CLI prints: enrol and rotate replies, their --json forms, the bare sealed credential, a plain file", () => {
+    const state = join(root, "forms");
+    const { publicKey } = initHostKeys(state);
+    const password = newPassword();
+    const fingerprint = Array.from({ length: 32 }, () => "AB").join(":");
+    const sealed = { address: "tls://127.0.0.1:4222", user: "node-alpha", sealedPassword: sealToNode(publicKey, password), fingerprint };
+    const expected = { address: "tls://127.0.0.1:4222", user: "node-alpha", password, fingerprint };
+    const forms = [
+      { node: "alpha", credential: sealed },
+      { ok: true, commandId: "c", node: "alpha", credential: sealed },
+      { ok: true, reply: { node: "alpha", credential: sealed } },
+      sealed,
+      expected,
+    ];
+    for (const form of forms) assert.deepEqual(credentialFrom(form, readNodePrivateKey(state)), expected, JSON.stringify(Object.keys(form)));
+  });
+
   it("R3: an enrol reply sealed to another key is refused, naming no secret", () => {
     const mine = join(root, "mine");
     const theirs = join(root, "theirs");
