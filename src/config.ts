@@ -2,6 +2,9 @@ import { z } from "zod";
 import { readFileSync } from "node:fs";
 import { BusCredential } from "./bus/connect.ts";
 import { certificateFingerprint } from "./crypto/secrets.ts";
+
+/** A SHA-256 certificate fingerprint as clients pin it: 32 bytes, `AA:BB:...`. */
+const FINGERPRINT = /^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){31}$/;
 import { MeshName } from "./manifest/manifest.ts";
 import { formatBusAddress, parseBusAddress } from "./projections/queries.ts";
 
@@ -100,7 +103,7 @@ const controllerEnvSchema = z.object({
   MESH_BROKER_FINGERPRINT: z
     .string()
     .trim()
-    .regex(/^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){31}$/, "the SHA-256 fingerprint of the bus certificate, AA:BB:... (32 bytes)")
+    .regex(FINGERPRINT, "the SHA-256 fingerprint of the bus certificate, AA:BB:... (32 bytes)")
     .optional(),
   MESH_CONTROLLER_CREDENTIAL: z.string().trim().min(1, "the path of the controller's credential file"),
   MESH_BUS_URL: z.string().trim().min(1).optional(),
@@ -140,7 +143,7 @@ function normalAddress(address: string): string | null {
  * Variables: MESH_CONTROLLER_CREDENTIAL (required: the credential JSON file
  * `{address,user,password,fingerprint?}`), MESH_KEY_FILE (required: base64 of 32 bytes),
  * MESH_BROKER_ADDRESS (the genesis address; a port-less one gets 4222, R8), MESH_BROKER_CERTIFICATE
- * (a PEM file; its SHA-256 fingerprint is pinned, R34) and/or MESH_BROKER_FINGERPRINT, MESH_BUS_URL
+ * (a PEM file whose SHA-256 fingerprint is pinned, or that fingerprint itself, R34) and/or MESH_BROKER_FINGERPRINT, MESH_BUS_URL
  * (what the controller dials instead of the credential's address), MESH_CONTROLLER_SUBMITS (comma
  * list of seats, R19; default "mesh-build"), MESH_CATALOGUE_REPLICAS (default 1).
  *
@@ -170,7 +173,11 @@ export function parseControllerConfig(env: Environment): ControllerConfig {
 
   // The pinned fingerprint: from the certificate, given directly, or both agreeing (R34, R35).
   let fingerprint: string | null = null;
-  if (vars.MESH_BROKER_CERTIFICATE !== undefined) {
+  if (vars.MESH_BROKER_CERTIFICATE !== undefined && FINGERPRINT.test(vars.MESH_BROKER_CERTIFICATE)) {
+    // A module's declared environment carries the fingerprint itself in MESH_BROKER_CERTIFICATE
+    // (R34: "pins its SHA-256 fingerprint (from MESH_BROKER_CERTIFICATE)"); a path names the PEM.
+    fingerprint = vars.MESH_BROKER_CERTIFICATE.toUpperCase();
+  } else if (vars.MESH_BROKER_CERTIFICATE !== undefined) {
     const pem = readConfigFile("MESH_BROKER_CERTIFICATE", vars.MESH_BROKER_CERTIFICATE, "the bus certificate");
     try {
       fingerprint = certificateFingerprint(pem);

@@ -89,6 +89,15 @@ describe("parseControllerConfig", () => {
     assert.equal(parseControllerConfig({ ...base(), MESH_BROKER_FINGERPRINT: fingerprint.toLowerCase() }).fingerprint, fingerprint);
   });
 
+  it("R34: MESH_BROKER_CERTIFICATE may carry the fingerprint itself, as a module's declared environment does", () => {
+    const env = { ...base(), MESH_BROKER_CERTIFICATE: fingerprint.toLowerCase() };
+    assert.equal(parseControllerConfig(env).fingerprint, fingerprint);
+    refusesNaming(
+      () => parseControllerConfig({ ...env, MESH_BROKER_FINGERPRINT: otherFingerprint }),
+      ["MESH_BROKER_CERTIFICATE", "MESH_BROKER_FINGERPRINT"],
+    );
+  });
+
   it("R35: the bus address in two variables that disagree is refused naming both", () => {
     const error = refusesNaming(
       () => parseControllerConfig({ ...base(), MESH_BROKER_ADDRESS: "bus.example", MESH_BUS_URL: "tls://other.example:4222" }),
