@@ -204,6 +204,13 @@ export function busUser(kind: PrincipalKind, name: string): string {
   return `${kind}-${name}`;
 }
 
+/**
+ * Every kind of entity a commit is filed under (`mesh.catalogue.<kind>.<id>`): the genesis record
+ * (`mesh`), seats, pushes and every principal kind. `mesh history` accepts these and no other.
+ */
+export const ENTITY_KINDS = ["mesh", "seat", "push", ...PRINCIPAL_KINDS] as const;
+export type EntityKind = (typeof ENTITY_KINDS)[number];
+
 /** The key a principal's credential is filed under in the records: `<kind>:<name>`. */
 export function principalKey(kind: PrincipalKind, name: string): string {
   return `${kind}:${name}`;

@@ -83,12 +83,17 @@ export function renderWhere(reply: Row): string[] {
   return lines;
 }
 
-/** `mesh history`: one line per event. */
+/**
+ * `mesh history`: one line per event, its summary naming the other party (the module and the node
+ * of an assignment); a last line says when older events were left out (`--limit`).
+ */
 export function renderHistory(reply: Row): string[] {
   const events = (reply.events ?? []) as Row[];
   const entity = reply.entity as Row | undefined;
   if (events.length === 0) return [`no records about ${entity ? `${String(entity.kind)} ${String(entity.id)}` : "that entity"}`];
-  return table(events, ["sequence", "at", "actor", "type", "commandId"]);
+  const lines = table(events, ["sequence", "at", "actor", "type", "summary"]);
+  if (reply.truncated === true) lines.push(`(the newest ${events.length} of ${String(reply.total)} events: pass --limit for fewer, or read the records for all)`);
+  return lines;
 }
 
 /** A table of one array field of the reply (nodes, modules, seats, credentials). */

@@ -4,6 +4,8 @@
  * something else (`up`, `host`, `push`, ...). runCli builds the argument parser from this list.
  */
 import type { Reply } from "../commands/envelope.ts";
+import { HISTORY_LIMIT } from "../commands/history.ts";
+import { ENTITY_KINDS } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
 import { readManifestFiles, registrationOrder } from "./manifests.ts";
 import { duplicateNote, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
@@ -95,6 +97,13 @@ export function busVerb(spec: {
 }
 
 const arg = (name: string, description: string): ArgumentSpec => ({ name, description });
+
+/** `--limit <n>` of `mesh history`: a whole number from 1 to HISTORY_LIMIT, else a usage error. */
+function historyLimit(value: unknown): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > HISTORY_LIMIT) throw new UsageError(`mesh history: --limit takes a whole number from 1 to ${HISTORY_LIMIT}`);
+  return n;
+}
 const str = (value: unknown): string => String(value);
 
 /** `mesh module register <module.json...>`: one command per manifest, declarers first (R25). */
@@ -250,9 +259,10 @@ export const CLI_VERBS: CliVerb[] = [
     render: renderList("credentials", ["user", "principal", "address", "mintedAt"]),
   }),
   busVerb({
-    path: ["history"], verb: "history", summary: "the records about one entity, with actor, command id and time",
-    arguments: [arg("kind", "node, module, seat, controller, operator or builder"), arg("id", "its name")],
-    body: (a) => ({ kind: a[0], id: a[1] }),
+    path: ["history"], verb: "history", summary: "every event about one entity, wherever it was filed, with actor, command id and time",
+    arguments: [arg("kind", ENTITY_KINDS.join(", ")), arg("id", "its name")],
+    options: [{ flags: "--limit <n>", description: `the newest events to show, 1 to ${HISTORY_LIMIT} (default ${HISTORY_LIMIT})` }],
+    body: (a, o) => ({ kind: a[0], id: a[1], ...(o.limit === undefined ? {} : { limit: historyLimit(o.limit) }) }),
     render: renderHistory,
   }),
   busVerb({

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import type { Entity, MeshEvent } from "../events/index.ts";
+import type { Commit, Entity, MeshEvent } from "../events/index.ts";
 import type { State, SequencedCommit } from "../projections/index.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 
@@ -71,12 +71,12 @@ export type QueryDefinition<Schema extends z.ZodType> = {
   schema: Schema;
   answer(state: State, query: z.infer<Schema>, context?: QueryContext): unknown;
   /**
-   * Present on verbs answered from the records rather than the state (`history`): the shell reads
-   * the commits of `entity(query)` (subject `catalogueSubject(kind, id)`) and answers with
-   * `answer(commits, query)`; `answer(state, query)` above is then only a fallback.
+   * Present on verbs answered from the records rather than the state (`history`): the shell scans
+   * the commits up to the folded sequence, keeps those `concerns(commit, query)` accepts, and
+   * answers with `answer(kept, query)`; `answer(state, query)` above is then only a fallback.
    */
   fromCommits?: {
-    entity(query: z.infer<Schema>): Entity;
+    concerns(commit: Commit, query: z.infer<Schema>): boolean;
     answer(commits: readonly SequencedCommit[], query: z.infer<Schema>): unknown;
   };
 };

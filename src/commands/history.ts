@@ -1,64 +1,208 @@
 import { z } from "zod";
-import type { Entity } from "../events/index.ts";
+import type { Commit, Entity, MeshEvent } from "../events/index.ts";
 import type { SequencedCommit, State } from "../projections/index.ts";
+import { assertNever } from "../projections/assertNever.ts";
+import { busUser, ENTITY_KINDS } from "../names.ts";
 import type { QueryDefinition } from "./envelope.ts";
 
+/** The most events one history answer holds unless `limit` says fewer: the newest ones. */
+export const HISTORY_LIMIT = 500;
 /**
- * `history {kind, id}`: the events of one entity (`node alpha`, `module showcase`, `seat mesh-build`,
- * `operator alice`), with actor, command id and time. Answered from the records, not the state:
- * the shell reads the commits on `catalogueSubject(kind, id)` and calls `historyOf`.
+ * The most bytes (JSON) the events of one answer may take: below the bus's 1 MiB max_payload with
+ * room for the envelope. Older events are left out first when the newest `limit` would not fit.
+ */
+export const HISTORY_REPLY_BYTES = 768 * 1024;
+
+/**
+ * `history {kind, id, limit?}`: every event ABOUT one entity (`node alpha`, `module showcase`,
+ * `seat mesh-build`, `operator alice`), wherever its commit was filed, with actor, command id and
+ * time; the newest `limit` (default HISTORY_LIMIT). Answered from the records, not the state: the
+ * shell scans the commits and calls `historyOf`. `kind` is one of ENTITY_KINDS (names.ts):
+ * anything else is refused `invalid-request` naming the valid kinds.
  */
 export const HistoryRequest = z
   .object({
-    kind: z.string().regex(/^[a-z]+$/, "an entity kind: node, module, seat, controller, operator or builder").describe("the entity's kind"),
+    kind: z.enum(ENTITY_KINDS, { error: `an entity kind: one of ${ENTITY_KINDS.join(", ")}` }).describe("the entity's kind"),
     id: z.string().regex(/^[a-z0-9-]+$/, "an entity id: lowercase letters, digits and dashes").describe("the entity's name"),
+    limit: z.number().int().min(1).max(HISTORY_LIMIT).optional().describe(`the newest events to answer, 1 to ${HISTORY_LIMIT} (default ${HISTORY_LIMIT})`),
   })
   .strict();
 export type HistoryRequest = z.infer<typeof HistoryRequest>;
 
-/** One event of an entity's history. Secrets (`hash`, `sealed`) are left out (R3). */
+/**
+ * One event of an entity's history. `filedUnder` is the entity its commit was filed under
+ * (`module/showcase` for the assignment in a node's history); `summary` names the parties in words.
+ * Secrets (`hash`, `sealed`) are left out (R3).
+ */
 export type HistoryEntry = {
   sequence: number;
   commandId: string;
   actor: string;
   at: string;
   type: string;
+  filedUnder: string;
+  summary: string;
   details: Record<string, unknown>;
 };
 
+const utf8 = new TextEncoder();
 const HIDDEN = new Set(["type", "actor", "commandId", "at", "hash", "sealed"]);
 
+/** The seats a manifest names: declared, claimed, used or followed. */
+function seatsNamed(manifest: Extract<MeshEvent, { type: "ModuleRegistered" }>["manifest"]): string[] {
+  return [...Object.keys(manifest.seats), ...manifest.claims, ...manifest.uses, ...manifest.follows.map((f) => f.seat)];
+}
+
 /**
- * The history of `query`'s entity from commits in stream order: only commits about that entity
- * are kept, so the caller may pass more. Pure.
+ * Whether `event` is about `entity`, whatever commit it was filed in. Pure; an exhaustive switch
+ * over event types (adding one fails the type-check until it is decided here):
+ * - a node: its enrolment, removal, overlay place, credential, declarations sent, the modules
+ *   assigned to or taken off it, and the seats handed over from or to it;
+ * - a module: its registration (any version), issue, credential, assignments and the provisions
+ *   minted for it;
+ * - a seat: the registrations that declare, claim, use or follow it (by the name written, aliases
+ *   are not followed), its aliases (from or to), handovers and provisions;
+ * - a principal (controller, operator, builder): its credential events; the controller also
+ *   MeshCreated, which names its bootstrap user (R13);
+ * - the mesh: MeshCreated. A push is found by where its commits were filed (see historyOf).
  */
-export function historyOf(commits: readonly SequencedCommit[], query: HistoryRequest): { entity: Entity; events: HistoryEntry[] } {
+export function mentions(event: MeshEvent, entity: Entity): boolean {
+  const { kind, id } = entity;
+  switch (event.type) {
+    case "MeshCreated":
+      return kind === "mesh" || (kind === "controller" && event.bootstrapUser === busUser("controller", id));
+    case "NodeEnrolled":
+    case "NodeRemoved":
+    case "OverlayPlaced":
+    case "DeclarationSent":
+      return kind === "node" && event.node === id;
+    case "CredentialMinted":
+    case "CredentialRotated":
+    case "CredentialRevoked":
+      return event.principal.kind === kind && event.principal.name === id;
+    case "ModuleRegistered":
+      return (kind === "module" && event.manifest.name === id) || (kind === "seat" && seatsNamed(event.manifest).includes(id));
+    case "ModuleIssued":
+      return kind === "module" && event.module === id;
+    case "ModuleAssigned":
+    case "ModuleUnassigned":
+      return (kind === "module" && event.module === id) || (kind === "node" && event.node === id);
+    case "SeatAliased":
+      return kind === "seat" && (event.from === id || event.to === id);
+    case "SeatHandedOver":
+      return (kind === "seat" && event.seat === id) || (kind === "node" && (event.from === id || event.to === id));
+    case "ProvisionMinted":
+      return (kind === "seat" && event.seat === id) || (kind === "module" && event.consumer === id);
+    default:
+      return assertNever(event);
+  }
+}
+
+/** Whether a commit holds anything about `entity`: filed under it, or an event mentions it. Pure. */
+export function concerns(commit: Commit, entity: Entity): boolean {
+  const filed = commit.entity.kind === entity.kind && commit.entity.id === entity.id;
+  return filed || commit.events.some((event) => mentions(event, entity));
+}
+
+/** One line naming the parties of an event, never a hash or a sealed secret (R3). Pure. */
+export function summaryOf(event: MeshEvent): string {
+  switch (event.type) {
+    case "MeshCreated":
+      return `mesh created at ${event.genesisAddress}; bootstrap user ${event.bootstrapUser}`;
+    case "NodeEnrolled":
+      return `node ${event.node} enrolled`;
+    case "NodeRemoved":
+      return `node ${event.node} removed`;
+    case "CredentialMinted":
+    case "CredentialRotated": {
+      const verb = event.type === "CredentialMinted" ? "minted" : "rotated";
+      return `credential of ${event.principal.kind} ${event.principal.name} ${verb}: user ${event.user} at ${event.address}`;
+    }
+    case "CredentialRevoked":
+      return `credential of ${event.principal.kind} ${event.principal.name} revoked`;
+    case "ModuleRegistered": {
+      const m = event.manifest;
+      const parts = [
+        Object.keys(m.seats).length ? `declares ${Object.keys(m.seats).sort().join(", ")}` : "",
+        m.claims.length ? `claims ${m.claims.join(", ")}` : "",
+        m.uses.length ? `uses ${m.uses.join(", ")}` : "",
+        m.follows.length ? `follows ${m.follows.map((f) => `${f.seat}/${f.event}`).join(", ")}` : "",
+      ].filter(Boolean);
+      const replaces = event.replaces === undefined ? "" : `, replacing version ${event.replaces}`;
+      return `module ${m.name} version ${m.version} registered${replaces}${parts.length ? `: ${parts.join("; ")}` : ""}`;
+    }
+    case "ModuleIssued":
+      return `module ${event.module} issued`;
+    case "ModuleAssigned":
+      return `module ${event.module} assigned to node ${event.node}`;
+    case "ModuleUnassigned":
+      return `module ${event.module} taken off node ${event.node}`;
+    case "SeatAliased":
+      return `seat ${event.from} renamed to ${event.to}`;
+    case "SeatHandedOver":
+      return `seat ${event.seat} handed over from node ${event.from} to node ${event.to}`;
+    case "OverlayPlaced":
+      return `node ${event.node} placed on the overlay as ${event.overlayName}${event.hub ? " (hub)" : ""}`;
+    case "ProvisionMinted":
+      return `provision ${event.provision} of seat ${event.seat} minted for module ${event.consumer} (user ${event.user})`;
+    case "DeclarationSent":
+      return `declaration sent to node ${event.node} (composed from records sequence ${event.recordsSequence})`;
+    default:
+      return assertNever(event);
+  }
+}
+
+/**
+ * The history of `query`'s entity from commits in stream order: the events `concerns`/`mentions`
+ * keep (so the caller may pass more commits than the entity's), the newest `query.limit`
+ * (default HISTORY_LIMIT) and no more than HISTORY_REPLY_BYTES of JSON. `total` counts every event
+ * found; `truncated` says older ones were left out. Pure.
+ */
+export function historyOf(
+  commits: readonly SequencedCommit[],
+  query: HistoryRequest,
+): { entity: Entity; events: HistoryEntry[]; total: number; truncated: boolean } {
   const entity = { kind: query.kind, id: query.id };
-  const events = commits
-    .filter(({ commit }) => commit.entity.kind === query.kind && commit.entity.id === query.id)
-    .flatMap(({ sequence, commit }) =>
-      commit.events.map((event) => ({
+  const found: HistoryEntry[] = [];
+  for (const { sequence, commit } of commits) {
+    const filed = commit.entity.kind === entity.kind && commit.entity.id === entity.id;
+    for (const event of commit.events) {
+      if (!filed && !mentions(event, entity)) continue;
+      found.push({
         sequence,
         commandId: event.commandId,
         actor: event.actor,
         at: event.at,
         type: event.type,
+        filedUnder: `${commit.entity.kind}/${commit.entity.id}`,
+        summary: summaryOf(event),
         details: Object.fromEntries(Object.entries(event).filter(([key]) => !HIDDEN.has(key))),
-      })),
-    );
-  return { entity, events };
+      });
+    }
+  }
+  const limit = query.limit ?? HISTORY_LIMIT;
+  const events: HistoryEntry[] = [];
+  let bytes = 0;
+  for (let i = found.length - 1; i >= 0 && events.length < limit; i -= 1) {
+    const entry = found[i]!;
+    bytes += utf8.encode(JSON.stringify(entry)).length + 1;
+    if (bytes > HISTORY_REPLY_BYTES) break;
+    events.push(entry);
+  }
+  events.reverse();
+  return { entity, events, total: found.length, truncated: events.length < found.length };
 }
 
 export const history: QueryDefinition<typeof HistoryRequest> = {
   kind: "query",
   verb: "history",
-  summary: "the events of one entity, with actor, command id and time",
+  summary: "every event about one entity, wherever it was filed, with actor, command id and time (the newest 500)",
   schema: HistoryRequest,
   answer(_state: State, _query: HistoryRequest): never {
-    throw new Error("history is answered from the records: read the entity's commits and call fromCommits.answer");
+    throw new Error("history is answered from the records: scan the commits and call fromCommits.answer");
   },
   fromCommits: {
-    entity: (query) => ({ kind: query.kind, id: query.id }),
+    concerns: (commit, query) => concerns(commit, { kind: query.kind, id: query.id }),
     answer: historyOf,
   },
 };

@@ -47,7 +47,7 @@ export {
 export { EXPLAIN_VERB, ExplainRequest, type ExplainAnswer } from "./explain.ts";
 export { parseRequest, refusalOfZodError } from "./validation.ts";
 export { addressFor, addressResolver, genesisAddress } from "./shared.ts";
-export { historyOf, type HistoryEntry } from "./history.ts";
+export { historyOf, mentions, concerns, summaryOf, HISTORY_LIMIT, type HistoryEntry } from "./history.ts";
 export {
   nodeEnrol, nodeRemove, moduleRegister, moduleIssue, assign, unassign, seatAlias, seatHandover, overlayPlace, credentialRotate,
   where, seats, nodes, modules, credentials, history, explain,

@@ -8,14 +8,13 @@
  * Adapter errors map to reply codes in one function (replyErrorOf). Nothing here logs a password
  * or a hash, and no reply carries a hash or a mesh-key-sealed secret.
  */
-import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { z } from "zod";
 import {
-  CATALOGUE_STREAM, COMMAND_QUEUE, COMMAND_SUBJECTS, catalogueSubject, inboxPrefix, verbOfCommandSubject,
+  COMMAND_QUEUE, COMMAND_SUBJECTS, inboxPrefix, verbOfCommandSubject,
 } from "../names.ts";
-import { Commit, type Entity } from "../events/index.ts";
-import type { Catalogue } from "../events/catalogue.ts";
+import type { Commit } from "../events/index.ts";
+import { readCommits, type Catalogue } from "../events/catalogue.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent } from "../events/errors.ts";
 import type { SequencedCommit } from "../projections/index.ts";
 import { hashPassword, isNodePublicKey, newPassword, sealToNode } from "../crypto/secrets.ts";
@@ -108,31 +107,18 @@ export function withoutSecrets(value: unknown): unknown {
 }
 
 /**
- * Reads one entity's commits from the CATALOGUE stream with an ordered consumer filtered on
- * `catalogueSubject(kind, id)`, in stream order, each validated. Empty when the entity has none.
+ * The commits `keep` accepts, in stream order, from sequence 1 to `toSequence`, each validated
+ * (readCommits). This is a scan of the whole CATALOGUE: fine for an operator's query (`history`),
+ * which wants every event about an entity wherever its commit was filed; not for a hot path.
  * Throws InvalidEvent naming the sequence of a stored commit that fails its schema.
  */
-export async function readEntityCommits(nc: NatsConnection, entity: Entity): Promise<SequencedCommit[]> {
-  const subject = catalogueSubject(entity.kind, entity.id);
-  const jsm = await jetstreamManager(nc, { checkAPI: false });
-  const info = await jsm.streams.info(CATALOGUE_STREAM, { subjects_filter: subject });
-  const count = info.state.subjects?.[subject] ?? 0;
-  if (count === 0) return [];
-  const consumer = await jetstream(nc).consumers.get(CATALOGUE_STREAM, { filter_subjects: subject, deliver_policy: DeliverPolicy.All });
-  const commits: SequencedCommit[] = [];
-  const messages = await consumer.consume({ max_messages: Math.min(count, 1000) });
-  try {
-    for await (const m of messages) {
-      const parsed = Commit.safeParse((() => { try { return m.json(); } catch { return undefined; } })());
-      if (!parsed.success) throw new InvalidEvent(m.seq, { cause: parsed.error });
-      commits.push({ sequence: m.seq, commit: parsed.data });
-      if (commits.length >= count || m.info.pending === 0) break;
-    }
-  } finally {
-    messages.stop();
-    await consumer.delete().catch(() => undefined);
-  }
-  return commits;
+export async function scanCommits(nc: NatsConnection, toSequence: number, keep: (commit: Commit) => boolean): Promise<SequencedCommit[]> {
+  const kept: SequencedCommit[] = [];
+  if (toSequence < 1) return kept;
+  await readCommits(nc, 1, (batch) => {
+    for (const sequenced of batch) if (keep(sequenced.commit)) kept.push(sequenced);
+  }, { toSequence });
+  return kept;
 }
 
 function freshSecret(deps: ServeDependencies): FreshSecret {
@@ -203,10 +189,10 @@ export async function handleCommand(
   if (def.kind === "query") {
     const state = await catalogue.catchUp();
     if (def.fromCommits) {
-      // Answered from the records (history): the entity's commits, up to the folded sequence.
-      const commits = await readEntityCommits(nc, def.fromCommits.entity(parsed.value));
-      const upTo = commits.filter((c) => c.sequence <= state.sequence);
-      return { ok: true, asOf: state.sequence, ...spread(withoutSecrets(def.fromCommits.answer(upTo, parsed.value))) };
+      // Answered from the records (history): a scan of the commits up to the folded sequence.
+      const { concerns, answer } = def.fromCommits;
+      const commits = await scanCommits(nc, state.sequence, (commit) => concerns(commit, parsed.value));
+      return { ok: true, asOf: state.sequence, ...spread(withoutSecrets(answer(commits, parsed.value))) };
     }
     const context: QueryContext = deps.compose === undefined ? {} : { compose: deps.compose };
     return { ok: true, asOf: state.sequence, ...spread(def.answer(state, parsed.value, context)) };

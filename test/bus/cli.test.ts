@@ -126,6 +126,37 @@ describe("mesh CLI over a real server", () => {
     assert.match((await mesh_("nodes")).out, /^NAME\s+OVERLAYNAME/m);
   });
 
+  it("R17: history answers every event about an entity wherever it was filed: a node's assignments, a seat's declaration", async () => {
+    const node = await mesh_("history", "node", "alpha");
+    assert.equal(node.code, EXIT_OK, node.err);
+    assert.match(node.out, /ModuleAssigned\s+module broker assigned to node alpha/);
+    const seat = await mesh_("history", "seat", "mesh-broker", "--json");
+    assert.equal(seat.code, EXIT_OK, seat.err);
+    const events = seat.json().events as Array<Record<string, unknown>>;
+    assert.ok(events.some((e) => e.type === "ModuleRegistered" && e.filedUnder === "module/broker"), JSON.stringify(events));
+    assert.ok(!seat.out.includes("$2"), "no bcrypt hash");
+    const limited = await mesh_("history", "node", "alpha", "--limit", "1", "--json");
+    assert.equal(limited.code, EXIT_OK, limited.err);
+    assert.equal((limited.json().events as unknown[]).length, 1);
+    assert.equal(limited.json().truncated, true);
+    assert.equal((await mesh_("history", "node", "alpha", "--limit", "0")).code, EXIT_USAGE);
+  });
+
+  it("history refuses a mistyped kind (invalid-request, exit 1), naming the valid kinds", async () => {
+    const error = await refusedWith("invalid-request", "history", "nde", "alpha");
+    assert.equal(error.field, "kind");
+    assert.match(String(error.message), /node/);
+  });
+
+  it("re-registering the example mesh unchanged appends nothing and says so", async () => {
+    const before = await mesh.lastSequence();
+    const examples = readdirSync("examples").filter((f) => f.endsWith(".json")).map((f) => join("examples", f));
+    const again = await mesh_("module", "register", ...examples);
+    assert.equal(again.code, EXIT_OK, again.err);
+    assert.match(again.out, /unchanged/);
+    assert.equal(await mesh.lastSequence(), before, "the CATALOGUE stream's last sequence is unchanged");
+  });
+
   it("R40: the same --command-id twice appends once and says so", async () => {
     const first = await mesh_("unassign", "packet-filter", "beta", "--command-id", "unassign-pf-beta", "--json");
     assert.equal(first.code, EXIT_OK, first.err);
