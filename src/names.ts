@@ -39,6 +39,17 @@ export function snapshotObject(sequence: number): string {
 // ---- declarations ---------------------------------------------------------------------------
 
 export const CONTROL_STREAM = "CONTROL";
+
+/** JetStream's API prefix when no domain or prefix is set (what @nats-io/jetstream defaults to). */
+export const DEFAULT_JS_API_PREFIX = "$JS.API";
+
+/**
+ * The JetStream API subject listing a stream's consumer names (no infos), under `apiPrefix`:
+ * `<apiPrefix>.CONSUMER.NAMES.<stream>` (the client library has no call for it).
+ */
+export function consumerNamesApi(apiPrefix: string, stream: string): string {
+  return `${apiPrefix}.CONSUMER.NAMES.${stream}`;
+}
 /** Subjects the CONTROL stream captures: every node's declaration and user-list parts. */
 export const CONTROL_SUBJECTS = "mesh.declaration.>";
 

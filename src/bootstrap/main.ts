@@ -26,7 +26,7 @@ import { CONTROLLER_NAME } from "../names.ts";
 import { push, raiseMesh, type PushContext, type PushOptions, type PushReport } from "../push/push.ts";
 import { PUSH_VERB, pushVerb } from "../push/pushCommand.ts";
 import { controllerCredential, pendingPassword, type ControllerCredential } from "./credential.ts";
-import { describeRaise, type RaiseReport } from "./raise.ts";
+import { describeRaise, newRaiseMemo, type RaiseReport } from "./raise.ts";
 import type { ControllerLog } from "./log.ts";
 
 /** A running controller. */
@@ -148,7 +148,8 @@ export async function startController(config: ControllerConfig, { log, connectTi
 
     // 4. Raise streams, then consumers (R21, R22).
     const jsm = await jetstreamManager(nc, { checkAPI: false });
-    const raised = await raiseMesh(jsm, catalogue.state, compose);
+    const raiseMemo = newRaiseMemo();
+    const raised = await raiseMesh(jsm, catalogue.state, compose, { memo: raiseMemo, nc });
     log.info(`raised the bus: ${describeRaise(raised)}`);
     for (const refusal of raised.refused) log.error(`not raised: ${refusal.reason}`);
 
@@ -158,7 +159,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
     // 6. Serve commands, push among them.
     const pushContext: PushContext = {
       nc, catalogue, meshKey: config.meshKey, compose, log, controller: credential, newId: () => `push-${randomUUID()}`,
-      sealCache: new Map(),
+      sealCache: new Map(), raiseMemo,
     };
     // One push at a time, whether asked over the bus or in-process.
     let queue: Promise<unknown> = Promise.resolve();

@@ -1,5 +1,7 @@
 import { JetStreamApiError, type ConsumerConfig, type ConsumerInfo, type JetStreamManager, type StreamConfig, type StreamInfo } from "@nats-io/jetstream";
 import type { ConsumerSpec, StreamSpec, Topology } from "../compose/topology.ts";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { DEFAULT_JS_API_PREFIX, consumerNamesApi } from "../names.ts";
 
 /**
  * Raising the bus (R5, R16, R21, R22): asserts every stream and consumer composeTopology names,
@@ -38,6 +40,34 @@ export type RaiseReport = {
 
 /** How many add/update requests raise keeps in flight at once (10,000 node consumers). */
 export const RAISE_CONCURRENCY = 64;
+/**
+ * Above this many consumers of one stream to read (not verified by the memo), raise lists the
+ * stream's consumers in pages of 256 instead of asking each one's info.
+ */
+export const RAISE_INFO_LIMIT = 32;
+
+/**
+ * What a controller's raises verified, kept across its raises (one per controller, for its life):
+ * per stream, the `created` time of the stream seen and, per durable, the JSON of the spec's
+ * config last found or made equal on the server. A later raise lists only the consumers' names
+ * (one cheap request per 1,024) and reads the info of a consumer only when the memo has not
+ * verified that spec: on nats-server 2.9.10 a consumer's info computes its pending count, which
+ * costs about 2 ms per consumer on a CONTROL stream holding 10,000 declarations (~18 s for 10,000
+ * nodes), while the names take ~70 ms. A deleted consumer or stream is still seen and raised
+ * again (R21); a stream deleted and raised again (another `created`) is read in full. What a
+ * memo cannot see: a consumer of a known stream changed in place by hand while the controller
+ * runs; a raise without a memo (every controller start) reads and compares every consumer.
+ */
+export type RaiseMemo = Map<string, { created: string; verified: Map<string, string> }>;
+
+/** An empty RaiseMemo, for a controller to keep and pass to each raise. */
+export function newRaiseMemo(): RaiseMemo {
+  return new Map();
+}
+
+function specKey(spec: ConsumerSpec): string {
+  return JSON.stringify(spec.config);
+}
 
 function consumerObject(stream: string, durable: string): string {
   return `${stream}/${durable}`;
@@ -112,6 +142,35 @@ async function listStreams(jsm: JetStreamManager): Promise<Map<string, StreamInf
   return found;
 }
 
+/** The names of a stream's consumers ($JS.API.CONSUMER.NAMES, paged by the server), without their infos. */
+async function consumerNames(nc: NatsConnection, jsm: JetStreamManager, stream: string): Promise<Set<string>> {
+  const subject = consumerNamesApi(jsm.getOptions().apiPrefix ?? DEFAULT_JS_API_PREFIX, stream);
+  const names = new Set<string>();
+  for (let offset = 0; ;) {
+    const reply = (await nc.request(subject, JSON.stringify({ offset }), { timeout: jsm.getOptions().timeout ?? 5_000 })).json<{
+      consumers?: string[] | null; total?: number; error?: { code: number; err_code?: number; description: string };
+    }>();
+    if (reply.error) throw new Error(`listing the consumers of ${stream} failed (${reply.error.code}): ${reply.error.description}`);
+    const page = reply.consumers ?? [];
+    for (const name of page) names.add(name);
+    offset += page.length;
+    if (page.length === 0 || offset >= (reply.total ?? 0)) return names;
+  }
+}
+
+/** The infos of `durables` of `stream` (bounded concurrency); one that does not exist is left out. */
+async function consumerInfos(jsm: JetStreamManager, stream: string, durables: readonly string[]): Promise<Map<string, ConsumerInfo>> {
+  const found = new Map<string, ConsumerInfo>();
+  await inBatches(durables, RAISE_CONCURRENCY, async (durable) => {
+    try {
+      found.set(durable, await jsm.consumers.info(stream, durable));
+    } catch (error) {
+      if (!(error instanceof JetStreamApiError && error.status === 404)) throw error;
+    }
+  });
+  return found;
+}
+
 async function listConsumers(jsm: JetStreamManager, stream: string): Promise<Map<string, ConsumerInfo>> {
   const found = new Map<string, ConsumerInfo>();
   for await (const info of jsm.consumers.list(stream)) found.set(info.name, info);
@@ -123,21 +182,30 @@ async function listConsumers(jsm: JetStreamManager, stream: string): Promise<Map
  * differs and can change in place), then every consumer of the streams that exist (added when
  * missing, updated likewise). Existing objects are read by listing (one paged request per 256), so
  * asserting a raised bus is cheap and changes nothing. Returns what was created, updated, left
- * alone and refused (see the module comment). A consumer whose stream could not be raised is
+ * alone and refused (see the module comment). With `remembered` (a RaiseMemo the caller keeps across
+ * raises, and the connection `jsm` uses, to list names), the consumers an earlier raise verified are only checked to exist (their names), and
+ * the memo is brought up to date. A consumer whose stream could not be raised is
  * refused naming the stream (R22). Throws only for transient failures (timeouts, no JetStream),
  * which the caller may retry; configuration errors are in `refused`.
  */
-export async function raiseTopology(jsm: JetStreamManager, topology: Topology): Promise<RaiseReport> {
+export async function raiseTopology(
+  jsm: JetStreamManager,
+  topology: Topology,
+  remembered?: { memo: RaiseMemo; nc: NatsConnection },
+): Promise<RaiseReport> {
+  const memo = remembered?.memo;
   const report: RaiseReport = { created: [], updated: [], unchanged: [], refused: [] };
   const outcome = new Map<string, "created" | "updated" | "unchanged" | RaiseRefusal>();
   const existingStreams = await listStreams(jsm);
+  const streamCreated = new Map<string, string>();
+  for (const [name, info] of existingStreams) streamCreated.set(name, info.created);
 
   // 1. Streams, before any consumer (R22).
   await inBatches(topology.streams, RAISE_CONCURRENCY, async (spec) => {
     const current = existingStreams.get(spec.name);
     try {
       if (!current) {
-        await jsm.streams.add(toStreamConfig(spec));
+        streamCreated.set(spec.name, (await jsm.streams.add(toStreamConfig(spec))).created);
         outcome.set(spec.name, "created");
         return;
       }
@@ -169,17 +237,41 @@ export async function raiseTopology(jsm: JetStreamManager, topology: Topology): 
     if (list) list.push(spec);
     else byStream.set(spec.stream, [spec]);
   }
+  // What exists: read in full without a memo; with one, the names, and the infos the memo has not verified.
   const existingConsumers = new Map<string, Map<string, ConsumerInfo>>();
-  for (const stream of byStream.keys()) {
+  const verified = new Set<string>();
+  for (const [stream, specs] of byStream) {
     const raised = outcome.get(stream);
     const exists = raised === "created" || raised === "updated" || raised === "unchanged" || (raised === undefined && existingStreams.has(stream));
-    if (exists) existingConsumers.set(stream, raised === "created" ? new Map() : await listConsumers(jsm, stream));
+    if (!exists) continue;
+    if (raised === "created") {
+      existingConsumers.set(stream, new Map());
+      continue;
+    }
+    const known = memo?.get(stream);
+    if (!memo || !known || known.created !== streamCreated.get(stream)) {
+      existingConsumers.set(stream, await listConsumers(jsm, stream));
+      continue;
+    }
+    const names = await consumerNames(remembered!.nc, jsm, stream);
+    const toRead: string[] = [];
+    for (const spec of specs) {
+      const durable = spec.config.durable_name;
+      if (!names.has(durable)) continue;
+      if (known.verified.get(durable) === specKey(spec)) verified.add(consumerObject(stream, durable));
+      else toRead.push(durable);
+    }
+    existingConsumers.set(stream, toRead.length > RAISE_INFO_LIMIT ? await listConsumers(jsm, stream) : await consumerInfos(jsm, stream, toRead));
   }
   await inBatches(topology.consumers, RAISE_CONCURRENCY, async (spec) => {
     const name = consumerObject(spec.stream, spec.config.durable_name);
     const consumers = existingConsumers.get(spec.stream);
     if (!consumers) {
       outcome.set(name, { object: name, reason: `consumer ${spec.config.durable_name} needs stream ${spec.stream}, which does not exist and could not be raised` });
+      return;
+    }
+    if (verified.has(name)) {
+      outcome.set(name, "unchanged");
       return;
     }
     const current = consumers.get(spec.config.durable_name);
@@ -214,6 +306,8 @@ export async function raiseTopology(jsm: JetStreamManager, topology: Topology): 
     }
   });
 
+  if (memo) rememberRaise(memo, topology, outcome, streamCreated);
+
   const objects = [
     ...topology.streams.map((s) => s.name),
     ...topology.consumers.map((c) => consumerObject(c.stream, c.config.durable_name)),
@@ -225,6 +319,30 @@ export async function raiseTopology(jsm: JetStreamManager, topology: Topology): 
     else report.refused.push(done);
   }
   return report;
+}
+
+/** Keeps in `memo` the consumers this raise found or made equal to their spec; forgets the others. */
+function rememberRaise(
+  memo: RaiseMemo,
+  topology: Topology,
+  outcome: ReadonlyMap<string, "created" | "updated" | "unchanged" | RaiseRefusal>,
+  streamCreated: ReadonlyMap<string, string>,
+): void {
+  for (const spec of topology.consumers) {
+    const created = streamCreated.get(spec.stream);
+    if (created === undefined) {
+      memo.delete(spec.stream);
+      continue;
+    }
+    let known = memo.get(spec.stream);
+    if (!known || known.created !== created) {
+      known = { created, verified: new Map() };
+      memo.set(spec.stream, known);
+    }
+    const done = outcome.get(consumerObject(spec.stream, spec.config.durable_name));
+    if (typeof done === "string") known.verified.set(spec.config.durable_name, specKey(spec));
+    else known.verified.delete(spec.config.durable_name);
+  }
 }
 
 function toStreamConfig(spec: StreamSpec): Partial<StreamConfig> & { name: string } {

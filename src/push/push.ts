@@ -16,7 +16,7 @@ import {
   BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, REPORT_SUBJECTS, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER,
   declarationSubject, reportSubject, userListPartSubject, userListPartsFilter,
 } from "../names.ts";
-import { raiseTopology, type RaiseReport } from "../bootstrap/raise.ts";
+import { raiseTopology, type RaiseMemo, type RaiseReport } from "../bootstrap/raise.ts";
 import type { ControllerCredential } from "../bootstrap/credential.ts";
 import { BOOTSTRAP_PASSWORD } from "../../installer/carried.ts";
 
@@ -63,6 +63,8 @@ export type PushContext = {
    * one for its life; bounded by SEAL_CACHE_LIMIT).
    */
   sealCache?: Map<string, string>;
+  /** What earlier raises verified (RaiseMemo): the controller keeps one for its life, so a push's raise reads only consumer names. */
+  raiseMemo?: RaiseMemo;
   /** When given, push adds the milliseconds each step took (raise, mint, compose, seal, publish, record, wait). */
   timings?: Record<string, number>;
 };
@@ -129,11 +131,16 @@ export function reportsStreamSpec(replicas: number): StreamSpec {
 
 /**
  * Raises what the records imply (R5, R21): composeTopology's streams and consumers plus the
- * REPORTS stream. Returns raiseTopology's report.
+ * REPORTS stream. Returns raiseTopology's report; `remembered` as raiseTopology's (the controller keeps a memo).
  */
-export async function raiseMesh(jsm: JetStreamManager, state: State, compose: ComposeConfig): Promise<RaiseReport> {
+export async function raiseMesh(
+  jsm: JetStreamManager,
+  state: State,
+  compose: ComposeConfig,
+  remembered?: { memo: RaiseMemo; nc: NatsConnection },
+): Promise<RaiseReport> {
   const topology = composeTopology(state, compose);
-  return raiseTopology(jsm, { streams: [...topology.streams, reportsStreamSpec(compose.replicas ?? 1)], consumers: topology.consumers });
+  return raiseTopology(jsm, { streams: [...topology.streams, reportsStreamSpec(compose.replicas ?? 1)], consumers: topology.consumers }, remembered);
 }
 
 const REDACTED = "[redacted]";
@@ -577,7 +584,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       }
       report.rounds = round + 1;
       // 1. Raise (R5, R21).
-      const raised = await timed(ctx.timings, "raise", () => raiseMesh(jsm, state, ctx.compose));
+      const raised = await timed(ctx.timings, "raise", () => raiseMesh(jsm, state, ctx.compose, ctx.raiseMemo && { memo: ctx.raiseMemo, nc: ctx.nc }));
       report.raised.created += raised.created.length;
       report.raised.updated += raised.updated.length;
       report.raised.refused.push(...raised.refused);

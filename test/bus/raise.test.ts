@@ -3,13 +3,13 @@ import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
-import { raiseTopology } from "../../src/bootstrap/raise.ts";
+import { newRaiseMemo, raiseTopology } from "../../src/bootstrap/raise.ts";
 import { composeTopology } from "../../src/compose/topology.ts";
 import { evolve, initialState, type State } from "../../src/projections/index.ts";
 import type { Commit, MeshEvent } from "../../src/events/index.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
 import {
-  CONTROL_STREAM, declarationConsumer, declarationFilter, declarationSubject, workConsumer, workStream,
+  CONTROL_STREAM, DEFAULT_JS_API_PREFIX, declarationConsumer, declarationFilter, declarationSubject, workConsumer, workStream,
 } from "../../src/names.ts";
 
 type Body = MeshEvent extends infer E ? (E extends MeshEvent ? Omit<E, "actor" | "commandId" | "at"> : never) : never;
@@ -192,5 +192,69 @@ describe("a node consumer raised by an earlier build (exact declaration subject)
     const consumer = await js.consumers.get(CONTROL_STREAM, durable);
     const m = await consumer.next({ expires: 1_500 });
     assert.equal(m, null, "yet delivers nothing: a consumer updated in place would leave its node deaf");
+  });
+});
+
+describe("raiseTopology with a memo (a controller's raises on every push)", () => {
+  let server: NatsServer;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  const memo = newRaiseMemo();
+  before(async () => {
+    server = await startNatsServer();
+    nc = await connect({ servers: server.url });
+    jsm = await jetstreamManager(nc);
+  });
+  after(async () => {
+    await nc?.close();
+    await server?.stop();
+  });
+
+  it("R21 R22: asserting twice with a memo changes nothing, and a memo'd raise reads no consumer info", async () => {
+    const first = await raiseTopology(jsm, topology, { memo, nc });
+    assert.deepEqual(first.refused, []);
+    const before = await snapshotInfos(jsm);
+    // Count consumer info and list requests the second raise makes: with the memo, none.
+    let reads = 0;
+    const spy = nc.subscribe(`${DEFAULT_JS_API_PREFIX}.CONSUMER.>`, { callback: (_e, m) => { if (/\.CONSUMER\.(INFO|LIST)\./.test(m.subject)) reads += 1; } });
+    await nc.flush();
+    const second = await raiseTopology(jsm, topology, { memo, nc });
+    await nc.flush();
+    spy.unsubscribe();
+    assert.deepEqual([second.created, second.updated, second.refused], [[], [], []]);
+    assert.equal(second.unchanged.length, first.created.length);
+    assert.equal(reads, 0);
+    assert.equal(await snapshotInfos(jsm), before);
+  });
+
+  it("R21: a consumer deleted by hand is raised again though the memo verified it", async () => {
+    await jsm.consumers.delete(CONTROL_STREAM, declarationConsumer("beta"));
+    const report = await raiseTopology(jsm, topology, { memo, nc });
+    assert.deepEqual(report.created, [`${CONTROL_STREAM}/${declarationConsumer("beta")}`]);
+    assert.equal((await jsm.consumers.info(CONTROL_STREAM, declarationConsumer("beta"))).config.filter_subject, declarationFilter("beta"));
+  });
+
+  it("R21 R22: a stream deleted and raised again by hand is read in full: a foreign filter on it is refused, not rewritten", async () => {
+    await jsm.streams.delete(CONTROL_STREAM);
+    assert.deepEqual((await raiseTopology(jsm, { streams: topology.streams, consumers: [] })).refused, []);
+    await jsm.consumers.add(CONTROL_STREAM, { durable_name: declarationConsumer("alpha"), filter_subject: declarationSubject("gamma"), ack_policy: AckPolicy.Explicit });
+    const report = await raiseTopology(jsm, topology, { memo, nc });
+    assert.deepEqual(report.refused.map((r) => r.object), [`${CONTROL_STREAM}/${declarationConsumer("alpha")}`]);
+    assert.equal((await jsm.consumers.info(CONTROL_STREAM, declarationConsumer("alpha"))).config.filter_subject, declarationSubject("gamma"));
+    // Refused stays refused on the next memo'd raise (a refusal is never remembered as verified).
+    assert.deepEqual((await raiseTopology(jsm, topology, { memo, nc })).refused.map((r) => r.object), [`${CONTROL_STREAM}/${declarationConsumer("alpha")}`]);
+  });
+
+  it("R22: a spec the memo has not verified (its owned fields changed) is read and updated", async () => {
+    const changed = {
+      streams: topology.streams,
+      consumers: topology.consumers.map((c) => c.config.durable_name === declarationConsumer("beta") ? { ...c, config: { ...c.config, max_deliver: 7 } } : c),
+    };
+    const report = await raiseTopology(jsm, changed, { memo, nc });
+    assert.deepEqual(report.updated, [`${CONTROL_STREAM}/${declarationConsumer("beta")}`]);
+    assert.equal((await jsm.consumers.info(CONTROL_STREAM, declarationConsumer("beta"))).config.max_deliver, 7);
+    const back = await raiseTopology(jsm, topology, { memo, nc });
+    assert.deepEqual(back.updated, [`${CONTROL_STREAM}/${declarationConsumer("beta")}`]);
+    assert.equal((await jsm.consumers.info(CONTROL_STREAM, declarationConsumer("beta"))).config.max_deliver ?? -1, -1);
   });
 });
