@@ -36,16 +36,29 @@ export type CliVerb = {
 
 type Row = Record<string, unknown>;
 
-/** Prints a reply (JSON with --json, else readable lines) and returns its exit code. */
-export function report(ctx: CliContext, verb: string, reply: Reply, render: (reply: Row) => string[] = renderGeneric): number {
+/**
+ * Prints a reply (JSON with --json, else readable lines) and returns its exit code. `spelled`
+ * maps a request field to how the person typed it (`publicKey` → `--key`), so a refusal names
+ * the flag or argument to fix rather than the wire field.
+ */
+export function report(
+  ctx: CliContext,
+  verb: string,
+  reply: Reply,
+  render: (reply: Row) => string[] = renderGeneric,
+  spelled: Readonly<Record<string, string>> = {},
+): number {
   if (ctx.globals.json) {
     ctx.out(JSON.stringify(reply, null, 2));
   } else if (reply.ok) {
     for (const line of [...render(reply), ...duplicateNote(reply)]) ctx.out(line);
   }
   if (!reply.ok) {
-    const { code, message, field } = reply.error;
-    ctx.err(`mesh ${verb.replace(/\./g, " ")}: refused (${code})${field ? ` at "${field}"` : ""}: ${message}`);
+    const { code, field } = reply.error;
+    const typed = field === undefined ? undefined : spelled[field];
+    const where = field === undefined ? "" : typed === undefined ? ` at "${field}"` : ` at ${typed}`;
+    const message = field === undefined || typed === undefined ? reply.error.message : reply.error.message.split(`"${field}"`).join(typed);
+    ctx.err(`mesh ${verb.replace(/\./g, " ")}: refused (${code})${where}: ${message}`);
     return EXIT_REFUSED;
   }
   return EXIT_OK;
@@ -70,6 +83,8 @@ export function busVerb(spec: {
   render?(reply: Row): string[];
   /** The exit code of an ok reply when it is not always EXIT_OK (`explain`: 1 when denied). */
   exitCode?(reply: Row): number;
+  /** How each request field is typed on the command line, where the two differ (`publicKey: "--key"`). */
+  spelled?: Readonly<Record<string, string>>;
 }): CliVerb {
   return {
     path: spec.path,
@@ -90,7 +105,7 @@ export function busVerb(spec: {
         }
         throw error;
       });
-      const code = report(ctx, spec.verb, reply, spec.render);
+      const code = report(ctx, spec.verb, reply, spec.render, spec.spelled);
       return reply.ok && spec.exitCode ? spec.exitCode(reply) : code;
     },
   };
@@ -162,6 +177,7 @@ export const CLI_VERBS: CliVerb[] = [
     arguments: [arg("name", "the node's name (also its overlay label)")],
     options: [{ flags: "--key <public-key>", description: "the node's X25519 public key (base64), printed by its host agent", required: true }],
     body: (a, o) => ({ node: a[0], publicKey: o.key }),
+    spelled: { node: "<name>", publicKey: "--key" },
     render: (r) => {
       const c = (r.credential ?? {}) as Row;
       return [
@@ -203,6 +219,7 @@ export const CLI_VERBS: CliVerb[] = [
     path: ["seat", "alias"], verb: "seat.alias", summary: "rename a seat: lookups of <old> resolve to <new> (R27)",
     arguments: [arg("old", "the old seat name"), arg("new", "the seat it now resolves to")],
     body: (a) => ({ from: a[0], to: a[1] }),
+    spelled: { from: "<old>", to: "<new>" },
     render: (r) => [`seat ${str(r.from)} now resolves to ${str(r.resolvesTo)}`],
   }),
   busVerb({

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
 import { registrationOrder } from "../../src/cli/manifests.ts";
-import { CLI_VERBS, busVerb, type CliVerb } from "../../src/cli/verbs.ts";
+import { CLI_VERBS, busVerb, report, type CliVerb } from "../../src/cli/verbs.ts";
+import type { CliContext } from "../../src/cli/context.ts";
 import { parseClientConfig, ConfigError, DEFAULT_CREDENTIAL_FILE } from "../../src/config.ts";
 
 /** An in-memory io: what the CLI printed on each stream. */
@@ -137,6 +138,19 @@ describe("mesh CLI without a server", () => {
     // A bus verb builds its body from its arguments.
     const bus = busVerb({ path: ["frobnicate-bus"], verb: "frobnicate", summary: "x", arguments: [{ name: "node", description: "n" }], body: (a) => ({ node: a[0] }) });
     assert.deepEqual(bus.path, ["frobnicate-bus"]);
+  });
+});
+
+describe("refusals name what the person typed", () => {
+  it("a refused field is named by its flag or argument, in the place and in the message", () => {
+    const lines: string[] = [];
+    const ctx = { globals: { json: false }, out: () => {}, err: (line: string) => lines.push(line) } as unknown as CliContext;
+    const reply = { ok: false as const, error: { code: "invalid-request", field: "publicKey", message: `"publicKey": not base64` } };
+    assert.equal(report(ctx, "node.enrol", reply, undefined, { publicKey: "--key" }), EXIT_REFUSED);
+    assert.equal(lines[0], "mesh node enrol: refused (invalid-request) at --key: --key: not base64");
+    // A field with no spelling of its own keeps the request's name.
+    report(ctx, "node.enrol", { ok: false, error: { code: "invalid-request", field: "other", message: "m" } }, undefined, { publicKey: "--key" });
+    assert.equal(lines[1], `mesh node enrol: refused (invalid-request) at "other": m`);
   });
 });
 
