@@ -43,13 +43,19 @@ export const USER_LIST_PART_BYTES = 256 * 1024;
 export type UserListRef = { digest: string; bytes: number; parts: number };
 
 /**
- * Everything the mesh wants one node to hold. `userList` is present only on the node holding
+ * Everything the mesh wants one node to hold. `self` is the node's own credential; `userList` is present only on the node holding
  * mesh-broker (R11) and names the list (UserListRef); `digest` is `digest(canonicalJson(the
  * rest))`, so it changes when the list does and stays a pure function of the records. An
  * unassigned node composes to an empty declaration, which is still a declaration (R29).
  */
 export type Declaration = {
   node: string;
+  /**
+   * The node's own current bus credential (its record: address, user, mesh-key-sealed secret, the
+   * mesh's fingerprint), absent only when the node has none. A rotation changes it, so the node's
+   * digest changes and the next push sends it (R31); the host saves it and dials with it from then on.
+   */
+  self?: DeclaredCredential;
   modules: DeclaredModule[];
   provisions: ProvisionGrant[];
   userList?: UserListRef;
@@ -206,7 +212,10 @@ export function composeDeclaration(
     });
   }
   provisions.sort((a, b) => compare(`${a.seat}/${a.provision}/${a.consumer}`, `${b.seat}/${b.provision}/${b.consumer}`));
-  const body: Omit<Declaration, "digest"> = { node, modules, provisions };
+  const own = credentialOf(state.credentials, { kind: "node", name: node });
+  const body: Omit<Declaration, "digest"> = own
+    ? { node, self: { address: own.address, user: own.user, sealed: own.sealed, fingerprint }, modules, provisions }
+    : { node, modules, provisions };
   let userListText: string | undefined;
   if (prepared.brokerHolders.has(node)) {
     const text = prepared.userListText();

@@ -1,11 +1,13 @@
+import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
 import { connectToBus, type BusCredential } from "../bus/connect.ts";
 import { CONTROL_STREAM, declarationConsumer, declarationSubject, reportSubject } from "../names.ts";
 import { applyDeclaration, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
-import { HostDeclaration, type HostReport } from "./declaration.ts";
-import { readNodePrivateKey } from "./keys.ts";
+import { HostDeclaration, type DeclaredCredential, type HostReport } from "./declaration.ts";
+import { openAsNode } from "../crypto/secrets.ts";
+import { NODE_CREDENTIAL_FILE, readCredentialFile, readNodePrivateKey, writeFileAtomic } from "./keys.ts";
 import { UserListParts, readPartHeader } from "./userListParts.ts";
 
 /**
@@ -22,6 +24,11 @@ import { UserListParts, readPartHeader } from "./userListParts.ts";
  * (and reported again) as soon as the last missing part arrives. A refused connection (its credential not composed yet, R1) or a consumer not raised yet is
  * retried with backoff, one log line per attempt saying why; every attempt is a new connection
  * (nats.js closes a connection for good after two authorization violations).
+ *
+ * A declaration's `self` is the node's own current credential: when it differs from the one the
+ * host dials with (a rotation), the host opens it and saves it (HostOptions.credentialFile) BEFORE
+ * installing any user list, and the connection reads the password at every reconnect, so the
+ * reload that drops the old password finds the host already holding the new one.
  */
 
 /** Caller settings of startHost. */
@@ -32,6 +39,12 @@ export type HostOptions = {
   node: string;
   /** The node's bus credential, or a function read at every connection attempt (a rotated file). */
   credential: BusCredential | (() => BusCredential);
+  /**
+   * Where the host saves its own credential when a declaration carries a new one (`self`, after a
+   * `mesh credential rotate node`), 0600, atomically; from then on every connection attempt and
+   * every reconnect reads it from there. Default: `<stateDir>/credential.json`.
+   */
+  credentialFile?: string;
   /** Present on the node holding mesh-broker: where the user list goes and how the bus reloads. */
   bus?: BusReloadOptions;
   /** One line per event (connected, applied, retrying); never a password (R3). Default: stderr. */
@@ -84,7 +97,51 @@ export function startHost(options: HostOptions): Host {
   const privateKey = readNodePrivateKey(stateDir);
   const initialMs = options.backoff?.initialMs ?? 500;
   const maxMs = options.backoff?.maxMs ?? 30_000;
-  const credentialOf = typeof options.credential === "function" ? options.credential : () => options.credential as BusCredential;
+  const given = typeof options.credential === "function" ? options.credential : () => options.credential as BusCredential;
+  const credentialFile = options.credentialFile ?? join(stateDir, NODE_CREDENTIAL_FILE);
+  /** The credential saved from a declaration's `self` (kept in memory too, should the file vanish). */
+  let adopted: BusCredential | undefined;
+  /** The credential to dial with now: the saved file once a rotated one was adopted, else the given one. */
+  const credentialOf = (): BusCredential => {
+    if (!adopted) return given();
+    try {
+      return readCredentialFile(credentialFile, stateDir);
+    } catch {
+      return adopted;
+    }
+  };
+  /** The password the connection presents at each (re)connect (the last one read, should a read fail). */
+  let lastPassword: string | undefined;
+  const passwordNow = (): string => {
+    try {
+      lastPassword = credentialOf().password;
+    } catch (error) {
+      if (lastPassword === undefined) throw error;
+    }
+    return lastPassword;
+  };
+  /**
+   * Saves the declaration's own credential (user, password, fingerprint) when it differs from the
+   * one the host dials with. The address stays the host's own: the records' address is where the
+   * mesh says the node reaches the bus (an overlay name once placed), which this host may reach
+   * otherwise. Throws (the declaration is reported not applied) when it does not open with the
+   * node's key.
+   */
+  const adoptOwnCredential = (self: DeclaredCredential): void => {
+    let password: string;
+    try {
+      password = openAsNode(privateKey, self.sealed);
+    } catch (error) {
+      throw new Error("the node's own credential does not open with this node's key (sealed to another key?)", { cause: error });
+    }
+    const now = credentialOf();
+    const fingerprint = self.fingerprint || now.fingerprint;
+    const next: BusCredential = { address: now.address, user: self.user, password, ...(fingerprint ? { fingerprint } : {}) };
+    if (now.user === next.user && now.password === next.password && (now.fingerprint ?? "") === (next.fingerprint ?? "")) return;
+    writeFileAtomic(credentialFile, `${JSON.stringify(next, null, 2)}\n`, 0o600);
+    adopted = next;
+    log(`host ${node}: saved its rotated credential for ${next.user} to ${credentialFile}`);
+  };
   const reports: HostReport[] = [];
   const waiters = new Set<() => void>();
   const notify = () => { for (const wake of [...waiters]) wake(); };
@@ -118,6 +175,9 @@ export function startHost(options: HostOptions): Host {
     let missingParts: number[] | undefined;
     try {
       if (declaration.node !== node) throw new Error(`declaration #${seq} is for node ${declaration.node}, not ${node}`);
+      // Before any user list: this node may hold the broker, and its reload then drops this
+      // connection, which must come back with the new password.
+      if (declaration.self) adoptOwnCredential(declaration.self);
       applied = applyDeclaration(stateDir, declaration, privateKey);
       const ref = declaration.userList;
       if (ref === undefined) {
@@ -223,6 +283,19 @@ export function startHost(options: HostOptions): Host {
     current = { nc, stop: () => { void messages.stop(); } };
     void nc.closed().then(() => { void messages.stop(); });
     isBound = true;
+    // A dropped connection (a reload that changed this node's password) reconnects by itself, with
+    // the password read again (passwordNow); bound() is false meanwhile.
+    void (async () => {
+      for await (const status of nc.status()) {
+        if (status.type === "disconnect") {
+          isBound = false;
+          log(`host ${node}: disconnected from the bus, reconnecting`);
+        } else if (status.type === "reconnect" && current?.nc === nc && !stopped) {
+          isBound = true;
+          log(`host ${node}: reconnected to the bus`);
+        }
+      }
+    })().catch(() => undefined);
     log(`host ${node}: bound ${CONTROL_STREAM}/${declarationConsumer(node)}, waiting for declarations`);
     try {
       for await (const message of messages) {
@@ -242,7 +315,8 @@ export function startHost(options: HostOptions): Host {
       let failure: unknown;
       try {
         const credential = credentialOf();
-        nc = await connectToBus(credential, { name: `mesh-host-${node}`, timeoutMs: options.connectTimeoutMs ?? 5_000 });
+        lastPassword = credential.password;
+        nc = await connectToBus(credential, { name: `mesh-host-${node}`, timeoutMs: options.connectTimeoutMs ?? 5_000, password: passwordNow });
         current = { nc, stop: () => undefined };
         if (stopped) break;
         log(`host ${node}: connected to ${credential.address} as ${credential.user}`);

@@ -66,6 +66,8 @@ export type DeclaredUserList = z.infer<typeof DeclaredUserList>;
 export const HostDeclaration = z
   .object({
     node: z.string().min(1),
+    /** The node's own bus credential (sealed to its key): the host saves it and dials with it. */
+    self: DeclaredCredential.optional(),
     modules: z.array(DeclaredModule).default([]),
     userList: DeclaredUserList.optional(),
     provisions: z.array(ProvisionGrant).default([]),

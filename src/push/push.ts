@@ -196,6 +196,7 @@ export function sealForNode(
   };
   return {
     ...declaration,
+    ...(declaration.self ? { self: { ...declaration.self, sealed: reseal(declaration.self.sealed) } } : {}),
     modules: declaration.modules.map((m) => ({
       ...m,
       credential: { ...m.credential, sealed: reseal(m.credential.sealed) },
@@ -634,6 +635,13 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
         sends.push(send);
       }
       if (sends.length === 0) break;
+      // The broker holder's declaration goes last (a stable sort): its list reloads the bus, and a
+      // node whose credential was rotated should hold its new password (its declaration's `self`)
+      // before that reload drops it. The race left: a node offline during the push, or one slower to
+      // apply than the holder's reload, is refused with its old password and cannot fetch its
+      // declaration any more; it needs the operator's rotate reply (`mesh host credential --from`).
+      const holders = new Set(holdersOf(state, BROKER_SEAT));
+      sends.sort((a, b) => Number(holders.has(a.node)) - Number(holders.has(b.node)));
       for (const s of sends) watch?.expect(s.node, s.digest);
       const refusedToSeal = new Map<string, string>();
       const purgeErrors: string[] = [];

@@ -1,6 +1,6 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -140,6 +140,48 @@ describe("mesh up (embedded default, end to end)", () => {
     await nc.close();
     await waitFor(() => beta!.reports.length > 0, { timeoutMs: 10_000, name: "beta's report" });
     assert.equal(beta.reports.at(-1)?.ok, true);
+  });
+
+  it("R31 R14: a rotated node credential reaches the running host in its declaration; the bus refuses the old password and the host comes back with the new one", async () => {
+    const alphaDir = join(dir, HOST_DIR);
+    const betaDir = join(root, "beta");
+    const alphaFile = join(alphaDir, NODE_CREDENTIAL_FILE);
+    const betaFile = join(betaDir, NODE_CREDENTIAL_FILE);
+    const applied = (pushed: Record<string, unknown>, node: string) =>
+      ((pushed.nodes ?? []) as Array<{ node: string; outcome: string }>).some((n) => n.node === node && n.outcome === "applied");
+    // The broker's holder itself: its own reload drops its connection, which must come back with the new password.
+    const oldAlpha = readCredentialFile(alphaFile, alphaDir);
+    await ask("credential.rotate", { kind: "node", name: NODE });
+    const first = await pushAndWait(operator, 20_000);
+    assert.deepEqual(first.timedOut, [], JSON.stringify(first));
+    assert.ok(applied(first, NODE), `the holder applied its rotation: ${JSON.stringify(first.nodes)}`);
+    const newAlpha = readCredentialFile(alphaFile, alphaDir);
+    assert.notEqual(newAlpha.password, oldAlpha.password, "the host saved its new password");
+    assert.equal(statSync(alphaFile).mode & 0o777, 0o600);
+    await assert.rejects(connectToBus(oldAlpha, { reconnect: false }), isAuthorizationRefusal);
+    (await connectToBus(newAlpha, { reconnect: false })).close();
+    // Another node: rotating it changes the list, so the holder's next declaration is applied too
+    // (over the connection it re-made with its new password).
+    const oldBeta = readCredentialFile(betaFile, betaDir);
+    const reconnects = () => logs.filter((l) => l === "host beta: reconnected to the bus").length;
+    const before = reconnects();
+    await ask("credential.rotate", { kind: "node", name: "beta" });
+    const second = await pushAndWait(operator, 20_000);
+    assert.deepEqual(second.timedOut, [], JSON.stringify(second));
+    assert.ok(applied(second, NODE) && applied(second, "beta"), `both applied: ${JSON.stringify(second.nodes)}`);
+    const newBeta = readCredentialFile(betaFile, betaDir);
+    assert.notEqual(newBeta.password, oldBeta.password);
+    await assert.rejects(connectToBus(oldBeta, { reconnect: false }), isAuthorizationRefusal);
+    // The reload dropped beta's connection (its password changed); it comes back with the new one.
+    await waitFor(() => reconnects() > before && beta!.bound(), { timeoutMs: 10_000, name: "beta reconnected" });
+    // Beta's next declaration reaches it over its re-made connection.
+    const reported = beta!.reports.length;
+    await ask("credential.rotate", { kind: "node", name: "beta" });
+    const third = await pushAndWait(operator, 20_000);
+    assert.deepEqual(third.timedOut, [], JSON.stringify(third));
+    assert.ok(applied(third, "beta"), `beta applied its next declaration: ${JSON.stringify(third.nodes)}`);
+    assert.ok(beta!.reports.length > reported && beta!.reports.at(-1)?.ok);
+    assert.notEqual(readCredentialFile(betaFile, betaDir).password, newBeta.password);
   });
 
   it("R16: a module pulls work from its seat's queue with the credential its node was given", async () => {

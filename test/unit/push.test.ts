@@ -13,6 +13,7 @@ const meshKey = newMeshKey();
 const secret = "module-password-never-printed";
 const declaration = (): Declaration => ({
   node: "alpha",
+  self: { address: "tls://bus:4222", user: "node-alpha", sealed: sealWithMeshKey(meshKey, "node-secret"), fingerprint: "AB" },
   modules: [{
     module: "web", version: "1", run: {},
     credential: { address: "tls://bus:4222", user: "module-web", sealed: sealWithMeshKey(meshKey, secret), fingerprint: "AB" },
@@ -40,6 +41,8 @@ describe("push helpers", () => {
     assert.equal(sent.digest, original.digest);
     assert.equal(openAsNode(keys.privateKey, sent.modules[0]!.credential.sealed), secret);
     assert.equal(openAsNode(keys.privateKey, sent.modules[0]!.provisions[0]!.sealed), "db-secret");
+    assert.equal(openAsNode(keys.privateKey, sent.self!.sealed), "node-secret", "the node's own credential too");
+    assert.notEqual(sent.self!.sealed, original.self!.sealed, "sealed again, the mesh-key form left as composed");
     assert.notEqual(sent.modules[0]!.credential.sealed, original.modules[0]!.credential.sealed);
     // A second push reuses the node-sealed form of an unchanged secret.
     const again = sealForNode(original, keys.publicKey, meshKey, new Map(), cache);

@@ -22,6 +22,26 @@ describe("declarations", () => {
     assert.match(result.declaration.digest, /^[0-9a-f]{64}$/);
   });
 
+  it("R31: a node's declaration carries its own credential (mesh-sealed, pinned), and a rotation changes its digest alone", () => {
+    const b = new MeshBuilder(fakeHash).genesis().controller().node("idle").node("other");
+    const before = composeDeclaration(b.state(), "idle", EXAMPLE_CONFIG, sha256);
+    const otherBefore = composeDeclaration(b.state(), "other", EXAMPLE_CONFIG, sha256);
+    assert.ok(before.ok && otherBefore.ok);
+    assert.deepEqual(before.declaration.self, { address: "tls://bus.example.net:4222", user: "node-idle", sealed: "sealed:node-idle", fingerprint: FINGERPRINT });
+    const { node: _node, digest: _digest, ...body } = before.declaration;
+    assert.equal(before.declaration.digest, sha256(canonicalJson({ node: "idle", ...body })), "the digest covers the mesh-sealed self");
+    b.commit("node", "idle", { type: "CredentialRotated", principal: { kind: "node", name: "idle" }, user: "node-idle", hash: fakeHash("pw-2"), sealed: "sealed:node-idle-2", address: "tls://bus.example.net:4222" });
+    const after = composeDeclaration(b.state(), "idle", EXAMPLE_CONFIG, sha256);
+    const otherAfter = composeDeclaration(b.state(), "other", EXAMPLE_CONFIG, sha256);
+    assert.ok(after.ok && otherAfter.ok);
+    assert.equal(after.declaration.self?.sealed, "sealed:node-idle-2");
+    assert.notEqual(after.declaration.digest, before.declaration.digest, "the rotated node is behind (R31)");
+    assert.equal(otherAfter.declaration.digest, otherBefore.declaration.digest, "another node is not");
+    const bare = composeDeclaration(new MeshBuilder(fakeHash).genesis().controller().node("bare", false).state(), "bare", EXAMPLE_CONFIG, sha256);
+    assert.ok(bare.ok);
+    assert.equal(bare.declaration.self, undefined, "a node without a credential carries none");
+  });
+
   it("R3 R34: each module carries its credential beside the address (mesh-sealed), the pinned fingerprint and its env", () => {
     const result = composeDeclaration(mesh.state, "gamma", EXAMPLE_CONFIG, sha256);
     assert.ok(result.ok);
