@@ -1,9 +1,10 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, statSync, writeFileSync, existsSync } from "node:fs";
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
 import { controllerFixture, type ControllerFixture } from "../support/controller.ts";
+import { busObjects } from "../support/busObjects.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import { credentialOf } from "../../src/projections/index.ts";
 import { passwordMatches } from "../../src/crypto/secrets.ts";
@@ -21,19 +22,6 @@ const builder = {
 };
 const broker = { name: "broker", version: "2.9.10", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
 
-/** Every stream's and consumer's info (config and creation time), canonical, for before/after. */
-async function busObjects(jsm: JetStreamManager): Promise<string> {
-  const streams: Record<string, unknown> = {};
-  for await (const info of jsm.streams.list()) {
-    const consumers: Record<string, unknown> = {};
-    for await (const c of jsm.consumers.list(info.config.name)) {
-      // Durable consumers only: readers' ephemeral ones come and go with each read.
-      if (c.config.durable_name) consumers[c.name] = { created: c.created, config: c.config };
-    }
-    streams[info.config.name] = { created: info.created, config: info.config, consumers };
-  }
-  return canonicalJson(streams);
-}
 
 describe("controller start: raising the bus", () => {
   let server: NatsServer;

@@ -3,26 +3,14 @@ import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
+import { busObjects } from "../support/busObjects.ts";
+import { stateOf, type EventBody } from "../support/givenWhenThen.ts";
 import { newRaiseMemo, raiseTopology } from "../../src/bootstrap/raise.ts";
 import { composeTopology } from "../../src/compose/topology.ts";
-import { evolve, initialState, type State } from "../../src/projections/index.ts";
-import type { Commit, MeshEvent } from "../../src/events/index.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
 import {
   CONTROL_STREAM, DEFAULT_JS_API_PREFIX, declarationConsumer, declarationFilter, declarationSubject, workConsumer, workStream,
 } from "../../src/names.ts";
-
-type Body = MeshEvent extends infer E ? (E extends MeshEvent ? Omit<E, "actor" | "commandId" | "at"> : never) : never;
-
-/** A state folded from bare events (each its own commit). */
-function stateOf(...events: Body[]): State {
-  const commits = events.map((event, i) => {
-    const meta = { actor: "operator-test", commandId: `c${i + 1}`, at: "2026-01-01T00:00:00.000Z" };
-    const commit: Commit = { commandId: meta.commandId, entity: { kind: "test", id: "x" }, events: [{ ...meta, ...event } as MeshEvent] };
-    return { sequence: i + 1, commit };
-  });
-  return evolve(initialState, commits);
-}
 
 const builder = Manifest.parse({
   name: "builder",
@@ -31,23 +19,12 @@ const builder = Manifest.parse({
   claims: ["mesh-build"],
 });
 const nodes = ["alpha", "beta", "gamma"];
-const state = stateOf(
-  ...nodes.map((node): Body => ({ type: "NodeEnrolled", node, publicKey: "AAAA" })),
+const state = stateOf([
+  ...nodes.map((node): EventBody => ({ type: "NodeEnrolled", node, publicKey: "AAAA" })),
   { type: "ModuleRegistered", manifest: builder },
-);
+]);
 const topology = composeTopology(state, { controllerSubmits: ["mesh-build"] });
 
-async function snapshotInfos(jsm: JetStreamManager): Promise<string> {
-  const streams: unknown[] = [];
-  for await (const info of jsm.streams.list()) {
-    const consumers: unknown[] = [];
-    for await (const c of jsm.consumers.list(info.config.name)) consumers.push({ name: c.name, created: c.created, config: c.config });
-    consumers.sort((a, b) => String((a as { name: string }).name).localeCompare((b as { name: string }).name));
-    streams.push({ created: info.created, config: info.config, consumers });
-  }
-  streams.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
-  return JSON.stringify(streams);
-}
 
 describe("raiseTopology on a fresh bus", () => {
   let server: NatsServer;
@@ -67,14 +44,14 @@ describe("raiseTopology on a fresh bus", () => {
     const first = await raiseTopology(jsm, topology);
     assert.deepEqual(first.refused, []);
     assert.equal(first.created.length, topology.streams.length + topology.consumers.length);
-    const before = await snapshotInfos(jsm);
+    const before = await busObjects(jsm);
 
     const second = await raiseTopology(jsm, topology);
     assert.deepEqual(second.created, []);
     assert.deepEqual(second.updated, []);
     assert.deepEqual(second.refused, []);
     assert.equal(second.unchanged.length, first.created.length);
-    assert.equal(await snapshotInfos(jsm), before);
+    assert.equal(await busObjects(jsm), before);
   });
 
   it("R22: each node's consumer is filtered on its own subjects alone and never dead-letters", async () => {
@@ -213,7 +190,7 @@ describe("raiseTopology with a memo (a controller's raises on every push)", () =
   it("R21 R22: asserting twice with a memo changes nothing, and a memo'd raise reads no consumer info", async () => {
     const first = await raiseTopology(jsm, topology, { memo, nc });
     assert.deepEqual(first.refused, []);
-    const before = await snapshotInfos(jsm);
+    const before = await busObjects(jsm);
     // Count consumer info and list requests the second raise makes: with the memo, none.
     let reads = 0;
     const spy = nc.subscribe(`${DEFAULT_JS_API_PREFIX}.CONSUMER.>`, { callback: (_e, m) => { if (/\.CONSUMER\.(INFO|LIST)\./.test(m.subject)) reads += 1; } });
@@ -224,7 +201,7 @@ describe("raiseTopology with a memo (a controller's raises on every push)", () =
     assert.deepEqual([second.created, second.updated, second.refused], [[], [], []]);
     assert.equal(second.unchanged.length, first.created.length);
     assert.equal(reads, 0);
-    assert.equal(await snapshotInfos(jsm), before);
+    assert.equal(await busObjects(jsm), before);
   });
 
   it("R21: a consumer deleted by hand is raised again though the memo verified it", async () => {

@@ -1,21 +1,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { evolve, initialState, holdersOf, brokerReachableAt, type State } from "../../src/projections/index.ts";
-import type { MeshEvent, Commit } from "../../src/events/index.ts";
+import { evolve, holdersOf, brokerReachableAt, type State } from "../../src/projections/index.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
+import { stateOf, type EventBody } from "../support/givenWhenThen.ts";
 
 const meta = (n: number) => ({ actor: "operator-test", commandId: `c${n}`, at: "2026-01-01T00:00:00.000Z" });
-let n = 0;
-/** An event without the meta its envelope would give it (distributes over the union). */
-type Bare<E> = E extends MeshEvent ? Omit<E, "actor" | "commandId" | "at"> : never;
-function given(...events: Array<Bare<MeshEvent>>): State {
-  const commits = events.map((event) => {
-    n += 1;
-    const commit: Commit = { commandId: `c${n}`, entity: { kind: "test", id: "x" }, events: [{ ...meta(n), ...event } as MeshEvent] };
-    return { sequence: n, commit };
-  });
-  return evolve(initialState, commits);
-}
+const given = (...events: EventBody[]): State => stateOf(events);
 const genesis = { type: "MeshCreated", genesisAddress: "tls://bus.example:4443", fingerprint: Array(32).fill("AB").join(":"), bootstrapUser: "controller-mesh-controller" } as const;
 const broker = Manifest.parse({ name: "broker", version: "1", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] });
 
