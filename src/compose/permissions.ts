@@ -13,9 +13,9 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  * Bus permissions derived per principal from the records and the manifests (DESIGN.md 5, R2, R4,
  * R15 to R20, R33). Deny by default: a principal is granted exactly the subjects listed here.
  *
- * - controller: serves commands (sub `mesh.command.>`), appends records (pub `mesh.catalogue.>`),
- *   publishes declarations (pub `mesh.declaration.>`), hears reports (sub `mesh.report.>`), raises
- *   streams and consumers (pub `$JS.API.>`, the controller ONLY), keeps its snapshot buckets
+ * - controller: serves commands (sub COMMAND_SUBJECTS), appends records (pub CATALOGUE_SUBJECTS),
+ *   publishes declarations (pub CONTROL_SUBJECTS), hears reports (sub REPORT_SUBJECTS), raises
+ *   streams and consumers (pub JS_API_SUBJECTS, the controller ONLY), keeps its snapshot buckets
  *   (pub `$KV.<bucket>.>`, `$O.<bucket>.>` and those buckets' flow control), submits the work of
  *   the seats in `config.controllerSubmits` (R19; the submitting half only) and hears their
  *   outcome events named exactly (R15); plus what its own module (`mesh-controller`, claiming
@@ -59,7 +59,7 @@ export function userOf(state: State, principal: Principal): string {
 
 /**
  * The inboxes the controller may publish its replies to: `_INBOX_<user>.>` of every operator with a
- * credential (the principals granted `mesh.command.>`), sorted. One function for composition and the
+ * credential (the principals granted COMMAND_SUBJECTS), sorted. One function for composition and the
  * installer's carried list (R13, R15). Explicit grants, because a reload of the user list or a
  * reconnect forgets `allow_responses` (see the module comment). O(credentials).
  */

@@ -46,8 +46,8 @@ export type Topology = { streams: StreamSpec[]; consumers: ConsumerSpec[] };
  * - CATALOGUE (limits, deny delete and purge, R42);
  * - CONTROL (latest per subject) and one durable pull consumer per enrolled node, filtered on its
  *   own subjects alone (`declarationFilter(node)`: its declaration and its user-list parts), never
- *   dead-lettering (R22). A node consumer raised by an earlier build with the exact filter
- *   `mesh.declaration.<node>` is refused by raiseTopology, not rewritten (see raise.ts): delete it
+ *   dead-lettering (R22). A node consumer raised by an earlier build with the exact filter of its
+ *   old single declaration subject is refused by raiseTopology, not rewritten (see raise.ts): delete it
  *   to have it raised again;
  * - one work-queue stream per seat that accepts work, whether or not anyone holds it, with its one
  *   consumer shared by every holder (R16, R20; seat names after aliases, R27);
