@@ -30,7 +30,7 @@ export const CONTROLLER_PERMISSIONS_FILE = fileURLToPath(new URL("./controller-p
 
 const Template = z.object({
   controllerSubmits: z.array(z.string()).default([]),
-  publish: z.object({ allow: z.array(z.string()) }),
+  publish: z.object({ allow: z.array(z.string()), deny: z.array(z.string()).optional() }),
   subscribe: z.object({ allow: z.array(z.string()) }),
   allow_responses: z.boolean().optional(),
 });
@@ -45,7 +45,7 @@ export function controllerTemplatePermissions(file = CONTROLLER_PERMISSIONS_FILE
   const raw = JSON.parse(readFileSync(file, "utf8")) as unknown;
   const parsed = Template.parse(raw);
   const permissions: Permissions = {
-    publish: { allow: [...parsed.publish.allow].sort() },
+    publish: { allow: [...parsed.publish.allow].sort(), ...(parsed.publish.deny ? { deny: [...parsed.publish.deny].sort() } : {}) },
     subscribe: { allow: [...parsed.subscribe.allow].sort() },
   };
   if (parsed.allow_responses) permissions.allow_responses = true;
@@ -63,7 +63,7 @@ export function controllerTemplatePermissions(file = CONTROLLER_PERMISSIONS_FILE
 export function carriedControllerPermissions(state: State, file = CONTROLLER_PERMISSIONS_FILE): Permissions {
   const template = controllerTemplatePermissions(file);
   const publish = [...new Set([...template.publish.allow, ...controllerReplyInboxes(state)])].sort();
-  return { ...template, publish: { allow: publish } };
+  return { ...template, publish: { ...template.publish, allow: publish } };
 }
 
 /**
@@ -119,9 +119,10 @@ export function readUserList(text: string): ListedUser[] {
     // nats-server's syntax here is JSON with bare keys: quote them.
     const json = trimmed.replace(/([{,]\s*)([A-Za-z_]+):/g, '$1"$2":');
     const raw = JSON.parse(json) as { user: string; password: string; permissions: Record<string, unknown> };
-    const side = (value: unknown): { allow: string[] } => {
+    const side = (value: unknown): { allow: string[]; deny?: string[] } => {
       const v = value as { allow?: string[]; deny?: string[] } | undefined;
-      return { allow: v?.allow ? [...v.allow] : [] };
+      // A deny beside an allow list is the R47 guard; a deny alone is renderUserList's "nothing".
+      return { allow: v?.allow ? [...v.allow] : [], ...(v?.allow && v.deny ? { deny: [...v.deny] } : {}) };
     };
     const permissions: Permissions = { publish: side(raw.permissions.publish), subscribe: side(raw.permissions.subscribe) };
     if (raw.permissions.allow_responses === true) permissions.allow_responses = true;

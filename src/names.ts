@@ -246,6 +246,17 @@ export const BUILD_SEAT = "mesh-build";
 /** Every subject the controller serves or a principal may be granted on the JetStream API. Controller only (field notes). */
 export const JS_API_SUBJECTS = "$JS.API.>";
 
+/**
+ * The JetStream API subjects that would erase the records (R47): deleting the CATALOGUE stream,
+ * purging it, deleting one of its messages. Denied to every principal that holds JS_API_SUBJECTS
+ * (a deny wins over an allow in nats-server), so not even the controller's credential erases them.
+ */
+export const CATALOGUE_ERASE_SUBJECTS: readonly string[] = [
+  `${DEFAULT_JS_API_PREFIX}.STREAM.DELETE.${CATALOGUE_STREAM}`,
+  `${DEFAULT_JS_API_PREFIX}.STREAM.MSG.DELETE.${CATALOGUE_STREAM}`,
+  `${DEFAULT_JS_API_PREFIX}.STREAM.PURGE.${CATALOGUE_STREAM}`,
+];
+
 /** Flow-control replies of every push consumer of one stream (ordered consumers have random names). */
 export function flowControlSubjects(stream: string): string {
   return `$JS.FC.${stream}.>`;

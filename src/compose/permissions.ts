@@ -1,7 +1,7 @@
 import type { State } from "../projections/index.ts";
 import { credentialOf, resolveSeat, seatOf } from "../projections/index.ts";
 import {
-  ALL_SUBJECTS, BUILD_SEAT, CATALOGUE_SUBJECTS, COMMAND_SUBJECTS, CONTROL_STREAM, CONTROL_SUBJECTS,
+  ALL_SUBJECTS, BUILD_SEAT, CATALOGUE_ERASE_SUBJECTS, CATALOGUE_SUBJECTS, COMMAND_SUBJECTS, CONTROL_STREAM, CONTROL_SUBJECTS,
   CONTROLLER_NAME, EVENTS_STREAM, JS_API_SUBJECTS, REPORT_SUBJECTS, SHARED_INBOX_SUBJECTS, SNAPSHOT_BUCKET,
   SNAPSHOT_OBJECTS, busUser, declarationConsumer, eventSubject, flowControlSubjects,
   followConsumer, inboxPrefix, inboxSubjects, kvStream, kvSubjects, objectStoreStream, objectStoreSubjects,
@@ -15,7 +15,8 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  *
  * - controller: serves commands (sub COMMAND_SUBJECTS), appends records (pub CATALOGUE_SUBJECTS),
  *   publishes declarations (pub CONTROL_SUBJECTS), hears reports (sub REPORT_SUBJECTS), raises
- *   streams and consumers (pub JS_API_SUBJECTS, the controller ONLY), keeps its snapshot buckets
+ *   streams and consumers (pub JS_API_SUBJECTS, the controller ONLY, minus CATALOGUE_ERASE_SUBJECTS:
+ *   publishSide, R47), keeps its snapshot buckets
  *   (pub `$KV.<bucket>.>`, `$O.<bucket>.>` and those buckets' flow control), submits the work of
  *   the seats in `config.controllerSubmits` (R19; the submitting half only) and hears their
  *   outcome events named exactly (R15); plus what its own module (`mesh-controller`, claiming
@@ -215,7 +216,7 @@ export function permissionsOf(state: State, principal: Principal, config: Compos
   const pub: string[] = [];
   const sub: string[] = [];
   const { responder, user, replies } = derive(state, principal, config, (direction, subject) => (direction === "pub" ? pub : sub).push(subject));
-  return checked({ publish: { allow: sortedUnique(pub) }, subscribe: { allow: sortedUnique(sub) } }, responder, user, replies);
+  return checked({ publish: publishSide(sortedUnique(pub)), subscribe: { allow: sortedUnique(sub) } }, responder, user, replies);
 }
 
 /**
@@ -224,7 +225,16 @@ export function permissionsOf(state: State, principal: Principal, config: Compos
  */
 export function permissionsFromGrants(grants: readonly Grant[], responder: boolean, user: string, replies: readonly string[] = []): Permissions {
   const by = (direction: Direction) => sortedUnique(grants.filter((g) => g.direction === direction).map((g) => g.subject));
-  return checked({ publish: { allow: by("pub") }, subscribe: { allow: by("sub") } }, responder, user, replies);
+  return checked({ publish: publishSide(by("pub")), subscribe: { allow: by("sub") } }, responder, user, replies);
+}
+
+/**
+ * The publish side: the allow list, plus a deny of the records' erasure API (R47) whenever the
+ * allow list holds the JetStream API wildcard (the controller): nobody may delete or purge
+ * CATALOGUE or delete one of its messages, the controller's own credential included.
+ */
+function publishSide(allow: string[]): Permissions["publish"] {
+  return allow.includes(JS_API_SUBJECTS) ? { allow, deny: [...CATALOGUE_ERASE_SUBJECTS] } : { allow };
 }
 
 /**

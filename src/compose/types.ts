@@ -20,11 +20,12 @@ export type Grant = { direction: Direction; subject: string; because: string };
 
 /**
  * A principal's bus permissions in nats-server's own shape: deny by default, exact allow lists,
- * sorted and deduplicated. `allow_responses` lets a responder publish one reply to the inbox of a
+ * sorted and deduplicated; a publish deny only where an allow wildcard must not reach (R47). `allow_responses` lets a responder publish one reply to the inbox of a
  * request it received, without a publish grant on anyone's inbox (R33).
  */
 export type Permissions = {
-  publish: { allow: string[] };
+  /** `deny` (R47): subjects refused even where an allow covers them (the records' erasure API). */
+  publish: { allow: string[]; deny?: string[] };
   subscribe: { allow: string[] };
   allow_responses?: boolean;
 };

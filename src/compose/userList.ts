@@ -73,8 +73,10 @@ function renderPermissions(permissions: Permissions): string {
   // nats-server reads an empty allow list as "no restriction": a principal with nothing to
   // publish gets an explicit deny of everything instead (deny by default). allow_responses still
   // lets a responder answer the requests it received.
-  const side = (allow: readonly string[]) => (allow.length > 0 ? `{allow: ${list(allow)}}` : `{deny: ${list([ALL_SUBJECTS])}}`);
-  const parts = [`publish: ${side(permissions.publish.allow)}`, `subscribe: ${side(permissions.subscribe.allow)}`];
+  // A deny list (R47) narrows an allow wildcard: nats-server lets a deny win over an allow.
+  const side = (allow: readonly string[], deny: readonly string[] = []) =>
+    allow.length > 0 ? `{allow: ${list(allow)}${deny.length > 0 ? `, deny: ${list(deny)}` : ""}}` : `{deny: ${list([ALL_SUBJECTS])}}`;
+  const parts = [`publish: ${side(permissions.publish.allow, permissions.publish.deny)}`, `subscribe: ${side(permissions.subscribe.allow)}`];
   if (permissions.allow_responses) parts.push("allow_responses: true");
   return `{${parts.join(", ")}}`;
 }

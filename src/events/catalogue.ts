@@ -15,16 +15,17 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type StreamConfig,
+  type StreamInfo,
 } from "@nats-io/jetstream";
 import { CATALOGUE_STREAM, CATALOGUE_SUBJECTS, catalogueSubject } from "../names.ts";
 import { Commit, type Entity, type MeshEvent } from "./index.ts";
-import { FencedAppend, FenceRetriesExhausted, InvalidEvent } from "./errors.ts";
+import { FencedAppend, FenceRetriesExhausted, InvalidEvent, RecordsUnsafe } from "./errors.ts";
 import { retryFenced } from "./retry.ts";
 import { loadSnapshot, openSnapshotStores, saveSnapshot, type SnapshotStores } from "./snapshots.ts";
 import { appliedSequence, evolve, initialState, startFold, type Fold, type SequencedCommit, type State } from "../projections/index.ts";
 import type { Decision, Refusal } from "../commands/envelope.ts";
 
-export { FencedAppend, FenceRetriesExhausted, InvalidEvent };
+export { FencedAppend, FenceRetriesExhausted, InvalidEvent, RecordsUnsafe };
 
 /** The header naming a commit's event types, comma-joined, so tools can filter without parsing. */
 export const EVENT_TYPES_HEADER = "Mesh-Event-Types";
@@ -87,8 +88,12 @@ async function busOf(nc: NatsConnection): Promise<Bus> {
 }
 
 /**
- * Creates the CATALOGUE stream or asserts the one there: file storage, limits retention, no age
- * limit, deny_delete and deny_purge (R42). A stream missing a guard is updated to have it.
+ * Creates the CATALOGUE stream or asserts the one there: file storage, limits retention, no limit
+ * that erases commits, deny_delete and deny_purge (R42). A stream missing a deny guard is updated to
+ * have it. Throws RecordsUnsafe (R47) naming the setting when the stream there has a limit that
+ * erases commits (max_msgs, max_bytes, max_age, max_msgs_per_subject) or shows commits erased (a
+ * first sequence other than 1, deleted messages): such a limit is never lifted silently, because
+ * what it erased is already gone and the operator must know.
  */
 export async function ensureCatalogueStream(jsm: JetStreamManager, options: CatalogueOptions = {}): Promise<void> {
   const config: Partial<StreamConfig> & { name: string } = {
@@ -104,23 +109,44 @@ export async function ensureCatalogueStream(jsm: JetStreamManager, options: Cata
     num_replicas: options.replicas ?? 1,
     ...(options.duplicateWindowMs === undefined ? {} : { duplicate_window: nanos(options.duplicateWindowMs) }),
   };
-  let existing: StreamConfig;
+  let existing: StreamInfo;
   try {
-    existing = (await jsm.streams.info(CATALOGUE_STREAM)).config;
+    existing = await jsm.streams.info(CATALOGUE_STREAM);
   } catch (error) {
     if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error;
     await jsm.streams.add(config);
     return;
   }
-  if (!existing.deny_delete || !existing.deny_purge || existing.max_age !== 0 || !existing.subjects.includes(CATALOGUE_SUBJECTS)) {
+  assertRecordsSafe(existing);
+  const current = existing.config;
+  if (!current.deny_delete || !current.deny_purge || !current.subjects.includes(CATALOGUE_SUBJECTS)) {
     await jsm.streams.update(CATALOGUE_STREAM, {
-      ...existing,
+      ...current,
       deny_delete: true,
       deny_purge: true,
-      max_age: 0,
-      subjects: [...new Set([...existing.subjects, CATALOGUE_SUBJECTS])],
+      subjects: [...new Set([...current.subjects, CATALOGUE_SUBJECTS])],
     });
   }
+}
+
+/**
+ * R47: throws RecordsUnsafe naming the first setting of `info` (CATALOGUE's stream info) that
+ * erases commits or shows that some were erased. Pure: a stream info in, nothing out.
+ */
+export function assertRecordsSafe(info: Pick<StreamInfo, "config" | "state">): void {
+  const fix = `restore the setting (nats stream edit ${CATALOGUE_STREAM}) or the records from a backup, then run \`mesh replay\``;
+  const limited = (value: number | undefined) => value !== undefined && value > 0;
+  const { config, state } = info;
+  if (limited(config.max_msgs)) throw new RecordsUnsafe("max_msgs", `is ${config.max_msgs}: every commit past it erases the oldest`, `set it to -1: ${fix}`);
+  if (limited(config.max_bytes)) throw new RecordsUnsafe("max_bytes", `is ${config.max_bytes}: commits past it erase the oldest`, `set it to -1: ${fix}`);
+  if (limited(config.max_age)) throw new RecordsUnsafe("max_age", `is ${config.max_age} ns: older commits are erased`, `set it to 0: ${fix}`);
+  if (limited(config.max_msgs_per_subject)) {
+    throw new RecordsUnsafe("max_msgs_per_subject", `is ${config.max_msgs_per_subject}: an entity's older commits are erased`, `set it to -1: ${fix}`);
+  }
+  if (state.last_seq > 0 && state.first_seq !== 1) {
+    throw new RecordsUnsafe("first_seq", `is ${state.first_seq}: commits 1..${state.first_seq - 1} were erased`, fix);
+  }
+  if ((state.num_deleted ?? 0) > 0) throw new RecordsUnsafe("num_deleted", `is ${state.num_deleted}: commits were deleted`, fix);
 }
 
 /** Parses and validates one stored commit; InvalidEvent naming `sequence` when it is not one. */

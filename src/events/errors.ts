@@ -41,3 +41,18 @@ export class FenceRetriesExhausted extends Error {
     this.attempts = attempts;
   }
 }
+
+/**
+ * The CATALOGUE stream is set up so that commits are (or were) erased (R47): a limit that drops
+ * the oldest commits (`max_msgs`, `max_bytes`, `max_age`, `max_msgs_per_subject`), a first
+ * sequence other than 1, or deleted messages. `setting` names the stream setting (or state field)
+ * and `fix` what to do. The controller does not serve on such records.
+ */
+export class RecordsUnsafe extends Error {
+  override readonly name = "RecordsUnsafe";
+  readonly setting: string;
+  constructor(setting: string, detail: string, fix: string) {
+    super(`the records (stream CATALOGUE) are not safe to serve on: ${setting} ${detail} (R47); ${fix}`);
+    this.setting = setting;
+  }
+}

@@ -19,7 +19,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { composeBusUsers, composeTopology, renderUserList, type BusUsers } from "../../src/compose/index.ts";
 import { hashPassword } from "../../src/crypto/secrets.ts";
 import {
-  ALL_SUBJECTS, CONTROL_STREAM, CONTROLLER_NAME, EVENTS_STREAM, SHARED_INBOX_SUBJECTS, busUser, commandSubject,
+  ALL_SUBJECTS, CATALOGUE_STREAM, CONTROL_STREAM, CONTROLLER_NAME, EVENTS_STREAM, SHARED_INBOX_SUBJECTS, busUser, commandSubject,
   declarationConsumer, declarationSubject, deliverSubject, userListPartSubject, eventSubject, followConsumer, inboxPrefix, inboxSubjects,
   pullGrants, reportSubject, toolSubject, workConsumer, workStream, workSubject,
 } from "../../src/names.ts";
@@ -243,6 +243,22 @@ describe("composed permissions enforced by nats-server", () => {
     await allowedSub(BUILDER, eventSubject("mesh-build", "built"));
     await refusedPub(BUILDER, "$JS.API.INFO");
     await refusedPub(BUILDER, workSubject("artifacts", "store"));
+  });
+
+  it("R47: the controller's own credential cannot delete CATALOGUE (the bus refuses the API call); other streams' API stays its own", async () => {
+    const controller = await dial(CONTROLLER);
+    try {
+      const jsm = await jetstreamManager(controller.nc);
+      await assert.rejects(jsm.streams.delete(CATALOGUE_STREAM));
+      await waitFor(() => controller.violations.find((v) => v.operation === "publish" && v.subject === `$JS.API.STREAM.DELETE.${CATALOGUE_STREAM}`), { name: "delete CATALOGUE refused" });
+      assert.equal((await jsm.streams.info(CATALOGUE_STREAM)).config.name, CATALOGUE_STREAM, "the records are still there");
+    } finally { await close(controller); }
+    const again = await dial(CONTROLLER);
+    try {
+      const jsm = await jetstreamManager(again.nc);
+      await jsm.streams.add({ name: "R47_SCRATCH", subjects: ["r47.scratch"] });
+      assert.equal(await jsm.streams.delete("R47_SCRATCH"), true, "another stream is still the controller's to delete");
+    } finally { await close(again); }
   });
 
   it("R24: a module with nothing to publish is refused every publish", async () => {

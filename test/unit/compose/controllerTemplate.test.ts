@@ -2,8 +2,8 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { controllerReplyInboxes, permissionsOf } from "../../../src/compose/index.ts";
-import { CONTROLLER_NAME, busUser, inboxSubjects } from "../../../src/names.ts";
+import { controllerReplyInboxes, permissionsOf, renderUserList } from "../../../src/compose/index.ts";
+import { CATALOGUE_ERASE_SUBJECTS, CATALOGUE_STREAM, CONTROLLER_NAME, busUser, inboxSubjects } from "../../../src/names.ts";
 import { evolve, initialState } from "../../../src/projections/index.ts";
 import { carriedControllerPermissions, carriedUsers, GENESIS_COMPOSE_CONFIG } from "../../../installer/carried.ts";
 import { decideGenesis } from "../../../installer/record.ts";
@@ -13,7 +13,7 @@ const templateFile = fileURLToPath(new URL("../../../installer/controller-permis
 type Template = {
   user: string;
   controllerSubmits: string[];
-  publish: { allow: string[] };
+  publish: { allow: string[]; deny?: string[] };
   subscribe: { allow: string[] };
   allow_responses?: boolean;
   wildcards: Record<string, string>;
@@ -61,6 +61,14 @@ describe("the controller's carried permissions", () => {
     const derivedAtGenesis = permissionsOf(genesisState, { kind: "controller", name: CONTROLLER_NAME }, GENESIS_COMPOSE_CONFIG);
     assert.deepEqual(derivedAtGenesis.publish.allow.filter((s) => s.startsWith("_INBOX")), replies, "the same function builds both");
     assert.equal(controller.permissions.allow_responses, undefined);
+  });
+
+  it("R47 R15: the controller is denied deleting or purging CATALOGUE (and deleting its messages), in the template and the derivation alike", () => {
+    assert.deepEqual(derived.publish.deny, [...CATALOGUE_ERASE_SUBJECTS].sort());
+    assert.ok(derived.publish.deny!.includes(`$JS.API.STREAM.DELETE.${CATALOGUE_STREAM}`));
+    assert.deepEqual(template.publish.deny, derived.publish.deny);
+    assert.deepEqual(carriedControllerPermissions(state).publish.deny, derived.publish.deny);
+    assert.match(renderUserList({ users: [{ user: "u", password: "p", principal: { kind: "controller", name: CONTROLLER_NAME }, permissions: derived }] }), /deny: \["\$JS\.API\.STREAM\.DELETE\.CATALOGUE"/);
   });
 
   it("R15: every wildcard of the template is explained", () => {
