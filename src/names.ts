@@ -222,6 +222,12 @@ export function busUser(kind: PrincipalKind, name: string): string {
 export const ENTITY_KINDS = ["mesh", "seat", "push", ...PRINCIPAL_KINDS] as const;
 export type EntityKind = (typeof ENTITY_KINDS)[number];
 
+/**
+ * The entity the records' own commits are filed under (R44, R45: a voided commit, an accepted
+ * restore): `mesh.catalogue.mesh.records`.
+ */
+export const RECORDS_ENTITY = { kind: "mesh", id: "records" } as const;
+
 /** The key a principal's credential is filed under in the records: `<kind>:<name>`. */
 export function principalKey(kind: PrincipalKind, name: string): string {
   return `${kind}:${name}`;

@@ -27,6 +27,8 @@ import { push, raiseMesh, type PushContext, type PushOptions, type PushReport } 
 import { PUSH_VERB, pushVerb } from "../push/pushCommand.ts";
 import { controllerCredential, pendingPassword, type ControllerCredential } from "./credential.ts";
 import { describeRaise, newRaiseMemo, type RaiseReport } from "./raise.ts";
+import { replayVerb } from "./replayVerb.ts";
+import { REPLAY_VERB } from "../commands/replay.ts";
 import type { ControllerLog } from "./log.ts";
 
 /** A running controller. */
@@ -142,19 +144,24 @@ export async function startController(config: ControllerConfig, { log, connectTi
 
   try {
     // 3. Load the snapshot and catch up.
-    const catalogue = await openCatalogue(nc, { replicas: config.replicas });
+    // A commit no fold can read (R45) does not stop the start: the controller serves `replay` to
+    // void it, and refuses every other verb naming it (replyErrorOf).
+    const catalogue = await openCatalogue(nc, { replicas: config.replicas, holdInvalid: true });
     log.info(`records folded to sequence ${catalogue.state.sequence}`);
+    if (catalogue.held) log.error(`${catalogue.held.message}; serving \`mesh replay\` only until then`);
     let snapshotAt = catalogue.state.sequence;
 
     // 4. Raise streams, then consumers (R21, R22).
     const jsm = await jetstreamManager(nc, { checkAPI: false });
     const raiseMemo = newRaiseMemo();
-    const raised = await raiseMesh(jsm, catalogue.state, compose, { memo: raiseMemo, nc });
-    log.info(`raised the bus: ${describeRaise(raised)}`);
+    const raised: RaiseReport = catalogue.held
+      ? { created: [], updated: [], unchanged: [], refused: [] }
+      : await raiseMesh(jsm, catalogue.state, compose, { memo: raiseMemo, nc });
+    if (!catalogue.held) log.info(`raised the bus: ${describeRaise(raised)}`);
     for (const refusal of raised.refused) log.error(`not raised: ${refusal.reason}`);
 
-    // 5. The controller's credential (R14).
-    await recordCredential(catalogue, config, credential, log);
+    // 5. The controller's credential (R14); not over records it cannot fold to their end.
+    if (!catalogue.held) await recordCredential(catalogue, config, credential, log);
 
     // 6. Serve commands, push among them.
     const pushContext: PushContext = {
@@ -183,7 +190,10 @@ export async function startController(config: ControllerConfig, { log, connectTi
         log,
         compose,
       },
-      { [PUSH_VERB]: pushVerb(runPush, log, (subject, line) => nc.publish(subject, line)) },
+      {
+        [PUSH_VERB]: pushVerb(runPush, log, (subject, line) => nc.publish(subject, line)),
+        [REPLAY_VERB]: replayVerb({ nc, catalogue, log, now: () => new Date(), newId: () => randomUUID() }),
+      },
     );
     await nc.flush(); // the subscription is on the server before start returns
     log.info(`serving commands at ${address}`);

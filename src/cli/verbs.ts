@@ -17,6 +17,7 @@ import { PUSH_CLI_VERB } from "./push.ts";
 import { CONTROLLER_CLI_VERB } from "./controller.ts";
 import { explainBody, explainExitCode, renderExplain, EXPLAIN_ARGUMENTS } from "./explain.ts";
 import { COMPOSE_CLI_VERB } from "./compose.ts";
+import { REPLAY_CLI_VERB } from "./replay.ts";
 
 /** A positional argument: `<name>`, `[name]` when optional, `<name...>` when variadic. */
 export type ArgumentSpec = { name: string; description: string; optional?: boolean; variadic?: boolean };
@@ -288,6 +289,6 @@ export const CLI_VERBS: CliVerb[] = [
     arguments: EXPLAIN_ARGUMENTS, body: explainBody, render: renderExplain, exitCode: explainExitCode,
   }),
   ...HOST_VERBS,
-  PUSH_CLI_VERB, COMPOSE_CLI_VERB, CONTROLLER_CLI_VERB,
+  PUSH_CLI_VERB, COMPOSE_CLI_VERB, CONTROLLER_CLI_VERB, REPLAY_CLI_VERB,
   ...UP_VERBS,
 ];

@@ -69,6 +69,8 @@ function seatsNamed(manifest: Extract<MeshEvent, { type: "ModuleRegistered" }>["
 export function mentions(event: MeshEvent, entity: Entity): boolean {
   const { kind, id } = entity;
   switch (event.type) {
+    case "CommitVoided":
+      return kind === "mesh";
     case "MeshCreated":
       return kind === "mesh" || (kind === "controller" && event.bootstrapUser === busUser("controller", id));
     case "NodeEnrolled":
@@ -147,6 +149,8 @@ export function summaryOf(event: MeshEvent): string {
       return `provision ${event.provision} of seat ${event.seat} minted for module ${event.consumer} (user ${event.user})`;
     case "DeclarationSent":
       return `declaration sent to node ${event.node} (composed from records sequence ${event.recordsSequence})`;
+    case "CommitVoided":
+      return `commit at sequence ${event.sequence} (${event.types.join(", ") || "no event types"}) voided: ${event.reason}`;
     default:
       return assertNever(event);
   }

@@ -47,7 +47,7 @@ export type ServeDependencies = {
 export type CommandServer = { stop(): Promise<void> };
 
 /** The request body: the verb's fields plus an optional command id (idempotency key). */
-const CommandId = z
+export const CommandId = z
   .string()
   .regex(/^[A-Za-z0-9_.:-]{1,128}$/, "use 1 to 128 letters, digits, dots, dashes, colons or underscores");
 
@@ -86,7 +86,7 @@ export function replyErrorOf(error: unknown): Refusal {
       code: "invalid-records",
       message: error.sequence === 0
         ? "the command produced an event that fails its schema: nothing was written; report this as a bug"
-        : `the records hold an invalid event at sequence ${error.sequence}: the controller stopped folding; run replay after fixing it`,
+        : `the records hold a commit the controller cannot fold at sequence ${error.sequence} (${error.types.join(", ") || "no event type"}): it serves nothing else until it is voided; see \`mesh replay\`, then \`mesh replay --void ${error.sequence} --reason <why>\` (R45)`,
     };
   }
   return { code: "internal", message: "the controller failed to handle the command: see its log" };

@@ -17,7 +17,7 @@ import {
   type StreamConfig,
   type StreamInfo,
 } from "@nats-io/jetstream";
-import { CATALOGUE_STREAM, CATALOGUE_SUBJECTS, catalogueSubject } from "../names.ts";
+import { CATALOGUE_STREAM, CATALOGUE_SUBJECTS, RECORDS_ENTITY, catalogueSubject } from "../names.ts";
 import { Commit, type Entity, type MeshEvent } from "./index.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent, RecordsUnsafe } from "./errors.ts";
 import { retryFenced } from "./retry.ts";
@@ -63,6 +63,19 @@ export interface Catalogue {
   transact(commandId: string, decide: (state: State) => Decision): Promise<TransactResult>;
   /** Saves a snapshot of the folded state (object store body, KV pointer). Bytes = body size. */
   snapshot(): Promise<{ sequence: number; bytes: number }>;
+  /**
+   * The commit the fold stopped at (R45): the InvalidEvent the last catch-up met, naming its
+   * sequence and event types; null when the records folded to their end.
+   */
+  readonly held: InvalidEvent | null;
+  /**
+   * Appends one commit past the commit the fold stopped at (R45: an operator's voiding commit),
+   * which transact cannot do (its fence is the folded sequence, behind the stream's end). Catches
+   * up first; `decide` gets what is held now (null when nothing is) and returns the events or a
+   * refusal. The append is fenced by the stream's last sequence read just before it, with
+   * Nats-Msg-Id = commandId; then the records are folded again (the voided commit skipped).
+   */
+  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision): Promise<TransactResult>;
 }
 
 export type CatalogueOptions = {
@@ -72,6 +85,12 @@ export type CatalogueOptions = {
   useSnapshot?: boolean;
   /** The stream's dedupe window in ms when the stream is created (server default: 2 minutes). */
   duplicateWindowMs?: number;
+  /**
+   * Open even when the fold meets a commit it cannot decode (default false: throw InvalidEvent):
+   * the state is folded up to the commit before it, and `held` names it (R45). The controller
+   * opens this way so that it can serve `mesh replay --void`.
+   */
+  holdInvalid?: boolean;
 };
 
 export type ReadOptions = {
@@ -149,7 +168,14 @@ export function assertRecordsSafe(info: Pick<StreamInfo, "config" | "state">): v
   if ((state.num_deleted ?? 0) > 0) throw new RecordsUnsafe("num_deleted", `is ${state.num_deleted}: commits were deleted`, fix);
 }
 
-/** Parses and validates one stored commit; InvalidEvent naming `sequence` when it is not one. */
+/** The event types a stored message names, as far as it can be read (for InvalidEvent, R45). */
+function typesNamed(raw: unknown): string[] {
+  const events = (raw as { events?: unknown } | null)?.events;
+  if (!Array.isArray(events)) return [];
+  return events.map((e) => (e !== null && typeof e === "object" && typeof (e as { type?: unknown }).type === "string" ? (e as { type: string }).type : "?"));
+}
+
+/** Parses and validates one stored commit; InvalidEvent naming `sequence` and its event types when it is not one. */
 function decodeCommit(sequence: number, subject: string, data: Uint8Array): Commit {
   let raw: unknown;
   try {
@@ -158,12 +184,44 @@ function decodeCommit(sequence: number, subject: string, data: Uint8Array): Comm
     throw new InvalidEvent(sequence, { cause: error });
   }
   const parsed = Commit.safeParse(raw);
-  if (!parsed.success) throw new InvalidEvent(sequence, { cause: parsed.error });
+  if (!parsed.success) throw new InvalidEvent(sequence, { cause: parsed.error, types: typesNamed(raw) });
   const commit = parsed.data;
   if (subject !== catalogueSubject(commit.entity.kind, commit.entity.id)) {
-    throw new InvalidEvent(sequence, { cause: new Error(`commit about ${commit.entity.kind}/${commit.entity.id} stored on ${subject}`) });
+    throw new InvalidEvent(sequence, { cause: new Error(`commit about ${commit.entity.kind}/${commit.entity.id} stored on ${subject}`), types: typesNamed(raw) });
   }
   return commit;
+}
+
+/** The subject of the records' own commits (voids, restores): RECORDS_ENTITY. */
+const RECORDS_SUBJECT = catalogueSubject(RECORDS_ENTITY.kind, RECORDS_ENTITY.id);
+
+/**
+ * The sequences operators voided (R45): every CommitVoided on the records' own subject. Read only
+ * when a fold meets a commit it cannot decode (the healthy path never pays for it): the stream's
+ * per-subject count first (none: done), then those few messages, filtered on that subject.
+ */
+async function voidedSequences(bus: Bus): Promise<Set<number>> {
+  const voided = new Set<number>();
+  const info = await bus.jsm.streams.info(CATALOGUE_STREAM, { subjects_filter: RECORDS_SUBJECT });
+  const count = info.state.subjects?.[RECORDS_SUBJECT] ?? 0;
+  if (count === 0) return voided;
+  const consumer = await bus.js.consumers.get(CATALOGUE_STREAM, { filter_subjects: RECORDS_SUBJECT });
+  const messages = await consumer.consume({ max_messages: 100 });
+  let seen = 0;
+  try {
+    for await (const m of messages) {
+      seen += 1;
+      try {
+        for (const event of decodeCommit(m.seq, m.subject, m.data).events) if (event.type === "CommitVoided") voided.add(event.sequence);
+      } catch {
+        // an undecodable message on this subject voids nothing (it may be voided itself)
+      }
+      if (seen >= count) break;
+    }
+  } finally {
+    await messages.close().catch(() => undefined);
+  }
+  return voided;
 }
 const decoder = new TextDecoder();
 
@@ -187,14 +245,22 @@ async function readFrom(
   const messages = await consumer.consume({ max_messages: Math.max(batchSize, 1000) });
   let batch: SequencedCommit[] = [];
   let read = from - 1;
+  let voided: Set<number> | null = null;
   try {
     for await (const m of messages) {
       let commit: Commit;
       try {
         commit = decodeCommit(m.seq, m.subject, m.data);
       } catch (error) {
-        if (batch.length > 0) onBatch(batch); // fold what came before the bad message
-        throw error;
+        voided ??= await voidedSequences(bus);
+        if (!voided.has(m.seq)) {
+          if (batch.length > 0) onBatch(batch); // fold what came before the bad message
+          throw error;
+        }
+        // R45: an operator voided this commit; every fold skips it alike (replay, snapshot + tail).
+        read = m.seq;
+        if (m.seq >= last) break;
+        continue;
       }
       batch.push({ sequence: m.seq, commit });
       read = m.seq;
@@ -266,6 +332,7 @@ class JetStreamCatalogue implements Catalogue {
   #stores: SnapshotStores;
   #state: State;
   #queue: Promise<unknown> = Promise.resolve();
+  #held: InvalidEvent | null = null;
   readonly startedFrom: number;
 
   constructor(bus: Bus, stores: SnapshotStores, state: State) {
@@ -277,6 +344,10 @@ class JetStreamCatalogue implements Catalogue {
 
   get state(): State {
     return this.#state;
+  }
+
+  get held(): InvalidEvent | null {
+    return this.#held;
   }
 
   /** Runs `task` after every earlier call on this catalogue has settled. */
@@ -291,7 +362,48 @@ class JetStreamCatalogue implements Catalogue {
   }
 
   async #catchUp(): Promise<State> {
-    return foldFrom(this.#bus, this.#state, (state) => { this.#state = state; });
+    try {
+      const state = await foldFrom(this.#bus, this.#state, (state) => { this.#state = state; });
+      this.#held = null;
+      return state;
+    } catch (error) {
+      if (error instanceof InvalidEvent) this.#held = error;
+      throw error;
+    }
+  }
+
+  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision): Promise<TransactResult> {
+    return this.#serial(async () => {
+      await this.#catchUp().catch((error: unknown) => {
+        if (!(error instanceof InvalidEvent)) throw error;
+      });
+      const applied = appliedSequence(this.#state, commandId);
+      if (applied !== undefined) return this.#duplicate(applied);
+      const decision = decide(this.#held);
+      if (!decision.ok) return { ok: false, refusal: decision.refusal };
+      if (decision.unchanged) {
+        return { ok: true, sequence: this.#state.sequence, events: [], entity: decision.entity, duplicate: false, unchanged: true, state: this.#state };
+      }
+      const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events });
+      if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
+      const commit = parsed.data;
+      const fence = (await this.#bus.jsm.streams.info(CATALOGUE_STREAM)).state.last_seq;
+      const h = headers();
+      h.set(EVENT_TYPES_HEADER, commit.events.map((e) => e.type).join(","));
+      let ack;
+      try {
+        ack = await this.#bus.js.publish(catalogueSubject(commit.entity.kind, commit.entity.id), JSON.stringify(commit), {
+          msgID: commandId, expect: { lastSequence: fence }, headers: h,
+        });
+      } catch (error) {
+        if (isWrongLastSequence(error)) throw new FencedAppend(fence, { cause: error });
+        throw error;
+      }
+      await this.#catchUp().catch((error: unknown) => {
+        if (!(error instanceof InvalidEvent)) throw error;
+      });
+      return { ok: true, sequence: ack.seq, events: commit.events, entity: commit.entity, duplicate: ack.duplicate, unchanged: false, state: this.#state };
+    });
   }
 
   transact(commandId: string, decide: (state: State) => Decision): Promise<TransactResult> {
@@ -347,7 +459,8 @@ class JetStreamCatalogue implements Catalogue {
 /**
  * Opens the records: creates or asserts the CATALOGUE stream (ensureCatalogueStream), the snapshot
  * KV bucket and object store; loads the newest snapshot (unless `useSnapshot` is false, or it is
- * ahead of the stream) and folds the tail. Throws InvalidEvent when the tail holds a bad commit.
+ * ahead of the stream) and folds the tail. Throws InvalidEvent when the tail holds a bad commit
+ * (unless `holdInvalid`: then `held` names it), RecordsUnsafe when the stream erases commits (R47).
  */
 export async function openCatalogue(nc: NatsConnection, options: CatalogueOptions = {}): Promise<Catalogue> {
   const bus = await busOf(nc);
@@ -359,6 +472,8 @@ export async function openCatalogue(nc: NatsConnection, options: CatalogueOption
     state = (await loadSnapshot(stores, last)) ?? initialState;
   }
   const catalogue = new JetStreamCatalogue(bus, stores, state);
-  await catalogue.catchUp();
+  await catalogue.catchUp().catch((error: unknown) => {
+    if (!(options.holdInvalid && error instanceof InvalidEvent)) throw error;
+  });
   return catalogue;
 }

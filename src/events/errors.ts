@@ -19,17 +19,35 @@ export class FencedAppend extends Error {
 /**
  * An event that does not pass its zod schema (or a message that is not a commit at all).
  * `sequence` is the stream sequence of the bad message; 0 when it was caught before writing.
- * `cause` is the zod (or JSON) error. A fold that meets one stops: it is never skipped.
+ * `types` are the event types the message names (what a newer release wrote, say), empty when it
+ * names none. `cause` is the zod (or JSON) error. A fold that meets one stops: it is never skipped
+ * unless an operator voided that sequence (R45). The message is one line: it names the sequence,
+ * the types, the first problems and the way out (`mesh replay --void <sequence>`).
  */
 export class InvalidEvent extends Error {
   override readonly name = "InvalidEvent";
   readonly sequence: number;
-  constructor(sequence: number, options?: { cause?: unknown }) {
-    const where = sequence === 0 ? "a commit about to be written" : `the records at sequence ${sequence}`;
-    const detail = options?.cause instanceof Error ? `: ${options.cause.message.slice(0, 500)}` : "";
-    super(`invalid event in ${where}${detail}`, options);
+  readonly types: string[];
+  constructor(sequence: number, options?: { cause?: unknown; types?: readonly string[] }) {
+    const types = [...(options?.types ?? [])];
+    const named = types.length > 0 ? ` (event type${types.length > 1 ? "s" : ""} ${types.join(", ")})` : "";
+    const where = sequence === 0 ? `a commit about to be written${named}` : `the commit at sequence ${sequence}${named}`;
+    const detail = oneLine(options?.cause);
+    const next = sequence === 0 ? "" : `; the fold stops there: see \`mesh replay\`, and void it with \`mesh replay --void ${sequence} --reason <why>\` (R45)`;
+    super(`invalid ${where}${detail ? `: ${detail}` : ""}${next}`, options?.cause === undefined ? undefined : { cause: options.cause });
     this.sequence = sequence;
+    this.types = types;
   }
+}
+
+/** A cause as one short line: a zod error's issues as `path: message`, else the first line of its message. */
+function oneLine(cause: unknown): string {
+  if (!(cause instanceof Error)) return "";
+  const issues = (cause as { issues?: Array<{ path: PropertyKey[]; message: string }> }).issues;
+  const text = Array.isArray(issues)
+    ? issues.slice(0, 3).map((i) => `${i.path.map(String).join(".") || "(commit)"}: ${i.message}`).join("; ") + (issues.length > 3 ? ` (+${issues.length - 3} more)` : "")
+    : cause.message.split("\n")[0]!;
+  return text.replace(/\s+/g, " ").slice(0, 300);
 }
 
 /** The fence-and-retry policy gave up: every attempt was fenced out. `cause` is the last FencedAppend. */

@@ -14,6 +14,7 @@ import { SeatHandedOver } from "./SeatHandedOver.ts";
 import { OverlayPlaced } from "./OverlayPlaced.ts";
 import { ProvisionMinted } from "./ProvisionMinted.ts";
 import { DeclarationSent } from "./DeclarationSent.ts";
+import { CommitVoided } from "./CommitVoided.ts";
 import { EventMeta, Principal, CredentialFields } from "./meta.ts";
 
 /** Every event of the records, discriminated by `type`. Validated when written and when read. */
@@ -33,6 +34,7 @@ export const MeshEvent = z.discriminatedUnion("type", [
   OverlayPlaced,
   ProvisionMinted,
   DeclarationSent,
+  CommitVoided,
 ]);
 export type MeshEvent = z.infer<typeof MeshEvent>;
 export type MeshEventType = MeshEvent["type"];
@@ -66,6 +68,7 @@ export {
   OverlayPlaced,
   ProvisionMinted,
   DeclarationSent,
+  CommitVoided,
   EventMeta,
   Principal,
   CredentialFields,

@@ -40,6 +40,7 @@ export function evolveCredentials(draft: Draft<CredentialsState>, event: MeshEve
     case "MeshCreated": case "NodeEnrolled": case "ModuleRegistered": case "ModuleIssued":
     case "ModuleAssigned": case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver":
     case "OverlayPlaced": case "ProvisionMinted": case "DeclarationSent":
+    case "CommitVoided":
       return;
     default:
       assertNever(event);

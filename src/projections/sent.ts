@@ -21,6 +21,7 @@ export function evolveSent(draft: Draft<SentState>, event: MeshEvent): void {
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
     case "ProvisionMinted":
+    case "CommitVoided":
       return;
     default:
       assertNever(event);

@@ -4,11 +4,29 @@
  */
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
 import { controllerFixture, type ControllerFixture } from "../support/controller.ts";
-import { RecordsUnsafe } from "../../src/events/catalogue.ts";
-import { CATALOGUE_STREAM } from "../../src/names.ts";
+import { RecordsUnsafe, replay } from "../../src/events/catalogue.ts";
+import { CATALOGUE_STREAM, catalogueSubject } from "../../src/names.ts";
+import { sendCommand } from "../../src/cli/send.ts";
+import { canonicalJson } from "../../src/projections/canonical.ts";
+import type { Reply } from "../../src/commands/envelope.ts";
+import { newNodeKeyPair } from "../../src/crypto/secrets.ts";
+
+/** A commit of an event type this release does not know (as a newer release, rolled back, wrote it). */
+function unknownCommit(): string {
+  const at = new Date().toISOString();
+  return JSON.stringify({
+    commandId: "from-a-newer-release",
+    entity: { kind: "node", id: "alpha" },
+    events: [{ type: "NodeRenamed", actor: "operator-test", commandId: "from-a-newer-release", at, node: "alpha", to: "alpha2" }],
+  });
+}
+
+function codeOf(reply: Reply): string {
+  return reply.ok ? "ok" : reply.error.code;
+}
 
 describe("R47: the controller refuses to serve on records that erase commits", () => {
   let server: NatsServer;
@@ -31,5 +49,63 @@ describe("R47: the controller refuses to serve on records that erase commits", (
     await jsm.streams.update(CATALOGUE_STREAM, { ...config, max_msgs: 5 });
     await assert.rejects(fixture.start(), (error: unknown) => error instanceof RecordsUnsafe && error.setting === "max_msgs");
     assert.equal((await jsm.streams.info(CATALOGUE_STREAM)).config.max_msgs, 5, "the controller did not change the setting behind the operator's back");
+  });
+});
+
+describe("R45: a commit no fold can read has a way out", () => {
+  let server: NatsServer;
+  let fixture: ControllerFixture;
+  before(async () => {
+    server = await startNatsServer();
+    fixture = await controllerFixture(server);
+  });
+  after(async () => {
+    await fixture?.close();
+    await server?.stop();
+  });
+
+  it("R45: an unknown event type stops every verb naming its sequence and type; mesh replay --void appends a voiding commit; the mesh serves; replay and snapshot + tail agree", async () => {
+    const send = (verb: string, body: Record<string, unknown>) => sendCommand(fixture.operator, verb, body, { timeoutMs: 20_000 });
+    const first = await fixture.start();
+    await fixture.enrol("alpha");
+    const ack = await jetstream(fixture.operator).publish(catalogueSubject("node", "alpha"), unknownCommit());
+    const bad = ack.seq;
+
+    for (const [verb, body] of [["nodes", {}], ["node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey }], ["push", {}]] as const) {
+      const reply = await send(verb, body);
+      assert.equal(codeOf(reply), "invalid-records", verb);
+      if (!reply.ok) {
+        assert.ok(reply.error.message.includes(String(bad)) && reply.error.message.includes("NodeRenamed"), `${verb} names sequence and type`);
+      }
+    }
+    await first.stop();
+
+    // A restart does not die on it: it serves replay only, and its log line names both, whole.
+    const second = await fixture.start();
+    const line = second.lines.find((l) => l.includes(`sequence ${bad}`));
+    assert.ok(line && line.includes("NodeRenamed") && line.includes("mesh replay --void"), `one whole log line: ${line}`);
+    assert.equal(codeOf(await send("nodes", {})), "invalid-records");
+    const report = await send("replay", {});
+    assert.equal(codeOf(report), "ok");
+    const stoppedAt = (report as Record<string, unknown>).stoppedAt as { sequence: number; types: string[] };
+    assert.deepEqual([stoppedAt.sequence, stoppedAt.types], [bad, ["NodeRenamed"]]);
+
+    assert.equal(codeOf(await send("replay", { void: bad - 1, reason: "wrong one" })), "not-voidable");
+    assert.equal(codeOf(await send("replay", { void: bad })), "invalid-request");
+    const voided = await send("replay", { void: bad, reason: "written by 0.2, rolled back to 0.1" });
+    assert.equal(codeOf(voided), "ok");
+    assert.equal((voided as Record<string, unknown>).stoppedAt, null);
+
+    assert.equal(codeOf(await send("nodes", {})), "ok");
+    assert.equal(codeOf(await send("node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey })), "ok");
+    const healthy = await send("replay", {}) as Record<string, unknown>;
+    assert.equal(healthy.valid, true);
+    assert.equal(healthy.matchesServing, true);
+    await second.stop(); // saves a snapshot past the voided commit
+
+    const third = await fixture.start();
+    assert.ok(third.catalogue.startedFrom > bad, "the third start folds from a snapshot past the voided commit");
+    assert.equal(canonicalJson(third.catalogue.state), canonicalJson(await replay(fixture.operator)), "snapshot + tail = replay (R41)");
+    assert.equal(third.catalogue.held, null);
   });
 });

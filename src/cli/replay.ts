@@ -1,0 +1,51 @@
+/**
+ * `mesh replay`: the records folded from sequence 1, ignoring snapshots, validated and reported
+ * (R44); `--void <seq> --reason <why>` voids the commit the fold stopped at (R45). Sent through
+ * busVerb (the CLI's one send path) as the `replay` verb.
+ */
+import { REPLAY_VERB } from "../commands/replay.ts";
+import { UsageError } from "./context.ts";
+import { busVerb, type CliVerb } from "./verbs.ts";
+
+type Row = Record<string, unknown>;
+
+/** `--void <seq>`: a whole number from 1, else a usage error naming the flag. */
+function sequenceOf(value: unknown): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError("mesh replay: --void takes the sequence of a commit, a whole number from 1");
+  return n;
+}
+
+/** The readable lines of a replay reply (a report, or a void's answer). */
+export function renderReplay(r: Row): string[] {
+  const stopped = r.stoppedAt as { sequence: number; types: string[]; reason: string } | null | undefined;
+  const lines: string[] = [];
+  if (r.voided !== undefined) {
+    lines.push(`voided the commit at sequence ${String(r.voided)} (voiding commit at ${String(r.sequence)}); the records fold to ${String(r.lastSequence)}`);
+  } else {
+    const counts = (r.counts ?? {}) as Record<string, number>;
+    lines.push(`records folded from sequence 1 (snapshots ignored) to sequence ${String(r.lastSequence)}: ${r.valid === true ? "every commit valid" : "a commit stops the fold"}`);
+    if (typeof r.digest === "string") lines.push(`state digest: ${r.digest}${r.matchesServing === true ? " (the controller serves the same state)" : r.matchesServing === false ? " (DIFFERS from the state the controller serves)" : ""}`);
+    lines.push(`counts: ${Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ")}`);
+  }
+  if (stopped) {
+    lines.push(`stopped at sequence ${stopped.sequence} (${stopped.types.join(", ") || "no event type"}): ${stopped.reason}`);
+  }
+  if (r.changed === false) lines.push("nothing changed");
+  return lines;
+}
+
+export const REPLAY_CLI_VERB: CliVerb = busVerb({
+  path: ["replay"], verb: REPLAY_VERB,
+  summary: "fold the records from sequence 1 ignoring snapshots, validate and report them (R44); --void a commit that stops the fold (R45)",
+  options: [
+    { flags: "--void <seq>", description: "void the commit at this sequence (the one the fold stops at); needs --reason" },
+    { flags: "--reason <why>", description: "why it is voided (kept in the records)" },
+  ],
+  body: (_a, o) => {
+    if ((o.void === undefined) !== (o.reason === undefined)) throw new UsageError("mesh replay: --void and --reason go together");
+    return o.void === undefined ? {} : { void: sequenceOf(o.void), reason: String(o.reason) };
+  },
+  spelled: { void: "--void", reason: "--reason" },
+  render: renderReplay,
+});

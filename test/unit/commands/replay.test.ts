@@ -1,0 +1,32 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { decideVoid } from "../../../src/commands/replay.ts";
+import { InvalidEvent } from "../../../src/events/errors.ts";
+import { RECORDS_ENTITY } from "../../../src/names.ts";
+
+const envelope = { commandId: "void-1", actor: "operator-ada", now: "2026-01-01T00:00:00.000Z", secrets: [] };
+const held = { sequence: 35, types: ["NodeRenamed"] };
+
+describe("replay --void (R45)", () => {
+  it("R45: voids the commit the fold stopped at, naming its sequence, types and the reason", () => {
+    const decision = decideVoid(held, { void: 35, reason: "rolled back" }, envelope);
+    assert.ok(decision.ok && !decision.unchanged);
+    assert.deepEqual(decision.entity, { ...RECORDS_ENTITY });
+    assert.deepEqual(decision.events, [{ type: "CommitVoided", actor: "operator-ada", commandId: "void-1", at: envelope.now, sequence: 35, types: ["NodeRenamed"], reason: "rolled back" }]);
+  });
+
+  it("R45 R41: refuses a folded commit, another sequence than the held one, and a void without a reason", () => {
+    const code = (d: ReturnType<typeof decideVoid>) => (d.ok ? "ok" : `${d.refusal.code}:${d.refusal.field ?? ""}`);
+    assert.equal(code(decideVoid(null, { void: 3, reason: "x" }, envelope)), "not-voidable:void");
+    assert.equal(code(decideVoid(held, { void: 34, reason: "x" }, envelope)), "not-voidable:void");
+    assert.equal(code(decideVoid(held, { void: 35 }, envelope)), "invalid-request:reason");
+  });
+
+  it("R45: an invalid commit's error is one line naming its sequence, its event types and mesh replay --void", () => {
+    const cause = new Error("line one\n[\n  {\"code\": \"invalid_union\"}\n]");
+    const error = new InvalidEvent(35, { cause, types: ["NodeRenamed"] });
+    assert.equal(error.message.includes("\n"), false);
+    assert.deepEqual([error.sequence, error.types], [35, ["NodeRenamed"]]);
+    assert.ok(error.message.includes("35") && error.message.includes("NodeRenamed") && error.message.includes("mesh replay --void 35"));
+  });
+});
