@@ -146,7 +146,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
     // 3. Load the snapshot and catch up.
     // A commit no fold can read (R45) does not stop the start: the controller serves `replay` to
     // void it, and refuses every other verb naming it (replyErrorOf).
-    const catalogue = await openCatalogue(nc, { replicas: config.replicas, holdInvalid: true });
+    const catalogue = await openCatalogue(nc, { replicas: config.replicas, holdInvalid: true, onSnapshotIgnored: (line) => log.info(line) });
     log.info(`records folded to sequence ${catalogue.state.sequence}`);
     if (catalogue.held) log.error(`${catalogue.held.message}; serving \`mesh replay\` only until then`);
     let snapshotAt = catalogue.state.sequence;

@@ -91,6 +91,8 @@ export type CatalogueOptions = {
    * opens this way so that it can serve `mesh replay --void`.
    */
   holdInvalid?: boolean;
+  /** Told, in one line, why a snapshot was not used (R46: another shape version, unparsable, ...). */
+  onSnapshotIgnored?: (line: string) => void;
 };
 
 export type ReadOptions = {
@@ -469,7 +471,9 @@ export async function openCatalogue(nc: NatsConnection, options: CatalogueOption
   let state = initialState;
   if (options.useSnapshot !== false) {
     const last = (await bus.jsm.streams.info(CATALOGUE_STREAM)).state.last_seq;
-    state = (await loadSnapshot(stores, last)) ?? initialState;
+    const loaded = await loadSnapshot(stores, last);
+    if (loaded.state === null && loaded.ignored !== undefined) options.onSnapshotIgnored?.(loaded.ignored);
+    state = loaded.state ?? initialState;
   }
   const catalogue = new JetStreamCatalogue(bus, stores, state);
   await catalogue.catchUp().catch((error: unknown) => {

@@ -2,11 +2,13 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
+import { Objm } from "@nats-io/obj";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
 import { generateCommits, publishCommits, EVENT_TYPES } from "../support/history.ts";
 import { openCatalogue, replay } from "../../src/events/catalogue.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
-import { SNAPSHOT_BUCKET, SNAPSHOT_POINTER_KEY } from "../../src/names.ts";
+import { SNAPSHOT_BUCKET, SNAPSHOT_OBJECTS, SNAPSHOT_POINTER_KEY } from "../../src/names.ts";
+import { STATE_SHAPE_VERSION } from "../../src/events/snapshots.ts";
 
 /** One server per describe: CATALOGUE and the snapshot stores are fixed names. */
 function withServer() {
@@ -70,3 +72,43 @@ describe("snapshots: a snapshot ahead of the records", () => {
     assert.equal(canonicalJson(started.state), canonicalJson(await replay(nc)));
   });
 });
+
+/**
+ * Replaces the newest snapshot's body with `rewrite(body)` (the JSON as saved), under its pointer:
+ * what a snapshot written by another release looks like to this one.
+ */
+async function rewriteSnapshot(nc: NatsConnection, rewrite: (body: Record<string, unknown>) => unknown): Promise<void> {
+  const kv = await new Kvm(nc).open(SNAPSHOT_BUCKET);
+  const pointer = (await kv.get(SNAPSHOT_POINTER_KEY))!.json<{ sequence: number; object: string; bytes: number }>();
+  const objects = await new Objm(nc).open(SNAPSHOT_OBJECTS);
+  const body = JSON.parse(new TextDecoder().decode((await objects.getBlob(pointer.object))!)) as Record<string, unknown>;
+  await objects.putBlob({ name: pointer.object }, new TextEncoder().encode(JSON.stringify(rewrite(body))));
+}
+
+for (const [title, rewrite] of [
+  ["a snapshot missing a slice (written by a release without it)", (body: Record<string, unknown>) => {
+    const { sent: _dropped, ...state } = body.state as Record<string, unknown>;
+    return { ...body, state };
+  }],
+  ["a snapshot of another shape version", (body: Record<string, unknown>) => ({ ...body, version: STATE_SHAPE_VERSION + 1 })],
+  ["a snapshot of the release before versions (the state alone)", (body: Record<string, unknown>) => body.state],
+] as const) {
+  describe(`snapshots: ${title}`, () => {
+    const dial = withServer();
+
+    it(`R46: ${title} is ignored with one log line and the state is folded from sequence 1`, async () => {
+      const nc = await dial();
+      const writer = await openCatalogue(nc);
+      await publishCommits(nc, generateCommits({ seed: 46, events: 300 }));
+      await writer.catchUp();
+      await writer.snapshot();
+      await rewriteSnapshot(nc, rewrite);
+      const lines: string[] = [];
+      const started = await openCatalogue(await dial(), { onSnapshotIgnored: (line) => lines.push(line) });
+      assert.equal(started.startedFrom, 0, "folded from sequence 1");
+      assert.equal(lines.length, 1, "one log line");
+      assert.equal(lines[0]!.includes("\n"), false);
+      assert.equal(canonicalJson(started.state), canonicalJson(await replay(nc)));
+    });
+  });
+}
