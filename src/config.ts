@@ -1,3 +1,4 @@
+import { dirname } from "node:path";
 import { z } from "zod";
 import { readFileSync } from "node:fs";
 import { BusCredential } from "./bus/connect.ts";
@@ -95,6 +96,11 @@ export type ControllerConfig = Readonly<{
   controllerSubmits: readonly string[];
   /** Replicas of every stream the controller raises (MESH_CATALOGUE_REPLICAS, default 1). */
   replicas: number;
+  /**
+   * The controller's own state folder (MESH_CONTROLLER_STATE_DIR; default: the credential file's
+   * folder): it keeps the records' high-water mark there, outside the records (R43).
+   */
+  stateDir: string;
 }>;
 
 const controllerEnvSchema = z.object({
@@ -114,6 +120,7 @@ const controllerEnvSchema = z.object({
     .transform((list) => list.split(",").map((seat) => seat.trim()).filter((seat) => seat.length > 0))
     .pipe(z.array(MeshName)),
   MESH_CATALOGUE_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  MESH_CONTROLLER_STATE_DIR: z.string().trim().min(1).optional(),
 });
 
 function readConfigFile(variable: string, path: string, what: string): string {
@@ -145,7 +152,8 @@ function normalAddress(address: string): string | null {
  * MESH_BROKER_ADDRESS (the genesis address; a port-less one gets 4222, R8), MESH_BROKER_CERTIFICATE
  * (a PEM file whose SHA-256 fingerprint is pinned, or that fingerprint itself, R34) and/or MESH_BROKER_FINGERPRINT, MESH_BUS_URL
  * (what the controller dials instead of the credential's address), MESH_CONTROLLER_SUBMITS (comma
- * list of seats, R19; default "mesh-build"), MESH_CATALOGUE_REPLICAS (default 1).
+ * list of seats, R19; default "mesh-build"), MESH_CATALOGUE_REPLICAS (default 1),
+ * MESH_CONTROLLER_STATE_DIR (the controller's state folder, R43; default the credential file's folder).
  *
  * Throws ConfigError, one line naming the variables, when a value is malformed, a file is missing
  * or unreadable, or two settings state one fact differently (R35): the certificate's fingerprint
@@ -257,5 +265,6 @@ export function parseControllerConfig(env: Environment): ControllerConfig {
     meshKey: keyText,
     controllerSubmits: Object.freeze([...vars.MESH_CONTROLLER_SUBMITS]),
     replicas: vars.MESH_CATALOGUE_REPLICAS,
+    stateDir: vars.MESH_CONTROLLER_STATE_DIR ?? dirname(vars.MESH_CONTROLLER_CREDENTIAL),
   });
 }

@@ -17,7 +17,8 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { BusConnectError, connectToBus } from "../bus/connect.ts";
 import type { ControllerConfig } from "../config.ts";
-import { openCatalogue, type Catalogue } from "../events/catalogue.ts";
+import { openCatalogue, RecordsBehind, type Catalogue } from "../events/catalogue.ts";
+import { readRecordsMark, writeRecordsMark } from "./recordsMark.ts";
 import { serveCommands, type CommandServer } from "../commands/server.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 import { credentialOf } from "../projections/index.ts";
@@ -146,22 +147,29 @@ export async function startController(config: ControllerConfig, { log, connectTi
     // 3. Load the snapshot and catch up.
     // A commit no fold can read (R45) does not stop the start: the controller serves `replay` to
     // void it, and refuses every other verb naming it (replyErrorOf).
-    const catalogue = await openCatalogue(nc, { replicas: config.replicas, holdInvalid: true, onSnapshotIgnored: (line) => log.info(line) });
+    // R43: the high-water mark kept outside the records says whether they went back.
+    const catalogue = await openCatalogue(nc, {
+      replicas: config.replicas, holdInvalid: true, onSnapshotIgnored: (line) => log.info(line),
+      mark: readRecordsMark(config.stateDir), onAdvance: (mark) => writeRecordsMark(config.stateDir, mark),
+    });
     log.info(`records folded to sequence ${catalogue.state.sequence}`);
     if (catalogue.held) log.error(`${catalogue.held.message}; serving \`mesh replay\` only until then`);
+    if (catalogue.behind) log.error(`${new RecordsBehind(catalogue.behind).message}; serving \`mesh replay\` only until then`);
+    else if (!catalogue.held) writeRecordsMark(config.stateDir, { lastSequence: catalogue.state.sequence, streamCreated: catalogue.streamCreated });
+    const blocked = () => catalogue.held !== null || catalogue.behind !== null;
     let snapshotAt = catalogue.state.sequence;
 
     // 4. Raise streams, then consumers (R21, R22).
     const jsm = await jetstreamManager(nc, { checkAPI: false });
     const raiseMemo = newRaiseMemo();
-    const raised: RaiseReport = catalogue.held
+    const raised: RaiseReport = blocked()
       ? { created: [], updated: [], unchanged: [], refused: [] }
       : await raiseMesh(jsm, catalogue.state, compose, { memo: raiseMemo, nc });
-    if (!catalogue.held) log.info(`raised the bus: ${describeRaise(raised)}`);
+    if (!blocked()) log.info(`raised the bus: ${describeRaise(raised)}`);
     for (const refusal of raised.refused) log.error(`not raised: ${refusal.reason}`);
 
     // 5. The controller's credential (R14); not over records it cannot fold to their end.
-    if (!catalogue.held) await recordCredential(catalogue, config, credential, log);
+    if (!blocked()) await recordCredential(catalogue, config, credential, log);
 
     // 6. Serve commands, push among them.
     const pushContext: PushContext = {
@@ -172,6 +180,8 @@ export async function startController(config: ControllerConfig, { log, connectTi
     let queue: Promise<unknown> = Promise.resolve();
     const runPush = (options: PushOptions = {}): Promise<PushReport> => {
       const run = queue.then(async () => {
+        // R43: nothing is sent over records behind the world.
+        if (catalogue.behind) throw new RecordsBehind(catalogue.behind);
         const report = await push(pushContext, options);
         if (catalogue.state.sequence - snapshotAt >= SNAPSHOT_EVERY) snapshotAt = (await catalogue.snapshot()).sequence;
         return report;
@@ -209,7 +219,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
         if (stopped) return;
         stopped = true;
         await server.stop();
-        if (catalogue.state.sequence > snapshotAt) await catalogue.snapshot().catch((error: unknown) => {
+        if (catalogue.state.sequence > snapshotAt && !catalogue.behind) await catalogue.snapshot().catch((error: unknown) => {
           log.error(`snapshot on stop failed: ${error instanceof Error ? error.message : String(error)}`);
         });
         await nc.drain().catch(() => undefined);

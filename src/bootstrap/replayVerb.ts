@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { InvalidEvent, replay, type Catalogue } from "../events/catalogue.ts";
+import { InvalidEvent, RecordsBehind, replay, type Catalogue } from "../events/catalogue.ts";
 import { canonicalJson } from "../projections/canonical.ts";
 import type { State } from "../projections/index.ts";
 import type { Reply } from "../commands/envelope.ts";
@@ -35,12 +35,14 @@ export function countsOf(state: State): Record<string, number> {
  * The report of a fold from sequence 1, ignoring snapshots (R44): `valid` (every commit folds,
  * voided ones skipped), `lastSequence`, `digest`, `counts`, and `stoppedAt` (sequence, event
  * types, one-line reason) when a commit stops the fold. `matchesServing` says whether the state the
- * controller serves from (snapshot + tail) is the same state, byte for byte (R41).
+ * controller serves from (snapshot + tail) is the same state, byte for byte (R41); `behind` is the
+ * world's evidence that the records are behind it (R43), absent when there is none.
  */
 export async function replayReport(nc: NatsConnection, catalogue: Catalogue): Promise<Record<string, unknown>> {
   await catalogue.catchUp().catch((error: unknown) => {
-    if (!(error instanceof InvalidEvent)) throw error;
+    if (!(error instanceof InvalidEvent || error instanceof RecordsBehind)) throw error;
   });
+  const behind = catalogue.behind === null ? {} : { behind: catalogue.behind };
   let state: State;
   try {
     state = await replay(nc);
@@ -51,6 +53,7 @@ export async function replayReport(nc: NatsConnection, catalogue: Catalogue): Pr
       lastSequence: catalogue.state.sequence,
       stoppedAt: { sequence: error.sequence, types: error.types, reason: error.message },
       counts: countsOf(catalogue.state),
+      ...behind,
       changed: false,
     };
   }
@@ -61,6 +64,7 @@ export async function replayReport(nc: NatsConnection, catalogue: Catalogue): Pr
     digest,
     counts: countsOf(state),
     matchesServing: digest === stateDigest(catalogue.state),
+    ...behind,
     changed: false,
   };
 }

@@ -28,6 +28,12 @@ export function renderReplay(r: Row): string[] {
     if (typeof r.digest === "string") lines.push(`state digest: ${r.digest}${r.matchesServing === true ? " (the controller serves the same state)" : r.matchesServing === false ? " (DIFFERS from the state the controller serves)" : ""}`);
     lines.push(`counts: ${Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ")}`);
   }
+  const behind = r.behind as Array<{ kind: string; detail: string }> | undefined;
+  if (behind && behind.length > 0) {
+    lines.push("the records are behind what the world has seen (R43):");
+    for (const e of behind) lines.push(`  ${e.kind}: ${e.detail}`);
+    lines.push("accept them as they are with `mesh replay --accept-restore`: every principal gets a fresh credential at the next push (R44)");
+  }
   if (stopped) {
     lines.push(`stopped at sequence ${stopped.sequence} (${stopped.types.join(", ") || "no event type"}): ${stopped.reason}`);
   }

@@ -15,7 +15,7 @@ import {
 } from "../names.ts";
 import type { Commit } from "../events/index.ts";
 import { readCommits, type Catalogue } from "../events/catalogue.ts";
-import { FencedAppend, FenceRetriesExhausted, InvalidEvent } from "../events/errors.ts";
+import { FencedAppend, FenceRetriesExhausted, InvalidEvent, RecordsBehind } from "../events/errors.ts";
 import type { SequencedCommit } from "../projections/index.ts";
 import { hashPassword, isNodePublicKey, newPassword, sealToNode } from "../crypto/secrets.ts";
 import type { ComposeConfig } from "../compose/types.ts";
@@ -74,10 +74,15 @@ export function actorOfReplySubject(reply: string | undefined): string | null {
 
 /**
  * The one place adapter errors become reply codes (STYLE.md 3): a fenced-out append is
- * `busy-retry` (retry the same command id), an invalid record is `invalid-records`, anything else
+ * `busy-retry` (retry the same command id), an invalid record is `invalid-records`, records behind
+ * the world (R43) are `records-behind` naming the evidence and `mesh replay`, anything else
  * `internal` with a generic message; the detail goes to the log only, never to the asker.
  */
 export function replyErrorOf(error: unknown): Refusal {
+  if (error instanceof RecordsBehind) {
+    // R43: never "busy, retry" over records that went back; the evidence and the way out.
+    return { code: "records-behind", message: error.message };
+  }
   if (error instanceof FencedAppend || error instanceof FenceRetriesExhausted) {
     return { code: "busy-retry", message: "another controller kept writing the records: send the same command again (same command id)" };
   }

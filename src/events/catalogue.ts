@@ -19,13 +19,20 @@ import {
 } from "@nats-io/jetstream";
 import { CATALOGUE_STREAM, CATALOGUE_SUBJECTS, RECORDS_ENTITY, catalogueSubject } from "../names.ts";
 import { Commit, type Entity, type MeshEvent } from "./index.ts";
-import { FencedAppend, FenceRetriesExhausted, InvalidEvent, RecordsUnsafe } from "./errors.ts";
+import { FencedAppend, FenceRetriesExhausted, InvalidEvent, RecordsBehind, RecordsUnsafe, type BehindEvidence } from "./errors.ts";
 import { retryFenced } from "./retry.ts";
 import { loadSnapshot, openSnapshotStores, saveSnapshot, type SnapshotStores } from "./snapshots.ts";
 import { appliedSequence, evolve, initialState, startFold, type Fold, type SequencedCommit, type State } from "../projections/index.ts";
 import type { Decision, Refusal } from "../commands/envelope.ts";
 
-export { FencedAppend, FenceRetriesExhausted, InvalidEvent, RecordsUnsafe };
+export { FencedAppend, FenceRetriesExhausted, InvalidEvent, RecordsBehind, RecordsUnsafe };
+export type { BehindEvidence };
+
+/**
+ * The records' high-water mark the controller keeps outside them (R43): the last sequence it
+ * folded and the CATALOGUE stream's creation time (ISO 8601) when it did.
+ */
+export type RecordsMark = { lastSequence: number; streamCreated: string };
 
 /** The header naming a commit's event types, comma-joined, so tools can filter without parsing. */
 export const EVENT_TYPES_HEADER = "Mesh-Event-Types";
@@ -75,7 +82,18 @@ export interface Catalogue {
    * refusal. The append is fenced by the stream's last sequence read just before it, with
    * Nats-Msg-Id = commandId; then the records are folded again (the voided commit skipped).
    */
-  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision): Promise<TransactResult>;
+  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision, options?: { evenIfBehind?: boolean }): Promise<TransactResult>;
+  /**
+   * The world's evidence that the records are behind it (R43), null when there is none. Once set
+   * it stays until accepted (`accept`): catchUp, transact and appendPastHeld throw RecordsBehind.
+   */
+  readonly behind: BehindEvidence[] | null;
+  /** Records more evidence (a host's report, a user on the installed list): latches `behind`. */
+  reportBehind(evidence: BehindEvidence): void;
+  /** Clears `behind` (after a RecordsRestored is appended, R44) and reads the stream's creation time again. */
+  accept(): Promise<void>;
+  /** The CATALOGUE stream's creation time (ISO 8601) as last read. */
+  readonly streamCreated: string;
 }
 
 export type CatalogueOptions = {
@@ -93,6 +111,14 @@ export type CatalogueOptions = {
   holdInvalid?: boolean;
   /** Told, in one line, why a snapshot was not used (R46: another shape version, unparsable, ...). */
   onSnapshotIgnored?: (line: string) => void;
+  /**
+   * The high-water mark kept outside the records (R43), null when none was kept yet. Records
+   * behind it, a stream created at another time, or a snapshot ahead of the stream latch
+   * `behind` instead of folding as if nothing happened.
+   */
+  mark?: RecordsMark | null;
+  /** Told each time the folded sequence advances (to keep the mark, R43). */
+  onAdvance?: (mark: RecordsMark) => void;
 };
 
 export type ReadOptions = {
@@ -233,9 +259,11 @@ async function readFrom(
   onBatch: (batch: SequencedCommit[]) => void,
   options: ReadOptions = {},
   onCount: (count: number) => void = () => undefined,
+  onInfo: (info: StreamInfo) => void = () => undefined,
 ): Promise<number> {
   const from = Math.max(1, fromSequence);
   const info = await bus.jsm.streams.info(CATALOGUE_STREAM);
+  onInfo(info);
   const last = Math.min(options.toSequence ?? Number.POSITIVE_INFINITY, info.state.last_seq);
   if (from > last) return from - 1;
   onCount(last - from + 1);
@@ -305,13 +333,18 @@ export async function replay(nc: NatsConnection): Promise<State> {
  * read, a draft for a short tail). When a bad commit stops the read, the commits before it are
  * folded into the state handed to `onFolded`, and InvalidEvent is thrown.
  */
-async function foldFrom(bus: Bus, state: State, onFolded: (state: State) => void = () => undefined): Promise<State> {
+async function foldFrom(
+  bus: Bus,
+  state: State,
+  onFolded: (state: State) => void = () => undefined,
+  onInfo: (info: StreamInfo) => void = () => undefined,
+): Promise<State> {
   let fold: Fold | null = null;
   try {
     await readFrom(bus, state.sequence + 1, (batch) => fold!.add(batch), {}, (count) => {
       // A long read folds into a private copy (no proxies); a short tail into one immer draft.
       fold = startFold(state, state.sequence === 0 || count >= COPY_FOLD_FROM ? "copy" : "draft");
-    });
+    }, onInfo);
   } finally {
     if (fold !== null) onFolded((fold as Fold).finish());
   }
@@ -335,13 +368,55 @@ class JetStreamCatalogue implements Catalogue {
   #state: State;
   #queue: Promise<unknown> = Promise.resolve();
   #held: InvalidEvent | null = null;
+  #behind: BehindEvidence[] | null = null;
+  #created: string;
+  #onAdvance: (mark: RecordsMark) => void;
   readonly startedFrom: number;
 
-  constructor(bus: Bus, stores: SnapshotStores, state: State) {
+  constructor(bus: Bus, stores: SnapshotStores, state: State, created: string, onAdvance: (mark: RecordsMark) => void = () => undefined, startedFrom = state.sequence) {
     this.#bus = bus;
     this.#stores = stores;
     this.#state = state;
-    this.startedFrom = state.sequence;
+    this.#created = created;
+    this.#onAdvance = onAdvance;
+    this.startedFrom = startedFrom;
+  }
+
+  get behind(): BehindEvidence[] | null {
+    return this.#behind;
+  }
+
+  get streamCreated(): string {
+    return this.#created;
+  }
+
+  reportBehind(evidence: BehindEvidence): void {
+    if (this.#behind?.some((e) => e.detail === evidence.detail)) return;
+    this.#behind = [...(this.#behind ?? []), evidence];
+  }
+
+  accept(): Promise<void> {
+    return this.#serial(async () => {
+      this.#behind = null;
+      this.#created = (await this.#bus.jsm.streams.info(CATALOGUE_STREAM)).created;
+      this.#advanced();
+    });
+  }
+
+  /** Tells onAdvance the mark now (after the folded sequence moved, or a restore was accepted). */
+  #advanced(): void {
+    if (this.#behind === null) this.#onAdvance({ lastSequence: this.#state.sequence, streamCreated: this.#created });
+  }
+
+  /** R43 while running: the stream is shorter than what was folded, or was created anew. */
+  #checkStream(info: StreamInfo): void {
+    if (info.state.last_seq < this.#state.sequence) {
+      this.reportBehind({ kind: "records-went-back", detail: `the records end at sequence ${info.state.last_seq}, but this controller folded them to ${this.#state.sequence}` });
+    }
+    if (info.created !== this.#created) {
+      this.reportBehind({ kind: "stream-recreated", detail: `the CATALOGUE stream was created at ${info.created}, not ${this.#created} as when this controller folded it` });
+    }
+    if (this.#behind !== null) throw new RecordsBehind(this.#behind);
   }
 
   get state(): State {
@@ -364,9 +439,12 @@ class JetStreamCatalogue implements Catalogue {
   }
 
   async #catchUp(): Promise<State> {
+    if (this.#behind !== null) throw new RecordsBehind(this.#behind);
     try {
-      const state = await foldFrom(this.#bus, this.#state, (state) => { this.#state = state; });
+      const before = this.#state.sequence;
+      const state = await foldFrom(this.#bus, this.#state, (state) => { this.#state = state; }, (info) => this.#checkStream(info));
       this.#held = null;
+      if (this.#state.sequence !== before) this.#advanced();
       return state;
     } catch (error) {
       if (error instanceof InvalidEvent) this.#held = error;
@@ -374,11 +452,14 @@ class JetStreamCatalogue implements Catalogue {
     }
   }
 
-  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision): Promise<TransactResult> {
+  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision, options: { evenIfBehind?: boolean } = {}): Promise<TransactResult> {
     return this.#serial(async () => {
-      await this.#catchUp().catch((error: unknown) => {
-        if (!(error instanceof InvalidEvent)) throw error;
-      });
+      if (this.#behind !== null && !options.evenIfBehind) throw new RecordsBehind(this.#behind);
+      if (this.#behind === null) {
+        await this.#catchUp().catch((error: unknown) => {
+          if (!(error instanceof InvalidEvent)) throw error;
+        });
+      }
       const applied = appliedSequence(this.#state, commandId);
       if (applied !== undefined) return this.#duplicate(applied);
       const decision = decide(this.#held);
@@ -401,9 +482,11 @@ class JetStreamCatalogue implements Catalogue {
         if (isWrongLastSequence(error)) throw new FencedAppend(fence, { cause: error });
         throw error;
       }
-      await this.#catchUp().catch((error: unknown) => {
-        if (!(error instanceof InvalidEvent)) throw error;
-      });
+      if (this.#behind === null) {
+        await this.#catchUp().catch((error: unknown) => {
+          if (!(error instanceof InvalidEvent)) throw error;
+        });
+      }
       return { ok: true, sequence: ack.seq, events: commit.events, entity: commit.entity, duplicate: ack.duplicate, unchanged: false, state: this.#state };
     });
   }
@@ -418,6 +501,7 @@ class JetStreamCatalogue implements Catalogue {
   }
 
   async #attempt(commandId: string, decide: (state: State) => Decision): Promise<TransactResult> {
+    if (this.#behind !== null) throw new RecordsBehind(this.#behind);
     const applied = appliedSequence(this.#state, commandId);
     if (applied !== undefined) return this.#duplicate(applied);
     const decision = decide(this.#state);
@@ -450,11 +534,16 @@ class JetStreamCatalogue implements Catalogue {
       return this.#duplicate(original);
     }
     this.#state = evolve(this.#state, [{ sequence: ack.seq, commit }]);
+    this.#advanced();
     return { ok: true, sequence: ack.seq, events: commit.events, entity: commit.entity, duplicate: false, unchanged: false, state: this.#state };
   }
 
   snapshot(): Promise<{ sequence: number; bytes: number }> {
-    return this.#serial(() => saveSnapshot(this.#stores, this.#state));
+    // Never over the snapshot of a lost future while the records are behind (R43): it is evidence.
+    return this.#serial(async () => {
+      if (this.#behind !== null) throw new RecordsBehind(this.#behind);
+      return saveSnapshot(this.#stores, this.#state);
+    });
   }
 }
 
@@ -468,14 +557,38 @@ export async function openCatalogue(nc: NatsConnection, options: CatalogueOption
   const bus = await busOf(nc);
   await ensureCatalogueStream(bus.jsm, options);
   const stores = await openSnapshotStores(nc, options.replicas ?? 1);
+  const info = await bus.jsm.streams.info(CATALOGUE_STREAM);
+  const last = info.state.last_seq;
+  // R43: the mark kept outside the records says whether they went back (restored, or a lost tail).
+  const evidence: BehindEvidence[] = [];
+  const mark = options.mark ?? null;
+  if (mark !== null && mark.lastSequence > last) {
+    evidence.push({ kind: "records-behind-mark", detail: `the records end at sequence ${last}, but the controller folded them to ${mark.lastSequence} before (its high-water mark)` });
+  }
+  if (mark !== null && mark.streamCreated !== info.created) {
+    evidence.push({ kind: "stream-recreated", detail: `the CATALOGUE stream was created at ${info.created}, but the controller's mark knows one created at ${mark.streamCreated}` });
+  }
   let state = initialState;
-  if (options.useSnapshot !== false) {
-    const last = (await bus.jsm.streams.info(CATALOGUE_STREAM)).state.last_seq;
+  if (options.useSnapshot !== false && evidence.length === 0) {
     const loaded = await loadSnapshot(stores, last);
     if (loaded.state === null && loaded.ignored !== undefined) options.onSnapshotIgnored?.(loaded.ignored);
+    if (loaded.state === null && loaded.ahead !== undefined) {
+      evidence.push({ kind: "snapshot-ahead", detail: `the newest snapshot is at sequence ${loaded.ahead}, past the records' end at ${last}` });
+    }
     state = loaded.state ?? initialState;
   }
-  const catalogue = new JetStreamCatalogue(bus, stores, state);
+  // With evidence, the records are folded from 1 (no snapshot) for the operator to read, then
+  // `behind` is latched: nothing is appended or sent, and the mark is not moved back.
+  if (evidence.length > 0) {
+    let folded = state;
+    await foldFrom(bus, state, (partial) => { folded = partial; }).catch((error: unknown) => {
+      if (!(options.holdInvalid && error instanceof InvalidEvent)) throw error;
+    });
+    const behind = new JetStreamCatalogue(bus, stores, folded, info.created, options.onAdvance, 0);
+    for (const e of evidence) behind.reportBehind(e);
+    return behind;
+  }
+  const catalogue = new JetStreamCatalogue(bus, stores, state, info.created, options.onAdvance);
   await catalogue.catchUp().catch((error: unknown) => {
     if (!(options.holdInvalid && error instanceof InvalidEvent)) throw error;
   });

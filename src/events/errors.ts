@@ -74,3 +74,20 @@ export class RecordsUnsafe extends Error {
     this.setting = setting;
   }
 }
+
+/** One piece of the world's evidence that the records are behind it (R43): what, in one line. */
+export type BehindEvidence = { kind: string; detail: string };
+
+/**
+ * The records are behind what the world has seen (R43): they were restored from a backup or lost
+ * their tail. `evidence` says what shows it. Nothing is appended or sent over such records until
+ * an operator runs `mesh replay` and accepts the restore (`mesh replay --accept-restore`, R44).
+ */
+export class RecordsBehind extends Error {
+  override readonly name = "RecordsBehind";
+  readonly evidence: BehindEvidence[];
+  constructor(evidence: readonly BehindEvidence[]) {
+    super(`the records are behind what the world has seen (restored from a backup, or their tail was lost): ${evidence.map((e) => e.detail).join("; ")}; run \`mesh replay\`, then \`mesh replay --accept-restore\` (R43, R44)`);
+    this.evidence = [...evidence];
+  }
+}

@@ -50,7 +50,7 @@ export async function saveSnapshot(stores: SnapshotStores, state: State): Promis
 }
 
 /** What loadSnapshot found: a usable state, nothing, or a snapshot it ignored and why (one line). */
-export type LoadedSnapshot = { state: State } | { state: null; ignored?: string };
+export type LoadedSnapshot = { state: State } | { state: null; ignored?: string; ahead?: number };
 
 /**
  * Loads the newest snapshot. `state` is null when there is none or it cannot be used, and then
@@ -64,7 +64,9 @@ export async function loadSnapshot(stores: SnapshotStores, lastSequence: number)
   const pointer = await readPointer(stores).catch(() => null);
   if (!pointer) return { state: null };
   const at = `the snapshot at sequence ${pointer.sequence}`;
-  if (pointer.sequence > lastSequence) return { state: null, ignored: `${at} is ahead of the records (last sequence ${lastSequence}): ignored, folding from sequence 1` };
+  if (pointer.sequence > lastSequence) {
+    return { state: null, ahead: pointer.sequence, ignored: `${at} is ahead of the records (last sequence ${lastSequence}): ignored, folding from sequence 1` };
+  }
   const bytes = await stores.objects.getBlob(pointer.object);
   if (!bytes) return { state: null, ignored: `${at} has no body: ignored, folding from sequence 1` };
   let body: Partial<SnapshotBody>;

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
 import { controllerFixture, type ControllerFixture } from "../support/controller.ts";
-import { RecordsUnsafe, replay } from "../../src/events/catalogue.ts";
+import { ensureCatalogueStream, RecordsUnsafe, replay } from "../../src/events/catalogue.ts";
+import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { CATALOGUE_STREAM, catalogueSubject } from "../../src/names.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
@@ -107,5 +108,69 @@ describe("R45: a commit no fold can read has a way out", () => {
     assert.ok(third.catalogue.startedFrom > bad, "the third start folds from a snapshot past the voided commit");
     assert.equal(canonicalJson(third.catalogue.state), canonicalJson(await replay(fixture.operator)), "snapshot + tail = replay (R41)");
     assert.equal(third.catalogue.held, null);
+  });
+});
+
+/**
+ * Puts CATALOGUE back as it was at sequence `keep`: the stream deleted and created anew, its first
+ * `keep` messages published again as they were (subject, data, headers). What restoring an older
+ * backup of the stream (or a tail lost in a crash) leaves behind.
+ */
+async function rollBackRecords(nc: NatsConnection, keep: number): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  const kept = [];
+  for (let seq = 1; seq <= keep; seq += 1) kept.push((await jsm.streams.getMessage(CATALOGUE_STREAM, { seq }))!);
+  await jsm.streams.delete(CATALOGUE_STREAM);
+  await ensureCatalogueStream(jsm);
+  const js = jetstream(nc);
+  for (const m of kept) {
+    const h = natsHeaders();
+    for (const [key, values] of m.header ?? []) for (const value of values) h.append(key, value);
+    await js.publish(m.subject, m.data, { headers: h });
+  }
+}
+
+async function lastSequence(nc: NatsConnection): Promise<number> {
+  return (await (await jetstreamManager(nc)).streams.info(CATALOGUE_STREAM)).state.last_seq;
+}
+
+describe("R43: records behind the world are detected, at start and while running", () => {
+  let server: NatsServer;
+  let fixture: ControllerFixture;
+  before(async () => {
+    server = await startNatsServer();
+    fixture = await controllerFixture(server);
+  });
+  after(async () => {
+    await fixture?.close();
+    await server?.stop();
+  });
+
+  it("R43: records that go back under a running controller: every command and push answers records-behind naming the evidence (never busy-retry), nothing is appended; a restart appends nothing over the lost sequences and loads no snapshot from the lost future", async () => {
+    const send = (verb: string, body: Record<string, unknown>) => sendCommand(fixture.operator, verb, body, { timeoutMs: 20_000 });
+    const controller = await fixture.start();
+    await fixture.enrol("alpha");
+    const backup = await lastSequence(fixture.operator);
+    await fixture.enrol("beta");
+    await fixture.enrol("gamma");
+    await controller.catalogue.snapshot(); // a snapshot in what will be the lost future
+    await rollBackRecords(fixture.operator, backup);
+
+    for (const [verb, body] of [["node.enrol", { node: "delta", publicKey: newNodeKeyPair().publicKey }], ["nodes", {}], ["push", {}]] as const) {
+      const reply = await send(verb, body);
+      assert.equal(codeOf(reply), "records-behind", verb);
+    }
+    assert.equal(await lastSequence(fixture.operator), backup, "nothing appended over the lost sequences");
+    const report = await send("replay", {});
+    assert.equal(codeOf(report), "ok", "mesh replay is served");
+    await controller.stop();
+
+    const restarted = await fixture.start();
+    assert.ok(restarted.catalogue.behind && restarted.catalogue.behind.length > 0, "behind at start, from the mark kept outside the records");
+    assert.equal(restarted.catalogue.startedFrom, 0, "the snapshot from the lost future is not loaded");
+    assert.ok(restarted.lines.some((l) => l.includes("mesh replay")), "the start says what to run");
+    assert.equal(codeOf(await send("node.enrol", { node: "delta", publicKey: newNodeKeyPair().publicKey })), "records-behind");
+    assert.equal(await lastSequence(fixture.operator), backup, "a restart appends nothing (not even the controller's own credential)");
+    await restarted.stop();
   });
 });
