@@ -202,7 +202,11 @@ export async function startController(config: ControllerConfig, { log, connectTi
       },
       {
         [PUSH_VERB]: pushVerb(runPush, log, (subject, line) => nc.publish(subject, line)),
-        [REPLAY_VERB]: replayVerb({ nc, catalogue, log, now: () => new Date(), newId: () => randomUUID() }),
+        [REPLAY_VERB]: replayVerb({
+          nc, catalogue, log, now: () => new Date(), newId: () => randomUUID(),
+          sealSecret: (password) => sealWithMeshKey(config.meshKey, password),
+          openSecret: (sealed) => openWithMeshKey(config.meshKey, sealed),
+        }),
       },
     );
     await nc.flush(); // the subscription is on the server before start returns

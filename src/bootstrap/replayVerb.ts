@@ -12,7 +12,9 @@ import type { State } from "../projections/index.ts";
 import type { Reply } from "../commands/envelope.ts";
 import { CommandId, type ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
-import { ReplayRequest, decideVoid } from "../commands/replay.ts";
+import { ReplayRequest, decideAcceptRestore, decideVoid, restorePrincipals } from "../commands/replay.ts";
+import type { CredentialRotated } from "../events/index.ts";
+import { hashPassword, newPassword, sealToNode } from "../crypto/secrets.ts";
 import type { ControllerLog } from "./log.ts";
 
 /** The SHA-256 (hex) of the state's canonical JSON: equal states, equal digests (R41). */
@@ -76,6 +78,10 @@ export type ReplayDependencies = {
   log: ControllerLog;
   now(): Date;
   newId(): string;
+  /** Seals a fresh password with the mesh key (for the records). */
+  sealSecret(password: string): string;
+  /** Opens a mesh-key-sealed secret (to seal a node's fresh password to the node for the reply). */
+  openSecret(sealed: string): string;
 };
 
 /**
@@ -92,10 +98,16 @@ export function replayVerb(deps: ReplayDependencies): ExtraVerb {
     const parsed = parseRequest(ReplayRequest, fields);
     if (!parsed.ok) return { ok: false, error: parsed.refusal };
     const request = parsed.value;
+    const commandId = typeof givenId === "string" ? givenId : deps.newId();
+    if (request.acceptRestore === true) {
+      if (request.void !== undefined || request.reason !== undefined) {
+        return { ok: false, error: { code: "invalid-request", field: "acceptRestore", message: "accept a restore and void a commit in two commands" } };
+      }
+      return acceptRestore(deps, commandId, actor);
+    }
     if (request.void === undefined && request.reason === undefined) {
       return { ok: true, ...(await replayReport(deps.nc, deps.catalogue)) };
     }
-    const commandId = typeof givenId === "string" ? givenId : deps.newId();
     const envelope = { commandId, actor, now: deps.now().toISOString(), secrets: [] };
     const result = await deps.catalogue.appendPastHeld(commandId, (held) => decideVoid(held, request, envelope));
     if (!result.ok) return { ok: false, error: result.refusal };
@@ -111,5 +123,47 @@ export function replayVerb(deps: ReplayDependencies): ExtraVerb {
       stoppedAt: next === null ? null : { sequence: next.sequence, types: next.types, reason: next.message },
       changed: !result.duplicate,
     };
+  };
+}
+
+/**
+ * `replay {acceptRestore: true}` (R44): appends RecordsRestored and a fresh credential for every
+ * principal restorePrincipals names (decideAcceptRestore), in one commit past the records' end,
+ * and unlatches the controller. Replies the evidence, the lost range, the principals rotated, and
+ * for each node its fresh credential sealed to the node's key (an offline node recovers with it:
+ * `mesh host credential`); the next push installs them all.
+ */
+async function acceptRestore(deps: ReplayDependencies, commandId: string, actor: string): Promise<Reply> {
+  const secrets: Array<{ password: string; hash: string; sealed: string }> = [];
+  const envelope = { commandId, actor, now: deps.now().toISOString(), secrets };
+  const result = await deps.catalogue.acceptRestore(commandId, (state, evidence, lost) => {
+    const needed = restorePrincipals(state, actor).length;
+    while (secrets.length < needed) {
+      const password = newPassword();
+      secrets.push({ password, hash: hashPassword(password), sealed: deps.sealSecret(password) });
+    }
+    return decideAcceptRestore(state, evidence, lost, envelope);
+  });
+  if (!result.ok) return { ok: false, error: result.refusal };
+  const restored = result.events.find((e) => e.type === "RecordsRestored");
+  const rotated = result.events.filter((e): e is CredentialRotated => e.type === "CredentialRotated");
+  const state = deps.catalogue.state;
+  const nodes = rotated.filter((e) => e.principal.kind === "node" && state.nodes[e.principal.name]).map((e) => ({
+    node: e.principal.name,
+    credential: { address: e.address, user: e.user, fingerprint: state.mesh?.fingerprint ?? "", sealedPassword: sealToNode(state.nodes[e.principal.name]!.publicKey, deps.openSecret(e.sealed)) },
+  }));
+  deps.log.info(`replay: ${actor} accepted the records as restored at sequence ${result.sequence}; ${rotated.length} credential(s) rotated, installed by the next push (R44)`);
+  return {
+    ok: true,
+    commandId,
+    duplicate: result.duplicate,
+    sequence: result.sequence,
+    accepted: true,
+    evidence: restored?.type === "RecordsRestored" ? restored.evidence : [],
+    lost: restored?.type === "RecordsRestored" ? restored.lost : null,
+    rotated: rotated.map((e) => e.principal),
+    nodeCredentials: nodes,
+    next: "run `mesh push`: it installs the fresh credentials; the controller's own: `mesh credential rotate controller mesh-controller` (R50)",
+    changed: !result.duplicate,
   };
 }

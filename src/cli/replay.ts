@@ -20,6 +20,17 @@ function sequenceOf(value: unknown): number {
 export function renderReplay(r: Row): string[] {
   const stopped = r.stoppedAt as { sequence: number; types: string[]; reason: string } | null | undefined;
   const lines: string[] = [];
+  if (r.accepted === true) {
+    const lost = r.lost as { from: number; to: number } | null;
+    const rotated = (r.rotated ?? []) as Array<{ kind: string; name: string }>;
+    lines.push(`accepted the records as restored (commit at ${String(r.sequence)})${lost ? `: sequences ${lost.from}..${lost.to} are lost` : ""}`);
+    lines.push(`fresh credentials for ${rotated.length} principal(s), installed by the next push: ${rotated.map((p) => `${p.kind} ${p.name}`).join(", ") || "none"}`);
+    for (const n of (r.nodeCredentials ?? []) as Array<{ node: string; credential: unknown }>) {
+      lines.push(`node ${n.node} (if offline, give it this with \`mesh host credential\`): ${JSON.stringify(n.credential)}`);
+    }
+    if (typeof r.next === "string") lines.push(r.next);
+    return lines;
+  }
   if (r.voided !== undefined) {
     lines.push(`voided the commit at sequence ${String(r.voided)} (voiding commit at ${String(r.sequence)}); the records fold to ${String(r.lastSequence)}`);
   } else {
@@ -47,11 +58,13 @@ export const REPLAY_CLI_VERB: CliVerb = busVerb({
   options: [
     { flags: "--void <seq>", description: "void the commit at this sequence (the one the fold stops at); needs --reason" },
     { flags: "--reason <why>", description: "why it is voided (kept in the records)" },
+    { flags: "--accept-restore", description: "accept the records as they are after a restore: every principal gets a fresh credential at the next push (R44)" },
   ],
   body: (_a, o) => {
+    if (o.acceptRestore === true) return { acceptRestore: true };
     if ((o.void === undefined) !== (o.reason === undefined)) throw new UsageError("mesh replay: --void and --reason go together");
     return o.void === undefined ? {} : { void: sequenceOf(o.void), reason: String(o.reason) };
   },
-  spelled: { void: "--void", reason: "--reason" },
+  spelled: { void: "--void", reason: "--reason", acceptRestore: "--accept-restore" },
   render: renderReplay,
 });

@@ -70,6 +70,7 @@ export function mentions(event: MeshEvent, entity: Entity): boolean {
   const { kind, id } = entity;
   switch (event.type) {
     case "CommitVoided":
+    case "RecordsRestored":
       return kind === "mesh";
     case "MeshCreated":
       return kind === "mesh" || (kind === "controller" && event.bootstrapUser === busUser("controller", id));
@@ -149,6 +150,8 @@ export function summaryOf(event: MeshEvent): string {
       return `provision ${event.provision} of seat ${event.seat} minted for module ${event.consumer} (user ${event.user})`;
     case "DeclarationSent":
       return `declaration sent to node ${event.node} (composed from records sequence ${event.recordsSequence})`;
+    case "RecordsRestored":
+      return `records accepted as restored${event.lost ? ` (sequences ${event.lost.from}..${event.lost.to} lost)` : ""}: ${event.evidence.map((e) => e.kind).join(", ") || "on the operator's word"}`;
     case "CommitVoided":
       return `commit at sequence ${event.sequence} (${event.types.join(", ") || "no event types"}) voided: ${event.reason}`;
     default:

@@ -4,11 +4,16 @@
  * a commit the fold cannot read; its decisions are here, pure.
  *
  * - `{}`: fold from sequence 1 ignoring snapshots, validate every commit, report (changes nothing);
- * - `{ void: <seq>, reason }`: void the commit the fold stopped at (CommitVoided, R45).
+ * - `{ void: <seq>, reason }`: void the commit the fold stopped at (CommitVoided, R45);
+ * - `{ acceptRestore: true }`: accept the records as they are (RecordsRestored, R44) and give every
+ *   principal a fresh credential in the same commit (decideAcceptRestore).
  */
 import { z } from "zod";
-import { RECORDS_ENTITY } from "../names.ts";
+import type { MeshEvent, Principal } from "../events/index.ts";
+import { busUser, CONTROLLER_NAME, RECORDS_ENTITY } from "../names.ts";
+import type { State } from "../projections/index.ts";
 import { metaOf, refuse, type Decision, type Envelope } from "./envelope.ts";
+import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
 
 /** The verb: `mesh.command.replay` (sent by `mesh replay` through the CLI's send function). */
 export const REPLAY_VERB = "replay";
@@ -18,6 +23,7 @@ export const ReplayRequest = z
   .object({
     void: z.number().int().positive().optional().describe("the sequence of the commit to void (the one the fold stopped at, R45)"),
     reason: z.string().trim().min(1).max(1000).optional().describe("why the commit is voided (required with void)"),
+    acceptRestore: z.boolean().optional().describe("accept the records as they are after a restore: every principal gets a fresh credential (R44)"),
   })
   .strict();
 export type ReplayRequest = z.infer<typeof ReplayRequest>;
@@ -46,4 +52,47 @@ export function decideVoid(held: Held | null, request: ReplayRequest, envelope: 
     entity: { ...RECORDS_ENTITY },
     events: [{ ...metaOf(envelope), type: "CommitVoided", sequence, types: [...held.types], reason: request.reason }],
   };
+}
+
+/** One piece of evidence that the records were behind (R43), as RecordsRestored keeps it. */
+export type Evidence = { kind: string; detail: string };
+
+/**
+ * The principals an accepted restore gives a fresh credential (R44): every principal with a
+ * credential in the records, sorted by kind and name, except the controller (its own rotation
+ * keeps it from being locked out, R50: `mesh credential rotate controller mesh-controller`) and
+ * the operator asking (`actorUser`), who must stay able to push the result. Pure.
+ */
+export function restorePrincipals(state: State, actorUser: string): Principal[] {
+  return Object.values(state.credentials)
+    .map((c) => ({ principal: c.principal, user: c.user }))
+    .filter(({ principal, user }) => !(principal.kind === "controller" && principal.name === CONTROLLER_NAME) && user !== actorUser)
+    .map(({ principal }) => ({ kind: principal.kind, name: principal.name }))
+    .sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
+}
+
+/**
+ * Decides an accepted restore (R44): one commit about the records holding RecordsRestored (actor,
+ * evidence, lost range) and a CredentialRotated for each of restorePrincipals, secret #i for the
+ * i-th, at the address each would be minted at now (addressFor, R7). The credentials are usable
+ * from the next push, which installs the user list without any password the backup held (the
+ * removed principals are not in the records at all). Refusals: `no-mesh` before genesis. Pure.
+ */
+export function decideAcceptRestore(
+  state: State,
+  evidence: readonly Evidence[],
+  lost: { from: number; to: number } | null,
+  envelope: Envelope,
+): Decision {
+  if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
+  const meta = metaOf(envelope);
+  const events: MeshEvent[] = [{ ...meta, type: "RecordsRestored", evidence: evidence.map((e) => ({ kind: e.kind, detail: e.detail })), lost }];
+  restorePrincipals(state, envelope.actor).forEach((principal, i) => {
+    const secret = secretAt(envelope, i);
+    events.push({
+      ...meta, type: "CredentialRotated", principal, user: busUser(principal.kind, principal.name),
+      hash: secret.hash, sealed: secret.sealed, address: addressFor(state, principal),
+    });
+  });
+  return { ok: true, entity: { ...RECORDS_ENTITY }, events };
 }

@@ -90,8 +90,17 @@ export interface Catalogue {
   readonly behind: BehindEvidence[] | null;
   /** Records more evidence (a host's report, a user on the installed list): latches `behind`. */
   reportBehind(evidence: BehindEvidence): void;
-  /** Clears `behind` (after a RecordsRestored is appended, R44) and reads the stream's creation time again. */
-  accept(): Promise<void>;
+  /**
+   * Accepts the records as they are (R44): folds them from sequence 1 (the state of a lost future
+   * is dropped), asks `decide` for the commit (RecordsRestored and the fresh credentials) given
+   * that state, the evidence and the lost range (null when unknown), appends it fenced by the
+   * stream's last sequence, clears `behind` and moves the mark to the records as they now are.
+   * Throws InvalidEvent when a commit stops the fold (void it first).
+   */
+  acceptRestore(
+    commandId: string,
+    decide: (state: State, evidence: readonly BehindEvidence[], lost: { from: number; to: number } | null) => Decision,
+  ): Promise<TransactResult>;
   /** The CATALOGUE stream's creation time (ISO 8601) as last read. */
   readonly streamCreated: string;
 }
@@ -369,6 +378,8 @@ class JetStreamCatalogue implements Catalogue {
   #queue: Promise<unknown> = Promise.resolve();
   #held: InvalidEvent | null = null;
   #behind: BehindEvidence[] | null = null;
+  /** The highest sequence the world is known to have seen (the mark, a running fold): for the lost range. */
+  #seen = 0;
   #created: string;
   #onAdvance: (mark: RecordsMark) => void;
   readonly startedFrom: number;
@@ -395,11 +406,49 @@ class JetStreamCatalogue implements Catalogue {
     this.#behind = [...(this.#behind ?? []), evidence];
   }
 
-  accept(): Promise<void> {
+  /** Notes that the world saw records up to `sequence` (for the lost range of a restore). */
+  sawUpTo(sequence: number): void {
+    this.#seen = Math.max(this.#seen, sequence);
+  }
+
+  acceptRestore(
+    commandId: string,
+    decide: (state: State, evidence: readonly BehindEvidence[], lost: { from: number; to: number } | null) => Decision,
+  ): Promise<TransactResult> {
     return this.#serial(async () => {
+      const info = await this.#bus.jsm.streams.info(CATALOGUE_STREAM);
+      const state = await foldFrom(this.#bus, initialState);
+      const applied = appliedSequence(state, commandId);
+      if (applied !== undefined) {
+        this.#state = state;
+        return this.#duplicate(applied);
+      }
+      const seen = Math.max(this.#seen, this.#state.sequence);
+      const lost = seen > info.state.last_seq ? { from: info.state.last_seq + 1, to: seen } : null;
+      const decision = decide(state, this.#behind ?? [], lost);
+      if (!decision.ok) return { ok: false, refusal: decision.refusal };
+      if (decision.unchanged) throw new Error("acceptRestore: a restore always appends");
+      const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events });
+      if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
+      const commit = parsed.data;
+      const h = headers();
+      h.set(EVENT_TYPES_HEADER, commit.events.map((e) => e.type).join(","));
+      let ack;
+      try {
+        ack = await this.#bus.js.publish(catalogueSubject(commit.entity.kind, commit.entity.id), JSON.stringify(commit), {
+          msgID: commandId, expect: { lastSequence: info.state.last_seq }, headers: h,
+        });
+      } catch (error) {
+        if (isWrongLastSequence(error)) throw new FencedAppend(info.state.last_seq, { cause: error });
+        throw error;
+      }
+      this.#state = ack.seq === state.sequence + 1 ? evolve(state, [{ sequence: ack.seq, commit }]) : state;
       this.#behind = null;
-      this.#created = (await this.#bus.jsm.streams.info(CATALOGUE_STREAM)).created;
+      this.#seen = 0;
+      this.#created = info.created;
+      await this.#catchUp();
       this.#advanced();
+      return { ok: true, sequence: ack.seq, events: commit.events, entity: commit.entity, duplicate: ack.duplicate, unchanged: false, state: this.#state };
     });
   }
 
@@ -411,6 +460,7 @@ class JetStreamCatalogue implements Catalogue {
   /** R43 while running: the stream is shorter than what was folded, or was created anew. */
   #checkStream(info: StreamInfo): void {
     if (info.state.last_seq < this.#state.sequence) {
+      this.sawUpTo(this.#state.sequence);
       this.reportBehind({ kind: "records-went-back", detail: `the records end at sequence ${info.state.last_seq}, but this controller folded them to ${this.#state.sequence}` });
     }
     if (info.created !== this.#created) {
@@ -586,6 +636,7 @@ export async function openCatalogue(nc: NatsConnection, options: CatalogueOption
     });
     const behind = new JetStreamCatalogue(bus, stores, folded, info.created, options.onAdvance, 0);
     for (const e of evidence) behind.reportBehind(e);
+    if (mark !== null) behind.sawUpTo(mark.lastSequence);
     return behind;
   }
   const catalogue = new JetStreamCatalogue(bus, stores, state, info.created, options.onAdvance);

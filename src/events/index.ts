@@ -15,6 +15,7 @@ import { OverlayPlaced } from "./OverlayPlaced.ts";
 import { ProvisionMinted } from "./ProvisionMinted.ts";
 import { DeclarationSent } from "./DeclarationSent.ts";
 import { CommitVoided } from "./CommitVoided.ts";
+import { RecordsRestored } from "./RecordsRestored.ts";
 import { EventMeta, Principal, CredentialFields } from "./meta.ts";
 
 /** Every event of the records, discriminated by `type`. Validated when written and when read. */
@@ -35,6 +36,7 @@ export const MeshEvent = z.discriminatedUnion("type", [
   ProvisionMinted,
   DeclarationSent,
   CommitVoided,
+  RecordsRestored,
 ]);
 export type MeshEvent = z.infer<typeof MeshEvent>;
 export type MeshEventType = MeshEvent["type"];
@@ -69,6 +71,7 @@ export {
   ProvisionMinted,
   DeclarationSent,
   CommitVoided,
+  RecordsRestored,
   EventMeta,
   Principal,
   CredentialFields,

@@ -47,7 +47,7 @@ export function evolveAssignments(draft: Draft<AssignmentsState>, event: MeshEve
     case "MeshCreated": case "NodeEnrolled": case "CredentialMinted": case "CredentialRotated":
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "SeatAliased":
     case "OverlayPlaced": case "ProvisionMinted": case "DeclarationSent":
-    case "CommitVoided":
+    case "CommitVoided": case "RecordsRestored":
       return;
     default:
       assertNever(event);

@@ -40,7 +40,7 @@ export function evolveCredentials(draft: Draft<CredentialsState>, event: MeshEve
     case "MeshCreated": case "NodeEnrolled": case "ModuleRegistered": case "ModuleIssued":
     case "ModuleAssigned": case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver":
     case "OverlayPlaced": case "ProvisionMinted": case "DeclarationSent":
-    case "CommitVoided":
+    case "CommitVoided": case "RecordsRestored":
       return;
     default:
       assertNever(event);

@@ -26,7 +26,7 @@ export function evolveMesh(_draft: Draft<MeshState>, event: MeshEvent): MeshStat
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
     case "ProvisionMinted": case "DeclarationSent":
-    case "CommitVoided":
+    case "CommitVoided": case "RecordsRestored":
       return undefined;
     default:
       return assertNever(event);

@@ -46,7 +46,7 @@ export function evolveModules(draft: Draft<ModulesState>, event: MeshEvent): voi
     case "MeshCreated": case "NodeEnrolled": case "NodeRemoved": case "CredentialMinted":
     case "CredentialRotated": case "CredentialRevoked": case "ModuleAssigned": case "ModuleUnassigned":
     case "SeatHandedOver": case "OverlayPlaced": case "ProvisionMinted": case "DeclarationSent":
-    case "CommitVoided":
+    case "CommitVoided": case "RecordsRestored":
       return;
     default:
       assertNever(event);

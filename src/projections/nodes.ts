@@ -21,7 +21,7 @@ export function evolveNodes(draft: Draft<NodesState>, event: MeshEvent): void {
     case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned": case "ModuleUnassigned":
     case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced": case "ProvisionMinted":
     case "DeclarationSent":
-    case "CommitVoided":
+    case "CommitVoided": case "RecordsRestored":
       return;
     default:
       assertNever(event);

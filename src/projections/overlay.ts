@@ -22,7 +22,7 @@ export function evolveOverlay(draft: Draft<OverlayState>, event: MeshEvent): voi
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "ProvisionMinted":
     case "DeclarationSent":
-    case "CommitVoided":
+    case "CommitVoided": case "RecordsRestored":
       return;
     default:
       assertNever(event);

@@ -30,7 +30,7 @@ export function evolveProvisions(draft: Draft<ProvisionsState>, event: MeshEvent
     case "CredentialRotated": case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued":
     case "ModuleAssigned": case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver":
     case "OverlayPlaced": case "DeclarationSent":
-    case "CommitVoided":
+    case "CommitVoided": case "RecordsRestored":
       return;
     default:
       assertNever(event);

@@ -21,7 +21,7 @@ export function evolveSent(draft: Draft<SentState>, event: MeshEvent): void {
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
     case "ProvisionMinted":
-    case "CommitVoided":
+    case "CommitVoided": case "RecordsRestored":
       return;
     default:
       assertNever(event);

@@ -174,3 +174,55 @@ describe("R43: records behind the world are detected, at start and while running
     await restarted.stop();
   });
 });
+
+describe("R44: mesh replay, and accepting a restore", () => {
+  let server: NatsServer;
+  let fixture: ControllerFixture;
+  before(async () => {
+    server = await startNatsServer();
+    fixture = await controllerFixture(server);
+  });
+  after(async () => {
+    await fixture?.close();
+    await server?.stop();
+  });
+
+  it("R44: replay on a healthy mesh changes nothing and says so; after a restore, --accept-restore appends RecordsRestored with the lost range, rotates every credential but the controller's and the asker's, unlatches, and the next push works", async () => {
+    const send = (verb: string, body: Record<string, unknown>) => sendCommand(fixture.operator, verb, body, { timeoutMs: 20_000 });
+    const controller = await fixture.start();
+    await fixture.enrol("alpha");
+    const before = await lastSequence(fixture.operator);
+    const healthy = await send("replay", {}) as Record<string, unknown>;
+    assert.deepEqual([healthy.ok, healthy.valid, healthy.matchesServing, healthy.changed, healthy.behind], [true, true, true, false, undefined]);
+    assert.equal(await lastSequence(fixture.operator), before, "a healthy replay appends nothing");
+
+    const hashAt = (name: string) => Object.values(controller.catalogue.state.credentials).find((c) => c.principal.kind === "node" && c.principal.name === name)?.hash;
+    const backup = await lastSequence(fixture.operator);
+    const backupHash = hashAt("alpha");
+    await send("credential.rotate", { kind: "node", name: "alpha" });
+    const rotatedAway = hashAt("alpha");
+    await fixture.enrol("late");
+    const seen = await lastSequence(fixture.operator);
+    await controller.stop();
+    await rollBackRecords(fixture.operator, backup);
+
+    const restarted = await fixture.start();
+    assert.ok(restarted.catalogue.behind);
+    const accepted = await send("replay", { acceptRestore: true }) as Record<string, unknown>;
+    assert.equal(accepted.ok, true, JSON.stringify(accepted));
+    assert.deepEqual(accepted.lost, { from: backup + 1, to: seen });
+    assert.deepEqual(accepted.rotated, [{ kind: "node", name: "alpha" }]);
+    assert.equal(restarted.catalogue.behind, null, "unlatched");
+    const alpha = Object.values(restarted.catalogue.state.credentials).find((c) => c.principal.kind === "node" && c.principal.name === "alpha")!;
+    assert.notEqual(alpha.hash, backupHash, "the backup's password is not the one installed next");
+    assert.notEqual(alpha.hash, rotatedAway, "nor the rotated-away one");
+    assert.equal(restarted.catalogue.state.nodes.late, undefined, "the node enrolled after the backup is not in the records");
+    assert.equal(codeOf(await send("nodes", {})), "ok");
+    assert.equal(codeOf(await send("push", {})), "ok");
+    await restarted.stop();
+
+    const again = await fixture.start();
+    assert.equal(again.catalogue.behind, null, "the mark moved to the accepted records: a restart serves");
+    await again.stop();
+  });
+});

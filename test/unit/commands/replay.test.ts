@@ -30,3 +30,25 @@ describe("replay --void (R45)", () => {
     assert.ok(error.message.includes("35") && error.message.includes("NodeRenamed") && error.message.includes("mesh replay --void 35"));
   });
 });
+
+describe("replay --accept-restore (R44)", () => {
+  it("R44: one commit: RecordsRestored (actor, evidence, lost range) and a fresh credential for every principal but the controller and the asker", async () => {
+    const { exampleMesh, fakeHash } = await import("../compose/exampleMesh.ts");
+    const { restorePrincipals, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
+    const { state } = exampleMesh();
+    const asker = Object.values(state.credentials).find((c) => c.principal.kind === "operator")!.user;
+    const principals = restorePrincipals(state, asker);
+    const all = Object.values(state.credentials).length;
+    assert.equal(principals.length, all - 2, "all but the controller and the asker");
+    assert.ok(!principals.some((p) => p.kind === "controller"));
+    const secrets = principals.map((_, i) => ({ password: `pw${i}`, hash: fakeHash(`pw${i}`), sealed: `sealed:pw${i}` }));
+    const evidence = [{ kind: "records-behind-mark", detail: "the records end at 40, the mark says 52" }];
+    const decision = decideAcceptRestore(state, evidence, { from: 41, to: 52 }, { ...envelope, actor: asker, secrets });
+    assert.ok(decision.ok && !decision.unchanged);
+    assert.deepEqual(decision.entity, { ...RECORDS_ENTITY });
+    assert.deepEqual(decision.events[0], { type: "RecordsRestored", actor: asker, commandId: "void-1", at: envelope.now, evidence, lost: { from: 41, to: 52 } });
+    const rotated = decision.events.slice(1);
+    assert.deepEqual(rotated.map((e) => e.type === "CredentialRotated" && `${e.principal.kind}:${e.principal.name}`), principals.map((p) => `${p.kind}:${p.name}`));
+    assert.deepEqual(rotated.map((e) => e.type === "CredentialRotated" && e.hash), secrets.map((s) => s.hash));
+  });
+});
