@@ -19,6 +19,7 @@ import { BusConnectError, connectToBus } from "../bus/connect.ts";
 import type { ControllerConfig } from "../config.ts";
 import { openCatalogue, RecordsBehind, type Catalogue } from "../events/catalogue.ts";
 import { readRecordsMark, writeRecordsMark } from "./recordsMark.ts";
+import { watchReports } from "./reportWatch.ts";
 import { serveCommands, type CommandServer } from "../commands/server.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 import { credentialOf } from "../projections/index.ts";
@@ -156,6 +157,8 @@ export async function startController(config: ControllerConfig, { log, connectTi
     if (catalogue.held) log.error(`${catalogue.held.message}; serving \`mesh replay\` only until then`);
     if (catalogue.behind) log.error(`${new RecordsBehind(catalogue.behind).message}; serving \`mesh replay\` only until then`);
     else if (!catalogue.held) writeRecordsMark(config.stateDir, { lastSequence: catalogue.state.sequence, streamCreated: catalogue.streamCreated });
+    // R43: the hosts' reports are evidence too (a declaration composed from records the stream lacks).
+    const reports = await watchReports(nc, catalogue, log);
     const blocked = () => catalogue.held !== null || catalogue.behind !== null;
     let snapshotAt = catalogue.state.sequence;
 
@@ -223,6 +226,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
         if (stopped) return;
         stopped = true;
         await server.stop();
+        reports.stop();
         if (catalogue.state.sequence > snapshotAt && !catalogue.behind) await catalogue.snapshot().catch((error: unknown) => {
           log.error(`snapshot on stop failed: ${error instanceof Error ? error.message : String(error)}`);
         });

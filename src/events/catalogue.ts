@@ -90,6 +90,8 @@ export interface Catalogue {
   readonly behind: BehindEvidence[] | null;
   /** Records more evidence (a host's report, a user on the installed list): latches `behind`. */
   reportBehind(evidence: BehindEvidence): void;
+  /** Notes that the world saw records up to `sequence` (the lost range of an accepted restore). */
+  sawUpTo(sequence: number): void;
   /**
    * Accepts the records as they are (R44): folds them from sequence 1 (the state of a lost future
    * is dropped), asks `decide` for the commit (RecordsRestored and the fresh credentials) given

@@ -171,6 +171,8 @@ export function startHost(options: HostOptions): Host {
   /** Applies one declaration (files, then the user list) and returns its report; never throws. */
   const apply = async (declaration: HostDeclaration, seq: number): Promise<{ report: HostReport; applied?: Applied; installed?: UserListInstalled }> => {
     const digest = declaration.digest;
+    // R43: the records' sequence it was composed from goes back in every report about it.
+    const from = declaration.recordsSequence === undefined ? {} : { recordsSequence: declaration.recordsSequence };
     let applied: Applied | undefined;
     let missingParts: number[] | undefined;
     try {
@@ -183,7 +185,7 @@ export function startHost(options: HostOptions): Host {
       if (ref === undefined) {
         pending = undefined;
         parts.discardExcept();
-        return { report: { node, digest, ok: true }, applied };
+        return { report: { node, digest, ok: true, ...from }, applied };
       }
       if (!options.bus) {
         throw new Error("this node holds mesh-broker but the host has no bus to reload: start it with --bus-include, --bus-config, --bus-pid and --bus-monitor");
@@ -203,9 +205,9 @@ export function startHost(options: HostOptions): Host {
       pending = undefined;
       const installed = await installUserList(list.text, options.bus);
       parts.discardExcept();
-      return { report: { node, digest, ok: true }, applied, installed };
+      return { report: { node, digest, ok: true, ...from }, applied, installed };
     } catch (error) {
-      const report: HostReport = { node, digest, ok: false, error: error instanceof Error ? error.message.split("\n")[0]! : String(error) };
+      const report: HostReport = { node, digest, ok: false, error: error instanceof Error ? error.message.split("\n")[0]! : String(error), ...from };
       if (missingParts) report.missingParts = missingParts;
       return { report, ...(applied ? { applied } : {}) };
     }

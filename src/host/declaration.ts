@@ -72,6 +72,8 @@ export const HostDeclaration = z
     userList: DeclaredUserList.optional(),
     provisions: z.array(ProvisionGrant).default([]),
     digest: z.string().min(1),
+    /** The records' sequence the declaration was composed from (outside the digest; reported back, R43). */
+    recordsSequence: z.number().int().nonnegative().optional(),
   })
   .passthrough();
 export type HostDeclaration = z.infer<typeof HostDeclaration>;
@@ -85,4 +87,9 @@ export type HostReport = {
   error?: string;
   /** The user-list parts still missing when ok is false for that reason (0-based indexes). */
   missingParts?: number[];
+  /**
+   * The records' sequence of the declaration applied (its `recordsSequence`), when it named one:
+   * a report ahead of the records shows them restored or their tail lost (R43).
+   */
+  recordsSequence?: number;
 };

@@ -622,7 +622,12 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
           continue;
         }
         const publicKey = state.nodes[node]!.publicKey;
-        const send: Send = { node, digest, payload: () => JSON.stringify(sealForNode(declaration, publicKey, ctx.meshKey, opened, ctx.sealCache)) };
+        // The records' sequence travels beside the digest, outside it (R43: hosts report it back).
+        const recordsSequence = state.sequence;
+        const send: Send = {
+          node, digest,
+          payload: () => JSON.stringify({ ...sealForNode(declaration, publicKey, ctx.meshKey, opened, ctx.sealCache), recordsSequence }),
+        };
         if (declaration.userList && result.userListText !== undefined) {
           const ref = declaration.userList;
           let parts = cut.get(ref.digest);

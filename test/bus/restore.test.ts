@@ -5,11 +5,11 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
+import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { controllerFixture, type ControllerFixture } from "../support/controller.ts";
 import { ensureCatalogueStream, RecordsUnsafe, replay } from "../../src/events/catalogue.ts";
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
-import { CATALOGUE_STREAM, catalogueSubject } from "../../src/names.ts";
+import { CATALOGUE_STREAM, catalogueSubject, reportSubject } from "../../src/names.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
@@ -223,6 +223,43 @@ describe("R44: mesh replay, and accepting a restore", () => {
 
     const again = await fixture.start();
     assert.equal(again.catalogue.behind, null, "the mark moved to the accepted records: a restart serves");
+    await again.stop();
+  });
+});
+
+describe("R43: a host reporting a declaration the records never sent", () => {
+  let server: NatsServer;
+  let fixture: ControllerFixture;
+  before(async () => {
+    server = await startNatsServer();
+    fixture = await controllerFixture(server);
+  });
+  after(async () => {
+    await fixture?.close();
+    await server?.stop();
+  });
+
+  it("R43: pushed declarations carry their records sequence and hosts report it; a report ahead of the records refuses every command records-behind, live and at the next start", async () => {
+    const send = (verb: string, body: Record<string, unknown>) => sendCommand(fixture.operator, verb, body, { timeoutMs: 20_000 });
+    const controller = await fixture.start();
+    await fixture.enrol("alpha");
+    await controller.push();
+    const [declaration] = (await fixture.drain("alpha")).slice(-1);
+    assert.equal(typeof declaration!.recordsSequence, "number", "the declaration names the records' sequence it was composed from");
+    assert.equal(codeOf(await send("nodes", {})), "ok");
+
+    const last = await lastSequence(fixture.operator);
+    fixture.operator.publish(reportSubject("alpha"), JSON.stringify({ node: "alpha", digest: String(declaration!.digest), ok: true, recordsSequence: last + 40 }));
+    await fixture.operator.flush();
+    // The report is heard asynchronously: wait until a command sees it.
+    await waitFor(async () => codeOf(await send("nodes", {})) === "records-behind", { name: "nodes answers records-behind" });
+    assert.equal(codeOf(await send("node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey })), "records-behind");
+    assert.equal(await lastSequence(fixture.operator), last, "nothing appended");
+    await controller.stop();
+
+    const again = await fixture.start();
+    assert.ok(again.catalogue.behind?.some((e) => e.kind === "host-report-ahead"), "the stored report is evidence at the next start");
+    assert.equal(codeOf(await send("nodes", {})), "records-behind");
     await again.stop();
   });
 });
