@@ -45,7 +45,8 @@ export async function watchReports(nc: NatsConnection, catalogue: Catalogue, log
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   const check = async (raw: unknown) => {
     const sequence = (raw as { recordsSequence?: unknown } | null)?.recordsSequence;
-    if (typeof sequence !== "number" || sequence <= catalogue.state.sequence) return; // the common case: no request
+    // The common case asks nothing of the bus; reports up to an accepted restore's lost end predate it (R44).
+    if (typeof sequence !== "number" || sequence <= Math.max(catalogue.state.sequence, catalogue.state.mesh?.restoredUpTo ?? 0)) return;
     const evidence = reportAhead(raw, await lastOfRecords(jsm));
     if (evidence) latch(catalogue, evidence, sequence, log);
   };

@@ -8,12 +8,17 @@ export type MeshState = {
   fingerprint: string;
   bootstrapUser: string;
   createdAt: string;
+  /**
+   * The last sequence the world had seen when a restore was accepted (RecordsRestored's lost
+   * range, R44): host reports up to it predate the restore and are no evidence (R43).
+   */
+  restoredUpTo?: number;
 } | null;
 
 export const initialMesh: MeshState = null;
 
 /** Fold of the genesis record. Returns the replacement when the slice is replaced, else undefined. */
-export function evolveMesh(_draft: Draft<MeshState>, event: MeshEvent): MeshState | undefined {
+export function evolveMesh(draft: Draft<MeshState>, event: MeshEvent): MeshState | undefined {
   switch (event.type) {
     case "MeshCreated":
       return {
@@ -26,8 +31,11 @@ export function evolveMesh(_draft: Draft<MeshState>, event: MeshEvent): MeshStat
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
     case "ProvisionMinted": case "DeclarationSent":
-    case "CommitVoided": case "RecordsRestored":
+    case "CommitVoided":
       return undefined;
+    case "RecordsRestored":
+      if (draft === null || event.lost === null) return undefined;
+      return { ...(draft as NonNullable<MeshState>), restoredUpTo: Math.max(event.lost.to, draft.restoredUpTo ?? 0) };
     default:
       return assertNever(event);
   }
