@@ -209,6 +209,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
           nc, catalogue, log, now: () => new Date(), newId: () => randomUUID(),
           sealSecret: (password) => sealWithMeshKey(config.meshKey, password),
           openSecret: (sealed) => openWithMeshKey(config.meshKey, sealed),
+          installedUsers: () => reports.installedUsers(), compose,
         }),
       },
     );

@@ -16,6 +16,8 @@ import { ReplayRequest, decideAcceptRestore, decideVoid, restorePrincipals } fro
 import type { CredentialRotated } from "../events/index.ts";
 import { hashPassword, newPassword, sealToNode } from "../crypto/secrets.ts";
 import type { ControllerLog } from "./log.ts";
+import { composeBusUsers } from "../compose/index.ts";
+import type { ComposeConfig } from "../compose/types.ts";
 
 /** The SHA-256 (hex) of the state's canonical JSON: equal states, equal digests (R41). */
 export function stateDigest(state: State): string {
@@ -82,6 +84,10 @@ export type ReplayDependencies = {
   sealSecret(password: string): string;
   /** Opens a mesh-key-sealed secret (to seal a node's fresh password to the node for the reply). */
   openSecret(sealed: string): string;
+  /** The users on the broker's installed list as its host last reported them (undefined: no report). */
+  installedUsers?(): string[] | undefined;
+  /** To compose the user list the accepted records give (the users they know). */
+  compose?: ComposeConfig;
 };
 
 /**
@@ -131,7 +137,8 @@ export function replayVerb(deps: ReplayDependencies): ExtraVerb {
  * principal restorePrincipals names (decideAcceptRestore), in one commit past the records' end,
  * and unlatches the controller. Replies the evidence, the lost range, the principals rotated, and
  * for each node its fresh credential sealed to the node's key (an offline node recovers with it:
- * `mesh host credential`); the next push installs them all.
+ * `mesh host credential`), and `unknownToRecords`: the users on the broker's installed list (its
+ * host's last report) that the accepted records do not know; the next push installs them all.
  */
 async function acceptRestore(deps: ReplayDependencies, commandId: string, actor: string): Promise<Reply> {
   const secrets: Array<{ password: string; hash: string; sealed: string }> = [];
@@ -152,6 +159,10 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
     node: e.principal.name,
     credential: { address: e.address, user: e.user, fingerprint: state.mesh?.fingerprint ?? "", sealedPassword: sealToNode(state.nodes[e.principal.name]!.publicKey, deps.openSecret(e.sealed)) },
   }));
+  // R44: principals the world admits and the records do not know (enrolled after the backup, say).
+  const composed = deps.compose === undefined ? undefined : composeBusUsers(state, deps.compose);
+  const known = composed?.ok ? new Set(composed.users.map((u) => u.user)) : undefined;
+  const unknownToRecords = known === undefined ? [] : (deps.installedUsers?.() ?? []).filter((u) => !known.has(u)).sort();
   deps.log.info(`replay: ${actor} accepted the records as restored at sequence ${result.sequence}; ${rotated.length} credential(s) rotated, installed by the next push (R44)`);
   return {
     ok: true,
@@ -163,6 +174,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
     lost: restored?.type === "RecordsRestored" ? restored.lost : null,
     rotated: rotated.map((e) => e.principal),
     nodeCredentials: nodes,
+    unknownToRecords,
     next: "run `mesh push`: it installs the fresh credentials; the controller's own: `mesh credential rotate controller mesh-controller` (R50)",
     changed: !result.duplicate,
   };

@@ -3,7 +3,9 @@
  * declaration it applied (HostReport.recordsSequence). A report ahead of the records' end means
  * the records were restored or lost their tail; the catalogue is then latched behind. Read from
  * the REPORTS stream at start (every node's latest report, removed nodes' included) and heard
- * live while the controller runs.
+ * live while the controller runs. The broker holder's report also names the users on the
+ * installed list: not evidence (a removal is only installed by the next push), but what an
+ * accepted restore names for the operator when the records do not know them (R44).
  */
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
@@ -41,9 +43,21 @@ function latch(catalogue: Catalogue, evidence: BehindEvidence, recordsSequence: 
  * the records latches `catalogue.behind` (one log line each). Errors reading the stream are
  * logged, never thrown: the mark and the live reports still guard.
  */
-export async function watchReports(nc: NatsConnection, catalogue: Catalogue, log: ControllerLog): Promise<{ stop(): void }> {
+export async function watchReports(
+  nc: NatsConnection,
+  catalogue: Catalogue,
+  log: ControllerLog,
+): Promise<{ stop(): void; installedUsers(): string[] | undefined }> {
   const jsm = await jetstreamManager(nc, { checkAPI: false });
+  // The users on the broker's installed list, from the report with the highest records sequence:
+  // what the world admits, named for the operator when a restore is accepted (R44).
+  let installed: { sequence: number; users: string[] } | undefined;
   const check = async (raw: unknown) => {
+    const r = raw as { users?: unknown; recordsSequence?: unknown } | null;
+    if (Array.isArray(r?.users) && r.users.every((u) => typeof u === "string")) {
+      const at = typeof r.recordsSequence === "number" ? r.recordsSequence : 0;
+      if (installed === undefined || at >= installed.sequence) installed = { sequence: at, users: r.users as string[] };
+    }
     const sequence = (raw as { recordsSequence?: unknown } | null)?.recordsSequence;
     // The common case asks nothing of the bus; reports up to an accepted restore's lost end predate it (R44).
     if (typeof sequence !== "number" || sequence <= Math.max(catalogue.state.sequence, catalogue.state.mesh?.restoredUpTo ?? 0)) return;
@@ -67,5 +81,5 @@ export async function watchReports(nc: NatsConnection, catalogue: Catalogue, log
       check(raw).catch(() => undefined);
     },
   });
-  return { stop: () => subscription.unsubscribe() };
+  return { stop: () => subscription.unsubscribe(), installedUsers: () => installed?.users };
 }

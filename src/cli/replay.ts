@@ -28,6 +28,8 @@ export function renderReplay(r: Row): string[] {
     for (const n of (r.nodeCredentials ?? []) as Array<{ node: string; credential: unknown }>) {
       lines.push(`node ${n.node} (if offline, give it this with \`mesh host credential\`): ${JSON.stringify(n.credential)}`);
     }
+    const unknown = (r.unknownToRecords ?? []) as string[];
+    if (unknown.length > 0) lines.push(`on the bus's installed list but unknown to the records (the next push drops them; enrol again what should stay): ${unknown.join(", ")}`);
     if (typeof r.next === "string") lines.push(r.next);
     return lines;
   }

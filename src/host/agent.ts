@@ -5,7 +5,7 @@ import { connectToBus, type BusCredential } from "../bus/connect.ts";
 import { CONTROL_STREAM, declarationConsumer, declarationSubject, reportSubject } from "../names.ts";
 import { applyDeclaration, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
-import { HostDeclaration, type DeclaredCredential, type HostReport } from "./declaration.ts";
+import { HostDeclaration, usersOfListText, type DeclaredCredential, type HostReport } from "./declaration.ts";
 import { openAsNode } from "../crypto/secrets.ts";
 import { NODE_CREDENTIAL_FILE, readCredentialFile, readNodePrivateKey, writeFileAtomic } from "./keys.ts";
 import { UserListParts, readPartHeader } from "./userListParts.ts";
@@ -205,7 +205,7 @@ export function startHost(options: HostOptions): Host {
       pending = undefined;
       const installed = await installUserList(list.text, options.bus);
       parts.discardExcept();
-      return { report: { node, digest, ok: true, ...from }, applied, installed };
+      return { report: { node, digest, ok: true, ...from, users: usersOfListText(list.text) }, applied, installed };
     } catch (error) {
       const report: HostReport = { node, digest, ok: false, error: error instanceof Error ? error.message.split("\n")[0]! : String(error), ...from };
       if (missingParts) report.missingParts = missingParts;

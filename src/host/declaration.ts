@@ -92,4 +92,11 @@ export type HostReport = {
    * a report ahead of the records shows them restored or their tail lost (R43).
    */
   recordsSequence?: number;
+  /** The users on the installed list, by name (the broker's holder, after installing one, R43/R44). */
+  users?: string[];
 };
+
+/** The user names of a user-list include file as renderUserList writes it (one `{user: "..."` per line). */
+export function usersOfListText(text: string): string[] {
+  return [...text.matchAll(/\{user: ("(?:[^"\\]|\\.)*")/g)].map((m) => JSON.parse(m[1]!) as string);
+}

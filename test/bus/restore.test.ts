@@ -204,7 +204,7 @@ describe("R44: mesh replay, and accepting a restore", () => {
     await fixture.enrol("late");
     const seen = await lastSequence(fixture.operator);
     // An offline node's last report, from the future the restore loses: evidence now, not after acceptance.
-    fixture.operator.publish(reportSubject("alpha"), JSON.stringify({ node: "alpha", digest: "d", ok: true, recordsSequence: seen + 5 }));
+    fixture.operator.publish(reportSubject("alpha"), JSON.stringify({ node: "alpha", digest: "d", ok: true, recordsSequence: seen + 5, users: ["node-alpha", "node-late"] }));
     await fixture.operator.flush();
     await controller.stop();
     await rollBackRecords(fixture.operator, backup);
@@ -216,6 +216,7 @@ describe("R44: mesh replay, and accepting a restore", () => {
     assert.deepEqual(accepted.lost, { from: backup + 1, to: seen + 5 }, "up to the furthest sequence the world saw (the offline node's report)");
     assert.deepEqual(accepted.rotated, [{ kind: "node", name: "alpha" }]);
     assert.equal(restarted.catalogue.behind, null, "unlatched");
+    assert.deepEqual(accepted.unknownToRecords, ["node-late"], "the node enrolled after the backup, on the installed list, is named");
     const alpha = Object.values(restarted.catalogue.state.credentials).find((c) => c.principal.kind === "node" && c.principal.name === "alpha")!;
     assert.notEqual(alpha.hash, backupHash, "the backup's password is not the one installed next");
     assert.notEqual(alpha.hash, rotatedAway, "nor the rotated-away one");

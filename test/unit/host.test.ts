@@ -265,3 +265,16 @@ describe("user-list parts: stored as they arrive, installed only complete and ma
     }
   });
 });
+
+describe("the broker's report of its installed list (R44)", () => {
+  it("R44: usersOfListText names every user of a rendered list, quoted or plain", async () => {
+    const { renderUserList } = await import("../../src/compose/index.ts");
+    const { usersOfListText } = await import("../../src/host/declaration.ts");
+    const permissions = { publish: { allow: ["a"] }, subscribe: { allow: ["b"] } };
+    const text = renderUserList({ users: [
+      { user: "node-alpha", password: "$2a$10$x", permissions, principal: { kind: "node", name: "alpha" } },
+      { user: "module-a b", password: "$2a$10$y", permissions, principal: { kind: "module", name: "a" } },
+    ] });
+    assert.deepEqual(usersOfListText(text), ["module-a b", "node-alpha"]);
+  });
+});
