@@ -82,7 +82,7 @@ export interface Catalogue {
    * refusal. The append is fenced by the stream's last sequence read just before it, with
    * Nats-Msg-Id = commandId; then the records are folded again (the voided commit skipped).
    */
-  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision, options?: { evenIfBehind?: boolean }): Promise<TransactResult>;
+  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision): Promise<TransactResult>;
   /**
    * The world's evidence that the records are behind it (R43), null when there is none. Once set
    * it stays until accepted (`accept`): catchUp, transact and appendPastHeld throw RecordsBehind.
@@ -97,7 +97,7 @@ export interface Catalogue {
    * is dropped), asks `decide` for the commit (RecordsRestored and the fresh credentials) given
    * that state, the evidence and the lost range (null when unknown), appends it fenced by the
    * stream's last sequence, clears `behind` and moves the mark to the records as they now are.
-   * Throws InvalidEvent when a commit stops the fold (void it first).
+   * A commit no fold can read is left held (`held`), to be voided next (R45).
    */
   acceptRestore(
     commandId: string,
@@ -419,7 +419,15 @@ class JetStreamCatalogue implements Catalogue {
   ): Promise<TransactResult> {
     return this.#serial(async () => {
       const info = await this.#bus.jsm.streams.info(CATALOGUE_STREAM);
-      const state = await foldFrom(this.#bus, initialState);
+      // A commit no fold can read does not stop the acceptance: it stays held, to be voided next.
+      let state = initialState;
+      let held = false;
+      try {
+        state = await foldFrom(this.#bus, initialState, (partial) => { state = partial; });
+      } catch (error) {
+        if (!(error instanceof InvalidEvent)) throw error;
+        held = true;
+      }
       const applied = appliedSequence(state, commandId);
       if (applied !== undefined) {
         this.#state = state;
@@ -444,11 +452,13 @@ class JetStreamCatalogue implements Catalogue {
         if (isWrongLastSequence(error)) throw new FencedAppend(info.state.last_seq, { cause: error });
         throw error;
       }
-      this.#state = ack.seq === state.sequence + 1 ? evolve(state, [{ sequence: ack.seq, commit }]) : state;
+      this.#state = !held && ack.seq === state.sequence + 1 ? evolve(state, [{ sequence: ack.seq, commit }]) : state;
       this.#behind = null;
       this.#seen = 0;
       this.#created = info.created;
-      await this.#catchUp();
+      await this.#catchUp().catch((error: unknown) => {
+        if (!(error instanceof InvalidEvent)) throw error;
+      });
       this.#advanced();
       return { ok: true, sequence: ack.seq, events: commit.events, entity: commit.entity, duplicate: ack.duplicate, unchanged: false, state: this.#state };
     });
@@ -504,14 +514,12 @@ class JetStreamCatalogue implements Catalogue {
     }
   }
 
-  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision, options: { evenIfBehind?: boolean } = {}): Promise<TransactResult> {
+  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision): Promise<TransactResult> {
     return this.#serial(async () => {
-      if (this.#behind !== null && !options.evenIfBehind) throw new RecordsBehind(this.#behind);
-      if (this.#behind === null) {
-        await this.#catchUp().catch((error: unknown) => {
-          if (!(error instanceof InvalidEvent)) throw error;
-        });
-      }
+      if (this.#behind !== null) throw new RecordsBehind(this.#behind);
+      await this.#catchUp().catch((error: unknown) => {
+        if (!(error instanceof InvalidEvent)) throw error;
+      });
       const applied = appliedSequence(this.#state, commandId);
       if (applied !== undefined) return this.#duplicate(applied);
       const decision = decide(this.#held);
@@ -534,11 +542,9 @@ class JetStreamCatalogue implements Catalogue {
         if (isWrongLastSequence(error)) throw new FencedAppend(fence, { cause: error });
         throw error;
       }
-      if (this.#behind === null) {
-        await this.#catchUp().catch((error: unknown) => {
-          if (!(error instanceof InvalidEvent)) throw error;
-        });
-      }
+      await this.#catchUp().catch((error: unknown) => {
+        if (!(error instanceof InvalidEvent)) throw error;
+      });
       return { ok: true, sequence: ack.seq, events: commit.events, entity: commit.entity, duplicate: ack.duplicate, unchanged: false, state: this.#state };
     });
   }
