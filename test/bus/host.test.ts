@@ -16,6 +16,7 @@ import { hashPassword, newPassword, sealToNode } from "../../src/crypto/secrets.
 import { canonicalJson, permissionsOf, renderUserList, type BusUser, type Declaration } from "../../src/compose/index.ts";
 import { initialState } from "../../src/projections/state.ts";
 import { initHostKeys, lastGoodFile, startHost, type Host, type HostReport } from "../../src/host/index.ts";
+import { usersOfListText } from "../../src/host/declaration.ts";
 
 /**
  * The host agent against real nats-servers (DESIGN.md section 7): a node user whose permissions are
@@ -324,7 +325,9 @@ describe("host agent: the broker's user list", () => {
     const d = declaration("hub", broker.publicKey, [], { userList });
     await publishDeclaration(admin, d);
     const report = await broker.host.waitForReport(d.digest, 20_000);
-    assert.deepEqual(report, { node: "hub", digest: d.digest, ok: true });
+    // R44: the broker's holder names the users of the list it installed.
+    assert.deepEqual(report, { node: "hub", digest: d.digest, ok: true, users: usersOfListText(userList) });
+    assert.ok(report.users!.includes("newcomer"));
     assert.equal(readFileSync(join(dir, "users.conf"), "utf8"), userList);
     assert.equal(readFileSync(lastGoodFile(join(dir, "users.conf")), "utf8"), userList);
     assert.equal(await canConnect(server, "newcomer", fresh), true, "the reloaded bus accepts the new user");
@@ -353,7 +356,7 @@ describe("host agent: the broker's user list", () => {
     assert.equal(await canConnect(server, "late-arrival", fresh), false);
     await publishDeclaration(admin, d);
     const report = await broker.host.waitForReport(d.digest, 60_000);
-    assert.deepEqual(report, { node: "hub", digest: d.digest, ok: true });
+    assert.deepEqual(report, { node: "hub", digest: d.digest, ok: true, users: usersOfListText(userList) });
     assert.equal(readFileSync(join(dir, "users.conf"), "utf8"), userList);
     assert.equal(await canConnect(server, "late-arrival", fresh), true, "the reloaded bus accepts a user from the list's last part");
     assert.deepEqual(readdirSync(join(broker.stateDir, "user-list-parts")), [], "the installed list's parts are dropped");
@@ -372,7 +375,7 @@ describe("host agent: the broker's user list", () => {
     assert.equal(await canConnect(server, "patient", fresh), false);
     await publishPart(admin, d, 1);
     const second = await waitFor(() => broker.host.reports.find((r) => r.digest === d.digest && r.ok), { name: "the completed list applied", timeoutMs: 20_000 });
-    assert.deepEqual(second, { node: "hub", digest: d.digest, ok: true });
+    assert.deepEqual(second, { node: "hub", digest: d.digest, ok: true, users: usersOfListText(userList) });
     assert.equal(readFileSync(join(dir, "users.conf"), "utf8"), userList);
     assert.equal(await canConnect(server, "patient", fresh), true);
   });
