@@ -12,7 +12,8 @@ import type { State } from "../projections/index.ts";
 import type { Reply } from "../commands/envelope.ts";
 import { CommandId, type ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
-import { ReplayRequest, decideAcceptRestore, decideVoid, restorePrincipals } from "../commands/replay.ts";
+import { ROTATIONS_PER_COMMIT, ReplayRequest, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals } from "../commands/replay.ts";
+import type { Principal } from "../events/index.ts";
 import type { CredentialRotated } from "../events/index.ts";
 import { hashPassword, newPassword, sealToNode } from "../crypto/secrets.ts";
 import type { ControllerLog } from "./log.ts";
@@ -141,19 +142,32 @@ export function replayVerb(deps: ReplayDependencies): ExtraVerb {
  * host's last report) that the accepted records do not know; the next push installs them all.
  */
 async function acceptRestore(deps: ReplayDependencies, commandId: string, actor: string): Promise<Reply> {
-  const secrets: Array<{ password: string; hash: string; sealed: string }> = [];
-  const envelope = { commandId, actor, now: deps.now().toISOString(), secrets };
+  const freshSecrets = (count: number) => Array.from({ length: count }, () => {
+    const password = newPassword();
+    return { password, hash: hashPassword(password), sealed: deps.sealSecret(password) };
+  });
+  const at = deps.now().toISOString();
+  let all: Principal[] = [];
+  let secrets: Array<{ password: string; hash: string; sealed: string }> = [];
   const result = await deps.catalogue.acceptRestore(commandId, (state, evidence, lost) => {
-    const needed = restorePrincipals(state, actor).length;
-    while (secrets.length < needed) {
-      const password = newPassword();
-      secrets.push({ password, hash: hashPassword(password), sealed: deps.sealSecret(password) });
-    }
-    return decideAcceptRestore(state, evidence, lost, envelope);
+    all = restorePrincipals(state, actor);
+    const needed = Math.min(all.length, ROTATIONS_PER_COMMIT);
+    if (secrets.length < needed) secrets = [...secrets, ...freshSecrets(needed - secrets.length)];
+    return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets });
   });
   if (!result.ok) return { ok: false, error: result.refusal };
+  // The rest of the fresh credentials, a commit each batch (a retried id appends nothing twice).
+  const further: CredentialRotated[] = [];
+  for (let from = ROTATIONS_PER_COMMIT, batch = 1; from < all.length && !result.duplicate; from += ROTATIONS_PER_COMMIT, batch += 1) {
+    const slice = all.slice(from, from + ROTATIONS_PER_COMMIT);
+    const id = `${commandId}.rotate-${batch}`;
+    const batchSecrets = freshSecrets(slice.length);
+    const more = await deps.catalogue.transact(id, (state) => decideRestoreRotations(state, slice, { commandId: id, actor, now: at, secrets: batchSecrets }));
+    if (!more.ok) return { ok: false, error: more.refusal };
+    further.push(...more.events.filter((e): e is CredentialRotated => e.type === "CredentialRotated"));
+  }
   const restored = result.events.find((e) => e.type === "RecordsRestored");
-  const rotated = result.events.filter((e): e is CredentialRotated => e.type === "CredentialRotated");
+  const rotated = [...result.events.filter((e): e is CredentialRotated => e.type === "CredentialRotated"), ...further];
   const state = deps.catalogue.state;
   const nodes = rotated.filter((e) => e.principal.kind === "node" && state.nodes[e.principal.name]).map((e) => ({
     node: e.principal.name,

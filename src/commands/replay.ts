@@ -10,7 +10,7 @@
  */
 import { z } from "zod";
 import type { MeshEvent, Principal } from "../events/index.ts";
-import { busUser, CONTROLLER_NAME, RECORDS_ENTITY } from "../names.ts";
+import { busUser, CONTROLLER_NAME, principalKey, RECORDS_ENTITY } from "../names.ts";
 import type { State } from "../projections/index.ts";
 import { metaOf, refuse, type Decision, type Envelope } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
@@ -72,11 +72,32 @@ export function restorePrincipals(state: State, actorUser: string): Principal[] 
 }
 
 /**
+ * Fresh credentials per commit of an accepted restore: ~350 bytes each keeps a commit far under the
+ * bus's 1 MiB message limit at any mesh size (R58, R59).
+ */
+export const ROTATIONS_PER_COMMIT = 500;
+
+/** CredentialRotated for each of `principals` that still has a credential, secret #i for the i-th. Pure. */
+function rotations(state: State, principals: readonly Principal[], envelope: Envelope): MeshEvent[] {
+  const meta = metaOf(envelope);
+  const events: MeshEvent[] = [];
+  principals.forEach((principal, i) => {
+    const secret = secretAt(envelope, i);
+    events.push({
+      ...meta, type: "CredentialRotated", principal, user: busUser(principal.kind, principal.name),
+      hash: secret.hash, sealed: secret.sealed, address: addressFor(state, principal),
+    });
+  });
+  return events;
+}
+
+/**
  * Decides an accepted restore (R44): one commit about the records holding RecordsRestored (actor,
- * evidence, lost range) and a CredentialRotated for each of restorePrincipals, secret #i for the
- * i-th, at the address each would be minted at now (addressFor, R7). The credentials are usable
- * from the next push, which installs the user list without any password the backup held (the
- * removed principals are not in the records at all). Refusals: `no-mesh` before genesis. Pure.
+ * evidence, lost range) and a CredentialRotated for each of the first ROTATIONS_PER_COMMIT of
+ * restorePrincipals, secret #i for the i-th, at the address each would be minted at now
+ * (addressFor, R7); the rest follow in commits of their own (decideRestoreRotations). The
+ * credentials are usable from the next push, which installs the user list without any password
+ * the backup held (removed principals are not in the records at all). Refusals: `no-mesh`. Pure.
  */
 export function decideAcceptRestore(
   state: State,
@@ -85,14 +106,18 @@ export function decideAcceptRestore(
   envelope: Envelope,
 ): Decision {
   if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
-  const meta = metaOf(envelope);
-  const events: MeshEvent[] = [{ ...meta, type: "RecordsRestored", evidence: evidence.map((e) => ({ kind: e.kind, detail: e.detail })), lost }];
-  restorePrincipals(state, envelope.actor).forEach((principal, i) => {
-    const secret = secretAt(envelope, i);
-    events.push({
-      ...meta, type: "CredentialRotated", principal, user: busUser(principal.kind, principal.name),
-      hash: secret.hash, sealed: secret.sealed, address: addressFor(state, principal),
-    });
-  });
-  return { ok: true, entity: { ...RECORDS_ENTITY }, events };
+  const restored: MeshEvent = { ...metaOf(envelope), type: "RecordsRestored", evidence: evidence.map((e) => ({ kind: e.kind, detail: e.detail })), lost };
+  const first = restorePrincipals(state, envelope.actor).slice(0, ROTATIONS_PER_COMMIT);
+  return { ok: true, entity: { ...RECORDS_ENTITY }, events: [restored, ...rotations(state, first, envelope)] };
+}
+
+/**
+ * One further commit of an accepted restore's fresh credentials (R44): a CredentialRotated for
+ * each of `principals` (a later slice of restorePrincipals) that still has a credential; `unchanged`
+ * when none has. Pure.
+ */
+export function decideRestoreRotations(state: State, principals: readonly Principal[], envelope: Envelope): Decision {
+  const still = principals.filter((p) => state.credentials[principalKey(p.kind, p.name)] !== undefined);
+  if (still.length === 0) return { ok: true, unchanged: true, entity: { ...RECORDS_ENTITY }, events: [] };
+  return { ok: true, entity: { ...RECORDS_ENTITY }, events: rotations(state, still, envelope) };
 }

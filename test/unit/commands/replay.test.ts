@@ -52,3 +52,20 @@ describe("replay --accept-restore (R44)", () => {
     assert.deepEqual(rotated.map((e) => e.type === "CredentialRotated" && e.hash), secrets.map((s) => s.hash));
   });
 });
+
+describe("replay --accept-restore at scale (R44, R59)", () => {
+  it("R44: later batches rotate the principals that still have a credential, and nothing when none has", async () => {
+    const { exampleMesh, fakeHash } = await import("../compose/exampleMesh.ts");
+    const { restorePrincipals, decideRestoreRotations, ROTATIONS_PER_COMMIT } = await import("../../../src/commands/replay.ts");
+    assert.ok(ROTATIONS_PER_COMMIT * 400 < 1024 * 1024, "a batch stays under the bus's 1 MiB message limit");
+    const { state } = exampleMesh();
+    const some = restorePrincipals(state, "nobody").slice(0, 2);
+    const gone = { kind: "node" as const, name: "gone" };
+    const secrets = [0, 1, 2].map((i) => ({ password: `p${i}`, hash: fakeHash(`p${i}`), sealed: `s${i}` }));
+    const decision = decideRestoreRotations(state, [some[0]!, gone, some[1]!], { ...envelope, secrets });
+    assert.ok(decision.ok && !decision.unchanged);
+    assert.deepEqual(decision.events.map((e) => e.type === "CredentialRotated" && e.principal.name), [some[0]!.name, some[1]!.name]);
+    const none = decideRestoreRotations(state, [gone], { ...envelope, secrets });
+    assert.ok(none.ok && none.unchanged === true);
+  });
+});
