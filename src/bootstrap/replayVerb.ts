@@ -74,6 +74,9 @@ export async function replayReport(nc: NatsConnection, catalogue: Catalogue): Pr
   };
 }
 
+/** Nodes whose fresh credential (sealed to the node) an accepted restore's reply carries. */
+export const NODE_CREDENTIALS_IN_REPLY = 100;
+
 /** What replayVerb needs from the controller. */
 export type ReplayDependencies = {
   nc: NatsConnection;
@@ -169,7 +172,10 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
   const restored = result.events.find((e) => e.type === "RecordsRestored");
   const rotated = [...result.events.filter((e): e is CredentialRotated => e.type === "CredentialRotated"), ...further];
   const state = deps.catalogue.state;
-  const nodes = rotated.filter((e) => e.principal.kind === "node" && state.nodes[e.principal.name]).map((e) => ({
+  // A reply stays under the bus's max payload (R59): the sealed credentials of the first nodes;
+  // any other offline node gets one from `mesh credential rotate node <name>`.
+  const rotatedNodes = rotated.filter((e) => e.principal.kind === "node" && state.nodes[e.principal.name]);
+  const nodes = rotatedNodes.slice(0, NODE_CREDENTIALS_IN_REPLY).map((e) => ({
     node: e.principal.name,
     credential: { address: e.address, user: e.user, fingerprint: state.mesh?.fingerprint ?? "", sealedPassword: sealToNode(state.nodes[e.principal.name]!.publicKey, deps.openSecret(e.sealed)) },
   }));
@@ -186,7 +192,8 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
     accepted: true,
     evidence: restored?.type === "RecordsRestored" ? restored.evidence : [],
     lost: restored?.type === "RecordsRestored" ? restored.lost : null,
-    rotated: rotated.map((e) => e.principal),
+    rotated: rotated.length > 1000 ? { count: rotated.length } : rotated.map((e) => e.principal),
+    ...(rotatedNodes.length > nodes.length ? { nodeCredentialsLeftOut: rotatedNodes.length - nodes.length } : {}),
     nodeCredentials: nodes,
     unknownToRecords,
     next: "run `mesh push`: it installs the fresh credentials; the controller's own: `mesh credential rotate controller mesh-controller` (R50)",

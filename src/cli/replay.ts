@@ -22,9 +22,11 @@ export function renderReplay(r: Row): string[] {
   const lines: string[] = [];
   if (r.accepted === true) {
     const lost = r.lost as { from: number; to: number } | null;
-    const rotated = (r.rotated ?? []) as Array<{ kind: string; name: string }>;
+    const rotated = (Array.isArray(r.rotated) ? r.rotated : []) as Array<{ kind: string; name: string }>;
+    const count = Array.isArray(r.rotated) ? rotated.length : Number((r.rotated as { count?: number } | undefined)?.count ?? 0);
     lines.push(`accepted the records as restored (commit at ${String(r.sequence)})${lost ? `: sequences ${lost.from}..${lost.to} are lost` : ""}`);
-    lines.push(`fresh credentials for ${rotated.length} principal(s), installed by the next push: ${rotated.map((p) => `${p.kind} ${p.name}`).join(", ") || "none"}`);
+    lines.push(`fresh credentials for ${count} principal(s), installed by the next push${rotated.length ? `: ${rotated.map((p) => `${p.kind} ${p.name}`).join(", ")}` : ""}`);
+    if (typeof r.nodeCredentialsLeftOut === "number") lines.push(`${r.nodeCredentialsLeftOut} more node(s): an offline one gets its credential from \`mesh credential rotate node <name>\``);
     for (const n of (r.nodeCredentials ?? []) as Array<{ node: string; credential: unknown }>) {
       lines.push(`node ${n.node} (if offline, give it this with \`mesh host credential\`): ${JSON.stringify(n.credential)}`);
     }
