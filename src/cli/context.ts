@@ -35,6 +35,8 @@ export type CliContext = {
   globals: GlobalOptions;
   /** The bus connection with the operator's credential; opened on first use, closed by runCli. */
   connection(): Promise<NatsConnection>;
+  /** The bus user of the operator's credential: the principal its commands are sent as (R51). */
+  asker(): string;
   /** Writes one line to stdout. */
   out(line: string): void;
   /** Writes one line to stderr. */

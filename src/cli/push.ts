@@ -84,7 +84,7 @@ export const PUSH_CLI_VERB: CliVerb = {
     };
     let reply: Reply;
     try {
-      reply = await sendCommand(nc, PUSH_VERB, body, { timeoutMs: ctx.globals.timeoutMs + PUSH_REPLY_MARGIN_MS });
+      reply = await sendCommand(nc, ctx.asker(), PUSH_VERB, body, { timeoutMs: ctx.globals.timeoutMs + PUSH_REPLY_MARGIN_MS });
     } catch (error) {
       if (error instanceof CommandTransportError && error.code === "timeout") {
         throw new CommandTransportError("timeout", pushTimeoutMessage(ctx.globals.timeoutMs), { cause: error });

@@ -86,6 +86,7 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
           connection ??= connectToBus(loadCredential(globals.credential), { name: "mesh-cli", reconnect: false, timeoutMs: globals.timeoutMs });
           return connection;
         },
+        asker: () => loadCredential(globals.credential).user,
         out: (line) => { io.stdout.write(`${line}\n`); },
         err,
       };

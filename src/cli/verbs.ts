@@ -95,7 +95,7 @@ export function busVerb(spec: {
       // Always a command id (--command-id or a fresh one): a timeout names it, so the retry is safe.
       const commandId = ctx.globals.commandId ?? randomUUID();
       const body = { ...spec.body(args, options), commandId };
-      const reply = await sendCommand(await ctx.connection(), spec.verb, body, { timeoutMs: ctx.globals.timeoutMs }).catch((error: unknown) => {
+      const reply = await sendCommand(await ctx.connection(), ctx.asker(), spec.verb, body, { timeoutMs: ctx.globals.timeoutMs }).catch((error: unknown) => {
         if (error instanceof CommandTransportError && error.code === "timeout") {
           throw new CommandTransportError(
             "timeout",
@@ -137,7 +137,7 @@ const moduleRegister: CliVerb = {
     const replies: Array<{ file: string; reply: Reply }> = [];
     let code = EXIT_OK;
     for (const { file, manifest } of items) {
-      const reply = await sendCommand(nc, "module.register", withCommandId(ctx, { manifest }), { timeoutMs: ctx.globals.timeoutMs });
+      const reply = await sendCommand(nc, ctx.asker(), "module.register", withCommandId(ctx, { manifest }), { timeoutMs: ctx.globals.timeoutMs });
       replies.push({ file, reply });
       if (!reply.ok) {
         ctx.err(`${file}:`);

@@ -135,6 +135,11 @@ export function defaultManifests(): string[] {
   return existsSync(CONTROLLER_MANIFEST) ? [...examples, CONTROLLER_MANIFEST] : examples;
 }
 
+/** The bus user of the operator's credential in `paths`: the principal `up` sends commands as (R51). */
+export function operatorUser(paths: MeshPaths): string {
+  return BusCredential.parse(JSON.parse(readFileSync(paths.operatorCredential, "utf8"))).user;
+}
+
 /** The operator's connection to the mesh in `paths`, dialled at the bus's local address. */
 export async function operatorConnection(paths: MeshPaths, timeoutMs = 5_000): Promise<NatsConnection> {
   const credential = BusCredential.parse(JSON.parse(readFileSync(paths.operatorCredential, "utf8")));
@@ -166,11 +171,11 @@ async function ensureBus(paths: MeshPaths, binary: string, detached: boolean, lo
 }
 
 /** Asks until the controller answers (it may be starting, or catching up), up to `timeoutMs`. */
-async function whenControllerAnswers(nc: NatsConnection, timeoutMs: number): Promise<void> {
+async function whenControllerAnswers(nc: NatsConnection, asker: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      await sendCommand(nc, "nodes", {}, { timeoutMs: 2_000 });
+      await sendCommand(nc, asker, "nodes", {}, { timeoutMs: 2_000 });
       return;
     } catch (error) {
       if (Date.now() > deadline) {
@@ -220,9 +225,10 @@ export async function up(options: UpOptions): Promise<UpResult> {
   const nc = await operatorConnection(paths);
   try {
     log("up: waiting for the controller to answer");
-    await whenControllerAnswers(nc, timeoutMs);
+    const asker = operatorUser(paths);
+    await whenControllerAnswers(nc, asker, timeoutMs);
     const ask = async (verb: string, body: Record<string, unknown> = {}) =>
-      ok(verb, await sendCommand(nc, verb, body, { timeoutMs }));
+      ok(verb, await sendCommand(nc, asker, verb, body, { timeoutMs }));
 
     // 4. the local node: its keys, its enrolment, its host agent.
     const hostDir = join(paths.dir, HOST_DIR);
@@ -275,7 +281,7 @@ export async function up(options: UpOptions): Promise<UpResult> {
 
     // The push, waiting for the node to apply (R32).
     log("up: pushing, and waiting for every node to apply");
-    const push = await pushAndWait(nc, timeoutMs);
+    const push = await pushAndWait(nc, asker, timeoutMs);
     for (const line of pushLines(push)) log(line);
 
     // 5. the summary.
@@ -322,9 +328,9 @@ async function carryLocalNode(paths: MeshPaths, hostDir: string, node: string, l
  * rotation, its confirmation of the new password; so nothing is left to wait for here. Throws UpError for a refused push, CommandTransportError when the controller does
  * not answer within `timeoutMs` plus PUSH_REPLY_MARGIN_MS (the CLI's `mesh push --wait` margin).
  */
-export async function pushAndWait(nc: NatsConnection, timeoutMs: number, body: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+export async function pushAndWait(nc: NatsConnection, asker: string, timeoutMs: number, body: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
   const request = { ...body, wait: true, timeoutMs };
-  return ok("push", await sendCommand(nc, PUSH_VERB, request, { timeoutMs: timeoutMs + PUSH_REPLY_MARGIN_MS }));
+  return ok("push", await sendCommand(nc, asker, PUSH_VERB, request, { timeoutMs: timeoutMs + PUSH_REPLY_MARGIN_MS }));
 }
 
 /** One line per node of a push report. */
@@ -337,7 +343,8 @@ function pushLines(push: Record<string, unknown>): string[] {
 
 /** The summary of the mesh in `paths`, asked of its controller over `nc`. */
 export async function readSummary(paths: MeshPaths, nc: NatsConnection, timeoutMs = 10_000): Promise<UpSummary> {
-  const ask = async (verb: string) => ok(verb, await sendCommand(nc, verb, {}, { timeoutMs }));
+  const asker = operatorUser(paths);
+  const ask = async (verb: string) => ok(verb, await sendCommand(nc, asker, verb, {}, { timeoutMs }));
   const mesh = readMeshFile(paths.dir);
   const nodes = nodesOf(await ask("nodes"));
   const seats = seatsOf(await ask("seats"));

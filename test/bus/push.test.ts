@@ -138,7 +138,7 @@ describe("push", () => {
   it("R12 R32: the push verb answers over the bus; a dry run redacts secrets and sends nothing", async () => {
     await fixture.send("assign", { module: "web", node: "idle-1" });
     const sequence = controller.catalogue.state.sequence;
-    const reply = await sendCommand(fixture.operator, "push", { dryRun: true }, { timeoutMs: 20_000 });
+    const reply = await sendCommand(fixture.operator, "operator-test", "push", { dryRun: true }, { timeoutMs: 20_000 });
     assert.equal(reply.ok, true);
     const report = reply as unknown as PushReport;
     assert.equal(report.dryRun, true);
@@ -150,7 +150,7 @@ describe("push", () => {
     await controller.catalogue.catchUp();
     assert.equal(controller.catalogue.state.sequence, sequence, "a dry run records nothing");
 
-    const refused = await sendCommand(fixture.operator, "push", { nodes: ["Not A Node"] }, { timeoutMs: 20_000 });
+    const refused = await sendCommand(fixture.operator, "operator-test", "push", { nodes: ["Not A Node"] }, { timeoutMs: 20_000 });
     assert.equal(refused.ok, false);
     if (!refused.ok) assert.equal(refused.error.code, "invalid-request");
   });

@@ -119,7 +119,7 @@ describe("R33: a reply carrying a fresh credential reaches only its asker", () =
     }
     // Nor can beta ask for a credential itself: commands are not its to publish.
     const asker = await dial(BETA);
-    asker.nc.publish(commandSubject("node.enrol"), "{}");
+    asker.nc.publish(commandSubject(BETA, "node.enrol"), "{}");
     await asker.nc.flush().catch(() => undefined);
     await waitFor(() => asker.violations.find((v) => v.operation === "publish"), { name: "the server refuses beta pub mesh.command.node.enrol" });
 
@@ -132,7 +132,7 @@ describe("R33: a reply carrying a fresh credential reaches only its asker", () =
     // The operator enrols gamma: the reply carries gamma's fresh credential, sealed to gamma's key.
     const operator = await dial(OPERATOR);
     const gamma = newNodeKeyPair();
-    const reply = await sendCommand(operator.nc, "node.enrol", { node: "gamma", publicKey: gamma.publicKey }, { timeoutMs: 10_000 });
+    const reply = await sendCommand(operator.nc, OPERATOR, "node.enrol", { node: "gamma", publicKey: gamma.publicKey }, { timeoutMs: 10_000 });
     assert.ok(reply.ok, JSON.stringify(reply));
     const credential = (reply as unknown as { credential: { user: string; sealedPassword: string } }).credential;
     assert.equal(credential.user, busUser("node", "gamma"));

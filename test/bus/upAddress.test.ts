@@ -11,7 +11,7 @@ import { renderSummary } from "../../src/up/summary.ts";
 import { parseBusAddress } from "../../src/projections/index.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
-import { operatorConnection } from "../../src/up/up.ts";
+import { operatorConnection, operatorUser } from "../../src/up/up.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import { progressSubject } from "../../src/names.ts";
 
@@ -99,7 +99,7 @@ describe("mesh up when the port is taken", () => {
   it("R33: the controller refuses a progress subject outside the asker's own inbox", async () => {
     const nc = await operatorConnection(result.paths);
     try {
-      const reply = await sendCommand(nc, "push", { dryRun: true, progressSubject: progressSubject("node-alpha", "x") }, { timeoutMs: 20_000 });
+      const reply = await sendCommand(nc, operatorUser(result.paths), "push", { dryRun: true, progressSubject: progressSubject("node-alpha", "x") }, { timeoutMs: 20_000 });
       assert.equal(reply.ok, false);
       assert.equal(!reply.ok && reply.error.code, "invalid-request");
     } finally {
