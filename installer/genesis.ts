@@ -204,6 +204,14 @@ async function stopRecordedProcesses(paths: MeshPaths): Promise<void> {
  * that does not start. Nothing is left half-written: the temporary folder, or the renamed one, is
  * removed on failure.
  */
+/**
+ * `raw` as an error may print it (R3): whatever stands before an `@` after `//` (a user and
+ * password someone typed inside the address) is replaced by `***`. Pure.
+ */
+export function addressForMessages(raw: string): string {
+  return raw.replace(/\/\/[^/]*@/g, "//***@");
+}
+
 export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
   const log = options.log;
   const paths = meshPaths(options.dir);
@@ -213,7 +221,7 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
   try {
     address = parseBusAddress(options.brokerAddress);
   } catch {
-    throw new InstallerError(`${source} "${options.brokerAddress}" is not tls://host[:port]`);
+    throw new InstallerError(`${source} "${addressForMessages(options.brokerAddress)}" is not tls://host[:port]${/@/.test(options.brokerAddress) ? ": a user or password never goes inside the address (R3); the credentials travel beside it" : ""}`);
   }
   if (address.scheme !== "tls") {
     throw new InstallerError(`${source} "${formatBusAddress(address)}" must use tls:// (the bus always presents the mesh's certificate, R34)`);

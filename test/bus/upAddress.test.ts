@@ -71,6 +71,17 @@ describe("mesh up when the port is taken", () => {
     assert.ok(result.summary.applied.every((a) => a.ok), "the mesh came up on the other port");
   });
 
+  it("R3: an --address with a user and password inside is refused without printing the password (mesh up and mesh genesis)", async () => {
+    for (const verb of ["up", "genesis"]) {
+      const dir = join(root, `secret-${verb}`);
+      const io = memoryIo();
+      assert.equal(await runCli([verb, "--dir", dir, "--address", "tls://u:hunter2secret@h.example:4222"], io), EXIT_USAGE, io.err());
+      assert.ok(io.err().includes("--address"), io.err());
+      assert.ok(!io.out().includes("hunter2secret") && !io.err().includes("hunter2secret"), io.err());
+      assert.ok(!existsSync(join(dir, "mesh.json")), "no mesh was made");
+    }
+  });
+
   it("R8: an explicit --address that is taken fails with one line naming --address (mesh up and mesh genesis)", async () => {
     for (const verb of ["up", "genesis"]) {
       const dir = join(root, `explicit-${verb}`);
