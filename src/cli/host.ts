@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { nameProblem } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
 import type { CliVerb } from "./verbs.ts";
+import { MAX_JSON_DEPTH, jsonDepthOver } from "./manifests.ts";
 import {
   HostStateError, NODE_CREDENTIAL_FILE, initHostKeys, readCredentialFile, saveNodeCredential, startHost,
   type BusReloadOptions, type HostReport,
@@ -132,6 +133,7 @@ const credential: Run = async (ctx, options) => {
     } catch {
       throw new UsageError(`${from} is not a JSON enrol reply or credential`);
     }
+    if (jsonDepthOver(value)) throw new UsageError(`${from} nests arrays or objects more than ${MAX_JSON_DEPTH} deep: it is not an enrol reply or credential`);
     const saved = hostState(() => saveNodeCredential(stateDir, value));
     if (ctx.globals.json) ctx.out(JSON.stringify(saved, null, 2));
     else ctx.out(`credential of ${saved.user} for ${saved.address} kept in ${saved.file}`);
