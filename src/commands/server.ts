@@ -10,7 +10,9 @@
  * Adapter errors map to reply codes in one function (replyErrorOf). Nothing here logs a password
  * or a hash, and no reply carries a hash or a mesh-key-sealed secret.
  */
+import { createHash } from "node:crypto";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import { canonicalJson } from "../projections/canonical.ts";
 import { z } from "zod";
 import {
   COMMAND_QUEUE, COMMAND_SUBJECTS, commandOfSubject, inboxPrefix,
@@ -199,11 +201,13 @@ export async function handleCommand(
   const commandId = typeof givenId === "string" ? givenId : deps.newId();
   const secrets: FreshSecret[] = [];
   const envelope: Envelope = { commandId, actor, now: deps.now().toISOString(), secrets };
+  // R53: what this id is used for, recorded with the commit and compared on a duplicate.
+  const request = { verb, digest: createHash("sha256").update(canonicalJson({ verb, arguments: parsed.value })).digest("hex") };
   const result = await catalogue.transact(commandId, (state) => {
     const needed = def.secretsNeeded(state, parsed.value);
     while (secrets.length < needed) secrets.push(freshSecret(deps));
     return def.decide(state, parsed.value, envelope);
-  });
+  }, request);
   if (!result.ok) return { ok: false, error: result.refusal };
   const tools: ReplyTools = { openSecret: deps.openSecret, sealToNode };
   return {

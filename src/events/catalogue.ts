@@ -20,6 +20,7 @@ import { CATALOGUE_STREAM, CATALOGUE_SUBJECTS, catalogueSubject } from "../names
 import { Commit, type Entity, type MeshEvent } from "./index.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent } from "./errors.ts";
 import { retryFenced } from "./retry.ts";
+import { commandIdReused, type CommandRequest } from "./reuse.ts";
 import { loadSnapshot, openSnapshotStores, saveSnapshot, type SnapshotStores } from "./snapshots.ts";
 import { appliedSequence, evolve, initialState, startFold, type Fold, type SequencedCommit, type State } from "../projections/index.ts";
 import type { Decision, Refusal } from "../commands/envelope.ts";
@@ -58,8 +59,12 @@ export interface Catalogue {
    * and `unchanged: true` (its command id is not recorded: sending it again decides again). A fenced-out append catches up and decides again (retry.ts), then
    * throws FenceRetriesExhausted. Throws InvalidEvent (sequence 0) for events that fail their
    * schema. Calls on one Catalogue run one at a time.
+   *
+   * `request` (R53): the verb and argument digest the command id is used for, recorded with the
+   * commit; an id already applied to another request is refused `command-id-reused` (commandIdReused)
+   * instead of answering the first command's duplicate.
    */
-  transact(commandId: string, decide: (state: State) => Decision): Promise<TransactResult>;
+  transact(commandId: string, decide: (state: State) => Decision, request?: CommandRequest): Promise<TransactResult>;
   /** Saves a snapshot of the folded state (object store body, KV pointer). Bytes = body size. */
   snapshot(): Promise<{ sequence: number; bytes: number }>;
 }
@@ -268,24 +273,27 @@ class JetStreamCatalogue implements Catalogue {
     return foldFrom(this.#bus, this.#state, (state) => { this.#state = state; });
   }
 
-  transact(commandId: string, decide: (state: State) => Decision): Promise<TransactResult> {
-    return this.#serial(() => retryFenced(() => this.#attempt(commandId, decide), () => this.#catchUp()));
+  transact(commandId: string, decide: (state: State) => Decision, request?: CommandRequest): Promise<TransactResult> {
+    return this.#serial(() => retryFenced(() => this.#attempt(commandId, decide, request), () => this.#catchUp()));
   }
 
-  async #duplicate(sequence: number): Promise<TransactResult> {
+  async #duplicate(sequence: number, request: CommandRequest | undefined): Promise<TransactResult> {
     const original = await commitAt(this.#bus, sequence);
+    // R53: the records, not the bus's dedupe window, say what the id was first used for.
+    const reused = request === undefined ? null : commandIdReused(original, request);
+    if (reused) return { ok: false, refusal: reused };
     return { ok: true, sequence, events: original.events, entity: original.entity, duplicate: true, unchanged: false, state: this.#state };
   }
 
-  async #attempt(commandId: string, decide: (state: State) => Decision): Promise<TransactResult> {
+  async #attempt(commandId: string, decide: (state: State) => Decision, request: CommandRequest | undefined): Promise<TransactResult> {
     const applied = appliedSequence(this.#state, commandId);
-    if (applied !== undefined) return this.#duplicate(applied);
+    if (applied !== undefined) return this.#duplicate(applied, request);
     const decision = decide(this.#state);
     if (!decision.ok) return { ok: false, refusal: decision.refusal };
     if (decision.unchanged) {
       return { ok: true, sequence: this.#state.sequence, events: [], entity: decision.entity, duplicate: false, unchanged: true, state: this.#state };
     }
-    const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events });
+    const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events, ...(request === undefined ? {} : { request }) });
     if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
     const commit = parsed.data;
     const fence = this.#state.sequence;
@@ -307,7 +315,7 @@ class JetStreamCatalogue implements Catalogue {
       await this.#catchUp();
       const original = appliedSequence(this.#state, commandId);
       if (original === undefined) throw new Error(`the bus called command ${commandId} a duplicate of sequence ${ack.seq}, which the records do not show`);
-      return this.#duplicate(original);
+      return this.#duplicate(original, request);
     }
     this.#state = evolve(this.#state, [{ sequence: ack.seq, commit }]);
     return { ok: true, sequence: ack.seq, events: commit.events, entity: commit.entity, duplicate: false, unchanged: false, state: this.#state };

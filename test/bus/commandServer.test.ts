@@ -93,6 +93,27 @@ describe("command server", () => {
     assert.equal(await mesh.lastSequence(), after, "nothing appended by the retries");
   });
 
+  it("R53: a command id reused for another verb or other arguments is refused command-id-reused, also after the dedupe window; the same command stays a duplicate", async () => {
+    const keys = newNodeKeyPair();
+    const first = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-a", publicKey: keys.publicKey });
+    assert.ok(first.ok, JSON.stringify(first));
+    const last = await mesh.lastSequence();
+    const check = async () => {
+      const otherVerb = await sendCommand(client, OPERATOR, "node.remove", { commandId: "reuse-1", node: "reuse-a" });
+      assert.equal(refusalCode(otherVerb), "command-id-reused", JSON.stringify(otherVerb));
+      assert.ok(!otherVerb.ok && otherVerb.error.message.includes("node.enrol"), JSON.stringify(otherVerb));
+      const otherArgs = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-b", publicKey: keys.publicKey });
+      assert.equal(refusalCode(otherArgs), "command-id-reused", JSON.stringify(otherArgs));
+      const same = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-a", publicKey: keys.publicKey });
+      assert.ok(same.ok && same.duplicate === true, JSON.stringify(same));
+      assert.equal(await mesh.lastSequence(), last, "nothing appended");
+    };
+    await check();
+    const started = Date.now();
+    await waitFor(() => Date.now() - started > DEDUPE_WINDOW_MS * 2, { name: "the stream's dedupe window to pass", timeoutMs: 5_000 });
+    await check();
+  });
+
   it("R23: a request with an unknown field is refused (invalid-request) naming the field", async () => {
     const reply = (await client.request(commandSubject(OPERATOR, "assign"), JSON.stringify({ module: "broker", node: "alpha", colour: "red" }))).json<Reply>();
     assert.equal(refusalCode(reply), "invalid-request");
