@@ -1,5 +1,5 @@
 /**
- * The command server (DESIGN.md section 3, issue 3): the controller's side of `mesh.command.<verb>`.
+ * The command server (DESIGN.md section 3, issue 3): the controller's side of `mesh.command.<principal>.<verb>` (R51).
  *
  * For each request, in arrival order: the asker and the verb from the subject
  * (`mesh.command.<principal>.<verb>`, R51: the bus lets each principal publish under its own name
