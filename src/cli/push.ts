@@ -36,7 +36,9 @@ export function renderPush(report: PushReport): string[] {
   for (const left of report.leftOut) lines.push(`left out of the user list: ${left.principal.kind} ${left.principal.name}: ${left.reason}`);
   if (report.userList) lines.push(`user list refused (${report.userList.code}): ${report.userList.message}`);
   if (report.provisionsMinted > 0) lines.push(`minted ${report.provisionsMinted} provision(s)`);
-  if (report.controllerRotation) lines.push(`controller credential rotated off the bootstrap password: ${report.controllerRotation}`);
+  const fresh = report.freshCredentials ?? [];
+  if (fresh.length > 0) lines.push(`fresh credentials in this user list (their old passwords are refused): ${fresh.map((p) => `${p.kind} ${p.name}`).join(", ")}`);
+  if (report.controllerRotation) lines.push(`the controller's own rotated password: ${report.controllerRotation}`);
   for (const refused of report.raised.refused) lines.push(`not raised: ${refused.reason}`);
   if (report.timedOut.length > 0) lines.push(`no report from: ${report.timedOut.join(", ")}`);
   if (report.boundHit) lines.push(`stopped after ${report.rounds} rounds: the records kept changing (bounded by the node count)`);
@@ -46,8 +48,9 @@ export function renderPush(report: PushReport): string[] {
   return lines;
 }
 
-/** Exit code of a push: 1 when a node was refused, failed or timed out, else 0. */
-function exitOf(report: PushReport): number {
+/** Exit code of a push: 1 when a node was refused, failed or timed out, or no user list reached the bus (R49), else 0. */
+export function exitOf(report: PushReport): number {
+  if (report.userList !== undefined && !report.dryRun) return EXIT_REFUSED;
   return report.nodes.some((n) => n.outcome === "refused" || n.outcome === "failed" || n.outcome === "timed-out") ? EXIT_REFUSED : EXIT_OK;
 }
 

@@ -9,8 +9,8 @@ import {
 } from "../compose/declaration.ts";
 import { composeTopology, type StreamSpec } from "../compose/topology.ts";
 import { requiredProvisions } from "../compose/provisions.ts";
-import type { ComposeConfig, LeftOut } from "../compose/types.ts";
-import { credentialOf, holdersOf, type State } from "../projections/index.ts";
+import type { ComposeConfig, LeftOut, Principal } from "../compose/types.ts";
+import { CONTROLLER_PRINCIPAL, credentialOf, holdersOf, type State } from "../projections/index.ts";
 import { hashPassword, newPassword, openWithMeshKey, passwordMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
 import {
   BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, REPORT_SUBJECTS, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER,
@@ -101,8 +101,18 @@ export type PushReport = {
   nodes: NodeReport[];
   /** Principals left out of the user list, and why (R12). */
   leftOut: LeftOut[];
-  /** The user list's own refusal (a list with no users, R12), when composed for a broker holder. */
+  /**
+   * Why no user list reached the bus, when none did: the list's own refusal (a list with no users,
+   * R12), `no-broker-holder` (nothing holds mesh-broker) or `user-list-undelivered` (every holder's
+   * declaration was refused or failed) (R49). The CLI exits non-zero when it is set.
+   */
   userList?: Refusal;
+  /**
+   * Principals whose credential was rotated after the records sequence the broker's last user list
+   * was composed from: this push's list is the first to carry their fresh credentials, and the bus
+   * refuses their old passwords once it is installed (R48, R50). Sorted by kind, then name.
+   */
+  freshCredentials: Principal[];
   /** Provisions minted before composing (R31). */
   provisionsMinted: number;
   /** The controller's bootstrap password was replaced (R14): `applied` once the bus took it. */
@@ -249,16 +259,14 @@ async function mintProvisions(ctx: PushContext, pushId: string, actor: string, n
 
 /**
  * R14: once a node holds mesh-broker, the controller's recorded credential must not be the
- * bootstrap one. Mints a CredentialRotated for the controller (same user) before composing, so the
- * user list sent carries it, and stages the new password on the controller's credential. Returns
- * true when it rotated.
+ * bootstrap one. Decides a CredentialRotated for the controller (same user) before composing, so
+ * the user list sent carries it; adoptControllerCredential then stages it like any other rotation.
+ * Returns true when it rotated.
  */
 async function rotateBootstrap(ctx: PushContext, pushId: string, actor: string, now: string): Promise<boolean> {
-  const controller = ctx.controller;
-  if (!controller) return false;
   const state = ctx.catalogue.state;
   if (holdersOf(state, BROKER_SEAT).length === 0) return false;
-  const principal = { kind: "controller" as const, name: CONTROLLER_NAME };
+  const principal = CONTROLLER_PRINCIPAL;
   const recorded = credentialOf(state.credentials, principal);
   if (!recorded || !passwordMatches(BOOTSTRAP_PASSWORD, recorded.hash)) return false;
   const password = newPassword();
@@ -276,8 +284,43 @@ async function rotateBootstrap(ctx: PushContext, pushId: string, actor: string, 
     };
   });
   if (!result.ok) return false;
-  controller.stage(password);
   ctx.log.info(`push ${pushId}: the controller's bootstrap password is replaced in the records; the broker's next user list carries it (R14)`);
+  return true;
+}
+
+/** Per controller credential: the recorded hash and the password last found to match it (saves a bcrypt per push). */
+const matched = new WeakMap<ControllerCredential, { hash: string; password: string }>();
+
+/**
+ * R14 R50: the one way the controller switches to a new password of its own, whoever decided it
+ * (the first push off the bootstrap password, `mesh credential rotate controller`, a node removal
+ * that ended a copy of it, R48, a restore's fresh credentials). Run by every push before it
+ * composes, while the bus still runs the list that admits the current password: when the records'
+ * controller credential is not the password the controller dials with, its sealed secret is opened
+ * with the mesh key and staged (ControllerCredential.stage: kept beside the credential file, tried
+ * at reconnects in turn with the old one). The list this push sends to the broker carries the new
+ * hash; when the broker reports it applied, the push commits the password into the file
+ * (confirmRotation). Only while a node holds mesh-broker: without one no list is installed, and
+ * the old password stays good. Returns true when a rotation is pending after it (staged now or
+ * before and not yet confirmed).
+ */
+async function adoptControllerCredential(ctx: PushContext, pushId: string, actor: string, now: string): Promise<boolean> {
+  const controller = ctx.controller;
+  if (!controller) return false;
+  if (holdersOf(ctx.catalogue.state, BROKER_SEAT).length === 0) return controller.pending();
+  await rotateBootstrap(ctx, pushId, actor, now);
+  const recorded = credentialOf(ctx.catalogue.state.credentials, CONTROLLER_PRINCIPAL);
+  if (!recorded) return controller.pending();
+  const known = matched.get(controller);
+  const current = controller.password();
+  if ((known?.hash === recorded.hash && known.password === current) || passwordMatches(current, recorded.hash)) {
+    matched.set(controller, { hash: recorded.hash, password: current });
+    return controller.pending();
+  }
+  const password = openWithMeshKey(ctx.meshKey, recorded.sealed);
+  controller.stage(password);
+  matched.set(controller, { hash: recorded.hash, password });
+  ctx.log.info(`push ${pushId}: the records hold a new controller credential: staged before the list that refuses the old password is sent (R50)`);
   return true;
 }
 
@@ -522,11 +565,12 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   const named = new Set(options.nodes ?? []);
   const outcomes = new Map<string, NodeReport>();
   const report: PushReport = {
-    pushId, dryRun: options.dryRun === true, recordsSequence: 0, nodes: [], leftOut: [], provisionsMinted: 0,
+    pushId, dryRun: options.dryRun === true, recordsSequence: 0, nodes: [], leftOut: [], freshCredentials: [], provisionsMinted: 0,
     raised: { created: 0, updated: 0, refused: [] }, timedOut: [], rounds: 0, boundHit: false,
   };
 
   let state = await ctx.catalogue.catchUp();
+  const lastListSequence = lastUserListSequence(state);
   for (const node of named) {
     if (!state.nodes[node]) outcomes.set(node, { node, outcome: "refused", refusal: { code: "node-unknown", message: `node ${node} is not enrolled` } });
   }
@@ -548,6 +592,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       report.declarations.push(redactDeclaration(result.declaration));
     }
     report.nodes = [...outcomes.values()].sort((a, b) => (a.node < b.node ? -1 : 1));
+    report.freshCredentials = freshSince(state, lastListSequence);
     return report;
   }
 
@@ -596,7 +641,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       for (const refusal of raised.refused) ctx.log.error(`push ${pushId}: not raised: ${refusal.reason}`);
       // 2. Mint (R31, R14).
       report.provisionsMinted += await timed(ctx.timings, "mint", () => mintProvisions(ctx, pushId, actor, now));
-      if (!rotated) rotated = await timed(ctx.timings, "mint", () => rotateBootstrap(ctx, pushId, actor, now));
+      rotated = (await timed(ctx.timings, "mint", () => adoptControllerCredential(ctx, pushId, actor, now))) || rotated;
       state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
       // 3. Compose every node (R30).
       const { users, declarations } = await timed(ctx.timings, "compose", () => composeDeclarations(state, ctx.compose, sha256));
@@ -656,19 +701,20 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
         outcomes.set(s.node, { node: s.node, outcome: "sent", digest: s.digest });
         sentDigests.set(s.node, s.digest);
       }
-      await timed(ctx.timings, "record", () => recordSent(ctx, pushId, round, sent, state.sequence, actor, now));
-      ctx.log.info(`push ${pushId}: round ${round + 1}: sent ${sent.length} declaration(s), ${failures.size} failed, composed from sequence ${state.sequence}`);
       // The bus reloads when the broker's holder applies a new user list, and a reload fails the
       // JetStream requests in flight (503 "jetstream not enabled", or no reply); when the list
-      // carries the controller's rotated password it also drops this connection (R14). So the
-      // broker's report is awaited here, before the next request: once it arrived, the bus has
-      // reloaded (and the controller dials with its new password).
+      // carries the controller's rotated password it also drops this connection (R14, R50). So the
+      // broker's report is awaited here, before the next request (recording what was sent
+      // included): once it arrived, the bus has reloaded (and the controller dials with its new
+      // password).
       const brokers = new Set(holdersOf(state, BROKER_SEAT));
       const toBroker = sent.filter((s) => brokers.has(s.node)).map((s) => s.node);
       if (watch && toBroker.length > 0) {
         if (ctx.controller?.pending()) await confirmRotation(watch, state);
         else await watch.wait(toBroker, ctx.rotationWaitMs ?? options.timeoutMs ?? DEFAULT_WAIT_MS);
       }
+      await timed(ctx.timings, "record", () => recordSent(ctx, pushId, round, sent, state.sequence, actor, now));
+      ctx.log.info(`push ${pushId}: round ${round + 1}: sent ${sent.length} declaration(s), ${failures.size} failed, composed from sequence ${state.sequence}`);
       // 5. Again, while the records moved under the push.
       state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
     }
@@ -696,5 +742,54 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
     watch?.close();
   }
   report.nodes = [...outcomes.values()].sort((a, b) => (a.node < b.node ? -1 : 1));
+  report.freshCredentials = freshSince(state, lastListSequence);
+  const undelivered = userListUndelivered(state, report.nodes);
+  if (undelivered && !report.userList) {
+    report.userList = undelivered;
+    ctx.log.error(`push ${pushId}: ${undelivered.message}`);
+  }
   return report;
+}
+
+/**
+ * The records sequence the user list the broker's holders hold was composed from: the oldest of
+ * their last sent declarations (a list travels with its holder's declaration); 0 when none was
+ * ever sent one.
+ */
+function lastUserListSequence(state: State): number {
+  const sequences = holdersOf(state, BROKER_SEAT).flatMap((node) => (state.sent[node] ? [state.sent[node]!.recordsSequence] : []));
+  return sequences.length === 0 ? 0 : Math.min(...sequences);
+}
+
+/** Principals whose credential was rotated after records sequence `since` (PushReport.freshCredentials). */
+function freshSince(state: State, since: number): Principal[] {
+  return Object.values(state.credentials)
+    .filter((c) => c.rotatedAt !== undefined && c.rotatedAt > since)
+    .map((c) => ({ kind: c.principal.kind, name: c.principal.name }))
+    .sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : 1) : a.kind < b.kind ? -1 : 1));
+}
+
+/**
+ * R49: why no user list reached the bus after a push, or null when one did (a holder of
+ * mesh-broker was sent, applied or already held its list): `no-broker-holder` when nothing holds
+ * the seat, `user-list-undelivered` naming the holders when each one's declaration was refused,
+ * failed or timed out. Pure.
+ */
+export function userListUndelivered(state: State, nodes: readonly NodeReport[]): Refusal | null {
+  const holders = holdersOf(state, BROKER_SEAT);
+  if (holders.length === 0) {
+    return {
+      code: "no-broker-holder",
+      message: `no node holds ${BROKER_SEAT}, so no user list was sent and the bus admits no new principal (R49): assign a module claiming ${BROKER_SEAT} to a node and push again`,
+    };
+  }
+  const delivered = holders.some((node) => {
+    const outcome = nodes.find((n) => n.node === node)?.outcome;
+    return outcome === "sent" || outcome === "applied" || outcome === "unchanged" || outcome === "timed-out";
+  });
+  if (delivered) return null;
+  return {
+    code: "user-list-undelivered",
+    message: `the user list reached no holder of ${BROKER_SEAT} (${holders.join(", ")}: see their lines above), so the bus keeps its old list (R49)`,
+  };
 }

@@ -12,6 +12,10 @@ import {
   CONTROL_STREAM, declarationSubject, userListPartSubject, workConsumer, workStream, workSubject,
 } from "../../src/names.ts";
 import { userListPartHeaders } from "../../src/push/push.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { runCli } from "../../src/cli/run.ts";
+import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
 
 const builder = {
   name: "builder", version: "1.0.0",
@@ -201,3 +205,58 @@ async function waitForDeclaration(fixture: ControllerFixture, node: string): Pro
   }
   throw new Error(`no declaration for ${node} within 10 s`);
 }
+
+describe("push: the user list must reach the broker (R49)", () => {
+  let server: NatsServer;
+  let fixture: ControllerFixture;
+  let operatorFile: string;
+
+  before(async () => {
+    server = await startNatsServer();
+    fixture = await controllerFixture(server);
+    await fixture.start();
+    operatorFile = join(fixture.dir, "operator.json");
+    writeFileSync(operatorFile, JSON.stringify({ address: server.url, user: "operator-test", password: "unused" }), { mode: 0o600 });
+  });
+  after(async () => {
+    await fixture?.close();
+    await server?.stop();
+  });
+
+  /** `mesh push --json` as a person runs it: its exit code and report. */
+  async function meshPush(): Promise<{ code: number; report: PushReport }> {
+    let out = "";
+    const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => undefined }, env: { MESH_CREDENTIAL: operatorFile } };
+    const code = await runCli(["push", "--json"], io);
+    return { code, report: JSON.parse(out) as PushReport };
+  }
+
+  it("R49: a push while nothing holds mesh-broker sends the nodes but fails, saying no user list reached the bus", async () => {
+    await fixture.enrol("solo");
+    const failed = await meshPush();
+    assert.equal(failed.code, EXIT_REFUSED, "mesh push exits non-zero");
+    assert.equal(failed.report.userList?.code, "no-broker-holder");
+    assert.equal(outcome(failed.report, "solo").outcome, "sent", "the nodes are still sent (R30)");
+
+    await fixture.send("module.register", { manifest: broker });
+    await fixture.send("module.issue", { module: "broker" });
+    await fixture.send("assign", { module: "broker", node: "solo" });
+    // The holder's host applies the list and reports it (the host agent's job, reduced): the push
+    // waits for that report before it records what it sent.
+    let answered = false;
+    const answering = (async () => {
+      while (!answered) {
+        const declaration = (await fixture.drain("solo")).at(-1);
+        if (declaration?.userList) {
+          fixture.report("solo", String(declaration.digest));
+          answered = true;
+        }
+      }
+    })();
+    const delivered = await meshPush();
+    answered = true;
+    await answering;
+    assert.equal(delivered.code, EXIT_OK);
+    assert.equal(delivered.report.userList, undefined);
+  });
+});
