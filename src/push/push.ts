@@ -5,7 +5,7 @@ import type { Catalogue } from "../events/catalogue.ts";
 import type { MeshEvent } from "../events/index.ts";
 import type { Refusal } from "../commands/envelope.ts";
 import {
-  USER_LIST_PART_BYTES, composeDeclarations, userListPartCount, type Declaration, type DeclarationResult, type UserListRef,
+  USER_LIST_PART_BYTES, composeDeclarations, userListPartCount, type Declaration, type DeclarationResult, type ModuleLeftOut, type UserListRef,
 } from "../compose/declaration.ts";
 import { composeTopology, type StreamSpec } from "../compose/topology.ts";
 import { requiredProvisions } from "../compose/provisions.ts";
@@ -90,7 +90,15 @@ export type PushOptions = {
 export type NodeOutcome = "sent" | "unchanged" | "refused" | "applied" | "failed" | "timed-out";
 
 /** One node's line of the report. `error` is the node's own report (failed) or the send's failure. */
-export type NodeReport = { node: string; outcome: NodeOutcome; digest?: string; refusal?: Refusal; error?: string };
+export type NodeReport = {
+  node: string;
+  outcome: NodeOutcome;
+  digest?: string;
+  refusal?: Refusal;
+  error?: string;
+  /** Modules assigned to the node but left out of what it was sent (no credential yet), and why. */
+  modulesLeftOut?: ModuleLeftOut[];
+};
 
 /** What one push did (R12, R30, R32). */
 export type PushReport = {
@@ -571,6 +579,8 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
 
   let state = await ctx.catalogue.catchUp();
   const lastListSequence = lastUserListSequence(state);
+  /** Per node, the modules its last composition left out (no credential yet): said in its report line. */
+  const leftOutByNode = new Map<string, ModuleLeftOut[]>();
   for (const node of named) {
     if (!state.nodes[node]) outcomes.set(node, { node, outcome: "refused", refusal: { code: "node-unknown", message: `node ${node} is not enrolled` } });
   }
@@ -589,9 +599,10 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       const { node, digest } = result.declaration;
       const behind = state.sent[node]?.digest !== digest;
       outcomes.set(node, { node, outcome: behind || named.has(node) ? "sent" : "unchanged", digest });
+      if (result.modulesLeftOut) leftOutByNode.set(node, result.modulesLeftOut);
       report.declarations.push(redactDeclaration(result.declaration));
     }
-    report.nodes = [...outcomes.values()].sort((a, b) => (a.node < b.node ? -1 : 1));
+    report.nodes = withModulesLeftOut(outcomes, leftOutByNode);
     report.freshCredentials = freshSince(state, lastListSequence);
     return report;
   }
@@ -660,6 +671,8 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
         }
         const declaration = result.declaration;
         const { node, digest } = declaration;
+        if (result.modulesLeftOut) leftOutByNode.set(node, result.modulesLeftOut);
+        else leftOutByNode.delete(node);
         const behind = state.sent[node]?.digest !== digest;
         const wanted = round === 0 && named.has(node);
         if (!behind && !wanted) {
@@ -741,14 +754,24 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   } finally {
     watch?.close();
   }
-  report.nodes = [...outcomes.values()].sort((a, b) => (a.node < b.node ? -1 : 1));
+  report.nodes = withModulesLeftOut(outcomes, leftOutByNode);
   report.freshCredentials = freshSince(state, lastListSequence);
+  for (const [node, modules] of leftOutByNode) {
+    ctx.log.info(`push ${pushId}: ${node}: left out ${modules.map((m) => `${m.module} (${m.reason})`).join(", ")}`);
+  }
   const undelivered = userListUndelivered(state, report.nodes);
   if (undelivered && !report.userList) {
     report.userList = undelivered;
     ctx.log.error(`push ${pushId}: ${undelivered.message}`);
   }
   return report;
+}
+
+/** The report's node lines, sorted by node, each with the modules its composition left out (if any). */
+function withModulesLeftOut(outcomes: Map<string, NodeReport>, leftOut: Map<string, ModuleLeftOut[]>): NodeReport[] {
+  return [...outcomes.values()]
+    .map((line) => (leftOut.has(line.node) && line.outcome !== "refused" ? { ...line, modulesLeftOut: leftOut.get(line.node)! } : line))
+    .sort((a, b) => (a.node < b.node ? -1 : 1));
 }
 
 /**

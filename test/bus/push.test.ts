@@ -112,17 +112,25 @@ describe("push", () => {
     keys["broken"] = await fixture.enrol("broken");
     keys["fine"] = await fixture.enrol("fine");
     await fixture.send("module.register", { manifest: lonely });
-    await fixture.send("assign", { module: "lonely", node: "broken" }); // never issued: no credential
+    await fixture.send("assign", { module: "lonely", node: "broken" }); // never issued: left out of broken's declaration
+    // A module the catalogue lacks (records an older release left): broken cannot be composed.
+    const assigned = await controller.catalogue.transact("r30-ghost", () => ({
+      ok: true, entity: { kind: "module", id: "ghost" },
+      events: [{ actor: "operator-test", commandId: "r30-ghost", at: new Date().toISOString(), type: "ModuleAssigned", module: "ghost", node: "broken" }],
+    }));
+    assert.ok(assigned.ok);
     const report = await controller.push();
     const broken = outcome(report, "broken");
     assert.equal(broken.outcome, "refused");
-    assert.equal(broken.refusal?.code, "credential-missing");
+    assert.equal(broken.refusal?.code, "module-unregistered");
     assert.equal(outcome(report, "fine").outcome, "sent");
     assert.equal(controller.catalogue.state.sent["broken"], undefined);
   });
 
   it("R32: push --wait waits for each sent node's report and names the nodes that did not answer", async () => {
     await fixture.send("module.issue", { module: "lonely" });
+    await fixture.send("module.register", { manifest: { name: "ghost", version: "1.0.0" } });
+    await fixture.send("module.issue", { module: "ghost" });
     await fixture.send("module.register", { manifest: { ...web, name: "web2" } });
     await fixture.send("module.issue", { module: "web2" });
     await fixture.send("assign", { module: "web2", node: "fine" });
@@ -215,6 +223,8 @@ describe("push: the user list must reach the broker (R49)", () => {
     server = await startNatsServer();
     fixture = await controllerFixture(server);
     await fixture.start();
+    await fixture.send("module.register", { manifest: broker });
+    await fixture.send("module.issue", { module: "broker" });
     operatorFile = join(fixture.dir, "operator.json");
     writeFileSync(operatorFile, JSON.stringify({ address: server.url, user: "operator-test", password: "unused" }), { mode: 0o600 });
   });
@@ -238,8 +248,6 @@ describe("push: the user list must reach the broker (R49)", () => {
     assert.equal(failed.report.userList?.code, "no-broker-holder");
     assert.equal(outcome(failed.report, "solo").outcome, "sent", "the nodes are still sent (R30)");
 
-    await fixture.send("module.register", { manifest: broker });
-    await fixture.send("module.issue", { module: "broker" });
     await fixture.send("assign", { module: "broker", node: "solo" });
     // The holder's host applies the list and reports it (the host agent's job, reduced): the push
     // waits for that report before it records what it sent.
@@ -258,5 +266,29 @@ describe("push: the user list must reach the broker (R49)", () => {
     await answering;
     assert.equal(delivered.code, EXIT_OK);
     assert.equal(delivered.report.userList, undefined);
+  });
+
+  it("a module assigned to the broker's holder but never issued is left out alone: the holder and the user list are still sent, and mesh push says so (exit 1)", async () => {
+    await fixture.enrol("hold");
+    await fixture.send("assign", { module: "broker", node: "hold" });
+    await fixture.send("module.register", { manifest: { name: "unissued", version: "1.0.0" } });
+    await fixture.send("assign", { module: "unissued", node: "hold" });
+    let answered = false;
+    const answering = (async () => {
+      while (!answered) {
+        for (const node of ["hold", "solo"]) {
+          const declaration = (await fixture.drain(node)).at(-1);
+          if (declaration?.userList) fixture.report(node, String(declaration.digest));
+        }
+      }
+    })();
+    const pushed = await meshPush();
+    answered = true;
+    await answering;
+    assert.equal(pushed.code, EXIT_REFUSED, "the push says not everything was done");
+    const hold = outcome(pushed.report, "hold");
+    assert.equal(hold.outcome, "sent", "the holder is sent");
+    assert.deepEqual(hold.modulesLeftOut?.map((m) => m.module), ["unissued"]);
+    assert.equal(pushed.report.userList, undefined, "the user list reached the bus");
   });
 });
