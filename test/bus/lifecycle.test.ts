@@ -1,6 +1,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { pendingCredentialFile } from "../../src/bootstrap/credential.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -191,5 +192,23 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     // Dialed at the genesis address: the rotation points the credential at the broker's overlay name (R7), which resolves nowhere here.
     assert.equal(await admitted(old), false);
     assert.equal(await admitted({ ...credentialFile(file), address: old.address }), true);
+  });
+
+  it("R50: an operator rotating its own credential: the CLI saves the new password (never prints it), the next push refuses the old one, and the operator still commands", async () => {
+    const file = result.paths.operatorCredential;
+    const old = credentialFile(file);
+    const rotated = await mesh("credential", "rotate", "operator", old.user.replace(/^operator-/, ""), "--json");
+    assert.equal(rotated.code, EXIT_OK, rotated.err);
+    const pending = credentialFile(pendingCredentialFile(file));
+    assert.notEqual(pending.password, old.password, "the CLI kept the new password beside the credential file it used");
+    assert.equal(statSync(pendingCredentialFile(file)).mode & 0o777, 0o600);
+    assert.ok(!rotated.out.includes(pending.password) && !rotated.err.includes(pending.password), "and printed it nowhere (R3)");
+    const pushed = await mesh("push", "--wait", "--json");
+    assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
+    assert.equal(await admitted(old), false, "the old password is refused");
+    assert.equal(await admitted(pending), true);
+    const nodes = await mesh("nodes", "--json");
+    assert.equal(nodes.code, EXIT_OK, nodes.err);
+    assert.equal(credentialFile(file).password, pending.password, "the CLI switched to the new password and keeps it in the file");
   });
 });
