@@ -55,7 +55,7 @@ export type PushContext = {
   log: PushLog;
   now?: () => Date;
   newId?: () => string;
-  /** The controller's own credential: rotated off the bootstrap password on the first push with a broker (R14). */
+  /** The controller's own credential: rotated off the bootstrap password on the first push with a broker (R14), switched by any rotation of it (R50). */
   controller?: ControllerCredential;
   /** Milliseconds to wait for the broker's report before keeping a rotated password pending (default DEFAULT_WAIT_MS). */
   rotationWaitMs?: number;
@@ -123,7 +123,10 @@ export type PushReport = {
   freshCredentials: Principal[];
   /** Provisions minted before composing (R31). */
   provisionsMinted: number;
-  /** The controller's bootstrap password was replaced (R14): `applied` once the bus took it. */
+  /**
+   * The controller switched to a rotated password of its own (R14, R50): `applied` once the broker
+   * applied the list carrying it (the credential file then holds it), `pending` until then.
+   */
   controllerRotation?: "applied" | "pending";
   raised: { created: number; updated: number; refused: RaiseReport["refused"] };
   /** Nodes that did not report within the wait (R32). */
@@ -551,7 +554,8 @@ class ReportWatch {
  * One push. Steps (each round, at most one round per node plus one, R31):
  * 1. catch up; raise streams and consumers (R5, R21);
  * 2. mint the provisions compositions need (R31); on the first push with a broker, replace the
- *    controller's bootstrap password (R14);
+ *    controller's bootstrap password (R14); stage the records' controller password when it is not
+ *    the one in use, before the list that refuses the old one is sent (adoptControllerCredential, R50);
  * 3. compose every node (composeDeclarations): a node that cannot be composed is refused in the
  *    report and the rest go on (R30);
  * 4. send the named nodes and every node behind (composed digest ≠ last sent, R31), empty
