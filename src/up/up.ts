@@ -337,7 +337,7 @@ export async function pushAndWait(nc: NatsConnection, asker: string, timeoutMs: 
 function pushLines(push: Record<string, unknown>): string[] {
   const nodes = (push.nodes ?? []) as Array<{ node: string; outcome: string; digest?: string; error?: string }>;
   const lines = nodes.map((n) => `up: push: ${n.node} ${n.outcome}${n.digest ? ` ${n.digest.slice(0, 12)}` : ""}${n.error ? `: ${n.error}` : ""}`);
-  if (push.controllerRotation) lines.push(`up: push: the controller's bootstrap password was replaced (${String(push.controllerRotation)})`);
+  if (push.controllerRotation) lines.push(`up: push: the controller switched to its rotated password (${String(push.controllerRotation)})`);
   return lines;
 }
 
