@@ -97,7 +97,10 @@ export const USER_LIST_PART_HEADER = "Mesh-User-List-Part";
 
 // ---- work queues (R16, R20) --------------------------------------------------------------------
 
-/** The work-queue stream of a seat that accepts work. Stream names are upper-case by convention. */
+/**
+ * The work-queue stream of a seat that accepts work. Stream names are upper-case by convention.
+ * Injective (R52): mesh names are lowercase and hold no `_`, so upper-casing and `-` to `_` lose nothing.
+ */
 export function workStream(seat: string): string {
   return `WORK_${seat.toUpperCase().replace(/-/g, "_")}`;
 }
@@ -127,9 +130,15 @@ export function eventSubject(emitter: string, event: string): string {
   return `mesh.event.${emitter}.${event}`;
 }
 
-/** The durable pull consumer delivering one followed event to one module (R4). */
+/**
+ * The durable pull consumer delivering one followed event to one module (R4):
+ * `follow_<module>_<emitter>_<event>`. Joined with `_`, which a mesh name cannot hold, so two
+ * (module, emitter, event) triples never share a consumer (R52; the earlier `-` join gave
+ * `pay-ledger` following `audit/entry` and `pay` following `ledger-audit/entry` one consumer).
+ * Consumers raised under the old `follow-...` names are left on EVENTS, no longer granted to anyone.
+ */
 export function followConsumer(module: string, emitter: string, event: string): string {
-  return `follow-${module}-${emitter}-${event}`;
+  return `follow_${module}_${emitter}_${event}`;
 }
 
 // ---- commands, tools, reports ----------------------------------------------------------------------
@@ -236,7 +245,7 @@ export function progressSubject(user: string, id: string): string {
 export const PRINCIPAL_KINDS = ["controller", "operator", "node", "module", "builder"] as const;
 export type PrincipalKind = (typeof PRINCIPAL_KINDS)[number];
 
-/** The bus user of a principal: `<kind>-<name>`, unique across kinds. */
+/** The bus user of a principal: `<kind>-<name>`, unique across kinds (R52: kinds hold no dash, so the first dash ends the kind). */
 export function busUser(kind: PrincipalKind, name: string): string {
   return `${kind}-${name}`;
 }

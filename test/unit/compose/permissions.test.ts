@@ -120,7 +120,7 @@ describe("permissions per principal", () => {
     for (const principal of principals) {
       const js = all(perms(principal)).filter((s) => s.startsWith("$JS.API"));
       if (principal.kind === "controller") assert.ok(js.includes(JS_API_SUBJECTS));
-      else for (const s of js) assert.ok(/^\$JS\.API\.CONSUMER\.(INFO|MSG\.NEXT)\.[A-Z_]+\.[a-z0-9-]+$/.test(s), `${principal.name}: ${s}`);
+      else for (const s of js) assert.ok(/^\$JS\.API\.CONSUMER\.(INFO|MSG\.NEXT)\.[A-Z_]+\.[a-z0-9_-]+$/.test(s), `${principal.name}: ${s}`);
     }
   });
 
