@@ -2,7 +2,7 @@ import { Command, CommanderError, InvalidArgumentError } from "commander";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BusConnectError } from "../bus/connect.ts";
 import { ConfigError, parseClientConfig, type ClientConfig } from "../config.ts";
-import { EXIT_OK, EXIT_USAGE, UsageError, connectWithCredentialFile, type CliContext, type CliIo, type GlobalOptions } from "./context.ts";
+import { EXIT_OK, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext, type CliIo, type GlobalOptions } from "./context.ts";
 import { CommandTransportError } from "./send.ts";
 import { CLI_VERBS, type CliVerb } from "./verbs.ts";
 

@@ -5,7 +5,7 @@ import { pendingCredentialFile } from "../../src/bootstrap/credential.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { up, operatorConnection, HOST_DIR, type UpResult } from "../../src/up/up.ts";
+import { up, operatorConnection, operatorUser, HOST_DIR, type UpResult } from "../../src/up/up.ts";
 import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
 import { stopAll } from "../../src/up/processes.ts";
 import { freePort } from "../../installer/serverConfig.ts";
@@ -57,7 +57,7 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
   const logs: string[] = [];
   const log = (line: string) => { logs.push(line); };
   const ask = async (verb: string, body: Record<string, unknown> = {}) => {
-    const reply = await sendCommand(operator, verb, body, { timeoutMs: 30_000 });
+    const reply = await sendCommand(operator, operatorUser(result.paths), verb, body, { timeoutMs: 30_000 });
     assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
     return reply as Record<string, unknown>;
   };
