@@ -168,9 +168,9 @@ export function controllerUnit(envFile: string): string {
  * the node holding mesh-broker `bus` gives the four `--bus-*` settings (the bus's include file,
  * configuration, pid file and monitoring endpoint), and the unit starts after the bus.
  */
-export function hostUnit(node: string, stateDir: string, bus?: { includeFile: string; configFile: string; pid: string; monitorUrl: string }): string {
+export function hostUnit(node: string, stateDir: string, bus?: { includeFile: string; configFile: string; pid: string | number; monitorUrl: string }): string {
   const args = ["host", "--state", stateDir, "--node", node];
-  if (bus) args.push("--bus-include", bus.includeFile, "--bus-config", bus.configFile, "--bus-pid", bus.pid, "--bus-monitor", bus.monitorUrl);
+  if (bus) args.push("--bus-include", bus.includeFile, "--bus-config", bus.configFile, "--bus-pid", String(bus.pid), "--bus-monitor", bus.monitorUrl);
   return unitText(`mesh host agent of node ${node}`, [`ExecStart=${meshCommand(args)}`], bus ? ["mesh-bus.service"] : []);
 }
 

@@ -9,7 +9,8 @@
  *   ... --bus-pid ... --bus-monitor ...] [--once]`: runs the host agent until SIGINT or SIGTERM.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { hostUnit } from "../../installer/bus.ts";
 import { nameProblem } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
 import type { CliVerb } from "./verbs.ts";
@@ -138,7 +139,20 @@ const credential: Run = async (ctx, options) => {
     return EXIT_OK;
 };
 
-const ACTIONS: Record<string, Run> = { init, credential };
+/**
+ * `mesh host unit`: prints the systemd unit running this node's agent (R56), with the `--bus-*`
+ * options when given (the node holding mesh-broker). Redirect it to a file and `systemctl link` it.
+ */
+const unit: Run = async (ctx, options) => {
+  const stateDir = resolve(required(options, "state", "--state <dir>"));
+  const node = required(options, "node", "--node <name>");
+  const problem = nameProblem(node);
+  if (problem) throw new UsageError(`--node: ${problem}`);
+  ctx.out(hostUnit(node, stateDir, busOptions(options)).trimEnd());
+  return EXIT_OK;
+};
+
+const ACTIONS: Record<string, Run> = { init, credential, unit };
 
 /**
  * `mesh host [init|credential] --state <dir> ...`: one verb whose optional first word picks the
@@ -147,7 +161,7 @@ const ACTIONS: Record<string, Run> = { init, credential };
 const host: CliVerb = {
   path: ["host"],
   summary: "the node side: `host init` (key pair), `host credential` (open the enrol reply), `host` (run the agent)",
-  arguments: [{ name: "action", description: "init | credential; none runs the agent", optional: true }],
+  arguments: [{ name: "action", description: "init | credential | unit (print its systemd unit); none runs the agent", optional: true }],
   options: [
     { flags: "--state <dir>", description: "the node's state folder (its key, credential and resources)" },
     { flags: "--node <name>", description: "agent: this node's mesh name" },
@@ -165,7 +179,7 @@ const host: CliVerb = {
     const action = text(args[0]);
     if (action === undefined) return runAgent(ctx, options);
     const run = ACTIONS[action];
-    if (!run) throw new UsageError(`mesh host ${action}: unknown action (use init, credential, or none to run the agent)`);
+    if (!run) throw new UsageError(`mesh host ${action}: unknown action (use init, credential, unit, or none to run the agent)`);
     return run(ctx, options);
   },
 };
