@@ -82,6 +82,7 @@ const runAgent: Run = async (ctx, options) => {
     hostState(() => readCredentialFile(credentialFile, stateDir));
     const once = options.once === true;
     let first: HostReport | undefined;
+    let refused = false;
     let finish: () => void = () => undefined;
     const finished = new Promise<void>((resolve) => { finish = resolve; });
     const host = hostState(() =>
@@ -95,6 +96,8 @@ const runAgent: Run = async (ctx, options) => {
           if (ctx.globals.json) ctx.out(JSON.stringify(report));
           if (once && first === undefined) { first = report; finish(); }
         },
+        // With --once a refused credential ends the run (exit 1) instead of retrying forever.
+        onRefused: () => { if (once && first === undefined) { refused = true; finish(); } },
       }),
     );
     const onSignal = () => finish();
@@ -107,7 +110,7 @@ const runAgent: Run = async (ctx, options) => {
       process.off("SIGTERM", onSignal);
       await host.stop();
     }
-    return first !== undefined && !first.ok ? EXIT_REFUSED : EXIT_OK;
+    return refused || (first !== undefined && !first.ok) ? EXIT_REFUSED : EXIT_OK;
 };
 
 /** `mesh host init`: the node's key pair; prints the public key (stdout) for `mesh node enrol`. */
@@ -171,7 +174,7 @@ const host: CliVerb = {
     { flags: "--bus-pid <pid>", description: "agent on the broker's holder: the bus's pid or pid file (signalled to reload)" },
     { flags: "--bus-monitor <url>", description: "agent on the broker's holder: the bus's monitoring endpoint, http://host:port" },
     { flags: "--nats-server <path>", description: "agent: the nats-server binary used to validate (default: on the PATH)" },
-    { flags: "--once", description: "agent: exit after the first declaration: 0 applied, 1 not applied" },
+    { flags: "--once", description: "agent: exit after the first declaration: 0 applied, 1 not applied or the bus refused the credential" },
     { flags: "--force", description: "init: replace an existing key (the node must then be enrolled again)" },
     { flags: "--from <file>", description: "credential: the enrol reply (`mesh node enrol --json` output) or a credential file" },
   ],
