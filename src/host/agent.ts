@@ -363,7 +363,7 @@ export function startHost(options: HostOptions): Host {
       const delay = Math.min(maxMs, initialMs * 2 ** Math.min(attempt - 1, 20));
       if (isAuthorizationRefusal(failure)) {
         const advice = refusedAdvice(node, stateDir, everAdmitted);
-        log(`host ${node}: attempt ${attempt} refused: ${advice}; retrying in ${delay} ms`);
+        log(`host ${node}: attempt ${attempt} failed: ${failure instanceof Error ? failure.message.split("\n")[0]! : String(failure)}; ${advice}; retrying in ${delay} ms`);
         options.onRefused?.(advice);
       } else {
         log(`host ${node}: attempt ${attempt} failed: ${explainFailure(failure, node)}; retrying in ${delay} ms`);
