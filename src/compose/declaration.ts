@@ -202,15 +202,12 @@ export function composeDeclaration(
         provisions.push({ seat, provision, consumer, user: record.user, sealed: record.sealed });
       }
     }
-    // A module dials the bus as the node it runs on does (R7): the node's own credential's address,
-    // read at composition, so the order of issue, assign and overlay placement cannot matter.
-    const address = credentialOf(state.credentials, { kind: "node", name: node })?.address ?? credential.address;
     modules.push({
       module,
       version: manifest.version,
       run: manifest.run,
-      credential: { address, user: credential.user, sealed: credential.sealed, fingerprint },
-      env: { MESH_BROKER_ADDRESS: address, MESH_BROKER_CERTIFICATE: fingerprint, MESH_USER: credential.user },
+      credential: { address: credential.address, user: credential.user, sealed: credential.sealed, fingerprint },
+      env: { MESH_BROKER_ADDRESS: credential.address, MESH_BROKER_CERTIFICATE: fingerprint, MESH_USER: credential.user },
       provisions: received.sort((a, b) => compare(`${a.seat}/${a.provision}`, `${b.seat}/${b.provision}`)),
     });
   }
