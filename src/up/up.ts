@@ -11,14 +11,14 @@ import { registrationOrder } from "../cli/manifests.ts";
 import type { Reply } from "../commands/envelope.ts";
 import type { Environment } from "../config.ts";
 import {
-  initHostKeys, installUserList, readCredentialFile, readOwned, saveNodeCredential, NODE_CREDENTIAL_FILE, NODE_KEY_FILE,
+  initHostKeys, readOwned, saveNodeCredential, NODE_CREDENTIAL_FILE, NODE_KEY_FILE,
   type BusReloadOptions,
 } from "../host/index.ts";
 import { NAME_PATTERN } from "../names.ts";
-import { genesis, hasMesh, meshPaths, readMeshFile, type MeshPaths } from "../../installer/genesis.ts";
+import { enrolReplyFile, genesis, hasMesh, meshPaths, readMeshFile, type MeshPaths } from "../../installer/genesis.ts";
 import { findNatsServer, freePort, isPortFree, testServerConfig } from "../../installer/serverConfig.ts";
 import { startBus, pidFile } from "../../installer/bus.ts";
-import { carryNodeUser, readUserList } from "../../installer/carried.ts";
+import { readUserList } from "../../installer/carried.ts";
 import { localHost } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { runningPid, recordPid, spawnDaemon, PROCESSES } from "./processes.ts";
@@ -38,9 +38,11 @@ import { nodesOf, principalsByUser, seatsOf, type UpSummary } from "./summary.ts
  * Every step is idempotent: `mesh up` again resumes the same mesh and changes nothing new.
  *
  * Local overlay: on one machine `<node>.internal` resolves nowhere. The local node is the hub and
- * the broker, and every credential minted here (the node's at enrolment, the modules' at issue)
- * is minted before the overlay placement, so it carries the genesis address 127.0.0.1:<port>
- * (R7, R10: credentials keep their address). The host agent dials the genesis address too.
+ * the broker; its credential is minted at genesis (R56), off the overlay, so it carries the
+ * genesis address 127.0.0.1:<port> (R7), and the host agent dials it.
+ *
+ * No hidden step (R56): genesis enrols the local node and carries its account in the first user
+ * list (`mesh genesis --node`), exactly as on a real machine; the rest are the operator's verbs.
  */
 
 /** The folder of the local host agent's state inside the mesh folder. */
@@ -197,8 +199,16 @@ export async function up(options: UpOptions): Promise<UpResult> {
   const binary = findNatsServer(options.searchPath);
   const detached = options.detachBus ?? true;
 
-  // 1-2. genesis, or resume.
+  // 1-2. genesis, or resume. The local node is the genesis node (R56), by the public steps a real
+  // machine takes: `mesh host init --state <dir>/host`, `mesh genesis --node <node> --node-state
+  // <dir>/host`, `mesh host credential --state <dir>/host --from <dir>/<node>.enrol.json`.
+  const hostDir = join(paths.dir, HOST_DIR);
+  const nodeFile = join(hostDir, LOCAL_NODE_FILE);
   if (!hasMesh(paths.dir)) {
+    mkdirSync(hostDir, { recursive: true, mode: 0o700 });
+    const name = existsSync(nodeFile) ? readFileSync(nodeFile, "utf8").trim() : (options.node ?? localNodeName());
+    writeFileSync(nodeFile, `${name}\n`);
+    if (!existsSync(join(hostDir, NODE_KEY_FILE))) initHostKeys(hostDir);
     let chosen: { brokerAddress: string; monitorPort?: number } = { brokerAddress: options.brokerAddress ?? DEFAULT_UP_ADDRESS };
     if (options.brokerAddress === undefined) {
       const preferred = options.preferredPort ?? DEFAULT_UP_PORT;
@@ -213,10 +223,23 @@ export async function up(options: UpOptions): Promise<UpResult> {
       ...(chosen.monitorPort === undefined ? {} : { monitorPort: chosen.monitorPort }),
       ...(options.addressSource === undefined ? {} : { addressSource: options.addressSource }),
       detachBus: detached,
+      node: { name, stateDir: hostDir },
       ...(options.searchPath === undefined ? {} : { searchPath: options.searchPath }),
     });
   } else {
     log(`up: resuming the mesh in ${paths.dir}`);
+  }
+  if (!existsSync(nodeFile)) {
+    throw new UpError(`mesh up: ${paths.dir} holds a mesh made without a genesis node (no ${nodeFile}): \`mesh up\` runs meshes it made; run this one's parts by hand (README: On a real machine)`);
+  }
+  const node = readFileSync(nodeFile, "utf8").trim();
+  if (!existsSync(join(hostDir, NODE_CREDENTIAL_FILE))) {
+    const reply = enrolReplyFile(paths.dir, node);
+    if (!existsSync(reply)) {
+      throw new UpError(`mesh up: ${join(hostDir, NODE_CREDENTIAL_FILE)} is gone: run \`mesh credential rotate node ${node}\` and \`mesh host credential --state ${hostDir} --from <its reply>\``);
+    }
+    log(`up: opening ${node}'s enrol reply (mesh host credential --from ${reply})`);
+    saveNodeCredential(hostDir, JSON.parse(readFileSync(reply, "utf8")));
   }
   await ensureBus(paths, binary, detached, log);
 
@@ -230,23 +253,10 @@ export async function up(options: UpOptions): Promise<UpResult> {
     const ask = async (verb: string, body: Record<string, unknown> = {}) =>
       ok(verb, await sendCommand(nc, asker, verb, body, { timeoutMs }));
 
-    // 4. the local node: its keys, its enrolment, its host agent.
-    const hostDir = join(paths.dir, HOST_DIR);
-    mkdirSync(hostDir, { recursive: true, mode: 0o700 });
-    const nodeFile = join(hostDir, LOCAL_NODE_FILE);
-    const node = existsSync(nodeFile) ? readFileSync(nodeFile, "utf8").trim() : (options.node ?? localNodeName());
-    writeFileSync(nodeFile, `${node}\n`);
-    const publicKey = existsSync(join(hostDir, NODE_KEY_FILE))
-      ? readFileSync(join(hostDir, "node.pub"), "utf8").trim()
-      : initHostKeys(hostDir).publicKey;
-    const known = nodesOf(await ask("nodes")).find((n) => n.name === node);
-    if (!known) {
-      log(`up: enrolling the local node ${node}`);
-      saveNodeCredential(hostDir, await ask("node.enrol", { node, publicKey }));
-    } else if (!existsSync(join(hostDir, NODE_CREDENTIAL_FILE))) {
-      throw new UpError(`mesh up: node ${node} is enrolled but ${join(hostDir, NODE_CREDENTIAL_FILE)} is gone: run \`mesh credential rotate node ${node}\` and save the reply there`);
+    // 4. the local node's host agent: enrolled at genesis, its account carried in the first list (R56).
+    if (!nodesOf(await ask("nodes")).some((n) => n.name === node)) {
+      throw new UpError(`mesh up: node ${node} is not enrolled in the mesh of ${paths.dir} (its genesis named another node?)`);
     }
-    await carryLocalNode(paths, hostDir, node, log);
     await options.launcher.host(paths, node);
 
     // The example mesh, once: register, issue, assign, place (each step only when not done yet, so
@@ -303,18 +313,6 @@ export function busReloadOptions(paths: MeshPaths): BusReloadOptions {
     pid: pidFile(paths.dir, "bus"),
     monitorUrl: `http://127.0.0.1:${readMeshFile(paths.dir).monitorPort}`,
   };
-}
-
-/**
- * Puts the local node's account on the bus before its host agent dials, when it is not there yet
- * (see carryNodeUser: the first list composed for the broker reaches it over the bus).
- */
-async function carryLocalNode(paths: MeshPaths, hostDir: string, node: string, log: (line: string) => void): Promise<void> {
-  const { password } = readCredentialFile(join(hostDir, NODE_CREDENTIAL_FILE), hostDir);
-  const next = carryNodeUser(readFileSync(paths.userList, "utf8"), node, password);
-  if (next === null) return;
-  log(`up: carrying ${node}'s account in the bus's first user list (it receives the composed one over the bus)`);
-  await installUserList(next, busReloadOptions(paths));
 }
 
 /**
