@@ -27,6 +27,7 @@ import { hashPassword, newMeshKey, newNodeKeyPair, openAsNode, openWithMeshKey, 
 import {
   ALL_SUBJECTS, CONTROLLER_NAME, SHARED_INBOX_SUBJECTS, busUser, commandSubject, inboxSubjects, principalKey, reportSubject,
 } from "../../src/names.ts";
+import { watchViolations } from "../support/violations.ts";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { EXAMPLE_CONFIG, MeshBuilder } from "../unit/compose/exampleMesh.ts";
 
@@ -49,12 +50,7 @@ describe("R33: a reply carrying a fresh credential reaches only its asker", () =
 
   async function dial(user: string): Promise<Session> {
     const nc = await connectToBus({ address: server.url, user, password: passwords[user]! }, { name: `r33-${user}`, reconnect: false });
-    const violations: PermissionViolationError[] = [];
-    void (async () => {
-      for await (const status of nc.status()) {
-        if (status.type === "error" && status.error instanceof PermissionViolationError) violations.push(status.error);
-      }
-    })();
+    const violations = watchViolations(nc);
     const session = { nc, violations };
     sessions.push(session);
     return session;

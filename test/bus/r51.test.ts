@@ -20,6 +20,7 @@ import { serveCommands, type CommandServer } from "../../src/commands/server.ts"
 import { sendCommand } from "../../src/cli/send.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser, catalogueSubject, commandSubject, inboxPrefix, inboxSubjects } from "../../src/names.ts";
+import { watchViolations } from "../support/violations.ts";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { EXAMPLE_CONFIG, MeshBuilder } from "../unit/compose/exampleMesh.ts";
 
@@ -42,12 +43,7 @@ describe("R51: a command's actor is a fact the bus enforces", () => {
 
   async function dial(user: string): Promise<Session> {
     const nc = await connectToBus({ address: server.url, user, password: passwords[user]! }, { name: `r51-${user}`, reconnect: false });
-    const violations: PermissionViolationError[] = [];
-    void (async () => {
-      for await (const status of nc.status()) {
-        if (status.type === "error" && status.error instanceof PermissionViolationError) violations.push(status.error);
-      }
-    })();
+    const violations = watchViolations(nc);
     const session = { nc, violations };
     sessions.push(session);
     return session;
