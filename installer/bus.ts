@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { openSync, closeSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { probeCertificate } from "../src/bus/pin.ts";
 import { InstallerError } from "./tls.ts";
 
@@ -107,24 +108,26 @@ export async function startBus(options: {
   };
 }
 
-/**
- * A systemd unit that runs the bus from `configFile` on a real machine (`--systemd`): restart on
- * failure, reload with SIGHUP (`systemctl reload mesh-bus`; the broker's host agent signals the
- * pid the bus writes to `<dir>/run/bus.pid` itself). Runs as root unless `user` is given (that
- * user must then own the mesh folder: the key files are 0600).
- */
-export function systemdUnit(binary: string, configFile: string, user?: string): string {
+/** The `mesh` launcher of this package (bin/mesh.js), what the controller's and host's units run. */
+export const MESH_BIN = fileURLToPath(new URL("../bin/mesh.js", import.meta.url));
+
+/** The command line that runs `mesh <args>` with this Node and this package's launcher. */
+export function meshCommand(args: readonly string[]): string {
+  return [process.execPath, MESH_BIN, ...args].join(" ");
+}
+
+/** A systemd service unit: restart on failure, started after the network (and after `after`). */
+function unitText(description: string, service: readonly string[], after: readonly string[] = []): string {
+  const wants = ["network-online.target", ...after].join(" ");
   return [
     "[Unit]",
-    "Description=mesh-controller bus (nats-server with JetStream)",
-    "After=network-online.target",
-    "Wants=network-online.target",
+    `Description=${description}`,
+    `After=${wants}`,
+    `Wants=${wants}`,
     "",
     "[Service]",
     "Type=simple",
-    ...(user ? [`User=${user}`] : []),
-    `ExecStart=${binary} -c ${configFile}`,
-    "ExecReload=/bin/kill -HUP $MAINPID",
+    ...service,
     "Restart=on-failure",
     "RestartSec=2",
     "LimitNOFILE=65536",
@@ -133,6 +136,42 @@ export function systemdUnit(binary: string, configFile: string, user?: string): 
     "WantedBy=multi-user.target",
     "",
   ].join("\n");
+}
+
+/**
+ * A systemd unit that runs the bus from `configFile` on a real machine (`--systemd`): restart on
+ * failure, reload with SIGHUP (`systemctl reload mesh-bus`; the broker's host agent signals the
+ * pid the bus writes to `<dir>/run/bus.pid` itself). Runs as root unless `user` is given (that
+ * user must then own the mesh folder: the key files are 0600).
+ */
+export function systemdUnit(binary: string, configFile: string, user?: string): string {
+  return unitText("mesh-controller bus (nats-server with JetStream)", [
+    ...(user ? [`User=${user}`] : []),
+    `ExecStart=${binary} -c ${configFile}`,
+    "ExecReload=/bin/kill -HUP $MAINPID",
+  ]);
+}
+
+/**
+ * The controller's systemd unit (R56): `mesh controller` with the settings genesis wrote to
+ * `envFile` (controller.env) as its environment, started after the bus.
+ */
+export function controllerUnit(envFile: string): string {
+  return unitText("mesh-controller (the mesh's control plane)", [
+    `EnvironmentFile=${envFile}`,
+    `ExecStart=${meshCommand(["controller"])}`,
+  ], ["mesh-bus.service"]);
+}
+
+/**
+ * A host agent's systemd unit (R56): `mesh host` for `node` with its state folder `stateDir`; on
+ * the node holding mesh-broker `bus` gives the four `--bus-*` settings (the bus's include file,
+ * configuration, pid file and monitoring endpoint), and the unit starts after the bus.
+ */
+export function hostUnit(node: string, stateDir: string, bus?: { includeFile: string; configFile: string; pid: string | number; monitorUrl: string }): string {
+  const args = ["host", "--state", stateDir, "--node", node];
+  if (bus) args.push("--bus-include", bus.includeFile, "--bus-config", bus.configFile, "--bus-pid", String(bus.pid), "--bus-monitor", bus.monitorUrl);
+  return unitText(`mesh host agent of node ${node}`, [`ExecStart=${meshCommand(args)}`], bus ? ["mesh-bus.service"] : []);
 }
 
 /** `<dir>/run/<name>.pid` */

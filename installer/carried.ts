@@ -5,14 +5,13 @@ import type { BusUser, ComposeConfig, Permissions } from "../src/compose/types.t
 import { controllerReplyInboxes, permissionsOf } from "../src/compose/permissions.ts";
 import { hashPassword } from "../src/crypto/secrets.ts";
 import { CONTROLLER_NAME, busUser } from "../src/names.ts";
-import { initialState, type State } from "../src/projections/index.ts";
-import { renderUserList } from "../src/compose/userList.ts";
+import type { State } from "../src/projections/index.ts";
 
 /**
  * The first user list the installer carries (R13): the controller's account at the well-known
  * bootstrap password with the permissions of installer/controller-permissions.json plus its reply
  * grants on the carried operators' inboxes (R15: a test holds composition's derivation to that),
- * and the first operator's account.
+ * the first operator's account, and the genesis node's when genesis names one (R56).
  */
 
 /**
@@ -79,8 +78,8 @@ export const GENESIS_COMPOSE_CONFIG: ComposeConfig = { controllerSubmits: CARRIE
 
 /**
  * The carried user list: the controller at the bootstrap password (its bcrypt hash) with the
- * carried permissions (the template and its reply grants on `state`'s operators), and every operator of the genesis state with its derived permissions
- * and recorded hash. `state` is the state folded from the genesis commit.
+ * carried permissions (the template and its reply grants on `state`'s operators), and every operator
+ * and node of the genesis state (the genesis node, R56) with its derived permissions and recorded hash. `state` is the state folded from the genesis commit.
  */
 export function carriedUsers(state: State, config: ComposeConfig = GENESIS_COMPOSE_CONFIG): BusUser[] {
   const users: BusUser[] = [
@@ -92,7 +91,9 @@ export function carriedUsers(state: State, config: ComposeConfig = GENESIS_COMPO
     },
   ];
   for (const credential of Object.values(state.credentials)) {
-    if (credential.principal.kind !== "operator") continue;
+    // The first operator, and the genesis node (R56): its agent must dial the bus to receive the
+    // first composed list, so its account is carried as the controller's is (R13).
+    if (credential.principal.kind !== "operator" && credential.principal.kind !== "node") continue;
     users.push({
       user: credential.user,
       password: credential.hash,
@@ -129,29 +130,4 @@ export function readUserList(text: string): ListedUser[] {
     users.push({ user: raw.user, password: raw.password, permissions });
   }
   return users;
-}
-
-/**
- * Adds the genesis node's own account to the user list in `userListText` (the text of the bus's
- * include file) when it is not there yet, and returns the new text; returns null when the user is
- * listed already. Its permissions are the ones composition derives for a node (R2: the pull of its
- * own CONTROL consumer, its report subject, its inbox), its password the bcrypt hash of `password`.
- *
- * Why: the first user list composed for the broker's holder reaches it as a declaration over the
- * bus, which it can only dial once its own account is on the bus. On the genesis machine the
- * installer carries that account too (R13, extended to the node it runs on), as it carries the
- * controller's; the first push then replaces the whole list with the composed one (R11).
- */
-export function carryNodeUser(userListText: string, node: string, password: string, config: ComposeConfig = GENESIS_COMPOSE_CONFIG): string | null {
-  const principal = { kind: "node" as const, name: node };
-  const user = busUser("node", node);
-  if (readUserList(userListText).some((u) => u.user === user)) return null;
-  const permissions = permissionsOf(initialState, principal, config);
-  const rendered = renderUserList({ users: [{ user, password: hashPassword(password), permissions, principal }] });
-  const line = rendered.split("\n").find((l) => l.trim().startsWith("{user:"));
-  const lines = userListText.split("\n");
-  const end = lines.findIndex((l) => l.trim() === "]");
-  if (!line || end < 0) throw new Error("the user list file has no `users = [ ... ]` block to add the node to");
-  lines.splice(end, 0, line);
-  return lines.join("\n");
 }

@@ -6,7 +6,9 @@ import { connectToBus } from "../src/bus/connect.ts";
 import { openCatalogue } from "../src/events/catalogue.ts";
 import { renderUserList } from "../src/compose/userList.ts";
 import { evolve, initialState, formatBusAddress, parseBusAddress } from "../src/projections/index.ts";
-import { hashPassword, newMeshKey, newPassword, sealWithMeshKey } from "../src/crypto/secrets.ts";
+import { hashPassword, isNodePublicKey, newMeshKey, newPassword, openWithMeshKey, sealToNode, sealWithMeshKey } from "../src/crypto/secrets.ts";
+import { nodeEnrol } from "../src/commands/nodeEnrol.ts";
+import { nameProblem } from "../src/names.ts";
 import type { Commit } from "../src/events/index.ts";
 import { InstallerError, makeBusCertificate, writePrivateFile, TLS_CERT_FILE, TLS_KEY_FILE } from "./tls.ts";
 import {
@@ -14,7 +16,7 @@ import {
 } from "./serverConfig.ts";
 import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER, CARRIED_CONTROLLER_SUBMITS, carriedUsers } from "./carried.ts";
 import { decideGenesis, GENESIS_COMMAND_ID } from "./record.ts";
-import { pidFile, startBus, stopPid, systemdUnit, isAlive, type BusProcess } from "./bus.ts";
+import { pidFile, startBus, stopPid, systemdUnit, controllerUnit, hostUnit, isAlive, type BusProcess } from "./bus.ts";
 
 /**
  * Genesis of a new mesh (DESIGN.md: installer, R8, R13, R14, R15, R34). Everything is written into
@@ -31,6 +33,9 @@ import { pidFile, startBus, stopPid, systemdUnit, isAlive, type BusProcess } fro
  *   controller.env    the controller's configuration (MESH_* variables, 0600)
  *   controller.json   the controller's credential, at the bootstrap password until rotated (0600)
  *   operator.json     the first operator's credential (0600): `mesh` finds it at ./.mesh/operator.json
+ *   <node>.enrol.json the genesis node's enrol reply (with `node`, R56): its password sealed to the
+ *                     node's key, opened by `mesh host credential --from`
+ *   mesh-*.service    with `systemd`: units for the bus, the controller and the genesis node's host
  *   logs/, run/       process logs and pid files of `mesh up`
  */
 
@@ -40,6 +45,18 @@ export const CONTROLLER_ENV_FILE = "controller.env";
 export const CONTROLLER_CREDENTIAL_FILE = "controller.json";
 export const OPERATOR_CREDENTIAL_FILE = "operator.json";
 export const BUS_UNIT_FILE = "mesh-bus.service";
+export const CONTROLLER_UNIT_FILE = "mesh-controller.service";
+export const HOST_UNIT_FILE = "mesh-host.service";
+
+/** The file genesis writes the genesis node's enrol reply to (R56): `<dir>/<node>.enrol.json`. */
+export function enrolReplyFile(dir: string, node: string): string {
+  return join(resolve(dir), `${node}.enrol.json`);
+}
+
+/** The command id of the genesis node's enrolment, recorded at genesis (R56). */
+export function genesisNodeCommandId(node: string): string {
+  return `${GENESIS_COMMAND_ID}-node-${node}`;
+}
 
 /** The genesis facts kept in mesh.json (no secret in it). */
 export const MeshFile = z
@@ -146,7 +163,15 @@ export type GenesisOptions = {
   monitorPort?: number;
   /** Overlay names the certificate should also carry (R34 field note). */
   extraNames?: readonly string[];
-  /** Print (and write) a systemd unit for the bus instead of leaving it running as a child (`--systemd`). */
+  /**
+   * The genesis node (R56): the machine's host agent, enrolled in the genesis records and carried
+   * in the first user list beside the controller, so the broker's holder can dial the bus before
+   * any list was composed. `stateDir` is its state folder, where `mesh host init` put `node.pub`;
+   * it may be a sub-folder of `dir` (it is kept). Genesis writes the enrol reply to
+   * enrolReplyFile(dir, name) for `mesh host credential --from`.
+   */
+  node?: { name: string; stateDir: string };
+  /** Leave the bus stopped and write systemd units for the bus, the controller and the genesis node's host (`--systemd`). */
   systemd?: boolean;
   /** Leave the bus running detached from this process (default true); a test owning it passes false. */
   detachBus?: boolean;
@@ -161,17 +186,21 @@ export type GenesisResult = {
   mesh: MeshFile;
   /** The running bus (the embedded default); undefined with `systemd`. */
   bus?: BusProcess;
-  /** The systemd unit text, with `systemd`. */
+  /** The bus's systemd unit text, with `systemd`. */
   unit?: string;
+  /** Every unit file written, with `systemd` (bus, controller, and the genesis node's host). */
+  unitFiles?: string[];
+  /** The genesis node's enrol reply file, with `node`. */
+  enrolReply?: string;
 };
 
-function rejectUnlessEmptyOrForced(paths: MeshPaths, force: boolean): void {
+function rejectUnlessEmptyOrForced(paths: MeshPaths, force: boolean, keep: string | null): void {
   if (!existsSync(paths.dir)) return;
   if (existsSync(paths.meshFile)) {
     if (!force) throw new InstallerError(`${paths.dir} already holds a mesh: use it (\`mesh up\`), or pass --force to replace it and lose its records`);
     return;
   }
-  if (readdirSync(paths.dir).length > 0 && !force) {
+  if (readdirSync(paths.dir).some((entry) => entry !== keep) && !force) {
     throw new InstallerError(`${paths.dir} is not empty and holds no mesh: choose an empty folder or pass --force`);
   }
 }
@@ -204,6 +233,14 @@ async function stopRecordedProcesses(paths: MeshPaths): Promise<void> {
  * that does not start. Nothing is left half-written: the temporary folder, or the renamed one, is
  * removed on failure.
  */
+/**
+ * `raw` as an error may print it (R3): whatever stands before an `@` after `//` (a user and
+ * password someone typed inside the address) is replaced by `***`. Pure.
+ */
+export function addressForMessages(raw: string): string {
+  return raw.replace(/\/\/[^/]*@/g, "//***@");
+}
+
 export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
   const log = options.log;
   const paths = meshPaths(options.dir);
@@ -213,7 +250,7 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
   try {
     address = parseBusAddress(options.brokerAddress);
   } catch {
-    throw new InstallerError(`${source} "${options.brokerAddress}" is not tls://host[:port]`);
+    throw new InstallerError(`${source} "${addressForMessages(options.brokerAddress)}" is not tls://host[:port]${/@/.test(options.brokerAddress) ? ": a user or password never goes inside the address (R3); the credentials travel beside it" : ""}`);
   }
   if (address.scheme !== "tls") {
     throw new InstallerError(`${source} "${formatBusAddress(address)}" must use tls:// (the bus always presents the mesh's certificate, R34)`);
@@ -223,13 +260,16 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
   const listenHost = options.listenHost ?? (local ? "127.0.0.1" : "0.0.0.0");
   const monitorPort = options.monitorPort ?? Math.min(address.port + 4000, 65535);
   const operator = options.operator ?? "admin";
-  rejectUnlessEmptyOrForced(paths, options.force ?? false);
+  const node = options.node ? genesisNode(options.node) : undefined;
+  const keep = node && dirname(node.stateDir) === paths.dir ? basename(node.stateDir) : null;
+  rejectUnlessEmptyOrForced(paths, options.force ?? false, keep);
   await assertPortFree(listenHost, address.port, source);
   if (monitorPort > 0) await assertPortFree("127.0.0.1", monitorPort);
 
   const temp = join(dirname(paths.dir), `.${basename(paths.dir)}.genesis-${process.pid}-${randomBytes(4).toString("hex")}`);
   mkdirSync(temp, { recursive: true, mode: 0o700 });
-  let commit: Commit;
+  const commits: Commit[] = [];
+  let enrolReply: string | undefined;
   try {
     log(`genesis: making the mesh key and the bus certificate in ${paths.dir}`);
     const meshKey = newMeshKey();
@@ -245,8 +285,22 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
       genesisAddress, fingerprint: tls.fingerprint, bootstrapUser: BOOTSTRAP_USER, operator, operatorSecret, now,
     });
     if (!decision.ok) throw new InstallerError(decision.refusal.message);
-    commit = { commandId: GENESIS_COMMAND_ID, entity: decision.entity, events: decision.events };
-    const genesisState = evolve(initialState, [{ sequence: 1, commit }]);
+    commits.push({ commandId: GENESIS_COMMAND_ID, entity: decision.entity, events: decision.events });
+    let genesisState = evolve(initialState, [{ sequence: 1, commit: commits[0]! }]);
+    if (node) {
+      // The genesis node's enrolment is `node.enrol`'s own decide, recorded as the second commit (R56).
+      const password = newPassword();
+      const secret = { password, hash: hashPassword(password), sealed: sealWithMeshKey(meshKey, password) };
+      const commandId = genesisNodeCommandId(node.name);
+      const enrolled = nodeEnrol.decide(genesisState, { node: node.name, publicKey: node.publicKey }, { commandId, actor: "installer", now, secrets: [secret] });
+      if (!enrolled.ok) throw new InstallerError(`--node: ${enrolled.refusal.message}`);
+      const nodeCommit: Commit = { commandId, entity: enrolled.entity, events: enrolled.events };
+      commits.push(nodeCommit);
+      genesisState = evolve(genesisState, [{ sequence: 2, commit: nodeCommit }]);
+      const reply = nodeEnrol.reply(genesisState, enrolled.events, { openSecret: (sealed) => openWithMeshKey(meshKey, sealed), sealToNode }, enrolled.entity);
+      enrolReply = enrolReplyFile(paths.dir, node.name);
+      writePrivateFile(join(temp, basename(enrolReply)), `${JSON.stringify(reply, null, 2)}\n`);
+    }
     writeFileSync(join(temp, USER_LIST_FILE), renderUserList({ users: carriedUsers(genesisState) }));
 
     const serverOptions = (root: string) => ({
@@ -280,6 +334,8 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
 
     if (existsSync(paths.dir)) {
       await stopRecordedProcesses(paths);
+      // The genesis node's state folder inside `dir` (`mesh up`'s `.mesh/host`) is kept.
+      if (keep !== null && existsSync(join(paths.dir, keep))) renameSync(join(paths.dir, keep), join(temp, keep));
       rmSync(paths.dir, { recursive: true, force: true });
     }
     renameSync(temp, paths.dir);
@@ -298,23 +354,53 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
     });
     writeFileSync(pidFile(paths.dir, "bus"), `${bus.pid}\n`);
     log("genesis: recording the genesis commit as the controller (bootstrap account)");
-    await recordGenesis(paths, formatBusAddress({ scheme: "tls", host: localHost(listenHost), port: address.port }), commit);
+    await recordGenesis(paths, formatBusAddress({ scheme: "tls", host: localHost(listenHost), port: address.port }), commits);
     const mesh = readMeshFile(paths.dir);
     if (options.systemd) {
       await bus.stop();
       rmSync(pidFile(paths.dir, "bus"), { force: true });
       const unit = systemdUnit(binary, paths.serverConfig);
-      writeFileSync(join(paths.dir, BUS_UNIT_FILE), unit);
-      log(`genesis: wrote ${join(paths.dir, BUS_UNIT_FILE)}: install it with systemctl link/enable --now`);
-      return { paths, mesh, unit };
+      const units: Array<[string, string]> = [[BUS_UNIT_FILE, unit], [CONTROLLER_UNIT_FILE, controllerUnit(paths.controllerEnv)]];
+      if (node) units.push([HOST_UNIT_FILE, hostUnit(node.name, node.stateDir, genesisBusSettings(paths, mesh))]);
+      const unitFiles = units.map(([file, text]) => {
+        writeFileSync(join(paths.dir, file), text);
+        return join(paths.dir, file);
+      });
+      log(`genesis: wrote ${unitFiles.join(", ")}: install them with systemctl link/enable --now`);
+      return { paths, mesh, unit, unitFiles, ...(enrolReply ? { enrolReply } : {}) };
     }
     log(`genesis: mesh created; operator credential in ${paths.operatorCredential} (0600)`);
-    return { paths, mesh, bus };
+    return { paths, mesh, bus, ...(enrolReply ? { enrolReply } : {}) };
   } catch (error) {
     if (bus) await bus.stop();
     rmSync(paths.dir, { recursive: true, force: true });
     throw error;
   }
+}
+
+/**
+ * The genesis node's name and public key, checked (R56): a mesh name, and `<stateDir>/node.pub`
+ * an X25519 public key as `mesh host init` writes it. Throws InstallerError naming `--node` or
+ * `--node-state` and the fix.
+ */
+function genesisNode(node: { name: string; stateDir: string }): { name: string; stateDir: string; publicKey: string } {
+  const problem = nameProblem(node.name);
+  if (problem) throw new InstallerError(`--node: ${problem}`);
+  const stateDir = resolve(node.stateDir);
+  const file = join(stateDir, "node.pub");
+  if (!existsSync(file)) throw new InstallerError(`--node-state: ${file} does not exist: run \`mesh host init --state ${stateDir}\` first`);
+  const publicKey = readFileSync(file, "utf8").trim();
+  if (!isNodePublicKey(publicKey)) throw new InstallerError(`--node-state: ${file} is not a node public key: run \`mesh host init --state ${stateDir} --force\``);
+  return { name: node.name, stateDir, publicKey };
+}
+
+/**
+ * The four settings of the host agent on the machine running the bus (its `--bus-*` options): the
+ * include file receiving the user list, the bus configuration, its pid file, its monitoring
+ * endpoint on 127.0.0.1.
+ */
+export function genesisBusSettings(paths: MeshPaths, mesh: MeshFile): { includeFile: string; configFile: string; pid: string; monitorUrl: string } {
+  return { includeFile: paths.userList, configFile: paths.serverConfig, pid: pidFile(paths.dir, "bus"), monitorUrl: `http://127.0.0.1:${mesh.monitorPort}` };
 }
 
 /** Where the genesis machine itself dials a bus listening on `listenHost` (0.0.0.0: on 127.0.0.1). */
@@ -323,11 +409,11 @@ export function localHost(listenHost: string): string {
 }
 
 /**
- * Appends the genesis commit as the controller at the bootstrap password (R13), through the
+ * Appends the genesis commits (the genesis node's enrolment after the genesis commit) as the controller at the bootstrap password (R13), through the
  * records adapter (which also raises the CATALOGUE stream). A genesis already recorded (same
  * command id) appends nothing.
  */
-async function recordGenesis(paths: MeshPaths, localAddress: string, commit: Commit): Promise<void> {
+async function recordGenesis(paths: MeshPaths, localAddress: string, commits: readonly Commit[]): Promise<void> {
   const credential = JSON.parse(readFileSync(paths.controllerCredential, "utf8")) as {
     address: string; user: string; password: string; fingerprint: string;
   };
@@ -337,8 +423,10 @@ async function recordGenesis(paths: MeshPaths, localAddress: string, commit: Com
   );
   try {
     const catalogue = await openCatalogue(nc);
-    const result = await catalogue.transact(GENESIS_COMMAND_ID, () => ({ ok: true, entity: commit.entity, events: commit.events }));
-    if (!result.ok) throw new InstallerError(`the genesis commit was refused: ${result.refusal.message}`);
+    for (const commit of commits) {
+      const result = await catalogue.transact(commit.commandId, () => ({ ok: true, entity: commit.entity, events: commit.events }));
+      if (!result.ok) throw new InstallerError(`the genesis commit ${commit.commandId} was refused: ${result.refusal.message}`);
+    }
   } finally {
     await nc.close();
   }

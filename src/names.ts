@@ -97,7 +97,10 @@ export const USER_LIST_PART_HEADER = "Mesh-User-List-Part";
 
 // ---- work queues (R16, R20) --------------------------------------------------------------------
 
-/** The work-queue stream of a seat that accepts work. Stream names are upper-case by convention. */
+/**
+ * The work-queue stream of a seat that accepts work. Stream names are upper-case by convention.
+ * Injective (R52): mesh names are lowercase and hold no `_`, so upper-casing and `-` to `_` lose nothing.
+ */
 export function workStream(seat: string): string {
   return `WORK_${seat.toUpperCase().replace(/-/g, "_")}`;
 }
@@ -127,23 +130,55 @@ export function eventSubject(emitter: string, event: string): string {
   return `mesh.event.${emitter}.${event}`;
 }
 
-/** The durable pull consumer delivering one followed event to one module (R4). */
+/**
+ * The durable pull consumer delivering one followed event to one module (R4):
+ * `follow_<module>_<emitter>_<event>`. Joined with `_`, which a mesh name cannot hold, so two
+ * (module, emitter, event) triples never share a consumer (R52; the earlier `-` join gave
+ * `pay-ledger` following `audit/entry` and `pay` following `ledger-audit/entry` one consumer).
+ * Consumers raised under the old `follow-...` names are left on EVENTS, no longer granted to anyone.
+ */
 export function followConsumer(module: string, emitter: string, event: string): string {
-  return `follow-${module}-${emitter}-${event}`;
+  return `follow_${module}_${emitter}_${event}`;
 }
 
 // ---- commands, tools, reports ----------------------------------------------------------------------
 
-/** Every command subject, for the controller's subscription and grants. */
-export const COMMAND_SUBJECTS = "mesh.command.>";
-/** The subject of one command verb: `mesh.command.<verb>` (a verb may contain dots, `node.enrol`). */
-export function commandSubject(verb: string): string {
-  return `mesh.command.${verb}`;
+const COMMAND_PREFIX = "mesh.command.";
+
+/** A principal token of a command subject: one subject token, no wildcard, no whitespace. */
+const PRINCIPAL_TOKEN = /^[^\s.*>]+$/;
+
+/**
+ * The subject of one command `verb` asked by the bus user `principal`:
+ * `mesh.command.<principal>.<verb>` (R51; a verb may contain dots, `node.enrol`). The principal
+ * token is the asker's bus user: each principal may publish only under its own name, so the
+ * server, not the message, says who asked. The CLI and every client send on it; the controller's
+ * subscription (COMMAND_SUBJECTS), composition's grants (commandSubjects) and `explain` use the
+ * same construction. Throws an Error when `principal` is not one subject token (a bug, never input:
+ * bus users are mesh names).
+ */
+export function commandSubject(principal: string, verb: string): string {
+  if (!PRINCIPAL_TOKEN.test(principal)) throw new Error(`"${principal}" cannot be the principal token of a command subject (R51)`);
+  return `${COMMAND_PREFIX}${principal}.${verb}`;
 }
-/** The verb of a command subject, or null when the subject is not a command. */
-export function verbOfCommandSubject(subject: string): string | null {
-  const prefix = "mesh.command.";
-  return subject.startsWith(prefix) ? subject.slice(prefix.length) : null;
+/** Every command subject a principal may publish, its own and no one else's: `mesh.command.<principal>.>` (R51). */
+export function commandSubjects(principal: string): string {
+  return commandSubject(principal, ">");
+}
+/** Every principal's command subjects, for the controller's subscription and grant: `mesh.command.*.>` (R51). */
+export const COMMAND_SUBJECTS = `${COMMAND_PREFIX}*.>`;
+/**
+ * The asker and the verb of a command subject (`mesh.command.<principal>.<verb>`), or null when
+ * the subject is not one (no principal token or no verb). The inverse of commandSubject.
+ */
+export function commandOfSubject(subject: string): { principal: string; verb: string } | null {
+  if (!subject.startsWith(COMMAND_PREFIX)) return null;
+  const rest = subject.slice(COMMAND_PREFIX.length);
+  const dot = rest.indexOf(".");
+  if (dot <= 0 || dot === rest.length - 1) return null;
+  const principal = rest.slice(0, dot);
+  if (!PRINCIPAL_TOKEN.test(principal)) return null;
+  return { principal, verb: rest.slice(dot + 1) };
 }
 /** Queue group the controllers serve commands in, so a second one can stand by. */
 export const COMMAND_QUEUE = "controllers";
@@ -210,7 +245,7 @@ export function progressSubject(user: string, id: string): string {
 export const PRINCIPAL_KINDS = ["controller", "operator", "node", "module", "builder"] as const;
 export type PrincipalKind = (typeof PRINCIPAL_KINDS)[number];
 
-/** The bus user of a principal: `<kind>-<name>`, unique across kinds. */
+/** The bus user of a principal: `<kind>-<name>`, unique across kinds (R52: kinds hold no dash, so the first dash ends the kind). */
 export function busUser(kind: PrincipalKind, name: string): string {
   return `${kind}-${name}`;
 }

@@ -46,8 +46,8 @@ export async function run(args: string[]): Promise<void> {
   const client = await connect({ servers: mesh.server.url, inboxPrefix: inboxPrefix("operator-bench"), name: "bench-operator" });
   try {
     // The mesh the commands act on: one node, one module.
-    const enrolled = await sendCommand(client, "node.enrol", { node: "alpha", publicKey: newNodeKeyPair().publicKey });
-    const registered = await sendCommand(client, "module.register", { manifest: { name: "bench", version: "1" } });
+    const enrolled = await sendCommand(client, "operator-bench", "node.enrol", { node: "alpha", publicKey: newNodeKeyPair().publicKey });
+    const registered = await sendCommand(client, "operator-bench", "module.register", { manifest: { name: "bench", version: "1" } });
     if (!enrolled.ok || !registered.ok) throw new Error(`bench setup refused: ${JSON.stringify(enrolled.ok ? registered : enrolled)}`);
 
     // Raw: a stream of its own on the same server, file storage, a body the size of a commit.
@@ -71,7 +71,7 @@ export async function run(args: string[]): Promise<void> {
     for (let i = 0; i < warmup + count; i += 1) {
       const verb = i % 2 === 0 ? "assign" : "unassign";
       const started = performance.now();
-      const reply = await sendCommand(client, verb, { module: "bench", node: "alpha" });
+      const reply = await sendCommand(client, "operator-bench", verb, { module: "bench", node: "alpha" });
       const elapsed = performance.now() - started;
       if (!reply.ok) throw new Error(`${verb} refused during the bench: ${reply.error.code}: ${reply.error.message}`);
       if (i >= warmup) command.push(elapsed);

@@ -2,18 +2,29 @@ import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "nod
 import { BusCredential } from "../bus/connect.ts";
 
 /**
- * The controller's own credential while it runs (R14): the password it dials with now, which a
+ * The controller's own credential while it runs (R14, R50): the password it dials with now, which a
  * rotation switches (every reconnect reads it), and the file it is kept in.
  *
- * A rotated password is written to `<file>.next` (0600) the moment it is minted, and moved over
- * `<file>` once the bus accepted it (the broker applied the user list carrying it). A start finds
- * the bus in either state: `candidates()` gives the file's password first, then the pending one.
+ * Every change of the controller's password takes one path (whatever decided it: the first push
+ * off the bootstrap password, `mesh credential rotate controller`, a node removal that ended a
+ * copy of it, R48, or a restore's fresh credentials): the records hold the new secret; the push
+ * that composes the user list carrying it first `stage`s it here (push.ts adoptControllerCredential),
+ * before that list is sent; once the broker reports the list applied, `commit` writes it into the
+ * file. A staged password is written to `<file>.next` (0600) at once, so a start finds the bus in
+ * either state: it dials with the file's password, then the pending one (main.ts connect). While a
+ * password is staged, reconnects alternate between it and the one before (`dialPassword`): the bus
+ * may or may not have reloaded the new list yet, and the controller must reach it either way.
  */
 export type ControllerCredential = {
   /** The credential as dialled now: address, user, the current password, fingerprint. */
   current(): BusCredential;
-  /** The current password (for connectToBus's `password` option: read at every reconnect). */
+  /** The current password: the staged one while a rotation is pending. */
   password(): string;
+  /**
+   * The password to try at the next (re)connect (connectToBus's `password` option): the current
+   * one; while a rotation is pending, the staged and the previous one in turn, staged first.
+   */
+  dialPassword(): string;
   /** Dial with `password` from now on and keep it pending beside the file (0600). */
   stage(password: string): void;
   /** Whether a staged password waits to be committed. */
@@ -56,6 +67,8 @@ export function pendingPassword(file: string, user: string): string | null {
 export function controllerCredential(initial: BusCredential, file: string): ControllerCredential {
   let password = initial.password;
   let staged = false;
+  let previous: string | null = null;
+  let attempts = 0;
   const stored = (): BusCredential => {
     try {
       const parsed = BusCredential.safeParse(JSON.parse(readFileSync(file, "utf8")));
@@ -68,9 +81,16 @@ export function controllerCredential(initial: BusCredential, file: string): Cont
   return {
     current: () => ({ ...initial, password }),
     password: () => password,
+    dialPassword() {
+      if (!staged || previous === null || previous === password) return password;
+      attempts += 1;
+      return attempts % 2 === 1 ? password : previous;
+    },
     stage(next) {
+      if (!staged) previous = password;
       password = next;
       staged = true;
+      attempts = 0;
       writePrivate(pendingCredentialFile(file), { ...initial, password: next });
     },
     pending: () => staged,
@@ -78,6 +98,7 @@ export function controllerCredential(initial: BusCredential, file: string): Cont
       writePrivate(file, stored());
       rmSync(pendingCredentialFile(file), { force: true });
       staged = false;
+      previous = null;
     },
   };
 }

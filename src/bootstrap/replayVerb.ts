@@ -12,7 +12,8 @@ import type { State } from "../projections/index.ts";
 import type { Reply } from "../commands/envelope.ts";
 import { CommandId, type ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
-import { ROTATIONS_PER_COMMIT, ReplayRequest, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals } from "../commands/replay.ts";
+import { commandRequest, type CommandRequest } from "../events/reuse.ts";
+import { REPLAY_VERB, ROTATIONS_PER_COMMIT, ReplayRequest, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals } from "../commands/replay.ts";
 import type { Principal } from "../events/index.ts";
 import type { CredentialRotated } from "../events/index.ts";
 import { hashPassword, newPassword, sealToNode } from "../crypto/secrets.ts";
@@ -109,17 +110,19 @@ export function replayVerb(deps: ReplayDependencies): ExtraVerb {
     if (!parsed.ok) return { ok: false, error: parsed.refusal };
     const request = parsed.value;
     const commandId = typeof givenId === "string" ? givenId : deps.newId();
+    // R53: what this id is used for, recorded with the commit like every command's.
+    const recorded = commandRequest(REPLAY_VERB, request);
     if (request.acceptRestore === true) {
       if (request.void !== undefined || request.reason !== undefined) {
         return { ok: false, error: { code: "invalid-request", field: "acceptRestore", message: "accept a restore and void a commit in two commands" } };
       }
-      return acceptRestore(deps, commandId, actor);
+      return acceptRestore(deps, commandId, actor, recorded);
     }
     if (request.void === undefined && request.reason === undefined) {
       return { ok: true, ...(await replayReport(deps.nc, deps.catalogue)) };
     }
     const envelope = { commandId, actor, now: deps.now().toISOString(), secrets: [] };
-    const result = await deps.catalogue.appendPastHeld(commandId, (held) => decideVoid(held, request, envelope));
+    const result = await deps.catalogue.appendPastHeld(commandId, (held) => decideVoid(held, request, envelope), recorded);
     if (!result.ok) return { ok: false, error: result.refusal };
     const next = deps.catalogue.held;
     deps.log.info(`replay: ${actor} voided the commit at sequence ${request.void ?? "?"} (commit ${result.sequence}): ${request.reason ?? ""}`);
@@ -144,7 +147,7 @@ export function replayVerb(deps: ReplayDependencies): ExtraVerb {
  * `mesh host credential`), and `unknownToRecords`: the users on the broker's installed list (its
  * host's last report) that the accepted records do not know; the next push installs them all.
  */
-async function acceptRestore(deps: ReplayDependencies, commandId: string, actor: string): Promise<Reply> {
+async function acceptRestore(deps: ReplayDependencies, commandId: string, actor: string, recorded: CommandRequest): Promise<Reply> {
   const freshSecrets = (count: number) => Array.from({ length: count }, () => {
     const password = newPassword();
     return { password, hash: hashPassword(password), sealed: deps.sealSecret(password) };
@@ -157,7 +160,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
     const needed = Math.min(all.length, ROTATIONS_PER_COMMIT);
     if (secrets.length < needed) secrets = [...secrets, ...freshSecrets(needed - secrets.length)];
     return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets });
-  });
+  }, recorded);
   if (!result.ok) return { ok: false, error: result.refusal };
   // The rest of the fresh credentials, a commit each batch (a retried id appends nothing twice).
   const further: CredentialRotated[] = [];
@@ -165,7 +168,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
     const slice = all.slice(from, from + ROTATIONS_PER_COMMIT);
     const id = `${commandId}.rotate-${batch}`;
     const batchSecrets = freshSecrets(slice.length);
-    const more = await deps.catalogue.transact(id, (state) => decideRestoreRotations(state, slice, { commandId: id, actor, now: at, secrets: batchSecrets }));
+    const more = await deps.catalogue.transact(id, (state) => decideRestoreRotations(state, slice, { commandId: id, actor, now: at, secrets: batchSecrets }), recorded);
     if (!more.ok) return { ok: false, error: more.refusal };
     further.push(...more.events.filter((e): e is CredentialRotated => e.type === "CredentialRotated"));
   }

@@ -1,6 +1,7 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { BusCredential } from "../bus/connect.ts";
+import { BusConnectError, BusCredential, connectToBus, type BusConnectOptions } from "../bus/connect.ts";
+import { pendingCredentialFile } from "../bootstrap/credential.ts";
 import type { ClientConfig, Environment } from "../config.ts";
 
 /** Exit codes of `mesh`: 0 ok, 1 refused by the controller, 2 usage or connection error. */
@@ -35,6 +36,8 @@ export type CliContext = {
   globals: GlobalOptions;
   /** The bus connection with the operator's credential; opened on first use, closed by runCli. */
   connection(): Promise<NatsConnection>;
+  /** The bus user of the operator's credential: the principal its commands are sent as (R51). */
+  asker(): string;
   /** Writes one line to stdout. */
   out(line: string): void;
   /** Writes one line to stderr. */
@@ -71,3 +74,45 @@ export function loadCredential(file: string): BusCredential {
   }
   return parsed.data;
 }
+
+/**
+ * Dials the bus with the credential file `file` (R50). While a rotated password of the same user is
+ * pending beside it (`<file>.next`, kept by `mesh credential rotate operator <me>`), the bus may
+ * swap lists under this very command (the push that installs the new password drops this
+ * connection): the connection then reconnects (up to PENDING_RECONNECTS times), with the file's
+ * and the pending password in turn, so the command's reply still arrives. When the bus refuses the
+ * file's password (Authorization Violation) at the first dial, the pending one is dialled, and once
+ * it is admitted it replaces the file (rename). Throws what connectToBus throws (one line, the
+ * address alone, R3), or UsageError for an unreadable file.
+ */
+export async function connectWithCredentialFile(file: string, options: BusConnectOptions): Promise<NatsConnection> {
+  const credential = loadCredential(file);
+  const pendingFile = pendingCredentialFile(file);
+  let pending: BusCredential | null = null;
+  if (existsSync(pendingFile)) {
+    try {
+      const read = loadCredential(pendingFile);
+      if (read.user === credential.user) pending = read;
+    } catch {
+      // an unreadable pending file is ignored: the file's password alone is dialled
+    }
+  }
+  let turn = 0;
+  const passwords = pending === null ? [credential.password] : [credential.password, pending.password];
+  const dialOptions: BusConnectOptions = pending === null
+    ? options
+    : { ...options, reconnect: true, maxReconnectAttempts: PENDING_RECONNECTS, reconnectWaitMs: PENDING_RECONNECT_WAIT_MS, password: () => passwords[turn++ % passwords.length]! };
+  try {
+    return await connectToBus(credential, dialOptions);
+  } catch (error) {
+    if (pending === null || !(error instanceof BusConnectError) || !/Authorization/i.test(error.message)) throw error;
+    const nc = await connectToBus(pending, options);
+    renameSync(pendingFile, file);
+    return nc;
+  }
+}
+
+/** Reconnect attempts of a CLI connection while a rotated password is pending (see connectWithCredentialFile). */
+export const PENDING_RECONNECTS = 100;
+/** Milliseconds between those attempts: short, to be back on the inbox before the reply is sent. */
+export const PENDING_RECONNECT_WAIT_MS = 20;

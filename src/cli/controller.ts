@@ -2,18 +2,48 @@
  * `mesh controller`: runs the controller in the foreground (startController), one log line per
  * event on stderr, until SIGINT or SIGTERM. Its settings come from the environment, read once by
  * parseControllerConfig (R35): a bad setting ends it at once with one line naming the variables.
+ * `--env <file>` reads them from the file genesis wrote (`<mesh folder>/controller.env`), as
+ * systemd's `EnvironmentFile=` does; run without any, it says where they are (R56).
  */
-import { parseControllerConfig } from "../config.ts";
+
+/**
+ * The controller's environment: the process's, with the `KEY=value` lines of `envFile` over it.
+ * Throws UsageError naming --env when the file does not exist.
+ */
+export function controllerEnv(env: Environment, envFile: string | undefined): Environment {
+  if (envFile === undefined) return env;
+  if (!existsSync(envFile)) throw new UsageError(`--env: ${envFile} does not exist (genesis writes <mesh folder>/controller.env)`);
+  return { ...env, ...readEnvFile(envFile) };
+}
+
+/**
+ * parseControllerConfig, with a missing setting's error saying where the settings are (R56):
+ * genesis wrote them to `<mesh folder>/controller.env`.
+ */
+function configOf(env: Environment, envFile: string | undefined) {
+  try {
+    return parseControllerConfig(controllerEnv(env, envFile));
+  } catch (error) {
+    if (error instanceof ConfigError && envFile === undefined && /is not set/.test(error.message)) {
+      throw new ConfigError(error.variables, `${error.message}: genesis wrote the controller's settings to <mesh folder>/controller.env: run \`mesh controller --env <mesh folder>/controller.env\` (or systemd's EnvironmentFile=, as in mesh-controller.service)`, { cause: error });
+    }
+    throw error;
+  }
+}
+import { existsSync } from "node:fs";
+import { ConfigError, parseControllerConfig, type Environment } from "../config.ts";
+import { readEnvFile } from "../../installer/genesis.ts";
 import { startController } from "../bootstrap/main.ts";
 import { lineLog } from "../bootstrap/log.ts";
-import { EXIT_OK, type CliContext } from "./context.ts";
+import { EXIT_OK, UsageError, type CliContext } from "./context.ts";
 import type { CliVerb } from "./verbs.ts";
 
 export const CONTROLLER_CLI_VERB: CliVerb = {
   path: ["controller"],
-  summary: "run the controller in the foreground (settings from MESH_* variables)",
-  async run(ctx: CliContext) {
-    const config = parseControllerConfig(ctx.io.env);
+  summary: "run the controller in the foreground (settings from MESH_* variables, or --env <dir>/controller.env)",
+  options: [{ flags: "--env <file>", description: "read the MESH_* settings from this file (genesis writes <mesh folder>/controller.env)" }],
+  async run(ctx: CliContext, _args, options) {
+    const config = configOf(ctx.io.env, typeof options.env === "string" ? options.env : undefined);
     const log = lineLog(ctx.io.stderr);
     const controller = await startController(config, { log });
     await new Promise<void>((resolve) => {

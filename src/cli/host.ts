@@ -9,10 +9,12 @@
  *   ... --bus-pid ... --bus-monitor ...] [--once]`: runs the host agent until SIGINT or SIGTERM.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { hostUnit } from "../../installer/bus.ts";
 import { nameProblem } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
 import type { CliVerb } from "./verbs.ts";
+import { MAX_JSON_DEPTH, jsonDepthOver } from "./manifests.ts";
 import {
   HostStateError, NODE_CREDENTIAL_FILE, initHostKeys, readCredentialFile, saveNodeCredential, startHost,
   type BusReloadOptions, type HostReport,
@@ -81,6 +83,7 @@ const runAgent: Run = async (ctx, options) => {
     hostState(() => readCredentialFile(credentialFile, stateDir));
     const once = options.once === true;
     let first: HostReport | undefined;
+    let refused = false;
     let finish: () => void = () => undefined;
     const finished = new Promise<void>((resolve) => { finish = resolve; });
     const host = hostState(() =>
@@ -94,6 +97,8 @@ const runAgent: Run = async (ctx, options) => {
           if (ctx.globals.json) ctx.out(JSON.stringify(report));
           if (once && first === undefined) { first = report; finish(); }
         },
+        // With --once a refused credential ends the run (exit 1) instead of retrying forever.
+        onRefused: () => { if (once && first === undefined) { refused = true; finish(); } },
       }),
     );
     const onSignal = () => finish();
@@ -106,7 +111,7 @@ const runAgent: Run = async (ctx, options) => {
       process.off("SIGTERM", onSignal);
       await host.stop();
     }
-    return first !== undefined && !first.ok ? EXIT_REFUSED : EXIT_OK;
+    return refused || (first !== undefined && !first.ok) ? EXIT_REFUSED : EXIT_OK;
 };
 
 /** `mesh host init`: the node's key pair; prints the public key (stdout) for `mesh node enrol`. */
@@ -132,13 +137,27 @@ const credential: Run = async (ctx, options) => {
     } catch {
       throw new UsageError(`${from} is not a JSON enrol reply or credential`);
     }
+    if (jsonDepthOver(value)) throw new UsageError(`${from} nests arrays or objects more than ${MAX_JSON_DEPTH} deep: it is not an enrol reply or credential`);
     const saved = hostState(() => saveNodeCredential(stateDir, value));
     if (ctx.globals.json) ctx.out(JSON.stringify(saved, null, 2));
     else ctx.out(`credential of ${saved.user} for ${saved.address} kept in ${saved.file}`);
     return EXIT_OK;
 };
 
-const ACTIONS: Record<string, Run> = { init, credential };
+/**
+ * `mesh host unit`: prints the systemd unit running this node's agent (R56), with the `--bus-*`
+ * options when given (the node holding mesh-broker). Redirect it to a file and `systemctl link` it.
+ */
+const unit: Run = async (ctx, options) => {
+  const stateDir = resolve(required(options, "state", "--state <dir>"));
+  const node = required(options, "node", "--node <name>");
+  const problem = nameProblem(node);
+  if (problem) throw new UsageError(`--node: ${problem}`);
+  ctx.out(hostUnit(node, stateDir, busOptions(options)).trimEnd());
+  return EXIT_OK;
+};
+
+const ACTIONS: Record<string, Run> = { init, credential, unit };
 
 /**
  * `mesh host [init|credential] --state <dir> ...`: one verb whose optional first word picks the
@@ -147,7 +166,7 @@ const ACTIONS: Record<string, Run> = { init, credential };
 const host: CliVerb = {
   path: ["host"],
   summary: "the node side: `host init` (key pair), `host credential` (open the enrol reply), `host` (run the agent)",
-  arguments: [{ name: "action", description: "init | credential; none runs the agent", optional: true }],
+  arguments: [{ name: "action", description: "init | credential | unit (print its systemd unit); none runs the agent", optional: true }],
   options: [
     { flags: "--state <dir>", description: "the node's state folder (its key, credential and resources)" },
     { flags: "--node <name>", description: "agent: this node's mesh name" },
@@ -157,7 +176,7 @@ const host: CliVerb = {
     { flags: "--bus-pid <pid>", description: "agent on the broker's holder: the bus's pid or pid file (signalled to reload)" },
     { flags: "--bus-monitor <url>", description: "agent on the broker's holder: the bus's monitoring endpoint, http://host:port" },
     { flags: "--nats-server <path>", description: "agent: the nats-server binary used to validate (default: on the PATH)" },
-    { flags: "--once", description: "agent: exit after the first declaration: 0 applied, 1 not applied" },
+    { flags: "--once", description: "agent: exit after the first declaration: 0 applied, 1 not applied or the bus refused the credential" },
     { flags: "--force", description: "init: replace an existing key (the node must then be enrolled again)" },
     { flags: "--from <file>", description: "credential: the enrol reply (`mesh node enrol --json` output) or a credential file" },
   ],
@@ -165,7 +184,7 @@ const host: CliVerb = {
     const action = text(args[0]);
     if (action === undefined) return runAgent(ctx, options);
     const run = ACTIONS[action];
-    if (!run) throw new UsageError(`mesh host ${action}: unknown action (use init, credential, or none to run the agent)`);
+    if (!run) throw new UsageError(`mesh host ${action}: unknown action (use init, credential, unit, or none to run the agent)`);
     return run(ctx, options);
   },
 };

@@ -4,4 +4,13 @@
  */
 import { runCli } from "./run.ts";
 
+// The reader of our output went away (`mesh ... | head`): nobody is left to tell, so stop quietly
+// with the exit code so far, instead of an unhandled 'error' event and its stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
+    throw error;
+  });
+}
+
 process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env });

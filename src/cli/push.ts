@@ -33,10 +33,15 @@ export function renderPush(report: PushReport): string[] {
   const counts = new Map<string, number>();
   for (const n of report.nodes) counts.set(n.outcome, (counts.get(n.outcome) ?? 0) + 1);
   lines.push([...counts.entries()].map(([k, v]) => `${v} ${k}`).join(", ") || "nothing to send");
+  for (const n of report.nodes) {
+    for (const m of n.modulesLeftOut ?? []) lines.push(`left out of ${n.node}'s declaration: module ${m.module}: ${m.reason}`);
+  }
   for (const left of report.leftOut) lines.push(`left out of the user list: ${left.principal.kind} ${left.principal.name}: ${left.reason}`);
   if (report.userList) lines.push(`user list refused (${report.userList.code}): ${report.userList.message}`);
   if (report.provisionsMinted > 0) lines.push(`minted ${report.provisionsMinted} provision(s)`);
-  if (report.controllerRotation) lines.push(`controller credential rotated off the bootstrap password: ${report.controllerRotation}`);
+  const fresh = report.freshCredentials ?? [];
+  if (fresh.length > 0) lines.push(`fresh credentials in this user list (their old passwords are refused): ${fresh.map((p) => `${p.kind} ${p.name}`).join(", ")}`);
+  if (report.controllerRotation) lines.push(`the controller's own rotated password: ${report.controllerRotation}`);
   for (const refused of report.raised.refused) lines.push(`not raised: ${refused.reason}`);
   if (report.timedOut.length > 0) lines.push(`no report from: ${report.timedOut.join(", ")}`);
   if (report.boundHit) lines.push(`stopped after ${report.rounds} rounds: the records kept changing (bounded by the node count)`);
@@ -46,8 +51,13 @@ export function renderPush(report: PushReport): string[] {
   return lines;
 }
 
-/** Exit code of a push: 1 when a node was refused, failed or timed out, else 0. */
-function exitOf(report: PushReport): number {
+/**
+ * Exit code of a push: 1 when a node was refused, failed or timed out, a module was left out of its
+ * node's declaration (it has no credential yet), or no user list reached the bus (R49), else 0.
+ */
+export function exitOf(report: PushReport): number {
+  if (report.userList !== undefined && !report.dryRun) return EXIT_REFUSED;
+  if (report.nodes.some((n) => (n.modulesLeftOut?.length ?? 0) > 0)) return EXIT_REFUSED;
   return report.nodes.some((n) => n.outcome === "refused" || n.outcome === "failed" || n.outcome === "timed-out") ? EXIT_REFUSED : EXIT_OK;
 }
 
@@ -84,7 +94,7 @@ export const PUSH_CLI_VERB: CliVerb = {
     };
     let reply: Reply;
     try {
-      reply = await sendCommand(nc, PUSH_VERB, body, { timeoutMs: ctx.globals.timeoutMs + PUSH_REPLY_MARGIN_MS });
+      reply = await sendCommand(nc, ctx.asker(), PUSH_VERB, body, { timeoutMs: ctx.globals.timeoutMs + PUSH_REPLY_MARGIN_MS });
     } catch (error) {
       if (error instanceof CommandTransportError && error.code === "timeout") {
         throw new CommandTransportError("timeout", pushTimeoutMessage(ctx.globals.timeoutMs), { cause: error });

@@ -1,8 +1,8 @@
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { BusConnectError, connectToBus } from "../bus/connect.ts";
+import { BusConnectError } from "../bus/connect.ts";
 import { ConfigError, parseClientConfig, type ClientConfig } from "../config.ts";
-import { EXIT_OK, EXIT_USAGE, UsageError, loadCredential, type CliContext, type CliIo, type GlobalOptions } from "./context.ts";
+import { EXIT_OK, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext, type CliIo, type GlobalOptions } from "./context.ts";
 import { CommandTransportError } from "./send.ts";
 import { CLI_VERBS, type CliVerb } from "./verbs.ts";
 
@@ -83,9 +83,10 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
         config,
         globals,
         connection: () => {
-          connection ??= connectToBus(loadCredential(globals.credential), { name: "mesh-cli", reconnect: false, timeoutMs: globals.timeoutMs });
+          connection ??= connectWithCredentialFile(globals.credential, { name: "mesh-cli", reconnect: false, timeoutMs: globals.timeoutMs });
           return connection;
         },
+        asker: () => loadCredential(globals.credential).user,
         out: (line) => { io.stdout.write(`${line}\n`); },
         err,
       };

@@ -24,15 +24,17 @@ export type SendOptions = { /** Milliseconds to wait for the reply (default 10,0
 const encoder = new TextEncoder();
 
 /**
- * Sends `body` (a JSON object: the verb's fields, optionally `commandId`) as a request on
- * `mesh.command.<verb>` and returns the controller's reply. The reply returns on the connection's
- * own inbox prefix (R33: connect with connectToBus). Throws CommandTransportError:
+ * Sends `body` (a JSON object: the verb's fields, optionally `commandId`) as a request of the bus
+ * user `asker` on `mesh.command.<asker>.<verb>` (R51) and returns the controller's reply. The reply
+ * returns on the connection's own inbox prefix (R33: connect with connectToBus), which must be
+ * `asker`'s: the controller drops a request whose reply lies outside the asker's inbox. Throws CommandTransportError:
  * `payload-too-large` before sending when the body exceeds the server's max_payload;
  * `no-controller` when nothing serves commands; `timeout` after `timeoutMs`; `bad-reply` when the
  * answer is not a reply object; `connection` when the connection is closed.
  */
 export async function sendCommand(
   nc: NatsConnection,
+  asker: string,
   verb: string,
   body: Record<string, unknown>,
   options: SendOptions = {},
@@ -48,16 +50,16 @@ export async function sendCommand(
   }
   let text: string;
   try {
-    const answer = await nc.request(commandSubject(verb), data, { timeout: timeoutMs });
+    const answer = await nc.request(commandSubject(asker, verb), data, { timeout: timeoutMs });
     text = answer.string();
   } catch (error) {
-    throw transportErrorOf(error, verb, timeoutMs);
+    throw transportErrorOf(error, asker, verb, timeoutMs);
   }
   let reply: unknown;
   try {
     reply = JSON.parse(text);
   } catch (error) {
-    throw new CommandTransportError("bad-reply", `the answer to ${verb} is not JSON: is something other than the controller serving ${commandSubject(verb)}?`, { cause: error });
+    throw new CommandTransportError("bad-reply", `the answer to ${verb} is not JSON: is something other than the controller serving ${commandSubject(asker, verb)}?`, { cause: error });
   }
   if (reply === null || typeof reply !== "object" || typeof (reply as { ok?: unknown }).ok !== "boolean") {
     throw new CommandTransportError("bad-reply", `the answer to ${verb} is not a reply ({ ok, ... })`);
@@ -65,11 +67,11 @@ export async function sendCommand(
   return reply as Reply;
 }
 
-function transportErrorOf(error: unknown, verb: string, timeoutMs: number): CommandTransportError {
+function transportErrorOf(error: unknown, asker: string, verb: string, timeoutMs: number): CommandTransportError {
   const noResponders = error instanceof errors.NoRespondersError
     || (error instanceof errors.RequestError && error.isNoResponders());
   if (noResponders) {
-    return new CommandTransportError("no-controller", `no controller is serving ${commandSubject(verb)}: start it (mesh up) or check the credential's address`, { cause: error });
+    return new CommandTransportError("no-controller", `no controller is serving ${commandSubject(asker, verb)}: start it (mesh up) or check the credential's address`, { cause: error });
   }
   if (error instanceof errors.TimeoutError || (error instanceof Error && error.cause instanceof errors.TimeoutError)) {
     return new CommandTransportError("timeout", `the controller did not answer ${verb} within ${timeoutMs} ms: retry with --timeout, the same command id makes the retry safe`, { cause: error });

@@ -1,4 +1,4 @@
-import { EXIT_OK, EXIT_USAGE, type CliContext } from "./context.ts";
+import { EXIT_OK, EXIT_USAGE, UsageError, type CliContext } from "./context.ts";
 import type { CliVerb } from "./verbs.ts";
 import { up, detachedLauncher, readSummary, operatorConnection, UpError, DEFAULT_UP_ADDRESS } from "../up/up.ts";
 import { renderSummary } from "../up/summary.ts";
@@ -109,10 +109,17 @@ const genesisVerb: CliVerb = {
     { flags: "--address <tls://host:port>", description: "MESH_BROKER_ADDRESS: the broker's public endpoint (R8: port 4222 when absent)", required: true },
     { flags: "--name <names>", description: "more names for the bus certificate, comma separated (overlay names)" },
     { flags: "--operator <name>", description: "the first operator's name (default admin)" },
-    { flags: "--systemd", description: "leave the bus stopped and write a systemd unit for it (<dir>/mesh-bus.service)" },
+    { flags: "--node <name>", description: "the genesis node (R56): enrolled at genesis and carried in the first user list; its enrol reply goes to <dir>/<name>.enrol.json" },
+    { flags: "--node-state <dir>", description: "the genesis node's state folder, where `mesh host init` wrote node.pub (with --node)" },
+    { flags: "--systemd", description: "leave the bus stopped and write systemd units: <dir>/mesh-bus.service, mesh-controller.service, and mesh-host.service with --node" },
     { flags: "--force", description: "replace the mesh in the folder (its records are lost)" },
   ],
   async run(ctx, _args, options) {
+    const node = typeof options.node === "string" ? options.node : undefined;
+    const nodeState = typeof options.nodeState === "string" ? options.nodeState : undefined;
+    if ((node === undefined) !== (nodeState === undefined)) {
+      throw new UsageError(node === undefined ? "--node-state needs --node <name>" : "--node needs --node-state <dir> (where `mesh host init` wrote node.pub)");
+    }
     try {
       const made = await genesis({
         dir: dirOf(options),
@@ -123,9 +130,11 @@ const genesisVerb: CliVerb = {
         systemd: options.systemd === true,
         ...(typeof options.name === "string" ? { extraNames: options.name.split(",").map((n) => n.trim()).filter(Boolean) } : {}),
         ...(typeof options.operator === "string" ? { operator: options.operator } : {}),
+        ...(node !== undefined && nodeState !== undefined ? { node: { name: node, stateDir: nodeState } } : {}),
       });
-      if (made.unit) ctx.out(made.unit);
       ctx.out(`mesh created in ${made.paths.dir}: controller settings in ${made.paths.controllerEnv}, operator credential in ${made.paths.operatorCredential}`);
+      if (made.enrolReply) ctx.out(`genesis node ${node} enrolled: open its credential with \`mesh host credential --state ${nodeState} --from ${made.enrolReply}\``);
+      for (const file of made.unitFiles ?? []) ctx.out(`systemd unit: ${file}`);
       return EXIT_OK;
     } catch (error) {
       return failed(ctx, error);

@@ -6,7 +6,9 @@
 import type { Reply } from "../commands/envelope.ts";
 import { HISTORY_LIMIT } from "../commands/history.ts";
 import { ENTITY_KINDS } from "../names.ts";
-import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
+import { EXIT_OK, EXIT_REFUSED, UsageError, loadCredential, type CliContext } from "./context.ts";
+import { writeFileAtomic } from "../host/keys.ts";
+import { pendingCredentialFile } from "../bootstrap/credential.ts";
 import { readManifestFiles, registrationOrder } from "./manifests.ts";
 import { duplicateNote, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
 import { randomUUID } from "node:crypto";
@@ -84,6 +86,11 @@ export function busVerb(spec: {
   render?(reply: Row): string[];
   /** The exit code of an ok reply when it is not always EXIT_OK (`explain`: 1 when denied). */
   exitCode?(reply: Row): number;
+  /**
+   * Takes what an ok reply carries for this machine before anything is printed, and returns the
+   * reply to print (`credential rotate`: saves the asking operator's new password, then drops it, R3).
+   */
+  receive?(ctx: CliContext, reply: Row): Row;
   /** How each request field is typed on the command line, where the two differ (`publicKey: "--key"`). */
   spelled?: Readonly<Record<string, string>>;
 }): CliVerb {
@@ -96,7 +103,7 @@ export function busVerb(spec: {
       // Always a command id (--command-id or a fresh one): a timeout names it, so the retry is safe.
       const commandId = ctx.globals.commandId ?? randomUUID();
       const body = { ...spec.body(args, options), commandId };
-      const reply = await sendCommand(await ctx.connection(), spec.verb, body, { timeoutMs: ctx.globals.timeoutMs }).catch((error: unknown) => {
+      const reply = await sendCommand(await ctx.connection(), ctx.asker(), spec.verb, body, { timeoutMs: ctx.globals.timeoutMs }).catch((error: unknown) => {
         if (error instanceof CommandTransportError && error.code === "timeout") {
           throw new CommandTransportError(
             "timeout",
@@ -106,13 +113,34 @@ export function busVerb(spec: {
         }
         throw error;
       });
-      const code = report(ctx, spec.verb, reply, spec.render, spec.spelled);
+      const shown = reply.ok && spec.receive ? ({ ...spec.receive(ctx, reply as Row), ok: true } as Reply) : reply;
+      const code = report(ctx, spec.verb, shown, spec.render, spec.spelled);
       return reply.ok && spec.exitCode ? spec.exitCode(reply) : code;
     },
   };
 }
 
 const arg = (name: string, description: string): ArgumentSpec => ({ name, description });
+
+/**
+ * `credential rotate operator <me>` (R50): the reply carries the asking operator's new password.
+ * It is kept beside the credential file this CLI dialled with, as `<file>.next` (0600, atomically;
+ * pendingCredentialFile), and taken out of the reply so that nothing prints it (R3). The bus admits
+ * the old password until the next push installs the list carrying the new one, so the file keeps
+ * the old one for now; a CLI whose file's password is refused dials with the pending one and moves
+ * it over the file (connectWithCredentialFile). Any other reply passes through without a password.
+ */
+function saveOwnRotation(ctx: CliContext, reply: Row): Row {
+  const credential = (reply.credential ?? {}) as Row;
+  if (typeof credential.password !== "string") return reply;
+  const { password, ...rest } = credential;
+  const file = ctx.globals.credential;
+  const current = loadCredential(file);
+  if (current.user !== credential.user) return { ...reply, credential: rest };
+  const pending = pendingCredentialFile(file);
+  writeFileAtomic(pending, `${JSON.stringify({ ...current, password }, null, 2)}\n`, 0o600);
+  return { ...reply, credential: rest, saved: pending };
+}
 
 /** `--limit <n>` of `mesh history`: a whole number from 1 to HISTORY_LIMIT, else a usage error. */
 function historyLimit(value: unknown): number {
@@ -138,7 +166,7 @@ const moduleRegister: CliVerb = {
     const replies: Array<{ file: string; reply: Reply }> = [];
     let code = EXIT_OK;
     for (const { file, manifest } of items) {
-      const reply = await sendCommand(nc, "module.register", withCommandId(ctx, { manifest }), { timeoutMs: ctx.globals.timeoutMs });
+      const reply = await sendCommand(nc, ctx.asker(), "module.register", withCommandId(ctx, { manifest }), { timeoutMs: ctx.globals.timeoutMs });
       replies.push({ file, reply });
       if (!reply.ok) {
         ctx.err(`${file}:`);
@@ -247,14 +275,16 @@ export const CLI_VERBS: CliVerb[] = [
     },
   }),
   busVerb({
-    path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's password",
+    path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's password (your own: saved into your credential file, R50)",
     arguments: [arg("kind", "controller, operator, node, module or builder"), arg("name", "the principal's name")],
     body: (a) => ({ kind: a[0], name: a[1] }),
+    receive: saveOwnRotation,
     render: (r) => {
       const p = (r.principal ?? {}) as Row;
       const c = (r.credential ?? {}) as Row;
       return [
         `rotated ${str(p.kind)} ${str(p.name)}: user ${str(c.user)} at ${str(c.address)} (usable from the next push)`,
+        ...(r.saved ? [`your new password is kept in ${str(r.saved)}: the bus takes it from the next push, and mesh switches to it then`] : []),
         ...(c.sealedPassword ? ["give the node this credential (its password is sealed to the node's key):", JSON.stringify(c)] : []),
       ];
     },

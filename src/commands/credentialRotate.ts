@@ -55,12 +55,16 @@ export function decide(state: State, command: CredentialRotateRequest, envelope:
 
 /**
  * What `credential.rotate` answers: address, user and fingerprint; for a node, also the new
- * password sealed to the node's public key. Never the password in the clear (R3): other
- * principals receive theirs sealed, through their node's declaration or the controller itself.
+ * password sealed to the node's public key (an offline node recovers with it, R50). An operator
+ * rotating its own credential gets its new password itself (`password`): a person's CLI has no
+ * node key to seal to, the reply travels to the asker's own inbox alone (R33), and the CLI writes
+ * it into the credential file it dialled with and never prints it (R3); without it the next push
+ * would lock the operator out. Everyone else gets no password: modules and the controller receive
+ * theirs sealed, through their node's declaration or the controller's own records (R50).
  */
 export type CredentialRotateReply = {
   principal: { kind: string; name: string };
-  credential: { address: string; user: string; fingerprint: string; sealedPassword?: string };
+  credential: { address: string; user: string; fingerprint: string; sealedPassword?: string; password?: string };
 };
 
 export function reply(state: State, events: readonly MeshEvent[], tools: ReplyTools): CredentialRotateReply {
@@ -73,6 +77,7 @@ export function reply(state: State, events: readonly MeshEvent[], tools: ReplyTo
   };
   const node = rotated.principal.kind === "node" ? state.nodes[rotated.principal.name] : undefined;
   if (node) credential.sealedPassword = tools.sealToNode(node.publicKey, tools.openSecret(rotated.sealed));
+  if (rotated.principal.kind === "operator" && rotated.actor === rotated.user) credential.password = tools.openSecret(rotated.sealed);
   return { principal: rotated.principal, credential };
 }
 

@@ -5,7 +5,7 @@ import type { State } from "../projections/index.ts";
 import { explain as explainGrants, type ComposeConfig, type Explanation } from "../compose/index.ts";
 import type { QueryContext, QueryDefinition } from "./envelope.ts";
 
-/** The verb of an explain request: `mesh.command.explain`. */
+/** The verb of an explain request: `mesh.command.<asker>.explain` (R51). */
 export const EXPLAIN_VERB = "explain";
 
 /**

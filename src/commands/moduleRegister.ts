@@ -5,6 +5,7 @@ import { resolveSeat, type State } from "../projections/index.ts";
 import { canonicalJson } from "../projections/canonical.ts";
 import type { Entity } from "../events/index.ts";
 import { metaOf, refuse, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { refuseLosingBroker } from "./shared.ts";
 import { refusalOfZodError } from "./validation.ts";
 
 /**
@@ -26,6 +27,8 @@ export type ModuleRegisterRequest = z.infer<typeof ModuleRegisterRequest>;
  * - `seat-is-alias`: it declares a seat under a name that is a seat alias (R27: the alias would hide it);
  * - `seat-declared-elsewhere`: it declares a seat another module declares (a seat has one declarer);
  * - `seat-in-use`: a new version drops a seat it declared that another module still claims, uses or follows;
+ * - `last-broker-holder` (last, field `manifest.claims`): a new version that no longer claims mesh-broker
+ *   while its nodes are the seat's only holders (R49);
  * - `unknown-seat`: a claim, use or follow names a seat neither this manifest nor the catalogue
  *   declares, after aliases (R25);
  * - `unknown-event`: a follow names an event its seat does not emit.
@@ -112,11 +115,9 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
     }
   }
 
-  return {
-    ok: true,
-    entity,
-    events: [{ ...metaOf(envelope), type: "ModuleRegistered", manifest, ...(registered ? { replaces: registered.version } : {}) }],
-  };
+  const events: MeshEvent[] = [{ ...metaOf(envelope), type: "ModuleRegistered", manifest, ...(registered ? { replaces: registered.version } : {}) }];
+  // A new version that stops claiming mesh-broker takes the seat from every node it runs on (R49).
+  return refuseLosingBroker(state, entity, events, envelope, "manifest.claims") ?? { ok: true, entity, events };
 }
 
 /**

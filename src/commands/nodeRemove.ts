@@ -1,41 +1,68 @@
 import { z } from "zod";
-import type { MeshEvent } from "../events/index.ts";
+import type { CredentialRotated, MeshEvent, Principal } from "../events/index.ts";
 import { MeshName } from "../manifest/manifest.ts";
-import type { State } from "../projections/index.ts";
+import { credentialOf, credentialsDeliveredTo, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { addressResolver, refuseLosingBroker, secretAt, stateAfter } from "./shared.ts";
 
 /** `node.remove {node}`: a machine leaves the mesh. */
 export const NodeRemoveRequest = z.object({ node: MeshName.describe("the enrolled node to remove") }).strict();
 export type NodeRemoveRequest = z.infer<typeof NodeRemoveRequest>;
 
 /**
- * Refuses `unknown-node` for a node not enrolled. Otherwise NodeRemoved about `node/<node>`; the
- * fold drops the node's assignments, overlay place and credential with it.
+ * Refuses `unknown-node` for a node not enrolled, and `last-broker-holder` (field `node`) when the
+ * node is the last holder of mesh-broker (R49). Otherwise ONE commit about `node/<node>`:
+ * NodeRemoved (the fold drops the node's assignments, overlay place and credential), then a
+ * CredentialRotated, with fresh secret #i, for every principal whose credential may be on the
+ * node's disk (credentialsDeliveredTo: its modules now and the modules that ran there since their
+ * credential was minted; the controller's own when `mesh-controller` ran there), sorted by principal
+ * key, at the address `addressFor` gives once the node is gone (R7). R48: the credentials the
+ * removed machine held end with it; the next push's user list carries the fresh ones and refuses
+ * the old passwords, and the nodes still running those modules receive the fresh ones in their
+ * declarations, sent before the broker's (R31). Deciding the rotations in the removal's own commit
+ * leaves no moment where the records say the node is gone while its credentials still stand, and
+ * lets the reply name them.
  */
 export function decide(state: State, command: NodeRemoveRequest, envelope: Envelope): Decision {
   if (!state.nodes[command.node]) {
     return refuse("unknown-node", `no node "${command.node}" is enrolled: see \`mesh nodes\``, "node");
   }
-  return {
-    ok: true,
-    entity: { kind: "node", id: command.node },
-    events: [{ ...metaOf(envelope), type: "NodeRemoved", node: command.node }],
-  };
+  const meta = metaOf(envelope);
+  const entity = { kind: "node", id: command.node };
+  const removed: MeshEvent = { ...meta, type: "NodeRemoved", node: command.node };
+  const losing = refuseLosingBroker(state, entity, [removed], envelope, "node");
+  if (losing) return losing;
+  const exposed = credentialsDeliveredTo(state, command.node);
+  const events: MeshEvent[] = [removed];
+  if (exposed.length > 0) {
+    const addressOf = addressResolver(stateAfter(state, entity, [removed], envelope));
+    exposed.forEach((principal, index) => {
+      const secret = secretAt(envelope, index);
+      events.push({
+        ...meta, type: "CredentialRotated", principal, user: credentialOf(state.credentials, principal)!.user,
+        hash: secret.hash, sealed: secret.sealed, address: addressOf(principal),
+      });
+    });
+  }
+  return { ok: true, entity, events };
 }
 
-/** `{ node }`: the node removed. */
-export function reply(_state: State, events: readonly MeshEvent[]): { node: string } {
+/** What `node.remove` answers: the node removed and the principals given fresh credentials (R48). */
+export type NodeRemoveReply = { node: string; freshCredentials: Principal[] };
+
+export function reply(_state: State, events: readonly MeshEvent[]): NodeRemoveReply {
   const removed = events.find((e) => e.type === "NodeRemoved");
   if (!removed || removed.type !== "NodeRemoved") throw new Error("node.remove reply: the commit has no NodeRemoved");
-  return { node: removed.node };
+  const fresh = events.filter((e): e is CredentialRotated => e.type === "CredentialRotated").map((e) => ({ kind: e.principal.kind, name: e.principal.name }));
+  return { node: removed.node, freshCredentials: fresh };
 }
 
 export const nodeRemove: CommandDefinition<typeof NodeRemoveRequest> = {
   kind: "command",
   verb: "node.remove",
-  summary: "remove a node: its assignments, overlay place and credential go with it",
+  summary: "remove a node: its assignments, overlay place and credential go with it, and every credential delivered to it is replaced (R48)",
   schema: NodeRemoveRequest,
-  secretsNeeded: () => 0,
+  secretsNeeded: (state, command) => (state.nodes[command.node] ? credentialsDeliveredTo(state, command.node).length : 0),
   decide,
   reply,
 };

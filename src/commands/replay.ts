@@ -15,7 +15,7 @@ import type { State } from "../projections/index.ts";
 import { metaOf, refuse, type Decision, type Envelope } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
 
-/** The verb: `mesh.command.replay` (sent by `mesh replay` through the CLI's send function). */
+/** The verb: `mesh.command.<principal>.replay` (R51; sent by `mesh replay` through the CLI's send function as its asker). */
 export const REPLAY_VERB = "replay";
 
 /** `replay {void?, reason?}`. Unknown fields are refused. */

@@ -3,6 +3,7 @@ import type { MeshEvent } from "../events/index.ts";
 import { MeshName } from "../manifest/manifest.ts";
 import { claimantsOf, holdersOf, nodesOfModule, resolveSeat, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { refuseLosingBroker } from "./shared.ts";
 
 /** `seat.handover {seat, from, to}`: move a seat from the node holding it to another node (R17). */
 export const SeatHandoverRequest = z
@@ -20,7 +21,8 @@ export type SeatHandoverRequest = z.infer<typeof SeatHandoverRequest>;
  * holds it already). Success, ONE commit about `seat/<seat>`: for each module on `from` that
  * claims the seat, ModuleUnassigned(module, from) then ModuleAssigned(module, to); then
  * SeatHandedOver(seat, from, to). Holders are therefore read from the assignments alone (R17).
- * Moving a module moves every seat it claims: the reply lists the modules moved.
+ * Moving a module moves every seat it claims: the reply lists the modules moved. A commit that would
+ * leave mesh-broker with no holder is refused `last-broker-holder` (R49).
  */
 export function decide(state: State, command: SeatHandoverRequest, envelope: Envelope): Decision {
   const seat = resolveSeat(state.modules, command.seat);
@@ -46,7 +48,9 @@ export function decide(state: State, command: SeatHandoverRequest, envelope: Env
     events.push({ ...meta, type: "ModuleAssigned", module, node: command.to });
   }
   events.push({ ...meta, type: "SeatHandedOver", seat, from: command.from, to: command.to });
-  return { ok: true, entity: { kind: "seat", id: seat }, events };
+  const entity = { kind: "seat", id: seat };
+  // The claimant moves to `to`, so a handover keeps every seat held; checked all the same (R49).
+  return refuseLosingBroker(state, entity, events, envelope, "to") ?? { ok: true, entity, events };
 }
 
 /** What `seat.handover` answers: the move, the modules moved with it, and the seat's holders now. */

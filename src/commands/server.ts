@@ -1,8 +1,10 @@
 /**
- * The command server (DESIGN.md section 3, issue 3): the controller's side of `mesh.command.<verb>`.
+ * The command server (DESIGN.md section 3, issue 3): the controller's side of `mesh.command.<principal>.<verb>` (R51).
  *
- * For each request, in arrival order: the verb from the subject, the JSON body, the verb's zod
- * schema, the actor from the reply inbox, the envelope filled once (command id, time, actor, fresh
+ * For each request, in arrival order: the asker and the verb from the subject
+ * (`mesh.command.<principal>.<verb>`, R51: the bus lets each principal publish under its own name
+ * only), the reply subject checked to lie in that asker's own inbox (else the request is logged and
+ * dropped), the JSON body, the verb's zod schema, the envelope filled once (command id, time, actor, fresh
  * secrets), `decide` inside the catalogue's fenced transaction, and one reply:
  * `{ ok: true, duplicate, sequence, ...reply }` or `{ ok: false, error: { code, message, field? } }`.
  * Adapter errors map to reply codes in one function (replyErrorOf). Nothing here logs a password
@@ -11,7 +13,7 @@
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { z } from "zod";
 import {
-  COMMAND_QUEUE, COMMAND_SUBJECTS, inboxPrefix, verbOfCommandSubject,
+  COMMAND_QUEUE, COMMAND_SUBJECTS, commandOfSubject, inboxPrefix,
 } from "../names.ts";
 import type { Commit } from "../events/index.ts";
 import { readCommits, type Catalogue } from "../events/catalogue.ts";
@@ -21,6 +23,7 @@ import { hashPassword, isNodePublicKey, newPassword, sealToNode } from "../crypt
 import type { ComposeConfig } from "../compose/types.ts";
 import type { Envelope, FreshSecret, QueryContext, Refusal, Reply, ReplyTools } from "./envelope.ts";
 import { parseRequest } from "./validation.ts";
+import { commandRequest } from "../events/reuse.ts";
 import { commands, definitionOf, queries } from "./index.ts";
 
 /** The largest command body the server reads: the bus's default max_payload, 1 MiB. */
@@ -57,19 +60,17 @@ export function knownVerbs(): string[] {
 }
 
 /**
- * The bus user who asked, read from the reply subject. Every client replies on its own inbox
- * prefix `_INBOX_<user>.` (R33), and the permissions composition grants let a principal subscribe
- * to its own inbox only: a request whose reply subject names another user's inbox cannot return
- * the answer to the one who forged it. So the inbox is a trustworthy actor, without trusting a
- * field of the body. Returns null when the reply subject is not a principal's inbox.
+ * Whether `reply` lies in the own inbox of the bus user `principal` (`_INBOX_<principal>.` and at
+ * least one more token), R51 with R33. The actor of a command is the principal token of its subject,
+ * which the server enforces (each principal may publish commands only under its own name); the
+ * reply subject is the asker's claim, so it must agree: a reply anywhere else (another principal's
+ * inbox, the shared `_INBOX.`, or a subject the controller may publish such as the records or the
+ * JetStream API) would make the controller write where the asker cannot, under its own grants.
  */
-export function actorOfReplySubject(reply: string | undefined): string | null {
-  if (!reply) return null;
-  const marker = inboxPrefix("");
-  if (!reply.startsWith(marker)) return null;
-  const dot = reply.indexOf(".", marker.length);
-  if (dot <= marker.length) return null;
-  return reply.slice(marker.length, dot);
+export function replyInAskersInbox(principal: string, reply: string | undefined): boolean {
+  if (!reply) return false;
+  const own = `${inboxPrefix(principal)}.`;
+  return reply.startsWith(own) && reply.length > own.length && !/[\s*>]/.test(reply);
 }
 
 /**
@@ -151,8 +152,9 @@ function shellRefusal(verb: string, command: unknown): Refusal | null {
 }
 
 /**
- * Handles one request body for `verb` asked by `actor` and returns the reply. Exposed for tests and
- * the bench; serveCommands calls it for each message.
+ * Handles one request body for `verb` asked by `actor` (the bus user of the subject's principal
+ * token, R51) and returns the reply. Exposed for tests and the bench; serveCommands calls it for
+ * each message whose reply lies in the actor's own inbox.
  */
 export async function handleCommand(
   nc: NatsConnection,
@@ -160,7 +162,7 @@ export async function handleCommand(
   deps: ServeDependencies,
   verb: string,
   data: Uint8Array,
-  actor: string | null,
+  actor: string,
 ): Promise<Reply> {
   if (data.length > MAX_COMMAND_BYTES) {
     return failure("payload-too-large", `the request is ${data.length} bytes; commands are at most ${MAX_COMMAND_BYTES} bytes: split it`);
@@ -182,10 +184,6 @@ export async function handleCommand(
   if (givenId !== undefined && !CommandId.safeParse(givenId).success) {
     return failure("invalid-request", "\"commandId\": use 1 to 128 letters, digits, dots, dashes, colons or underscores, or leave it out", "commandId");
   }
-  if (actor === null) {
-    return failure("no-actor", `reply on your own inbox (connect with inboxPrefix ${inboxPrefix("<user>")}, R33): the actor is read from it`);
-  }
-
   const parsed = parseRequest(def.schema, fields);
   if (!parsed.ok) return { ok: false, error: parsed.refusal };
   const shell = shellRefusal(verb, parsed.value);
@@ -207,11 +205,13 @@ export async function handleCommand(
   const commandId = typeof givenId === "string" ? givenId : deps.newId();
   const secrets: FreshSecret[] = [];
   const envelope: Envelope = { commandId, actor, now: deps.now().toISOString(), secrets };
+  // R53: what this id is used for, recorded with the commit and compared on a duplicate.
+  const request = commandRequest(verb, parsed.value);
   const result = await catalogue.transact(commandId, (state) => {
     const needed = def.secretsNeeded(state, parsed.value);
     while (secrets.length < needed) secrets.push(freshSecret(deps));
     return def.decide(state, parsed.value, envelope);
-  });
+  }, request);
   if (!result.ok) return { ok: false, error: result.refusal };
   const tools: ReplyTools = { openSecret: deps.openSecret, sealToNode };
   return {
@@ -226,16 +226,22 @@ export async function handleCommand(
 
 /**
  * A verb the shell serves itself (the controller's `push`): it receives the request's JSON object
- * (minus nothing: its own schema validates it) and the actor read from the reply inbox, and returns
+ * (minus nothing: its own schema validates it) and the actor (the subject's principal token, R51), and returns
  * the reply. It runs beside the command loop, not in it, so a long push does not hold up commands.
  */
 export type ExtraVerb = (body: Record<string, unknown>, actor: string) => Promise<Reply>;
 
 /**
- * Serves `mesh.command.>` in the queue group COMMAND_QUEUE (a second controller stands by) until
- * `stop()`. `extraVerbs` are served by their handlers (see ExtraVerb), beside the loop. Requests are handled one at a time, in arrival order; each gets exactly one reply
- * (see handleCommand). A request without a reply subject is logged and dropped. Errors never stop
- * the server: they become replies through replyErrorOf.
+ * Serves every principal's commands, `mesh.command.*.>` (COMMAND_SUBJECTS), in the queue group
+ * COMMAND_QUEUE (a second controller stands by) until `stop()`. `extraVerbs` are served by their
+ * handlers (see ExtraVerb), beside the loop. Requests are handled one at a time, in arrival order;
+ * each gets exactly one reply (see handleCommand). The actor is the subject's principal token (R51).
+ * A request without a reply subject, or whose reply subject is not in that principal's own inbox,
+ * is logged and dropped: nothing is decided, nothing appended, nothing sent. Dropped, not refused:
+ * the only address the request gives is its reply subject, and answering there would publish into
+ * someone else's inbox or onto a subject the controller's grants allow (the records, the JetStream
+ * API); the asker, whoever it is, times out, and the log says why. Errors never stop the server:
+ * they become replies through replyErrorOf.
  */
 export function serveCommands(
   nc: NatsConnection,
@@ -256,17 +262,25 @@ export function serveCommands(
   };
   const loop = (async () => {
     for await (const m of subscription) {
-      const verb = verbOfCommandSubject(m.subject) ?? "";
-      if (!m.reply) {
-        deps.log.info(`command ${verb}: dropped, no reply subject`);
+      const asked = commandOfSubject(m.subject);
+      if (!asked) {
+        deps.log.info(`command subject ${m.subject.slice(0, 200)}: dropped, not mesh.command.<principal>.<verb> (R51)`);
         continue;
       }
-      const actor = actorOfReplySubject(m.reply);
+      const { principal: actor, verb } = asked;
+      if (!m.reply) {
+        deps.log.info(`command ${verb} by ${actor}: dropped, no reply subject`);
+        continue;
+      }
+      if (!replyInAskersInbox(actor, m.reply)) {
+        deps.log.info(`command ${verb} by ${actor}: dropped, its reply subject ${m.reply.slice(0, 200)} is not in ${actor}'s own inbox ${inboxPrefix(actor)}. (R51, R33)`);
+        continue;
+      }
       const extra = Object.hasOwn(extraVerbs, verb) ? extraVerbs[verb] : undefined;
       if (extra) {
-        const running = runExtra(extra, m.data, actor, (line) => deps.log.error(`command ${verb} by ${actor ?? "?"} failed: ${line}`)).then((reply) => {
+        const running = runExtra(extra, m.data, actor, (line) => deps.log.error(`command ${verb} by ${actor} failed: ${line}`)).then((reply) => {
           respond(m, reply);
-          deps.log.info(`command ${verb} by ${actor ?? "?"}: ${reply.ok ? "ok" : `refused ${reply.error.code}`}`);
+          deps.log.info(`command ${verb} by ${actor}: ${reply.ok ? "ok" : `refused ${reply.error.code}`}`);
         });
         inFlight.add(running);
         void running.finally(() => inFlight.delete(running));
@@ -278,11 +292,11 @@ export function serveCommands(
       } catch (error) {
         reply = { ok: false, error: replyErrorOf(error) };
         const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-        deps.log.error(`command ${verb} by ${actor ?? "?"} failed: ${detail}`);
+        deps.log.error(`command ${verb} by ${actor} failed: ${detail}`);
       }
       respond(m, reply);
       deps.log.info(
-        `command ${verb} by ${actor ?? "?"}: ${reply.ok ? `ok${"sequence" in reply ? ` at ${String(reply.sequence)}` : ""}` : `refused ${reply.error.code}`}`,
+        `command ${verb} by ${actor}: ${reply.ok ? `ok${"sequence" in reply ? ` at ${String(reply.sequence)}` : ""}` : `refused ${reply.error.code}`}`,
       );
     }
   })();
@@ -296,7 +310,7 @@ export function serveCommands(
 }
 
 /** Runs one shell-served verb: the JSON object body, the actor, errors mapped by replyErrorOf. */
-async function runExtra(extra: ExtraVerb, data: Uint8Array, actor: string | null, logError: (line: string) => void): Promise<Reply> {
+async function runExtra(extra: ExtraVerb, data: Uint8Array, actor: string, logError: (line: string) => void): Promise<Reply> {
   if (data.length > MAX_COMMAND_BYTES) return failure("payload-too-large", `the request is ${data.length} bytes; commands are at most ${MAX_COMMAND_BYTES} bytes`);
   let body: unknown;
   try {
@@ -305,7 +319,6 @@ async function runExtra(extra: ExtraVerb, data: Uint8Array, actor: string | null
     return failure("invalid-json", "the request body is not JSON: send one JSON object");
   }
   if (body === null || typeof body !== "object" || Array.isArray(body)) return failure("invalid-json", "the request body must be one JSON object");
-  if (actor === null) return failure("no-actor", `reply on your own inbox (connect with inboxPrefix ${inboxPrefix("<user>")}, R33): the actor is read from it`);
   try {
     return await extra(body as Record<string, unknown>, actor);
   } catch (error) {

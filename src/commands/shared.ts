@@ -1,11 +1,11 @@
 import { z } from "zod";
-import type { Principal } from "../events/index.ts";
+import type { Entity, MeshEvent, Principal } from "../events/index.ts";
 import type { State } from "../projections/index.ts";
 import {
-  brokerReachableAt, formatBusAddress, holdersOf, nodesOfModule, parseBusAddress,
+  brokerReachableAt, evolve, formatBusAddress, holdersOf, nodesOfModule, parseBusAddress,
 } from "../projections/index.ts";
-import { CONTROLLER_SEAT } from "../names.ts";
-import type { Envelope, FreshSecret } from "./envelope.ts";
+import { BROKER_SEAT, CONTROLLER_SEAT } from "../names.ts";
+import { refuse, type Decision, type Envelope, type FreshSecret } from "./envelope.ts";
 
 /**
  * Helpers every command file shares. Pure: no clock, no randomness, no I/O.
@@ -92,3 +92,35 @@ export function addressFor(state: State, principal: Principal): string {
 
 /** The refusal message of a command that needs genesis first. */
 export const NO_MESH_MESSAGE = "the mesh has no genesis record yet: run the installer (genesis) first";
+
+/**
+ * The state a commit of `events` about `entity` would leave (the fold run on a copy: `state` is
+ * left as it was). Pure; for decides that judge their own outcome (R49).
+ */
+export function stateAfter(state: State, entity: Entity, events: readonly MeshEvent[], envelope: Envelope): State {
+  return evolve(state, [{ sequence: state.sequence + 1, commit: { commandId: envelope.commandId, entity, events: [...events] } }]);
+}
+
+/**
+ * R49: the mesh never loses its broker. When `state` has a holder of `mesh-broker` and the state
+ * after `events` has none, the refusal `last-broker-holder` naming the seat, its holders and
+ * `field` (the argument that would take it away); else null. A mesh that never had a holder
+ * (before the broker module is first assigned) is not refused: there is nothing to lose.
+ */
+export function refuseLosingBroker(
+  state: State,
+  entity: Entity,
+  events: readonly MeshEvent[],
+  envelope: Envelope,
+  field: string,
+): Decision | null {
+  const holders = holdersOf(state, BROKER_SEAT);
+  if (holders.length === 0) return null;
+  if (holdersOf(stateAfter(state, entity, events, envelope), BROKER_SEAT).length > 0) return null;
+  return refuse(
+    "last-broker-holder",
+    `this would leave seat ${BROKER_SEAT} with no holder (held now by ${holders.join(", ")}): the bus would get no user list again (R49); `
+      + `assign a module claiming ${BROKER_SEAT} to another node first, or hand the seat over (\`mesh seat handover ${BROKER_SEAT} <from> <to>\`)`,
+    field,
+  );
+}

@@ -3,6 +3,7 @@ import type { MeshEvent } from "../events/index.ts";
 import { MeshName } from "../manifest/manifest.ts";
 import { nodesOfModule, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { refuseLosingBroker } from "./shared.ts";
 
 /** `unassign {module, node}`: take a module off a node. */
 export const UnassignRequest = z
@@ -12,17 +13,16 @@ export type UnassignRequest = z.infer<typeof UnassignRequest>;
 
 /**
  * Refuses `not-assigned` when the module is not on that node (which covers an unknown module or
- * node). Success: ModuleUnassigned about `module/<module>`.
+ * node), and `last-broker-holder` (field `module`) when that would leave mesh-broker with no
+ * holder (R49). Success: ModuleUnassigned about `module/<module>`.
  */
 export function decide(state: State, command: UnassignRequest, envelope: Envelope): Decision {
   if (!nodesOfModule(state.assignments, command.module).includes(command.node)) {
     return refuse("not-assigned", `module "${command.module}" is not assigned to node "${command.node}": see \`mesh modules\``, "node");
   }
-  return {
-    ok: true,
-    entity: { kind: "module", id: command.module },
-    events: [{ ...metaOf(envelope), type: "ModuleUnassigned", module: command.module, node: command.node }],
-  };
+  const entity = { kind: "module", id: command.module };
+  const events: MeshEvent[] = [{ ...metaOf(envelope), type: "ModuleUnassigned", module: command.module, node: command.node }];
+  return refuseLosingBroker(state, entity, events, envelope, "module") ?? { ok: true, entity, events };
 }
 
 /** `{ module, node, nodes }`: the assignment removed and the nodes the module is still on. */

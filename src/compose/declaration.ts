@@ -1,6 +1,6 @@
 import type { State } from "../projections/index.ts";
-import { credentialOf, holdersOf, provisionKey, resolveSeat, seatOf } from "../projections/index.ts";
-import { BROKER_SEAT, CONTROLLER_NAME } from "../names.ts";
+import { credentialOf, holdersOf, principalOfModule, provisionKey, resolveSeat, seatOf } from "../projections/index.ts";
+import { BROKER_SEAT } from "../names.ts";
 import type { Manifest } from "../manifest/manifest.ts";
 import { canonicalJson, type Digest } from "./digest.ts";
 import { composeBusUsers, renderUserList } from "./userList.ts";
@@ -67,8 +67,15 @@ export type Declaration = {
  * `userListText` is the rendered list the declaration's `userList` names (broker holders only).
  */
 export type DeclarationResult =
-  | { ok: true; declaration: Declaration; userListText?: string }
+  | { ok: true; declaration: Declaration; userListText?: string; modulesLeftOut?: ModuleLeftOut[] }
   | { ok: false; node: string; refusal: Refusal };
+
+/**
+ * A module assigned to the node but left out of its declaration, and why: it has no credential
+ * (never issued, or revoked). Only that module is left out: the node, and the user list when it
+ * holds mesh-broker, are still composed and sent; the push report names it.
+ */
+export type ModuleLeftOut = { module: string; reason: string };
 
 /** The number of bytes `text` takes in UTF-8 (a lone surrogate counts as U+FFFD, 3 bytes). Pure. */
 export function utf8Length(text: string): number {
@@ -160,9 +167,12 @@ function refusal(node: string, code: string, message: string): DeclarationResult
  * Composes one node's declaration from the state (pure; never appends, never runs bcrypt).
  *
  * Refusals (typed, never thrown, R30): `mesh-missing` (no genesis record), `node-unknown` (not
- * enrolled), `module-unregistered` (assigned a module the catalogue lacks), `credential-missing`
- * (a module never issued or revoked), `provision-missing` (a provision push should have minted
- * first, R31), `user-list-empty` (the broker's holder, with a user list of no users, R12).
+ * enrolled), `module-unregistered` (assigned a module the catalogue lacks), `provision-missing` (a
+ * provision push should have minted first, R31), `user-list-empty` (the broker's holder, with a
+ * user list of no users, R12). A module assigned without a credential (never issued, or revoked)
+ * is not a refusal of the node: that module alone is left out, named in `modulesLeftOut` with the
+ * step that fixes it, so one module never blocks its node's other modules nor, on the broker's
+ * holder, the user list of the whole mesh.
  * `prepared` lets a caller composing many nodes share the indexes (prepareComposition).
  */
 export function composeDeclaration(
@@ -177,12 +187,16 @@ export function composeDeclaration(
   const fingerprint = state.mesh.fingerprint;
   const modules: DeclaredModule[] = [];
   const provisions: ProvisionGrant[] = [];
+  const modulesLeftOut: ModuleLeftOut[] = [];
   for (const module of prepared.modulesByNode.get(node) ?? []) {
     const manifest = state.modules.modules[module]?.manifest;
     if (!manifest) return refusal(node, "module-unregistered", `node ${node} is assigned ${module}, which the catalogue does not have`);
-    const principal: Principal = module === CONTROLLER_NAME ? { kind: "controller", name: CONTROLLER_NAME } : { kind: "module", name: module };
+    const principal: Principal = principalOfModule(module);
     const credential = credentialOf(state.credentials, principal);
-    if (!credential) return refusal(node, "credential-missing", `module ${module} on ${node} has no credential: run \`mesh module issue ${module}\``);
+    if (!credential) {
+      modulesLeftOut.push({ module, reason: `no credential: run \`mesh module issue ${module}\`, then push` });
+      continue;
+    }
     const received: ReceivedProvision[] = [];
     for (const use of manifest.uses) {
       const seat = resolveSeat(state.modules, use);
@@ -227,7 +241,12 @@ export function composeDeclaration(
     userListText = text;
   }
   const declaration = { ...body, digest: digest(canonicalJson(body)) };
-  return userListText === undefined ? { ok: true, declaration } : { ok: true, declaration, userListText };
+  return {
+    ok: true,
+    declaration,
+    ...(userListText === undefined ? {} : { userListText }),
+    ...(modulesLeftOut.length === 0 ? {} : { modulesLeftOut }),
+  };
 }
 
 /**

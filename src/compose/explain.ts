@@ -17,6 +17,12 @@ export type Explanation = {
   reason?: string;
   /** False when the principal has no credential: it is not on the bus at all (R12). */
   onTheBus: boolean;
+  /**
+   * When the principal's current credential was minted or rotated (ISO 8601): the answer is about
+   * that credential alone; a password it replaced (a rotation, a removed node's copy, R48) is
+   * refused by the bus once the push that carries the new one is applied.
+   */
+  credentialSince?: string;
 };
 
 /**
@@ -28,8 +34,9 @@ export type Explanation = {
 export function explain(state: State, principal: Principal, direction: Direction, subject: string, config: ComposeConfig): Explanation {
   const { grants, responder, user } = grantsOf(state, principal, config);
   const because = grants.filter((g) => g.direction === direction && covers(g.subject, subject));
-  const onTheBus = credentialOf(state.credentials, principal) !== undefined;
-  const base = { principal, user, direction, subject, onTheBus };
+  const credential = credentialOf(state.credentials, principal);
+  const onTheBus = credential !== undefined;
+  const base = { principal, user, direction, subject, onTheBus, ...(credential ? { credentialSince: credential.mintedAt } : {}) };
   if (because.length > 0) {
     return { ...base, allowed: true, because, ...(onTheBus ? {} : { reason: `${user} has no credential: it is not in the user list yet (R12)` }) };
   }

@@ -2,7 +2,7 @@ import type { State } from "../projections/index.ts";
 import { credentialOf, resolveSeat, seatOf } from "../projections/index.ts";
 import {
   ALL_SUBJECTS, BUILD_SEAT, CATALOGUE_ERASE_SUBJECTS, CATALOGUE_SUBJECTS, COMMAND_SUBJECTS, CONTROL_STREAM, CONTROL_SUBJECTS,
-  CONTROLLER_NAME, EVENTS_STREAM, JS_API_SUBJECTS, REPORT_SUBJECTS, SHARED_INBOX_SUBJECTS, SNAPSHOT_BUCKET,
+  CONTROLLER_NAME, EVENTS_STREAM, commandSubjects, JS_API_SUBJECTS, REPORT_SUBJECTS, SHARED_INBOX_SUBJECTS, SNAPSHOT_BUCKET,
   SNAPSHOT_OBJECTS, busUser, declarationConsumer, eventSubject, flowControlSubjects,
   followConsumer, inboxPrefix, inboxSubjects, kvStream, kvSubjects, objectStoreStream, objectStoreSubjects,
   pullGrants, reportSubject, toolSubject, workConsumer, workStream, workSubject,
@@ -21,7 +21,8 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  *   the seats in `config.controllerSubmits` (R19; the submitting half only) and hears their
  *   outcome events named exactly (R15); plus what its own module (`mesh-controller`, claiming
  *   `the-controller`) derives like any module (R20).
- * - operator: publishes commands and the tools of registered modules (named exactly), its inbox.
+ * - operator: publishes commands under its own name only (`mesh.command.<user>.>`, R51) and the
+ *   tools of registered modules (named exactly), its inbox.
  *   Nothing of `$JS`.
  * - node: the pull of its own CONTROL consumer (R2), its report subject, its inbox. Holding
  *   mesh-broker adds nothing on the bus (the user list travels in its declaration).
@@ -148,7 +149,7 @@ function derive(state: State, principal: Principal, config: ComposeConfig, add: 
   switch (principal.kind) {
     case "controller": {
       const fixed = (direction: Direction, subject: string, because: string) => add(direction, subject, () => because);
-      fixed("sub", COMMAND_SUBJECTS, "controller: serves every command");
+      fixed("sub", COMMAND_SUBJECTS, "controller: serves every principal's commands; the principal token is the asker, enforced by each principal's publish grant (R51)");
       fixed("pub", CATALOGUE_SUBJECTS, "controller: appends commits to the records");
       fixed("pub", CONTROL_SUBJECTS, "controller: publishes every node's declaration");
       fixed("sub", REPORT_SUBJECTS, "controller: hears which declaration each node applied");
@@ -166,7 +167,7 @@ function derive(state: State, principal: Principal, config: ComposeConfig, add: 
       break;
     }
     case "operator":
-      add("pub", COMMAND_SUBJECTS, () => "operator: sends commands");
+      add("pub", commandSubjects(user), () => `operator: sends commands under its own name ${user} and no other's (R51: the bus says who asked)`);
       for (const name of Object.keys(state.modules.modules).sort()) {
         for (const tool of state.modules.modules[name]!.manifest.tools) {
           add("pub", toolSubject(name, tool.name), () => `operator: may call the tool ${tool.name} of ${name} (manifest of ${name})`);

@@ -89,6 +89,11 @@ export function composeTopology(state: State, config: ComposeConfig): Topology {
     for (const follow of state.modules.modules[module]!.manifest.follows) {
       const seat = resolveSeat(state.modules, follow.seat);
       const durable = followConsumer(module, seat, follow.event);
+      const earlier = follows.get(durable);
+      // Never keep one filter silently: one durable name is one (module, seat, event) (R52).
+      if (earlier && earlier.config.filter_subject !== eventSubject(seat, follow.event)) {
+        throw new Error(`composeTopology: consumer ${durable} would filter both ${earlier.config.filter_subject} and ${eventSubject(seat, follow.event)} (R52)`);
+      }
       follows.set(durable, {
         stream: EVENTS_STREAM,
         config: { durable_name: durable, filter_subject: eventSubject(seat, follow.event), ack_policy: "explicit", deliver_policy: "new" },

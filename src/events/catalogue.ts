@@ -21,6 +21,7 @@ import { CATALOGUE_STREAM, CATALOGUE_SUBJECTS, RECORDS_ENTITY, catalogueSubject 
 import { Commit, type Entity, type MeshEvent } from "./index.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent, RecordsBehind, RecordsUnsafe, type BehindEvidence } from "./errors.ts";
 import { retryFenced } from "./retry.ts";
+import { commandIdReused, type CommandRequest } from "./reuse.ts";
 import { loadSnapshot, openSnapshotStores, saveSnapshot, type SnapshotStores } from "./snapshots.ts";
 import { appliedSequence, evolve, initialState, startFold, type Fold, type SequencedCommit, type State } from "../projections/index.ts";
 import type { Decision, Refusal } from "../commands/envelope.ts";
@@ -66,8 +67,12 @@ export interface Catalogue {
    * and `unchanged: true` (its command id is not recorded: sending it again decides again). A fenced-out append catches up and decides again (retry.ts), then
    * throws FenceRetriesExhausted. Throws InvalidEvent (sequence 0) for events that fail their
    * schema. Calls on one Catalogue run one at a time.
+   *
+   * `request` (R53): the verb and argument digest the command id is used for, recorded with the
+   * commit; an id already applied to another request is refused `command-id-reused` (commandIdReused)
+   * instead of answering the first command's duplicate.
    */
-  transact(commandId: string, decide: (state: State) => Decision): Promise<TransactResult>;
+  transact(commandId: string, decide: (state: State) => Decision, request?: CommandRequest): Promise<TransactResult>;
   /** Saves a snapshot of the folded state (object store body, KV pointer). Bytes = body size. */
   snapshot(): Promise<{ sequence: number; bytes: number }>;
   /**
@@ -81,8 +86,9 @@ export interface Catalogue {
    * up first; `decide` gets what is held now (null when nothing is) and returns the events or a
    * refusal. The append is fenced by the stream's last sequence read just before it, with
    * Nats-Msg-Id = commandId; then the records are folded again (the voided commit skipped).
+   * `request` is recorded with the commit and compared on a duplicate, as transact's (R53).
    */
-  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision): Promise<TransactResult>;
+  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision, request?: CommandRequest): Promise<TransactResult>;
   /**
    * The world's evidence that the records are behind it (R43), null when there is none. Once set
    * it stays until accepted (`accept`): catchUp, transact and appendPastHeld throw RecordsBehind.
@@ -97,11 +103,13 @@ export interface Catalogue {
    * is dropped), asks `decide` for the commit (RecordsRestored and the fresh credentials) given
    * that state, the evidence and the lost range (null when unknown), appends it fenced by the
    * stream's last sequence, clears `behind` and moves the mark to the records as they now are.
-   * A commit no fold can read is left held (`held`), to be voided next (R45).
+   * A commit no fold can read is left held (`held`), to be voided next (R45). `request` is
+   * recorded with the commit and compared on a duplicate, as transact's (R53).
    */
   acceptRestore(
     commandId: string,
     decide: (state: State, evidence: readonly BehindEvidence[], lost: { from: number; to: number } | null) => Decision,
+    request?: CommandRequest,
   ): Promise<TransactResult>;
   /** The CATALOGUE stream's creation time (ISO 8601) as last read. */
   readonly streamCreated: string;
@@ -416,6 +424,7 @@ class JetStreamCatalogue implements Catalogue {
   acceptRestore(
     commandId: string,
     decide: (state: State, evidence: readonly BehindEvidence[], lost: { from: number; to: number } | null) => Decision,
+    request?: CommandRequest,
   ): Promise<TransactResult> {
     return this.#serial(async () => {
       const info = await this.#bus.jsm.streams.info(CATALOGUE_STREAM);
@@ -431,14 +440,14 @@ class JetStreamCatalogue implements Catalogue {
       const applied = appliedSequence(state, commandId);
       if (applied !== undefined) {
         this.#state = state;
-        return this.#duplicate(applied);
+        return this.#duplicate(applied, request);
       }
       const seen = Math.max(this.#seen, this.#state.sequence);
       const lost = seen > info.state.last_seq ? { from: info.state.last_seq + 1, to: seen } : null;
       const decision = decide(state, this.#behind ?? [], lost);
       if (!decision.ok) return { ok: false, refusal: decision.refusal };
       if (decision.unchanged) throw new Error("acceptRestore: a restore always appends");
-      const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events });
+      const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events, ...(request === undefined ? {} : { request }) });
       if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
       const commit = parsed.data;
       const h = headers();
@@ -514,20 +523,20 @@ class JetStreamCatalogue implements Catalogue {
     }
   }
 
-  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision): Promise<TransactResult> {
+  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision, request?: CommandRequest): Promise<TransactResult> {
     return this.#serial(async () => {
       if (this.#behind !== null) throw new RecordsBehind(this.#behind);
       await this.#catchUp().catch((error: unknown) => {
         if (!(error instanceof InvalidEvent)) throw error;
       });
       const applied = appliedSequence(this.#state, commandId);
-      if (applied !== undefined) return this.#duplicate(applied);
+      if (applied !== undefined) return this.#duplicate(applied, request);
       const decision = decide(this.#held);
       if (!decision.ok) return { ok: false, refusal: decision.refusal };
       if (decision.unchanged) {
         return { ok: true, sequence: this.#state.sequence, events: [], entity: decision.entity, duplicate: false, unchanged: true, state: this.#state };
       }
-      const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events });
+      const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events, ...(request === undefined ? {} : { request }) });
       if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
       const commit = parsed.data;
       const fence = (await this.#bus.jsm.streams.info(CATALOGUE_STREAM)).state.last_seq;
@@ -549,25 +558,28 @@ class JetStreamCatalogue implements Catalogue {
     });
   }
 
-  transact(commandId: string, decide: (state: State) => Decision): Promise<TransactResult> {
-    return this.#serial(() => retryFenced(() => this.#attempt(commandId, decide), () => this.#catchUp()));
+  transact(commandId: string, decide: (state: State) => Decision, request?: CommandRequest): Promise<TransactResult> {
+    return this.#serial(() => retryFenced(() => this.#attempt(commandId, decide, request), () => this.#catchUp()));
   }
 
-  async #duplicate(sequence: number): Promise<TransactResult> {
+  async #duplicate(sequence: number, request: CommandRequest | undefined): Promise<TransactResult> {
     const original = await commitAt(this.#bus, sequence);
+    // R53: the records, not the bus's dedupe window, say what the id was first used for.
+    const reused = request === undefined ? null : commandIdReused(original, request);
+    if (reused) return { ok: false, refusal: reused };
     return { ok: true, sequence, events: original.events, entity: original.entity, duplicate: true, unchanged: false, state: this.#state };
   }
 
-  async #attempt(commandId: string, decide: (state: State) => Decision): Promise<TransactResult> {
+  async #attempt(commandId: string, decide: (state: State) => Decision, request: CommandRequest | undefined): Promise<TransactResult> {
     if (this.#behind !== null) throw new RecordsBehind(this.#behind);
     const applied = appliedSequence(this.#state, commandId);
-    if (applied !== undefined) return this.#duplicate(applied);
+    if (applied !== undefined) return this.#duplicate(applied, request);
     const decision = decide(this.#state);
     if (!decision.ok) return { ok: false, refusal: decision.refusal };
     if (decision.unchanged) {
       return { ok: true, sequence: this.#state.sequence, events: [], entity: decision.entity, duplicate: false, unchanged: true, state: this.#state };
     }
-    const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events });
+    const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events, ...(request === undefined ? {} : { request }) });
     if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
     const commit = parsed.data;
     const fence = this.#state.sequence;
@@ -589,7 +601,7 @@ class JetStreamCatalogue implements Catalogue {
       await this.#catchUp();
       const original = appliedSequence(this.#state, commandId);
       if (original === undefined) throw new Error(`the bus called command ${commandId} a duplicate of sequence ${ack.seq}, which the records do not show`);
-      return this.#duplicate(original);
+      return this.#duplicate(original, request);
     }
     this.#state = evolve(this.#state, [{ sequence: ack.seq, commit }]);
     this.#advanced();

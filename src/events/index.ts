@@ -50,7 +50,13 @@ export type Entity = z.infer<typeof Entity>;
  * stream. Its command id is also the message's `Nats-Msg-Id`.
  */
 export const Commit = z
-  .object({ commandId: z.string().min(1), entity: Entity, events: z.array(MeshEvent).min(1) })
+  .object({
+    commandId: z.string().min(1),
+    entity: Entity,
+    events: z.array(MeshEvent).min(1),
+    /** The request this commit answered: its verb and the digest of its arguments (R53; absent on older commits). */
+    request: z.object({ verb: z.string().min(1), digest: z.string().min(1) }).strict().optional(),
+  })
   .strict();
 export type Commit = z.infer<typeof Commit>;
 

@@ -55,7 +55,31 @@ export type HostOptions = {
   backoff?: { initialMs?: number; maxMs?: number };
   /** Milliseconds to wait for one connection (default 5,000). */
   connectTimeoutMs?: number;
+  /**
+   * Called each time the bus refuses this node's credential (authorization), with the line saying
+   * why and what to do (refusedAdvice). The agent keeps retrying; `mesh host --once` stops on it.
+   */
+  onRefused?: (advice: string) => void;
 };
+
+/** True when `error` (or its message) is the bus refusing the credential. */
+export function isAuthorizationRefusal(error: unknown): boolean {
+  const message = error instanceof Error ? `${error.message} ${String((error as { cause?: unknown }).cause ?? "")}` : String(error);
+  return /authorization|authentication/i.test(message);
+}
+
+/**
+ * What to do about a refused credential. Before it was ever admitted: it is not on the list yet
+ * (a push composes it, R1). Once admitted: the node was removed (`mesh node remove`: stop this
+ * agent) or its credential rotated while it was away (open the rotate reply with `mesh host
+ * credential --state <stateDir> --from <reply>`, R50).
+ */
+export function refusedAdvice(node: string, stateDir: string, everAdmitted: boolean): string {
+  const rotated = `if its credential was rotated (\`mesh credential rotate node ${node}\`), open the reply with \`mesh host credential --state ${stateDir} --from <reply>\``;
+  return everAdmitted
+    ? `the bus refuses node ${node}'s credential: if the node was removed (\`mesh node remove ${node}\`), stop this agent; ${rotated}`
+    : `the bus refuses node ${node}'s credential: it is not on the bus's user list (a push composes it, R1; the genesis node is carried by \`mesh genesis --node\`, R56); if the node was removed, stop this agent; ${rotated}`;
+}
 
 /** A running host. */
 export type Host = {
@@ -289,7 +313,11 @@ export function startHost(options: HostOptions): Host {
     // the password read again (passwordNow); bound() is false meanwhile.
     void (async () => {
       for await (const status of nc.status()) {
-        if (status.type === "disconnect") {
+        if (status.type === "error" && isAuthorizationRefusal((status as { error?: unknown }).error)) {
+          const advice = refusedAdvice(node, stateDir, true);
+          log(`host ${node}: ${advice}`);
+          options.onRefused?.(advice);
+        } else if (status.type === "disconnect") {
           isBound = false;
           log(`host ${node}: disconnected from the bus, reconnecting`);
         } else if (status.type === "reconnect" && current?.nc === nc && !stopped) {
@@ -309,6 +337,7 @@ export function startHost(options: HostOptions): Host {
     }
   };
 
+  let everAdmitted = false;
   const loop = async () => {
     let attempt = 0;
     while (!stopped) {
@@ -321,6 +350,7 @@ export function startHost(options: HostOptions): Host {
         nc = await connectToBus(credential, { name: `mesh-host-${node}`, timeoutMs: options.connectTimeoutMs ?? 5_000, password: passwordNow });
         current = { nc, stop: () => undefined };
         if (stopped) break;
+        everAdmitted = true;
         log(`host ${node}: connected to ${credential.address} as ${credential.user}`);
         await serve(nc);
         if (!stopped) failure = new Error("the connection to the bus closed");
@@ -333,7 +363,13 @@ export function startHost(options: HostOptions): Host {
       }
       if (stopped) break;
       const delay = Math.min(maxMs, initialMs * 2 ** Math.min(attempt - 1, 20));
-      log(`host ${node}: attempt ${attempt} failed: ${explainFailure(failure, node)}; retrying in ${delay} ms`);
+      if (isAuthorizationRefusal(failure)) {
+        const advice = refusedAdvice(node, stateDir, everAdmitted);
+        log(`host ${node}: attempt ${attempt} failed: ${failure instanceof Error ? failure.message.split("\n")[0]! : String(failure)}; ${advice}; retrying in ${delay} ms`);
+        options.onRefused?.(advice);
+      } else {
+        log(`host ${node}: attempt ${attempt} failed: ${explainFailure(failure, node)}; retrying in ${delay} ms`);
+      }
       await pause(delay);
     }
     notify();

@@ -1,6 +1,6 @@
 import type { Draft } from "immer";
 import type { MeshEvent, Principal } from "../events/index.ts";
-import { principalKey } from "../names.ts";
+import { CONTROLLER_NAME, principalKey } from "../names.ts";
 import { assertNever } from "./assertNever.ts";
 
 /** A principal's current credential as the records hold it (never the password in the clear). */
@@ -11,14 +11,39 @@ export type CredentialRecord = {
   sealed: string;
   address: string;
   mintedAt: string;
+  /**
+   * The records sequence of the CredentialRotated that made this credential, absent for one as
+   * first minted (and in snapshots older than the field). The push compares it with the sequence
+   * the broker's last user list was composed from to say which principals got fresh credentials.
+   */
+  rotatedAt?: number;
+  /**
+   * Nodes this very credential may have been delivered to and that no longer have it assigned
+   * (sorted): a module unassigned or handed over since the credential was minted. Together with the
+   * nodes the module is assigned to now (exposedTo) this is every node whose disk may hold it
+   * (R48). A new credential starts with none.
+   */
+  deliveredTo?: string[];
 };
 /** Current credentials by principal key (`<kind>:<name>`). */
 export type CredentialsState = Record<string, CredentialRecord>;
 
 export const initialCredentials: CredentialsState = {};
 
-/** Fold of minting, rotation and revocation. A removed node's credential goes with it. */
-export function evolveCredentials(draft: Draft<CredentialsState>, event: MeshEvent): void {
+/**
+ * The principal whose credential a module's declaration carries: the controller's own for the
+ * controller's module (`mesh-controller` runs with the controller's credential), the module's else.
+ */
+export function principalOfModule(module: string): Principal {
+  return module === CONTROLLER_NAME ? { kind: "controller", name: CONTROLLER_NAME } : { kind: "module", name: module };
+}
+
+/**
+ * Fold of minting, rotation and revocation. A removed node's credential goes with it. `sequence`
+ * is the records sequence of the commit the event is in (kept as `rotatedAt` by a rotation).
+ * A module unassigned from a node leaves that node in its credential's `deliveredTo` (R48).
+ */
+export function evolveCredentials(draft: Draft<CredentialsState>, event: MeshEvent, sequence = 0): void {
   switch (event.type) {
     case "CredentialMinted":
     case "CredentialRotated":
@@ -29,16 +54,32 @@ export function evolveCredentials(draft: Draft<CredentialsState>, event: MeshEve
         sealed: event.sealed,
         address: event.address,
         mintedAt: event.at,
+        ...(event.type === "CredentialRotated" ? { rotatedAt: sequence } : {}),
       };
       return;
+    case "ModuleUnassigned": {
+      const principal = principalOfModule(event.module);
+      const record = draft[principalKey(principal.kind, principal.name)];
+      if (record && !(record.deliveredTo ?? []).includes(event.node)) record.deliveredTo = [...(record.deliveredTo ?? []), event.node].sort();
+      return;
+    }
     case "CredentialRevoked":
       delete draft[principalKey(event.principal.kind, event.principal.name)];
       return;
     case "NodeRemoved":
+      // Every credential delivered to the node is rotated in the removal's own commit (R48), so
+      // the removed node leaves no one's delivery list.
       delete draft[principalKey("node", event.node)];
+      for (const record of Object.values(draft)) {
+        if (record.deliveredTo?.includes(event.node)) {
+          const left = record.deliveredTo.filter((n) => n !== event.node);
+          if (left.length === 0) delete record.deliveredTo;
+          else record.deliveredTo = left;
+        }
+      }
       return;
     case "MeshCreated": case "NodeEnrolled": case "ModuleRegistered": case "ModuleIssued":
-    case "ModuleAssigned": case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver":
+    case "ModuleAssigned": case "SeatAliased": case "SeatHandedOver":
     case "OverlayPlaced": case "ProvisionMinted": case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":
       return;

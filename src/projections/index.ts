@@ -1,7 +1,7 @@
 export { initialState, evolve, startFold, appliedSequence, appliedBucket, type Fold, type State, type SequencedCommit } from "./state.ts";
-export { holdersOf, brokerNode, brokerReachableAt, parseBusAddress, formatBusAddress, DEFAULT_BUS_PORT } from "./queries.ts";
+export { holdersOf, credentialsDeliveredTo, CONTROLLER_PRINCIPAL, brokerNode, brokerReachableAt, parseBusAddress, formatBusAddress, DEFAULT_BUS_PORT } from "./queries.ts";
 export { resolveSeat, seatOf, claimantsOf, type SeatRecord, type ModuleRecord, type ModulesState } from "./modules.ts";
-export { credentialOf, type CredentialRecord } from "./credentials.ts";
+export { credentialOf, principalOfModule, type CredentialRecord } from "./credentials.ts";
 export { nodesOfModule, modulesOnNode, type Handover } from "./assignments.ts";
 export { whereEveryoneIs } from "./overlay.ts";
 export { lastSent, type SentRecord } from "./sent.ts";

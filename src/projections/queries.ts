@@ -1,7 +1,9 @@
 import type { State } from "./state.ts";
 import { claimantsOf, resolveSeat } from "./modules.ts";
 import { nodesOfModule } from "./assignments.ts";
-import { BROKER_SEAT } from "../names.ts";
+import { principalOfModule } from "./credentials.ts";
+import type { Principal } from "../events/index.ts";
+import { BROKER_SEAT, CONTROLLER_NAME, principalKey } from "../names.ts";
 
 /**
  * The nodes holding a seat: every node assigned a module that claims it (following aliases, R27).
@@ -59,3 +61,27 @@ export function brokerReachableAt(state: State, node: string): string {
   }
   return formatBusAddress(genesis);
 }
+
+/**
+ * Every principal whose current credential may be on `node`'s disk (R48), sorted by principal key:
+ * the credentials of the modules assigned there now (the controller's own for `mesh-controller`)
+ * and every credential whose `deliveredTo` names the node (a module that ran there since its
+ * credential was minted). The node's own credential is not listed: removing the node ends it.
+ * Only principals that have a credential are listed. O(credentials + modules).
+ */
+export function credentialsDeliveredTo(state: State, node: string): Principal[] {
+  const found = new Map<string, Principal>();
+  for (const [module, nodes] of Object.entries(state.assignments.byModule)) {
+    if (!nodes.includes(node)) continue;
+    const principal = principalOfModule(module);
+    const key = principalKey(principal.kind, principal.name);
+    if (state.credentials[key]) found.set(key, principal);
+  }
+  for (const [key, record] of Object.entries(state.credentials)) {
+    if (record.deliveredTo?.includes(node)) found.set(key, record.principal);
+  }
+  return [...found.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, principal]) => principal);
+}
+
+/** The controller's own principal (`controller mesh-controller`). */
+export const CONTROLLER_PRINCIPAL: Principal = { kind: "controller", name: CONTROLLER_NAME };

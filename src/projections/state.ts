@@ -79,7 +79,7 @@ function applyCommit(draft: Draft<State>, { sequence, commit }: SequencedCommit)
     if (mesh !== undefined) draft.mesh = mesh;
     evolveNodes(draft.nodes, event);
     evolveModules(draft.modules, event);
-    evolveCredentials(draft.credentials, event);
+    evolveCredentials(draft.credentials, event, sequence);
     evolveAssignments(draft.assignments, event);
     evolveOverlay(draft.overlay, event);
     evolveProvisions(draft.provisions, event);

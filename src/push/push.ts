@@ -5,12 +5,12 @@ import type { Catalogue } from "../events/catalogue.ts";
 import type { MeshEvent } from "../events/index.ts";
 import type { Refusal } from "../commands/envelope.ts";
 import {
-  USER_LIST_PART_BYTES, composeDeclarations, userListPartCount, type Declaration, type DeclarationResult, type UserListRef,
+  USER_LIST_PART_BYTES, composeDeclarations, userListPartCount, type Declaration, type DeclarationResult, type ModuleLeftOut, type UserListRef,
 } from "../compose/declaration.ts";
 import { composeTopology, type StreamSpec } from "../compose/topology.ts";
 import { requiredProvisions } from "../compose/provisions.ts";
-import type { ComposeConfig, LeftOut } from "../compose/types.ts";
-import { credentialOf, holdersOf, type State } from "../projections/index.ts";
+import type { ComposeConfig, LeftOut, Principal } from "../compose/types.ts";
+import { CONTROLLER_PRINCIPAL, credentialOf, holdersOf, type State } from "../projections/index.ts";
 import { hashPassword, newPassword, openWithMeshKey, passwordMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
 import {
   BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, REPORT_SUBJECTS, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER,
@@ -55,7 +55,7 @@ export type PushContext = {
   log: PushLog;
   now?: () => Date;
   newId?: () => string;
-  /** The controller's own credential: rotated off the bootstrap password on the first push with a broker (R14). */
+  /** The controller's own credential: rotated off the bootstrap password on the first push with a broker (R14), switched by any rotation of it (R50). */
   controller?: ControllerCredential;
   /** Milliseconds to wait for the broker's report before keeping a rotated password pending (default DEFAULT_WAIT_MS). */
   rotationWaitMs?: number;
@@ -90,7 +90,15 @@ export type PushOptions = {
 export type NodeOutcome = "sent" | "unchanged" | "refused" | "applied" | "failed" | "timed-out";
 
 /** One node's line of the report. `error` is the node's own report (failed) or the send's failure. */
-export type NodeReport = { node: string; outcome: NodeOutcome; digest?: string; refusal?: Refusal; error?: string };
+export type NodeReport = {
+  node: string;
+  outcome: NodeOutcome;
+  digest?: string;
+  refusal?: Refusal;
+  error?: string;
+  /** Modules assigned to the node but left out of what it was sent (no credential yet), and why. */
+  modulesLeftOut?: ModuleLeftOut[];
+};
 
 /** What one push did (R12, R30, R32). */
 export type PushReport = {
@@ -101,11 +109,24 @@ export type PushReport = {
   nodes: NodeReport[];
   /** Principals left out of the user list, and why (R12). */
   leftOut: LeftOut[];
-  /** The user list's own refusal (a list with no users, R12), when composed for a broker holder. */
+  /**
+   * Why no user list reached the bus, when none did: the list's own refusal (a list with no users,
+   * R12), `no-broker-holder` (nothing holds mesh-broker) or `user-list-undelivered` (every holder's
+   * declaration was refused or failed) (R49). The CLI exits non-zero when it is set.
+   */
   userList?: Refusal;
+  /**
+   * Principals whose credential was rotated after the records sequence the broker's last user list
+   * was composed from: this push's list is the first to carry their fresh credentials, and the bus
+   * refuses their old passwords once it is installed (R48, R50). Sorted by kind, then name.
+   */
+  freshCredentials: Principal[];
   /** Provisions minted before composing (R31). */
   provisionsMinted: number;
-  /** The controller's bootstrap password was replaced (R14): `applied` once the bus took it. */
+  /**
+   * The controller switched to a rotated password of its own (R14, R50): `applied` once the broker
+   * applied the list carrying it (the credential file then holds it), `pending` until then.
+   */
   controllerRotation?: "applied" | "pending";
   raised: { created: number; updated: number; refused: RaiseReport["refused"] };
   /** Nodes that did not report within the wait (R32). */
@@ -249,16 +270,14 @@ async function mintProvisions(ctx: PushContext, pushId: string, actor: string, n
 
 /**
  * R14: once a node holds mesh-broker, the controller's recorded credential must not be the
- * bootstrap one. Mints a CredentialRotated for the controller (same user) before composing, so the
- * user list sent carries it, and stages the new password on the controller's credential. Returns
- * true when it rotated.
+ * bootstrap one. Decides a CredentialRotated for the controller (same user) before composing, so
+ * the user list sent carries it; adoptControllerCredential then stages it like any other rotation.
+ * Returns true when it rotated.
  */
 async function rotateBootstrap(ctx: PushContext, pushId: string, actor: string, now: string): Promise<boolean> {
-  const controller = ctx.controller;
-  if (!controller) return false;
   const state = ctx.catalogue.state;
   if (holdersOf(state, BROKER_SEAT).length === 0) return false;
-  const principal = { kind: "controller" as const, name: CONTROLLER_NAME };
+  const principal = CONTROLLER_PRINCIPAL;
   const recorded = credentialOf(state.credentials, principal);
   if (!recorded || !passwordMatches(BOOTSTRAP_PASSWORD, recorded.hash)) return false;
   const password = newPassword();
@@ -276,8 +295,43 @@ async function rotateBootstrap(ctx: PushContext, pushId: string, actor: string, 
     };
   });
   if (!result.ok) return false;
-  controller.stage(password);
   ctx.log.info(`push ${pushId}: the controller's bootstrap password is replaced in the records; the broker's next user list carries it (R14)`);
+  return true;
+}
+
+/** Per controller credential: the recorded hash and the password last found to match it (saves a bcrypt per push). */
+const matched = new WeakMap<ControllerCredential, { hash: string; password: string }>();
+
+/**
+ * R14 R50: the one way the controller switches to a new password of its own, whoever decided it
+ * (the first push off the bootstrap password, `mesh credential rotate controller`, a node removal
+ * that ended a copy of it, R48, a restore's fresh credentials). Run by every push before it
+ * composes, while the bus still runs the list that admits the current password: when the records'
+ * controller credential is not the password the controller dials with, its sealed secret is opened
+ * with the mesh key and staged (ControllerCredential.stage: kept beside the credential file, tried
+ * at reconnects in turn with the old one). The list this push sends to the broker carries the new
+ * hash; when the broker reports it applied, the push commits the password into the file
+ * (confirmRotation). Only while a node holds mesh-broker: without one no list is installed, and
+ * the old password stays good. Returns true when a rotation is pending after it (staged now or
+ * before and not yet confirmed).
+ */
+async function adoptControllerCredential(ctx: PushContext, pushId: string, actor: string, now: string): Promise<boolean> {
+  const controller = ctx.controller;
+  if (!controller) return false;
+  if (holdersOf(ctx.catalogue.state, BROKER_SEAT).length === 0) return controller.pending();
+  await rotateBootstrap(ctx, pushId, actor, now);
+  const recorded = credentialOf(ctx.catalogue.state.credentials, CONTROLLER_PRINCIPAL);
+  if (!recorded) return controller.pending();
+  const known = matched.get(controller);
+  const current = controller.password();
+  if ((known?.hash === recorded.hash && known.password === current) || passwordMatches(current, recorded.hash)) {
+    matched.set(controller, { hash: recorded.hash, password: current });
+    return controller.pending();
+  }
+  const password = openWithMeshKey(ctx.meshKey, recorded.sealed);
+  controller.stage(password);
+  matched.set(controller, { hash: recorded.hash, password });
+  ctx.log.info(`push ${pushId}: the records hold a new controller credential: staged before the list that refuses the old password is sent (R50)`);
   return true;
 }
 
@@ -500,7 +554,8 @@ class ReportWatch {
  * One push. Steps (each round, at most one round per node plus one, R31):
  * 1. catch up; raise streams and consumers (R5, R21);
  * 2. mint the provisions compositions need (R31); on the first push with a broker, replace the
- *    controller's bootstrap password (R14);
+ *    controller's bootstrap password (R14); stage the records' controller password when it is not
+ *    the one in use, before the list that refuses the old one is sent (adoptControllerCredential, R50);
  * 3. compose every node (composeDeclarations): a node that cannot be composed is refused in the
  *    report and the rest go on (R30);
  * 4. send the named nodes and every node behind (composed digest ≠ last sent, R31), empty
@@ -522,11 +577,14 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   const named = new Set(options.nodes ?? []);
   const outcomes = new Map<string, NodeReport>();
   const report: PushReport = {
-    pushId, dryRun: options.dryRun === true, recordsSequence: 0, nodes: [], leftOut: [], provisionsMinted: 0,
+    pushId, dryRun: options.dryRun === true, recordsSequence: 0, nodes: [], leftOut: [], freshCredentials: [], provisionsMinted: 0,
     raised: { created: 0, updated: 0, refused: [] }, timedOut: [], rounds: 0, boundHit: false,
   };
 
   let state = await ctx.catalogue.catchUp();
+  const lastListSequence = lastUserListSequence(state);
+  /** Per node, the modules its last composition left out (no credential yet): said in its report line. */
+  const leftOutByNode = new Map<string, ModuleLeftOut[]>();
   for (const node of named) {
     if (!state.nodes[node]) outcomes.set(node, { node, outcome: "refused", refusal: { code: "node-unknown", message: `node ${node} is not enrolled` } });
   }
@@ -545,9 +603,11 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       const { node, digest } = result.declaration;
       const behind = state.sent[node]?.digest !== digest;
       outcomes.set(node, { node, outcome: behind || named.has(node) ? "sent" : "unchanged", digest });
+      if (result.modulesLeftOut) leftOutByNode.set(node, result.modulesLeftOut);
       report.declarations.push(redactDeclaration(result.declaration));
     }
-    report.nodes = [...outcomes.values()].sort((a, b) => (a.node < b.node ? -1 : 1));
+    report.nodes = withModulesLeftOut(outcomes, leftOutByNode);
+    report.freshCredentials = freshSince(state, lastListSequence);
     return report;
   }
 
@@ -596,7 +656,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       for (const refusal of raised.refused) ctx.log.error(`push ${pushId}: not raised: ${refusal.reason}`);
       // 2. Mint (R31, R14).
       report.provisionsMinted += await timed(ctx.timings, "mint", () => mintProvisions(ctx, pushId, actor, now));
-      if (!rotated) rotated = await timed(ctx.timings, "mint", () => rotateBootstrap(ctx, pushId, actor, now));
+      rotated = (await timed(ctx.timings, "mint", () => adoptControllerCredential(ctx, pushId, actor, now))) || rotated;
       state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
       // 3. Compose every node (R30).
       const { users, declarations } = await timed(ctx.timings, "compose", () => composeDeclarations(state, ctx.compose, sha256));
@@ -615,6 +675,8 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
         }
         const declaration = result.declaration;
         const { node, digest } = declaration;
+        if (result.modulesLeftOut) leftOutByNode.set(node, result.modulesLeftOut);
+        else leftOutByNode.delete(node);
         const behind = state.sent[node]?.digest !== digest;
         const wanted = round === 0 && named.has(node);
         if (!behind && !wanted) {
@@ -661,19 +723,20 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
         outcomes.set(s.node, { node: s.node, outcome: "sent", digest: s.digest });
         sentDigests.set(s.node, s.digest);
       }
-      await timed(ctx.timings, "record", () => recordSent(ctx, pushId, round, sent, state.sequence, actor, now));
-      ctx.log.info(`push ${pushId}: round ${round + 1}: sent ${sent.length} declaration(s), ${failures.size} failed, composed from sequence ${state.sequence}`);
       // The bus reloads when the broker's holder applies a new user list, and a reload fails the
       // JetStream requests in flight (503 "jetstream not enabled", or no reply); when the list
-      // carries the controller's rotated password it also drops this connection (R14). So the
-      // broker's report is awaited here, before the next request: once it arrived, the bus has
-      // reloaded (and the controller dials with its new password).
+      // carries the controller's rotated password it also drops this connection (R14, R50). So the
+      // broker's report is awaited here, before the next request (recording what was sent
+      // included): once it arrived, the bus has reloaded (and the controller dials with its new
+      // password).
       const brokers = new Set(holdersOf(state, BROKER_SEAT));
       const toBroker = sent.filter((s) => brokers.has(s.node)).map((s) => s.node);
       if (watch && toBroker.length > 0) {
         if (ctx.controller?.pending()) await confirmRotation(watch, state);
         else await watch.wait(toBroker, ctx.rotationWaitMs ?? options.timeoutMs ?? DEFAULT_WAIT_MS);
       }
+      await timed(ctx.timings, "record", () => recordSent(ctx, pushId, round, sent, state.sequence, actor, now));
+      ctx.log.info(`push ${pushId}: round ${round + 1}: sent ${sent.length} declaration(s), ${failures.size} failed, composed from sequence ${state.sequence}`);
       // 5. Again, while the records moved under the push.
       state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
     }
@@ -700,6 +763,65 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   } finally {
     watch?.close();
   }
-  report.nodes = [...outcomes.values()].sort((a, b) => (a.node < b.node ? -1 : 1));
+  report.nodes = withModulesLeftOut(outcomes, leftOutByNode);
+  report.freshCredentials = freshSince(state, lastListSequence);
+  for (const [node, modules] of leftOutByNode) {
+    ctx.log.info(`push ${pushId}: ${node}: left out ${modules.map((m) => `${m.module} (${m.reason})`).join(", ")}`);
+  }
+  const undelivered = userListUndelivered(state, report.nodes);
+  if (undelivered && !report.userList) {
+    report.userList = undelivered;
+    ctx.log.error(`push ${pushId}: ${undelivered.message}`);
+  }
   return report;
+}
+
+/** The report's node lines, sorted by node, each with the modules its composition left out (if any). */
+function withModulesLeftOut(outcomes: Map<string, NodeReport>, leftOut: Map<string, ModuleLeftOut[]>): NodeReport[] {
+  return [...outcomes.values()]
+    .map((line) => (leftOut.has(line.node) && line.outcome !== "refused" ? { ...line, modulesLeftOut: leftOut.get(line.node)! } : line))
+    .sort((a, b) => (a.node < b.node ? -1 : 1));
+}
+
+/**
+ * The records sequence the user list the broker's holders hold was composed from: the oldest of
+ * their last sent declarations (a list travels with its holder's declaration); 0 when none was
+ * ever sent one.
+ */
+function lastUserListSequence(state: State): number {
+  const sequences = holdersOf(state, BROKER_SEAT).flatMap((node) => (state.sent[node] ? [state.sent[node]!.recordsSequence] : []));
+  return sequences.length === 0 ? 0 : Math.min(...sequences);
+}
+
+/** Principals whose credential was rotated after records sequence `since` (PushReport.freshCredentials). */
+function freshSince(state: State, since: number): Principal[] {
+  return Object.values(state.credentials)
+    .filter((c) => c.rotatedAt !== undefined && c.rotatedAt > since)
+    .map((c) => ({ kind: c.principal.kind, name: c.principal.name }))
+    .sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : 1) : a.kind < b.kind ? -1 : 1));
+}
+
+/**
+ * R49: why no user list reached the bus after a push, or null when one did (a holder of
+ * mesh-broker was sent, applied or already held its list): `no-broker-holder` when nothing holds
+ * the seat, `user-list-undelivered` naming the holders when each one's declaration was refused,
+ * failed or timed out. Pure.
+ */
+export function userListUndelivered(state: State, nodes: readonly NodeReport[]): Refusal | null {
+  const holders = holdersOf(state, BROKER_SEAT);
+  if (holders.length === 0) {
+    return {
+      code: "no-broker-holder",
+      message: `no node holds ${BROKER_SEAT}, so no user list was sent and the bus admits no new principal (R49): assign a module claiming ${BROKER_SEAT} to a node and push again`,
+    };
+  }
+  const delivered = holders.some((node) => {
+    const outcome = nodes.find((n) => n.node === node)?.outcome;
+    return outcome === "sent" || outcome === "applied" || outcome === "unchanged" || outcome === "timed-out";
+  });
+  if (delivered) return null;
+  return {
+    code: "user-list-undelivered",
+    message: `the user list reached no holder of ${BROKER_SEAT} (${holders.join(", ")}: see their lines above), so the bus keeps its old list (R49)`,
+  };
 }

@@ -6,7 +6,7 @@ import { parseRequest } from "../commands/validation.ts";
 import { inboxPrefix } from "../names.ts";
 import type { PushLog, PushOptions, PushReport } from "./push.ts";
 
-/** The verb of a push request: `mesh.command.push`. */
+/** The verb of a push request: `mesh.command.<asker>.push` (R51). */
 export const PUSH_VERB = "push";
 
 /** The longest `--wait` a request may ask for, in milliseconds (10 minutes). */

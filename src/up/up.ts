@@ -11,14 +11,14 @@ import { registrationOrder } from "../cli/manifests.ts";
 import type { Reply } from "../commands/envelope.ts";
 import type { Environment } from "../config.ts";
 import {
-  initHostKeys, installUserList, readCredentialFile, readOwned, saveNodeCredential, NODE_CREDENTIAL_FILE, NODE_KEY_FILE,
+  initHostKeys, readOwned, saveNodeCredential, NODE_CREDENTIAL_FILE, NODE_KEY_FILE,
   type BusReloadOptions,
 } from "../host/index.ts";
 import { NAME_PATTERN } from "../names.ts";
-import { genesis, hasMesh, meshPaths, readMeshFile, type MeshPaths } from "../../installer/genesis.ts";
+import { enrolReplyFile, genesis, hasMesh, meshPaths, readMeshFile, type MeshPaths } from "../../installer/genesis.ts";
 import { findNatsServer, freePort, isPortFree, testServerConfig } from "../../installer/serverConfig.ts";
 import { startBus, pidFile } from "../../installer/bus.ts";
-import { carryNodeUser, readUserList } from "../../installer/carried.ts";
+import { readUserList } from "../../installer/carried.ts";
 import { localHost } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { runningPid, recordPid, spawnDaemon, PROCESSES } from "./processes.ts";
@@ -38,9 +38,11 @@ import { nodesOf, principalsByUser, seatsOf, type UpSummary } from "./summary.ts
  * Every step is idempotent: `mesh up` again resumes the same mesh and changes nothing new.
  *
  * Local overlay: on one machine `<node>.internal` resolves nowhere. The local node is the hub and
- * the broker, and every credential minted here (the node's at enrolment, the modules' at issue)
- * is minted before the overlay placement, so it carries the genesis address 127.0.0.1:<port>
- * (R7, R10: credentials keep their address). The host agent dials the genesis address too.
+ * the broker; its credential is minted at genesis (R56), off the overlay, so it carries the
+ * genesis address 127.0.0.1:<port> (R7), and the host agent dials it.
+ *
+ * No hidden step (R56): genesis enrols the local node and carries its account in the first user
+ * list (`mesh genesis --node`), exactly as on a real machine; the rest are the operator's verbs.
  */
 
 /** The folder of the local host agent's state inside the mesh folder. */
@@ -135,6 +137,11 @@ export function defaultManifests(): string[] {
   return existsSync(CONTROLLER_MANIFEST) ? [...examples, CONTROLLER_MANIFEST] : examples;
 }
 
+/** The bus user of the operator's credential in `paths`: the principal `up` sends commands as (R51). */
+export function operatorUser(paths: MeshPaths): string {
+  return BusCredential.parse(JSON.parse(readFileSync(paths.operatorCredential, "utf8"))).user;
+}
+
 /** The operator's connection to the mesh in `paths`, dialled at the bus's local address. */
 export async function operatorConnection(paths: MeshPaths, timeoutMs = 5_000): Promise<NatsConnection> {
   const credential = BusCredential.parse(JSON.parse(readFileSync(paths.operatorCredential, "utf8")));
@@ -166,11 +173,11 @@ async function ensureBus(paths: MeshPaths, binary: string, detached: boolean, lo
 }
 
 /** Asks until the controller answers (it may be starting, or catching up), up to `timeoutMs`. */
-async function whenControllerAnswers(nc: NatsConnection, timeoutMs: number): Promise<void> {
+async function whenControllerAnswers(nc: NatsConnection, asker: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      await sendCommand(nc, "nodes", {}, { timeoutMs: 2_000 });
+      await sendCommand(nc, asker, "nodes", {}, { timeoutMs: 2_000 });
       return;
     } catch (error) {
       if (Date.now() > deadline) {
@@ -192,8 +199,16 @@ export async function up(options: UpOptions): Promise<UpResult> {
   const binary = findNatsServer(options.searchPath);
   const detached = options.detachBus ?? true;
 
-  // 1-2. genesis, or resume.
+  // 1-2. genesis, or resume. The local node is the genesis node (R56), by the public steps a real
+  // machine takes: `mesh host init --state <dir>/host`, `mesh genesis --node <node> --node-state
+  // <dir>/host`, `mesh host credential --state <dir>/host --from <dir>/<node>.enrol.json`.
+  const hostDir = join(paths.dir, HOST_DIR);
+  const nodeFile = join(hostDir, LOCAL_NODE_FILE);
   if (!hasMesh(paths.dir)) {
+    mkdirSync(hostDir, { recursive: true, mode: 0o700 });
+    const name = existsSync(nodeFile) ? readFileSync(nodeFile, "utf8").trim() : (options.node ?? localNodeName());
+    writeFileSync(nodeFile, `${name}\n`);
+    if (!existsSync(join(hostDir, NODE_KEY_FILE))) initHostKeys(hostDir);
     let chosen: { brokerAddress: string; monitorPort?: number } = { brokerAddress: options.brokerAddress ?? DEFAULT_UP_ADDRESS };
     if (options.brokerAddress === undefined) {
       const preferred = options.preferredPort ?? DEFAULT_UP_PORT;
@@ -208,10 +223,23 @@ export async function up(options: UpOptions): Promise<UpResult> {
       ...(chosen.monitorPort === undefined ? {} : { monitorPort: chosen.monitorPort }),
       ...(options.addressSource === undefined ? {} : { addressSource: options.addressSource }),
       detachBus: detached,
+      node: { name, stateDir: hostDir },
       ...(options.searchPath === undefined ? {} : { searchPath: options.searchPath }),
     });
   } else {
     log(`up: resuming the mesh in ${paths.dir}`);
+  }
+  if (!existsSync(nodeFile)) {
+    throw new UpError(`mesh up: ${paths.dir} holds a mesh made without a genesis node (no ${nodeFile}): \`mesh up\` runs meshes it made; run this one's parts by hand (README: On a real machine)`);
+  }
+  const node = readFileSync(nodeFile, "utf8").trim();
+  if (!existsSync(join(hostDir, NODE_CREDENTIAL_FILE))) {
+    const reply = enrolReplyFile(paths.dir, node);
+    if (!existsSync(reply)) {
+      throw new UpError(`mesh up: ${join(hostDir, NODE_CREDENTIAL_FILE)} is gone: run \`mesh credential rotate node ${node}\` and \`mesh host credential --state ${hostDir} --from <its reply>\``);
+    }
+    log(`up: opening ${node}'s enrol reply (mesh host credential --from ${reply})`);
+    saveNodeCredential(hostDir, JSON.parse(readFileSync(reply, "utf8")));
   }
   await ensureBus(paths, binary, detached, log);
 
@@ -220,27 +248,15 @@ export async function up(options: UpOptions): Promise<UpResult> {
   const nc = await operatorConnection(paths);
   try {
     log("up: waiting for the controller to answer");
-    await whenControllerAnswers(nc, timeoutMs);
+    const asker = operatorUser(paths);
+    await whenControllerAnswers(nc, asker, timeoutMs);
     const ask = async (verb: string, body: Record<string, unknown> = {}) =>
-      ok(verb, await sendCommand(nc, verb, body, { timeoutMs }));
+      ok(verb, await sendCommand(nc, asker, verb, body, { timeoutMs }));
 
-    // 4. the local node: its keys, its enrolment, its host agent.
-    const hostDir = join(paths.dir, HOST_DIR);
-    mkdirSync(hostDir, { recursive: true, mode: 0o700 });
-    const nodeFile = join(hostDir, LOCAL_NODE_FILE);
-    const node = existsSync(nodeFile) ? readFileSync(nodeFile, "utf8").trim() : (options.node ?? localNodeName());
-    writeFileSync(nodeFile, `${node}\n`);
-    const publicKey = existsSync(join(hostDir, NODE_KEY_FILE))
-      ? readFileSync(join(hostDir, "node.pub"), "utf8").trim()
-      : initHostKeys(hostDir).publicKey;
-    const known = nodesOf(await ask("nodes")).find((n) => n.name === node);
-    if (!known) {
-      log(`up: enrolling the local node ${node}`);
-      saveNodeCredential(hostDir, await ask("node.enrol", { node, publicKey }));
-    } else if (!existsSync(join(hostDir, NODE_CREDENTIAL_FILE))) {
-      throw new UpError(`mesh up: node ${node} is enrolled but ${join(hostDir, NODE_CREDENTIAL_FILE)} is gone: run \`mesh credential rotate node ${node}\` and save the reply there`);
+    // 4. the local node's host agent: enrolled at genesis, its account carried in the first list (R56).
+    if (!nodesOf(await ask("nodes")).some((n) => n.name === node)) {
+      throw new UpError(`mesh up: node ${node} is not enrolled in the mesh of ${paths.dir} (its genesis named another node?)`);
     }
-    await carryLocalNode(paths, hostDir, node, log);
     await options.launcher.host(paths, node);
 
     // The example mesh, once: register, issue, assign, place (each step only when not done yet, so
@@ -275,7 +291,7 @@ export async function up(options: UpOptions): Promise<UpResult> {
 
     // The push, waiting for the node to apply (R32).
     log("up: pushing, and waiting for every node to apply");
-    const push = await pushAndWait(nc, timeoutMs);
+    const push = await pushAndWait(nc, asker, timeoutMs);
     for (const line of pushLines(push)) log(line);
 
     // 5. the summary.
@@ -300,18 +316,6 @@ export function busReloadOptions(paths: MeshPaths): BusReloadOptions {
 }
 
 /**
- * Puts the local node's account on the bus before its host agent dials, when it is not there yet
- * (see carryNodeUser: the first list composed for the broker reaches it over the bus).
- */
-async function carryLocalNode(paths: MeshPaths, hostDir: string, node: string, log: (line: string) => void): Promise<void> {
-  const { password } = readCredentialFile(join(hostDir, NODE_CREDENTIAL_FILE), hostDir);
-  const next = carryNodeUser(readFileSync(paths.userList, "utf8"), node, password);
-  if (next === null) return;
-  log(`up: carrying ${node}'s account in the bus's first user list (it receives the composed one over the bus)`);
-  await installUserList(next, busReloadOptions(paths));
-}
-
-/**
  * `push {wait: true, ...body}` asked over `nc` (an operator's connection); resolves with the push's
  * report once every sent node applied its declaration or `timeoutMs` passed (R32). One request:
  * its reply survives the reload of the user list the push causes and the controller's reconnect
@@ -322,22 +326,23 @@ async function carryLocalNode(paths: MeshPaths, hostDir: string, node: string, l
  * rotation, its confirmation of the new password; so nothing is left to wait for here. Throws UpError for a refused push, CommandTransportError when the controller does
  * not answer within `timeoutMs` plus PUSH_REPLY_MARGIN_MS (the CLI's `mesh push --wait` margin).
  */
-export async function pushAndWait(nc: NatsConnection, timeoutMs: number, body: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+export async function pushAndWait(nc: NatsConnection, asker: string, timeoutMs: number, body: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
   const request = { ...body, wait: true, timeoutMs };
-  return ok("push", await sendCommand(nc, PUSH_VERB, request, { timeoutMs: timeoutMs + PUSH_REPLY_MARGIN_MS }));
+  return ok("push", await sendCommand(nc, asker, PUSH_VERB, request, { timeoutMs: timeoutMs + PUSH_REPLY_MARGIN_MS }));
 }
 
 /** One line per node of a push report. */
 function pushLines(push: Record<string, unknown>): string[] {
   const nodes = (push.nodes ?? []) as Array<{ node: string; outcome: string; digest?: string; error?: string }>;
   const lines = nodes.map((n) => `up: push: ${n.node} ${n.outcome}${n.digest ? ` ${n.digest.slice(0, 12)}` : ""}${n.error ? `: ${n.error}` : ""}`);
-  if (push.controllerRotation) lines.push(`up: push: the controller's bootstrap password was replaced (${String(push.controllerRotation)})`);
+  if (push.controllerRotation) lines.push(`up: push: the controller switched to its rotated password (${String(push.controllerRotation)})`);
   return lines;
 }
 
 /** The summary of the mesh in `paths`, asked of its controller over `nc`. */
 export async function readSummary(paths: MeshPaths, nc: NatsConnection, timeoutMs = 10_000): Promise<UpSummary> {
-  const ask = async (verb: string) => ok(verb, await sendCommand(nc, verb, {}, { timeoutMs }));
+  const asker = operatorUser(paths);
+  const ask = async (verb: string) => ok(verb, await sendCommand(nc, asker, verb, {}, { timeoutMs }));
   const mesh = readMeshFile(paths.dir);
   const nodes = nodesOf(await ask("nodes"));
   const seats = seatsOf(await ask("seats"));

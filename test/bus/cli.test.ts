@@ -101,7 +101,7 @@ describe("mesh CLI over a real server", () => {
     const watcher: NatsConnection = await connect({ servers: mesh.server.url });
     try {
       const seen: string[] = [];
-      const sub = watcher.subscribe(commandSubject("where"), { callback: (_e, m) => { seen.push(m.reply ?? ""); } });
+      const sub = watcher.subscribe(commandSubject(OPERATOR, "where"), { callback: (_e, m) => { seen.push(m.reply ?? ""); } });
       await watcher.flush();
       assert.equal((await mesh_("where")).code, EXIT_OK);
       await watcher.flush();

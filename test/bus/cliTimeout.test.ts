@@ -23,7 +23,7 @@ describe("mesh CLI when the controller does not answer", () => {
   before(async () => {
     server = await startNatsServer();
     silent = await connect({ servers: server.url });
-    silent.subscribe(commandSubject("node.enrol"), { callback: (_e, m) => { bodies.push(m.json()); } });
+    silent.subscribe(commandSubject("operator-admin", "node.enrol"), { callback: (_e, m) => { bodies.push(m.json()); } });
     await silent.flush();
     dir = mkdtempSync(join(tmpdir(), "mesh-cli-timeout-"));
     writeFileSync(join(dir, "operator.json"), JSON.stringify({ address: server.url, user: "operator-admin", password: "x" }));

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
 import { startNatsServer, waitFor } from "../support/natsServer.ts";
-import { actorOfReplySubject, replyErrorOf, serveCommands, MAX_COMMAND_BYTES } from "../../src/commands/server.ts";
+import { replyInAskersInbox, replyErrorOf, serveCommands, MAX_COMMAND_BYTES } from "../../src/commands/server.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import type { Catalogue } from "../../src/events/catalogue.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent } from "../../src/events/errors.ts";
@@ -35,7 +35,7 @@ describe("command server", () => {
   /** Sends a raw body and returns the reply, asserting the records did not move when refused. */
   async function refused(verb: string, body: string | Uint8Array): Promise<string | undefined> {
     const before = await mesh.lastSequence();
-    const reply = (await client.request(commandSubject(verb), body, { timeout: 5_000 })).json<Reply>();
+    const reply = (await client.request(commandSubject(OPERATOR, verb), body, { timeout: 5_000 })).json<Reply>();
     assert.equal(reply.ok, false, JSON.stringify(reply));
     assert.equal(await mesh.lastSequence(), before, "a refusal appends nothing");
     return refusalCode(reply);
@@ -44,7 +44,7 @@ describe("command server", () => {
   it("R1, R33: enrols a node; the actor is the asker's inbox user; the password comes back sealed to the node", async () => {
     const keys = newNodeKeyPair();
     const before = await mesh.lastSequence();
-    const reply = await sendCommand(client, "node.enrol", { node: "alpha", publicKey: keys.publicKey });
+    const reply = await sendCommand(client, OPERATOR, "node.enrol", { node: "alpha", publicKey: keys.publicKey });
     assert.ok(reply.ok, JSON.stringify(reply));
     const ok = reply as Ok & { credential: { sealedPassword: string; user: string } };
     assert.equal(ok.duplicate, false);
@@ -54,20 +54,20 @@ describe("command server", () => {
     const record = mesh.catalogue.state.credentials[principalKey("node", "alpha")]!;
     assert.ok(passwordMatches(password, record.hash));
     assert.equal(mesh.catalogue.state.nodes.alpha?.enrolledAt !== undefined, true);
-    const history = await sendCommand(client, "history", { kind: "node", id: "alpha" }) as Ok & { events: Array<Record<string, unknown>> };
+    const history = await sendCommand(client, OPERATOR, "history", { kind: "node", id: "alpha" }) as Ok & { events: Array<Record<string, unknown>> };
     assert.ok(history.events.length >= 2);
     for (const event of history.events) assert.equal(event.actor, OPERATOR);
   });
 
   it("R3: history and credentials answer actor, command id, time and sequence, never a hash or a sealed secret", async () => {
-    const history = await sendCommand(client, "history", { kind: "node", id: "alpha" }) as Ok & { events: Array<Record<string, unknown>> };
+    const history = await sendCommand(client, OPERATOR, "history", { kind: "node", id: "alpha" }) as Ok & { events: Array<Record<string, unknown>> };
     for (const event of history.events) {
       for (const key of ["actor", "commandId", "at", "sequence", "type"]) assert.ok(key in event, `history event has ${key}`);
     }
     const record = mesh.catalogue.state.credentials[principalKey("node", "alpha")]!;
     for (const verb of ["history", "credentials", "nodes"]) {
       const body = verb === "history" ? { kind: "node", id: "alpha" } : {};
-      const text = JSON.stringify(await sendCommand(client, verb, body));
+      const text = JSON.stringify(await sendCommand(client, OPERATOR, verb, body));
       assert.ok(!text.includes(record.hash), `${verb} leaks the hash`);
       assert.ok(!text.includes(record.sealed), `${verb} leaks the sealed secret`);
       assert.ok(!/"(hash|sealed)"/.test(text), `${verb} has a hash or sealed field`);
@@ -77,13 +77,13 @@ describe("command server", () => {
 
   it("R40: a retried command id gets the same answer and appends nothing, also after the dedupe window", async () => {
     const keys = newNodeKeyPair();
-    const first = await sendCommand(client, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
+    const first = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
     assert.ok(first.ok);
     const after = await mesh.lastSequence();
-    const soon = await sendCommand(client, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
+    const soon = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
     const started = Date.now();
     await waitFor(() => Date.now() - started > DEDUPE_WINDOW_MS * 2, { name: "the stream's dedupe window to pass", timeoutMs: 5_000 });
-    const late = await sendCommand(client, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
+    const late = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
     for (const retry of [soon, late]) {
       assert.equal(retry.ok, true, JSON.stringify(retry));
       assert.equal(retry.duplicate, true);
@@ -93,21 +93,42 @@ describe("command server", () => {
     assert.equal(await mesh.lastSequence(), after, "nothing appended by the retries");
   });
 
+  it("R53: a command id reused for another verb or other arguments is refused command-id-reused, also after the dedupe window; the same command stays a duplicate", async () => {
+    const keys = newNodeKeyPair();
+    const first = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-a", publicKey: keys.publicKey });
+    assert.ok(first.ok, JSON.stringify(first));
+    const last = await mesh.lastSequence();
+    const check = async () => {
+      const otherVerb = await sendCommand(client, OPERATOR, "node.remove", { commandId: "reuse-1", node: "reuse-a" });
+      assert.equal(refusalCode(otherVerb), "command-id-reused", JSON.stringify(otherVerb));
+      assert.ok(!otherVerb.ok && otherVerb.error.message.includes("node.enrol"), JSON.stringify(otherVerb));
+      const otherArgs = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-b", publicKey: keys.publicKey });
+      assert.equal(refusalCode(otherArgs), "command-id-reused", JSON.stringify(otherArgs));
+      const same = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-a", publicKey: keys.publicKey });
+      assert.ok(same.ok && same.duplicate === true, JSON.stringify(same));
+      assert.equal(await mesh.lastSequence(), last, "nothing appended");
+    };
+    await check();
+    const started = Date.now();
+    await waitFor(() => Date.now() - started > DEDUPE_WINDOW_MS * 2, { name: "the stream's dedupe window to pass", timeoutMs: 5_000 });
+    await check();
+  });
+
   it("R23: a request with an unknown field is refused (invalid-request) naming the field", async () => {
-    const reply = (await client.request(commandSubject("assign"), JSON.stringify({ module: "broker", node: "alpha", colour: "red" }))).json<Reply>();
+    const reply = (await client.request(commandSubject(OPERATOR, "assign"), JSON.stringify({ module: "broker", node: "alpha", colour: "red" }))).json<Reply>();
     assert.equal(refusalCode(reply), "invalid-request");
     assert.equal(!reply.ok && reply.error.field, "colour");
     assert.equal(await refused("assign", JSON.stringify({ module: "broker", node: "alpha", colour: "red" })), "invalid-request");
   });
 
   it("a field of the wrong type is refused (invalid-request) naming the field", async () => {
-    const reply = (await client.request(commandSubject("assign"), JSON.stringify({ module: 42, node: "alpha" }))).json<Reply>();
+    const reply = (await client.request(commandSubject(OPERATOR, "assign"), JSON.stringify({ module: 42, node: "alpha" }))).json<Reply>();
     assert.equal(!reply.ok && reply.error.field, "module");
     assert.equal(await refused("assign", JSON.stringify({ module: 42, node: "alpha" })), "invalid-request");
   });
 
   it("a node key that is not an X25519 public key is refused (invalid-request, publicKey)", async () => {
-    const reply = (await client.request(commandSubject("node.enrol"), JSON.stringify({ node: "gamma", publicKey: "AAAA" }))).json<Reply>();
+    const reply = (await client.request(commandSubject(OPERATOR, "node.enrol"), JSON.stringify({ node: "gamma", publicKey: "AAAA" }))).json<Reply>();
     assert.equal(!reply.ok && reply.error.field, "publicKey");
     assert.equal(await refused("node.enrol", JSON.stringify({ node: "gamma", publicKey: "AAAA" })), "invalid-request");
   });
@@ -124,7 +145,7 @@ describe("command server", () => {
   });
 
   it("a verb that does not exist is refused (unknown-verb) naming the known verbs", async () => {
-    const reply = (await client.request(commandSubject("node.frobnicate"), "{}")).json<Reply>();
+    const reply = (await client.request(commandSubject(OPERATOR, "node.frobnicate"), "{}")).json<Reply>();
     assert.equal(refusalCode(reply), "unknown-verb");
     assert.ok(!reply.ok && reply.error.message.includes("node.enrol"));
     assert.equal(await refused("node.frobnicate", "{}"), "unknown-verb");
@@ -134,19 +155,27 @@ describe("command server", () => {
     assert.equal(await refused("assign", JSON.stringify({ commandId: "has spaces", module: "broker", node: "alpha" })), "invalid-request");
   });
 
-  it("R33: a request without its asker's own inbox is refused (no-actor): the actor comes from the inbox", async () => {
+  it("R51: a request whose reply is not in its asker's own inbox is dropped: no reply there, nothing appended", async () => {
     const anonymous = await connect({ servers: mesh.server.url, name: "test-anonymous" });
     try {
       const before = await mesh.lastSequence();
-      const reply = (await anonymous.request(commandSubject("node.enrol"), JSON.stringify({ node: "delta", publicKey: newNodeKeyPair().publicKey }))).json<Reply>();
-      assert.equal(refusalCode(reply), "no-actor");
+      const overheard = anonymous.subscribe("_INBOX.forged.>");
+      anonymous.publish(commandSubject(OPERATOR, "node.enrol"), JSON.stringify({ node: "delta", publicKey: newNodeKeyPair().publicKey }), { reply: "_INBOX.forged.1" });
+      await anonymous.flush();
+      // Served in arrival order: once the next request is answered, the forged one was handled.
+      assert.ok((await sendCommand(client, OPERATOR, "where", {})).ok);
+      await anonymous.flush();
+      assert.equal(overheard.getReceived(), 0);
       assert.equal(await mesh.lastSequence(), before);
     } finally {
       await anonymous.close();
     }
-    assert.equal(actorOfReplySubject(`${inboxPrefix("node-alpha")}.abc.1`), "node-alpha");
-    assert.equal(actorOfReplySubject("_INBOX.abc.1"), null);
-    assert.equal(actorOfReplySubject(undefined), null);
+    assert.equal(replyInAskersInbox("node-alpha", `${inboxPrefix("node-alpha")}.abc.1`), true);
+    assert.equal(replyInAskersInbox("operator-ann", `${inboxPrefix("node-alpha")}.abc.1`), false);
+    assert.equal(replyInAskersInbox("node-alpha", `${inboxPrefix("node-alpha")}.`), false);
+    assert.equal(replyInAskersInbox("node-alpha", `${inboxPrefix("node-alpha")}x.abc`), false);
+    assert.equal(replyInAskersInbox("node-alpha", "_INBOX.abc.1"), false);
+    assert.equal(replyInAskersInbox("node-alpha", undefined), false);
   });
 
   it("adapter errors map to reply codes in one function; an unexpected error says nothing of its detail", async () => {
@@ -174,9 +203,9 @@ describe("command server", () => {
     });
     try {
       const body = { module: "m", node: "alpha" };
-      assert.equal(refusalCode(await sendCommand(nc, "assign", body)), "busy-retry");
+      assert.equal(refusalCode(await sendCommand(nc, OPERATOR, "assign", body)), "busy-retry");
       failure = new Error("detail-only-for-the-log");
-      const internalReply = await sendCommand(nc, "assign", body);
+      const internalReply = await sendCommand(nc, OPERATOR, "assign", body);
       assert.equal(refusalCode(internalReply), "internal");
       assert.ok(!JSON.stringify(internalReply).includes("detail-only-for-the-log"));
       assert.ok(logged.some((line) => line.includes("detail-only-for-the-log")));
@@ -189,26 +218,26 @@ describe("command server", () => {
 
   it("re-registering an identical manifest answers unchanged and appends nothing; a changed one needs a new version", async () => {
     const manifest = { name: "echo", version: "1", seats: { echo: { protocol: "echo" } }, claims: ["echo"] };
-    const first = await sendCommand(client, "module.register", { manifest });
+    const first = await sendCommand(client, OPERATOR, "module.register", { manifest });
     assert.ok(first.ok && first.unchanged === undefined, JSON.stringify(first));
     const last = await mesh.lastSequence();
     assert.equal(first.sequence, last);
-    const again = await sendCommand(client, "module.register", { manifest: { claims: ["echo"], version: "1", name: "echo", seats: manifest.seats } });
+    const again = await sendCommand(client, OPERATOR, "module.register", { manifest: { claims: ["echo"], version: "1", name: "echo", seats: manifest.seats } });
     assert.ok(again.ok, JSON.stringify(again));
     assert.equal(again.unchanged, true);
     assert.equal(again.duplicate, false);
     assert.equal((again as Ok).module, "echo");
     assert.equal(await mesh.lastSequence(), last, "an unchanged registration appends nothing");
-    assert.equal(refusalCode(await sendCommand(client, "module.register", { manifest: { ...manifest, seats: { echo: { protocol: "echo2" } } } })), "version-exists");
+    assert.equal(refusalCode(await sendCommand(client, OPERATOR, "module.register", { manifest: { ...manifest, seats: { echo: { protocol: "echo2" } } } })), "version-exists");
     assert.equal(await mesh.lastSequence(), last);
-    const v2 = await sendCommand(client, "module.register", { manifest: { ...manifest, version: "2", seats: { echo: { protocol: "echo2" } } } });
+    const v2 = await sendCommand(client, OPERATOR, "module.register", { manifest: { ...manifest, version: "2", seats: { echo: { protocol: "echo2" } } } });
     assert.ok(v2.ok, JSON.stringify(v2));
     assert.equal((v2 as Ok).replaced, "1");
     assert.equal(await mesh.lastSequence(), last + 1);
   });
 
   it("keeps serving after a request fails and logs no secret", async () => {
-    const reply = await sendCommand(client, "where", {});
+    const reply = await sendCommand(client, OPERATOR, "where", {});
     assert.equal(reply.ok, true);
     const record = mesh.catalogue.state.credentials[principalKey("node", "alpha")]!;
     for (const line of [...mesh.infos, ...mesh.errors]) {

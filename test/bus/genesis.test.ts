@@ -18,6 +18,8 @@ import { controllerReplyInboxes, permissionsOf } from "../../src/compose/permiss
 import { passwordMatches, openWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CONTROLLER_NAME, inboxSubjects } from "../../src/names.ts";
 import { exampleMesh } from "../unit/compose/exampleMesh.ts";
+import { initHostKeys, readCredentialFile, saveNodeCredential, NODE_CREDENTIAL_FILE } from "../../src/host/index.ts";
+import { busUser } from "../../src/names.ts";
 
 const quiet = (lines: string[]) => (line: string) => { lines.push(line); };
 
@@ -206,5 +208,72 @@ describe("genesis: bad configuration fails with one clear line and writes nothin
       startBus({ binary: "nats-server", configFile: paths.serverConfig, logFile: join(paths.logs, "bus.log"), host: "127.0.0.1", port, fingerprint: made.mesh.fingerprint, detached: false }),
       oneLine,
     );
+  });
+});
+
+describe("genesis with its node (R56)", () => {
+  let root: string;
+  let made: GenesisResult;
+  let hostDir: string;
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "mesh-genesis-node-"));
+    hostDir = join(root, "host");
+    initHostKeys(hostDir);
+    made = await genesis({
+      dir: join(root, ".mesh"), brokerAddress: `tls://127.0.0.1:${await freePort()}`, log: () => {}, monitorPort: 0,
+      node: { name: "bushost", stateDir: hostDir },
+    });
+  });
+  after(async () => {
+    await made?.bus?.stop();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it("R56: `--node` enrols the genesis node in the records and its agent's credential, opened from the enrol reply, is admitted before any push", async () => {
+    assert.ok(made.enrolReply && existsSync(made.enrolReply));
+    saveNodeCredential(hostDir, JSON.parse(readFileSync(made.enrolReply, "utf8")));
+    const credential = readCredentialFile(join(hostDir, NODE_CREDENTIAL_FILE), hostDir);
+    assert.equal(credential.user, busUser("node", "bushost"));
+    assert.equal(credential.address, made.mesh.genesisAddress, "off the overlay at genesis, the node dials the genesis address (R7)");
+    const nc = await connectToBus(credential, { reconnect: false });
+    try {
+      // The agent's own consumer lookup is what it does first: granted by the carried permissions (R2).
+      assert.ok(readUserList(readFileSync(made.paths.userList, "utf8")).some((u) => u.user === credential.user));
+    } finally {
+      await nc.close();
+    }
+    const controller = await connectToBus(
+      { address: made.mesh.genesisAddress, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD, fingerprint: made.mesh.fingerprint },
+      { reconnect: false },
+    );
+    try {
+      const state = await replay(controller);
+      assert.ok(state.nodes["bushost"], "the records hold the genesis node");
+      assert.ok(state.credentials["node:bushost"], "and its credential");
+    } finally {
+      await controller.close();
+    }
+  });
+
+  it("R56: a genesis node without a key in its state folder is refused naming --node-state, and nothing is written", async () => {
+    await assert.rejects(
+      genesis({ dir: join(root, "nokey"), brokerAddress: `tls://127.0.0.1:${await freePort()}`, log: () => {}, node: { name: "bushost", stateDir: join(root, "empty") } }),
+      (error: unknown) => error instanceof InstallerError && /--node-state/.test(error.message),
+    );
+    assert.ok(!existsSync(join(root, "nokey")));
+  });
+
+  it("R56: `--systemd` writes units for the bus, the controller (its settings from controller.env) and the genesis node's host agent (with the bus's settings)", async () => {
+    const keys = join(root, "sd-host");
+    initHostKeys(keys);
+    const sd = await genesis({
+      dir: join(root, "sd"), brokerAddress: `tls://127.0.0.1:${await freePort()}`, log: () => {}, monitorPort: 0, systemd: true,
+      node: { name: "bushost", stateDir: keys },
+    });
+    const unit = (name: string) => readFileSync(join(sd.paths.dir, name), "utf8");
+    assert.deepEqual(sd.unitFiles?.map((f) => f.slice(sd.paths.dir.length + 1)), ["mesh-bus.service", "mesh-controller.service", "mesh-host.service"]);
+    assert.match(unit("mesh-controller.service"), new RegExp(`EnvironmentFile=${sd.paths.controllerEnv}`));
+    assert.match(unit("mesh-controller.service"), /ExecStart=\S+ \S+bin\/mesh\.js controller/);
+    assert.match(unit("mesh-host.service"), new RegExp(`ExecStart=\\S+ \\S+bin/mesh\\.js host --state ${keys} --node bushost --bus-include ${sd.paths.userList}`));
   });
 });

@@ -206,13 +206,13 @@ describe("composed permissions enforced by nats-server", () => {
 
   it("R33: request/reply works on own inboxes: the controller answers commands by its grant on the operator's inbox, a module its tool by allow_responses", async () => {
     const controller = await dial(CONTROLLER);
-    controller.nc.subscribe(commandSubject("test.ping"), { callback: (_e, m) => { m.respond("pong"); } });
+    controller.nc.subscribe(commandSubject(OPERATOR, "test.ping"), { callback: (_e, m) => { m.respond("pong"); } });
     const showcase = await dial(SHOWCASE);
     showcase.nc.subscribe(toolSubject("showcase", "hello"), { callback: (_e, m) => { m.respond("hello"); } });
     await controller.nc.flush();
     await showcase.nc.flush();
     const operator = await dial(OPERATOR);
-    assert.equal((await operator.nc.request(commandSubject("test.ping"), "", { timeout: 2_000 })).string(), "pong");
+    assert.equal((await operator.nc.request(commandSubject(OPERATOR, "test.ping"), "", { timeout: 2_000 })).string(), "pong");
     assert.equal((await operator.nc.request(toolSubject("showcase", "hello"), "", { timeout: 2_000 })).string(), "hello");
     assert.deepEqual([...controller.violations, ...showcase.violations, ...operator.violations], []);
     await close(operator);
@@ -235,9 +235,9 @@ describe("composed permissions enforced by nats-server", () => {
   });
 
   it("R33: an operator sends commands and nothing of $JS; a builder submits builds and nothing else", async () => {
-    await allowedPub(OPERATOR, commandSubject("node.enrol"));
+    await allowedPub(OPERATOR, commandSubject(OPERATOR, "node.enrol"));
     await refusedPub(OPERATOR, "$JS.API.INFO");
-    await refusedSub(OPERATOR, commandSubject("node.enrol"));
+    await refusedSub(OPERATOR, commandSubject(OPERATOR, "node.enrol"));
     await refusedPub(OPERATOR, declarationSubject("alpha"));
     await allowedPub(BUILDER, workSubject("mesh-build", "build"));
     await allowedSub(BUILDER, eventSubject("mesh-build", "built"));
@@ -263,6 +263,6 @@ describe("composed permissions enforced by nats-server", () => {
 
   it("R24: a module with nothing to publish is refused every publish", async () => {
     await refusedPub(PACKET_FILTER, eventSubject("packet-filter", "anything"));
-    await refusedPub(PACKET_FILTER, commandSubject("node.enrol"));
+    await refusedPub(PACKET_FILTER, commandSubject(PACKET_FILTER, "node.enrol"));
   });
 });

@@ -12,6 +12,10 @@ import {
   CONTROL_STREAM, declarationSubject, userListPartSubject, workConsumer, workStream, workSubject,
 } from "../../src/names.ts";
 import { userListPartHeaders } from "../../src/push/push.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { runCli } from "../../src/cli/run.ts";
+import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
 
 const builder = {
   name: "builder", version: "1.0.0",
@@ -108,17 +112,25 @@ describe("push", () => {
     keys["broken"] = await fixture.enrol("broken");
     keys["fine"] = await fixture.enrol("fine");
     await fixture.send("module.register", { manifest: lonely });
-    await fixture.send("assign", { module: "lonely", node: "broken" }); // never issued: no credential
+    await fixture.send("assign", { module: "lonely", node: "broken" }); // never issued: left out of broken's declaration
+    // A module the catalogue lacks (records an older release left): broken cannot be composed.
+    const assigned = await controller.catalogue.transact("r30-ghost", () => ({
+      ok: true, entity: { kind: "module", id: "ghost" },
+      events: [{ actor: "operator-test", commandId: "r30-ghost", at: new Date().toISOString(), type: "ModuleAssigned", module: "ghost", node: "broken" }],
+    }));
+    assert.ok(assigned.ok);
     const report = await controller.push();
     const broken = outcome(report, "broken");
     assert.equal(broken.outcome, "refused");
-    assert.equal(broken.refusal?.code, "credential-missing");
+    assert.equal(broken.refusal?.code, "module-unregistered");
     assert.equal(outcome(report, "fine").outcome, "sent");
     assert.equal(controller.catalogue.state.sent["broken"], undefined);
   });
 
   it("R32: push --wait waits for each sent node's report and names the nodes that did not answer", async () => {
     await fixture.send("module.issue", { module: "lonely" });
+    await fixture.send("module.register", { manifest: { name: "ghost", version: "1.0.0" } });
+    await fixture.send("module.issue", { module: "ghost" });
     await fixture.send("module.register", { manifest: { ...web, name: "web2" } });
     await fixture.send("module.issue", { module: "web2" });
     await fixture.send("assign", { module: "web2", node: "fine" });
@@ -138,7 +150,7 @@ describe("push", () => {
   it("R12 R32: the push verb answers over the bus; a dry run redacts secrets and sends nothing", async () => {
     await fixture.send("assign", { module: "web", node: "idle-1" });
     const sequence = controller.catalogue.state.sequence;
-    const reply = await sendCommand(fixture.operator, "push", { dryRun: true }, { timeoutMs: 20_000 });
+    const reply = await sendCommand(fixture.operator, "operator-test", "push", { dryRun: true }, { timeoutMs: 20_000 });
     assert.equal(reply.ok, true);
     const report = reply as unknown as PushReport;
     assert.equal(report.dryRun, true);
@@ -150,7 +162,7 @@ describe("push", () => {
     await controller.catalogue.catchUp();
     assert.equal(controller.catalogue.state.sequence, sequence, "a dry run records nothing");
 
-    const refused = await sendCommand(fixture.operator, "push", { nodes: ["Not A Node"] }, { timeoutMs: 20_000 });
+    const refused = await sendCommand(fixture.operator, "operator-test", "push", { nodes: ["Not A Node"] }, { timeoutMs: 20_000 });
     assert.equal(refused.ok, false);
     if (!refused.ok) assert.equal(refused.error.code, "invalid-request");
   });
@@ -201,3 +213,82 @@ async function waitForDeclaration(fixture: ControllerFixture, node: string): Pro
   }
   throw new Error(`no declaration for ${node} within 10 s`);
 }
+
+describe("push: the user list must reach the broker (R49)", () => {
+  let server: NatsServer;
+  let fixture: ControllerFixture;
+  let operatorFile: string;
+
+  before(async () => {
+    server = await startNatsServer();
+    fixture = await controllerFixture(server);
+    await fixture.start();
+    await fixture.send("module.register", { manifest: broker });
+    await fixture.send("module.issue", { module: "broker" });
+    operatorFile = join(fixture.dir, "operator.json");
+    writeFileSync(operatorFile, JSON.stringify({ address: server.url, user: "operator-test", password: "unused" }), { mode: 0o600 });
+  });
+  after(async () => {
+    await fixture?.close();
+    await server?.stop();
+  });
+
+  /** `mesh push --json` as a person runs it: its exit code and report. */
+  async function meshPush(): Promise<{ code: number; report: PushReport }> {
+    let out = "";
+    const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => undefined }, env: { MESH_CREDENTIAL: operatorFile } };
+    const code = await runCli(["push", "--json"], io);
+    return { code, report: JSON.parse(out) as PushReport };
+  }
+
+  it("R49: a push while nothing holds mesh-broker sends the nodes but fails, saying no user list reached the bus", async () => {
+    await fixture.enrol("solo");
+    const failed = await meshPush();
+    assert.equal(failed.code, EXIT_REFUSED, "mesh push exits non-zero");
+    assert.equal(failed.report.userList?.code, "no-broker-holder");
+    assert.equal(outcome(failed.report, "solo").outcome, "sent", "the nodes are still sent (R30)");
+
+    await fixture.send("assign", { module: "broker", node: "solo" });
+    // The holder's host applies the list and reports it (the host agent's job, reduced): the push
+    // waits for that report before it records what it sent.
+    let answered = false;
+    const answering = (async () => {
+      while (!answered) {
+        const declaration = (await fixture.drain("solo")).at(-1);
+        if (declaration?.userList) {
+          fixture.report("solo", String(declaration.digest));
+          answered = true;
+        }
+      }
+    })();
+    const delivered = await meshPush();
+    answered = true;
+    await answering;
+    assert.equal(delivered.code, EXIT_OK);
+    assert.equal(delivered.report.userList, undefined);
+  });
+
+  it("a module assigned to the broker's holder but never issued is left out alone: the holder and the user list are still sent, and mesh push says so (exit 1)", async () => {
+    await fixture.enrol("hold");
+    await fixture.send("assign", { module: "broker", node: "hold" });
+    await fixture.send("module.register", { manifest: { name: "unissued", version: "1.0.0" } });
+    await fixture.send("assign", { module: "unissued", node: "hold" });
+    let answered = false;
+    const answering = (async () => {
+      while (!answered) {
+        for (const node of ["hold", "solo"]) {
+          const declaration = (await fixture.drain(node)).at(-1);
+          if (declaration?.userList) fixture.report(node, String(declaration.digest));
+        }
+      }
+    })();
+    const pushed = await meshPush();
+    answered = true;
+    await answering;
+    assert.equal(pushed.code, EXIT_REFUSED, "the push says not everything was done");
+    const hold = outcome(pushed.report, "hold");
+    assert.equal(hold.outcome, "sent", "the holder is sent");
+    assert.deepEqual(hold.modulesLeftOut?.map((m) => m.module), ["unissued"]);
+    assert.equal(pushed.report.userList, undefined, "the user list reached the bus");
+  });
+});

@@ -27,6 +27,7 @@ import { hashPassword, newMeshKey, newNodeKeyPair, openAsNode, openWithMeshKey, 
 import {
   ALL_SUBJECTS, CONTROLLER_NAME, SHARED_INBOX_SUBJECTS, busUser, commandSubject, inboxSubjects, principalKey, reportSubject,
 } from "../../src/names.ts";
+import { watchViolations } from "../support/violations.ts";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { EXAMPLE_CONFIG, MeshBuilder } from "../unit/compose/exampleMesh.ts";
 
@@ -49,12 +50,7 @@ describe("R33: a reply carrying a fresh credential reaches only its asker", () =
 
   async function dial(user: string): Promise<Session> {
     const nc = await connectToBus({ address: server.url, user, password: passwords[user]! }, { name: `r33-${user}`, reconnect: false });
-    const violations: PermissionViolationError[] = [];
-    void (async () => {
-      for await (const status of nc.status()) {
-        if (status.type === "error" && status.error instanceof PermissionViolationError) violations.push(status.error);
-      }
-    })();
+    const violations = watchViolations(nc);
     const session = { nc, violations };
     sessions.push(session);
     return session;
@@ -119,7 +115,7 @@ describe("R33: a reply carrying a fresh credential reaches only its asker", () =
     }
     // Nor can beta ask for a credential itself: commands are not its to publish.
     const asker = await dial(BETA);
-    asker.nc.publish(commandSubject("node.enrol"), "{}");
+    asker.nc.publish(commandSubject(BETA, "node.enrol"), "{}");
     await asker.nc.flush().catch(() => undefined);
     await waitFor(() => asker.violations.find((v) => v.operation === "publish"), { name: "the server refuses beta pub mesh.command.node.enrol" });
 
@@ -132,7 +128,7 @@ describe("R33: a reply carrying a fresh credential reaches only its asker", () =
     // The operator enrols gamma: the reply carries gamma's fresh credential, sealed to gamma's key.
     const operator = await dial(OPERATOR);
     const gamma = newNodeKeyPair();
-    const reply = await sendCommand(operator.nc, "node.enrol", { node: "gamma", publicKey: gamma.publicKey }, { timeoutMs: 10_000 });
+    const reply = await sendCommand(operator.nc, OPERATOR, "node.enrol", { node: "gamma", publicKey: gamma.publicKey }, { timeoutMs: 10_000 });
     assert.ok(reply.ok, JSON.stringify(reply));
     const credential = (reply as unknown as { credential: { user: string; sealedPassword: string } }).credential;
     assert.equal(credential.user, busUser("node", "gamma"));

@@ -55,6 +55,7 @@ describe("raiseTopology on a fresh bus", () => {
   });
 
   it("R22: each node's consumer is filtered on its own subjects alone and never dead-letters", async () => {
+    assert.deepEqual((await raiseTopology(jsm, topology)).refused, []);
     for (const node of nodes) {
       const info = await jsm.consumers.info(CONTROL_STREAM, declarationConsumer(node));
       assert.equal(info.config.filter_subject, declarationFilter(node));
@@ -66,6 +67,7 @@ describe("raiseTopology on a fresh bus", () => {
   });
 
   it("R16: the seat's work queue and its shared consumer exist with no holder", async () => {
+    assert.deepEqual((await raiseTopology(jsm, topology)).refused, []);
     const info = await jsm.consumers.info(workStream("mesh-build"), workConsumer("mesh-build"));
     assert.equal(info.config.ack_policy, AckPolicy.Explicit);
     assert.equal((await jsm.streams.info(workStream("mesh-build"))).config.retention, "workqueue");
@@ -121,6 +123,7 @@ describe("raiseTopology never rewrites by accident", () => {
   });
 
   it("R22: a field the mesh owns that can change in place is updated, once", async () => {
+    await raiseTopology(jsm, topology); // raised here, so the test stands alone
     await jsm.consumers.update(CONTROL_STREAM, declarationConsumer("beta"), { max_deliver: 5 });
     const report = await raiseTopology(jsm, topology);
     assert.deepEqual(report.updated, [`${CONTROL_STREAM}/${declarationConsumer("beta")}`]);
@@ -205,6 +208,7 @@ describe("raiseTopology with a memo (a controller's raises on every push)", () =
   });
 
   it("R21: a consumer deleted by hand is raised again though the memo verified it", async () => {
+    await raiseTopology(jsm, topology, { memo, nc }); // raised and verified here, so the test stands alone
     await jsm.consumers.delete(CONTROL_STREAM, declarationConsumer("beta"));
     const report = await raiseTopology(jsm, topology, { memo, nc });
     assert.deepEqual(report.created, [`${CONTROL_STREAM}/${declarationConsumer("beta")}`]);
@@ -212,6 +216,7 @@ describe("raiseTopology with a memo (a controller's raises on every push)", () =
   });
 
   it("R21 R22: a stream deleted and raised again by hand is read in full: a foreign filter on it is refused, not rewritten", async () => {
+    await raiseTopology(jsm, topology, { memo, nc }); // raised and verified here, so the test stands alone
     await jsm.streams.delete(CONTROL_STREAM);
     assert.deepEqual((await raiseTopology(jsm, { streams: topology.streams, consumers: [] })).refused, []);
     await jsm.consumers.add(CONTROL_STREAM, { durable_name: declarationConsumer("alpha"), filter_subject: declarationSubject("gamma"), ack_policy: AckPolicy.Explicit });
@@ -223,6 +228,7 @@ describe("raiseTopology with a memo (a controller's raises on every push)", () =
   });
 
   it("R22: a spec the memo has not verified (its owned fields changed) is read and updated", async () => {
+    await raiseTopology(jsm, topology, { memo, nc }); // raised and verified here, so the test stands alone
     const changed = {
       streams: topology.streams,
       consumers: topology.consumers.map((c) => c.config.durable_name === declarationConsumer("beta") ? { ...c, config: { ...c.config, max_deliver: 7 } } : c),

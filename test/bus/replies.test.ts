@@ -19,7 +19,7 @@ import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { connectToBus } from "../../src/bus/connect.ts";
 import { hashPassword } from "../../src/crypto/secrets.ts";
 import { configLoadTime } from "../../src/host/index.ts";
-import { CONTROLLER_NAME, busUser, commandSubject } from "../../src/names.ts";
+import { COMMAND_SUBJECTS, CONTROLLER_NAME, busUser, commandSubject } from "../../src/names.ts";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { EXAMPLE_CONFIG, MeshBuilder } from "../unit/compose/exampleMesh.ts";
 
@@ -52,7 +52,7 @@ describe("R33: a command's reply survives a reload of the user list", () => {
   /** Sends `verb` as the operator and waits until the controller holds the request, unanswered. */
   async function askAndHold(verb: string): Promise<{ reply: Promise<Msg> }> {
     const held = owed.length;
-    const reply = operator.request(commandSubject(verb), "", { timeout: 15_000 });
+    const reply = operator.request(commandSubject(OPERATOR, verb), "", { timeout: 15_000 });
     reply.catch(() => undefined);
     await waitFor(() => owed.length > held, { name: `the controller received ${verb}` });
     return { reply };
@@ -83,7 +83,7 @@ describe("R33: a command's reply survives a reload of the user list", () => {
         if (status.type === "error" && status.error instanceof PermissionViolationError) violations.push(status.error);
       }
     })();
-    controller.subscribe(commandSubject(">"), { callback: (_error, msg) => { owed.push(msg); } });
+    controller.subscribe(COMMAND_SUBJECTS, { callback: (_error, msg) => { owed.push(msg); } });
     await controller.flush();
     operator = await connectToBus({ address, user: OPERATOR, password: mesh.passwords[OPERATOR]! }, { name: "test-operator" });
   });

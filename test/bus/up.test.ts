@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
-import { up, operatorConnection, pushAndWait, HOST_DIR, type UpResult } from "../../src/up/up.ts";
+import { up, operatorConnection, operatorUser, pushAndWait, HOST_DIR, type UpResult } from "../../src/up/up.ts";
 import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
 import { stopAll } from "../../src/up/processes.ts";
 import { renderSummary } from "../../src/up/summary.ts";
@@ -46,7 +46,7 @@ describe("mesh up (embedded default, end to end)", () => {
   const logs: string[] = [];
   const log = (line: string) => { logs.push(line); };
   const ask = async (verb: string, body: Record<string, unknown> = {}) => {
-    const reply = await sendCommand(operator, verb, body, { timeoutMs: 30_000 });
+    const reply = await sendCommand(operator, "operator-admin", verb, body, { timeoutMs: 30_000 });
     assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
     return reply as Record<string, unknown>;
   };
@@ -101,7 +101,7 @@ describe("mesh up (embedded default, end to end)", () => {
     await launcher.stopController();
     await launcher.controller(result.paths);
     await ask("nodes");
-    const pushed = await pushAndWait(operator, 20_000);
+    const pushed = await pushAndWait(operator, operatorUser(result.paths), 20_000);
     assert.deepEqual(pushed.timedOut, []);
     assert.equal(credentialFile(result.paths.controllerCredential).password, rotated);
     const listed = readUserList(readFileSync(result.paths.userList, "utf8")).find((u) => u.user === BOOTSTRAP_USER)!;
@@ -152,7 +152,7 @@ describe("mesh up (embedded default, end to end)", () => {
     // The broker's holder itself: its own reload drops its connection, which must come back with the new password.
     const oldAlpha = readCredentialFile(alphaFile, alphaDir);
     await ask("credential.rotate", { kind: "node", name: NODE });
-    const first = await pushAndWait(operator, 20_000);
+    const first = await pushAndWait(operator, operatorUser(result.paths), 20_000);
     assert.deepEqual(first.timedOut, [], JSON.stringify(first));
     assert.ok(applied(first, NODE), `the holder applied its rotation: ${JSON.stringify(first.nodes)}`);
     const newAlpha = readCredentialFile(alphaFile, alphaDir);
@@ -166,7 +166,7 @@ describe("mesh up (embedded default, end to end)", () => {
     const reconnects = () => logs.filter((l) => l === "host beta: reconnected to the bus").length;
     const before = reconnects();
     await ask("credential.rotate", { kind: "node", name: "beta" });
-    const second = await pushAndWait(operator, 20_000);
+    const second = await pushAndWait(operator, operatorUser(result.paths), 20_000);
     assert.deepEqual(second.timedOut, [], JSON.stringify(second));
     assert.ok(applied(second, NODE) && applied(second, "beta"), `both applied: ${JSON.stringify(second.nodes)}`);
     const newBeta = readCredentialFile(betaFile, betaDir);
@@ -177,7 +177,7 @@ describe("mesh up (embedded default, end to end)", () => {
     // Beta's next declaration reaches it over its re-made connection.
     const reported = beta!.reports.length;
     await ask("credential.rotate", { kind: "node", name: "beta" });
-    const third = await pushAndWait(operator, 20_000);
+    const third = await pushAndWait(operator, operatorUser(result.paths), 20_000);
     assert.deepEqual(third.timedOut, [], JSON.stringify(third));
     assert.ok(applied(third, "beta"), `beta applied its next declaration: ${JSON.stringify(third.nodes)}`);
     assert.ok(beta!.reports.length > reported && beta!.reports.at(-1)?.ok);
@@ -207,7 +207,7 @@ describe("mesh up (embedded default, end to end)", () => {
     assert.ok(existsSync(join(folder, "module.json")));
     writeFileSync(join(folder, "notes.txt"), "kept by the operator");
     await ask("unassign", { module: "npm", node: NODE });
-    const pushed = await pushAndWait(operator, 20_000);
+    const pushed = await pushAndWait(operator, operatorUser(result.paths), 20_000);
     assert.deepEqual(pushed.timedOut, []);
     assert.ok(!existsSync(join(folder, "module.json")), "the mesh's file is removed");
     assert.ok(!existsSync(join(folder, "credential.json")), "its credential is removed");

@@ -11,7 +11,7 @@ import { renderSummary } from "../../src/up/summary.ts";
 import { parseBusAddress } from "../../src/projections/index.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
-import { operatorConnection } from "../../src/up/up.ts";
+import { operatorConnection, operatorUser } from "../../src/up/up.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import { progressSubject } from "../../src/names.ts";
 
@@ -71,6 +71,17 @@ describe("mesh up when the port is taken", () => {
     assert.ok(result.summary.applied.every((a) => a.ok), "the mesh came up on the other port");
   });
 
+  it("R3: an --address with a user and password inside is refused without printing the password (mesh up and mesh genesis)", async () => {
+    for (const verb of ["up", "genesis"]) {
+      const dir = join(root, `secret-${verb}`);
+      const io = memoryIo();
+      assert.equal(await runCli([verb, "--dir", dir, "--address", "tls://u:hunter2secret@h.example:4222"], io), EXIT_USAGE, io.err());
+      assert.ok(io.err().includes("--address"), io.err());
+      assert.ok(!io.out().includes("hunter2secret") && !io.err().includes("hunter2secret"), io.err());
+      assert.ok(!existsSync(join(dir, "mesh.json")), "no mesh was made");
+    }
+  });
+
   it("R8: an explicit --address that is taken fails with one line naming --address (mesh up and mesh genesis)", async () => {
     for (const verb of ["up", "genesis"]) {
       const dir = join(root, `explicit-${verb}`);
@@ -99,7 +110,7 @@ describe("mesh up when the port is taken", () => {
   it("R33: the controller refuses a progress subject outside the asker's own inbox", async () => {
     const nc = await operatorConnection(result.paths);
     try {
-      const reply = await sendCommand(nc, "push", { dryRun: true, progressSubject: progressSubject("node-alpha", "x") }, { timeoutMs: 20_000 });
+      const reply = await sendCommand(nc, operatorUser(result.paths), "push", { dryRun: true, progressSubject: progressSubject("node-alpha", "x") }, { timeoutMs: 20_000 });
       assert.equal(reply.ok, false);
       assert.equal(!reply.ok && reply.error.code, "invalid-request");
     } finally {

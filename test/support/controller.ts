@@ -88,7 +88,7 @@ export async function controllerFixture(server: NatsServer): Promise<ControllerF
       return Object.assign(controller, { lines: log.lines });
     },
     async send(verb, body) {
-      const reply = await sendCommand(operator, verb, body, { timeoutMs: 20_000 });
+      const reply = await sendCommand(operator, "operator-test", verb, body, { timeoutMs: 20_000 });
       if (!reply.ok) throw new Error(`${verb} refused: ${reply.error.code}: ${reply.error.message}`);
       return reply as Reply & { ok: true };
     },

@@ -167,3 +167,44 @@ describe("parseClientConfig", () => {
     assert.throws(() => parseClientConfig({ MESH_TIMEOUT_MS: "soon" }), (e: unknown) => e instanceof ConfigError && e.variables.includes("MESH_TIMEOUT_MS"));
   });
 });
+
+describe("mesh and deeply nested JSON", () => {
+  let dir: string;
+  before(() => { dir = mkdtempSync(join(tmpdir(), "mesh-deep-")); });
+  after(() => { rmSync(dir, { recursive: true, force: true }); });
+
+  it("issue 9: a deeply nested manifest is refused as a usage error naming the file, not a stack overflow", async () => {
+    const depth = 200_000;
+    const file = join(dir, "deep.json");
+    writeFileSync(file, `{"name":"deep","version":"1","x":${"[".repeat(depth)}${"]".repeat(depth)}}`);
+    const requests: string[] = [];
+    const nc = { info: undefined, request: async (subject: string) => { requests.push(subject); return { string: () => "{\"ok\":true}" }; } };
+    const lines: string[] = [];
+    const ctx = {
+      io: { stdout: { write: () => undefined }, stderr: { write: () => undefined }, env: {} },
+      config: { credentialFile: "unused", timeoutMs: 1_000 },
+      globals: { credential: "unused", json: false, timeoutMs: 1_000 },
+      connection: async () => nc, asker: () => "operator-test",
+      out: (line: string) => { lines.push(line); }, err: (line: string) => { lines.push(line); },
+    } as unknown as CliContext;
+    const register = CLI_VERBS.find((v) => v.path.join(" ") === "module register")!;
+    await assert.rejects(register.run(ctx, [[file]], {}), (error: Error) => error.name === "UsageError" && error.message.includes(file));
+    assert.deepEqual(requests, [], "nothing was sent");
+  });
+});
+
+describe("mesh writing into a closed pipe", () => {
+  it("issue 9: `mesh --help | head -0` exits quietly on EPIPE, no stack trace", async () => {
+    const { spawn } = await import("node:child_process");
+    const { fileURLToPath } = await import("node:url");
+    const main = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
+    // The reader is gone before the CLI writes a byte: every write of its output meets EPIPE.
+    const child = spawn(process.execPath, ["--import", "tsx", main, "--help"], { stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => { stderr += chunk.toString(); });
+    const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
+    assert.equal(stderr, "", "nothing on stderr");
+    assert.equal(code, 0);
+  });
+});

@@ -28,6 +28,7 @@ function recordingContext(json: boolean): { ctx: CliContext; requests: Array<{ s
     config: { credentialFile: "unused", timeoutMs: 1_000 },
     globals: { credential: "unused", json, timeoutMs: 1_000 },
     connection: async () => nc,
+    asker: () => "operator-test",
     out: (line) => { lines.push(line); },
     err: (line) => { lines.push(line); },
   };
@@ -39,7 +40,7 @@ describe("mesh compose", () => {
     assert.equal(CLI_VERBS.filter((v) => v.path.join(" ") === "compose").length, 1, "registered once");
     const { ctx, requests, lines } = recordingContext(false);
     assert.equal(await COMPOSE_CLI_VERB.run(ctx, [["alpha"]], { wait: true }), EXIT_OK);
-    assert.deepEqual(requests, [{ subject: commandSubject(PUSH_VERB), body: { nodes: ["alpha"], wait: false, dryRun: true } }]);
+    assert.deepEqual(requests, [{ subject: commandSubject("operator-test", PUSH_VERB), body: { nodes: ["alpha"], wait: false, dryRun: true } }]);
     assert.ok(lines[0]!.startsWith("dry run p1"), lines.join("\n"));
   });
 

@@ -1,7 +1,12 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { redactDeclaration, sealForNode, splitUserList, userListPartHeaders, userListParts } from "../../src/push/push.ts";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { redactDeclaration, sealForNode, splitUserList, userListPartHeaders, userListParts, userListUndelivered } from "../../src/push/push.ts";
+import { controllerCredential, pendingCredentialFile, pendingPassword } from "../../src/bootstrap/credential.ts";
+import { GENESIS, enrolment, registration, stateOf } from "../support/givenWhenThen.ts";
 import { USER_LIST_PART_BYTES, userListPartCount } from "../../src/compose/declaration.ts";
 import { USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER, progressSubject } from "../../src/names.ts";
 import { isInInboxOf, pushVerb } from "../../src/push/pushCommand.ts";
@@ -97,5 +102,49 @@ describe("push verb progress", () => {
     assert.equal(ran, 0);
     assert.deepEqual(published, []);
     assert.equal(isInInboxOf("operator-admin", progressSubject("operator-admin", "x")), true);
+  });
+});
+
+describe("userListUndelivered (R49)", () => {
+  const broker = { name: "broker", version: "1", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
+  const held = stateOf([GENESIS, ...enrolment("alpha", 1), ...enrolment("beta", 2), registration(broker), { type: "ModuleAssigned", module: "broker", node: "alpha" }]);
+
+  it("R49: nothing holds mesh-broker: no-broker-holder, whatever was sent", () => {
+    const none = stateOf([GENESIS, ...enrolment("alpha", 1)]);
+    assert.equal(userListUndelivered(none, [{ node: "alpha", outcome: "sent" }])?.code, "no-broker-holder");
+  });
+
+  it("R49: the holder's declaration refused or failed: user-list-undelivered; sent, applied, unchanged or awaited: delivered", () => {
+    for (const outcome of ["refused", "failed"] as const) {
+      assert.equal(userListUndelivered(held, [{ node: "alpha", outcome }, { node: "beta", outcome: "sent" }])?.code, "user-list-undelivered", outcome);
+    }
+    assert.equal(userListUndelivered(held, [{ node: "beta", outcome: "sent" }])?.code, "user-list-undelivered", "a holder missing from the report");
+    for (const outcome of ["sent", "applied", "unchanged", "timed-out"] as const) {
+      assert.equal(userListUndelivered(held, [{ node: "alpha", outcome }]), null, outcome);
+    }
+  });
+});
+
+describe("ControllerCredential while a rotation is pending (R50)", () => {
+  it("R50: a staged password is kept beside the file, reconnects try it and the previous one in turn, and commit writes it into the file", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mesh-credential-"));
+    try {
+      const file = join(dir, "controller.json");
+      const initial = { address: "nats://127.0.0.1:4222", user: "controller-mesh-controller", password: "old-password" };
+      writeFileSync(file, JSON.stringify(initial), { mode: 0o600 });
+      const credential = controllerCredential(initial, file);
+      assert.equal(credential.dialPassword(), "old-password");
+      credential.stage("new-password");
+      assert.equal(credential.pending(), true);
+      assert.equal(pendingPassword(file, initial.user), "new-password", "a restart finds it");
+      assert.deepEqual([1, 2, 3, 4].map(() => credential.dialPassword()), ["new-password", "old-password", "new-password", "old-password"]);
+      credential.commit();
+      assert.equal(credential.pending(), false);
+      assert.equal(JSON.parse(readFileSync(file, "utf8")).password, "new-password");
+      assert.equal(existsSync(pendingCredentialFile(file)), false);
+      assert.deepEqual([1, 2].map(() => credential.dialPassword()), ["new-password", "new-password"], "once confirmed, only the new one");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

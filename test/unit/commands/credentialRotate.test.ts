@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { given, GENESIS, GENESIS_ADDRESS, FINGERPRINT, FAKE_TOOLS, NODE_KEY, enrolment, registration, fakeSecret, type EventBody } from "../../support/givenWhenThen.ts";
+import { given, GENESIS, GENESIS_ADDRESS, FINGERPRINT, FAKE_TOOLS, DEFAULT_ENVELOPE, NODE_KEY, enrolment, registration, fakeSecret, type EventBody } from "../../support/givenWhenThen.ts";
 
 const rotated = (kind: "node" | "module" | "operator" | "controller", name: string, address: string): EventBody => ({
   type: "CredentialRotated", principal: { kind, name }, user: `${kind}-${name}`, hash: fakeSecret(1).hash, sealed: "sealed-1", address,
@@ -41,6 +41,15 @@ describe("credential.rotate", () => {
     given(GENESIS, { type: "CredentialMinted", principal: { kind: "operator", name: "alice" }, user: "operator-alice", hash: fakeSecret(9).hash, sealed: "sealed-9", address: GENESIS_ADDRESS })
       .when("credential.rotate", { kind: "operator", name: "alice" })
       .then([rotated("operator", "alice", GENESIS_ADDRESS)], { kind: "operator", id: "alice" });
+  });
+
+  it("R50: an operator rotating its own credential gets the new password in the reply, which goes to its own inbox alone (R33); another asker does not", () => {
+    const alice: EventBody = { type: "CredentialMinted", principal: { kind: "operator", name: "alice" }, user: "operator-alice", hash: fakeSecret(9).hash, sealed: "sealed-9", address: GENESIS_ADDRESS };
+    const own = given(GENESIS, alice).when("credential.rotate", { kind: "operator", name: "alice" }).reply() as { credential: { password?: string } };
+    assert.equal(own.credential.password, FAKE_TOOLS.openSecret("sealed-1"));
+    const other = given(GENESIS, alice).when("credential.rotate", { kind: "operator", name: "alice" }, { ...DEFAULT_ENVELOPE, actor: "operator-bob" })
+      .reply() as { credential: { password?: string } };
+    assert.equal(other.credential.password, undefined);
   });
 
   it("R7: the controller's credential follows the node holding the-controller; a builder's its own node", () => {

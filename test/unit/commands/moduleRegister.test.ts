@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Manifest } from "../../../src/manifest/manifest.ts";
-import { given, GENESIS, registration } from "../../support/givenWhenThen.ts";
+import { given, GENESIS, enrolment, registration } from "../../support/givenWhenThen.ts";
 
 const broker = { name: "broker", version: "1", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
 const builder = { name: "builder", version: "1", seats: { "mesh-build": { protocol: "mesh-work", accepts: ["build"], emits: ["built"] } }, claims: ["mesh-build"] };
@@ -132,6 +132,14 @@ describe("module.register", () => {
     const showcase = { name: "showcase", version: "1", uses: ["mesh-build"] };
     const v2 = { name: "builder", version: "2", seats: { "builder-two": { protocol: "" } } };
     given(GENESIS, registration(builder), registration(showcase)).when("module.register", { manifest: v2 }).refused("seat-in-use", "manifest.seats");
+  });
+
+  it("R49: a new version of the broker's module that no longer claims mesh-broker, while it is the seat's only holder, is refused", () => {
+    const assigned = [GENESIS, ...enrolment("alpha"), registration(broker), { type: "ModuleAssigned" as const, module: "broker", node: "alpha" }];
+    const v2 = { ...broker, version: "2", claims: [] };
+    given(...assigned).when("module.register", { manifest: v2 }).refused("last-broker-holder", "manifest.claims");
+    // Unassigned, nothing holds the seat to lose.
+    given(GENESIS, registration(broker)).when("module.register", { manifest: v2 }).then([{ type: "ModuleRegistered", manifest: Manifest.parse(v2), replaces: "1" }]);
   });
 
   it("R25: refuses a new version claiming a seat only its old version declared (unknown-seat)", () => {

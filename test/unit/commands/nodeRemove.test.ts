@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { given, GENESIS, enrolment } from "../../support/givenWhenThen.ts";
+import { busUser } from "../../../src/names.ts";
+import { given, GENESIS, GENESIS_ADDRESS, enrolment, fakeSecret, registration, type EventBody } from "../../support/givenWhenThen.ts";
 
 describe("node.remove", () => {
   it("removes an enrolled node; its credential goes with it", () => {
@@ -9,7 +10,7 @@ describe("node.remove", () => {
     const after = outcome.after();
     assert.equal(after.nodes["alpha"], undefined);
     assert.equal(after.credentials["node:alpha"], undefined);
-    assert.deepEqual(outcome.reply(), { node: "alpha" });
+    assert.deepEqual(outcome.reply(), { node: "alpha", freshCredentials: [] });
   });
 
   it("refuses a node that is not enrolled (unknown-node)", () => {
@@ -20,5 +21,85 @@ describe("node.remove", () => {
   it("refuses a bad name (invalid-request)", () => {
     given(GENESIS).when("node.remove", { node: "-bad" }).refused("invalid-request", "node");
     given(GENESIS).when("node.remove", {}).refused("invalid-request", "node");
+  });
+});
+
+const relay = { name: "relay", version: "1", seats: { relay: { protocol: "relay", emits: ["hop"] } }, claims: ["relay"] };
+const broker = { name: "broker", version: "1", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
+const controllerModule = { name: "mesh-controller", version: "1", seats: { "the-controller": { protocol: "mesh-command" } }, claims: ["the-controller"] };
+const issued = (module: string, n: number): EventBody[] => [
+  { type: "ModuleIssued", module },
+  { type: "CredentialMinted", principal: { kind: "module", name: module }, user: busUser("module", module), hash: fakeSecret(n).hash, sealed: `sealed-${n}`, address: GENESIS_ADDRESS },
+];
+const rotatedTo = (principal: { kind: "module" | "controller"; name: string }, n: number): EventBody => ({
+  type: "CredentialRotated", principal, user: busUser(principal.kind, principal.name), hash: fakeSecret(n).hash, sealed: `sealed-${n}`, address: GENESIS_ADDRESS,
+});
+/** A mesh with a broker on hub, and relay issued and assigned to w2. */
+const withRelay: EventBody[] = [
+  GENESIS, ...enrolment("hub", 7), ...enrolment("w2", 8), registration(broker), ...issued("broker", 9),
+  { type: "ModuleAssigned", module: "broker", node: "hub" },
+  registration(relay), ...issued("relay", 10), { type: "ModuleAssigned", module: "relay", node: "w2" },
+];
+
+describe("node.remove: every credential delivered to the node ends with it (R48)", () => {
+  it("R48: the credential of a module assigned there is replaced in the removal's own commit, and the reply names it", () => {
+    const outcome = given(...withRelay).when("node.remove", { node: "w2" });
+    outcome.then([{ type: "NodeRemoved", node: "w2" }, rotatedTo({ kind: "module", name: "relay" }, 1)], { kind: "node", id: "w2" });
+    const after = outcome.after();
+    assert.equal(after.credentials["module:relay"]?.hash, fakeSecret(1).hash, "the records hold the fresh credential only");
+    assert.deepEqual(outcome.reply(), { node: "w2", freshCredentials: [{ kind: "module", name: "relay" }] });
+  });
+
+  it("R48: a module that ran there and moved away since its credential was minted gets a fresh one too", () => {
+    const moved: EventBody[] = [...withRelay, { type: "ModuleUnassigned", module: "relay", node: "w2" }, { type: "ModuleAssigned", module: "relay", node: "hub" }];
+    given(...moved).when("node.remove", { node: "w2" })
+      .then([{ type: "NodeRemoved", node: "w2" }, rotatedTo({ kind: "module", name: "relay" }, 1)]);
+    // A handover moves modules the same way.
+    const handedOver: EventBody[] = [
+      ...withRelay,
+      { type: "ModuleUnassigned", module: "relay", node: "w2" }, { type: "ModuleAssigned", module: "relay", node: "hub" },
+      { type: "SeatHandedOver", seat: "relay", from: "w2", to: "hub" },
+    ];
+    given(...handedOver).when("node.remove", { node: "w2" })
+      .then([{ type: "NodeRemoved", node: "w2" }, rotatedTo({ kind: "module", name: "relay" }, 1)]);
+  });
+
+  it("R48: a credential rotated after its module left the node never reached it and is kept", () => {
+    given(...withRelay, { type: "ModuleUnassigned", module: "relay", node: "w2" }, rotatedTo({ kind: "module", name: "relay" }, 11))
+      .when("node.remove", { node: "w2" })
+      .then([{ type: "NodeRemoved", node: "w2" }]);
+  });
+
+  it("R48: the controller's credential is replaced when mesh-controller ran on the node", () => {
+    const controller: EventBody[] = [
+      { type: "CredentialMinted", principal: { kind: "controller", name: "mesh-controller" }, user: busUser("controller", "mesh-controller"), hash: fakeSecret(12).hash, sealed: "sealed-12", address: GENESIS_ADDRESS },
+      registration(controllerModule), { type: "ModuleAssigned", module: "mesh-controller", node: "w2" },
+    ];
+    const outcome = given(...withRelay, ...controller).when("node.remove", { node: "w2" });
+    outcome.then([
+      { type: "NodeRemoved", node: "w2" },
+      rotatedTo({ kind: "controller", name: "mesh-controller" }, 1),
+      rotatedTo({ kind: "module", name: "relay" }, 2),
+    ]);
+    assert.deepEqual((outcome.reply() as { freshCredentials: unknown }).freshCredentials, [
+      { kind: "controller", name: "mesh-controller" }, { kind: "module", name: "relay" },
+    ]);
+  });
+
+  it("R48: a module assigned there but never issued has nothing to replace", () => {
+    given(GENESIS, ...enrolment("w2"), registration(relay), { type: "ModuleAssigned", module: "relay", node: "w2" })
+      .when("node.remove", { node: "w2" })
+      .then([{ type: "NodeRemoved", node: "w2" }]);
+  });
+});
+
+describe("node.remove: the mesh never loses its broker (R49)", () => {
+  it("R49: removing the last holder of mesh-broker is refused, naming the seat; the records are unchanged", () => {
+    given(...withRelay).when("node.remove", { node: "hub" }).refused("last-broker-holder", "node");
+  });
+
+  it("R49: removing one of two holders is accepted", () => {
+    given(...withRelay, { type: "ModuleAssigned", module: "broker", node: "w2" }).when("node.remove", { node: "hub" })
+      .then([{ type: "NodeRemoved", node: "hub" }, rotatedTo({ kind: "module", name: "broker" }, 1)]);
   });
 });

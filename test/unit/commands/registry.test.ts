@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import { commands, queries, definitionOf } from "../../../src/commands/index.ts";
-import { commandSubject, verbOfCommandSubject } from "../../../src/names.ts";
+import { commandOfSubject, commandSubject } from "../../../src/names.ts";
 
 const commandsDir = new URL("../../../src/commands/", import.meta.url);
 
@@ -17,11 +17,15 @@ describe("command registry", () => {
     assert.deepEqual(Object.keys(queries).sort(), ["credentials", "explain", "history", "modules", "nodes", "seats", "where"]);
   });
 
-  it("every verb round-trips through its command subject", () => {
+  it("R51: every verb round-trips through its command subject with its asker", () => {
     for (const verb of [...Object.keys(commands), ...Object.keys(queries)]) {
-      assert.equal(verbOfCommandSubject(commandSubject(verb)), verb);
+      assert.deepEqual(commandOfSubject(commandSubject("operator-ada", verb)), { principal: "operator-ada", verb });
       assert.ok(definitionOf(verb));
     }
+    assert.equal(commandOfSubject("mesh.command.where"), null, "no principal token");
+    assert.equal(commandOfSubject("mesh.command.operator-ada."), null, "no verb");
+    assert.throws(() => commandSubject("operator.ada", "where"), "a principal is one token");
+    assert.throws(() => commandSubject("*", "where"), "a principal is no wildcard");
     assert.equal(definitionOf("no.such.verb"), undefined);
     assert.equal(definitionOf("toString"), undefined, "no verb from Object's prototype");
   });

@@ -36,6 +36,15 @@ describe("seat.handover", () => {
       ]);
   });
 
+  it("R49: a handover never leaves mesh-broker without a holder: the claimant moves with it", () => {
+    const outcome = given(...mesh).when("seat.handover", { seat: "mesh-broker", from: "alpha", to: "beta" });
+    assert.deepEqual(holdersOf(outcome.after(), "mesh-broker"), ["beta"]);
+    // Handing over another seat that the broker module also claims moves the broker too, and keeps it held.
+    const both = { ...broker, version: "2", seats: { ...broker.seats, relay: { protocol: "relay" } }, claims: ["mesh-broker", "relay"] };
+    const moved = given(...mesh, registration(both)).when("seat.handover", { seat: "relay", from: "alpha", to: "beta" });
+    assert.deepEqual(holdersOf(moved.after(), "mesh-broker"), ["beta"]);
+  });
+
   it("refuses a seat that does not exist (unknown-seat)", () => {
     given(...mesh).when("seat.handover", { seat: "mesh-store", from: "alpha", to: "beta" }).refused("unknown-seat", "seat");
   });

@@ -108,16 +108,31 @@ describe("declarations", () => {
   });
 
   it("R30: a node that cannot be composed is a typed refusal, and the other nodes still compose", () => {
-    const b = new MeshBuilder(fakeHash).genesis().controller().node("ok").node("bad").node("noreg");
+    const b = new MeshBuilder(fakeHash).genesis().controller().node("ok").node("partial").node("noreg");
     b.register(manifests["packet-filter"]).issue("packet-filter").register(manifests.store)
-      .assign("packet-filter", "ok").assign("store", "bad")   // store never issued
+      .assign("packet-filter", "ok").assign("packet-filter", "partial").assign("store", "partial")   // store never issued
       .assign("ghost", "noreg");                                 // never registered
     const { declarations } = composeDeclarations(b.state(), EXAMPLE_CONFIG, sha256);
     const codes = Object.fromEntries(declarations.map((d) => [d.ok ? d.declaration.node : d.node, d.ok ? "ok" : d.refusal.code]));
-    assert.deepEqual(codes, { bad: "credential-missing", noreg: "module-unregistered", ok: "ok" });
+    assert.deepEqual(codes, { partial: "ok", noreg: "module-unregistered", ok: "ok" });
     const unknown = composeDeclaration(b.state(), "nobody", EXAMPLE_CONFIG, sha256);
     assert.ok(!unknown.ok);
     assert.equal(unknown.refusal.code, "node-unknown");
+  });
+
+  it("a module assigned without a credential is left out alone, named with the step that fixes it; its node is still composed", () => {
+    const b = new MeshBuilder(fakeHash).genesis().controller().node("n1").register(manifests["packet-filter"]).issue("packet-filter")
+      .register(manifests.store).assign("packet-filter", "n1").assign("store", "n1");
+    const composed = composeDeclaration(b.state(), "n1", EXAMPLE_CONFIG, sha256);
+    assert.ok(composed.ok);
+    assert.deepEqual(composed.declaration.modules.map((m) => m.module), ["packet-filter"]);
+    assert.deepEqual(composed.modulesLeftOut?.map((m) => m.module), ["store"]);
+    assert.match(composed.modulesLeftOut![0]!.reason, /mesh module issue store/);
+    b.issue("store");
+    const issued = composeDeclaration(b.state(), "n1", EXAMPLE_CONFIG, sha256);
+    assert.ok(issued.ok);
+    assert.equal(issued.modulesLeftOut, undefined);
+    assert.deepEqual(issued.declaration.modules.map((m) => m.module), ["packet-filter", "store"]);
   });
 
   it("R12: the broker holder's declaration never carries an empty user list: a broker module without credential is refused", () => {
@@ -131,7 +146,7 @@ describe("declarations", () => {
     c.assign("broker", "alpha");
     const refused = composeDeclaration(c.state(), "alpha", EXAMPLE_CONFIG, sha256);
     assert.ok(!refused.ok);
-    assert.equal(refused.refusal.code, "credential-missing");
+    assert.equal(refused.refusal.code, "user-list-empty");
   });
 
   it("determinism: composing twice gives identical bytes and digests, and composing never changes the state", () => {

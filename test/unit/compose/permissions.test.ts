@@ -4,7 +4,7 @@ import { controllerReplyInboxes, permissionsFromGrants, permissionsOf, type Perm
 import {
   ALL_SUBJECTS, CONTROLLER_NAME, CONTROL_STREAM, EVENTS_STREAM, JS_API_SUBJECTS, SHARED_INBOX_SUBJECTS, busUser,
   declarationConsumer, eventSubject, followConsumer, inboxSubjects, pullGrants, reportSubject, toolSubject,
-  workConsumer, workStream, workSubject, COMMAND_SUBJECTS,
+  workConsumer, workStream, workSubject, COMMAND_SUBJECTS, commandSubject, commandSubjects,
 } from "../../../src/names.ts";
 import type { Principal } from "../../../src/events/index.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash, manifests } from "./exampleMesh.ts";
@@ -120,13 +120,18 @@ describe("permissions per principal", () => {
     for (const principal of principals) {
       const js = all(perms(principal)).filter((s) => s.startsWith("$JS.API"));
       if (principal.kind === "controller") assert.ok(js.includes(JS_API_SUBJECTS));
-      else for (const s of js) assert.ok(/^\$JS\.API\.CONSUMER\.(INFO|MSG\.NEXT)\.[A-Z_]+\.[a-z0-9-]+$/.test(s), `${principal.name}: ${s}`);
+      else for (const s of js) assert.ok(/^\$JS\.API\.CONSUMER\.(INFO|MSG\.NEXT)\.[A-Z_]+\.[a-z0-9_-]+$/.test(s), `${principal.name}: ${s}`);
     }
   });
 
-  it("R33: an operator publishes commands and named tools, subscribes its inbox, and has nothing of $JS", () => {
+  it("R33 R51: an operator publishes commands under its own name only and named tools, subscribes its inbox, and has nothing of $JS", () => {
     const p = perms({ kind: "operator", name: "ada" });
-    assert.deepEqual(p.publish.allow, [COMMAND_SUBJECTS, toolSubject("showcase", "hello")].sort());
+    assert.deepEqual(p.publish.allow, [commandSubjects("operator-ada"), toolSubject("showcase", "hello")].sort());
+    for (const principal of principals) {
+      const published = perms(principal).publish.allow.filter((s) => s.startsWith(commandSubject("x", "y").split(".").slice(0, 2).join(".") + "."));
+      const user = principal.kind === "controller" ? "" : `${principal.kind}-${principal.name}`;
+      assert.deepEqual(published, principal.kind === "operator" ? [commandSubjects(user)] : [], `${principal.kind} ${principal.name} publishes commands under its own name only`);
+    }
     assert.deepEqual(p.subscribe.allow, [inboxSubjects("operator-ada")]);
     assert.ok(!all(p).some((s) => s.startsWith("$")));
   });

@@ -1,0 +1,214 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { pendingCredentialFile } from "../../src/bootstrap/credential.ts";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { up, operatorConnection, operatorUser, HOST_DIR, type UpResult } from "../../src/up/up.ts";
+import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
+import { stopAll } from "../../src/up/processes.ts";
+import { freePort } from "../../installer/serverConfig.ts";
+import { connectToBus, BusConnectError, BusCredential } from "../../src/bus/connect.ts";
+import { sendCommand } from "../../src/cli/send.ts";
+import { runCli } from "../../src/cli/run.ts";
+import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
+import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
+import { eventSubject } from "../../src/names.ts";
+import { waitFor } from "../support/natsServer.ts";
+
+/**
+ * Lifecycle of credentials on a whole mesh (`mesh up` in a temporary folder: the bus a child
+ * process, the controller and the local host agent in this process): removing a node ends the
+ * credentials delivered to it (R48), the broker cannot be lost (R49), and every rotation, the
+ * controller's own included, leaves its holder on the bus (R50). Every claim is checked by dialing
+ * the bus with the credential in question.
+ */
+
+const NODE = "alpha";
+const relay = { name: "relay", version: "1.0.0", seats: { relay: { protocol: "relay", emits: ["hop"] } }, claims: ["relay"] };
+
+function credentialFile(path: string): BusCredential {
+  return BusCredential.parse(JSON.parse(readFileSync(path, "utf8")));
+}
+
+function isAuthorizationRefusal(error: unknown): boolean {
+  return error instanceof BusConnectError && /user or password|authorization/i.test(error.message);
+}
+
+/** Dials once with `credential`; true when the bus admits it. */
+async function admitted(credential: BusCredential): Promise<boolean> {
+  try {
+    await (await connectToBus(credential, { reconnect: false })).close();
+    return true;
+  } catch (error) {
+    if (isAuthorizationRefusal(error)) return false;
+    throw error;
+  }
+}
+
+describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
+  let root: string;
+  let dir: string;
+  let launcher: InProcessLauncher;
+  let result: UpResult;
+  let operator: NatsConnection;
+  const hosts: Host[] = [];
+  const logs: string[] = [];
+  const log = (line: string) => { logs.push(line); };
+  const ask = async (verb: string, body: Record<string, unknown> = {}) => {
+    const reply = await sendCommand(operator, operatorUser(result.paths), verb, body, { timeoutMs: 30_000 });
+    assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
+    return reply as Record<string, unknown>;
+  };
+  /** Runs `mesh <argv>` in-process with the operator's credential file; its exit code and output. */
+  const mesh = async (...argv: string[]): Promise<{ code: number; out: string; err: string }> => {
+    let out = "";
+    let err = "";
+    const io: CliIo = {
+      stdout: { write: (text: string) => { out += text; } },
+      stderr: { write: (text: string) => { err += text; } },
+      env: { MESH_CREDENTIAL: result.paths.operatorCredential, MESH_TIMEOUT_MS: "20000" },
+    };
+    return { code: await runCli(argv, io), out, err };
+  };
+  /** Enrols `node` with a host agent of its own running in this process; returns its state folder. */
+  const runNode = async (node: string): Promise<string> => {
+    const stateDir = join(root, node);
+    const { publicKey } = initHostKeys(stateDir);
+    saveNodeCredential(stateDir, await ask("node.enrol", { node, publicKey }));
+    const credential = readCredentialFile(join(stateDir, NODE_CREDENTIAL_FILE), stateDir);
+    hosts.push(startHost({ stateDir, node, credential, log, backoff: { initialMs: 100, maxMs: 500 } }));
+    return stateDir;
+  };
+
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "mesh-lifecycle-"));
+    dir = join(root, ".mesh");
+    launcher = inProcessLauncher(log);
+    const port = await freePort();
+    result = await up({ dir, log, launcher, brokerAddress: `tls://127.0.0.1:${port}`, node: NODE, detachBus: false, timeoutMs: 30_000 });
+    operator = await operatorConnection(result.paths);
+  });
+  after(async () => {
+    for (const host of hosts) await host.stop().catch(() => undefined);
+    await operator?.close().catch(() => undefined);
+    await launcher?.stop();
+    if (dir) await stopAll(dir);
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  it("R48: removing a node ends the credential its module held: after the push the bus refuses it, and mesh explain speaks of the fresh one", async () => {
+    const w2 = await runNode("w2");
+    await ask("module.register", { manifest: relay });
+    await ask("module.issue", { module: "relay" });
+    await ask("assign", { module: "relay", node: "w2" });
+    const first = await mesh("push", "--wait", "--json");
+    assert.equal(first.code, EXIT_OK, `${first.out} ${first.err}`);
+    const onDisk = credentialFile(join(w2, "modules", "relay", "credential.json"));
+    assert.equal(await admitted(onDisk), true, "the module's credential on w2's disk is admitted before the removal (the control)");
+
+    const removed = await mesh("node", "remove", "w2", "--json");
+    assert.equal(removed.code, EXIT_OK, removed.err);
+    assert.deepEqual(JSON.parse(removed.out).freshCredentials, [{ kind: "module", name: "relay" }]);
+    await hosts.pop()!.stop();
+    const pushed = await mesh("push", "--wait", "--json");
+    assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
+    assert.deepEqual(JSON.parse(pushed.out).freshCredentials, [{ kind: "module", name: "relay" }], "the push says who got a fresh credential");
+    assert.equal(await admitted(onDisk), false, "the credential that was on the removed node's disk is refused");
+    assert.equal(await admitted(readCredentialFile(join(w2, NODE_CREDENTIAL_FILE), w2)), false, "and so is the node's own");
+
+    // The module moves to alpha: it runs there with its fresh credential, and explain answers for that one.
+    await ask("assign", { module: "relay", node: NODE });
+    const moved = await mesh("push", "--wait", "--json");
+    assert.equal(moved.code, EXIT_OK, `${moved.out} ${moved.err}`);
+    const fresh = credentialFile(join(dir, HOST_DIR, "modules", "relay", "credential.json"));
+    assert.notEqual(fresh.password, onDisk.password);
+    const nc = await connectToBus(fresh, { reconnect: false });
+    try {
+      nc.publish(eventSubject("relay", "hop"), "hop");
+      await nc.flush();
+    } finally {
+      await nc.close();
+    }
+    const explained = await mesh("explain", "module", "relay", "pub", eventSubject("relay", "hop"), "--json");
+    assert.equal(explained.code, EXIT_OK, explained.err);
+    const answer = JSON.parse(explained.out) as { allowed: boolean; credentialSince?: string };
+    assert.equal(answer.allowed, true);
+    assert.ok(answer.credentialSince, "explain names the credential it speaks of: the fresh one, minted at the removal");
+  });
+
+  it("R49: the last holder of mesh-broker cannot be unassigned or removed; the refusal names the seat and nothing is recorded", async () => {
+    const unassigned = await mesh("unassign", "broker", NODE, "--json");
+    assert.equal(unassigned.code, EXIT_REFUSED);
+    assert.match(unassigned.err, /last-broker-holder/);
+    const removed = await mesh("node", "remove", NODE, "--json");
+    assert.equal(removed.code, EXIT_REFUSED);
+    assert.match(removed.err, /last-broker-holder/);
+    const pushed = await mesh("push", "--wait", "--json");
+    assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
+    assert.equal(JSON.parse(pushed.out).userList, undefined, "the list still reaches the broker's holder");
+  });
+
+  it("R50: rotating the controller's credential: push --wait answers, the bus refuses the old password, a restart connects", async () => {
+    const old = credentialFile(result.paths.controllerCredential);
+    await ask("credential.rotate", { kind: "controller", name: "mesh-controller" });
+    const pushed = await mesh("push", "--wait", "--json");
+    assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err} ${logs.filter((l) => l.includes("controller")).slice(-15).join("\n")}`);
+    const report = JSON.parse(pushed.out) as { controllerRotation?: string; freshCredentials: unknown[] };
+    assert.equal(report.controllerRotation, "applied");
+    assert.deepEqual(report.freshCredentials, [{ kind: "controller", name: "mesh-controller" }]);
+    const now = credentialFile(result.paths.controllerCredential);
+    assert.notEqual(now.password, old.password, "the credential file holds the new password");
+    assert.equal(await admitted(old), false, "the old password is refused");
+    assert.equal(await admitted(now), true);
+    await launcher.stopController();
+    await launcher.controller(result.paths);
+    await ask("nodes");
+    const again = await mesh("push", "--wait", "--json");
+    assert.equal(again.code, EXIT_OK, `${again.out} ${again.err}`);
+  });
+
+  it("R50: a controller restarted between the rotation and the push still switches, and no password shows in any log", async () => {
+    const old = credentialFile(result.paths.controllerCredential);
+    await ask("credential.rotate", { kind: "controller", name: "mesh-controller" });
+    await launcher.stopController();
+    await launcher.controller(result.paths);
+    const pushed = await mesh("push", "--wait", "--json");
+    assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err} ${logs.filter((l) => l.includes("controller")).slice(-15).join("\n")}`);
+    assert.equal(await admitted(old), false, "the old password is refused");
+    const now = credentialFile(result.paths.controllerCredential);
+    assert.equal(await admitted(now), true);
+    for (const line of logs) assert.ok(!line.includes(old.password) && !line.includes(now.password), `a log line carries a password: ${line.slice(0, 120)}`);
+  });
+
+  it("R50: a module's rotated credential reaches its node before the list refuses the old one", async () => {
+    const file = join(dir, HOST_DIR, "modules", "showcase", "credential.json");
+    const old = credentialFile(file);
+    await ask("credential.rotate", { kind: "module", name: "showcase" });
+    const pushed = await mesh("push", "--wait", "--json");
+    assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
+    await waitFor(() => credentialFile(file).password !== old.password, { timeoutMs: 10_000, name: "the module's new credential on disk" });
+    // Dialed at the genesis address: the rotation points the credential at the broker's overlay name (R7), which resolves nowhere here.
+    assert.equal(await admitted(old), false);
+    assert.equal(await admitted({ ...credentialFile(file), address: old.address }), true);
+  });
+
+  it("R50: an operator rotating its own credential: the CLI saves the new password (never prints it), the next push refuses the old one, and the operator still commands", async () => {
+    const file = result.paths.operatorCredential;
+    const old = credentialFile(file);
+    const rotated = await mesh("credential", "rotate", "operator", old.user.replace(/^operator-/, ""), "--json");
+    assert.equal(rotated.code, EXIT_OK, rotated.err);
+    const pending = credentialFile(pendingCredentialFile(file));
+    assert.notEqual(pending.password, old.password, "the CLI kept the new password beside the credential file it used");
+    assert.equal(statSync(pendingCredentialFile(file)).mode & 0o777, 0o600);
+    assert.ok(!rotated.out.includes(pending.password) && !rotated.err.includes(pending.password), "and printed it nowhere (R3)");
+    const pushed = await mesh("push", "--wait", "--json");
+    assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
+    assert.equal(await admitted(old), false, "the old password is refused");
+    assert.equal(await admitted(pending), true);
+    const nodes = await mesh("nodes", "--json");
+    assert.equal(nodes.code, EXIT_OK, nodes.err);
+    assert.equal(credentialFile(file).password, pending.password, "the CLI switched to the new password and keeps it in the file");
+  });
+});
