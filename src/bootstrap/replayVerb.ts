@@ -199,7 +199,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
     ...(rotatedNodes.length > nodes.length ? { nodeCredentialsLeftOut: rotatedNodes.length - nodes.length } : {}),
     nodeCredentials: nodes,
     unknownToRecords,
-    next: "run `mesh push`: it installs the fresh credentials; the controller's own: `mesh credential rotate controller mesh-controller` (R50)",
+    next: "run `mesh push --wait`: it installs the fresh credentials; the controller switches to its own at that push (R50)",
     changed: !result.duplicate,
   };
 }

@@ -10,7 +10,7 @@
  */
 import { z } from "zod";
 import type { MeshEvent, Principal } from "../events/index.ts";
-import { busUser, CONTROLLER_NAME, principalKey, RECORDS_ENTITY } from "../names.ts";
+import { busUser, principalKey, RECORDS_ENTITY } from "../names.ts";
 import type { State } from "../projections/index.ts";
 import { metaOf, refuse, type Decision, type Envelope } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
@@ -59,14 +59,15 @@ export type Evidence = { kind: string; detail: string };
 
 /**
  * The principals an accepted restore gives a fresh credential (R44): every principal with a
- * credential in the records, sorted by kind and name, except the controller (its own rotation
- * keeps it from being locked out, R50: `mesh credential rotate controller mesh-controller`) and
- * the operator asking (`actorUser`), who must stay able to push the result. Pure.
+ * credential in the records, sorted by kind and name, the controller's own included (its
+ * pre-restore password must not stay good either; the next push switches it by the one R50
+ * mechanism, push's adoptControllerCredential: staged, sent in the list, committed once the broker
+ * applies it), except the operator asking (`actorUser`), who must stay able to push the result. Pure.
  */
 export function restorePrincipals(state: State, actorUser: string): Principal[] {
   return Object.values(state.credentials)
     .map((c) => ({ principal: c.principal, user: c.user }))
-    .filter(({ principal, user }) => !(principal.kind === "controller" && principal.name === CONTROLLER_NAME) && user !== actorUser)
+    .filter(({ user }) => user !== actorUser)
     .map(({ principal }) => ({ kind: principal.kind, name: principal.name }))
     .sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
 }

@@ -2,7 +2,10 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { decideVoid } from "../../../src/commands/replay.ts";
 import { InvalidEvent } from "../../../src/events/errors.ts";
-import { RECORDS_ENTITY } from "../../../src/names.ts";
+import { RECORDS_ENTITY, principalKey } from "../../../src/names.ts";
+import type { State } from "../../../src/projections/index.ts";
+
+const busUserOf = (state: State, p: { kind: string; name: string }) => state.credentials[principalKey(p.kind as "operator", p.name)]?.user;
 
 const envelope = { commandId: "void-1", actor: "operator-ada", now: "2026-01-01T00:00:00.000Z", secrets: [] };
 const held = { sequence: 35, types: ["NodeRenamed"] };
@@ -32,15 +35,16 @@ describe("replay --void (R45)", () => {
 });
 
 describe("replay --accept-restore (R44)", () => {
-  it("R44: one commit: RecordsRestored (actor, evidence, lost range) and a fresh credential for every principal but the controller and the asker", async () => {
+  it("R44 R50: one commit: RecordsRestored (actor, evidence, lost range) and a fresh credential for every principal but the asker, the controller's own included", async () => {
     const { exampleMesh, fakeHash } = await import("../compose/exampleMesh.ts");
     const { restorePrincipals, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
     const { state } = exampleMesh();
     const asker = Object.values(state.credentials).find((c) => c.principal.kind === "operator")!.user;
     const principals = restorePrincipals(state, asker);
     const all = Object.values(state.credentials).length;
-    assert.equal(principals.length, all - 2, "all but the controller and the asker");
-    assert.ok(!principals.some((p) => p.kind === "controller"));
+    assert.equal(principals.length, all - 1, "all but the asker");
+    assert.ok(principals.some((p) => p.kind === "controller" && p.name === "mesh-controller"), "the controller's too: its pre-restore password must not stay good (R50 switches it at the push)");
+    assert.ok(!principals.some((p) => p.kind === "operator" && busUserOf(state, p) === asker));
     const secrets = principals.map((_, i) => ({ password: `pw${i}`, hash: fakeHash(`pw${i}`), sealed: `sealed:pw${i}` }));
     const evidence = [{ kind: "records-behind-mark", detail: "the records end at 40, the mark says 52" }];
     const decision = decideAcceptRestore(state, evidence, { from: 41, to: 52 }, { ...envelope, actor: asker, secrets });
