@@ -1,9 +1,10 @@
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
 import { connectToBus, type BusCredential } from "../bus/connect.ts";
 import { CONTROL_STREAM, declarationConsumer, declarationSubject, reportSubject } from "../names.ts";
-import { applyDeclaration, type Applied } from "./apply.ts";
+import { applyDeclaration, readOwned, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
 import { HostDeclaration, usersOfListText, type DeclaredCredential, type HostReport } from "./declaration.ts";
 import { openAsNode } from "../crypto/secrets.ts";
@@ -188,6 +189,29 @@ export function startHost(options: HostOptions): Host {
     options.onReport?.(report, applied);
   };
 
+  /**
+   * R43 R44: once per start, the host reports again what it holds: the last declaration it applied
+   * (its digest and the records' sequence it was composed from) and, on the broker's node, the
+   * users of the list the bus runs. After a restore the controller hears the world this way even
+   * when nothing is sent to the host (a records sequence past the records' end is evidence; the
+   * users are named when the restore is accepted). Published only: not one of `reports` (the
+   * replies to declarations this run handled). Never throws (a state it cannot read reports nothing).
+   */
+  let restated = false;
+  const restate = (nc: NatsConnection) => {
+    if (restated) return;
+    restated = true;
+    try {
+      const owned = readOwned(stateDir);
+      if (owned === null || owned.node !== node) return;
+      const report: HostReport = { node, digest: owned.digest, ok: true, ...(owned.recordsSequence === undefined ? {} : { recordsSequence: owned.recordsSequence }) };
+      if (options.bus && existsSync(options.bus.includeFile)) report.users = usersOfListText(readFileSync(options.bus.includeFile, "utf8"));
+      nc.publish(reportSubject(node), JSON.stringify(report));
+    } catch (error) {
+      log(`host ${node}: its last declaration is not reported again at start: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
+    }
+  };
+
   const parts = new UserListParts(stateDir);
   /** The latest declaration whose user list lacked parts, applied again when they arrive. */
   let pending: HostDeclaration | undefined;
@@ -327,6 +351,7 @@ export function startHost(options: HostOptions): Host {
       }
     })().catch(() => undefined);
     log(`host ${node}: bound ${CONTROL_STREAM}/${declarationConsumer(node)}, waiting for declarations`);
+    restate(nc);
     try {
       for await (const message of messages) {
         await handle(nc, message);

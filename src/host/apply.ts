@@ -20,8 +20,12 @@ import type { HostDeclaration } from "./declaration.ts";
 export const OWNED_FILE = "owned.json";
 const MESH_FOLDERS = ["modules", "provisions"] as const;
 
-/** What the host remembers about the mesh's files: the last applied digest and the paths it wrote. */
-export type Owned = { node: string; digest: string; files: string[]; userList?: string };
+/**
+ * What the host remembers about the mesh's files: the last applied digest and the paths it wrote,
+ * and the records' sequence that declaration was composed from (when it named one), which the host
+ * reports again when it starts (R43).
+ */
+export type Owned = { node: string; digest: string; files: string[]; userList?: string; recordsSequence?: number };
 
 /** A declaration the host cannot apply (a secret that does not open, an unsafe name). */
 export class DeclarationRefused extends Error {
@@ -179,7 +183,10 @@ export function applyDeclaration(stateDir: string, declaration: HostDeclaration,
     removeEmptyParents(stateDir, dirname(path));
   }
   const nowOwned = [...desired.keys()].sort();
-  const record: Owned = { node: declaration.node, digest: declaration.digest, files: nowOwned };
+  const record: Owned = {
+    node: declaration.node, digest: declaration.digest, files: nowOwned,
+    ...(declaration.recordsSequence === undefined ? {} : { recordsSequence: declaration.recordsSequence }),
+  };
   writeFileAtomic(join(stateDir, OWNED_FILE), `${JSON.stringify(record, null, 2)}\n`, 0o600);
   const kept = MESH_FOLDERS.flatMap((folder) => filesUnder(stateDir, folder)).filter((file) => !desired.has(file)).sort();
   return { digest: declaration.digest, written: written.sort(), removed: removed.sort(), kept, owned: nowOwned };

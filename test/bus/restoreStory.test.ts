@@ -4,8 +4,9 @@
  * as a child process; every step through the `mesh` CLI as an operator types it.
  *
  * Backup (the bus's store, the bus stopped), rotate vm, remove old1, enrol late, push; put the
- * backup back: the controller refuses records-behind; `mesh replay --accept-restore`; push: old1's
- * and vm's rotated-away passwords are refused by the bus, and the late node is not on it.
+ * backup back: the controller refuses records-behind; `mesh replay --accept-restore` names the late
+ * node (the broker's host reports the users of the list it installed when it starts); push: old1's,
+ * vm's and the controller's pre-restore passwords are refused by the bus, and so is the late node's.
  */
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -59,7 +60,7 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     }
   });
 
-  it("R43 R44: backup, rotate vm, remove old1, push; restore: records-behind, mesh replay --accept-restore, push: old1's and vm's rotated-away passwords are refused by the bus", async () => {
+  it("R43 R44 R50: backup, rotate vm, remove old1, enrol late, push; restore: mesh up refuses records-behind in one line, mesh replay --accept-restore names late, push: old1's, vm's, late's and the controller's pre-restore passwords are refused by the bus", async () => {
     const port = await freePort();
     ok("up", "--dir", dir, "--address", `tls://127.0.0.1:${port}`, "--node", "vm");
 
@@ -81,10 +82,15 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     const vmBefore = credentialAt(join(dir, "host", "credential.json"));
     ok("credential", "rotate", "node", "vm");
     ok("node", "remove", "old1");
-    const lateKey = ok("host", "init", "--state", join(root, "late")).trim();
-    ok("node", "enrol", "late", "--key", lateKey);
+    const lateDir = join(root, "late");
+    const lateKey = ok("host", "init", "--state", lateDir).trim();
+    writeFileSync(join(root, "late-enrol.json"), ok("node", "enrol", "late", "--key", lateKey, "--json"));
+    ok("host", "credential", "--state", lateDir, "--from", join(root, "late-enrol.json"));
+    const late = credentialAt(join(lateDir, "credential.json"));
     mesh("push", "--wait"); // late has no agent: its report never comes
     await waitFor(async () => (await refused(vmBefore)) && (await refused(old1Password)), { timeoutMs: 20_000, name: "vm's old and old1's passwords refused" });
+    await waitFor(async () => !(await refused(late)), { timeoutMs: 20_000, name: "late admitted" });
+    const vmRotated = credentialAt(join(dir, "host", "credential.json"));
 
     // The restore: the backup put back with the bus stopped.
     ok("down", "--dir", dir);
@@ -93,22 +99,31 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     const resumed = mesh("up", "--dir", dir);
     assert.notEqual(resumed.status, 0, "mesh up does not resume silently");
     assert.match(resumed.err, /records-behind/);
+    assert.doesNotMatch(resumed.err, /unexpected error/);
+    assert.equal(resumed.err.split("\n").filter((line) => line.startsWith("mesh:")).length, 1, `one line explains it: ${resumed.err}`);
+    const controllerBefore = credentialAt(join(dir, "controller.json"));
 
     const report = JSON.parse(ok("replay", "--json")) as { behind?: Array<{ kind: string }>; changed: boolean };
     assert.ok((report.behind ?? []).length > 0, "mesh replay names the evidence");
     assert.equal(report.changed, false);
     const accepted = JSON.parse(ok("replay", "--accept-restore", "--json")) as { unknownToRecords: string[]; rotated: Array<{ kind: string; name: string }> };
-    // Not asserted yet: accepted.unknownToRecords names the users of the broker's last report, but
-    // the REPORTS stream was restored with the store and predates late; the broker's host reports
-    // its installed list only after its next apply (see the report: a host re-report at start).
-    assert.ok(Array.isArray(accepted.unknownToRecords));
+    // The broker's host (started by mesh up, records behind or not) reported the list it installed.
+    assert.deepEqual(accepted.unknownToRecords, ["node-late"], "the node enrolled after the backup is named");
     assert.ok(accepted.rotated.some((p) => p.kind === "node" && p.name === "vm"));
-    mesh("push", "--wait"); // old1's agent holds a refused password: it cannot report
+    assert.ok(accepted.rotated.some((p) => p.kind === "controller" && p.name === "mesh-controller"), "the controller's own credential too (R50)");
+    const pushed = mesh("push", "--wait", "--json"); // old1's agent holds a refused password: it cannot report
+    assert.equal((JSON.parse(pushed.out) as { controllerRotation?: string }).controllerRotation, "applied", pushed.err);
 
     const vmNow = credentialAt(join(dir, "host", "credential.json"));
+    assert.notEqual(vmNow.password, vmRotated.password, "vm took its fresh credential");
     await waitFor(async () => !(await refused(vmNow)), { timeoutMs: 20_000, name: "vm's fresh credential admitted" });
     assert.equal(await refused(old1Password), true, "old1's password (from the backup) is refused");
     assert.equal(await refused(vmBefore), true, "vm's rotated-away password is refused");
-    assert.equal(await refused({ ...vmNow, user: "node-late" }), true, "the late node is not on the bus");
+    assert.equal(await refused(vmRotated), true, "vm's pre-restore password is refused");
+    assert.equal(await refused(late), true, "the late node is not on the bus");
+    const controllerNow = credentialAt(join(dir, "controller.json"));
+    assert.notEqual(controllerNow.password, controllerBefore.password, "the controller's credential file holds its fresh password");
+    assert.equal(await refused(controllerBefore), true, "the controller's pre-restore password is refused (R50 switched it)");
+    assert.equal(await refused(controllerNow), false);
   });
 });
