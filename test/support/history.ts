@@ -8,7 +8,7 @@ import type { Commit, MeshEvent, MeshEventType } from "../../src/events/index.ts
 import type { Manifest } from "../../src/manifest/manifest.ts";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type PubAck } from "@nats-io/jetstream";
-import { BROKER_SEAT, CONTROLLER_NAME, CONTROLLER_SEAT, STORE_SEAT, busUser, catalogueSubject, overlayName, type PrincipalKind } from "../../src/names.ts";
+import { BROKER_SEAT, CONTROLLER_NAME, CONTROLLER_SEAT, RECORDS_ENTITY, STORE_SEAT, busUser, catalogueSubject, overlayName, type PrincipalKind } from "../../src/names.ts";
 
 export type HistoryOptions = {
   /** Same seed, same history. */
@@ -21,12 +21,18 @@ export type HistoryOptions = {
   maxNodes?: number;
 };
 
+/**
+ * Every event type, one key each: a type the union gains and this list lacks fails the typecheck
+ * (the list is meant to be complete; tests check a history covers it all).
+ */
+const EVERY_EVENT_TYPE: Record<MeshEventType, true> = {
+  MeshCreated: true, NodeEnrolled: true, NodeRemoved: true, CredentialMinted: true, CredentialRotated: true, CredentialRevoked: true,
+  ModuleRegistered: true, ModuleIssued: true, ModuleAssigned: true, ModuleUnassigned: true, SeatAliased: true, SeatHandedOver: true,
+  OverlayPlaced: true, ProvisionMinted: true, DeclarationSent: true, CommitVoided: true, RecordsRestored: true,
+};
+
 /** Every event type, for tests that check a history covers them all. */
-export const EVENT_TYPES: readonly MeshEventType[] = [
-  "MeshCreated", "NodeEnrolled", "NodeRemoved", "CredentialMinted", "CredentialRotated", "CredentialRevoked",
-  "ModuleRegistered", "ModuleIssued", "ModuleAssigned", "ModuleUnassigned", "SeatAliased", "SeatHandedOver",
-  "OverlayPlaced", "ProvisionMinted", "DeclarationSent",
-];
+export const EVENT_TYPES: readonly MeshEventType[] = Object.keys(EVERY_EVENT_TYPE) as MeshEventType[];
 
 /** mulberry32: a small, fast, seedable PRNG in [0, 1). */
 function prng(seed: number): () => number {
@@ -229,6 +235,16 @@ export function* generateHistory(options: HistoryOptions): Generator<Commit> {
     return commit("node", node, [{ type: "DeclarationSent", node, digest: text(HEX, 64), recordsSequence: commitNumber }]);
   };
 
+  // The records' own commits (R44, R45): an accepted restore (its lost range past this commit) and
+  // a void (of a commit that folds: a state no-op, as the fold skips only what it cannot read).
+  const restored = (): Commit =>
+    commit(RECORDS_ENTITY.kind, RECORDS_ENTITY.id, [{
+      type: "RecordsRestored", evidence: [{ kind: "records-behind-mark", detail: "the records end before the mark" }],
+      lost: { from: commitNumber + 2, to: commitNumber + 4 },
+    }]);
+  const voided = (): Commit =>
+    commit(RECORDS_ENTITY.kind, RECORDS_ENTITY.id, [{ type: "CommitVoided", sequence: Math.max(1, commitNumber - 1), types: ["DeclarationSent"], reason: "a generated void" }]);
+
   // ---- the tour: genesis and one of every event type ----
   const tour: Array<() => Commit> = [
     () => commit("mesh", "mesh", [{
@@ -241,7 +257,7 @@ export function* generateHistory(options: HistoryOptions): Generator<Commit> {
     enrol, enrol, enrol, place, place,
     () => assign("broker", nodes[0]), () => assign("store", nodes[1]), () => assign(CONTROLLER_NAME, nodes[0]),
     issue, () => register("app-0".replace("0", String(++appCounter))), provision, mintBuilder, rotate, revoke, alias,
-    handOver, unassign, send, removeNode,
+    handOver, unassign, send, removeNode, restored, voided,
   ];
   for (const step of tour) {
     yield step();
