@@ -145,7 +145,9 @@ export function replayVerb(deps: ReplayDependencies): ExtraVerb {
  * and unlatches the controller. Replies the evidence, the lost range, the principals rotated, and
  * for each node its fresh credential sealed to the node's key (an offline node recovers with it:
  * `mesh host credential`), and `unknownToRecords`: the users on the broker's installed list (its
- * host's last report) that the accepted records do not know; the next push installs them all.
+ * host's last report) that the accepted records do not know; the next push installs them all. The
+ * asking operator's own fresh credential comes back with its password (`credential`), as an
+ * operator's own `credential rotate` does (R50): its CLI keeps it, the next push installs it.
  */
 async function acceptRestore(deps: ReplayDependencies, commandId: string, actor: string, recorded: CommandRequest): Promise<Reply> {
   const freshSecrets = (count: number) => Array.from({ length: count }, () => {
@@ -156,7 +158,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
   let all: Principal[] = [];
   let secrets: Array<{ password: string; hash: string; sealed: string }> = [];
   const result = await deps.catalogue.acceptRestore(commandId, (state, evidence, lost) => {
-    all = restorePrincipals(state, actor);
+    all = restorePrincipals(state);
     const needed = Math.min(all.length, ROTATIONS_PER_COMMIT);
     if (secrets.length < needed) secrets = [...secrets, ...freshSecrets(needed - secrets.length)];
     return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets });
@@ -186,6 +188,12 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
   const composed = deps.compose === undefined ? undefined : composeBusUsers(state, deps.compose);
   const known = composed?.ok ? new Set(composed.users.map((u) => u.user)) : undefined;
   const unknownToRecords = known === undefined ? [] : (deps.installedUsers?.() ?? []).filter((u) => !known.has(u)).sort();
+  // R50: the asking operator's fresh password, to its own inbox alone (R33) as `credential rotate`
+  // answers an operator rotating its own: its CLI keeps it beside its credential file, prints none.
+  const own = rotated.find((e) => e.principal.kind === "operator" && e.user === actor);
+  const credential = own === undefined ? {} : {
+    credential: { address: own.address, user: own.user, fingerprint: state.mesh?.fingerprint ?? "", password: deps.openSecret(own.sealed) },
+  };
   deps.log.info(`replay: ${actor} accepted the records as restored at sequence ${result.sequence}; ${rotated.length} credential(s) rotated, installed by the next push (R44)`);
   return {
     ok: true,
@@ -199,6 +207,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
     ...(rotatedNodes.length > nodes.length ? { nodeCredentialsLeftOut: rotatedNodes.length - nodes.length } : {}),
     nodeCredentials: nodes,
     unknownToRecords,
+    ...credential,
     next: "run `mesh push --wait`: it installs the fresh credentials; the controller switches to its own at that push (R50)",
     changed: !result.duplicate,
   };

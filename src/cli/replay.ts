@@ -5,7 +5,7 @@
  */
 import { REPLAY_VERB } from "../commands/replay.ts";
 import { UsageError } from "./context.ts";
-import { busVerb, type CliVerb } from "./verbs.ts";
+import { busVerb, saveOwnRotation, type CliVerb } from "./verbs.ts";
 
 type Row = Record<string, unknown>;
 
@@ -31,6 +31,7 @@ export function renderReplay(r: Row): string[] {
       lines.push(`node ${n.node} (if offline, give it this with \`mesh host credential\`): ${JSON.stringify(n.credential)}`);
     }
     const unknown = (r.unknownToRecords ?? []) as string[];
+    if (typeof r.saved === "string") lines.push(`your new password is kept in ${r.saved}: the bus takes it from the next push, and mesh switches to it then`);
     if (unknown.length > 0) lines.push(`on the bus's installed list but unknown to the records (the next push drops them; enrol again what should stay): ${unknown.join(", ")}`);
     if (typeof r.next === "string") lines.push(r.next);
     return lines;
@@ -71,4 +72,6 @@ export const REPLAY_CLI_VERB: CliVerb = busVerb({
   },
   spelled: { void: "--void", reason: "--reason", acceptRestore: "--accept-restore" },
   render: renderReplay,
+  // --accept-restore rotates the asker's own credential too: kept as <file>.next, never printed (R50, R3).
+  receive: saveOwnRotation,
 });

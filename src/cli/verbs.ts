@@ -130,7 +130,7 @@ const arg = (name: string, description: string): ArgumentSpec => ({ name, descri
  * the old one for now; a CLI whose file's password is refused dials with the pending one and moves
  * it over the file (connectWithCredentialFile). Any other reply passes through without a password.
  */
-function saveOwnRotation(ctx: CliContext, reply: Row): Row {
+export function saveOwnRotation(ctx: CliContext, reply: Row): Row {
   const credential = (reply.credential ?? {}) as Row;
   if (typeof credential.password !== "string") return reply;
   const { password, ...rest } = credential;

@@ -62,12 +62,12 @@ export type Evidence = { kind: string; detail: string };
  * credential in the records, sorted by kind and name, the controller's own included (its
  * pre-restore password must not stay good either; the next push switches it by the one R50
  * mechanism, push's adoptControllerCredential: staged, sent in the list, committed once the broker
- * applies it), except the operator asking (`actorUser`), who must stay able to push the result. Pure.
+ * applies it), and the asking operator's (a password it rotated away after the backup is the one
+ * the records hold; its fresh one comes back in the reply, kept by its CLI like any own rotation,
+ * R50, and the old one is admitted until that push, which it sends). Pure.
  */
-export function restorePrincipals(state: State, actorUser: string): Principal[] {
+export function restorePrincipals(state: State): Principal[] {
   return Object.values(state.credentials)
-    .map((c) => ({ principal: c.principal, user: c.user }))
-    .filter(({ user }) => user !== actorUser)
     .map(({ principal }) => ({ kind: principal.kind, name: principal.name }))
     .sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
 }
@@ -108,7 +108,7 @@ export function decideAcceptRestore(
 ): Decision {
   if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
   const restored: MeshEvent = { ...metaOf(envelope), type: "RecordsRestored", evidence: evidence.map((e) => ({ kind: e.kind, detail: e.detail })), lost };
-  const first = restorePrincipals(state, envelope.actor).slice(0, ROTATIONS_PER_COMMIT);
+  const first = restorePrincipals(state).slice(0, ROTATIONS_PER_COMMIT);
   return { ok: true, entity: { ...RECORDS_ENTITY }, events: [restored, ...rotations(state, first, envelope)] };
 }
 

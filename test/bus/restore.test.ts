@@ -13,7 +13,7 @@ import { CATALOGUE_STREAM, catalogueSubject, reportSubject } from "../../src/nam
 import { sendCommand } from "../../src/cli/send.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
-import { newNodeKeyPair } from "../../src/crypto/secrets.ts";
+import { newNodeKeyPair, passwordMatches } from "../../src/crypto/secrets.ts";
 
 /** A commit of an event type this release does not know (as a newer release, rolled back, wrote it). */
 function unknownCommit(): string {
@@ -187,7 +187,7 @@ describe("R44: mesh replay, and accepting a restore", () => {
     await server?.stop();
   });
 
-  it("R44: replay on a healthy mesh changes nothing and says so; after a restore, --accept-restore appends RecordsRestored with the lost range, rotates every credential but the asker's (the controller's too, R50), unlatches, and the next push works", async () => {
+  it("R44: replay on a healthy mesh changes nothing and says so; after a restore, --accept-restore appends RecordsRestored with the lost range, rotates every credential (the controller's and the asker's too, R50; the asker gets its password), unlatches, and the next push works", async () => {
     const send = (verb: string, body: Record<string, unknown>) => sendCommand(fixture.operator, "operator-test", verb, body, { timeoutMs: 20_000 });
     const controller = await fixture.start();
     await fixture.enrol("alpha");
@@ -214,7 +214,11 @@ describe("R44: mesh replay, and accepting a restore", () => {
     const accepted = await send("replay", { acceptRestore: true }) as Record<string, unknown>;
     assert.equal(accepted.ok, true, JSON.stringify(accepted));
     assert.deepEqual(accepted.lost, { from: backup + 1, to: seen + 5 }, "up to the furthest sequence the world saw (the offline node's report)");
-    assert.deepEqual(accepted.rotated, [{ kind: "controller", name: "mesh-controller" }, { kind: "node", name: "alpha" }]);
+    assert.deepEqual(accepted.rotated, [{ kind: "controller", name: "mesh-controller" }, { kind: "node", name: "alpha" }, { kind: "operator", name: "test" }]);
+    const own = accepted.credential as { user: string; password: string };
+    assert.equal(own.user, "operator-test", "the asker's own fresh credential comes back to it");
+    const asker = Object.values(restarted.catalogue.state.credentials).find((c) => c.user === "operator-test")!;
+    assert.ok(passwordMatches(own.password, asker.hash), "with the password the records now hold");
     assert.equal(restarted.catalogue.behind, null, "unlatched");
     assert.deepEqual(accepted.unknownToRecords, ["node-late"], "the node enrolled after the backup, on the installed list, is named");
     const alpha = Object.values(restarted.catalogue.state.credentials).find((c) => c.principal.kind === "node" && c.principal.name === "alpha")!;

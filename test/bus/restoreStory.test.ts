@@ -60,7 +60,7 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     }
   });
 
-  it("R43 R44 R50: backup, rotate vm, remove old1, enrol late, push; restore: mesh up refuses records-behind in one line, mesh replay --accept-restore names late, push: old1's, vm's, late's and the controller's pre-restore passwords are refused by the bus", async () => {
+  it("R43 R44 R50: backup, rotate vm, remove old1, enrol late, push; restore: mesh up refuses records-behind in one line, mesh replay --accept-restore names late, push: old1's, vm's, late's, the controller's and the operator's pre-restore passwords are refused by the bus", async () => {
     const port = await freePort();
     ok("up", "--dir", dir, "--address", `tls://127.0.0.1:${port}`, "--node", "vm");
 
@@ -102,6 +102,7 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     assert.doesNotMatch(resumed.err, /unexpected error/);
     assert.equal(resumed.err.split("\n").filter((line) => line.startsWith("mesh:")).length, 1, `one line explains it: ${resumed.err}`);
     const controllerBefore = credentialAt(join(dir, "controller.json"));
+    const operatorBefore = credentialAt(join(dir, "operator.json"));
 
     const report = JSON.parse(ok("replay", "--json")) as { behind?: Array<{ kind: string }>; changed: boolean };
     assert.ok((report.behind ?? []).length > 0, "mesh replay names the evidence");
@@ -111,6 +112,7 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     assert.deepEqual(accepted.unknownToRecords, ["node-late"], "the node enrolled after the backup is named");
     assert.ok(accepted.rotated.some((p) => p.kind === "node" && p.name === "vm"));
     assert.ok(accepted.rotated.some((p) => p.kind === "controller" && p.name === "mesh-controller"), "the controller's own credential too (R50)");
+    assert.ok(accepted.rotated.some((p) => p.kind === "operator"), "and the asking operator's (its CLI keeps the fresh one beside its file)");
     const pushed = mesh("push", "--wait", "--json"); // old1's agent holds a refused password: it cannot report
     assert.equal((JSON.parse(pushed.out) as { controllerRotation?: string }).controllerRotation, "applied", pushed.err);
 
@@ -125,5 +127,8 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     assert.notEqual(controllerNow.password, controllerBefore.password, "the controller's credential file holds its fresh password");
     assert.equal(await refused(controllerBefore), true, "the controller's pre-restore password is refused (R50 switched it)");
     assert.equal(await refused(controllerNow), false);
+    assert.equal(await refused(operatorBefore), true, "the operator's pre-restore password is refused");
+    ok("nodes"); // and the operator still commands: its CLI switched to the fresh one
+    assert.notEqual(credentialAt(join(dir, "operator.json")).password, operatorBefore.password);
   });
 });

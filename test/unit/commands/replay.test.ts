@@ -35,16 +35,16 @@ describe("replay --void (R45)", () => {
 });
 
 describe("replay --accept-restore (R44)", () => {
-  it("R44 R50: one commit: RecordsRestored (actor, evidence, lost range) and a fresh credential for every principal but the asker, the controller's own included", async () => {
+  it("R44 R50: one commit: RecordsRestored (actor, evidence, lost range) and a fresh credential for every principal, the controller's and the asking operator's included", async () => {
     const { exampleMesh, fakeHash } = await import("../compose/exampleMesh.ts");
     const { restorePrincipals, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
     const { state } = exampleMesh();
     const asker = Object.values(state.credentials).find((c) => c.principal.kind === "operator")!.user;
-    const principals = restorePrincipals(state, asker);
+    const principals = restorePrincipals(state);
     const all = Object.values(state.credentials).length;
-    assert.equal(principals.length, all - 1, "all but the asker");
+    assert.equal(principals.length, all, "every principal with a credential");
     assert.ok(principals.some((p) => p.kind === "controller" && p.name === "mesh-controller"), "the controller's too: its pre-restore password must not stay good (R50 switches it at the push)");
-    assert.ok(!principals.some((p) => p.kind === "operator" && busUserOf(state, p) === asker));
+    assert.ok(principals.some((p) => p.kind === "operator" && busUserOf(state, p) === asker), "the asker's too: a password it rotated away after the backup is in the records (its reply carries the fresh one, R50)");
     const secrets = principals.map((_, i) => ({ password: `pw${i}`, hash: fakeHash(`pw${i}`), sealed: `sealed:pw${i}` }));
     const evidence = [{ kind: "records-behind-mark", detail: "the records end at 40, the mark says 52" }];
     const decision = decideAcceptRestore(state, evidence, { from: 41, to: 52 }, { ...envelope, actor: asker, secrets });
@@ -63,7 +63,7 @@ describe("replay --accept-restore at scale (R44, R59)", () => {
     const { restorePrincipals, decideRestoreRotations, ROTATIONS_PER_COMMIT } = await import("../../../src/commands/replay.ts");
     assert.ok(ROTATIONS_PER_COMMIT * 400 < 1024 * 1024, "a batch stays under the bus's 1 MiB message limit");
     const { state } = exampleMesh();
-    const some = restorePrincipals(state, "nobody").slice(0, 2);
+    const some = restorePrincipals(state).slice(0, 2);
     const gone = { kind: "node" as const, name: "gone" };
     const secrets = [0, 1, 2].map((i) => ({ password: `p${i}`, hash: fakeHash(`p${i}`), sealed: `s${i}` }));
     const decision = decideRestoreRotations(state, [some[0]!, gone, some[1]!], { ...envelope, secrets });
