@@ -11,7 +11,8 @@ import { stopAll } from "../../src/up/processes.ts";
 import { renderSummary } from "../../src/up/summary.ts";
 import { freePort } from "../../installer/serverConfig.ts";
 import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER, readUserList } from "../../installer/carried.ts";
-import { connectToBus, BusConnectError, BusCredential } from "../../src/bus/connect.ts";
+import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
+import { readBusCredential } from "../../src/files/index.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, type CliIo } from "../../src/cli/context.ts";
@@ -29,7 +30,7 @@ import { waitFor } from "../support/natsServer.ts";
 const NODE = "alpha";
 
 function credentialFile(path: string): BusCredential {
-  return BusCredential.parse(JSON.parse(readFileSync(path, "utf8")));
+  return readBusCredential(path);
 }
 
 function isAuthorizationRefusal(error: unknown): boolean {
