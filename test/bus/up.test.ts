@@ -52,6 +52,22 @@ describe("mesh up (embedded default, end to end)", () => {
     return reply as Record<string, unknown>;
   };
 
+  /**
+   * A second node, beta, enrolled with its host running and applied: the R1 test makes it step by
+   * step with its assertions; a test that needs beta and runs without it gets it here.
+   */
+  async function ensureBeta(): Promise<void> {
+    if (beta !== undefined) return;
+    const betaDir = join(root, "beta");
+    const { publicKey } = initHostKeys(betaDir);
+    saveNodeCredential(betaDir, await ask("node.enrol", { node: "beta", publicKey }));
+    const credential = readCredentialFile(join(betaDir, NODE_CREDENTIAL_FILE), betaDir);
+    beta = startHost({ stateDir: betaDir, node: "beta", credential, log, backoff: { initialMs: 100, maxMs: 500 } });
+    const pushed = await pushAndWait(operator, operatorUser(result.paths), 20_000);
+    assert.deepEqual(pushed.timedOut, [], JSON.stringify(pushed));
+    await waitFor(() => beta!.reports.length > 0 && beta!.bound(), { timeoutMs: 10_000, name: "beta's report" });
+  }
+
   before(async () => {
     root = mkdtempSync(join(tmpdir(), "mesh-up-"));
     dir = join(root, ".mesh");
@@ -144,6 +160,7 @@ describe("mesh up (embedded default, end to end)", () => {
   });
 
   it("R31 R14: a rotated node credential reaches the running host in its declaration; the bus refuses the old password and the host comes back with the new one", async () => {
+    await ensureBeta();
     const alphaDir = join(dir, HOST_DIR);
     const betaDir = join(root, "beta");
     const alphaFile = join(alphaDir, NODE_CREDENTIAL_FILE);
@@ -216,6 +233,7 @@ describe("mesh up (embedded default, end to end)", () => {
   });
 
   it("R13: `mesh up` again resumes the same mesh from its records and changes nothing", async () => {
+    await ensureBeta();
     const again = await up({ dir, log, launcher, detachBus: false, timeoutMs: 30_000 });
     assert.equal(again.summary.mesh.fingerprint, result.summary.mesh.fingerprint);
     assert.equal(again.node, NODE);
