@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
@@ -10,7 +10,8 @@ import { hashPassword, isNodePublicKey, newMeshKey, newPassword, openWithMeshKey
 import { nodeEnrol } from "../src/commands/nodeEnrol.ts";
 import { nameProblem } from "../src/names.ts";
 import type { Commit } from "../src/events/index.ts";
-import { InstallerError, makeBusCertificate, writePrivateFile, TLS_CERT_FILE, TLS_KEY_FILE } from "./tls.ts";
+import { InstallerError, makeBusCertificate, TLS_CERT_FILE, TLS_KEY_FILE } from "./tls.ts";
+import { makeFolderDurable, readBusCredential, renameDurable, writeBusCredential, writeFileDurable } from "../src/files/index.ts";
 import {
   assertPortFree, findNatsServer, renderServerConfig, testServerConfig, SERVER_CONFIG_FILE, STORE_DIR, USER_LIST_FILE,
 } from "./serverConfig.ts";
@@ -267,13 +268,13 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
   if (monitorPort > 0) await assertPortFree("127.0.0.1", monitorPort);
 
   const temp = join(dirname(paths.dir), `.${basename(paths.dir)}.genesis-${process.pid}-${randomBytes(4).toString("hex")}`);
-  mkdirSync(temp, { recursive: true, mode: 0o700 });
+  makeFolderDurable(temp);
   const commits: Commit[] = [];
   let enrolReply: string | undefined;
   try {
     log(`genesis: making the mesh key and the bus certificate in ${paths.dir}`);
     const meshKey = newMeshKey();
-    writePrivateFile(join(temp, MESH_KEY_FILE), `${meshKey}\n`);
+    writeFileDurable(join(temp, MESH_KEY_FILE), `${meshKey}\n`, { mode: 0o600 });
     const names = [address.host, ...(options.extraNames ?? [])];
     const tls = makeBusCertificate(temp, names);
     const now = options.now ?? new Date().toISOString();
@@ -299,46 +300,41 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
       genesisState = evolve(genesisState, [{ sequence: 2, commit: nodeCommit }]);
       const reply = nodeEnrol.reply(genesisState, enrolled.events, { openSecret: (sealed) => openWithMeshKey(meshKey, sealed), sealToNode }, enrolled.entity);
       enrolReply = enrolReplyFile(paths.dir, node.name);
-      writePrivateFile(join(temp, basename(enrolReply)), `${JSON.stringify(reply, null, 2)}\n`);
+      writeFileDurable(join(temp, basename(enrolReply)), `${JSON.stringify(reply, null, 2)}\n`, { mode: 0o600 });
     }
-    writeFileSync(join(temp, USER_LIST_FILE), renderUserList({ users: carriedUsers(genesisState) }));
+    writeFileDurable(join(temp, USER_LIST_FILE), renderUserList({ users: carriedUsers(genesisState) }), { mode: 0o644 });
 
     const serverOptions = (root: string) => ({
       listenHost, port: address.port, monitorPort,
       certFile: join(root, TLS_CERT_FILE), keyFile: join(root, TLS_KEY_FILE), storeDir: join(root, STORE_DIR),
       userListFile: USER_LIST_FILE, pidFile: join(root, "run", "bus.pid"),
     });
-    writeFileSync(join(temp, SERVER_CONFIG_FILE), renderServerConfig(serverOptions(temp)));
+    writeFileDurable(join(temp, SERVER_CONFIG_FILE), renderServerConfig(serverOptions(temp)), { mode: 0o644 });
     testServerConfig(binary, join(temp, SERVER_CONFIG_FILE));
-    writeFileSync(join(temp, SERVER_CONFIG_FILE), renderServerConfig(serverOptions(paths.dir)));
+    writeFileDurable(join(temp, SERVER_CONFIG_FILE), renderServerConfig(serverOptions(paths.dir)), { mode: 0o644 });
 
     const env = controllerEnvironment(paths, genesisAddress);
-    writePrivateFile(
+    writeFileDurable(
       join(temp, CONTROLLER_ENV_FILE),
       ["# The controller's configuration, written at genesis (read by `mesh controller` and `mesh up`).",
         ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ""].join("\n"),
+      { mode: 0o600 },
     );
-    writePrivateFile(
-      join(temp, CONTROLLER_CREDENTIAL_FILE),
-      `${JSON.stringify({ address: genesisAddress, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD, fingerprint: tls.fingerprint }, null, 2)}\n`,
-    );
-    writePrivateFile(
-      join(temp, OPERATOR_CREDENTIAL_FILE),
-      `${JSON.stringify({ address: genesisAddress, user: `operator-${operator}`, password: operatorPassword, fingerprint: tls.fingerprint }, null, 2)}\n`,
-    );
+    writeBusCredential(join(temp, CONTROLLER_CREDENTIAL_FILE), { address: genesisAddress, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD, fingerprint: tls.fingerprint });
+    writeBusCredential(join(temp, OPERATOR_CREDENTIAL_FILE), { address: genesisAddress, user: `operator-${operator}`, password: operatorPassword, fingerprint: tls.fingerprint });
     const mesh: MeshFile = { genesisAddress, fingerprint: tls.fingerprint, operator, listenHost, port: address.port, monitorPort, createdAt: now };
     mkdirSync(join(temp, "logs"));
     mkdirSync(join(temp, "run"));
     mkdirSync(join(temp, STORE_DIR));
-    writeFileSync(join(temp, MESH_FILE), `${JSON.stringify(mesh, null, 2)}\n`);
+    writeFileDurable(join(temp, MESH_FILE), `${JSON.stringify(mesh, null, 2)}\n`, { mode: 0o644 });
 
     if (existsSync(paths.dir)) {
       await stopRecordedProcesses(paths);
       // The genesis node's state folder inside `dir` (`mesh up`'s `.mesh/host`) is kept.
-      if (keep !== null && existsSync(join(paths.dir, keep))) renameSync(join(paths.dir, keep), join(temp, keep));
+      if (keep !== null && existsSync(join(paths.dir, keep))) renameDurable(join(paths.dir, keep), join(temp, keep));
       rmSync(paths.dir, { recursive: true, force: true });
     }
-    renameSync(temp, paths.dir);
+    renameDurable(temp, paths.dir);
   } catch (error) {
     rmSync(temp, { recursive: true, force: true });
     throw error;
@@ -352,7 +348,7 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
       binary, configFile: paths.serverConfig, logFile: join(paths.logs, "bus.log"),
       host: localHost(listenHost), port: address.port, fingerprint, detached: options.detachBus ?? true,
     });
-    writeFileSync(pidFile(paths.dir, "bus"), `${bus.pid}\n`);
+    writeFileDurable(pidFile(paths.dir, "bus"), `${bus.pid}\n`, { mode: 0o644 });
     log("genesis: recording the genesis commit as the controller (bootstrap account)");
     await recordGenesis(paths, formatBusAddress({ scheme: "tls", host: localHost(listenHost), port: address.port }), commits);
     const mesh = readMeshFile(paths.dir);
@@ -363,7 +359,7 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
       const units: Array<[string, string]> = [[BUS_UNIT_FILE, unit], [CONTROLLER_UNIT_FILE, controllerUnit(paths.controllerEnv)]];
       if (node) units.push([HOST_UNIT_FILE, hostUnit(node.name, node.stateDir, genesisBusSettings(paths, mesh))]);
       const unitFiles = units.map(([file, text]) => {
-        writeFileSync(join(paths.dir, file), text);
+        writeFileDurable(join(paths.dir, file), text, { mode: 0o644 });
         return join(paths.dir, file);
       });
       log(`genesis: wrote ${unitFiles.join(", ")}: install them with systemctl link/enable --now`);
@@ -414,9 +410,7 @@ export function localHost(listenHost: string): string {
  * command id) appends nothing.
  */
 async function recordGenesis(paths: MeshPaths, localAddress: string, commits: readonly Commit[]): Promise<void> {
-  const credential = JSON.parse(readFileSync(paths.controllerCredential, "utf8")) as {
-    address: string; user: string; password: string; fingerprint: string;
-  };
+  const credential = readBusCredential(paths.controllerCredential);
   const nc = await connectToBus(
     { ...credential, address: localAddress },
     { name: "mesh-installer", reconnect: false },

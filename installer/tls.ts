@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync, chmodSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { writeFileDurable } from "../src/files/index.ts";
 import { join } from "node:path";
 import { isIP } from "node:net";
 import { certificateFingerprint } from "../src/crypto/secrets.ts";
@@ -38,6 +39,8 @@ export function subjectAltNames(names: readonly string[]): string {
 export function makeBusCertificate(dir: string, names: readonly string[]): { keyFile: string; certFile: string; fingerprint: string } {
   const keyFile = join(dir, TLS_KEY_FILE);
   const certFile = join(dir, TLS_CERT_FILE);
+  // The key file exists, empty and 0600, before openssl writes the key into it (it keeps the mode).
+  writeFileDurable(keyFile, "", { mode: 0o600 });
   const sans = subjectAltNames([...names, "localhost", "127.0.0.1"]);
   const run = spawnSync(
     "openssl",
@@ -53,8 +56,11 @@ export function makeBusCertificate(dir: string, names: readonly string[]): { key
     const reason = (run.stderr ?? "").trim().split("\n").pop() ?? "unknown error";
     throw new InstallerError(`openssl could not make the bus certificate: ${reason}`);
   }
-  chmodSync(keyFile, 0o600);
-  return { keyFile, certFile, fingerprint: certificateFingerprint(readFileSync(certFile, "utf8")) };
+  // openssl neither fsyncs nor guarantees the mode: both are rewritten durably (R54), the key 0600.
+  writeFileDurable(keyFile, readFileSync(keyFile), { mode: 0o600 });
+  const pem = readFileSync(certFile, "utf8");
+  writeFileDurable(certFile, pem, { mode: 0o644 });
+  return { keyFile, certFile, fingerprint: certificateFingerprint(pem) };
 }
 
 /**
@@ -73,10 +79,4 @@ export function fingerprintOfFile(certFile: string): string {
   } catch (error) {
     throw new InstallerError(`the bus certificate ${certFile} is not a PEM certificate`, { cause: error });
   }
-}
-
-/** Writes `content` to `path` readable by its owner alone (0600). */
-export function writePrivateFile(path: string, content: string): void {
-  writeFileSync(path, content, { mode: 0o600 });
-  chmodSync(path, 0o600);
 }

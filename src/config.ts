@@ -1,7 +1,8 @@
 import { dirname } from "node:path";
 import { z } from "zod";
 import { readFileSync } from "node:fs";
-import { BusCredential } from "./bus/connect.ts";
+import type { BusCredential } from "./bus/connect.ts";
+import { CredentialFileError, readBusCredential } from "./files/index.ts";
 import { certificateFingerprint } from "./crypto/secrets.ts";
 
 /** A SHA-256 certificate fingerprint as clients pin it: 32 bytes, `AA:BB:...`. */
@@ -133,6 +134,17 @@ function readConfigFile(variable: string, path: string, what: string): string {
   }
 }
 
+/** The controller's credential file (the one reader, files/credentialFile.ts); ConfigError naming MESH_CONTROLLER_CREDENTIAL. */
+function readControllerCredential(path: string): BusCredential {
+  try {
+    return readBusCredential(path);
+  } catch (error) {
+    if (!(error instanceof CredentialFileError)) throw error;
+    const what = error.code === "unreadable" ? `cannot read the controller's credential: ${error.reason}` : error.code === "not-json" ? "is not JSON" : error.reason;
+    throw new ConfigError(["MESH_CONTROLLER_CREDENTIAL"], `MESH_CONTROLLER_CREDENTIAL=${path}${error.code === "not-json" ? " " : ": "}${what}`, { cause: error });
+  }
+}
+
 /** `tls://host:port` from an address, the port filled in (R8); null when it is not an address. */
 function normalAddress(address: string): string | null {
   try {
@@ -211,22 +223,8 @@ export function parseControllerConfig(env: Environment): ControllerConfig {
   }
 
   // The credential file, and the address the controller dials.
-  const credentialText = readConfigFile("MESH_CONTROLLER_CREDENTIAL", vars.MESH_CONTROLLER_CREDENTIAL, "the controller's credential");
-  let json: unknown;
-  try {
-    json = JSON.parse(credentialText);
-  } catch (error) {
-    throw new ConfigError(["MESH_CONTROLLER_CREDENTIAL"], `MESH_CONTROLLER_CREDENTIAL=${vars.MESH_CONTROLLER_CREDENTIAL} is not JSON`, { cause: error });
-  }
-  const file = BusCredential.safeParse(json);
-  if (!file.success) {
-    const issue = file.error.issues[0]!;
-    throw new ConfigError(
-      ["MESH_CONTROLLER_CREDENTIAL"],
-      `MESH_CONTROLLER_CREDENTIAL=${vars.MESH_CONTROLLER_CREDENTIAL}: ${issue.path.join(".") || "the file"}: ${issue.message}`,
-    );
-  }
-  let address = file.data.address;
+  const stored = readControllerCredential(vars.MESH_CONTROLLER_CREDENTIAL);
+  let address = stored.address;
   if (vars.MESH_BUS_URL !== undefined) {
     const dialled = normalAddress(vars.MESH_BUS_URL);
     if (dialled === null || !/^(nats|tls):\/\//.test(vars.MESH_BUS_URL)) {
@@ -240,15 +238,15 @@ export function parseControllerConfig(env: Environment): ControllerConfig {
     }
     address = dialled;
   }
-  if (fingerprint !== null && file.data.fingerprint !== undefined && file.data.fingerprint.toUpperCase() !== fingerprint) {
+  if (fingerprint !== null && stored.fingerprint !== undefined && stored.fingerprint.toUpperCase() !== fingerprint) {
     const source = vars.MESH_BROKER_CERTIFICATE !== undefined ? "MESH_BROKER_CERTIFICATE" : "MESH_BROKER_FINGERPRINT";
     throw new ConfigError(
       [source, "MESH_CONTROLLER_CREDENTIAL"],
-      `the fingerprint in MESH_CONTROLLER_CREDENTIAL (${file.data.fingerprint.toUpperCase()}) disagrees with ${source} (${fingerprint}): remove "fingerprint" from the credential file or unset ${source}`,
+      `the fingerprint in MESH_CONTROLLER_CREDENTIAL (${stored.fingerprint.toUpperCase()}) disagrees with ${source} (${fingerprint}): remove "fingerprint" from the credential file or unset ${source}`,
     );
   }
-  const pin = fingerprint ?? file.data.fingerprint?.toUpperCase() ?? null;
-  const credential: BusCredential = { address, user: file.data.user, password: file.data.password };
+  const pin = fingerprint ?? stored.fingerprint?.toUpperCase() ?? null;
+  const credential: BusCredential = { address, user: stored.user, password: stored.password };
   if (pin !== null) credential.fingerprint = pin;
   if (address.startsWith("tls://") && pin === null) {
     throw new ConfigError(

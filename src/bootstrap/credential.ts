@@ -1,5 +1,6 @@
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { BusCredential } from "../bus/connect.ts";
+import { existsSync } from "node:fs";
+import type { BusCredential } from "../bus/connect.ts";
+import { readBusCredential, removeFileDurable, writeBusCredential } from "../files/index.ts";
 
 /**
  * The controller's own credential while it runs (R14, R50): the password it dials with now, which a
@@ -29,19 +30,13 @@ export type ControllerCredential = {
   stage(password: string): void;
   /** Whether a staged password waits to be committed. */
   pending(): boolean;
-  /** Writes the current password into the credential file (0600, atomically) and drops the pending one. */
+  /** Writes the current password into the credential file (0600, atomically and durably, R54) and drops the pending one. */
   commit(): void;
 };
 
 /** Path of the pending (rotated, not yet confirmed) credential beside `file`. */
 export function pendingCredentialFile(file: string): string {
   return `${file}.next`;
-}
-
-function writePrivate(path: string, credential: BusCredential): void {
-  const temporary = `${path}.tmp-${process.pid}`;
-  writeFileSync(temporary, `${JSON.stringify(credential, null, 2)}\n`, { mode: 0o600 });
-  renameSync(temporary, path);
 }
 
 /**
@@ -52,8 +47,8 @@ export function pendingPassword(file: string, user: string): string | null {
   const path = pendingCredentialFile(file);
   if (!existsSync(path)) return null;
   try {
-    const parsed = BusCredential.safeParse(JSON.parse(readFileSync(path, "utf8")));
-    return parsed.success && parsed.data.user === user ? parsed.data.password : null;
+    const pending = readBusCredential(path);
+    return pending.user === user ? pending.password : null;
   } catch {
     return null;
   }
@@ -71,8 +66,7 @@ export function controllerCredential(initial: BusCredential, file: string): Cont
   let attempts = 0;
   const stored = (): BusCredential => {
     try {
-      const parsed = BusCredential.safeParse(JSON.parse(readFileSync(file, "utf8")));
-      if (parsed.success) return { ...parsed.data, password };
+      return { ...readBusCredential(file), password };
     } catch {
       // rewritten from the configuration below
     }
@@ -91,12 +85,12 @@ export function controllerCredential(initial: BusCredential, file: string): Cont
       password = next;
       staged = true;
       attempts = 0;
-      writePrivate(pendingCredentialFile(file), { ...initial, password: next });
+      writeBusCredential(pendingCredentialFile(file), { ...initial, password: next });
     },
     pending: () => staged,
     commit() {
-      writePrivate(file, stored());
-      rmSync(pendingCredentialFile(file), { force: true });
+      writeBusCredential(file, stored());
+      removeFileDurable(pendingCredentialFile(file));
       staged = false;
       previous = null;
     },

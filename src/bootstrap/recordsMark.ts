@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { writeFileAtomic } from "../host/keys.ts";
+import { writeFileDurable } from "../files/index.ts";
 import type { RecordsMark } from "../events/catalogue.ts";
 
 /** The mark's file name in the controller's state folder. */
@@ -33,7 +33,7 @@ export function readRecordsMark(stateDir: string): RecordsMark | null {
   return parsed.data;
 }
 
-/** Writes the mark to `stateDir` atomically (temporary file, rename), 0600. */
+/** Writes the mark to `stateDir` durably (R54: temporary file, fsync, rename, fsync the folder), 0600. */
 export function writeRecordsMark(stateDir: string, mark: RecordsMark): void {
-  writeFileAtomic(recordsMarkPath(stateDir), `${JSON.stringify(mark)}\n`, 0o600);
+  writeFileDurable(recordsMarkPath(stateDir), `${JSON.stringify(mark)}\n`, { mode: 0o600 });
 }

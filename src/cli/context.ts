@@ -1,7 +1,8 @@
-import { existsSync, readFileSync, renameSync } from "node:fs";
+import { existsSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BusConnectError, BusCredential, connectToBus, type BusConnectOptions } from "../bus/connect.ts";
 import { pendingCredentialFile } from "../bootstrap/credential.ts";
+import { CredentialFileError, readBusCredential, renameDurable } from "../files/index.ts";
 import type { ClientConfig, Environment } from "../config.ts";
 
 /** Exit codes of `mesh`: 0 ok, 1 refused by the controller, 2 usage or connection error. */
@@ -54,25 +55,13 @@ export class UsageError extends Error {
  * Throws UsageError naming the file and the bad field (never the password's value).
  */
 export function loadCredential(file: string): BusCredential {
-  let text: string;
   try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    throw new UsageError(`cannot read the credential file ${file}: pass --credential <file> or set MESH_CREDENTIAL`);
+    return readBusCredential(file);
+  } catch (error) {
+    if (!(error instanceof CredentialFileError)) throw error;
+    if (error.code === "unreadable") throw new UsageError(`cannot read the credential file ${file}: pass --credential <file> or set MESH_CREDENTIAL`);
+    throw new UsageError(error.message);
   }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    throw new UsageError(`the credential file ${file} is not JSON: it holds { "address", "user", "password", "fingerprint" }`);
-  }
-  const parsed = BusCredential.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const field = issue?.code === "unrecognized_keys" ? issue.keys[0] : issue?.path.join(".");
-    throw new UsageError(`the credential file ${file}: field "${field ?? "?"}": ${issue?.message ?? "invalid"}`);
-  }
-  return parsed.data;
 }
 
 /**
@@ -82,7 +71,7 @@ export function loadCredential(file: string): BusCredential {
  * connection): the connection then reconnects (up to PENDING_RECONNECTS times), with the file's
  * and the pending password in turn, so the command's reply still arrives. When the bus refuses the
  * file's password (Authorization Violation) at the first dial, the pending one is dialled, and once
- * it is admitted it replaces the file (rename). Throws what connectToBus throws (one line, the
+ * it is admitted it replaces the file (rename, durably: R54). Throws what connectToBus throws (one line, the
  * address alone, R3), or UsageError for an unreadable file.
  */
 export async function connectWithCredentialFile(file: string, options: BusConnectOptions): Promise<NatsConnection> {
@@ -107,7 +96,7 @@ export async function connectWithCredentialFile(file: string, options: BusConnec
   } catch (error) {
     if (pending === null || !(error instanceof BusConnectError) || !/Authorization/i.test(error.message)) throw error;
     const nc = await connectToBus(pending, options);
-    renameSync(pendingFile, file);
+    renameDurable(pendingFile, file);
     return nc;
   }
 }

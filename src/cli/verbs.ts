@@ -7,7 +7,7 @@ import type { Reply } from "../commands/envelope.ts";
 import { HISTORY_LIMIT } from "../commands/history.ts";
 import { ENTITY_KINDS } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError, loadCredential, type CliContext } from "./context.ts";
-import { writeFileAtomic } from "../host/keys.ts";
+import { writeBusCredential } from "../files/index.ts";
 import { pendingCredentialFile } from "../bootstrap/credential.ts";
 import { readManifestFiles, registrationOrder } from "./manifests.ts";
 import { duplicateNote, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
@@ -138,7 +138,7 @@ export function saveOwnRotation(ctx: CliContext, reply: Row): Row {
   const current = loadCredential(file);
   if (current.user !== credential.user) return { ...reply, credential: rest };
   const pending = pendingCredentialFile(file);
-  writeFileAtomic(pending, `${JSON.stringify({ ...current, password }, null, 2)}\n`, 0o600);
+  writeBusCredential(pending, { ...current, password });
   return { ...reply, credential: rest, saved: pending };
 }
 

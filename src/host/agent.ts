@@ -8,7 +8,8 @@ import { applyDeclaration, readOwned, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
 import { HostDeclaration, usersOfListText, type DeclaredCredential, type HostReport } from "./declaration.ts";
 import { openAsNode } from "../crypto/secrets.ts";
-import { NODE_CREDENTIAL_FILE, readCredentialFile, readNodePrivateKey, writeFileAtomic } from "./keys.ts";
+import { NODE_CREDENTIAL_FILE, readCredentialFile, readNodePrivateKey } from "./keys.ts";
+import { writeBusCredential } from "../files/index.ts";
 import { UserListParts, readPartHeader } from "./userListParts.ts";
 
 /**
@@ -163,7 +164,7 @@ export function startHost(options: HostOptions): Host {
     const fingerprint = self.fingerprint || now.fingerprint;
     const next: BusCredential = { address: now.address, user: self.user, password, ...(fingerprint ? { fingerprint } : {}) };
     if (now.user === next.user && now.password === next.password && (now.fingerprint ?? "") === (next.fingerprint ?? "")) return;
-    writeFileAtomic(credentialFile, `${JSON.stringify(next, null, 2)}\n`, 0o600);
+    writeBusCredential(credentialFile, next);
     adopted = next;
     log(`host ${node}: saved its rotated credential for ${next.user} to ${credentialFile}`);
   };

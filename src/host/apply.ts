@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, statSync, unlinkSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, rmdirSync, statSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { openAsNode } from "../crypto/secrets.ts";
 import { NAME_PATTERN } from "../names.ts";
-import { writeFileAtomic } from "./keys.ts";
+import { makeFolderDurable, removeFileDurable, writeFileDurable } from "../files/index.ts";
 import type { HostDeclaration } from "./declaration.ts";
 
 /**
@@ -170,15 +170,15 @@ export function applyDeclaration(stateDir: string, declaration: HostDeclaration,
   for (const [file, { text, mode }] of desired) {
     const path = join(stateDir, file);
     if (sameContent(path, text, mode)) continue;
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    writeFileAtomic(path, text, mode);
+    makeFolderDurable(dirname(path));
+    writeFileDurable(path, text, { mode });
     written.push(file);
   }
   const removed: string[] = [];
   for (const file of owned) {
     if (desired.has(file)) continue;
     const path = join(stateDir, file);
-    if (existsSync(path)) unlinkSync(path);
+    removeFileDurable(path);
     removed.push(file);
     removeEmptyParents(stateDir, dirname(path));
   }
@@ -187,7 +187,7 @@ export function applyDeclaration(stateDir: string, declaration: HostDeclaration,
     node: declaration.node, digest: declaration.digest, files: nowOwned,
     ...(declaration.recordsSequence === undefined ? {} : { recordsSequence: declaration.recordsSequence }),
   };
-  writeFileAtomic(join(stateDir, OWNED_FILE), `${JSON.stringify(record, null, 2)}\n`, 0o600);
+  writeFileDurable(join(stateDir, OWNED_FILE), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
   const kept = MESH_FOLDERS.flatMap((folder) => filesUnder(stateDir, folder)).filter((file) => !desired.has(file)).sort();
   return { digest: declaration.digest, written: written.sort(), removed: removed.sort(), kept, owned: nowOwned };
 }

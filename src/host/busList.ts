@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, readFileSync, renameSync, statSync } from "node:fs";
-import { writeFileAtomic } from "./keys.ts";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { writeFileDurable } from "../files/index.ts";
 
 /**
  * The broker holder's half of a push (DESIGN.md section 7, R11): the composed user list goes into
@@ -89,19 +89,20 @@ export function validateConfig(configFile: string, natsServer = "nats-server"): 
   return line ?? `nats-server -t exited with ${run.status}`;
 }
 
+/** Copies `from` over `to` durably (R54), keeping `from`'s mode. */
+function copyDurable(from: string, to: string): void {
+  writeFileDurable(to, readFileSync(from), { mode: statSync(from).mode & 0o777 });
+}
+
 function restore(includeFile: string): void {
   const lastGood = lastGoodFile(includeFile);
   if (!existsSync(lastGood)) return;
-  const temporary = `${includeFile}.${process.pid}.restore`;
-  copyFileSync(lastGood, temporary);
-  renameSync(temporary, includeFile);
+  copyDurable(lastGood, includeFile);
 }
 
 function keepLastGood(includeFile: string): void {
   if (!existsSync(includeFile)) return;
-  const temporary = `${lastGoodFile(includeFile)}.${process.pid}.tmp`;
-  copyFileSync(includeFile, temporary);
-  renameSync(temporary, lastGoodFile(includeFile));
+  copyDurable(includeFile, lastGoodFile(includeFile));
 }
 
 /**
@@ -109,7 +110,8 @@ function keepLastGood(includeFile: string): void {
  * 1. unchanged from the file in place: nothing is done (no reload, no bcrypt re-check);
  * 2. reads `config_load_time` (the bus must be observable before anything is touched);
  * 3. keeps the file in place as `<file>.last-good`, writes the new one beside it and swaps it in
- *    atomically (rename), keeping the old file's mode (0600 for a new file);
+ *    atomically, keeping the old file's mode (0600 for a new file); every one of these writes is
+ *    fsynced with its folder before the bus is signalled (R54: writeFileDurable);
  * 4. validates the whole configuration with `nats-server -t`; invalid: restores the last good file;
  * 5. signals the bus to reload (SIGHUP to its pid) and waits, bounded, for `config_load_time` to
  *    advance; it did not: restores the last good file;
@@ -125,7 +127,7 @@ export async function installUserList(text: string, options: BusReloadOptions): 
   const pid = readPid(options.pid);
   const mode = existsSync(includeFile) ? statSync(includeFile).mode & 0o777 : 0o600;
   keepLastGood(includeFile);
-  writeFileAtomic(includeFile, text, mode);
+  writeFileDurable(includeFile, text, { mode });
   const invalid = validateConfig(configFile, options.natsServer);
   if (invalid !== null) {
     restore(includeFile);

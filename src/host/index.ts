@@ -8,7 +8,7 @@ export {
   HostDeclaration, DeclaredUserList, DeclaredModule, DeclaredCredential, ReceivedProvision, ProvisionGrant, type HostReport,
 } from "./declaration.ts";
 export {
-  initHostKeys, readNodePrivateKey, credentialFrom, readCredentialFile, saveNodeCredential, writeFileAtomic, HostStateError,
+  initHostKeys, readNodePrivateKey, credentialFrom, readCredentialFile, saveNodeCredential, HostStateError,
   NODE_KEY_FILE, NODE_PUBLIC_KEY_FILE, NODE_CREDENTIAL_FILE, type EnrolReply,
 } from "./keys.ts";
 export {

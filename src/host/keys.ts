@@ -1,7 +1,8 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, chmodSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { newNodeKeyPair, openAsNode } from "../crypto/secrets.ts";
 import { BusCredential } from "../bus/connect.ts";
+import { CredentialFileError, makeFolderDurable, readBusCredential, writeBusCredential, writeFileDurable } from "../files/index.ts";
 
 /**
  * The node's own key pair and bus credential, kept in its state folder (DESIGN.md section 7).
@@ -27,28 +28,20 @@ export class HostStateError extends Error {
   }
 }
 
-/** Writes `text` to `path` atomically (temporary file + rename) with `mode`. */
-export function writeFileAtomic(path: string, text: string | Uint8Array, mode = 0o644): void {
-  const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, text, { mode });
-  chmodSync(temporary, mode);
-  renameSync(temporary, path);
-}
-
 /**
  * Makes the node's key pair under `stateDir` (created 0700 when missing) and returns the public key
  * and the private key's path. Throws HostStateError `key-exists` when a key is there already, unless
  * `force` (which replaces it: secrets sealed to the old key no longer open).
  */
 export function initHostKeys(stateDir: string, { force = false }: { force?: boolean } = {}): { publicKey: string; keyFile: string } {
-  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  makeFolderDurable(stateDir);
   const keyFile = join(stateDir, NODE_KEY_FILE);
   if (existsSync(keyFile) && !force) {
     throw new HostStateError("key-exists", `${keyFile} exists: this node has a key already (pass --force to replace it; the mesh must then enrol the new key)`);
   }
   const pair = newNodeKeyPair();
-  writeFileAtomic(keyFile, `${pair.privateKey}\n`, 0o600);
-  writeFileAtomic(join(stateDir, NODE_PUBLIC_KEY_FILE), `${pair.publicKey}\n`, 0o644);
+  writeFileDurable(keyFile, `${pair.privateKey}\n`, { mode: 0o600 });
+  writeFileDurable(join(stateDir, NODE_PUBLIC_KEY_FILE), `${pair.publicKey}\n`, { mode: 0o644 });
   return { publicKey: pair.publicKey, keyFile };
 }
 
@@ -107,17 +100,17 @@ export function credentialFrom(value: unknown, privateKey: string | (() => strin
 }
 
 /**
- * Reads a credential file (either form, see credentialFrom) and returns the credential. Throws
- * HostStateError `bad-credential` when the file is not JSON or not a credential.
+ * Reads a credential file (either form, see credentialFrom) with the one credential file reader
+ * (files/credentialFile.ts) and returns the credential. Throws HostStateError `bad-credential`
+ * when the file is unreadable, not JSON or not a credential.
  */
 export function readCredentialFile(path: string, stateDir: string): BusCredential {
-  let value: unknown;
   try {
-    value = JSON.parse(readFileSync(path, "utf8"));
+    return readBusCredential(path, { open: (value) => credentialFrom(value, () => readNodePrivateKey(stateDir)) });
   } catch (error) {
-    throw new HostStateError("bad-credential", `${path} is not a JSON credential`, { cause: error });
+    if (error instanceof CredentialFileError) throw new HostStateError("bad-credential", error.message, { cause: error });
+    throw error;
   }
-  return credentialFrom(value, () => readNodePrivateKey(stateDir));
 }
 
 /**
@@ -126,8 +119,8 @@ export function readCredentialFile(path: string, stateDir: string): BusCredentia
  */
 export function saveNodeCredential(stateDir: string, value: unknown): { file: string; address: string; user: string } {
   const credential = credentialFrom(value, () => readNodePrivateKey(stateDir));
-  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  makeFolderDurable(stateDir);
   const file = join(stateDir, NODE_CREDENTIAL_FILE);
-  writeFileAtomic(file, `${JSON.stringify(credential, null, 2)}\n`, 0o600);
+  writeBusCredential(file, credential);
   return { file, address: credential.address, user: credential.user };
 }

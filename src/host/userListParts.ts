@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER } from "../names.ts";
-import { writeFileAtomic } from "./keys.ts";
+import { makeFolderDurable, writeFileDurable } from "../files/index.ts";
 
 /**
  * The broker holder's user list arrives in parts (DESIGN.md section 7, R11): push publishes each
@@ -110,9 +110,9 @@ export class UserListParts {
     if (!existsSync(folder)) {
       const others = this.digests();
       for (const old of others.slice(0, Math.max(0, others.length - (MAX_LISTS_KEPT - 1)))) this.discard(old);
-      mkdirSync(folder, { recursive: true, mode: 0o700 });
+      makeFolderDurable(folder);
     }
-    writeFileAtomic(join(folder, String(part.index)), bytes, 0o600);
+    writeFileDurable(join(folder, String(part.index)), bytes, { mode: 0o600 });
   }
 
   /**

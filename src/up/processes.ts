@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { writeFileDurable } from "../files/index.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isAlive, pidFile, stopPid } from "../../installer/bus.ts";
@@ -30,7 +31,7 @@ export function runningPid(dir: string, name: ProcessName): number | null {
 /** Records `pid` as `name`'s in `dir`. */
 export function recordPid(dir: string, name: ProcessName, pid: number): void {
   mkdirSync(join(dir, "run"), { recursive: true });
-  writeFileSync(pidFile(dir, name), `${pid}\n`);
+  writeFileDurable(pidFile(dir, name), `${pid}\n`, { mode: 0o644 });
 }
 
 /**

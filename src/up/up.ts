@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { connectToBus, BusCredential } from "../bus/connect.ts";
+import { connectToBus } from "../bus/connect.ts";
+import { makeFolderDurable, readBusCredential, writeFileDurable } from "../files/index.ts";
 import { sendCommand } from "../cli/send.ts";
 import { PUSH_REPLY_MARGIN_MS } from "../cli/push.ts";
 import { PUSH_VERB } from "../push/pushCommand.ts";
@@ -139,12 +140,12 @@ export function defaultManifests(): string[] {
 
 /** The bus user of the operator's credential in `paths`: the principal `up` sends commands as (R51). */
 export function operatorUser(paths: MeshPaths): string {
-  return BusCredential.parse(JSON.parse(readFileSync(paths.operatorCredential, "utf8"))).user;
+  return readBusCredential(paths.operatorCredential).user;
 }
 
 /** The operator's connection to the mesh in `paths`, dialled at the bus's local address. */
 export async function operatorConnection(paths: MeshPaths, timeoutMs = 5_000): Promise<NatsConnection> {
-  const credential = BusCredential.parse(JSON.parse(readFileSync(paths.operatorCredential, "utf8")));
+  const credential = readBusCredential(paths.operatorCredential);
   return connectToBus(credential, { name: "mesh-up", reconnect: true, timeoutMs });
 }
 
@@ -205,9 +206,9 @@ export async function up(options: UpOptions): Promise<UpResult> {
   const hostDir = join(paths.dir, HOST_DIR);
   const nodeFile = join(hostDir, LOCAL_NODE_FILE);
   if (!hasMesh(paths.dir)) {
-    mkdirSync(hostDir, { recursive: true, mode: 0o700 });
+    makeFolderDurable(hostDir);
     const name = existsSync(nodeFile) ? readFileSync(nodeFile, "utf8").trim() : (options.node ?? localNodeName());
-    writeFileSync(nodeFile, `${name}\n`);
+    writeFileDurable(nodeFile, `${name}\n`, { mode: 0o644 });
     if (!existsSync(join(hostDir, NODE_KEY_FILE))) initHostKeys(hostDir);
     let chosen: { brokerAddress: string; monitorPort?: number } = { brokerAddress: options.brokerAddress ?? DEFAULT_UP_ADDRESS };
     if (options.brokerAddress === undefined) {
@@ -293,7 +294,7 @@ export async function up(options: UpOptions): Promise<UpResult> {
         log(`up: placing ${node} on the overlay as its hub`);
         await ask("overlay.place", { node, hub: true });
       }
-      writeFileSync(exampleDone, `${JSON.stringify({ node, modules: modules.map((m) => m.name) }, null, 2)}\n`);
+      writeFileDurable(exampleDone, `${JSON.stringify({ node, modules: modules.map((m) => m.name) }, null, 2)}\n`, { mode: 0o644 });
     }
 
     // The push, waiting for the node to apply (R32).

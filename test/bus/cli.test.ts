@@ -19,12 +19,27 @@ describe("mesh CLI over a real server", () => {
   let dir: string;
   let credentialFile: string;
   const keys = { alpha: newNodeKeyPair(), beta: newNodeKeyPair(), gamma: newNodeKeyPair() };
+  const examples = readdirSync("examples").filter((f) => f.endsWith(".json")).map((f) => join("examples", f));
+  const ASSIGNMENTS = [["broker", "alpha"], ["store", "beta"], ["builder", "gamma"], ["showcase", "gamma"], ["packet-filter", "alpha"], ["packet-filter", "beta"]] as const;
+  /** The example mesh every test starts from, made through the CLI in `before`; the R1, R6, R7 test asserts each step's run. */
+  const made = {
+    enrolled: {} as Record<string, Run>,
+    registered: undefined as Run | undefined,
+    issued: undefined as Run | undefined,
+    assigned: [] as Array<{ module: string; node: string; run: Run }>,
+    placed: [] as Run[],
+  };
 
   before(async () => {
     mesh = await startCommandMesh();
     dir = mkdtempSync(join(tmpdir(), "mesh-cli-"));
     credentialFile = join(dir, "operator.json");
     writeFileSync(credentialFile, JSON.stringify({ address: mesh.server.url, user: OPERATOR, password: "operator-password" }));
+    for (const [node, pair] of Object.entries(keys)) made.enrolled[node] = await mesh_("node", "enrol", node, "--key", pair.publicKey, "--json");
+    made.registered = await mesh_("module", "register", ...examples);
+    made.issued = await mesh_("module", "issue", "showcase");
+    for (const [module, node] of ASSIGNMENTS) made.assigned.push({ module, node, run: await mesh_("assign", module, node) });
+    made.placed.push(await mesh_("overlay", "place", "alpha", "--hub"), await mesh_("overlay", "place", "beta"));
   });
   after(async () => {
     await mesh?.stop();
@@ -64,26 +79,23 @@ describe("mesh CLI over a real server", () => {
 
   it("R1, R6, R7: enrols, registers the example mesh, issues, assigns, places the overlay; `where --json` answers what was placed", async () => {
     for (const [node, pair] of Object.entries(keys)) {
-      const run = await mesh_("node", "enrol", node, "--key", pair.publicKey, "--json");
+      const run = made.enrolled[node]!;
       assert.equal(run.code, EXIT_OK, run.err);
       const credential = run.json().credential as { sealedPassword: string; user: string; address: string };
       const password = openAsNode(pair.privateKey, credential.sealedPassword);
       assert.ok(passwordMatches(password, mesh.catalogue.state.credentials[principalKey("node", node)]!.hash));
       assert.ok(!run.out.includes(password), "the password never travels in the clear");
     }
-    const examples = readdirSync("examples").filter((f) => f.endsWith(".json")).map((f) => join("examples", f));
     assert.ok(examples.length >= 8, "the example mesh is in examples/");
-    const registered = await mesh_("module", "register", ...examples);
+    const registered = made.registered!;
     assert.equal(registered.code, EXIT_OK, registered.err);
     assert.equal(registered.out.trim().split("\n").length, examples.length, registered.out);
 
-    assert.equal((await mesh_("module", "issue", "showcase")).code, EXIT_OK);
-    for (const [module, node] of [["broker", "alpha"], ["store", "beta"], ["builder", "gamma"], ["showcase", "gamma"], ["packet-filter", "alpha"], ["packet-filter", "beta"]]) {
-      const run = await mesh_("assign", module!, node!);
-      assert.equal(run.code, EXIT_OK, `${module} → ${node}: ${run.err}`);
-    }
-    assert.equal((await mesh_("overlay", "place", "alpha", "--hub")).code, EXIT_OK);
-    assert.equal((await mesh_("overlay", "place", "beta")).code, EXIT_OK);
+    assert.equal(made.issued!.code, EXIT_OK);
+    assert.deepEqual(made.assigned.map(({ module, node }) => [module, node]), ASSIGNMENTS.map(([module, node]) => [module, node]));
+    for (const { module, node, run } of made.assigned) assert.equal(run.code, EXIT_OK, `${module} → ${node}: ${run.err}`);
+    assert.equal(made.placed.length, 2);
+    for (const run of made.placed) assert.equal(run.code, EXIT_OK);
 
     const where = await mesh_("where", "--json");
     assert.equal(where.code, EXIT_OK, where.err);
@@ -150,7 +162,6 @@ describe("mesh CLI over a real server", () => {
 
   it("re-registering the example mesh unchanged appends nothing and says so", async () => {
     const before = await mesh.lastSequence();
-    const examples = readdirSync("examples").filter((f) => f.endsWith(".json")).map((f) => join("examples", f));
     const again = await mesh_("module", "register", ...examples);
     assert.equal(again.code, EXIT_OK, again.err);
     assert.match(again.out, /unchanged/);

@@ -60,13 +60,16 @@ describe("command server", () => {
   });
 
   it("R3: history and credentials answer actor, command id, time and sequence, never a hash or a sealed secret", async () => {
-    const history = await sendCommand(client, OPERATOR, "history", { kind: "node", id: "alpha" }) as Ok & { events: Array<Record<string, unknown>> };
+    const enrolled = await sendCommand(client, OPERATOR, "node.enrol", { node: "r3-node", publicKey: newNodeKeyPair().publicKey });
+    assert.ok(enrolled.ok, JSON.stringify(enrolled));
+    const history = await sendCommand(client, OPERATOR, "history", { kind: "node", id: "r3-node" }) as Ok & { events: Array<Record<string, unknown>> };
+    assert.ok(history.events.length > 0);
     for (const event of history.events) {
       for (const key of ["actor", "commandId", "at", "sequence", "type"]) assert.ok(key in event, `history event has ${key}`);
     }
-    const record = mesh.catalogue.state.credentials[principalKey("node", "alpha")]!;
+    const record = mesh.catalogue.state.credentials[principalKey("node", "r3-node")]!;
     for (const verb of ["history", "credentials", "nodes"]) {
-      const body = verb === "history" ? { kind: "node", id: "alpha" } : {};
+      const body = verb === "history" ? { kind: "node", id: "r3-node" } : {};
       const text = JSON.stringify(await sendCommand(client, OPERATOR, verb, body));
       assert.ok(!text.includes(record.hash), `${verb} leaks the hash`);
       assert.ok(!text.includes(record.sealed), `${verb} leaks the sealed secret`);
@@ -237,9 +240,13 @@ describe("command server", () => {
   });
 
   it("keeps serving after a request fails and logs no secret", async () => {
+    const enrolled = await sendCommand(client, OPERATOR, "node.enrol", { node: "served", publicKey: newNodeKeyPair().publicKey });
+    assert.ok(enrolled.ok, JSON.stringify(enrolled));
+    assert.equal(await refused("node.enrol", "{not json"), "invalid-json");
+    assert.equal(await refused("node.frobnicate", "{}"), "unknown-verb");
     const reply = await sendCommand(client, OPERATOR, "where", {});
     assert.equal(reply.ok, true);
-    const record = mesh.catalogue.state.credentials[principalKey("node", "alpha")]!;
+    const record = mesh.catalogue.state.credentials[principalKey("node", "served")]!;
     for (const line of [...mesh.infos, ...mesh.errors]) {
       assert.ok(!line.includes(record.hash) && !line.includes(record.sealed));
     }

@@ -183,6 +183,28 @@ describe("host agent: applying declarations", () => {
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
+  /** The first test's kind of declaration for alpha: web (a provision on mesh-store and a grant of it) and cache, fresh secrets. */
+  const webAndCache = () => declaration("alpha", alpha.publicKey, [
+    { module: "web", password: mint(), provisions: [{ seat: "mesh-store", provision: "database", password: mint() }] },
+    { module: "cache", password: mint() },
+  ], { grants: [{ seat: "mesh-store", provision: "database", consumer: "web", password: mint() }] });
+
+  /** Publishes `d` and returns alpha's report of it. */
+  async function applied(d: TestDeclaration): Promise<HostReport> {
+    await publishDeclaration(admin, d);
+    return alpha.host.waitForReport(d.digest);
+  }
+
+  /** Files the host found in the mesh's folders (the operator's own): a note beside a module's files, a folder of its own. */
+  function placeFoundFiles(): { found: string; foundElsewhere: string } {
+    const found = join(alpha.stateDir, "modules", "cache", "operator-notes.txt");
+    writeFileSync(found, "kept by the host\n");
+    const foundElsewhere = join(alpha.stateDir, "modules", "hand-made", "thing.conf");
+    mkdirSync(join(alpha.stateDir, "modules", "hand-made"), { recursive: true });
+    writeFileSync(foundElsewhere, "x\n");
+    return { found, foundElsewhere };
+  }
+
   it("R29: writes the resources a declaration names, secrets opened 0600, and reports its digest", async () => {
     const web = mint();
     const db = mint();
@@ -215,11 +237,9 @@ describe("host agent: applying declarations", () => {
   });
 
   it("R29: an unassigned module's resources are removed, a file the host found is kept", async () => {
-    const found = join(alpha.stateDir, "modules", "cache", "operator-notes.txt");
-    writeFileSync(found, "kept by the host\n");
-    const foundElsewhere = join(alpha.stateDir, "modules", "hand-made", "thing.conf");
-    mkdirSync(join(alpha.stateDir, "modules", "hand-made"), { recursive: true });
-    writeFileSync(foundElsewhere, "x\n");
+    assert.equal((await applied(webAndCache())).ok, true);
+    assert.ok(existsSync(join(alpha.stateDir, "modules", "cache", "credential.json")) && existsSync(join(alpha.stateDir, "modules", "web", "provisions.json")));
+    const { found, foundElsewhere } = placeFoundFiles();
     const d = declaration("alpha", alpha.publicKey, [{ module: "web", password: mint() }]);
     await publishDeclaration(admin, d);
     assert.equal((await alpha.host.waitForReport(d.digest)).ok, true);
@@ -233,6 +253,8 @@ describe("host agent: applying declarations", () => {
   });
 
   it("R29: an empty declaration is applied: everything the mesh owned goes, found files stay", async () => {
+    assert.equal((await applied(webAndCache())).ok, true);
+    placeFoundFiles();
     const d = declaration("alpha", alpha.publicKey, []);
     await publishDeclaration(admin, d);
     assert.equal((await alpha.host.waitForReport(d.digest)).ok, true);
@@ -270,7 +292,10 @@ describe("host agent: applying declarations", () => {
     }
   });
 
-  it("R3: no log line of the host holds a password", () => {
+  it("R3: no log line of the host holds a password", async () => {
+    // Something to log: a declaration applied and one refused (its secret sealed to another key).
+    assert.equal((await applied(webAndCache())).ok, true);
+    assert.equal((await applied(declaration("alpha", prepareNode(root, "stranger").publicKey, [{ module: "web", password: mint() }]))).ok, false);
     assert.ok(alpha.lines.length >= 4);
     assertNoPassword(alpha.lines);
   });

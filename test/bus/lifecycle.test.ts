@@ -1,6 +1,6 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { pendingCredentialFile } from "../../src/bootstrap/credential.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,7 +9,8 @@ import { up, operatorConnection, operatorUser, HOST_DIR, type UpResult } from ".
 import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
 import { stopAll } from "../../src/up/processes.ts";
 import { freePort } from "../../installer/serverConfig.ts";
-import { connectToBus, BusConnectError, BusCredential } from "../../src/bus/connect.ts";
+import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
+import { readBusCredential } from "../../src/files/index.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
@@ -29,7 +30,7 @@ const NODE = "alpha";
 const relay = { name: "relay", version: "1.0.0", seats: { relay: { protocol: "relay", emits: ["hop"] } }, claims: ["relay"] };
 
 function credentialFile(path: string): BusCredential {
-  return BusCredential.parse(JSON.parse(readFileSync(path, "utf8")));
+  return readBusCredential(path);
 }
 
 function isAuthorizationRefusal(error: unknown): boolean {

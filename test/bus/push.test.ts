@@ -23,6 +23,7 @@ const builder = {
   claims: ["mesh-build"],
 };
 const web = { name: "web", version: "1.0.0" };
+const sealer = { name: "sealer", version: "1.0.0" };
 const lonely = { name: "lonely", version: "1.0.0" };
 const broker = { name: "broker", version: "2.9.10", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
 
@@ -72,6 +73,10 @@ describe("push", () => {
 
   it("R29: an empty declaration is sent, and secrets travel sealed to the node's key only", async () => {
     keys["idle-1"] = await fixture.enrol("idle-1");
+    keys["seal-1"] = await fixture.enrol("seal-1");
+    await fixture.send("module.register", { manifest: sealer });
+    await fixture.send("module.issue", { module: "sealer" });
+    await fixture.send("assign", { module: "sealer", node: "seal-1" });
     const report = await controller.push();
     assert.equal(outcome(report, "idle-1").outcome, "sent");
     const [declaration] = (await fixture.drain("idle-1")).slice(-1);
@@ -79,9 +84,9 @@ describe("push", () => {
     assert.deepEqual(declaration.modules, []);
     assert.equal(declaration.digest, outcome(report, "idle-1").digest);
 
-    const built = (await fixture.drain("build-1")).at(-1) as { modules: Array<{ credential: { sealed: string } }> };
+    const built = (await fixture.drain("seal-1")).at(-1) as { modules: Array<{ credential: { sealed: string } }> };
     const sealed = built.modules[0]!.credential.sealed;
-    const password = openAsNode(keys["build-1"]!, sealed);
+    const password = openAsNode(keys["seal-1"]!, sealed);
     assert.ok(password.length > 20);
     assert.throws(() => openWithMeshKey(fixture.meshKey, sealed), "the wire form is not the records' mesh-key form");
     assert.throws(() => openAsNode(keys["idle-1"]!, sealed), "another node cannot open it");
@@ -90,6 +95,7 @@ describe("push", () => {
   it("R31: pushing node A after a record that changes node B's declaration also sends B", async () => {
     keys["a"] = await fixture.enrol("a");
     keys["b"] = await fixture.enrol("b");
+    keys["c"] = await fixture.enrol("c");
     await fixture.send("module.register", { manifest: web });
     await fixture.send("module.issue", { module: "web" });
     await controller.push();
@@ -99,7 +105,7 @@ describe("push", () => {
     const report = await controller.push({ nodes: ["a"] });
     assert.equal(outcome(report, "a").outcome, "sent", "the named node is sent though not behind");
     assert.equal(outcome(report, "b").outcome, "sent", "the node behind is sent too");
-    assert.equal(outcome(report, "idle-1").outcome, "unchanged");
+    assert.equal(outcome(report, "c").outcome, "unchanged");
     assert.notEqual(controller.catalogue.state.sent["b"]?.digest, before);
     assert.equal(controller.catalogue.state.sent["b"]?.digest, outcome(report, "b").digest);
     assert.equal(report.boundHit, false);
@@ -128,33 +134,35 @@ describe("push", () => {
   });
 
   it("R32: push --wait waits for each sent node's report and names the nodes that did not answer", async () => {
-    await fixture.send("module.issue", { module: "lonely" });
-    await fixture.send("module.register", { manifest: { name: "ghost", version: "1.0.0" } });
-    await fixture.send("module.issue", { module: "ghost" });
+    await fixture.enrol("quiet");
+    await fixture.enrol("talker");
     await fixture.send("module.register", { manifest: { ...web, name: "web2" } });
     await fixture.send("module.issue", { module: "web2" });
-    await fixture.send("assign", { module: "web2", node: "fine" });
-    // The node "broken" is now composable and behind; "fine" changed. Only "fine" answers.
-    await fixture.drain("fine");
+    await fixture.send("assign", { module: "web2", node: "talker" });
+    // Both nodes are behind (never sent); only "talker" answers.
+    await fixture.drain("talker");
     const answering = (async () => {
-      const declarations = await waitForDeclaration(fixture, "fine");
-      fixture.report("fine", String(declarations.digest));
+      const declarations = await waitForDeclaration(fixture, "talker");
+      fixture.report("talker", String(declarations.digest));
     })();
     const report = await controller.push({ wait: true, timeoutMs: 1_500 });
     await answering;
-    assert.equal(outcome(report, "fine").outcome, "applied");
-    assert.equal(outcome(report, "broken").outcome, "timed-out");
-    assert.deepEqual(report.timedOut, ["broken"]);
+    assert.equal(outcome(report, "talker").outcome, "applied");
+    assert.equal(outcome(report, "quiet").outcome, "timed-out");
+    assert.deepEqual(report.timedOut, ["quiet"]);
   });
 
   it("R12 R32: the push verb answers over the bus; a dry run redacts secrets and sends nothing", async () => {
-    await fixture.send("assign", { module: "web", node: "idle-1" });
+    await fixture.enrol("dry-1");
+    await fixture.send("module.register", { manifest: { ...web, name: "web3" } });
+    await fixture.send("module.issue", { module: "web3" });
+    await fixture.send("assign", { module: "web3", node: "dry-1" });
     const sequence = controller.catalogue.state.sequence;
     const reply = await sendCommand(fixture.operator, "operator-test", "push", { dryRun: true }, { timeoutMs: 20_000 });
     assert.equal(reply.ok, true);
     const report = reply as unknown as PushReport;
     assert.equal(report.dryRun, true);
-    assert.equal(outcome(report, "idle-1").outcome, "sent");
+    assert.equal(outcome(report, "dry-1").outcome, "sent");
     assert.ok(Array.isArray(report.leftOut));
     const text = JSON.stringify(report.declarations);
     assert.match(text, /\[redacted\]/);

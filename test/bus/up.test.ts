@@ -11,7 +11,8 @@ import { stopAll } from "../../src/up/processes.ts";
 import { renderSummary } from "../../src/up/summary.ts";
 import { freePort } from "../../installer/serverConfig.ts";
 import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER, readUserList } from "../../installer/carried.ts";
-import { connectToBus, BusConnectError, BusCredential } from "../../src/bus/connect.ts";
+import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
+import { readBusCredential } from "../../src/files/index.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, type CliIo } from "../../src/cli/context.ts";
@@ -29,7 +30,7 @@ import { waitFor } from "../support/natsServer.ts";
 const NODE = "alpha";
 
 function credentialFile(path: string): BusCredential {
-  return BusCredential.parse(JSON.parse(readFileSync(path, "utf8")));
+  return readBusCredential(path);
 }
 
 function isAuthorizationRefusal(error: unknown): boolean {
@@ -50,6 +51,22 @@ describe("mesh up (embedded default, end to end)", () => {
     assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
     return reply as Record<string, unknown>;
   };
+
+  /**
+   * A second node, beta, enrolled with its host running and applied: the R1 test makes it step by
+   * step with its assertions; a test that needs beta and runs without it gets it here.
+   */
+  async function ensureBeta(): Promise<void> {
+    if (beta !== undefined) return;
+    const betaDir = join(root, "beta");
+    const { publicKey } = initHostKeys(betaDir);
+    saveNodeCredential(betaDir, await ask("node.enrol", { node: "beta", publicKey }));
+    const credential = readCredentialFile(join(betaDir, NODE_CREDENTIAL_FILE), betaDir);
+    beta = startHost({ stateDir: betaDir, node: "beta", credential, log, backoff: { initialMs: 100, maxMs: 500 } });
+    const pushed = await pushAndWait(operator, operatorUser(result.paths), 20_000);
+    assert.deepEqual(pushed.timedOut, [], JSON.stringify(pushed));
+    await waitFor(() => beta!.reports.length > 0 && beta!.bound(), { timeoutMs: 10_000, name: "beta's report" });
+  }
 
   before(async () => {
     root = mkdtempSync(join(tmpdir(), "mesh-up-"));
@@ -143,6 +160,7 @@ describe("mesh up (embedded default, end to end)", () => {
   });
 
   it("R31 R14: a rotated node credential reaches the running host in its declaration; the bus refuses the old password and the host comes back with the new one", async () => {
+    await ensureBeta();
     const alphaDir = join(dir, HOST_DIR);
     const betaDir = join(root, "beta");
     const alphaFile = join(alphaDir, NODE_CREDENTIAL_FILE);
@@ -215,6 +233,7 @@ describe("mesh up (embedded default, end to end)", () => {
   });
 
   it("R13: `mesh up` again resumes the same mesh from its records and changes nothing", async () => {
+    await ensureBeta();
     const again = await up({ dir, log, launcher, detachBus: false, timeoutMs: 30_000 });
     assert.equal(again.summary.mesh.fingerprint, result.summary.mesh.fingerprint);
     assert.equal(again.node, NODE);
