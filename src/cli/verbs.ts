@@ -270,7 +270,7 @@ export const CLI_VERBS: CliVerb[] = [
       return [
         `placed ${str(r.node)} at ${str(r.overlayName)}${r.hub === true ? " (hub)" : ""}`,
         ...(typeof r.note === "string" && r.note ? [r.note] : []),
-        ...(stale.length ? ["credentials that keep their old address until rotated (R10):", ...table(stale, ["user", "address", "addressNow"]).map((l) => `  ${l}`)] : []),
+        ...(stale.length ? ["recorded addresses that differ now (modules move at the next push; others keep theirs until rotated, R10):", ...table(stale, ["user", "address", "addressNow"]).map((l) => `  ${l}`)] : []),
       ];
     },
   }),

@@ -42,7 +42,7 @@ export function decide(state: State, command: OverlayPlaceRequest, envelope: Env
 /** A credential minted for an address other than the one its principal would get now. */
 export type StaleCredential = { principal: Principal; user: string; address: string; addressNow: string };
 
-/** What `overlay.place` answers (R10): the placement, and which credentials keep their old address. */
+/** What `overlay.place` answers (R10): the placement, and which recorded addresses differ from the ones now. */
 export type OverlayPlaceReply = {
   node: string;
   overlayName: string;
@@ -52,9 +52,12 @@ export type OverlayPlaceReply = {
 };
 
 /**
- * The placement, and R10 said out loud: credentials issued earlier keep the address they were
- * minted for; `staleCredentials` lists each one whose principal would get another address now
- * (rotate it to move it). Addresses only, never a secret (R3).
+ * The placement, and R10 said out loud: a module's credential follows the placement at the next
+ * push (a declaration carries the address its node reaches the broker at when it is composed, not
+ * the recorded one); a node's own credential keeps the address its host was given, and the
+ * controller's, an operator's or a builder's the one it was minted for, until `mesh credential
+ * rotate`. `staleCredentials` lists each credential whose recorded address differs from the one its
+ * principal would get now. Addresses only, never a secret (R3).
  */
 export function reply(state: State, events: readonly MeshEvent[]): OverlayPlaceReply {
   const placed = events.find((e) => e.type === "OverlayPlaced");
@@ -73,7 +76,7 @@ export function reply(state: State, events: readonly MeshEvent[]): OverlayPlaceR
     node: placed.node,
     overlayName: placed.overlayName,
     hub: placed.hub,
-    note: "credentials issued earlier keep their old address; `mesh credential rotate` gives one the current address",
+    note: "modules dial the address of the state at each push, so theirs move at the next push; other credentials issued earlier keep their old address until `mesh credential rotate`",
     staleCredentials,
   };
 }

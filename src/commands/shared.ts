@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { Entity, MeshEvent, Principal } from "../events/index.ts";
 import type { State } from "../projections/index.ts";
 import {
-  brokerReachableAt, evolve, formatBusAddress, holdersOf, nodesOfModule, parseBusAddress,
+  brokerNode, brokerReachableAt, evolve, formatBusAddress, holdersOf, nodesOfModule, parseBusAddress,
 } from "../projections/index.ts";
 import { BROKER_SEAT, CONTROLLER_SEAT } from "../names.ts";
 import { refuse, type Decision, type Envelope, type FreshSecret } from "./envelope.ts";
@@ -49,18 +49,20 @@ export function genesisAddress(state: State): string {
  * - operator: the genesis address (a person's CLI dials from outside the overlay).
  *
  * Made once per state so a reply over every credential stays linear: `brokerReachableAt` is
- * remembered by whether the node is on the overlay, the only thing about the node it reads (R7).
+ * remembered by whether the node is the broker's, on the overlay or off it, the only things about
+ * the node it reads (R7).
  * Throws when the mesh has no genesis record.
  */
 export function addressResolver(state: State): (principal: Principal) => string {
   const genesis = genesisAddress(state);
-  const byPlacement = new Map<boolean, string>();
+  const byPlacement = new Map<string, string>();
+  const broker = brokerNode(state);
   const forNode = (node: string): string => {
-    const placed = state.overlay.placed[node] !== undefined;
-    let address = byPlacement.get(placed);
+    const placement = node === broker ? "broker" : state.overlay.placed[node] !== undefined ? "placed" : "off";
+    let address = byPlacement.get(placement);
     if (address === undefined) {
       address = brokerReachableAt(state, node);
-      byPlacement.set(placed, address);
+      byPlacement.set(placement, address);
     }
     return address;
   };

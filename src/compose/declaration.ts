@@ -1,5 +1,5 @@
 import type { State } from "../projections/index.ts";
-import { credentialOf, holdersOf, principalOfModule, provisionKey, resolveSeat, seatOf } from "../projections/index.ts";
+import { brokerReachableAt, credentialOf, holdersOf, principalOfModule, provisionKey, resolveSeat, seatOf } from "../projections/index.ts";
 import { BROKER_SEAT } from "../names.ts";
 import type { Manifest } from "../manifest/manifest.ts";
 import { canonicalJson, type Digest } from "./digest.ts";
@@ -113,6 +113,11 @@ export type Prepared = {
    * one digest function). Throws when userListText() is null (a list with no users).
    */
   userListRef(digest: Digest): UserListRef;
+  /**
+   * `brokerReachableAt(state, node)` (R7), remembered by what it reads of the node (the broker's
+   * own, on the overlay, off it) so composing every node stays linear. Throws before genesis.
+   */
+  reachableAt(node: string): string;
 };
 
 /** Builds the shared indexes of one composition (see Prepared). O(records). */
@@ -156,7 +161,19 @@ export function prepareComposition(state: State, config: ComposeConfig): Prepare
     ref = { digest: digest(listed), bytes, parts: userListPartCount(bytes) };
     return ref;
   };
-  return { modulesByNode, usersOfSeat, brokerHolders: new Set(holdersOf(state, BROKER_SEAT)), busUsers, userListText, userListRef };
+  const holders = holdersOf(state, BROKER_SEAT);
+  const broker = holders[0] ?? state.overlay.hub;
+  const reachByPlacement = new Map<string, string>();
+  const reachableAt = (node: string): string => {
+    const placement = node === broker ? "broker" : state.overlay.placed[node] !== undefined ? "placed" : "off";
+    let address = reachByPlacement.get(placement);
+    if (address === undefined) {
+      address = brokerReachableAt(state, node);
+      reachByPlacement.set(placement, address);
+    }
+    return address;
+  };
+  return { modulesByNode, usersOfSeat, brokerHolders: new Set(holders), busUsers, userListText, userListRef, reachableAt };
 }
 
 function refusal(node: string, code: string, message: string): DeclarationResult {
@@ -188,6 +205,7 @@ export function composeDeclaration(
   const modules: DeclaredModule[] = [];
   const provisions: ProvisionGrant[] = [];
   const modulesLeftOut: ModuleLeftOut[] = [];
+  let reachable: string | undefined;
   for (const module of prepared.modulesByNode.get(node) ?? []) {
     const manifest = state.modules.modules[module]?.manifest;
     if (!manifest) return refusal(node, "module-unregistered", `node ${node} is assigned ${module}, which the catalogue does not have`);
@@ -216,12 +234,16 @@ export function composeDeclaration(
         provisions.push({ seat, provision, consumer, user: record.user, sealed: record.sealed });
       }
     }
+    // R10: the address is where this node reaches the broker now, at composition, not the one
+    // recorded when the credential was minted: the order of issue, assign and overlay place
+    // cannot change what a module dials, and a placement moves it at the next push.
+    const address = reachable ??= prepared.reachableAt(node);
     modules.push({
       module,
       version: manifest.version,
       run: manifest.run,
-      credential: { address: credential.address, user: credential.user, sealed: credential.sealed, fingerprint },
-      env: { MESH_BROKER_ADDRESS: credential.address, MESH_BROKER_CERTIFICATE: fingerprint, MESH_USER: credential.user },
+      credential: { address, user: credential.user, sealed: credential.sealed, fingerprint },
+      env: { MESH_BROKER_ADDRESS: address, MESH_BROKER_CERTIFICATE: fingerprint, MESH_USER: credential.user },
       provisions: received.sort((a, b) => compare(`${a.seat}/${a.provision}`, `${b.seat}/${b.provision}`)),
     });
   }

@@ -47,16 +47,17 @@ export function brokerNode(state: State): string | null {
 
 /**
  * The broker's address as `node` can reach it (R7): a node on the overlay (per whereEveryoneIs)
- * gets the broker node's overlay name, when that node is on the overlay too; any other node gets
- * the genesis address. The port is the genesis address's, or the standard one (R8).
- * Throws when the mesh has no genesis record.
+ * gets the broker node's overlay name, when that node is on the overlay too; the broker node itself
+ * and any node off the overlay get the genesis address (the bus listens there on the broker's own
+ * machine, and on a one-machine mesh no resolver knows `<node>.internal`). The port is the genesis
+ * address's, or the standard one (R8). Throws when the mesh has no genesis record.
  */
 export function brokerReachableAt(state: State, node: string): string {
   if (!state.mesh) throw new Error("the mesh has no genesis record (MeshCreated): run the installer first");
   const genesis = parseBusAddress(state.mesh.genesisAddress);
   const broker = brokerNode(state);
   const placed = state.overlay.placed;
-  if (placed[node] !== undefined && broker !== null && placed[broker] !== undefined) {
+  if (node !== broker && placed[node] !== undefined && broker !== null && placed[broker] !== undefined) {
     return formatBusAddress({ ...genesis, host: placed[broker]! });
   }
   return formatBusAddress(genesis);

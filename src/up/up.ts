@@ -39,8 +39,9 @@ import { nodesOf, principalsByUser, seatsOf, type UpSummary } from "./summary.ts
  * Every step is idempotent: `mesh up` again resumes the same mesh and changes nothing new.
  *
  * Local overlay: on one machine `<node>.internal` resolves nowhere. The local node is the hub and
- * the broker; its credential is minted at genesis (R56), off the overlay, so it carries the
- * genesis address 127.0.0.1:<port> (R7), and the host agent dials it.
+ * the broker, and the broker's own node reaches it at the genesis address 127.0.0.1:<port> (R7):
+ * its credential (minted at genesis, R56) and every module's on it (composed at each push, R10)
+ * carry that address, in whatever order the modules were issued, assigned and placed.
  *
  * No hidden step (R56): genesis enrols the local node and carries its account in the first user
  * list (`mesh genesis --node`), exactly as on a real machine; the rest are the operator's verbs.

@@ -220,6 +220,25 @@ describe("mesh up (embedded default, end to end)", () => {
     }
   });
 
+  it("R7 R10: a module assigned to the hub before it is issued dials the same address as one issued first, and the bus admits both", async () => {
+    const manifest = (name: string) => ({ name, version: "0.1.0", uses: ["mesh-build"] });
+    // first issued, then assigned; and the other way round, both on the hub (alpha is placed as hub)
+    await ask("module.register", { manifest: manifest("issued-first") });
+    await ask("module.issue", { module: "issued-first" });
+    await ask("assign", { module: "issued-first", node: NODE });
+    await ask("module.register", { manifest: manifest("assigned-first") });
+    await ask("assign", { module: "assigned-first", node: NODE });
+    await ask("module.issue", { module: "assigned-first" });
+    const pushed = await pushAndWait(operator, operatorUser(result.paths), 20_000);
+    assert.deepEqual(pushed.timedOut, [], JSON.stringify(pushed));
+    const modules = join(dir, HOST_DIR, "modules");
+    const first = credentialFile(join(modules, "issued-first", "credential.json"));
+    const second = credentialFile(join(modules, "assigned-first", "credential.json"));
+    assert.equal(second.address, first.address, "the order of issue and assign does not change the address");
+    assert.equal(first.address, result.summary.mesh.genesisAddress, "on one machine it is the genesis address");
+    for (const credential of [first, second]) (await connectToBus(credential, { reconnect: false })).close();
+  });
+
   it("R29: unassigning a module removes its resources from the host and keeps a file the host found there", async () => {
     const folder = join(dir, HOST_DIR, "modules", "npm");
     assert.ok(existsSync(join(folder, "module.json")));

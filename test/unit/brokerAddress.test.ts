@@ -9,8 +9,9 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { MeshEvent } from "../../src/events/index.ts";
 import { brokerNode, brokerReachableAt, type State } from "../../src/projections/index.ts";
+import { composeDeclaration } from "../../src/compose/index.ts";
 import {
-  GENESIS, NODE_KEY, given, givenState, registration, type EventBody, type Outcome, type Scenario,
+  GENESIS, GENESIS_ADDRESS, NODE_KEY, given, givenState, registration, type EventBody, type Outcome, type Scenario,
 } from "../support/givenWhenThen.ts";
 
 /** Genesis with an address that names no port (R8): every address below carries 4222. */
@@ -45,8 +46,23 @@ function recorded(state: State): Record<string, string> {
 
 type StaleList = Array<{ user: string; address: string; addressNow: string }>;
 
+/** Runs the commands in order, each on the state the previous one left, failing on any refusal. */
+function run(mesh: Scenario, steps: ReadonlyArray<[string, Record<string, unknown>]>): Scenario {
+  for (const [verb, body] of steps) mesh = next(mesh.when(verb, body));
+  return mesh;
+}
+
+/** The address the module's entry in `node`'s composed declaration dials, and its env's. */
+function declaredAddress(state: State, node: string, module: string): { credential: string; env: string } {
+  const result = composeDeclaration(state, node, { controllerSubmits: [] }, (text) => `digest-of-${text.length}`);
+  assert.ok(result.ok, result.ok ? "" : result.refusal.code);
+  const entry = result.declaration.modules.find((m) => m.module === module);
+  assert.ok(entry, `${module} is in ${node}'s declaration`);
+  return { credential: entry.credential.address, env: entry.env.MESH_BROKER_ADDRESS };
+}
+
 describe("the broker's address from a sequence of records", () => {
-  it("R6 R7 R8 R9 R10: genesis, overlay with a hub, broker seat elsewhere, a second hub refused, old credentials keep their address", () => {
+  it("R6 R7 R8 R9 R10: genesis, overlay with a hub, broker seat elsewhere, a second hub refused, recorded addresses stay and the broker's own node dials the genesis address", () => {
     const nodes = ["north", "alpha", "beta"];
 
     // 1. Genesis: no holder of mesh-broker, no overlay. Every node reaches the genesis address, and
@@ -62,20 +78,21 @@ describe("the broker's address from a sequence of records", () => {
     assert.deepEqual(reach(mesh.state, nodes), { north: GENESIS_4222, alpha: GENESIS_4222, beta: GENESIS_4222 });
 
     // 2. The overlay gets its hub. While nothing holds mesh-broker the hub stands in (R6), for nodes
-    //    on the overlay only (R7). Placing changes no credential: north's keeps the genesis address
-    //    it was minted for, and the reply says so and names it (R10).
+    //    on the overlay only (R7); the hub itself, the broker's node, dials the genesis address (the
+    //    bus listens there on its own machine). Placing changes no recorded credential (R10) and
+    //    north's already points where north reaches the broker, so the reply names none.
     const hubPlaced = mesh.when("overlay.place", { node: "north", hub: true });
     hubPlaced.then([{ type: "OverlayPlaced", node: "north", hub: true, overlayName: "north.internal" }]);
     const hubReply = hubPlaced.reply() as { note: string; staleCredentials: StaleList };
     assert.ok(hubReply.note.length > 0, "R10: the reply carries its note on earlier credentials");
     assert.deepEqual(
       hubReply.staleCredentials.map((c) => [c.user, c.address, c.addressNow]),
-      [["node-north", GENESIS_4222, "tls://north.internal:4222"]],
-      "R10: only north, now on the overlay, would get another address",
+      [],
+      "R7 R10: north, the broker's node, still reaches the broker at the genesis address",
     );
     mesh = next(hubPlaced);
     assert.equal(brokerNode(mesh.state), "north", "R6: the hub stands in");
-    assert.deepEqual(reach(mesh.state, nodes), { north: "tls://north.internal:4222", alpha: GENESIS_4222, beta: GENESIS_4222 });
+    assert.deepEqual(reach(mesh.state, nodes), { north: GENESIS_4222, alpha: GENESIS_4222, beta: GENESIS_4222 });
     assert.deepEqual(recorded(mesh.state), { "node-north": GENESIS_4222, "node-alpha": GENESIS_4222, "node-beta": GENESIS_4222 });
 
     // 3. alpha joins the overlay; rotating its credential now mints the hub's overlay address (R7:
@@ -94,14 +111,15 @@ describe("the broker's address from a sequence of records", () => {
     assert.equal(mesh.state.overlay.hub, "north");
 
     // 5. The broker seat is assigned elsewhere: alpha, on the overlay, holds mesh-broker. Its overlay
-    //    name is the broker's address for every node on the overlay, the hub included (R6); beta,
-    //    off the overlay, keeps the genesis address (R7). A module issued on alpha gets it too.
+    //    name is the broker's address for every other node on the overlay, the hub included (R6);
+    //    alpha itself and beta, off the overlay, dial the genesis address (R7). A module issued on
+    //    alpha gets the genesis address too, and north's rotation alpha's overlay name.
     const assigned = mesh.when("assign", { module: "broker", node: "alpha" });
     mesh = next(assigned);
     assert.equal(brokerNode(mesh.state), "alpha", "R6: the holder, not the hub");
     assert.deepEqual((mesh.query("where") as { broker: string | null }).broker, "alpha");
-    assert.deepEqual(reach(mesh.state, nodes), { north: "tls://alpha.internal:4222", alpha: "tls://alpha.internal:4222", beta: GENESIS_4222 });
-    assert.equal(mintedAddress(mesh.when("module.issue", { module: "broker" })), "tls://alpha.internal:4222", "R7: module issue uses it");
+    assert.deepEqual(reach(mesh.state, nodes), { north: "tls://alpha.internal:4222", alpha: GENESIS_4222, beta: GENESIS_4222 });
+    assert.equal(mintedAddress(mesh.when("module.issue", { module: "broker" })), GENESIS_4222, "R7: module issue uses it");
     assert.equal(mintedAddress(mesh.when("credential.rotate", { kind: "node", name: "north" })), "tls://alpha.internal:4222");
 
     // 6. beta joins the overlay. Credentials issued earlier keep the address they were minted for
@@ -113,7 +131,7 @@ describe("the broker's address from a sequence of records", () => {
     assert.deepEqual(
       betaReply.staleCredentials.map((c) => [c.user, c.address, c.addressNow]).sort(),
       [
-        ["node-alpha", "tls://north.internal:4222", "tls://alpha.internal:4222"],
+        ["node-alpha", "tls://north.internal:4222", GENESIS_4222],
         ["node-beta", GENESIS_4222, "tls://alpha.internal:4222"],
         ["node-north", GENESIS_4222, "tls://alpha.internal:4222"],
       ],
@@ -122,7 +140,41 @@ describe("the broker's address from a sequence of records", () => {
     mesh = next(betaPlaced);
     assert.deepEqual(recorded(mesh.state), before, "R10: placing a node rewrites no credential's address");
     assert.deepEqual(reach(mesh.state, nodes), {
-      north: "tls://alpha.internal:4222", alpha: "tls://alpha.internal:4222", beta: "tls://alpha.internal:4222",
+      north: "tls://alpha.internal:4222", alpha: GENESIS_4222, beta: "tls://alpha.internal:4222",
     });
+  });
+
+  it("R7 R10: a module's declared address is the same whether it was issued before or after its assignment", () => {
+    const app = { name: "app", version: "1.0.0" };
+    // a one-machine mesh as `mesh up` makes it: the node holds mesh-broker and is the overlay's hub
+    const oneMachine = run(given(GENESIS, registration(broker), registration(app)), [
+      ["node.enrol", { node: "vm", publicKey: NODE_KEY }],
+      ["module.issue", { module: "broker" }],
+      ["assign", { module: "broker", node: "vm" }],
+      ["overlay.place", { node: "vm", hub: true }],
+    ]);
+    const issuedFirst = run(oneMachine, [["module.issue", { module: "app" }], ["assign", { module: "app", node: "vm" }]]);
+    const assignedFirst = run(oneMachine, [["assign", { module: "app", node: "vm" }], ["module.issue", { module: "app" }]]);
+    const genesis = { credential: GENESIS_ADDRESS, env: GENESIS_ADDRESS };
+    assert.deepEqual(declaredAddress(issuedFirst.state, "vm", "app"), genesis, "issued first: the genesis address every principal reaches");
+    assert.deepEqual(declaredAddress(assignedFirst.state, "vm", "app"), genesis, "assigned first: the same, never vm.internal");
+
+    // two machines on the overlay: a module on the second node dials the broker's overlay name,
+    // whichever order it was issued, assigned and placed in (the declaration is composed from the
+    // state at push time, not from the address recorded at issue)
+    const twoMachines = run(oneMachine, [["node.enrol", { node: "far", publicKey: NODE_KEY }]]);
+    const orders: Array<ReadonlyArray<[string, Record<string, unknown>]>> = [
+      [["module.issue", { module: "app" }], ["assign", { module: "app", node: "far" }], ["overlay.place", { node: "far" }]],
+      [["overlay.place", { node: "far" }], ["assign", { module: "app", node: "far" }], ["module.issue", { module: "app" }]],
+      [["assign", { module: "app", node: "far" }], ["overlay.place", { node: "far" }], ["module.issue", { module: "app" }]],
+    ];
+    for (const order of orders) {
+      const state = run(twoMachines, order).state;
+      const label = order.map(([verb]) => verb).join(", ");
+      assert.deepEqual(declaredAddress(state, "far", "app"), { credential: "tls://vm.internal:4443", env: "tls://vm.internal:4443" }, label);
+    }
+    // off the overlay, the genesis address, whatever the order
+    const offOverlay = run(twoMachines, [["assign", { module: "app", node: "far" }], ["module.issue", { module: "app" }]]).state;
+    assert.deepEqual(declaredAddress(offOverlay, "far", "app"), genesis);
   });
 });
