@@ -50,6 +50,11 @@ export type BusConnectOptions = {
    * less, so that it is back on its inbox before the reply is published.
    */
   reconnectWaitMs?: number;
+  /**
+   * Called with the bus certificate as PEM once its fingerprint matched the pin (tls:// only): a
+   * host hands it to its modules, whose clients verify against a file (R57).
+   */
+  onCertificate?: (pem: string) => void;
 };
 
 /**
@@ -137,6 +142,7 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
     }
     if (presented.fingerprint !== pin) throw new CertificateMismatch(address, pin, presented.fingerprint);
     settings.tls = pinnedTlsOptions(presented.pem, pin);
+    options.onCertificate?.(presented.pem);
   } else if (parts.scheme === "nats") {
     settings.tls = null;
   } else {

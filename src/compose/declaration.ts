@@ -3,6 +3,7 @@ import { brokerReachableAt, credentialOf, holdersOf, principalOfModule, provisio
 import { BROKER_SEAT } from "../names.ts";
 import type { Manifest } from "../manifest/manifest.ts";
 import { canonicalJson, type Digest } from "./digest.ts";
+import { moduleEnvironment, type ModuleEnvironment } from "./environment.ts";
 import { composeBusUsers, renderUserList } from "./userList.ts";
 import type { BusUsers, ComposeConfig, Principal, Refusal } from "./types.ts";
 
@@ -26,8 +27,12 @@ export type DeclaredModule = {
   version: string;
   run: Manifest["run"];
   credential: DeclaredCredential;
-  /** The environment the module runs with; the host adds MESH_PASSWORD once it opened the secret. */
-  env: { MESH_BROKER_ADDRESS: string; MESH_BROKER_CERTIFICATE: string; MESH_USER: string };
+  /**
+   * The environment the module runs with (R57: its address, user, inbox prefix, work, events and
+   * tools, ModuleEnvironment); the host adds MESH_PASSWORD once it opened the secret and
+   * MESH_BROKER_CERTIFICATE_FILE once it holds the certificate's PEM.
+   */
+  env: ModuleEnvironment;
   provisions: ReceivedProvision[];
 };
 
@@ -243,7 +248,7 @@ export function composeDeclaration(
       version: manifest.version,
       run: manifest.run,
       credential: { address, user: credential.user, sealed: credential.sealed, fingerprint },
-      env: { MESH_BROKER_ADDRESS: address, MESH_BROKER_CERTIFICATE: fingerprint, MESH_USER: credential.user },
+      env: moduleEnvironment(state, module, address, credential.user, fingerprint),
       provisions: received.sort((a, b) => compare(`${a.seat}/${a.provision}`, `${b.seat}/${b.provision}`)),
     });
   }

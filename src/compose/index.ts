@@ -9,5 +9,9 @@ export {
 export { composeTopology, type Topology, type StreamSpec, type ConsumerSpec } from "./topology.ts";
 export { requiredProvisions, neededProvisions, type NeededProvision } from "./provisions.ts";
 export { explain, type Explanation } from "./explain.ts";
+export {
+  moduleEnvironment, CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE, type ModuleEnvironment, type WorkEntry, type SubmitEntry,
+  type EmitEntry, type FollowEntry, type ToolEntry,
+} from "./environment.ts";
 export { covers } from "./subjects.ts";
 export { canonicalJson, type Digest } from "./digest.ts";

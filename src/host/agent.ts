@@ -229,7 +229,7 @@ export function startHost(options: HostOptions): Host {
       // Before any user list: this node may hold the broker, and its reload then drops this
       // connection, which must come back with the new password.
       if (declaration.self) adoptOwnCredential(declaration.self);
-      applied = applyDeclaration(stateDir, declaration, privateKey);
+      applied = applyDeclaration(stateDir, declaration, privateKey, certificatePem);
       const ref = declaration.userList;
       if (ref === undefined) {
         pending = undefined;
@@ -364,6 +364,8 @@ export function startHost(options: HostOptions): Host {
   };
 
   let everAdmitted = false;
+  /** The bus certificate as PEM, pinned at the last connect: written beside each module (R57). */
+  let certificatePem: string | undefined;
   const loop = async () => {
     let attempt = 0;
     while (!stopped) {
@@ -373,7 +375,10 @@ export function startHost(options: HostOptions): Host {
       try {
         const credential = credentialOf();
         lastPassword = credential.password;
-        nc = await connectToBus(credential, { name: `mesh-host-${node}`, timeoutMs: options.connectTimeoutMs ?? 5_000, password: passwordNow });
+        nc = await connectToBus(credential, {
+          name: `mesh-host-${node}`, timeoutMs: options.connectTimeoutMs ?? 5_000, password: passwordNow,
+          onCertificate: (pem) => { certificatePem = pem; },
+        });
         current = { nc, stop: () => undefined };
         if (stopped) break;
         everAdmitted = true;

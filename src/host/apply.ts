@@ -1,9 +1,10 @@
 import { existsSync, readFileSync, readdirSync, rmdirSync, statSync } from "node:fs";
-import { dirname, join, relative, sep } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { openAsNode } from "../crypto/secrets.ts";
 import { NAME_PATTERN } from "../names.ts";
 import { makeFolderDurable, removeFileDurable, writeFileDurable } from "../files/index.ts";
 import type { HostDeclaration } from "./declaration.ts";
+import { CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE } from "../compose/environment.ts";
 
 /**
  * Applying a declaration to a node's state folder (DESIGN.md section 7, R29).
@@ -50,6 +51,15 @@ export type Applied = {
 
 type Desired = Map<string, { text: string; mode: number }>;
 
+/** The name of the bus certificate's PEM file in each module's folder (R57). */
+export const CERTIFICATE_FILE = "certificate.pem";
+
+/**
+ * What the host knows that the declaration does not carry: the state folder (absolute, so a
+ * module's env can name its files) and the bus certificate as PEM, pinned at connect (R57).
+ */
+export type LocalFacts = { stateDir?: string; certificatePem?: string };
+
 /** Reads `<stateDir>/owned.json`, or an empty record when the host never applied anything. */
 export function readOwned(stateDir: string): Owned | null {
   const file = join(stateDir, OWNED_FILE);
@@ -93,14 +103,17 @@ function json(value: unknown): string {
  * - `modules/<module>/module.json` (module, version, run and any further public field);
  * - `modules/<module>/credential.json` (0600): `{address, user, password, fingerprint?}`, the form
  *   connectToBus reads (an empty fingerprint, a `nats://` bus, is left out);
- * - `modules/<module>/env` (0600): the declared environment plus `MESH_PASSWORD`, `KEY=value` lines;
+ * - `modules/<module>/env` (0600): the declared environment plus `MESH_PASSWORD`, and
+ *   `MESH_BROKER_CERTIFICATE_FILE` naming the next file when the host knows the PEM, `KEY=value` lines;
+ * - `modules/<module>/certificate.pem` (0644): the bus certificate the host pinned, for clients
+ *   that verify against a file (R57), when `local.certificatePem` is given;
  * - `modules/<module>/provisions.json` (0600): `[{seat, provision, user, secret}]` it receives;
  * - `provisions/<seat>/<provision>/<consumer>.json` (0600): `{seat, provision, consumer, user,
  *   secret}`, a login this node's provider must hold for a consumer.
  * Opens every secret with `privateKey`; throws DeclarationRefused when one does not open or a name
  * is not a safe file name.
  */
-export function desiredFiles(declaration: HostDeclaration, privateKey: string): Desired {
+export function desiredFiles(declaration: HostDeclaration, privateKey: string, local: LocalFacts = {}): Desired {
   const files: Desired = new Map();
   for (const entry of declaration.modules) {
     const module = safeName("module", entry.module);
@@ -113,8 +126,14 @@ export function desiredFiles(declaration: HostDeclaration, privateKey: string): 
       password = open(privateKey, sealed, `module "${module}"'s credential`);
       files.set(`${base}/credential.json`, { text: json({ ...visible, password, ...(fingerprint ? { fingerprint } : {}) }), mode: 0o600 });
     }
-    if (env || password !== undefined) {
-      files.set(`${base}/env`, { text: envText({ ...(env ?? {}), ...(password !== undefined ? { MESH_PASSWORD: password } : {}) }, module), mode: 0o600 });
+    const added: Record<string, string> = {};
+    if (password !== undefined) added[PASSWORD_VARIABLE] = password;
+    if (local.certificatePem !== undefined && local.stateDir !== undefined) {
+      files.set(`${base}/${CERTIFICATE_FILE}`, { text: local.certificatePem, mode: 0o644 });
+      added[CERTIFICATE_FILE_VARIABLE] = join(local.stateDir, base, CERTIFICATE_FILE);
+    }
+    if (env || Object.keys(added).length > 0) {
+      files.set(`${base}/env`, { text: envText({ ...(env ?? {}), ...added }, module), mode: 0o600 });
     }
     if (provisions.length > 0) {
       const opened = provisions.map(({ sealed, ...visible }) => ({
@@ -162,8 +181,8 @@ function sameContent(path: string, text: string, mode: number): boolean {
  * removes everything the mesh owned. Idempotent: applying the same declaration twice writes nothing
  * the second time. Throws DeclarationRefused (nothing changed) or a file system error.
  */
-export function applyDeclaration(stateDir: string, declaration: HostDeclaration, privateKey: string): Applied {
-  const desired = desiredFiles(declaration, privateKey);
+export function applyDeclaration(stateDir: string, declaration: HostDeclaration, privateKey: string, certificatePem?: string): Applied {
+  const desired = desiredFiles(declaration, privateKey, { stateDir: resolve(stateDir), ...(certificatePem === undefined ? {} : { certificatePem }) });
   const previous = readOwned(stateDir);
   const owned = new Set(previous?.files ?? []);
   const written: string[] = [];

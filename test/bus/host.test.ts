@@ -13,7 +13,7 @@ import {
 } from "../../src/names.ts";
 import { splitUserList, userListPartHeaders } from "../../src/push/push.ts";
 import { hashPassword, newPassword, sealToNode } from "../../src/crypto/secrets.ts";
-import { canonicalJson, permissionsOf, renderUserList, type BusUser, type Declaration } from "../../src/compose/index.ts";
+import { canonicalJson, moduleEnvironment, permissionsOf, renderUserList, type BusUser, type Declaration } from "../../src/compose/index.ts";
 import { initialState } from "../../src/projections/state.ts";
 import { initHostKeys, lastGoodFile, startHost, type Host, type HostReport } from "../../src/host/index.ts";
 import { usersOfListText } from "../../src/host/declaration.ts";
@@ -66,7 +66,7 @@ function declaration(
       version: "1.0.0",
       run: { image: `example/${m.module}:1` },
       credential: { address: "nats://127.0.0.1:4222", user: busUser("module", m.module), sealed: sealToNode(publicKey, m.password), fingerprint: "" },
-      env: { MESH_BROKER_ADDRESS: "nats://127.0.0.1:4222", MESH_BROKER_CERTIFICATE: "", MESH_USER: busUser("module", m.module) },
+      env: moduleEnvironment(initialState, m.module, "nats://127.0.0.1:4222", busUser("module", m.module), ""),
       provisions: (m.provisions ?? []).map((p) => ({ seat: p.seat, provision: p.provision, user: `${m.module}-${p.provision}`, sealed: sealToNode(publicKey, p.password) })),
     })),
     provisions: (extra.grants ?? []).map((g) => ({

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { up, operatorConnection, operatorUser, pushAndWait, HOST_DIR, type UpResult } from "../../src/up/up.ts";
 import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
@@ -20,6 +20,7 @@ import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_C
 import { passwordMatches } from "../../src/crypto/secrets.ts";
 import { workConsumer, workStream, workSubject } from "../../src/names.ts";
 import { waitFor } from "../support/natsServer.ts";
+import { watchViolations } from "../support/violations.ts";
 
 /**
  * The end-to-end story of the embedded default: `mesh up` in a temporary folder on a free port,
@@ -31,6 +32,16 @@ const NODE = "alpha";
 
 function credentialFile(path: string): BusCredential {
   return readBusCredential(path);
+}
+
+/** A module's `env` file (`KEY=value` lines) as a record. */
+function envFile(path: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of readFileSync(path, "utf8").split("\n")) {
+    const at = line.indexOf("=");
+    if (at > 0) env[line.slice(0, at)] = line.slice(at + 1);
+  }
+  return env;
 }
 
 function isAuthorizationRefusal(error: unknown): boolean {
@@ -237,6 +248,57 @@ describe("mesh up (embedded default, end to end)", () => {
     assert.equal(second.address, first.address, "the order of issue and assign does not change the address");
     assert.equal(first.address, result.summary.mesh.genesisAddress, "on one machine it is the genesis address");
     for (const credential of [first, second]) (await connectToBus(credential, { reconnect: false })).close();
+  });
+
+  it("R57 R33: a module dialling with exactly its env file pulls its work, announces its event and answers a tool; with the default _INBOX. it is refused", async () => {
+    const modules = join(dir, HOST_DIR, "modules");
+    const builderEnv = envFile(join(modules, "builder", "env"));
+    const showcaseEnv = envFile(join(modules, "showcase", "env"));
+    assert.ok(existsSync(builderEnv.MESH_BROKER_CERTIFICATE_FILE!), "the env names the certificate's PEM file");
+    // a standard client: address, user, password, inbox prefix and the certificate file, nothing else of the mesh's
+    const standard = (env: Record<string, string>, withPrefix: boolean) => {
+      const { hostname, port } = new URL(env.MESH_BROKER_ADDRESS!.replace(/^tls:/, "https:"));
+      return connect({
+        servers: `${hostname}:${port}`, user: env.MESH_USER!, pass: env.MESH_PASSWORD!, reconnect: false,
+        tls: { caFile: env.MESH_BROKER_CERTIFICATE_FILE! },
+        ...(withPrefix ? { inboxPrefix: env.MESH_INBOX_PREFIX! } : {}),
+      });
+    };
+    const [work] = JSON.parse(builderEnv.MESH_WORK!) as Array<{ stream: string; consumer: string; subjects: string[] }>;
+    const [emit] = JSON.parse(builderEnv.MESH_EMITS!) as Array<{ subject: string }>;
+    const [submit] = JSON.parse(showcaseEnv.MESH_SUBMITS!) as Array<{ subject: string }>;
+    const [tool] = JSON.parse(showcaseEnv.MESH_TOOLS!) as Array<{ subject: string }>;
+    assert.ok(work && emit && submit && tool, "the env names the builder's queue and event, the showcase's submit and tool");
+    assert.ok(work.subjects.includes(submit.subject), "what the showcase submits is what the builder pulls");
+    const builder = await standard(builderEnv, true);
+    const showcase = await standard(showcaseEnv, true);
+    try {
+      const job = `env-${Date.now()}`;
+      await jetstream(showcase).publish(submit.subject, JSON.stringify({ job }));
+      const consumer = await jetstream(builder).consumers.get(work.stream, work.consumer);
+      const message = await consumer.next({ expires: 5_000 });
+      assert.deepEqual(message?.json(), { job }, "the builder pulled the work");
+      await message!.ackAck();
+      const ack = await jetstream(builder).publish(emit.subject, JSON.stringify({ job, built: true }));
+      assert.ok(ack.seq > 0, "the event was stored");
+      const answering = showcase.subscribe(tool.subject, { callback: (_error, msg) => { msg.respond("hello"); } });
+      await showcase.flush();
+      const answer = await operator.request(tool.subject, "hi", { timeout: 5_000 });
+      assert.equal(answer.string(), "hello", "the showcase answered its tool");
+      answering.unsubscribe();
+    } finally {
+      await builder.close();
+      await showcase.close();
+    }
+    // the same client without the inbox prefix: its reply inbox is refused, so no request completes
+    const plain = await standard(builderEnv, false);
+    const violations = watchViolations(plain);
+    try {
+      await assert.rejects(jetstream(plain, { timeout: 2_000 }).publish(emit.subject, "{}"));
+      await waitFor(() => violations.some((v) => v.operation === "subscription" && v.subject.startsWith("_INBOX.")), { timeoutMs: 5_000, name: "the _INBOX. subscription refused" });
+    } finally {
+      await plain.close();
+    }
   });
 
   it("R29: unassigning a module removes its resources from the host and keeps a file the host found there", async () => {

@@ -8,6 +8,7 @@ import { redactDeclaration, sealForNode, splitUserList, userListPartHeaders, use
 import { controllerCredential, pendingCredentialFile, pendingPassword } from "../../src/bootstrap/credential.ts";
 import { GENESIS, enrolment, registration, stateOf } from "../support/givenWhenThen.ts";
 import { USER_LIST_PART_BYTES, userListPartCount } from "../../src/compose/declaration.ts";
+import { moduleEnvironment } from "../../src/compose/environment.ts";
 import { USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER, progressSubject } from "../../src/names.ts";
 import { isInInboxOf, pushVerb } from "../../src/push/pushCommand.ts";
 import type { PushReport } from "../../src/push/push.ts";
@@ -22,7 +23,7 @@ const declaration = (): Declaration => ({
   modules: [{
     module: "web", version: "1", run: {},
     credential: { address: "tls://bus:4222", user: "module-web", sealed: sealWithMeshKey(meshKey, secret), fingerprint: "AB" },
-    env: { MESH_BROKER_ADDRESS: "tls://bus:4222", MESH_BROKER_CERTIFICATE: "AB", MESH_USER: "module-web" },
+    env: moduleEnvironment(stateOf([]), "web", "tls://bus:4222", "module-web", "AB"),
     provisions: [{ seat: "mesh-store", provision: "database", user: "web", sealed: sealWithMeshKey(meshKey, "db-secret") }],
   }],
   provisions: [],

@@ -1,0 +1,98 @@
+import type { State } from "../projections/index.ts";
+import { resolveSeat, seatOf } from "../projections/index.ts";
+import { EVENTS_STREAM, eventSubject, followConsumer, inboxPrefix, toolSubject, workConsumer, workStream, workSubject } from "../names.ts";
+
+/**
+ * A module's environment (R57): everything it needs to use its seats, named by the same functions
+ * of src/names.ts that grant them (R18), so what it is told and what the bus lets it do cannot
+ * drift apart. Values are strings (an `env` file's `KEY=value` lines); the lists are JSON arrays on
+ * one line, in the manifest's order, so a module in any language reads them with one parse.
+ *
+ * - `MESH_BROKER_ADDRESS`: `tls://host:port`, where its node reaches the broker (R7, R10);
+ * - `MESH_BROKER_CERTIFICATE`: the bus certificate's SHA-256 fingerprint (R34);
+ * - `MESH_USER`: its bus user (the host adds `MESH_PASSWORD`, opened with the node's key, and
+ *   `MESH_BROKER_CERTIFICATE_FILE`, the certificate as PEM, for clients that verify against a file);
+ * - `MESH_INBOX_PREFIX`: the only inbox it may use (R33): a client's default `_INBOX.` is refused;
+ * - `MESH_WORK`: `[{seat, stream, consumer, subjects}]`, the shared work queue of each seat it
+ *   claims that accepts work (R16), pulled from the durable consumer `consumer`;
+ * - `MESH_SUBMITS`: `[{seat, kind, subject}]`, the work it may submit to the seats it uses;
+ * - `MESH_EMITS`: `[{seat, event, subject}]`, the events of the seats it claims;
+ * - `MESH_FOLLOWS`: `[{seat, event, subject, stream, consumer}]`, its follow consumers (R4);
+ * - `MESH_TOOLS`: `[{tool, subject}]`, the requests it answers.
+ * Seats are named as they resolve now (aliases followed, R27). Pure.
+ */
+export type ModuleEnvironment = {
+  MESH_BROKER_ADDRESS: string;
+  MESH_BROKER_CERTIFICATE: string;
+  MESH_USER: string;
+  MESH_INBOX_PREFIX: string;
+  MESH_WORK: string;
+  MESH_SUBMITS: string;
+  MESH_EMITS: string;
+  MESH_FOLLOWS: string;
+  MESH_TOOLS: string;
+};
+
+/** The variable the host adds: the path of the bus certificate as PEM (R57). */
+export const CERTIFICATE_FILE_VARIABLE = "MESH_BROKER_CERTIFICATE_FILE";
+/** The variable the host adds: the module's password, opened with the node's key (R3: only in the 0600 env file). */
+export const PASSWORD_VARIABLE = "MESH_PASSWORD";
+
+/** Work a module pulls: one entry per claimed seat that accepts work. */
+export type WorkEntry = { seat: string; stream: string; consumer: string; subjects: string[] };
+/** Work a module may submit. */
+export type SubmitEntry = { seat: string; kind: string; subject: string };
+/** An event a module announces. */
+export type EmitEntry = { seat: string; event: string; subject: string };
+/** An event a module follows, through its own durable pull consumer on EVENTS. */
+export type FollowEntry = { seat: string; event: string; subject: string; stream: string; consumer: string };
+/** A request a module answers. */
+export type ToolEntry = { tool: string; subject: string };
+
+/**
+ * The environment of `module` dialling `address` as `user` (see ModuleEnvironment, R57).
+ * A module the catalogue does not know gets empty lists. Pure.
+ */
+export function moduleEnvironment(state: State, module: string, address: string, user: string, fingerprint: string): ModuleEnvironment {
+  const manifest = state.modules.modules[module]?.manifest;
+  const work: WorkEntry[] = [];
+  const submits: SubmitEntry[] = [];
+  const emits: EmitEntry[] = [];
+  const follows: FollowEntry[] = [];
+  const tools: ToolEntry[] = [];
+  const seen = new Set<string>();
+  for (const claim of manifest?.claims ?? []) {
+    const seat = resolveSeat(state.modules, claim);
+    const record = seatOf(state.modules, seat);
+    if (!record || seen.has(seat)) continue;
+    seen.add(seat);
+    if (record.accepts.length > 0) {
+      work.push({ seat, stream: workStream(seat), consumer: workConsumer(seat), subjects: record.accepts.map((kind) => workSubject(seat, kind)) });
+    }
+    for (const event of record.emits) emits.push({ seat, event, subject: eventSubject(seat, event) });
+  }
+  const used = new Set<string>();
+  for (const use of manifest?.uses ?? []) {
+    const seat = resolveSeat(state.modules, use);
+    const record = seatOf(state.modules, seat);
+    if (!record || used.has(seat)) continue;
+    used.add(seat);
+    for (const kind of record.accepts) submits.push({ seat, kind, subject: workSubject(seat, kind) });
+  }
+  for (const follow of manifest?.follows ?? []) {
+    const seat = resolveSeat(state.modules, follow.seat);
+    follows.push({ seat, event: follow.event, subject: eventSubject(seat, follow.event), stream: EVENTS_STREAM, consumer: followConsumer(module, seat, follow.event) });
+  }
+  for (const tool of manifest?.tools ?? []) tools.push({ tool: tool.name, subject: toolSubject(module, tool.name) });
+  return {
+    MESH_BROKER_ADDRESS: address,
+    MESH_BROKER_CERTIFICATE: fingerprint,
+    MESH_USER: user,
+    MESH_INBOX_PREFIX: inboxPrefix(user),
+    MESH_WORK: JSON.stringify(work),
+    MESH_SUBMITS: JSON.stringify(submits),
+    MESH_EMITS: JSON.stringify(emits),
+    MESH_FOLLOWS: JSON.stringify(follows),
+    MESH_TOOLS: JSON.stringify(tools),
+  };
+}
