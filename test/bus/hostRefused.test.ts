@@ -1,9 +1,13 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
+import { connectToBus } from "../../src/bus/connect.ts";
+import { makeBusCertificate } from "../../installer/tls.ts";
+import { AckPolicy, jetstreamManager } from "@nats-io/jetstream";
+import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
+import { CONTROL_STREAM, CONTROL_SUBJECTS, declarationConsumer, declarationFilter } from "../../src/names.ts";
 import { renderUserList } from "../../src/compose/index.ts";
 import { hashPassword, newPassword } from "../../src/crypto/secrets.ts";
 import { initHostKeys } from "../../src/host/index.ts";
@@ -35,5 +39,53 @@ describe("a host agent the bus refuses", () => {
     assert.equal(code, EXIT_REFUSED);
     assert.match(err, /mesh host credential --state/);
     assert.match(err, /stop this agent/);
+  });
+
+  it("R48 R50: a running `mesh host --once` that loses its admission (removed from the list) says it was refused and what to do, and exits non-zero", { timeout: 60_000 }, async () => {
+    const all = { publish: { allow: [">"] }, subscribe: { allow: [">"] } };
+    const admin = { user: "admin", password: newPassword() };
+    const ghost = { user: "node-ghost", password: newPassword() };
+    const list = (users: Array<{ user: string; password: string }>) => renderUserList({
+      users: users.map((u) => ({ user: u.user, password: hashPassword(u.password), permissions: all, principal: { kind: "operator" as const, name: u.user } })),
+    });
+    // over TLS, pinned, as on a real mesh (R34)
+    const certDir = join(root, "tls");
+    mkdirSync(certDir, { recursive: true });
+    const { keyFile, certFile, fingerprint } = makeBusCertificate(certDir, []);
+    const bus = await startNatsServer({
+      files: { "users.conf": list([admin, ghost]) },
+      config: `include "users.conf"\ntls { cert_file: "${certFile}", key_file: "${keyFile}" }`,
+    });
+    const address = `tls://127.0.0.1:${bus.port}`;
+    let cli: Promise<number> | undefined;
+    try {
+      // the node's own CONTROL consumer, as the controller raises it, so the agent binds and waits
+      const nc = await connectToBus({ address, ...admin, fingerprint }, { reconnect: false });
+      const jsm = await jetstreamManager(nc);
+      await jsm.streams.add({ name: CONTROL_STREAM, subjects: [CONTROL_SUBJECTS], max_msgs_per_subject: 1 });
+      await jsm.consumers.add(CONTROL_STREAM, { durable_name: declarationConsumer("ghost"), filter_subject: declarationFilter("ghost"), ack_policy: AckPolicy.Explicit });
+      await nc.close();
+
+      const state = join(root, "removed");
+      initHostKeys(state);
+      writeFileSync(join(state, "credential.json"), JSON.stringify({ address, ...ghost, fingerprint }));
+      let err = "";
+      const io: CliIo = { stdout: { write: () => undefined }, stderr: { write: (s: string) => { err += s; } }, env: {} };
+      cli = runCli(["host", "--state", state, "--node", "ghost", "--once"], io);
+      await waitFor(() => err.includes("waiting for declarations"), { timeoutMs: 20_000, name: "the agent bound its consumer" });
+
+      // `mesh node remove ghost` and a push: the list the bus reloads no longer has the node
+      writeFileSync(join(bus.dir, "users.conf"), list([admin]));
+      bus.reload();
+      const code = await cli;
+      cli = undefined;
+      assert.equal(code, EXIT_REFUSED, err);
+      assert.match(err, /refuses node ghost's credential/);
+      assert.match(err, /mesh node remove ghost/);
+      assert.match(err, /mesh host credential --state/);
+    } finally {
+      await bus.stop();
+      await cli?.catch(() => undefined);
+    }
   });
 });
