@@ -82,6 +82,9 @@ const runAgent: Run = async (ctx, options) => {
     // Checked once now (a clear error at start), then read again at every connection attempt.
     hostState(() => readCredentialFile(credentialFile, stateDir));
     const once = options.once === true;
+    const interval = text(options.checkInterval);
+    const checkSeconds = interval === undefined ? 60 : Number(interval);
+    if (!Number.isFinite(checkSeconds) || checkSeconds < 0) throw new UsageError(`--check-interval: "${interval}" is not a number of seconds (0 or more)`);
     let first: HostReport | undefined;
     let refused = false;
     let finish: () => void = () => undefined;
@@ -93,6 +96,7 @@ const runAgent: Run = async (ctx, options) => {
         credential: () => readCredentialFile(credentialFile, stateDir),
         ...(bus ? { bus } : {}),
         log: (line) => ctx.err(line),
+        checkIntervalMs: Math.round(checkSeconds * 1000),
         onReport: (report) => {
           if (ctx.globals.json) ctx.out(JSON.stringify(report));
           if (once && first === undefined) { first = report; finish(); }
@@ -176,6 +180,7 @@ const host: CliVerb = {
     { flags: "--bus-pid <pid>", description: "agent on the broker's holder: the bus's pid or pid file (signalled to reload)" },
     { flags: "--bus-monitor <url>", description: "agent on the broker's holder: the bus's monitoring endpoint, http://host:port" },
     { flags: "--nats-server <path>", description: "agent: the nats-server binary used to validate (default: on the PATH)" },
+    { flags: "--check-interval <seconds>", description: "agent: seconds between re-checks of the files it owns, drift written back and reported (default 60; 0: at start only) (R55)" },
     { flags: "--once", description: "agent: exit after the first declaration: 0 applied, 1 not applied or the bus refused the credential" },
     { flags: "--force", description: "init: replace an existing key (the node must then be enrolled again)" },
     { flags: "--from <file>", description: "credential: the enrol reply (`mesh node enrol --json` output) or a credential file" },

@@ -4,7 +4,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
 import { connectToBus, type BusCredential } from "../bus/connect.ts";
 import { CONTROL_STREAM, declarationConsumer, declarationSubject, reportSubject } from "../names.ts";
-import { applyDeclaration, readOwned, type Applied } from "./apply.ts";
+import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
 import { HostDeclaration, usersOfListText, type DeclaredCredential, type HostReport } from "./declaration.ts";
 import { openAsNode } from "../crypto/secrets.ts";
@@ -62,6 +62,12 @@ export type HostOptions = {
    * why and what to do (refusedAdvice). The agent keeps retrying; `mesh host --once` stops on it.
    */
   onRefused?: (advice: string) => void;
+  /**
+   * R55: milliseconds between re-checks of the files the last applied declaration owns (default
+   * 60,000; 0: only the check at start). Drift is written back, logged, and reported on the bus as
+   * that declaration's report with `drift` naming the files.
+   */
+  checkIntervalMs?: number;
 };
 
 /** True when `error` (or its message) is the bus refusing the credential. */
@@ -288,7 +294,9 @@ export function startHost(options: HostOptions): Host {
     message.ack();
     if (completes && pending) {
       const started = Date.now();
-      const { report, applied, installed } = await apply(pending, message.seq);
+      const declaration = pending;
+      const { report, applied, installed } = await apply(declaration, message.seq);
+      if (applied) remember(declaration, report);
       logOutcome(report, applied, installed, started);
       await publishReport(nc, report, applied);
     }
@@ -312,6 +320,7 @@ export function startHost(options: HostOptions): Host {
     let installed: UserListInstalled | undefined;
     if (parsed.success) {
       ({ report, applied, installed } = await apply(parsed.data, message.seq));
+      if (applied) remember(parsed.data, report);
     } else {
       const digest = String((raw as { digest?: unknown } | undefined)?.digest ?? "unknown");
       const fields = parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ");
@@ -353,9 +362,20 @@ export function startHost(options: HostOptions): Host {
     })().catch(() => undefined);
     log(`host ${node}: bound ${CONTROL_STREAM}/${declarationConsumer(node)}, waiting for declarations`);
     restate(nc);
+    // R55: drift a re-check found while not bound goes after the restated report (REPORTS keeps the last)
+    if (driftReport) {
+      const report = driftReport;
+      driftReport = undefined;
+      await publishDrift(nc, report);
+    }
     try {
       for await (const message of messages) {
-        await handle(nc, message);
+        busy = true;
+        try {
+          await handle(nc, message);
+        } finally {
+          busy = false;
+        }
         if (stopped) break;
       }
     } finally {
@@ -364,6 +384,23 @@ export function startHost(options: HostOptions): Host {
   };
 
   let everAdmitted = false;
+  /** True while a declaration is being handled (a re-check waits for the next turn). */
+  let busy = false;
+  /** A drift report found while not bound, published at the next bind (R55). */
+  let driftReport: HostReport | undefined;
+  /** Keeps the declaration whose files were just applied, for the re-checks (R55). */
+  const remember = (declaration: HostDeclaration, report: HostReport): void => {
+    try {
+      saveLastApplied(stateDir, { declaration, report, ...(certificatePem === undefined ? {} : { certificatePem }) });
+    } catch (error) {
+      log(`host ${node}: could not keep its last declaration for re-checks: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
+    }
+  };
+  /** Publishes a re-check's report (R55); not a declaration's, so neither `reports` nor onReport hear it. */
+  const publishDrift = async (nc: NatsConnection, report: HostReport): Promise<void> => {
+    nc.publish(reportSubject(node), JSON.stringify(report));
+    await nc.flush().catch(() => undefined);
+  };
   /** The bus certificate as PEM, pinned at the last connect: written beside each module (R57). */
   let certificatePem: string | undefined;
   const loop = async () => {
@@ -405,6 +442,33 @@ export function startHost(options: HostOptions): Host {
     }
     notify();
   };
+
+  /**
+   * R55: the files of the last applied declaration, checked again (at start, then every
+   * checkIntervalMs): drift is written back, logged and reported (now when bound, else at the next
+   * bind). Skipped while a declaration is being applied (it would write the previous one back).
+   */
+  const recheck = (when: "start" | "interval"): void => {
+    if (busy || stopped) return;
+    let found: ReturnType<typeof recheckOwned>;
+    try {
+      found = recheckOwned(stateDir, privateKey, certificatePem);
+    } catch (error) {
+      log(`host ${node}: re-check (${when}) of its files failed: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
+      return;
+    }
+    if (!found || found.drift.length === 0) return;
+    const { drift: _previous, ...report } = found.last.report;
+    const shown = found.drift.slice(0, 10).join(", ") + (found.drift.length > 10 ? `, and ${found.drift.length - 10} more` : "");
+    log(`host ${node}: re-check (${when}): ${found.drift.length} file(s) of declaration ${report.digest.slice(0, 12)} had drifted and were written back: ${shown}`);
+    const drifted: HostReport = { ...report, drift: found.drift };
+    if (current && isBound) void publishDrift(current.nc, drifted);
+    else driftReport = drifted;
+  };
+  recheck("start");
+  const checkEvery = options.checkIntervalMs ?? 60_000;
+  const checker = checkEvery > 0 ? setInterval(() => recheck("interval"), checkEvery) : undefined;
+  checker?.unref();
 
   const running = loop();
 
@@ -448,6 +512,7 @@ export function startHost(options: HostOptions): Host {
     async stop() {
       if (!stopped) {
         stopped = true;
+        if (checker) clearInterval(checker);
         current?.stop();
         wakeSleeper?.();
         await current?.nc.close().catch(() => undefined);

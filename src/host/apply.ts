@@ -3,7 +3,7 @@ import { dirname, join, relative, resolve, sep } from "node:path";
 import { openAsNode } from "../crypto/secrets.ts";
 import { NAME_PATTERN } from "../names.ts";
 import { makeFolderDurable, removeFileDurable, writeFileDurable } from "../files/index.ts";
-import type { HostDeclaration } from "./declaration.ts";
+import { HostDeclaration, type HostReport } from "./declaration.ts";
 import { CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE } from "../compose/environment.ts";
 
 /**
@@ -59,6 +59,49 @@ export const CERTIFICATE_FILE = "certificate.pem";
  * module's env can name its files) and the bus certificate as PEM, pinned at connect (R57).
  */
 export type LocalFacts = { stateDir?: string; certificatePem?: string };
+
+/** The last declaration whose files were applied, its report and the certificate PEM used (R55). */
+export const LAST_APPLIED_FILE = "last-applied.json";
+
+/**
+ * What the host keeps of its last applied declaration (R55): the declaration as received (its
+ * secrets still sealed to the node's key), the report published about it, and the bus certificate
+ * PEM its files were written with, so a check at start, before any connection, writes the same files.
+ */
+export type LastApplied = { declaration: HostDeclaration; report: HostReport; certificatePem?: string };
+
+/** Saves `<stateDir>/last-applied.json` (0600, atomically, R54). */
+export function saveLastApplied(stateDir: string, last: LastApplied): void {
+  writeFileDurable(join(stateDir, LAST_APPLIED_FILE), `${JSON.stringify(last)}\n`, { mode: 0o600 });
+}
+
+/** Reads `<stateDir>/last-applied.json`, or null when there is none or it does not parse. */
+export function readLastApplied(stateDir: string): LastApplied | null {
+  const file = join(stateDir, LAST_APPLIED_FILE);
+  if (!existsSync(file)) return null;
+  try {
+    const raw = JSON.parse(readFileSync(file, "utf8")) as { declaration?: unknown; report?: HostReport; certificatePem?: string };
+    const declaration = HostDeclaration.safeParse(raw.declaration);
+    if (!declaration.success || typeof raw.report?.digest !== "string") return null;
+    return { declaration: declaration.data, report: raw.report, ...(typeof raw.certificatePem === "string" ? { certificatePem: raw.certificatePem } : {}) };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * R55: applies the last applied declaration again and says what had drifted: the files it owns
+ * that were missing or changed (written back) and owned files it no longer names (removed).
+ * Null when the host never applied one. Throws DeclarationRefused or a file system error, as
+ * applyDeclaration does.
+ */
+export function recheckOwned(stateDir: string, privateKey: string, certificatePem?: string): { last: LastApplied; drift: string[] } | null {
+  const last = readLastApplied(stateDir);
+  if (!last) return null;
+  const pem = certificatePem ?? last.certificatePem;
+  const applied = applyDeclaration(stateDir, last.declaration, privateKey, pem);
+  return { last, drift: [...new Set([...applied.written, ...applied.removed])].sort() };
+}
 
 /** Reads `<stateDir>/owned.json`, or an empty record when the host never applied anything. */
 export function readOwned(stateDir: string): Owned | null {

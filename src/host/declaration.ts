@@ -94,6 +94,11 @@ export type HostReport = {
   recordsSequence?: number;
   /** The users on the installed list, by name (the broker's holder, after installing one, R43/R44). */
   users?: string[];
+  /**
+   * R55: the files of this declaration a re-check found missing or changed and wrote back (paths
+   * under the state folder, sorted). Present only on a report a re-check published.
+   */
+  drift?: string[];
 };
 
 /** The user names of a user-list include file as renderUserList writes it (one `{user: "..."` per line). */

@@ -443,3 +443,103 @@ describe("host agent: the broker's user list", () => {
     assertNoPassword(server.log().split("\n"));
   });
 });
+
+describe("host agent: drift of the files it owns (R55)", () => {
+  let server: NatsServer;
+  let admin: NatsConnection;
+  let root: string;
+  const adminPassword = mint();
+  const nodes = ["drift-start", "drift-interval"] as const;
+  const prepared: Record<string, { stateDir: string; publicKey: string; password: string }> = {};
+  const running: Host[] = [];
+
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "mesh-host-drift-"));
+    for (const node of nodes) prepared[node] = prepareNode(root, node);
+    const users = renderUserList({ users: [adminUser(adminPassword), ...nodes.map((n) => nodeUser(n, prepared[n]!.password))] });
+    server = await startNatsServer({ files: { "users.conf": users }, config: `include "users.conf"` });
+    admin = await connect({ servers: server.url, user: "admin", pass: adminPassword });
+    const jsm = await jetstreamManager(admin);
+    await raiseControl(jsm);
+    for (const node of nodes) await raiseConsumer(jsm, node);
+  });
+  after(async () => {
+    for (const host of running) await host.stop();
+    await admin?.close();
+    await server?.stop();
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  /** Starts `node`'s agent re-checking every `checkIntervalMs` (0: at start only). */
+  const start = (node: string, checkIntervalMs: number, lines: string[]): Host => {
+    const p = prepared[node]!;
+    const host = startHost({
+      stateDir: p.stateDir, node, checkIntervalMs,
+      credential: { address: server.url, user: busUser("node", node), password: p.password },
+      log: (line) => lines.push(line),
+      backoff: { initialMs: 50, maxMs: 400 },
+    });
+    running.push(host);
+    return host;
+  };
+
+  /** Collects the reports published on `node`'s report subject. */
+  const listen = async (node: string): Promise<{ reports: HostReport[]; stop(): void }> => {
+    const reports: HostReport[] = [];
+    const sub = admin.subscribe(reportSubject(node), { callback: (_e, m) => { reports.push(m.json<HostReport>()); } });
+    await admin.flush();
+    return { reports, stop: () => sub.unsubscribe() };
+  };
+
+  it("R55: at start, a host writes back the files of its last declaration removed while it was down, and reports the drift", async () => {
+    const node = "drift-start";
+    const p = prepared[node]!;
+    const lines: string[] = [];
+    const first = start(node, 0, lines);
+    const d = declaration(node, p.publicKey, [{ module: "web", password: mint() }, { module: "cache", password: mint() }]);
+    await publishDeclaration(admin, d);
+    assert.equal((await first.waitForReport(d.digest)).ok, true);
+    await first.stop();
+    // by hand, while the agent is down: a file removed, one changed, a whole module's folder removed
+    const credential = join(p.stateDir, "modules", "web", "credential.json");
+    const original = readFileSync(credential, "utf8");
+    rmSync(credential);
+    writeFileSync(join(p.stateDir, "modules", "web", "module.json"), "{}\n");
+    rmSync(join(p.stateDir, "modules", "cache"), { recursive: true, force: true });
+    const heard = await listen(node);
+    try {
+      start(node, 0, lines);
+      assert.equal(readFileSync(credential, "utf8"), original, "written back at start, before any connection");
+      const drift = await waitFor(() => heard.reports.find((r) => r.drift !== undefined), { timeoutMs: 10_000, name: "the drift report" });
+      assert.equal(drift.digest, d.digest);
+      assert.equal(drift.ok, true);
+      assert.deepEqual(drift.drift, ["modules/cache/credential.json", "modules/cache/env", "modules/cache/module.json", "modules/web/credential.json", "modules/web/module.json"]);
+      assert.ok(lines.some((l) => l.includes("had drifted and were written back")), "the host logs it");
+      assertNoPassword(lines);
+    } finally {
+      heard.stop();
+    }
+  });
+
+  it("R55: a running host re-checks at its interval, writes back a removed file and reports it", async () => {
+    const node = "drift-interval";
+    const p = prepared[node]!;
+    const lines: string[] = [];
+    const host = start(node, 100, lines);
+    const d = declaration(node, p.publicKey, [{ module: "web", password: mint() }]);
+    await publishDeclaration(admin, d);
+    assert.equal((await host.waitForReport(d.digest)).ok, true);
+    const heard = await listen(node);
+    try {
+      const env = join(p.stateDir, "modules", "web", "env");
+      rmSync(env);
+      const drift = await waitFor(() => heard.reports.find((r) => r.drift !== undefined), { timeoutMs: 10_000, name: "the drift report" });
+      assert.deepEqual(drift.drift, ["modules/web/env"]);
+      assert.equal(drift.digest, d.digest);
+      assert.ok(existsSync(env), "the env file is back");
+      assert.equal(statSync(env).mode & 0o777, 0o600);
+    } finally {
+      heard.stop();
+    }
+  });
+});
