@@ -511,6 +511,14 @@ class ReportWatch {
     return [...nodes].filter((n) => !this.#received.has(n));
   }
 
+  /**
+   * Takes the latest stored report of each of `nodes` from the REPORTS stream now (a report of the
+   * expected digest counts as received), so a node that reported long ago is not waited for.
+   */
+  async readStored(nodes: readonly string[]): Promise<void> {
+    if (nodes.length > 0) await this.#fromStream(nodes);
+  }
+
   /** Reads the latest stored report of each missing node from the REPORTS stream. */
   async #fromStream(nodes: readonly string[]): Promise<void> {
     await Promise.all(nodes.map(async (node) => {
@@ -744,9 +752,18 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
     // R14: the broker applying the list that carries the rotated password confirms it.
     if (ctx.controller?.pending() && watch && report.controllerRotation === undefined) await confirmRotation(watch, state);
 
-    // R32: wait for each sent node's report.
+    // R32: wait for each sent node's report. R55: a node this push did not send, whose last sent
+    // declaration no report says it applied (its agent was down, or in a backoff longer than an
+    // earlier wait), is waited for too: "unchanged" is said only of a declaration reported applied.
     if (options.wait && watch) {
-      const missing = await watch.wait([...sentDigests.keys()], options.timeoutMs ?? DEFAULT_WAIT_MS);
+      const unconfirmed: string[] = [];
+      for (const line of outcomes.values()) {
+        if (line.outcome !== "unchanged" || line.digest === undefined || sentDigests.has(line.node)) continue;
+        watch.expect(line.node, line.digest);
+        unconfirmed.push(line.node);
+      }
+      await watch.readStored(unconfirmed);
+      const missing = await watch.wait([...sentDigests.keys(), ...unconfirmed], options.timeoutMs ?? DEFAULT_WAIT_MS);
       report.timedOut = missing.sort();
       for (const node of sentDigests.keys()) {
         const answer = watch.report(node);
@@ -754,6 +771,17 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
         if (!answer) line.outcome = "timed-out";
         else if (answer.ok) line.outcome = "applied";
         else {
+          line.outcome = "failed";
+          line.error = (answer.error ?? "the node could not apply it").split("\n")[0]!;
+        }
+      }
+      for (const node of unconfirmed) {
+        const answer = watch.report(node);
+        const line = outcomes.get(node)!;
+        if (!answer) {
+          line.outcome = "timed-out";
+          line.error = `its last declaration ${line.digest!.slice(0, 12)} was sent by an earlier push and no report says it was applied: is its agent running?`;
+        } else if (!answer.ok) {
           line.outcome = "failed";
           line.error = (answer.error ?? "the node could not apply it").split("\n")[0]!;
         }

@@ -2,14 +2,14 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
+import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { controllerFixture, openAsNode, type ControllerFixture } from "../support/controller.ts";
 import type { Controller } from "../../src/bootstrap/main.ts";
 import type { NodeReport, PushReport } from "../../src/push/push.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import { openWithMeshKey } from "../../src/crypto/secrets.ts";
 import {
-  CONTROL_STREAM, declarationSubject, userListPartSubject, workConsumer, workStream, workSubject,
+  CONTROL_STREAM, REPORTS_STREAM, declarationSubject, reportSubject, userListPartSubject, workConsumer, workStream, workSubject,
 } from "../../src/names.ts";
 import { userListPartHeaders } from "../../src/push/push.ts";
 import { writeFileSync } from "node:fs";
@@ -149,7 +149,29 @@ describe("push", () => {
     await answering;
     assert.equal(outcome(report, "talker").outcome, "applied");
     assert.equal(outcome(report, "quiet").outcome, "timed-out");
-    assert.deepEqual(report.timedOut, ["quiet"]);
+    // besides quiet, the report names any other node of the fixture an earlier test sent: none ever
+    // reported applying (simulated nodes), so none is "unchanged" (R55)
+    assert.ok(report.timedOut.includes("quiet") && !report.timedOut.includes("talker"), JSON.stringify(report.timedOut));
+    for (const node of report.timedOut) assert.equal(outcome(report, node).outcome, "timed-out");
+  });
+
+  it("R32 R55: push --wait waits again for a node whose last declaration was never reported applied, names it, and says unchanged once it was", async () => {
+    await fixture.enrol("sleepy");
+    // its agent is down: the first wait times out
+    const first = await controller.push({ nodes: ["sleepy"], wait: true, timeoutMs: 500 });
+    assert.equal(outcome(first, "sleepy").outcome, "timed-out");
+    const digest = outcome(first, "sleepy").digest!;
+    // nothing changed since, but nothing says it was applied: not "unchanged", and named
+    const second = await controller.push({ wait: true, timeoutMs: 500 });
+    assert.equal(outcome(second, "sleepy").outcome, "timed-out");
+    assert.equal(outcome(second, "sleepy").digest, digest, "it was not sent again: the stream keeps it for the node");
+    assert.ok(second.timedOut.includes("sleepy"), "the report names it");
+    // the agent comes back and reports it (the REPORTS stream keeps that report)
+    fixture.report("sleepy", digest);
+    await waitFor(async () => (await jetstreamManager(fixture.operator)).streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject("sleepy") }).then(() => true, () => false), { timeoutMs: 5_000, name: "the stored report" });
+    const third = await controller.push({ wait: true, timeoutMs: 500 });
+    assert.equal(outcome(third, "sleepy").outcome, "unchanged");
+    assert.ok(!third.timedOut.includes("sleepy"));
   });
 
   it("R12 R32: the push verb answers over the bus; a dry run redacts secrets and sends nothing", async () => {
