@@ -27,6 +27,7 @@ import { hashPassword, openWithMeshKey, passwordMatches, sealWithMeshKey } from 
 import { CONTROLLER_NAME } from "../names.ts";
 import { push, raiseMesh, type PushContext, type PushOptions, type PushReport } from "../push/push.ts";
 import { PUSH_VERB, pushVerb } from "../push/pushCommand.ts";
+import { REPORTS_VERB, reportsVerb } from "../push/reports.ts";
 import { controllerCredential, pendingPassword, type ControllerCredential } from "./credential.ts";
 import { describeRaise, newRaiseMemo, type RaiseReport } from "./raise.ts";
 import { replayVerb } from "./replayVerb.ts";
@@ -211,6 +212,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
           openSecret: (sealed) => openWithMeshKey(config.meshKey, sealed),
           installedUsers: () => reports.installedUsers(), compose,
         }),
+        [REPORTS_VERB]: reportsVerb(jsm),
       },
     );
     await nc.flush(); // the subscription is on the server before start returns

@@ -20,6 +20,7 @@ import { CONTROLLER_CLI_VERB } from "./controller.ts";
 import { explainBody, explainExitCode, renderExplain, EXPLAIN_ARGUMENTS } from "./explain.ts";
 import { COMPOSE_CLI_VERB } from "./compose.ts";
 import { REPLAY_CLI_VERB } from "./replay.ts";
+import { REPORTS_PAGE, REPORTS_VERB } from "../push/reports.ts";
 
 /** A positional argument: `<name>`, `[name]` when optional, `<name...>` when variadic. */
 export type ArgumentSpec = { name: string; description: string; optional?: boolean; variadic?: boolean };
@@ -93,6 +94,8 @@ export function busVerb(spec: {
   receive?(ctx: CliContext, reply: Row): Row;
   /** How each request field is typed on the command line, where the two differ (`publicKey: "--key"`). */
   spelled?: Readonly<Record<string, string>>;
+  /** Asks the controller more about an ok reply before it is printed (`nodes`: each node's last report, R55). */
+  enrich?(ctx: CliContext, reply: Row): Promise<Row>;
 }): CliVerb {
   return {
     path: spec.path,
@@ -113,7 +116,8 @@ export function busVerb(spec: {
         }
         throw error;
       });
-      const shown = reply.ok && spec.receive ? ({ ...spec.receive(ctx, reply as Row), ok: true } as Reply) : reply;
+      let shown = reply.ok && spec.receive ? ({ ...spec.receive(ctx, reply as Row), ok: true } as Reply) : reply;
+      if (shown.ok && spec.enrich) shown = { ...(await spec.enrich(ctx, shown as Row)), ok: true } as Reply;
       const code = report(ctx, spec.verb, shown, spec.render, spec.spelled);
       return reply.ok && spec.exitCode ? spec.exitCode(reply) : code;
     },
@@ -121,6 +125,33 @@ export function busVerb(spec: {
 }
 
 const arg = (name: string, description: string): ArgumentSpec => ({ name, description });
+
+/**
+ * R55: adds each node's last report on the bus to a `nodes` reply (`lastReport`: what it applied,
+ * when, drift; `-` when none), asked of the controller's `reports` verb a page of nodes at a time (R59).
+ */
+async function withLastReports(ctx: CliContext, reply: Row): Promise<Row> {
+  const nodes = Array.isArray(reply.nodes) ? (reply.nodes as Row[]) : [];
+  const found = new Map<string, Row>();
+  for (let i = 0; i < nodes.length; i += REPORTS_PAGE) {
+    const names = nodes.slice(i, i + REPORTS_PAGE).map((n) => String(n.name));
+    const answer = await sendCommand(await ctx.connection(), ctx.asker(), REPORTS_VERB, { nodes: names }, { timeoutMs: ctx.globals.timeoutMs });
+    if (!answer.ok) return reply;
+    for (const r of ((answer as Row).reports ?? []) as Row[]) found.set(String(r.node), r);
+  }
+  return {
+    ...reply,
+    nodes: nodes.map((n) => {
+      const r = found.get(String(n.name));
+      const sent = (n.lastSent as { digest?: string } | null)?.digest;
+      if (!r) return { ...n, lastReport: sent ? "none: no report of what it was sent" : "-" };
+      const digest = String(r.digest);
+      const drift = Array.isArray(r.drift) && r.drift.length > 0 ? `, ${r.drift.length} drifted file(s) written back` : "";
+      const state = r.ok !== true ? `FAILED (${String(r.error ?? "")})` : sent !== undefined && sent !== digest ? `applied an older one (sent ${sent.slice(0, 12)})` : "applied";
+      return { ...n, lastReport: `${digest.slice(0, 12)} ${state} at ${String(r.at)}${drift}` };
+    }),
+  };
+}
 
 /**
  * `credential rotate operator <me>` (R50): the reply carries the asking operator's new password.
@@ -295,8 +326,9 @@ export const CLI_VERBS: CliVerb[] = [
     render: renderList("seats", ["name", "declaredBy", "protocol", "accepts", "emits", "holders", "aliases"]),
   }),
   busVerb({
-    path: ["nodes"], verb: "nodes", summary: "every node: overlay place, modules", body: () => ({}),
-    render: renderList("nodes", ["name", "overlayName", "hub", "modules", "credentialAddress"]),
+    path: ["nodes"], verb: "nodes", summary: "every node: overlay place, modules, its last report (R55)", body: () => ({}),
+    render: renderList("nodes", ["name", "overlayName", "hub", "modules", "credentialAddress", "lastReport"]),
+    enrich: withLastReports,
   }),
   busVerb({
     path: ["modules"], verb: "modules", summary: "every module: version, nodes, seats", body: () => ({}),
@@ -305,6 +337,15 @@ export const CLI_VERBS: CliVerb[] = [
   busVerb({
     path: ["credentials"], verb: "credentials", summary: "every credential (never a secret)", body: () => ({}),
     render: renderList("credentials", ["user", "principal", "address", "mintedAt"]),
+  }),
+  busVerb({
+    path: ["reports"], verb: REPORTS_VERB, summary: `each node's last report on the bus: what it applied, when, drift (R55); ${REPORTS_PAGE} a page`,
+    options: [{ flags: "--after <node>", description: "the next page: start after this node (the previous page's `next`)" }],
+    body: (_args, options) => (typeof options.after === "string" ? { after: options.after } : {}),
+    render: (reply) => [
+      ...renderList("reports", ["node", "digest", "ok", "at", "drift", "error"])(reply),
+      ...(typeof reply.next === "string" ? [`more: mesh reports --after ${reply.next}`] : []),
+    ],
   }),
   busVerb({
     path: ["history"], verb: "history", summary: "every event about one entity, wherever it was filed, with actor, command id and time",

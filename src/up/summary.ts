@@ -12,8 +12,11 @@ export type UpSummary = {
   seats: Array<{ name: string; protocol: string; holders: string[]; accepts: string[] }>;
   /** The users of the bus's user-list file, with the principal of each when the records know it. */
   busUsers: Array<{ user: string; principal: string | null; publishes: number; subscribes: number }>;
-  /** What each node last applied, as its host recorded it. */
-  applied: Array<{ node: string; digest: string | null; ok: boolean; files: string[]; error?: string }>;
+  /**
+   * What each node last applied: the local host's record (its files), else the node's last report
+   * on the bus (R55: `reportedAt`, and `drift` when a re-check wrote files back).
+   */
+  applied: Array<{ node: string; digest: string | null; ok: boolean; files: string[]; error?: string; reportedAt?: string; drift?: string[] }>;
   /** Processes of the embedded default and their pids (null: not running). */
   processes: Record<string, number | null>;
 };
@@ -50,10 +53,50 @@ export function renderSummary(summary: UpSummary): string[] {
   ));
   lines.push("", "applied:");
   lines.push(...table(
-    summary.applied.map((a) => [a.node, a.digest ? a.digest.slice(0, 12) : "-", a.ok ? `ok, ${a.files.length} files` : `NOT APPLIED: ${dash(a.error)}`]),
+    summary.applied.map((a) => [a.node, a.digest ? a.digest.slice(0, 12) : "-", appliedText(a)]),
     ["NODE", "DECLARATION", "RESULT"],
   ));
   return lines;
+}
+
+function appliedText(a: UpSummary["applied"][number]): string {
+  const drift = a.drift?.length ? `, ${a.drift.length} drifted file(s) written back` : "";
+  if (!a.ok) return `NOT APPLIED: ${dash(a.error)}`;
+  return a.reportedAt === undefined ? `ok, ${a.files.length} files${drift}` : `ok, reported ${a.reportedAt}${drift}`;
+}
+
+/** A node's last report as the `reports` verb gives it (src/push/reports.ts). */
+export type NodeLastReport = { node: string; at: string; digest: string; ok: boolean; error?: string; drift?: string[] };
+
+/**
+ * What each node applied (R55), pure: the local node from its host's own record (`local`: its
+ * name and `owned.json`), every other node from its last report on the bus; a report of another
+ * digest than the one last sent, or none, is "NOT APPLIED" saying which.
+ */
+export function appliedOf(
+  nodes: UpSummary["nodes"],
+  reports: readonly NodeLastReport[],
+  local: { node: string; digest: string; files: readonly string[] } | null,
+): UpSummary["applied"] {
+  const byNode = new Map(reports.map((r) => [r.node, r]));
+  return nodes.map((n) => {
+    const report = byNode.get(n.name);
+    const seen = report ? { reportedAt: report.at, ...(report.drift?.length ? { drift: [...report.drift] } : {}) } : {};
+    if (local && n.name === local.node) {
+      return { node: n.name, digest: local.digest, ok: n.lastSent === null || local.digest === n.lastSent, files: [...local.files], ...(report?.drift?.length ? { drift: [...report.drift] } : {}) };
+    }
+    if (!report) return { node: n.name, digest: null, ok: false, files: [], error: n.lastSent ? `sent ${n.lastSent.slice(0, 12)}, no report from the node yet` : "nothing sent yet" };
+    if (!report.ok) return { node: n.name, digest: report.digest, ok: false, files: [], error: report.error ?? "the node could not apply it", ...seen };
+    if (n.lastSent !== null && report.digest !== n.lastSent) {
+      return { node: n.name, digest: report.digest, ok: false, files: [], error: `sent ${n.lastSent.slice(0, 12)}, last reported applied ${report.digest.slice(0, 12)} at ${report.at}`, ...seen };
+    }
+    return { node: n.name, digest: report.digest, ok: true, files: [], ...seen };
+  });
+}
+
+/** Picks the reports out of a `reports` reply. */
+export function reportsOf(reply: Row): NodeLastReport[] {
+  return ((reply.reports ?? []) as NodeLastReport[]).filter((r) => typeof r?.node === "string" && typeof r.digest === "string");
 }
 
 /** Picks the summary's node rows out of a `nodes` query reply. */

@@ -23,7 +23,8 @@ import { readUserList } from "../../installer/carried.ts";
 import { localHost } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { runningPid, recordPid, spawnDaemon, PROCESSES } from "./processes.ts";
-import { nodesOf, principalsByUser, seatsOf, type UpSummary } from "./summary.ts";
+import { appliedOf, nodesOf, principalsByUser, reportsOf, seatsOf, type NodeLastReport, type UpSummary } from "./summary.ts";
+import { REPORTS_PAGE, REPORTS_VERB } from "../push/reports.ts";
 
 /**
  * `mesh up`: the embedded default, a whole mesh on this machine (DESIGN.md: installer, R13, R14).
@@ -360,12 +361,13 @@ export async function readSummary(paths: MeshPaths, nc: NatsConnection, timeoutM
   const hostDir = join(paths.dir, HOST_DIR);
   const localNode = existsSync(join(hostDir, LOCAL_NODE_FILE)) ? readFileSync(join(hostDir, LOCAL_NODE_FILE), "utf8").trim() : null;
   const owned = readOwned(hostDir);
-  const applied: UpSummary["applied"] = nodes.map((n) => {
-    if (n.name === localNode && owned) {
-      return { node: n.name, digest: owned.digest, ok: n.lastSent === null || owned.digest === n.lastSent, files: [...owned.files] };
-    }
-    return { node: n.name, digest: null, ok: false, files: [], error: n.lastSent ? `sent ${n.lastSent.slice(0, 12)}, no local record` : "nothing sent yet" };
-  });
+  // R55: every node's last report, read from the bus (pages of REPORTS_PAGE nodes, R59)
+  const reports: NodeLastReport[] = [];
+  for (let i = 0; i < nodes.length; i += REPORTS_PAGE) {
+    const names = nodes.slice(i, i + REPORTS_PAGE).map((n) => n.name);
+    reports.push(...reportsOf(ok(REPORTS_VERB, await sendCommand(nc, asker, REPORTS_VERB, { nodes: names }, { timeoutMs }))));
+  }
+  const applied = appliedOf(nodes, reports, localNode && owned ? { node: localNode, digest: owned.digest, files: owned.files } : null);
   return {
     mesh: { genesisAddress: mesh.genesisAddress, fingerprint: mesh.fingerprint, dir: paths.dir },
     nodes,

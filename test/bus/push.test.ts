@@ -174,6 +174,49 @@ describe("push", () => {
     assert.ok(!third.timedOut.includes("sleepy"));
   });
 
+  it("R55: every node's last report is readable from the bus (the reports verb, mesh nodes): what it applied, when, drift", async () => {
+    await fixture.enrol("remote-1");
+    const pushed = await controller.push({ nodes: ["remote-1"] });
+    const digest = outcome(pushed, "remote-1").digest!;
+    // the node's agent applied it, then a re-check wrote two files back (the last report per node is kept)
+    fixture.report("remote-1", digest);
+    fixture.operator.publish(reportSubject("remote-1"), JSON.stringify({ node: "remote-1", digest, ok: true, drift: ["modules/a/env", "modules/a/module.json"] }));
+    await fixture.operator.flush();
+    const ask = async (body: Record<string, unknown>) => {
+      const reply = await sendCommand(fixture.operator, "operator-test", "reports", body, { timeoutMs: 20_000 });
+      assert.ok(reply.ok, JSON.stringify(reply));
+      return reply as unknown as { reports: Array<{ node: string; digest: string; ok: boolean; at: string; drift?: string[] }>; next?: string };
+    };
+    const named = await waitFor(async () => {
+      const reply = await ask({ nodes: ["remote-1", "never-reported"] });
+      return reply.reports.length === 1 && reply.reports[0]!.drift ? reply : undefined;
+    }, { timeoutMs: 5_000, name: "the drift report stored" });
+    const [last] = named.reports;
+    assert.equal(last!.node, "remote-1");
+    assert.equal(last!.digest, digest);
+    assert.equal(last!.ok, true);
+    assert.deepEqual(last!.drift, ["modules/a/env", "modules/a/module.json"]);
+    assert.ok(!Number.isNaN(Date.parse(last!.at)), "when: the time the bus stored it");
+    // every reporting node, a page at a time (R59)
+    const firstPage = await ask({ limit: 1 });
+    assert.equal(firstPage.reports.length, 1);
+    if (firstPage.next !== undefined) {
+      const rest = await ask({ after: firstPage.next });
+      assert.ok(![...rest.reports].some((r) => r.node === firstPage.reports[0]!.node));
+    }
+    const refused = await sendCommand(fixture.operator, "operator-test", "reports", { nodes: ["Not A Node"] }, { timeoutMs: 20_000 });
+    assert.ok(!refused.ok && refused.error.code === "invalid-request");
+
+    // `mesh nodes` shows it
+    const operatorFile = join(fixture.dir, "operator-nodes.json");
+    writeFileSync(operatorFile, JSON.stringify({ address: server.url, user: "operator-test", password: "unused" }), { mode: 0o600 });
+    let out = "";
+    const io: CliIo = { stdout: { write: (text: string) => { out += text; } }, stderr: { write: () => undefined }, env: { MESH_CREDENTIAL: operatorFile } };
+    assert.equal(await runCli(["nodes", "--json"], io), EXIT_OK);
+    const row = (JSON.parse(out) as { nodes: Array<{ name: string; lastReport: string }> }).nodes.find((n) => n.name === "remote-1");
+    assert.match(row!.lastReport, new RegExp(`^${digest.slice(0, 12)} applied at .*2 drifted file`));
+  });
+
   it("R12 R32: the push verb answers over the bus; a dry run redacts secrets and sends nothing", async () => {
     await fixture.enrol("dry-1");
     await fixture.send("module.register", { manifest: { ...web, name: "web3" } });

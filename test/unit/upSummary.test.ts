@@ -1,0 +1,37 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { appliedOf, renderSummary, type UpSummary } from "../../src/up/summary.ts";
+
+const SENT = "a".repeat(64);
+const OLDER = "b".repeat(64);
+const AT = "2026-12-01T03:00:00.000Z";
+
+function node(name: string, lastSent: string | null): UpSummary["nodes"][number] {
+  return { name, overlayName: null, hub: false, modules: [], credentialAddress: null, lastSent };
+}
+
+describe("mesh status: what each node applied", () => {
+  it("R55: a remote node's last report on the bus says what it applied, when and its drift; the local node its own record", () => {
+    const nodes = [node("local", SENT), node("remote", SENT), node("behind", SENT), node("broken", SENT), node("silent", SENT), node("new", null)];
+    const applied = appliedOf(nodes, [
+      { node: "remote", at: AT, digest: SENT, ok: true, drift: ["modules/web/env"] },
+      { node: "behind", at: AT, digest: OLDER, ok: true },
+      { node: "broken", at: AT, digest: SENT, ok: false, error: "a secret does not open" },
+    ], { node: "local", digest: SENT, files: ["modules/web/env"] });
+    const byNode = Object.fromEntries(applied.map((a) => [a.node, a]));
+    assert.deepEqual(byNode.local, { node: "local", digest: SENT, ok: true, files: ["modules/web/env"] });
+    assert.deepEqual(byNode.remote, { node: "remote", digest: SENT, ok: true, files: [], reportedAt: AT, drift: ["modules/web/env"] });
+    assert.equal(byNode.behind!.ok, false, "a report of an older declaration is not what was sent");
+    assert.match(byNode.behind!.error!, /last reported applied bbbbbbbbbbbb/);
+    assert.equal(byNode.broken!.ok, false);
+    assert.equal(byNode.broken!.error, "a secret does not open");
+    assert.equal(byNode.silent!.ok, false);
+    assert.match(byNode.silent!.error!, /no report/);
+    assert.equal(byNode.new!.error, "nothing sent yet");
+    const lines = renderSummary({
+      mesh: { genesisAddress: "tls://127.0.0.1:4222", fingerprint: "AB", dir: "/x" }, nodes, seats: [], busUsers: [], applied, processes: {},
+    }).join("\n");
+    assert.match(lines, /remote\s+aaaaaaaaaaaa\s+ok, reported 2026-12-01T03:00:00.000Z, 1 drifted file\(s\) written back/);
+    assert.match(lines, /silent\s+aaaaaaaaaaaa|silent\s+-\s+NOT APPLIED/);
+  });
+});
