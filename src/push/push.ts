@@ -470,6 +470,9 @@ async function recordSent(
   }
 }
 
+/** Stored reports read from the REPORTS stream at once (a batch), at most. */
+const REPORT_READS_AT_ONCE = 256;
+
 /** Collects node reports (core subscription plus the REPORTS stream) and waits for expected digests. */
 class ReportWatch {
   readonly #expected = new Map<string, string>();
@@ -521,14 +524,18 @@ class ReportWatch {
 
   /** Reads the latest stored report of each missing node from the REPORTS stream. */
   async #fromStream(nodes: readonly string[]): Promise<void> {
-    await Promise.all(nodes.map(async (node) => {
-      try {
-        const stored = await this.#jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) });
-        if (stored) this.#take(stored.json<HostReport>());
-      } catch {
-        // no stored report
-      }
-    }));
+    // In batches: every unchanged node of a large mesh may be read here (R55), and thousands of
+    // JetStream API requests at once would crowd out everything else on the controller's connection.
+    for (let i = 0; i < nodes.length; i += REPORT_READS_AT_ONCE) {
+      await Promise.all(nodes.slice(i, i + REPORT_READS_AT_ONCE).map(async (node) => {
+        try {
+          const stored = await this.#jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) });
+          if (stored) this.#take(stored.json<HostReport>());
+        } catch {
+          // no stored report
+        }
+      }));
+    }
   }
 
   /** Waits until every node in `nodes` reported its expected digest, or `timeoutMs` passed; returns the missing ones. */

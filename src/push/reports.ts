@@ -41,7 +41,7 @@ function nodeOfSubject(subject: string): string | null {
 
 /**
  * Reads the last stored report of each of `nodes` (in that order; a node with no stored report,
- * or one that does not parse, is left out). At most REPORTS_PAGE reads run at once.
+ * or one that does not parse, is left out), all at once: callers pass a page (REPORTS_PAGE at most).
  */
 export async function readLastReports(jsm: JetStreamManager, nodes: readonly string[]): Promise<LastReport[]> {
   const found = await Promise.all(nodes.map(async (node): Promise<LastReport | null> => {
