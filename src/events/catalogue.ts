@@ -39,6 +39,13 @@ export type RecordsMark = { lastSequence: number; streamCreated: string };
 export const EVENT_TYPES_HEADER = "Mesh-Event-Types";
 /** How many commits the reader hands over at a time. */
 export const FOLD_BATCH = 1000;
+/**
+ * The most commit bytes a read asks the bus for at once (R58). One commit can be hundreds of KiB (a
+ * push to 10,000 nodes records ~230 KiB); asking by message count let the server queue past its
+ * per-client pending limit (64 MiB by default) while the fold ran, drop the reader as a slow
+ * consumer, and the read never resumed. Bytes in flight stay under this bound whatever the sizes.
+ */
+export const READ_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
 /** From how many commits to read a catch-up folds into a copy of the state rather than a draft (startFold). */
 const COPY_FOLD_FROM = 5000;
 
@@ -291,7 +298,7 @@ async function readFrom(
     deliver_policy: DeliverPolicy.StartSequence,
     opt_start_seq: from,
   });
-  const messages = await consumer.consume({ max_messages: Math.max(batchSize, 1000) });
+  const messages = await consumer.consume({ max_bytes: READ_BYTES_IN_FLIGHT });
   let batch: SequencedCommit[] = [];
   let read = from - 1;
   let voided: Set<number> | null = null;
