@@ -17,7 +17,7 @@ import {
 } from "../names.ts";
 import type { Commit } from "../events/index.ts";
 import { readCommits, type Catalogue } from "../events/catalogue.ts";
-import { FencedAppend, FenceRetriesExhausted, InvalidEvent, RecordsBehind } from "../events/errors.ts";
+import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind } from "../events/errors.ts";
 import type { SequencedCommit } from "../projections/index.ts";
 import { hashPassword, isNodePublicKey, newPassword, sealToNode } from "../crypto/secrets.ts";
 import type { ComposeConfig } from "../compose/types.ts";
@@ -76,7 +76,8 @@ export function replyInAskersInbox(principal: string, reply: string | undefined)
 /**
  * The one place adapter errors become reply codes (STYLE.md 3): a fenced-out append is
  * `busy-retry` (retry the same command id), an invalid record is `invalid-records`, records behind
- * the world (R43) are `records-behind` naming the evidence and `mesh replay`, anything else
+ * the world (R43) are `records-behind` naming the evidence and `mesh replay`, a read of the records
+ * that could not go on (the bus away past the read's stall limit, R58) is `records-unavailable`, anything else
  * `internal` with a generic message; the detail goes to the log only, never to the asker.
  */
 export function replyErrorOf(error: unknown): Refusal {
@@ -94,6 +95,9 @@ export function replyErrorOf(error: unknown): Refusal {
         ? "the command produced an event that fails its schema: nothing was written; report this as a bug"
         : `the records hold a commit the controller cannot fold at sequence ${error.sequence} (${error.types.join(", ") || "no event type"}): it serves nothing else until it is voided; see \`mesh replay\`, then \`mesh replay --void ${error.sequence} --reason <why>\` (R45)`,
     };
+  }
+  if (error instanceof ReadInterrupted) {
+    return { code: "records-unavailable", message: "the controller could not read the records from the bus: send the command again once the bus is back" };
   }
   return { code: "internal", message: "the controller failed to handle the command: see its log" };
 }

@@ -3,7 +3,7 @@
  * validated, and folded into the state; fenced appends (R40), snapshots (R41), a stream that
  * cannot be purged or have messages deleted (R42).
  */
-import { headers, nanos, type NatsConnection } from "@nats-io/transport-node";
+import { headers, nanos, type NatsConnection, type Status } from "@nats-io/transport-node";
 import {
   DeliverPolicy,
   JetStreamApiCodes,
@@ -12,21 +12,24 @@ import {
   StorageType,
   jetstream,
   jetstreamManager,
+  type Consumer,
+  type ConsumerMessages,
   type JetStreamClient,
   type JetStreamManager,
+  type JsMsg,
   type StreamConfig,
   type StreamInfo,
 } from "@nats-io/jetstream";
 import { CATALOGUE_STREAM, CATALOGUE_SUBJECTS, RECORDS_ENTITY, catalogueSubject } from "../names.ts";
 import { Commit, type Entity, type MeshEvent } from "./index.ts";
-import { FencedAppend, FenceRetriesExhausted, InvalidEvent, RecordsBehind, RecordsUnsafe, type BehindEvidence } from "./errors.ts";
+import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind, RecordsUnsafe, type BehindEvidence } from "./errors.ts";
 import { retryFenced } from "./retry.ts";
 import { commandIdReused, type CommandRequest } from "./reuse.ts";
 import { loadSnapshot, openSnapshotStores, saveSnapshot, type SnapshotStores } from "./snapshots.ts";
 import { appliedSequence, evolve, initialState, startFold, type Fold, type SequencedCommit, type State } from "../projections/index.ts";
 import type { Decision, Refusal } from "../commands/envelope.ts";
 
-export { FencedAppend, FenceRetriesExhausted, InvalidEvent, RecordsBehind, RecordsUnsafe };
+export { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind, RecordsUnsafe };
 export type { BehindEvidence };
 
 /**
@@ -152,6 +155,10 @@ export type ReadOptions = {
   toSequence?: number;
   /** Commits per batch handed to `onBatch` (default FOLD_BATCH). */
   batchSize?: number;
+  /** The most commit bytes asked for at once (default READ_BYTES_IN_FLIGHT, never under one max payload), R58. */
+  bytesInFlight?: number;
+  /** Milliseconds the read may hand over nothing (bus away, consumer stuck) before it throws ReadInterrupted (default READ_STALL_LIMIT_MS). */
+  stallLimitMs?: number;
 };
 
 type Bus = { nc: NatsConnection; js: JetStreamClient; jsm: JetStreamManager };
@@ -279,6 +286,120 @@ async function voidedSequences(bus: Bus): Promise<Set<number>> {
 }
 const decoder = new TextDecoder();
 
+/** Why one attempt of a read ended before the read's last sequence. */
+type Interruption = { reason: "disconnected" | "stalled" | "unavailable" | "ended"; cause?: unknown };
+
+/**
+ * Follows the connection's state for one read (R58): whether it is connected now, and a promise
+ * that settles at the next disconnect or at the next reconnect. The client reconnects by itself;
+ * the read only needs to know when to stop asking and when to ask again.
+ */
+class ConnectionWatch {
+  connected = true;
+  #iterator: AsyncIterable<Status> & { stop(): void };
+  #waiters: Array<{ on: "disconnect" | "reconnect" | "close"; resolve: () => void }> = [];
+  constructor(nc: NatsConnection) {
+    const iterator = nc.status() as AsyncIterable<Status> & { stop(): void };
+    this.#iterator = iterator;
+    void (async () => {
+      for await (const status of iterator) {
+        if (status.type === "disconnect") this.connected = false;
+        if (status.type === "reconnect") this.connected = true;
+        if (status.type === "disconnect" || status.type === "reconnect" || status.type === "close") this.#settle(status.type);
+      }
+    })().catch(() => undefined);
+    // A closed connection ends reconnecting for good: wake every waiter.
+    void nc.closed().then(() => this.#settle("close", true));
+  }
+  #settle(type: "disconnect" | "reconnect" | "close", all = false): void {
+    const ready = this.#waiters.filter((w) => all || w.on === type || type === "close");
+    this.#waiters = this.#waiters.filter((w) => !ready.includes(w));
+    for (const w of ready) w.resolve();
+  }
+  /** Settles at the next event of kind `on` (or when the connection closes). */
+  next(on: "disconnect" | "reconnect"): Promise<void> {
+    return new Promise((resolve) => this.#waiters.push({ on, resolve }));
+  }
+  stop(): void {
+    this.#iterator.stop();
+    this.#settle("close", true);
+  }
+}
+
+/** Milliseconds a pull request waits on the server; heartbeats come every half of it (R58). */
+const READ_EXPIRES_MS = 5_000;
+/** Default of ReadOptions.stallLimitMs: how long a read may hand over nothing before it throws. */
+export const READ_STALL_LIMIT_MS = 60_000;
+/** Pause between attempts that ended without a disconnect (a refused or lost consumer), ms. */
+const READ_RETRY_MS = [50, 100, 200, 400, 800, 1000];
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * One attempt of a read: an ordered consumer from `next`, asked for at most `bytes` at a time,
+ * until `take` says the last sequence was reached (null) or something ends the attempt (the
+ * Interruption). Messages already received when it ends are still handed to `take`, in order.
+ */
+async function readAttempt(
+  bus: Bus,
+  watch: ConnectionWatch,
+  next: number,
+  bytes: number,
+  take: (m: JsMsg) => boolean,
+): Promise<Interruption | null> {
+  if (!watch.connected) return { reason: "disconnected" };
+  let consumer: Consumer;
+  let messages: ConsumerMessages;
+  try {
+    consumer = await bus.js.consumers.get(CATALOGUE_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next });
+    messages = await consumer.consume({ max_bytes: bytes, expires: READ_EXPIRES_MS });
+  } catch (error) {
+    // JetStream not ready yet after a restart, or the connection went while asking.
+    return { reason: watch.connected ? "unavailable" : "disconnected", cause: error };
+  }
+  let ended: Interruption | null = null;
+  const end = (interruption: Interruption) => {
+    if (ended !== null) return;
+    ended = interruption;
+    // Stops the iterator after the messages it already holds (they are valid and in order).
+    void messages.close().catch(() => undefined);
+  };
+  void watch.next("disconnect").then(() => end({ reason: "disconnected" }));
+  void (async () => {
+    for await (const status of messages.status()) {
+      // The library recreates an ordered consumer on a gap by itself; these are the signs that it
+      // will not get going again on its own (the server lost the consumer, or nothing arrives).
+      if (status.type === "heartbeats_missed" || status.type === "consumer_deleted" || status.type === "consumer_not_found" || status.type === "stream_not_found") {
+        end({ reason: "stalled", cause: new Error(`the consumer reported ${status.type}`) });
+      }
+    }
+  })().catch(() => undefined);
+  let done = false;
+  try {
+    for await (const m of messages) {
+      if (take(m)) { done = true; break; }
+    }
+  } catch (error) {
+    if (ended === null) ended = { reason: watch.connected ? "stalled" : "disconnected", cause: error };
+  } finally {
+    await messages.close().catch(() => undefined);
+    // An ordered consumer left behind would live on the server until its inactivity threshold.
+    void consumer.delete().catch(() => undefined);
+  }
+  return done ? null : (ended ?? { reason: "ended" });
+}
+
+/**
+ * The read under readCommits, replay and every catch-up (R58): in order, each commit once, with at
+ * most `READ_BYTES_IN_FLIGHT` bytes asked for at a time. A lost connection (a slow-consumer drop, a
+ * bus restart) or a consumer that stops delivering ends the current attempt; the read starts again
+ * from the sequence after the last one it received, on a fresh consumer, as soon as the client is
+ * reconnected. After the same server dropped the reader, the bytes in flight are halved (never
+ * under one max payload) so that the next attempt fits the server's per-client pending limit.
+ * Throws ReadInterrupted when nothing was handed over for `stallLimitMs` or the connection closed.
+ */
 async function readFrom(
   bus: Bus,
   fromSequence: number,
@@ -294,42 +415,79 @@ async function readFrom(
   if (from > last) return from - 1;
   onCount(last - from + 1);
   const batchSize = options.batchSize ?? FOLD_BATCH;
-  const consumer = await bus.js.consumers.get(CATALOGUE_STREAM, {
-    deliver_policy: DeliverPolicy.StartSequence,
-    opt_start_seq: from,
-  });
-  const messages = await consumer.consume({ max_bytes: READ_BYTES_IN_FLIGHT });
+  const stallLimitMs = options.stallLimitMs ?? READ_STALL_LIMIT_MS;
+  // One message can be as large as the server's max payload (plus headers): asking for less
+  // would never deliver it.
+  const floor = (bus.nc.info?.max_payload ?? 1024 * 1024) + 64 * 1024;
+  let bytes = Math.max(floor, options.bytesInFlight ?? READ_BYTES_IN_FLIGHT);
   let batch: SequencedCommit[] = [];
   let read = from - 1;
+  let failure: { sequence: number; error: unknown } | null = null;
   let voided: Set<number> | null = null;
+  let finished = false;
+  const take = (m: JsMsg): boolean => {
+    if (m.seq <= read) return false; // already handed over by an earlier attempt
+    if (m.seq > last) return (finished = true);
+    let commit: Commit;
+    try {
+      commit = decodeCommit(m.seq, m.subject, m.data);
+    } catch (error) {
+      // Settled by the read loop: a voided commit is skipped (R45), any other ends the read.
+      failure = { sequence: m.seq, error };
+      return true;
+    }
+    batch.push({ sequence: m.seq, commit });
+    read = m.seq;
+    if (batch.length >= batchSize) {
+      const full = batch;
+      batch = [];
+      onBatch(full);
+    }
+    return (finished = m.seq >= last);
+  };
+  const watch = new ConnectionWatch(bus.nc);
+  let idleSince = Date.now();
+  let retries = 0;
   try {
-    for await (const m of messages) {
-      let commit: Commit;
-      try {
-        commit = decodeCommit(m.seq, m.subject, m.data);
-      } catch (error) {
+    while (!finished) {
+      const server = bus.nc.info?.server_id;
+      const before = read;
+      const interruption = await readAttempt(bus, watch, read + 1, bytes, take);
+      if (failure !== null) {
+        const bad: { sequence: number; error: unknown } = failure;
         voided ??= await voidedSequences(bus);
-        if (!voided.has(m.seq)) {
-          if (batch.length > 0) onBatch(batch); // fold what came before the bad message
-          throw error;
-        }
+        if (!voided.has(bad.sequence)) break;
         // R45: an operator voided this commit; every fold skips it alike (replay, snapshot + tail).
-        read = m.seq;
-        if (m.seq >= last) break;
+        failure = null;
+        read = bad.sequence;
+        finished = bad.sequence >= last;
         continue;
       }
-      batch.push({ sequence: m.seq, commit });
-      read = m.seq;
-      if (batch.length >= batchSize) {
-        onBatch(batch);
-        batch = [];
+      if (interruption === null) break;
+      if (read > before) { idleSince = Date.now(); retries = 0; }
+      if (bus.nc.isClosed()) throw new ReadInterrupted(read + 1, "the connection to the bus closed", { cause: interruption.cause });
+      const left = stallLimitMs - (Date.now() - idleSince);
+      if (left <= 0) {
+        throw new ReadInterrupted(read + 1, `nothing was handed over for ${stallLimitMs} ms (last: ${interruption.reason})`, { cause: interruption.cause });
       }
-      if (m.seq >= last) break;
+      if (!watch.connected) {
+        // Wait for the client to reconnect, never past the stall limit.
+        await Promise.race([watch.next("reconnect"), sleep(left)]);
+        // Dropped by the same server (a restart changes the server id): it found the reader too
+        // slow for its pending limit. Ask for less at a time from now on.
+        if (watch.connected && bus.nc.info?.server_id === server) bytes = Math.max(floor, Math.floor(bytes / 2));
+        continue;
+      }
+      if (interruption.reason === "disconnected") continue;
+      await sleep(Math.min(left, READ_RETRY_MS[Math.min(retries, READ_RETRY_MS.length - 1)]!));
+      retries += 1;
     }
-    if (batch.length > 0) onBatch(batch);
   } finally {
-    await messages.close().catch(() => undefined);
+    watch.stop();
+    // Fold what came before a bad message (or before the read stopped), then report it.
+    if (batch.length > 0) onBatch(batch);
   }
+  if (failure !== null) throw (failure as { error: unknown }).error;
   return read;
 }
 

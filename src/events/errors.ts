@@ -91,3 +91,18 @@ export class RecordsBehind extends Error {
     this.evidence = [...evidence];
   }
 }
+
+/**
+ * A read of the records could not go on (R58): the bus stayed unreachable, or handed over nothing,
+ * for longer than the read's stall limit, or the connection was closed for good. `sequence` is the
+ * first sequence not handed over; every commit before it was handed over once, in order. `cause`
+ * says what the read last saw (a disconnect, missed heartbeats, a refused consumer).
+ */
+export class ReadInterrupted extends Error {
+  override readonly name = "ReadInterrupted";
+  readonly sequence: number;
+  constructor(sequence: number, reason: string, options?: { cause?: unknown }) {
+    super(`the read of the records stopped before sequence ${sequence}: ${reason}`, options);
+    this.sequence = sequence;
+  }
+}

@@ -6,7 +6,7 @@ import { startNatsServer, waitFor } from "../support/natsServer.ts";
 import { replyInAskersInbox, replyErrorOf, serveCommands, MAX_COMMAND_BYTES } from "../../src/commands/server.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import type { Catalogue } from "../../src/events/catalogue.ts";
-import { FencedAppend, FenceRetriesExhausted, InvalidEvent } from "../../src/events/errors.ts";
+import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted } from "../../src/events/errors.ts";
 import { newNodeKeyPair, openAsNode, passwordMatches } from "../../src/crypto/secrets.ts";
 import { commandSubject, inboxPrefix, principalKey } from "../../src/names.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
@@ -185,6 +185,7 @@ describe("command server", () => {
     assert.equal(replyErrorOf(new FencedAppend(3)).code, "busy-retry");
     assert.equal(replyErrorOf(new FenceRetriesExhausted(5)).code, "busy-retry");
     assert.equal(replyErrorOf(new InvalidEvent(7)).code, "invalid-records");
+    assert.equal(replyErrorOf(new ReadInterrupted(9, "the bus is away")).code, "records-unavailable");
     const internal = replyErrorOf(new Error("password=hunter2 at nats://u:p@host"));
     assert.equal(internal.code, "internal");
     assert.ok(!internal.message.includes("hunter2"));

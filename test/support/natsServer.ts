@@ -30,6 +30,8 @@ export type NatsServerOptions = {
   files?: Record<string, string>;
   /** Reuse this folder (a restart over the same store) instead of a new temporary one. */
   dir?: string;
+  /** Listen on this client port (a restart on the same address) instead of one the server picks. */
+  port?: number;
 };
 
 /** The nats-server binary, or a thrown error that says how to install it. */
@@ -53,7 +55,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   writeFileSync(
     configFile,
     [
-      `listen: "127.0.0.1:-1"`,
+      `listen: "127.0.0.1:${options.port ?? -1}"`,
       `http: "127.0.0.1:-1"`,
       `ports_file_dir: "${portsDir}"`,
       `jetstream { store_dir: "${join(dir, "store")}" }`,
