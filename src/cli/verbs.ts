@@ -5,6 +5,7 @@
  */
 import type { Reply } from "../commands/envelope.ts";
 import { HISTORY_LIMIT } from "../commands/history.ts";
+import { PAGE_LIMIT_MAX } from "../commands/paging.ts";
 import { ENTITY_KINDS } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError, loadCredential, type CliContext } from "./context.ts";
 import { writeBusCredential } from "../files/index.ts";
@@ -96,29 +97,44 @@ export function busVerb(spec: {
   spelled?: Readonly<Record<string, string>>;
   /** Asks the controller more about an ok reply before it is printed (`nodes`: each node's last report, R55). */
   enrich?(ctx: CliContext, reply: Row): Promise<Row>;
+  /**
+   * A list verb (R59): the reply field holding its list. The verb gets `--limit` and `--continue`;
+   * without them the CLI follows every page and prints one reply holding the whole list.
+   */
+  paged?: string;
 }): CliVerb {
+  const options = spec.paged === undefined ? spec.options : [...(spec.options ?? []), ...PAGE_OPTIONS];
   return {
     path: spec.path,
     summary: spec.summary,
     ...(spec.arguments ? { arguments: spec.arguments } : {}),
-    ...(spec.options ? { options: spec.options } : {}),
+    ...(options ? { options } : {}),
     async run(ctx, args, options) {
       // Always a command id (--command-id or a fresh one): a timeout names it, so the retry is safe.
       const commandId = ctx.globals.commandId ?? randomUUID();
       const body = { ...spec.body(args, options), commandId };
-      const reply = await sendCommand(await ctx.connection(), ctx.asker(), spec.verb, body, { timeoutMs: ctx.globals.timeoutMs }).catch((error: unknown) => {
-        if (error instanceof CommandTransportError && error.code === "timeout") {
-          throw new CommandTransportError(
-            "timeout",
-            `the controller did not answer ${spec.verb} within ${ctx.globals.timeoutMs} ms (--timeout); it may still apply it: retry with --command-id ${commandId} (the same id appends nothing twice)`,
-            { cause: error },
-          );
-        }
-        throw error;
-      });
+      const send = async (page: Row): Promise<Reply> => {
+        const nc = await ctx.connection();
+        return sendCommand(nc, ctx.asker(), spec.verb, { ...body, ...page }, { timeoutMs: ctx.globals.timeoutMs }).catch((error: unknown) => {
+          if (error instanceof CommandTransportError && error.code === "timeout") {
+            throw new CommandTransportError(
+              "timeout",
+              `the controller did not answer ${spec.verb} within ${ctx.globals.timeoutMs} ms (--timeout); it may still apply it: retry with --command-id ${commandId} (the same id appends nothing twice)`,
+              { cause: error },
+            );
+          }
+          throw error;
+        });
+      };
+      // A list verb (R59) follows every page unless --limit / --continue ask for one.
+      const page = spec.paged === undefined ? {} : pageArguments(spec.verb, options);
+      const reply = page === null ? await followPages(spec.paged!, send) : await send(page);
       let shown = reply.ok && spec.receive ? ({ ...spec.receive(ctx, reply as Row), ok: true } as Reply) : reply;
       if (shown.ok && spec.enrich) shown = { ...(await spec.enrich(ctx, shown as Row)), ok: true } as Reply;
       const code = report(ctx, spec.verb, shown, spec.render, spec.spelled);
+      if (reply.ok && typeof reply.continue === "string" && !ctx.globals.json) {
+        ctx.err(`more ${spec.paged ?? "items"}: mesh ${spec.path.join(" ")} ${page?.limit === undefined ? "" : `--limit ${String(page.limit)} `}--continue ${reply.continue}`);
+      }
       return reply.ok && spec.exitCode ? spec.exitCode(reply) : code;
     },
   };
@@ -174,6 +190,47 @@ export function saveOwnRotation(ctx: CliContext, reply: Row): Row {
 }
 
 /** `--limit <n>` of `mesh history`: a whole number from 1 to HISTORY_LIMIT, else a usage error. */
+/** `--limit` and `--continue` of a list verb (R59). */
+const PAGE_OPTIONS: readonly OptionSpec[] = [
+  { flags: "--limit <n>", description: `one page of at most n items (1 to ${PAGE_LIMIT_MAX}), with the token of the next` },
+  { flags: "--continue <token>", description: "the page after the one that printed this token" },
+];
+
+/** The page a list verb's `--limit` / `--continue` ask for, or null to follow every page. */
+function pageArguments(verb: string, options: Readonly<Record<string, unknown>>): Row | null {
+  if (options.limit === undefined && options.continue === undefined) return null;
+  const page: Row = {};
+  if (options.limit !== undefined) {
+    const n = Number(options.limit);
+    if (!Number.isInteger(n) || n < 1 || n > PAGE_LIMIT_MAX) throw new UsageError(`mesh ${verb}: --limit takes a whole number from 1 to ${PAGE_LIMIT_MAX}`);
+    page.limit = n;
+  }
+  if (options.continue !== undefined) page.continue = String(options.continue);
+  return page;
+}
+
+/**
+ * Asks for every page of a list (R59) and returns one reply holding the whole list in `field`
+ * (pages of an array are joined, pages of an object merged), without a `continue` token; the first
+ * refused page is returned as is. `asOf` is the last page's.
+ */
+async function followPages(field: string, send: (page: Row) => Promise<Reply>): Promise<Reply> {
+  let whole: unknown[] | Record<string, unknown> | undefined;
+  let token: string | undefined;
+  for (;;) {
+    const reply = await send(token === undefined ? {} : { continue: token });
+    if (!reply.ok) return reply;
+    const part = reply[field];
+    if (Array.isArray(part)) whole = [...((whole as unknown[] | undefined) ?? []), ...part];
+    else if (part !== null && typeof part === "object") whole = { ...((whole as Record<string, unknown> | undefined) ?? {}), ...(part as Record<string, unknown>) };
+    token = typeof reply.continue === "string" ? reply.continue : undefined;
+    if (token === undefined) {
+      const { continue: _last, ...rest } = reply;
+      return { ...rest, [field]: whole ?? [] } as Reply;
+    }
+  }
+}
+
 function historyLimit(value: unknown): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > HISTORY_LIMIT) throw new UsageError(`mesh history: --limit takes a whole number from 1 to ${HISTORY_LIMIT}`);
@@ -320,23 +377,27 @@ export const CLI_VERBS: CliVerb[] = [
       ];
     },
   }),
-  busVerb({ path: ["where"], verb: "where", summary: "where every node is on the overlay", body: () => ({}), render: renderWhere }),
+  busVerb({ path: ["where"], verb: "where", summary: "where every node is on the overlay", body: () => ({}), render: renderWhere, paged: "placed" }),
   busVerb({
     path: ["seats"], verb: "seats", summary: "every seat: declarer, protocol, holders", body: () => ({}),
     render: renderList("seats", ["name", "declaredBy", "protocol", "accepts", "emits", "holders", "aliases"]),
+    paged: "seats",
   }),
   busVerb({
     path: ["nodes"], verb: "nodes", summary: "every node: overlay place, modules, its last report (R55)", body: () => ({}),
     render: renderList("nodes", ["name", "overlayName", "hub", "modules", "credentialAddress", "lastReport"]),
     enrich: withLastReports,
+    paged: "nodes",
   }),
   busVerb({
     path: ["modules"], verb: "modules", summary: "every module: version, nodes, seats", body: () => ({}),
     render: renderList("modules", ["name", "version", "issued", "nodes", "declares", "claims"]),
+    paged: "modules",
   }),
   busVerb({
     path: ["credentials"], verb: "credentials", summary: "every credential (never a secret)", body: () => ({}),
     render: renderList("credentials", ["user", "principal", "address", "mintedAt"]),
+    paged: "credentials",
   }),
   busVerb({
     path: ["reports"], verb: REPORTS_VERB, summary: `each node's last report on the bus: what it applied, when, drift (R55); ${REPORTS_PAGE} a page`,

@@ -24,4 +24,5 @@ export const credentials: QueryDefinition<typeof CredentialsRequest> = {
   summary: "every credential: principal, user, address, minted at (never a secret)",
   schema: CredentialsRequest,
   answer,
+  page: { field: "credentials", key: (item) => (item as CredentialView).user, compare: (a, b) => a.localeCompare(b) },
 };

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { Commit, Entity, MeshEvent } from "../events/index.ts";
 import type { State, SequencedCommit } from "../projections/index.ts";
 import type { ComposeConfig } from "../compose/types.ts";
+import type { PageSpec } from "./paging.ts";
 
 /**
  * A fresh secret the request handler made before decide ran: the password (for the reply
@@ -70,6 +71,12 @@ export type QueryDefinition<Schema extends z.ZodType> = {
   summary: string;
   schema: Schema;
   answer(state: State, query: z.infer<Schema>, context?: QueryContext): unknown;
+  /**
+   * Present on list verbs, whose reply grows with the mesh (R59): the shell accepts `limit` and
+   * `continue` beside the verb's own fields and answers one page of `answer(...)[page.field]`
+   * that fits the bus's max payload, with a `continue` token when more remain (paging.ts).
+   */
+  page?: PageSpec;
   /**
    * Present on verbs answered from the records rather than the state (`history`): the shell scans
    * the commits up to the folded sequence, keeps those `concerns(commit, query)` accepts, and

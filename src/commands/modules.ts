@@ -45,4 +45,5 @@ export const modules: QueryDefinition<typeof ModulesRequest> = {
   summary: "every registered module: version, issued, nodes, seats",
   schema: ModulesRequest,
   answer,
+  page: { field: "modules", key: (item) => (item as ModuleView).name, compare: (a, b) => a.localeCompare(b) },
 };

@@ -40,4 +40,5 @@ export const nodes: QueryDefinition<typeof NodesRequest> = {
   summary: "every enrolled node: overlay place, modules, credential address",
   schema: NodesRequest,
   answer,
+  page: { field: "nodes", key: (item) => (item as NodeView).name },
 };

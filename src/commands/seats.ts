@@ -47,4 +47,5 @@ export const seats: QueryDefinition<typeof SeatsRequest> = {
   summary: "every seat: declarer, fields, claimants, holders and aliases",
   schema: SeatsRequest,
   answer,
+  page: { field: "seats", key: (item) => (item as SeatView).name, compare: (a, b) => a.localeCompare(b) },
 };

@@ -24,6 +24,7 @@ import type { ComposeConfig } from "../compose/types.ts";
 import type { Envelope, FreshSecret, QueryContext, Refusal, Reply, ReplyTools } from "./envelope.ts";
 import { parseRequest } from "./validation.ts";
 import { commandRequest } from "../events/reuse.ts";
+import { PageRequest, pageOf } from "./paging.ts";
 import { commands, definitionOf, queries } from "./index.ts";
 
 /** The largest command body the server reads: the bus's default max_payload, 1 MiB. */
@@ -136,6 +137,17 @@ function freshSecret(deps: ServeDependencies): FreshSecret {
   return { password, hash: hashPassword(password), sealed: deps.sealSecret(password) };
 }
 
+/** The bus's max payload when the connection does not say (nats-server's default, 1 MiB). */
+const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+
+/** Takes `limit` and `continue` out of a list verb's request fields (R59), validated (PageRequest). */
+function splitPaging(fields: Record<string, unknown>): { ok: true; page: PageRequest; rest: Record<string, unknown> } | { ok: false; refusal: Refusal } {
+  const { limit, continue: token, ...rest } = fields;
+  const parsed = parseRequest(PageRequest, { ...(limit === undefined ? {} : { limit }), ...(token === undefined ? {} : { continue: token }) });
+  if (!parsed.ok) return parsed;
+  return { ok: true, page: parsed.value, rest };
+}
+
 function failure(code: string, message: string, field?: string): Reply {
   return { ok: false, error: field === undefined ? { code, message } : { code, message, field } };
 }
@@ -188,7 +200,10 @@ export async function handleCommand(
   if (givenId !== undefined && !CommandId.safeParse(givenId).success) {
     return failure("invalid-request", "\"commandId\": use 1 to 128 letters, digits, dots, dashes, colons or underscores, or leave it out", "commandId");
   }
-  const parsed = parseRequest(def.schema, fields);
+  // List verbs (R59) take `limit` and `continue` beside their own fields.
+  const paging = def.kind === "query" && def.page !== undefined ? splitPaging(fields) : null;
+  if (paging && !paging.ok) return { ok: false, error: paging.refusal };
+  const parsed = parseRequest(def.schema, paging ? paging.rest : fields);
   if (!parsed.ok) return { ok: false, error: parsed.refusal };
   const shell = shellRefusal(verb, parsed.value);
   if (shell) return { ok: false, error: shell };
@@ -202,7 +217,11 @@ export async function handleCommand(
       return { ok: true, asOf: state.sequence, ...spread(withoutSecrets(answer(commits, parsed.value))) };
     }
     const context: QueryContext = deps.compose === undefined ? {} : { compose: deps.compose };
-    return { ok: true, asOf: state.sequence, ...spread(def.answer(state, parsed.value, context)) };
+    const answer = spread(def.answer(state, parsed.value, context));
+    if (def.page === undefined || !paging) return { ok: true, asOf: state.sequence, ...answer };
+    const page = pageOf(verb, def.page, answer, paging.page, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
+    if (!page.ok) return { ok: false, error: page.refusal };
+    return { ok: true, asOf: state.sequence, ...page.value };
   }
 
   // The envelope is filled once: a fenced-out decide runs again with the same id, time and secrets.

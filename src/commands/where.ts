@@ -18,4 +18,5 @@ export const where: QueryDefinition<typeof WhereRequest> = {
   summary: "where every node is on the overlay, the hub and the broker's node",
   schema: WhereRequest,
   answer,
+  page: { field: "placed" },
 };
