@@ -266,22 +266,17 @@ async function voidedSequences(bus: Bus): Promise<Set<number>> {
   const info = await bus.jsm.streams.info(CATALOGUE_STREAM, { subjects_filter: RECORDS_SUBJECT });
   const count = info.state.subjects?.[RECORDS_SUBJECT] ?? 0;
   if (count === 0) return voided;
-  const consumer = await bus.js.consumers.get(CATALOGUE_STREAM, { filter_subjects: RECORDS_SUBJECT });
-  const messages = await consumer.consume({ max_messages: 100 });
-  let seen = 0;
-  try {
-    for await (const m of messages) {
-      seen += 1;
-      try {
-        for (const event of decodeCommit(m.seq, m.subject, m.data).events) if (event.type === "CommitVoided") voided.add(event.sequence);
-      } catch {
-        // an undecodable message on this subject voids nothing (it may be voided itself)
-      }
-      if (seen >= count) break;
+  const newest = await bus.jsm.streams.getMessage(CATALOGUE_STREAM, { last_by_subj: RECORDS_SUBJECT });
+  if (!newest) return voided;
+  // The same resuming read as every other (R58), filtered on the records' own subject.
+  await readMessages(bus, 1, newest.seq, { filter: RECORDS_SUBJECT }, (m) => {
+    try {
+      for (const event of decodeCommit(m.seq, m.subject, m.data).events) if (event.type === "CommitVoided") voided.add(event.sequence);
+    } catch {
+      // an undecodable message on this subject voids nothing (it may be voided itself)
     }
-  } finally {
-    await messages.close().catch(() => undefined);
-  }
+    return false;
+  });
   return voided;
 }
 const decoder = new TextDecoder();
@@ -338,7 +333,7 @@ function sleep(ms: number): Promise<void> {
 }
 
 /**
- * One attempt of a read: an ordered consumer from `next`, asked for at most `bytes` at a time,
+ * One attempt of a read: an ordered consumer from `next` (on `filter` when given), asked for at most `bytes` at a time,
  * until `take` says the last sequence was reached (null) or something ends the attempt (the
  * Interruption). Messages already received when it ends are still handed to `take`, in order.
  */
@@ -347,13 +342,18 @@ async function readAttempt(
   watch: ConnectionWatch,
   next: number,
   bytes: number,
+  filter: string | undefined,
   take: (m: JsMsg) => boolean,
 ): Promise<Interruption | null> {
   if (!watch.connected) return { reason: "disconnected" };
   let consumer: Consumer;
   let messages: ConsumerMessages;
   try {
-    consumer = await bus.js.consumers.get(CATALOGUE_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next });
+    consumer = await bus.js.consumers.get(CATALOGUE_STREAM, {
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: next,
+      ...(filter === undefined ? {} : { filter_subjects: filter }),
+    });
     messages = await consumer.consume({ max_bytes: bytes, expires: READ_EXPIRES_MS });
   } catch (error) {
     // JetStream not ready yet after a restart, or the connection went while asking.
@@ -391,59 +391,36 @@ async function readAttempt(
   return done ? null : (ended ?? { reason: "ended" });
 }
 
+/** What readMessages needs besides its range: a subject filter, and ReadOptions' limits. */
+type RawReadOptions = Pick<ReadOptions, "bytesInFlight" | "stallLimitMs"> & { filter?: string };
+
 /**
- * The read under readCommits, replay and every catch-up (R58): in order, each commit once, with at
- * most `READ_BYTES_IN_FLIGHT` bytes asked for at a time. A lost connection (a slow-consumer drop, a
- * bus restart) or a consumer that stops delivering ends the current attempt; the read starts again
- * from the sequence after the last one it received, on a fresh consumer, as soon as the client is
- * reconnected. After the same server dropped the reader, the bytes in flight are halved (never
- * under one max payload) so that the next attempt fits the server's per-client pending limit.
- * Throws ReadInterrupted when nothing was handed over for `stallLimitMs` or the connection closed.
+ * Every read of the CATALOGUE stream goes through here (R58): the messages from `from` to `last`
+ * (on `options.filter` only, when given), in order, each once, handed to `take` until it returns
+ * true or `last` was handed over; at most `bytesInFlight` (default READ_BYTES_IN_FLIGHT) asked for
+ * at a time. A lost connection (a slow-consumer drop, a bus restart) or a consumer that stops
+ * delivering ends the current attempt; the read starts again from the sequence after the last one
+ * handed over, on a fresh consumer, as soon as the client is reconnected. After the same server
+ * dropped the reader, the bytes in flight are halved (never under one max payload) so that the next
+ * attempt fits the server's per-client pending limit. Returns the last sequence handed over (from -
+ * 1 when none). Throws ReadInterrupted when nothing was handed over for `stallLimitMs` (default
+ * READ_STALL_LIMIT_MS) or the connection closed.
  */
-async function readFrom(
-  bus: Bus,
-  fromSequence: number,
-  onBatch: (batch: SequencedCommit[]) => void,
-  options: ReadOptions = {},
-  onCount: (count: number) => void = () => undefined,
-  onInfo: (info: StreamInfo) => void = () => undefined,
-): Promise<number> {
-  const from = Math.max(1, fromSequence);
-  const info = await bus.jsm.streams.info(CATALOGUE_STREAM);
-  onInfo(info);
-  const last = Math.min(options.toSequence ?? Number.POSITIVE_INFINITY, info.state.last_seq);
-  if (from > last) return from - 1;
-  onCount(last - from + 1);
-  const batchSize = options.batchSize ?? FOLD_BATCH;
+async function readMessages(bus: Bus, from: number, last: number, options: RawReadOptions, take: (m: JsMsg) => boolean): Promise<number> {
+  let read = from - 1;
+  if (from > last) return read;
   const stallLimitMs = options.stallLimitMs ?? READ_STALL_LIMIT_MS;
   // One message can be as large as the server's max payload (plus headers): asking for less
   // would never deliver it.
   const floor = (bus.nc.info?.max_payload ?? 1024 * 1024) + 64 * 1024;
   let bytes = Math.max(floor, options.bytesInFlight ?? READ_BYTES_IN_FLIGHT);
-  let batch: SequencedCommit[] = [];
-  let read = from - 1;
-  let failure: { sequence: number; error: unknown } | null = null;
-  let voided: Set<number> | null = null;
   let finished = false;
-  const take = (m: JsMsg): boolean => {
+  const handOver = (m: JsMsg): boolean => {
     if (m.seq <= read) return false; // already handed over by an earlier attempt
     if (m.seq > last) return (finished = true);
-    let commit: Commit;
-    try {
-      commit = decodeCommit(m.seq, m.subject, m.data);
-    } catch (error) {
-      // Settled by the read loop: a voided commit is skipped (R45), any other ends the read.
-      failure = { sequence: m.seq, error };
-      return true;
-    }
-    batch.push({ sequence: m.seq, commit });
     read = m.seq;
-    if (batch.length >= batchSize) {
-      const full = batch;
-      batch = [];
-      onBatch(full);
-    }
-    return (finished = m.seq >= last);
+    const stop = take(m);
+    return (finished = stop || m.seq >= last);
   };
   const watch = new ConnectionWatch(bus.nc);
   let idleSince = Date.now();
@@ -452,17 +429,7 @@ async function readFrom(
     while (!finished) {
       const server = bus.nc.info?.server_id;
       const before = read;
-      const interruption = await readAttempt(bus, watch, read + 1, bytes, take);
-      if (failure !== null) {
-        const bad: { sequence: number; error: unknown } = failure;
-        voided ??= await voidedSequences(bus);
-        if (!voided.has(bad.sequence)) break;
-        // R45: an operator voided this commit; every fold skips it alike (replay, snapshot + tail).
-        failure = null;
-        read = bad.sequence;
-        finished = bad.sequence >= last;
-        continue;
-      }
+      const interruption = await readAttempt(bus, watch, read + 1, bytes, options.filter, handOver);
       if (interruption === null) break;
       if (read > before) { idleSince = Date.now(); retries = 0; }
       if (bus.nc.isClosed()) throw new ReadInterrupted(read + 1, "the connection to the bus closed", { cause: interruption.cause });
@@ -484,6 +451,66 @@ async function readFrom(
     }
   } finally {
     watch.stop();
+  }
+  return read;
+}
+
+/**
+ * The read under readCommits, replay and every catch-up: readMessages (R58) from `fromSequence`
+ * to the stream's last sequence (or `options.toSequence`), each commit validated and handed to
+ * `onBatch` in batches. A commit that does not decode ends the read with its InvalidEvent, after
+ * the batch before it is handed over, unless an operator voided it (R45): then it is skipped.
+ */
+async function readFrom(
+  bus: Bus,
+  fromSequence: number,
+  onBatch: (batch: SequencedCommit[]) => void,
+  options: ReadOptions = {},
+  onCount: (count: number) => void = () => undefined,
+  onInfo: (info: StreamInfo) => void = () => undefined,
+): Promise<number> {
+  const from = Math.max(1, fromSequence);
+  const info = await bus.jsm.streams.info(CATALOGUE_STREAM);
+  onInfo(info);
+  const last = Math.min(options.toSequence ?? Number.POSITIVE_INFINITY, info.state.last_seq);
+  if (from > last) return from - 1;
+  onCount(last - from + 1);
+  const batchSize = options.batchSize ?? FOLD_BATCH;
+  let batch: SequencedCommit[] = [];
+  let read = from - 1;
+  let failure: { sequence: number; error: unknown } | null = null;
+  let voided: Set<number> | null = null;
+  const take = (m: JsMsg): boolean => {
+    let commit: Commit;
+    try {
+      commit = decodeCommit(m.seq, m.subject, m.data);
+    } catch (error) {
+      // Settled below: a voided commit is skipped (R45), any other ends the read.
+      failure = { sequence: m.seq, error };
+      return true;
+    }
+    batch.push({ sequence: m.seq, commit });
+    read = m.seq;
+    if (batch.length >= batchSize) {
+      const full = batch;
+      batch = [];
+      onBatch(full);
+    }
+    return false;
+  };
+  try {
+    for (;;) {
+      await readMessages(bus, read + 1, last, options, take);
+      if (failure === null) break;
+      const bad: { sequence: number; error: unknown } = failure;
+      voided ??= await voidedSequences(bus);
+      if (!voided.has(bad.sequence)) break;
+      // R45: an operator voided this commit; every fold skips it alike (replay, snapshot + tail).
+      failure = null;
+      read = bad.sequence;
+      if (read >= last) break;
+    }
+  } finally {
     // Fold what came before a bad message (or before the read stopped), then report it.
     if (batch.length > 0) onBatch(batch);
   }
