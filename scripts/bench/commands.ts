@@ -36,9 +36,13 @@ function option(args: readonly string[], name: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-export async function run(args: string[]): Promise<void> {
-  const count = Number(option(args, "--count") ?? 2000);
-  const json = args.includes("--json");
+export type CommandsResult = { count: number; warmup: number; rows: Stats[]; p50Ratio: number; floorRatio: number; goal: string; met: boolean };
+
+/**
+ * Measures `count` command round trips, raw publish+ack round trips and core request/reply echoes
+ * on one fresh command mesh (see the module comment); rows in that order, then one commit's fold.
+ */
+export async function measureCommands(count: number): Promise<CommandsResult> {
   if (!Number.isInteger(count) || count < 10) throw new Error("--count takes a whole number of at least 10");
   const warmup = Math.min(200, Math.floor(count / 10));
 
@@ -104,7 +108,18 @@ export async function run(args: string[]): Promise<void> {
     ];
     const ratio = Math.round((rows[1]!.p50 / rows[0]!.p50) * 100) / 100;
     const floor = Math.round(((rows[0]!.p50 + rows[2]!.p50) / rows[0]!.p50) * 100) / 100;
-    const result = { count, warmup, rows, p50Ratio: ratio, floorRatio: floor, goal: "p50 <= 2x raw", met: ratio <= 2 };
+    return { count, warmup, rows, p50Ratio: ratio, floorRatio: floor, goal: "p50 <= 2x raw", met: ratio <= 2 };
+  } finally {
+    await client.close();
+    await mesh.stop();
+  }
+}
+
+export async function run(args: string[]): Promise<void> {
+  const json = args.includes("--json");
+  const result = await measureCommands(Number(option(args, "--count") ?? 2000));
+  const { rows, p50Ratio: ratio, floorRatio: floor } = result;
+  {
     if (json) {
       console.log(JSON.stringify(result, null, 2));
     } else {
@@ -115,8 +130,5 @@ export async function run(args: string[]): Promise<void> {
       for (const row of rows) console.log(line(columns.map((c) => String(row[c]))));
       console.log(`command p50 / raw p50 = ${ratio}x (goal ≤ 2x: ${result.met ? "met" : "NOT met"}); floor (raw + echo) / raw = ${floor}x`);
     }
-  } finally {
-    await client.close();
-    await mesh.stop();
   }
 }

@@ -35,11 +35,12 @@ import { newRaiseMemo } from "../../src/bootstrap/raise.ts";
 import { GENESIS_COMMAND_ID, decideGenesis } from "../../installer/record.ts";
 import { BOOTSTRAP_USER } from "../../installer/carried.ts";
 
-type Row = { steps: Record<string, number>; againMs: number; againRatio: number; nodes: number; raiseMs: number; pushMs: number; pushPerSecond: number; rawMs: number; rawPerSecond: number; ratio: number; bytes: number };
+export type Row = { steps: Record<string, number>; againMs: number; againRatio: number; nodes: number; raiseMs: number; pushMs: number; pushPerSecond: number; rawMs: number; rawPerSecond: number; ratio: number; bytes: number };
 
 const at = () => new Date().toISOString();
 
-async function one(nodes: number): Promise<Row> {
+/** One push measurement at `nodes` nodes against a raw pipelined publish (see the module comment). */
+export async function one(nodes: number): Promise<Row> {
   const server = await startNatsServer();
   const nc = await connect({ servers: server.url, inboxPrefix: "_INBOX_controller-mesh-controller" });
   try {
@@ -129,13 +130,13 @@ async function one(nodes: number): Promise<Row> {
   }
 }
 
-type BrokerRow = {
+export type BrokerRow = {
   users: number; listBytes: number; parts: number; raiseMs: number; pushMs: number; toReloadedMs: number; reloadMs: number | null;
   steps: Record<string, number>; newUserConnects: boolean; raisedInPush: { created: number; updated: number };
 };
 
 /** One broker measurement (see the module comment): N generated nodes, the hub's host agent for real. */
-async function broker(users: number): Promise<BrokerRow> {
+export async function broker(users: number): Promise<BrokerRow> {
   const dir = mkdtempSync(join(tmpdir(), "mesh-bench-broker-"));
   const hubDir = join(dir, "hub-state");
   const hub = initHostKeys(hubDir);

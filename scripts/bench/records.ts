@@ -28,7 +28,7 @@ const perSecond = (count: number, ms: number) => Math.round((count / ms) * 1000)
  * Reads every message of CATALOGUE with an ordered consumer and JSON.parses it: the floor replay
  * stands on. With `validate`, also runs the zod Commit schema on each, to show what validation costs.
  */
-async function rawRead(nc: NatsConnection, validate = false): Promise<{ messages: number; events: number; ms: number }> {
+export async function rawRead(nc: NatsConnection, validate = false): Promise<{ messages: number; events: number; ms: number }> {
   const started = performance.now();
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   const last = (await jsm.streams.info(CATALOGUE_STREAM)).state.last_seq;

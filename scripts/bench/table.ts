@@ -1,0 +1,265 @@
+/**
+ * `npm run bench` (or `npm run bench -- table [--quick] [--only a,b] [--json]`): issue 13's
+ * performance table. Every row is measured in this run against its raw JetStream baseline on the
+ * same server (the machine is shared and noisy, so absolute times mean little alone), and printed
+ * as `bench | measured | goal | met?`.
+ *
+ * Rows (names for --only): command, fenced, replay, start, compose, push, broker. `--quick` shrinks the sizes (the goals then speak of other sizes:
+ * the row says which were used) and leaves out `broker`. Exits 1 when a measured row misses its goal.
+ */
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
+import { startNatsServer, type NatsServer } from "../../test/support/natsServer.ts";
+import { generateHistory, publishCommits } from "../../test/support/history.ts";
+import { openCatalogue, replay } from "../../src/events/catalogue.ts";
+import { openSnapshotStores, saveSnapshot } from "../../src/events/snapshots.ts";
+import { catalogueSubject, snapshotObject } from "../../src/names.ts";
+import { initialState, startFold, type SequencedCommit, type State } from "../../src/projections/index.ts";
+import type { Commit } from "../../src/events/index.ts";
+import { measureCommands } from "./commands.ts";
+import { measure as measureCompose } from "./compose.ts";
+import { one as measurePush, broker as measureBroker } from "./push.ts";
+import { rawRead } from "./records.ts";
+
+/** One line of the table: what was measured, against what, the goal and whether it is met. */
+export type TableRow = { bench: string; measured: string; baseline: string; goal: string; met: boolean | null };
+
+function option(args: readonly string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+const ms = (x: number) => `${x < 10 ? x.toFixed(2) : Math.round(x)} ms`;
+const s = (x: number) => `${(x / 1000).toFixed(2)} s`;
+const ratio = (x: number) => `${x.toFixed(2)}x`;
+
+/** A fresh server and a history laid into its CATALOGUE on demand (events counted as generated). */
+async function historyServer(maxEvents: number): Promise<{
+  server: NatsServer; nc: NatsConnection; dial(): Promise<NatsConnection>; fillTo(events: number): Promise<void>; state(): State; close(): Promise<void>;
+}> {
+  const server = await startNatsServer({ config: "max_payload: 1048576" });
+  const connections: NatsConnection[] = [];
+  const dial = async () => {
+    const nc = await connect({ servers: server.url });
+    connections.push(nc);
+    return nc;
+  };
+  const nc = await dial();
+  await openCatalogue(nc, { useSnapshot: false }); // creates the stream and the snapshot stores
+  const history = generateHistory({ seed: 1, events: maxEvents, maxNodes: 2000 });
+  // The same commits folded in memory as they are laid down, for a snapshot without a replay.
+  const fold = startFold(initialState, "copy");
+  let sequence = 0;
+  let events = 0;
+  return {
+    server, nc, dial,
+    async fillTo(target) {
+      while (events < target) {
+        const chunk: Commit[] = [];
+        while (events < target && chunk.length < 20_000) {
+          const next = history.next();
+          if (next.done) break;
+          events += next.value.events.length;
+          chunk.push(next.value);
+        }
+        if (chunk.length === 0) break;
+        await publishCommits(nc, chunk);
+        fold.add(chunk.map((commit): SequencedCommit => ({ sequence: (sequence += 1), commit })));
+      }
+    },
+    state: () => fold.finish(),
+    async close() {
+      await Promise.all(connections.map((c) => c.close().catch(() => undefined)));
+      await server.stop();
+    },
+  };
+}
+
+/** Command p50 against raw publish+ack p50 plus a core request/reply echo p50 (the command's floor). */
+async function commandRow(quick: boolean): Promise<TableRow> {
+  const result = await measureCommands(quick ? 500 : 2000);
+  const [raw, command, echo] = result.rows;
+  const floor = raw!.p50 + echo!.p50;
+  const x = command!.p50 / floor;
+  return {
+    bench: `command p50 / (raw publish+ack + request/reply echo) p50, ${result.count} round trips`,
+    measured: `${ratio(x)} (${ms(command!.p50)}; ${ratio(command!.p50 / raw!.p50)} raw alone)`,
+    baseline: `raw ${ms(raw!.p50)} + echo ${ms(echo!.p50)}`,
+    goal: "≤ 1.15x", met: x <= 1.15,
+  };
+}
+
+/**
+ * Sequential fenced appends (Catalogue.transact) against sequential raw publish+ack of the same
+ * kind of commits on the same stream, in alternating blocks so drift in the machine's load hits both.
+ */
+async function fencedRow(quick: boolean): Promise<TableRow> {
+  const count = quick ? 1000 : 3000;
+  const block = 250;
+  const server = await startNatsServer();
+  const nc = await connect({ servers: server.url });
+  try {
+    const catalogue = await openCatalogue(nc);
+    const js = jetstream(nc);
+    const history = generateHistory({ seed: 7, events: count * 8, maxNodes: 500 });
+    const next = () => history.next().value as Commit;
+    // Warm both paths a little.
+    for (let i = 0; i < 50; i += 1) {
+      const c = next();
+      await js.publish(catalogueSubject(c.entity.kind, c.entity.id), JSON.stringify(c), { msgID: c.commandId });
+    }
+    await catalogue.catchUp();
+    let rawMs = 0;
+    let fencedMs = 0;
+    for (let done = 0; done < count; done += block) {
+      const raw = Array.from({ length: block }, next);
+      let t = performance.now();
+      for (const c of raw) await js.publish(catalogueSubject(c.entity.kind, c.entity.id), JSON.stringify(c), { msgID: c.commandId });
+      rawMs += performance.now() - t;
+      await catalogue.catchUp(); // the raw commits are folded outside the timing
+      const fenced = Array.from({ length: block }, next);
+      t = performance.now();
+      for (const c of fenced) {
+        const result = await catalogue.transact(c.commandId, () => ({ ok: true, entity: c.entity, events: c.events }));
+        if (!result.ok || result.duplicate) throw new Error(`fenced append of ${c.commandId} did not land`);
+      }
+      fencedMs += performance.now() - t;
+    }
+    const x = rawMs / fencedMs;
+    return {
+      bench: `fenced append (transact) / raw publish+ack, sequential, ${count} each`,
+      measured: `${ratio(x)} (${Math.round((count / fencedMs) * 1000)}/s)`,
+      baseline: `raw ${Math.round((count / rawMs) * 1000)}/s`,
+      goal: "≥ 0.8x", met: x >= 0.8,
+    };
+  } finally {
+    await nc.close();
+    await server.stop();
+  }
+}
+
+/** Replay (read, validate, fold) against a raw ordered read + JSON.parse, best of two each, alternating. */
+async function replayRow(history: Awaited<ReturnType<typeof historyServer>>, events: number): Promise<TableRow> {
+  await history.fillTo(events);
+  const reader = await history.dial();
+  let raw = Number.POSITIVE_INFINITY;
+  let folded = Number.POSITIVE_INFINITY;
+  let counted = 0;
+  for (let round = 0; round < 2; round += 1) {
+    const r = await rawRead(reader);
+    raw = Math.min(raw, r.ms);
+    counted = r.events;
+    const t = performance.now();
+    await replay(reader);
+    folded = Math.min(folded, performance.now() - t);
+  }
+  const x = raw / folded;
+  return {
+    bench: `replay (read+validate+fold) / raw read+parse, ${counted} events`,
+    measured: `${ratio(x)} (${s(folded)})`,
+    baseline: `raw ${s(raw)}`,
+    goal: "≥ 0.8x", met: x >= 0.8,
+  };
+}
+
+/**
+ * A start (openCatalogue) from a snapshot at `events` events, the snapshot saved from a fold of the
+ * same commits in memory. Baseline: reading the snapshot's object raw and JSON.parse-ing it.
+ */
+async function startRow(history: Awaited<ReturnType<typeof historyServer>>, events: number): Promise<TableRow> {
+  await history.fillTo(events);
+  const state = history.state();
+  const stores = await openSnapshotStores(history.nc);
+  const saved = await saveSnapshot(stores, state);
+  let raw = Number.POSITIVE_INFINITY;
+  let start = Number.POSITIVE_INFINITY;
+  for (let round = 0; round < 2; round += 1) {
+    const nc = await history.dial();
+    let t = performance.now();
+    const body = await (await openSnapshotStores(nc)).objects.getBlob(snapshotObject(saved.sequence));
+    JSON.parse(new TextDecoder().decode(body!));
+    raw = Math.min(raw, performance.now() - t);
+    t = performance.now();
+    const opened = await openCatalogue(await history.dial());
+    start = Math.min(start, performance.now() - t);
+    if (opened.startedFrom !== saved.sequence) throw new Error("the start did not use the snapshot");
+  }
+  return {
+    bench: `start from snapshot at ${events} events (${(saved.bytes / 2 ** 20).toFixed(1)} MiB)`,
+    measured: s(start),
+    baseline: `raw get+parse ${s(raw)}`,
+    goal: "< 1 s", met: start < 1000,
+  };
+}
+
+/** Composition at 1,000 and 10,000 nodes x 5 modules (pure: no bus baseline, the 1k run is its scale). */
+function composeRows(quick: boolean): TableRow[] {
+  const small = measureCompose(quick ? 500 : 1000, false);
+  const large = measureCompose(quick ? 5000 : 10_000, false);
+  const growth = large.composeMs / small.composeMs;
+  return [
+    { bench: `compose ${large.nodes} nodes x 5 modules (median of 3)`, measured: ms(large.composeMs), baseline: "-", goal: "< 1 s", met: large.composeMs < 1000 },
+    { bench: `compose time(${large.nodes}) / time(${small.nodes})`, measured: ratio(growth), baseline: `${small.nodes}: ${ms(small.composeMs)}`, goal: "≤ 10", met: growth <= 10 },
+  ];
+}
+
+/** Push to every node, first and again, against a raw pipelined publish of the same payloads. */
+async function pushRows(quick: boolean): Promise<TableRow[]> {
+  const row = await measurePush(quick ? 300 : 1000);
+  return [
+    { bench: `push first, ${row.nodes} nodes / raw pipelined publish`, measured: `${ratio(row.ratio)} (${row.pushMs} ms)`, baseline: `raw ${row.rawMs} ms`, goal: "≥ 0.9x", met: row.ratio >= 0.9 },
+    { bench: `push again, ${row.nodes} nodes / raw pipelined publish`, measured: `${ratio(row.againRatio)} (${row.againMs} ms)`, baseline: `raw ${row.rawMs} ms`, goal: "≥ 0.9x", met: row.againRatio >= 0.9 },
+  ];
+}
+
+/** A push at `users` nodes until the hub's bus has reloaded the composed user list. */
+async function brokerRow(users: number): Promise<TableRow> {
+  const row = await measureBroker(users);
+  return {
+    bench: `push at ${users} nodes to the user list reloaded on the bus`,
+    measured: s(row.toReloadedMs),
+    baseline: `reload ${row.reloadMs ?? "?"} ms, list ${(row.listBytes / 2 ** 20).toFixed(1)} MiB`,
+    goal: "< 5 s", met: row.toReloadedMs < 5000 && row.newUserConnects,
+  };
+}
+
+/** Prints rows as a markdown table (so the README can take it as printed). */
+export function printTable(title: string, rows: readonly TableRow[]): void {
+  console.log(`\n${title}\n`);
+  console.log("| bench | measured | raw baseline (same run) | goal | met? |");
+  console.log("| --- | --- | --- | --- | --- |");
+  for (const r of rows) console.log(`| ${r.bench} | ${r.measured} | ${r.baseline} | ${r.goal} | ${r.met === null ? "-" : r.met ? "yes" : "NO"} |`);
+}
+
+export async function run(args: string[]): Promise<void> {
+  const quick = args.includes("--quick");
+  const known = ["command", "fenced", "replay", "start", "compose", "push", "broker"];
+  const only = option(args, "--only")?.split(",");
+  const unknown = only?.filter((name) => !known.includes(name)) ?? [];
+  if (unknown.length > 0) throw new Error(`--only takes ${known.join(",")}; not ${unknown.join(",")}`);
+  const wanted = (name: string) => (only ? only.includes(name) : name === "broker" ? !quick : true);
+  const log = (line: string) => console.error(line);
+  const rows: TableRow[] = [];
+  const started = performance.now();
+
+  if (wanted("command")) { log("command ..."); rows.push(await commandRow(quick)); }
+  if (wanted("fenced")) { log("fenced ..."); rows.push(await fencedRow(quick)); }
+  if (wanted("replay") || wanted("start")) {
+    const replayEvents = Number(option(args, "--replay-events") ?? (quick ? 20_000 : 100_000));
+    const startEvents = Number(option(args, "--start-events") ?? (quick ? 100_000 : 1_000_000));
+    const history = await historyServer(Math.max(replayEvents, startEvents) + 10);
+    try {
+      if (wanted("replay")) { log(`replay at ${replayEvents} events ...`); rows.push(await replayRow(history, replayEvents)); }
+      if (wanted("start")) { log(`start at ${startEvents} events (laying down the history) ...`); rows.push(await startRow(history, startEvents)); }
+    } finally {
+      await history.close();
+    }
+  }
+  if (wanted("compose")) { log("compose ..."); rows.push(...composeRows(quick)); }
+  if (wanted("push")) { log("push ..."); rows.push(...await pushRows(quick)); }
+  if (wanted("broker")) { log("broker ..."); rows.push(await brokerRow(10_000)); }
+
+  if (args.includes("--json")) console.log(JSON.stringify(rows, null, 2));
+  else printTable(`issue 13 performance table${quick ? " (--quick sizes)" : ""}: ${Math.round((performance.now() - started) / 1000)} s`, rows);
+  if (rows.some((r) => r.met === false)) process.exitCode = 1;
+}
