@@ -35,10 +35,13 @@ export function evolveAssignments(draft: Draft<AssignmentsState>, event: MeshEve
       return;
     }
     case "NodeRemoved":
-      for (const [module, nodes] of Object.entries(draft.byModule)) {
+      // Only the modules on the node are copied: a removal must not rebuild every module's list.
+      for (const module in draft.byModule) {
+        const nodes = draft.byModule[module]!;
+        if (!nodes.includes(event.node)) continue;
         const left = nodes.filter((n) => n !== event.node);
         if (left.length === 0) delete draft.byModule[module];
-        else if (left.length !== nodes.length) draft.byModule[module] = left;
+        else draft.byModule[module] = left;
       }
       return;
     case "SeatHandedOver":

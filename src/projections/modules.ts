@@ -26,8 +26,12 @@ export function evolveModules(draft: Draft<ModulesState>, event: MeshEvent): voi
       const name = event.manifest.name;
       const before = draft.modules[name];
       // A new version replaces the old one's seats: drop what it declared before.
-      for (const [seat, record] of Object.entries(draft.seats)) {
-        if (record.declaredBy === name) delete draft.seats[seat];
+      // The seats this module declares are those of its previous manifest (each registration
+      // replaces them all), so only those are looked at, not every seat of the catalogue.
+      if (before) {
+        for (const seat of Object.keys(before.manifest.seats)) {
+          if (draft.seats[seat]?.declaredBy === name) delete draft.seats[seat];
+        }
       }
       draft.modules[name] = { manifest: event.manifest, registeredAt: event.at, issued: before?.issued ?? false };
       for (const [seat, declaration] of Object.entries(event.manifest.seats)) {

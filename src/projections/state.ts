@@ -3,7 +3,7 @@ import type { Commit } from "../events/index.ts";
 import { evolveMesh, initialMesh, type MeshState } from "./mesh.ts";
 import { evolveNodes, initialNodes, type NodesState } from "./nodes.ts";
 import { evolveModules, initialModules, type ModulesState } from "./modules.ts";
-import { evolveCredentials, initialCredentials, type CredentialsState } from "./credentials.ts";
+import { evolveCredentials, initialCredentials, newDeliveryIndex, type CredentialsState, type DeliveryIndex } from "./credentials.ts";
 import { evolveAssignments, initialAssignments, type AssignmentsState } from "./assignments.ts";
 import { evolveOverlay, initialOverlay, type OverlayState } from "./overlay.ts";
 import { evolveProvisions, initialProvisions, type ProvisionsState } from "./provisions.ts";
@@ -61,8 +61,10 @@ export function appliedBucket(commandId: string): [string, string] {
     hash ^= commandId.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193);
   }
-  return [`x${(hash >>> 6) & 63}`, `x${hash & 63}`];
+  return [BUCKETS[(hash >>> 6) & 63]!, BUCKETS[hash & 63]!];
 }
+/** `x0`..`x63`, made once: a replay files every commit and need not build two strings each time. */
+const BUCKETS = Array.from({ length: 64 }, (_, i) => `x${i}`);
 
 /** The stream sequence of the commit that applied `commandId`, or undefined when none did. */
 export function appliedSequence(state: State, commandId: string): number | undefined {
@@ -73,13 +75,13 @@ export function appliedSequence(state: State, commandId: string): number | undef
 /** A commit as read from the stream, with its stream sequence. */
 export type SequencedCommit = { sequence: number; commit: Commit };
 
-function applyCommit(draft: Draft<State>, { sequence, commit }: SequencedCommit): void {
+function applyCommit(draft: Draft<State>, { sequence, commit }: SequencedCommit, index?: DeliveryIndex): void {
   for (const event of commit.events) {
     const mesh = evolveMesh(draft.mesh, event);
     if (mesh !== undefined) draft.mesh = mesh;
     evolveNodes(draft.nodes, event);
     evolveModules(draft.modules, event);
-    evolveCredentials(draft.credentials, event, sequence);
+    evolveCredentials(draft.credentials, event, sequence, index);
     evolveAssignments(draft.assignments, event);
     evolveOverlay(draft.overlay, event);
     evolveProvisions(draft.provisions, event);
@@ -122,12 +124,14 @@ export type Fold = { add(commits: readonly SequencedCommit[]): void; finish(): S
 export function startFold(state: State, mode: "draft" | "copy" = "draft"): Fold {
   let working: Draft<State> | null = null;
   let finished: State | null = null;
+  // A copy is this fold's own, so it can keep an index beside it (credentials.ts DeliveryIndex).
+  const index = mode === "copy" ? newDeliveryIndex() : undefined;
   return {
     add(commits) {
       if (finished !== null) throw new Error("startFold: add after finish");
       if (commits.length === 0) return;
       working ??= mode === "copy" ? (structuredClone(state) as Draft<State>) : immer.createDraft(state);
-      for (const commit of commits) applyCommit(working, commit);
+      for (const commit of commits) applyCommit(working, commit, index);
     },
     finish() {
       if (finished === null) {
