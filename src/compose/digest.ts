@@ -8,8 +8,18 @@
  */
 export type Digest = (text: string) => string;
 
+/**
+ * A string JSON writes as itself between quotes: nothing to escape (no quote, backslash, control
+ * character or surrogate). Most names, subjects and digests are; they skip JSON.stringify.
+ */
+const VERBATIM = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/;
+function jsonString(text: string): string {
+  return VERBATIM.test(text) ? `"${text}"` : JSON.stringify(text);
+}
+
 /** Canonical JSON of plain data (objects, arrays, strings, finite numbers, booleans, null). */
 export function canonicalJson(value: unknown): string {
+  if (typeof value === "string") return jsonString(value);
   if (value === null || typeof value !== "object") return JSON.stringify(value);
   if (Array.isArray(value)) {
     let out = "[";
@@ -29,7 +39,7 @@ export function canonicalJson(value: unknown): string {
     if (item === undefined) continue;
     if (!first) out += ",";
     first = false;
-    out += JSON.stringify(key) + ":" + canonicalJson(item);
+    out += jsonString(key) + ":" + canonicalJson(item);
   }
   return out + "}";
 }

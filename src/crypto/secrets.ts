@@ -1,6 +1,6 @@
 import {
   randomBytes, createCipheriv, createDecipheriv, generateKeyPairSync, createPublicKey, createPrivateKey,
-  diffieHellman, hkdfSync, X509Certificate,
+  diffieHellman, hkdfSync, X509Certificate, type KeyObject,
 } from "node:crypto";
 import bcrypt from "bcryptjs";
 
@@ -106,11 +106,27 @@ const senderTag = senderPublic.toString("base64url");
 const transportKeys = new Map<string, Buffer>();
 const MAX_RECIPIENTS = 100_000;
 
+/** The fixed DER prefix of an X25519 SubjectPublicKeyInfo: 12 bytes, then the 32-byte key. */
+const X25519_SPKI_PREFIX = Buffer.from("302a300506032b656e032100", "hex");
+
+/**
+ * A node's public key (base64 SPKI DER) as a KeyObject. The usual X25519 form is imported as a JWK
+ * of its 32 raw bytes: the same key, about ten times cheaper than OpenSSL's DER decoder, which
+ * made most of a first push's cost at 1,000 nodes. Anything else goes through the DER decoder.
+ */
+export function nodePublicKey(publicKey: string): KeyObject {
+  const der = Buffer.from(publicKey, "base64");
+  if (der.length === 44 && der.subarray(0, 12).equals(X25519_SPKI_PREFIX)) {
+    return createPublicKey({ key: { kty: "OKP", crv: "X25519", x: der.subarray(12).toString("base64url") }, format: "jwk" });
+  }
+  return createPublicKey({ key: der, format: "der", type: "spki" });
+}
+
 /** Seals a secret to a node's public key. Output: `<sender public key>~<iv.tag.body>`. */
 export function sealToNode(publicKey: string, secret: string): string {
   let key = transportKeys.get(publicKey);
   if (!key) {
-    const recipient = createPublicKey({ key: Buffer.from(publicKey, "base64"), format: "der", type: "spki" });
+    const recipient = nodePublicKey(publicKey);
     key = transportKey(diffieHellman({ privateKey: sender.privateKey, publicKey: recipient }), senderPublic);
     if (transportKeys.size >= MAX_RECIPIENTS) transportKeys.clear();
     transportKeys.set(publicKey, key);
