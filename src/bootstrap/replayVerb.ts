@@ -13,7 +13,7 @@ import type { Reply } from "../commands/envelope.ts";
 import { CommandId, type ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
 import { commandRequest, type CommandRequest } from "../events/reuse.ts";
-import { REPLAY_VERB, ROTATIONS_PER_COMMIT, ReplayRequest, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals } from "../commands/replay.ts";
+import { REPLAY_VERB, ROTATIONS_PER_COMMIT, ReplayRequest, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals, absentFromInstalledList } from "../commands/replay.ts";
 import type { Principal } from "../events/index.ts";
 import type { CredentialRotated } from "../events/index.ts";
 import { hashPassword, newPassword, sealToNode } from "../crypto/secrets.ts";
@@ -77,6 +77,9 @@ export async function replayReport(nc: NatsConnection, catalogue: Catalogue): Pr
 
 /** Nodes whose fresh credential (sealed to the node) an accepted restore's reply carries. */
 export const NODE_CREDENTIALS_IN_REPLY = 100;
+
+/** Principals absent from the installed list that an accepted restore's reply names (R59: its size stays bounded). */
+export const ABSENT_IN_REPLY = 500;
 
 /** What replayVerb needs from the controller. */
 export type ReplayDependencies = {
@@ -145,7 +148,11 @@ export function replayVerb(deps: ReplayDependencies): ExtraVerb {
  * and unlatches the controller. Replies the evidence, the lost range, the principals rotated, and
  * for each node its fresh credential sealed to the node's key (an offline node recovers with it:
  * `mesh host credential`), and `unknownToRecords`: the users on the broker's installed list (its
- * host's last report) that the accepted records do not know; the next push installs them all. The
+ * host's last report) that the accepted records do not know, and `absentFromInstalledList`: the
+ * principals the records' list holds and the installed list lacks (absentFromInstalledList: removed
+ * after the backup, say), each with why and what to run; a node named there gets no sealed
+ * credential in the reply (its fresh one is minted, so every old password dies, and handed to
+ * nobody). The next push installs them all. The
  * asking operator's own fresh credential comes back with its password (`credential`), as an
  * operator's own `credential rotate` does (R50): its CLI keeps it, the next push installs it.
  */
@@ -177,17 +184,23 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
   const restored = result.events.find((e) => e.type === "RecordsRestored");
   const rotated = [...result.events.filter((e): e is CredentialRotated => e.type === "CredentialRotated"), ...further];
   const state = deps.catalogue.state;
+  // R44: what the world runs, from the broker holder's last report, against what the records compose.
+  const composed = deps.compose === undefined ? undefined : composeBusUsers(state, deps.compose);
+  const known = composed?.ok ? new Set(composed.users.map((u) => u.user)) : undefined;
+  const installed = deps.installedUsers?.();
+  // Principals the world admits and the records do not know (enrolled after the backup, say).
+  const unknownToRecords = known === undefined ? [] : (installed ?? []).filter((u) => !known.has(u)).sort();
+  // Principals the records hold and the installed list does not (removed after the backup, or
+  // never pushed): freshly minted like all, but their credential is never handed out here.
+  const absent = composed?.ok ? absentFromInstalledList(composed.users, installed, actor) : [];
+  const withheld = new Set(absent.filter((p) => p.kind === "node").map((p) => p.name));
   // A reply stays under the bus's max payload (R59): the sealed credentials of the first nodes;
   // any other offline node gets one from `mesh credential rotate node <name>`.
-  const rotatedNodes = rotated.filter((e) => e.principal.kind === "node" && state.nodes[e.principal.name]);
+  const rotatedNodes = rotated.filter((e) => e.principal.kind === "node" && state.nodes[e.principal.name] && !withheld.has(e.principal.name));
   const nodes = rotatedNodes.slice(0, NODE_CREDENTIALS_IN_REPLY).map((e) => ({
     node: e.principal.name,
     credential: { address: e.address, user: e.user, fingerprint: state.mesh?.fingerprint ?? "", sealedPassword: sealToNode(state.nodes[e.principal.name]!.publicKey, deps.openSecret(e.sealed)) },
   }));
-  // R44: principals the world admits and the records do not know (enrolled after the backup, say).
-  const composed = deps.compose === undefined ? undefined : composeBusUsers(state, deps.compose);
-  const known = composed?.ok ? new Set(composed.users.map((u) => u.user)) : undefined;
-  const unknownToRecords = known === undefined ? [] : (deps.installedUsers?.() ?? []).filter((u) => !known.has(u)).sort();
   // R50: the asking operator's fresh password, to its own inbox alone (R33) as `credential rotate`
   // answers an operator rotating its own: its CLI keeps it beside its credential file, prints none.
   const own = rotated.find((e) => e.principal.kind === "operator" && e.user === actor);
@@ -207,6 +220,14 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
     ...(rotatedNodes.length > nodes.length ? { nodeCredentialsLeftOut: rotatedNodes.length - nodes.length } : {}),
     nodeCredentials: nodes,
     unknownToRecords,
+    ...(absent.length > ABSENT_IN_REPLY ? { absentLeftOut: absent.length - ABSENT_IN_REPLY } : {}),
+    absentFromInstalledList: absent.slice(0, ABSENT_IN_REPLY).map((p) => ({
+      ...p,
+      why: "on the records' list but not on the list the bus runs: removed after the backup, or enrolled and never pushed",
+      next: p.kind === "node"
+        ? `\`mesh node remove ${p.name}\` again if it was removed after the backup, or \`mesh credential rotate node ${p.name}\` to let it back deliberately (its fresh credential comes sealed in that reply)`
+        : `undo again what was done to it after the backup, or \`mesh credential rotate ${p.kind} ${p.name}\` to let it back deliberately`,
+    })),
     ...credential,
     next: "run `mesh push --wait`: it installs the fresh credentials; the controller switches to its own at that push (R50)",
     changed: !result.duplicate,

@@ -32,6 +32,12 @@ export function renderReplay(r: Row): string[] {
     }
     const unknown = (r.unknownToRecords ?? []) as string[];
     if (typeof r.saved === "string") lines.push(`your new password is kept in ${r.saved}: the bus takes it from the next push, and mesh switches to it then`);
+    const absent = (r.absentFromInstalledList ?? []) as Array<{ kind: string; name: string; why: string; next: string }>;
+    if (absent.length > 0) {
+      lines.push(`in the records but NOT on the list the bus runs (removed after the backup, or enrolled and never pushed): fresh credentials minted, none handed out here:`);
+      for (const p of absent) lines.push(`  ${p.kind} ${p.name}: ${p.next}`);
+      if (typeof r.absentLeftOut === "number") lines.push(`  and ${r.absentLeftOut} more`);
+    }
     if (unknown.length > 0) lines.push(`on the bus's installed list but unknown to the records (the next push drops them; enrol again what should stay): ${unknown.join(", ")}`);
     if (typeof r.next === "string") lines.push(r.next);
     return lines;

@@ -72,6 +72,33 @@ export function restorePrincipals(state: State): Principal[] {
     .sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
 }
 
+/** A principal the records' user list holds that the broker's installed list lacks (R44). */
+export type AbsentPrincipal = { kind: Principal["kind"]; name: string; user: string };
+
+/**
+ * The converse of "unknown to the records" (R44): the principals whose user the accepted records'
+ * composed list holds (`records`, each user with its principal) but the list the bus actually runs
+ * (`installed`, the broker holder's last report) lacks. The likely causes: removed after the backup
+ * (the records put it back), or enrolled/issued and never pushed. Their fresh credentials are
+ * minted like every other (every old password dies) but never handed out in the reply: the
+ * operator removes them again or rotates them deliberately. The asker (`asker`, its bus user) and
+ * the controller are on the bus by evidence (one sent this command, the other serves it), so they
+ * are never named. `installed` undefined (no report): no evidence, nothing named. Sorted by kind,
+ * then name. Pure.
+ */
+export function absentFromInstalledList(
+  records: ReadonlyArray<{ user: string; principal: Principal }>,
+  installed: readonly string[] | undefined,
+  asker: string,
+): AbsentPrincipal[] {
+  if (installed === undefined) return [];
+  const on = new Set(installed);
+  return records
+    .filter((r) => !on.has(r.user) && r.user !== asker && r.principal.kind !== "controller")
+    .map((r) => ({ kind: r.principal.kind, name: r.principal.name, user: r.user }))
+    .sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
+}
+
 /**
  * Fresh credentials per commit of an accepted restore: ~350 bytes each keeps a commit far under the
  * bus's 1 MiB message limit at any mesh size (R58, R59).

@@ -5,7 +5,8 @@
  *
  * Backup (the bus's store, the bus stopped), rotate vm, remove old1, enrol late, push; put the
  * backup back: the controller refuses records-behind; `mesh replay --accept-restore` names the late
- * node (the broker's host reports the users of the list it installed when it starts); push: old1's,
+ * node and old1, removed after the backup, without handing old1 a credential (the broker's host
+ * reports the users of the list it installed when it starts); push: old1's,
  * vm's and the controller's pre-restore passwords are refused by the bus, and so is the late node's.
  */
 import { describe, it, before, after } from "node:test";
@@ -60,7 +61,7 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     }
   });
 
-  it("R43 R44 R50: backup, rotate vm, remove old1, enrol late, push; restore: mesh up refuses records-behind in one line, mesh replay --accept-restore names late, push: old1's, vm's, late's, the controller's and the operator's pre-restore passwords are refused by the bus", async () => {
+  it("R43 R44 R50: backup, rotate vm, remove old1, enrol late, push; restore: mesh up refuses records-behind in one line, mesh replay --accept-restore names late and old1 (no sealed credential for old1), push: old1's, vm's, late's, the controller's and the operator's pre-restore passwords are refused by the bus", async () => {
     const port = await freePort();
     ok("up", "--dir", dir, "--address", `tls://127.0.0.1:${port}`, "--node", "vm");
 
@@ -107,7 +108,15 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     const report = JSON.parse(ok("replay", "--json")) as { behind?: Array<{ kind: string }>; changed: boolean };
     assert.ok((report.behind ?? []).length > 0, "mesh replay names the evidence");
     assert.equal(report.changed, false);
-    const accepted = JSON.parse(ok("replay", "--accept-restore", "--json")) as { unknownToRecords: string[]; rotated: Array<{ kind: string; name: string }> };
+    const accepted = JSON.parse(ok("replay", "--accept-restore", "--json")) as {
+      unknownToRecords: string[]; rotated: Array<{ kind: string; name: string }>;
+      absentFromInstalledList?: Array<{ kind: string; name: string }>; nodeCredentials: Array<{ node: string }>;
+    };
+    // old1, removed after the backup, is back in the records but not on the list the bus runs:
+    // named, freshly minted (its old password dies) and handed to nobody.
+    assert.deepEqual((accepted.absentFromInstalledList ?? []).map((p) => `${p.kind} ${p.name}`), ["node old1"], "the node removed after the backup is named");
+    assert.ok(accepted.rotated.some((p) => p.kind === "node" && p.name === "old1"), "its credential is replaced all the same");
+    assert.deepEqual(accepted.nodeCredentials.map((n) => n.node), ["vm"], "no sealed credential for old1 in the reply");
     // The broker's host (started by mesh up, records behind or not) reported the list it installed.
     assert.deepEqual(accepted.unknownToRecords, ["node-late"], "the node enrolled after the backup is named");
     assert.ok(accepted.rotated.some((p) => p.kind === "node" && p.name === "vm"));
@@ -120,6 +129,7 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     assert.notEqual(vmNow.password, vmRotated.password, "vm took its fresh credential");
     await waitFor(async () => !(await refused(vmNow)), { timeoutMs: 20_000, name: "vm's fresh credential admitted" });
     assert.equal(await refused(old1Password), true, "old1's password (from the backup) is refused");
+    assert.equal(await refused(credentialAt(join(old1Dir, "credential.json"))), true, "and so is whatever old1's agent holds now");
     assert.equal(await refused(vmBefore), true, "vm's rotated-away password is refused");
     assert.equal(await refused(vmRotated), true, "vm's pre-restore password is refused");
     assert.equal(await refused(late), true, "the late node is not on the bus");

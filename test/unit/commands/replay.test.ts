@@ -73,3 +73,22 @@ describe("replay --accept-restore at scale (R44, R59)", () => {
     assert.ok(none.ok && none.unchanged === true);
   });
 });
+
+describe("replay --accept-restore: principals the records hold and the installed list does not (R44)", () => {
+  it("R44: names each user the records' list holds that the broker's installed list lacks (removed after the backup, or never pushed), never the asker or the controller (both are on the bus), and nothing when no list was reported", async () => {
+    const { absentFromInstalledList } = await import("../../../src/commands/replay.ts");
+    const records = [
+      { user: "mesh-controller", principal: { kind: "controller" as const, name: "mesh-controller" } },
+      { user: "node-old1", principal: { kind: "node" as const, name: "old1" } },
+      { user: "node-vm", principal: { kind: "node" as const, name: "vm" } },
+      { user: "module-web", principal: { kind: "module" as const, name: "web" } },
+      { user: "operator-ada", principal: { kind: "operator" as const, name: "ada" } },
+    ];
+    assert.deepEqual(absentFromInstalledList(records, ["node-vm", "node-late"], "operator-ada"), [
+      { kind: "module", name: "web", user: "module-web" },
+      { kind: "node", name: "old1", user: "node-old1" },
+    ]);
+    assert.deepEqual(absentFromInstalledList(records, records.map((r) => r.user), "operator-ada"), []);
+    assert.deepEqual(absentFromInstalledList(records, undefined, "operator-ada"), [], "no report: no evidence either way");
+  });
+});
