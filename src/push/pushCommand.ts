@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { MeshName } from "../manifest/manifest.ts";
-import type { Reply } from "../commands/envelope.ts";
+import type { Refusal, Reply } from "../commands/envelope.ts";
 import type { ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
 import { inboxPrefix } from "../names.ts";
@@ -29,14 +29,33 @@ export type PushRequest = z.infer<typeof PushRequest>;
 export type PushReply = { ok: true } & PushReport;
 
 /**
+ * The named nodes that are not enrolled (`enrolled`: the state's nodes), as a refusal
+ * `node-unknown` on field `nodes` naming them and `mesh nodes`; null when every one is enrolled.
+ * A push naming an unknown node (a typo, say) is refused before anything is composed or sent, so
+ * the operator's mistake never sends every other node as a side effect (R31). Pure.
+ */
+export function unknownNamedNodes(named: readonly string[], enrolled: Readonly<Record<string, unknown>>): Refusal | null {
+  const unknown = [...new Set(named)].filter((node) => !Object.hasOwn(enrolled, node));
+  if (unknown.length === 0) return null;
+  return {
+    code: "node-unknown",
+    field: "nodes",
+    message: `"nodes": ${unknown.join(", ")} ${unknown.length === 1 ? "is" : "are"} not enrolled (\`mesh nodes\` lists the nodes); nothing was sent`,
+  };
+}
+
+/**
  * The `push` verb as the command server serves it (serveCommands' extraVerbs): validates the body
  * and replies with the report of `run` (the controller's push, which runs one push at a time).
- * A body field the schema does not know is refused `invalid-request` naming it.
+ * A body field the schema does not know is refused `invalid-request` naming it. With `enrolled`
+ * (the caught-up state's nodes), a named node that is not enrolled is refused `node-unknown`
+ * (field `nodes`) before `run` is called: nothing is appended or sent (unknownNamedNodes).
  */
 export function pushVerb(
   run: (options: PushOptions) => Promise<PushReport>,
   log: PushLog,
   publish?: (subject: string, line: string) => void,
+  enrolled?: () => Promise<Readonly<Record<string, unknown>>>,
 ): ExtraVerb {
   return async (body, actor): Promise<Reply> => {
     const { commandId: _ignored, ...fields } = body;
@@ -49,6 +68,10 @@ export function pushVerb(
         ok: false,
         error: { code: "invalid-request", field: "progressSubject", message: `progress goes to your own inbox only: a subject under ${inboxPrefix(actor)}. (R33)` },
       };
+    }
+    if (enrolled !== undefined && request.nodes.length > 0) {
+      const unknown = unknownNamedNodes(request.nodes, await enrolled());
+      if (unknown !== null) return { ok: false, error: unknown };
     }
     log.info(`push requested by ${actor}${request.nodes.length ? ` for ${request.nodes.join(", ")}` : ""}${request.dryRun ? " (dry run)" : ""}`);
     const say = subject === undefined || publish === undefined ? undefined : progressLines(subject, publish, request.wait);

@@ -240,6 +240,23 @@ describe("push", () => {
     if (!refused.ok) assert.equal(refused.error.code, "invalid-request");
   });
 
+  it("R31: a push naming a node that is not enrolled is refused before anything is composed or sent: node-unknown, field nodes, no event appended, no declaration sent to the others", async () => {
+    await fixture.enrol("known-1");
+    await controller.push();
+    await fixture.drain("known-1");
+    await fixture.send("module.register", { manifest: { ...web, name: "web9" } });
+    await fixture.send("module.issue", { module: "web9" });
+    await fixture.send("assign", { module: "web9", node: "known-1" }); // known-1 is behind: a push would send it
+    await controller.catalogue.catchUp();
+    const sequence = controller.catalogue.state.sequence;
+    const refused = await sendCommand(fixture.operator, "operator-test", "push", { nodes: ["wbe1"] }, { timeoutMs: 20_000 });
+    assert.equal(refused.ok, false, JSON.stringify(refused));
+    if (!refused.ok) assert.deepEqual([refused.error.code, refused.error.field], ["node-unknown", "nodes"]);
+    await controller.catalogue.catchUp();
+    assert.equal(controller.catalogue.state.sequence, sequence, "no event appended");
+    assert.deepEqual(await fixture.drain("known-1"), [], "nothing sent to the other nodes");
+  });
+
   it("R11: the broker holder's user list is sent in parts before its declaration, and stale parts of a longer list are purged", async () => {
     await fixture.enrol("bus");
     await fixture.send("module.register", { manifest: broker });

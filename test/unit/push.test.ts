@@ -10,7 +10,7 @@ import { GENESIS, enrolment, registration, stateOf } from "../support/givenWhenT
 import { USER_LIST_PART_BYTES, userListPartCount } from "../../src/compose/declaration.ts";
 import { moduleEnvironment } from "../../src/compose/environment.ts";
 import { USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER, progressSubject } from "../../src/names.ts";
-import { isInInboxOf, pushVerb } from "../../src/push/pushCommand.ts";
+import { isInInboxOf, pushVerb, unknownNamedNodes } from "../../src/push/pushCommand.ts";
 import type { PushReport } from "../../src/push/push.ts";
 import type { Declaration } from "../../src/compose/declaration.ts";
 import { newMeshKey, newNodeKeyPair, openAsNode, sealWithMeshKey } from "../../src/crypto/secrets.ts";
@@ -103,6 +103,25 @@ describe("push verb progress", () => {
     assert.equal(ran, 0);
     assert.deepEqual(published, []);
     assert.equal(isInInboxOf("operator-admin", progressSubject("operator-admin", "x")), true);
+  });
+});
+
+describe("push verb: named nodes must be enrolled (R31)", () => {
+  const log = { info: () => undefined, error: () => undefined };
+  const report = { pushId: "p", dryRun: false, nodes: [] } as unknown as PushReport;
+
+  it("R31: a named node that is not enrolled is refused node-unknown on field nodes, naming it, and the push never runs", async () => {
+    let ran = 0;
+    const verb = pushVerb(async () => { ran += 1; return report; }, log, undefined, async () => ({ alpha: {}, beta: {} }));
+    const reply = await verb({ nodes: ["alpha", "wbe1", "wbe1"] }, "operator-admin");
+    assert.equal(reply.ok, false);
+    assert.deepEqual(!reply.ok && [reply.error.code, reply.error.field], ["node-unknown", "nodes"]);
+    assert.ok(!reply.ok && reply.error.message.includes("wbe1"));
+    assert.equal(ran, 0);
+    assert.equal((await verb({ nodes: ["alpha"] }, "operator-admin")).ok, true);
+    assert.equal((await verb({}, "operator-admin")).ok, true, "a push naming nobody needs no check");
+    assert.equal(ran, 2);
+    assert.equal(unknownNamedNodes(["constructor"], {})?.code, "node-unknown", "an inherited property is no node");
   });
 });
 
