@@ -25,7 +25,7 @@ export function renderPush(report: PushReport): string[] {
     node: n.node,
     outcome: n.outcome,
     digest: n.digest ? n.digest.slice(0, 12) : "",
-    why: n.refusal ? `${n.refusal.code}: ${n.refusal.message}` : (n.error ?? ""),
+    why: n.refusal ? `${n.refusal.code}: ${n.refusal.message}` : (n.error ?? (n.reportedAt ? `nothing new to apply: last reported applied at ${n.reportedAt}` : "")),
   }));
   lines.push(`${report.dryRun ? "dry run" : "push"} ${report.pushId} from records sequence ${report.recordsSequence}`);
   if (rows.length > 0) lines.push(...table(rows, ["node", "outcome", "digest", "why"]));

@@ -98,6 +98,11 @@ export type NodeReport = {
   error?: string;
   /** Modules assigned to the node but left out of what it was sent (no credential yet), and why. */
   modulesLeftOut?: ModuleLeftOut[];
+  /**
+   * With `wait`, for an `unchanged` node: when the bus stored the node's last report of applying
+   * this digest (ISO 8601). That report predates this push: nothing was applied by it (R32, R55).
+   */
+  reportedAt?: string;
 };
 
 /** What one push did (R12, R30, R32). */
@@ -477,6 +482,15 @@ const REPORT_READS_AT_ONCE = 256;
 class ReportWatch {
   readonly #expected = new Map<string, string>();
   readonly #received = new Map<string, HostReport>();
+  /** When the bus stored each received report (stored ones only; live ones are new by definition). */
+  readonly #storedAt = new Map<string, string>();
+  /**
+   * Nodes sent by this push: a stored report of theirs counts only past `#from` (the REPORTS
+   * stream's last sequence before the push sent anything), so a report made before the send, even
+   * of the same digest, is never taken for this send's (R32).
+   */
+  readonly #fresh = new Set<string>();
+  #from = 0;
   readonly #subscription: Subscription;
   readonly #jsm: JetStreamManager;
   #wake: (() => void) | null = null;
@@ -496,14 +510,45 @@ class ReportWatch {
     });
   }
 
-  #take(report: HostReport): void {
+  #take(report: HostReport, stored?: { seq: number; time: Date }): void {
     if (this.#expected.get(report.node) !== report.digest) return;
+    if (stored !== undefined && this.#fresh.has(report.node) && stored.seq <= this.#from) return;
     this.#received.set(report.node, report);
+    if (stored !== undefined) this.#storedAt.set(report.node, stored.time.toISOString());
+    else this.#storedAt.delete(report.node);
     this.#wake?.();
   }
 
-  expect(node: string, digest: string): void {
+  /** Marks where the REPORTS stream ends before anything is sent: stored reports up to it are not fresh. */
+  async markFrom(): Promise<void> {
+    this.#from = await this.#jsm.streams.info(REPORTS_STREAM).then((i) => i.state.last_seq, () => 0);
+  }
+
+  /** Expects `digest` from `node`; `sent`: this push sent it, so only a report made after the send counts. */
+  expect(node: string, digest: string, sent = true): void {
     this.#expected.set(node, digest);
+    if (sent) this.#fresh.add(node);
+    else this.#fresh.delete(node);
+  }
+
+  /** When the bus stored the received report of `node`, if it came from the stream. */
+  storedAt(node: string): string | undefined {
+    return this.#storedAt.get(node);
+  }
+
+  /**
+   * The node's last stored report, when it says it applied `digest` (ok), with when it was stored;
+   * else undefined. Does not count as received.
+   */
+  async appliedBefore(node: string, digest: string): Promise<string | undefined> {
+    const stored = await this.#jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) }).catch(() => null);
+    if (!stored) return undefined;
+    try {
+      const r = stored.json<HostReport>();
+      return r?.digest === digest && r.ok === true ? stored.time.toISOString() : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   report(node: string): HostReport | undefined {
@@ -530,7 +575,7 @@ class ReportWatch {
       await Promise.all(nodes.slice(i, i + REPORT_READS_AT_ONCE).map(async (node) => {
         try {
           const stored = await this.#jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) });
-          if (stored) this.#take(stored.json<HostReport>());
+          if (stored) this.#take(stored.json<HostReport>(), stored);
         } catch {
           // no stored report
         }
@@ -630,6 +675,13 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   const jsm = await jetstreamManager(ctx.nc, { checkAPI: false });
   const watch = options.wait || ctx.controller ? new ReportWatch(ctx.nc, jsm) : null;
   const sentDigests = new Map<string, string>();
+  /**
+   * R32: named nodes sent again with the declaration their last report says they applied (by
+   * digest: when that report was stored). With `wait` they are `unchanged`, not waited for: a
+   * stopped agent cannot make a stale report look like a fresh apply.
+   */
+  const appliedBefore = new Map<string, { digest: string; at: string }>();
+  if (options.wait && watch) await watch.markFrom();
   let rotated = false;
   /**
    * R14: waits for the broker's report of the declaration carrying the controller's rotated
@@ -724,6 +776,13 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       // declaration any more; it needs the operator's rotate reply (`mesh host credential --from`).
       const holders = new Set(holdersOf(state, BROKER_SEAT));
       sends.sort((a, b) => Number(holders.has(a.node)) - Number(holders.has(b.node)));
+      if (options.wait && watch && round === 0) {
+        for (const s of sends) {
+          if (!named.has(s.node) || state.sent[s.node]?.digest !== s.digest) continue;
+          const at = await watch.appliedBefore(s.node, s.digest);
+          if (at !== undefined) appliedBefore.set(s.node, { digest: s.digest, at });
+        }
+      }
       for (const s of sends) watch?.expect(s.node, s.digest);
       const refusedToSeal = new Map<string, string>();
       const purgeErrors: string[] = [];
@@ -766,15 +825,22 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       const unconfirmed: string[] = [];
       for (const line of outcomes.values()) {
         if (line.outcome !== "unchanged" || line.digest === undefined || sentDigests.has(line.node)) continue;
-        watch.expect(line.node, line.digest);
+        watch.expect(line.node, line.digest, false); // not sent by this push: its stored report counts, however old
         unconfirmed.push(line.node);
       }
       await watch.readStored(unconfirmed);
-      const missing = await watch.wait([...sentDigests.keys(), ...unconfirmed], options.timeoutMs ?? DEFAULT_WAIT_MS);
+      const already = (node: string) => appliedBefore.get(node)?.digest === sentDigests.get(node);
+      const waited = [...sentDigests.keys()].filter((node) => !already(node));
+      const missing = await watch.wait([...waited, ...unconfirmed], options.timeoutMs ?? DEFAULT_WAIT_MS);
       report.timedOut = missing.sort();
       for (const node of sentDigests.keys()) {
-        const answer = watch.report(node);
         const line = outcomes.get(node)!;
+        if (already(node) && line.outcome === "sent") {
+          line.outcome = "unchanged";
+          line.reportedAt = appliedBefore.get(node)!.at;
+          continue;
+        }
+        const answer = watch.report(node);
         if (!answer) line.outcome = "timed-out";
         else if (answer.ok) line.outcome = "applied";
         else {
@@ -791,6 +857,9 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
         } else if (!answer.ok) {
           line.outcome = "failed";
           line.error = (answer.error ?? "the node could not apply it").split("\n")[0]!;
+        } else {
+          const at = watch.storedAt(node);
+          if (at !== undefined) line.reportedAt = at;
         }
       }
       if (missing.length > 0) ctx.log.error(`push ${pushId}: no report within ${options.timeoutMs ?? DEFAULT_WAIT_MS} ms from ${missing.join(", ")}`);

@@ -62,7 +62,8 @@ export function renderSummary(summary: UpSummary): string[] {
 function appliedText(a: UpSummary["applied"][number]): string {
   const drift = a.drift?.length ? `, ${a.drift.length} drifted file(s) written back` : "";
   if (!a.ok) return `NOT APPLIED: ${dash(a.error)}`;
-  return a.reportedAt === undefined ? `ok, ${a.files.length} files${drift}` : `ok, reported ${a.reportedAt}${drift}`;
+  const files = a.files.length > 0 ? `, ${a.files.length} files` : "";
+  return a.reportedAt === undefined ? `ok${files || ", 0 files"}${drift}` : `ok${files}, reported ${a.reportedAt}${drift}`;
 }
 
 /** A node's last report as the `reports` verb gives it (src/push/reports.ts). */
@@ -83,7 +84,9 @@ export function appliedOf(
     const report = byNode.get(n.name);
     const seen = report ? { reportedAt: report.at, ...(report.drift?.length ? { drift: [...report.drift] } : {}) } : {};
     if (local && n.name === local.node) {
-      return { node: n.name, digest: local.digest, ok: n.lastSent === null || local.digest === n.lastSent, files: [...local.files], ...(report?.drift?.length ? { drift: [...report.drift] } : {}) };
+      // The bus's time of its report of this very declaration: when it was applied (R55).
+      const at = report?.ok === true && report.digest === local.digest ? { reportedAt: report.at } : {};
+      return { node: n.name, digest: local.digest, ok: n.lastSent === null || local.digest === n.lastSent, files: [...local.files], ...at, ...(report?.drift?.length ? { drift: [...report.drift] } : {}) };
     }
     if (!report) return { node: n.name, digest: null, ok: false, files: [], error: n.lastSent ? `sent ${n.lastSent.slice(0, 12)}, no report from the node yet` : "nothing sent yet" };
     if (!report.ok) return { node: n.name, digest: report.digest, ok: false, files: [], error: report.error ?? "the node could not apply it", ...seen };

@@ -34,4 +34,15 @@ describe("mesh status: what each node applied", () => {
     assert.match(lines, /remote\s+aaaaaaaaaaaa\s+ok, reported 2026-12-01T03:00:00.000Z, 1 drifted file\(s\) written back/);
     assert.match(lines, /silent\s+aaaaaaaaaaaa|silent\s+-\s+NOT APPLIED/);
   });
+
+  it("R55: the local node's row says when it last reported applying its declaration too (its own record gives the files, the bus the time)", () => {
+    const applied = appliedOf([node("local", SENT)], [{ node: "local", at: AT, digest: SENT, ok: true }], { node: "local", digest: SENT, files: ["modules/web/env"] });
+    assert.deepEqual(applied, [{ node: "local", digest: SENT, ok: true, files: ["modules/web/env"], reportedAt: AT }]);
+    const stale = appliedOf([node("local", SENT)], [{ node: "local", at: AT, digest: OLDER, ok: true }], { node: "local", digest: SENT, files: [] });
+    assert.equal(stale[0]!.reportedAt, undefined, "a report of another declaration is not when this one was applied");
+    const lines = renderSummary({
+      mesh: { genesisAddress: "tls://127.0.0.1:4222", fingerprint: "AB", dir: "/x" }, nodes: [node("local", SENT)], seats: [], busUsers: [], applied, processes: {},
+    }).join("\n");
+    assert.match(lines, /local\s+aaaaaaaaaaaa\s+ok, 1 files, reported 2026-12-01T03:00:00.000Z/);
+  });
 });
