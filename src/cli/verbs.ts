@@ -21,7 +21,8 @@ import { CONTROLLER_CLI_VERB } from "./controller.ts";
 import { explainBody, explainExitCode, renderExplain, EXPLAIN_ARGUMENTS } from "./explain.ts";
 import { COMPOSE_CLI_VERB } from "./compose.ts";
 import { REPLAY_CLI_VERB } from "./replay.ts";
-import { REPORTS_PAGE, REPORTS_VERB } from "../push/reports.ts";
+import { REPORTS_PAGE, REPORTS_VERB, type LastReport as NodeLastReportInput } from "../push/reports.ts";
+import { lastReportOf, lastReportText, type NodeLastReport } from "./lastReport.ts";
 
 /** A positional argument: `<name>`, `[name]` when optional, `<name...>` when variadic. */
 export type ArgumentSpec = { name: string; description: string; optional?: boolean; variadic?: boolean };
@@ -143,8 +144,8 @@ export function busVerb(spec: {
 const arg = (name: string, description: string): ArgumentSpec => ({ name, description });
 
 /**
- * R55: adds each node's last report on the bus to a `nodes` reply (`lastReport`: what it applied,
- * when, drift; `-` when none), asked of the controller's `reports` verb a page of nodes at a time (R59).
+ * R55: adds each node's last report on the bus to a `nodes` reply (`lastReport`: an object, what
+ * it applied, when, drift, lastReportOf; null when none), asked of the controller's `reports` verb a page of nodes at a time (R59).
  */
 async function withLastReports(ctx: CliContext, reply: Row): Promise<Row> {
   const nodes = Array.isArray(reply.nodes) ? (reply.nodes as Row[]) : [];
@@ -158,15 +159,19 @@ async function withLastReports(ctx: CliContext, reply: Row): Promise<Row> {
   return {
     ...reply,
     nodes: nodes.map((n) => {
-      const r = found.get(String(n.name));
       const sent = (n.lastSent as { digest?: string } | null)?.digest;
-      if (!r) return { ...n, lastReport: sent ? "none: no report of what it was sent" : "-" };
-      const digest = String(r.digest);
-      const drift = Array.isArray(r.drift) && r.drift.length > 0 ? `, ${r.drift.length} drifted file(s) written back` : "";
-      const state = r.ok !== true ? `FAILED (${String(r.error ?? "")})` : sent !== undefined && sent !== digest ? `applied an older one (sent ${sent.slice(0, 12)})` : "applied";
-      return { ...n, lastReport: `${digest.slice(0, 12)} ${state} at ${String(r.at)}${drift}` };
+      return { ...n, lastReport: lastReportOf(sent, found.get(String(n.name)) as NodeLastReportInput | undefined) };
     }),
   };
+}
+
+/** `mesh nodes`'s table: `lastReport` in one line (the data stays an object for `--json`, R55). */
+function renderNodes(reply: Row): string[] {
+  const nodes = Array.isArray(reply.nodes) ? (reply.nodes as Row[]) : [];
+  return renderList("nodes", ["name", "overlayName", "hub", "modules", "credentialAddress", "lastReport"])({
+    ...reply,
+    nodes: nodes.map((n) => ({ ...n, lastReport: lastReportText((n.lastReport ?? null) as NodeLastReport | null, (n.lastSent as { digest?: string } | null)?.digest) })),
+  });
 }
 
 /**
@@ -385,7 +390,7 @@ export const CLI_VERBS: CliVerb[] = [
   }),
   busVerb({
     path: ["nodes"], verb: "nodes", summary: "every node: overlay place, modules, its last report (R55)", body: () => ({}),
-    render: renderList("nodes", ["name", "overlayName", "hub", "modules", "credentialAddress", "lastReport"]),
+    render: renderNodes,
     enrich: withLastReports,
     paged: "nodes",
   }),

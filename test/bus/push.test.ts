@@ -174,6 +174,36 @@ describe("push", () => {
     assert.ok(!third.timedOut.includes("sleepy"));
   });
 
+  it("R32 R55: push <node> --wait of an unchanged declaration whose agent is not running is not presented as freshly applied: it says unchanged and when the node last reported applying it, and waits for nothing", async () => {
+    await fixture.enrol("stopped-1");
+    const first = await controller.push({ nodes: ["stopped-1"] });
+    const digest = outcome(first, "stopped-1").digest!;
+    fixture.report("stopped-1", digest); // applied, then its agent stopped
+    const stored = await waitFor(async () => (await jetstreamManager(fixture.operator)).streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject("stopped-1") }).then((m) => m ?? undefined, () => undefined), { timeoutMs: 5_000, name: "the stored report" });
+    // (other nodes of this fixture never report: the wait for them is kept short)
+    const again = await controller.push({ nodes: ["stopped-1"], wait: true, timeoutMs: 1_500 });
+    const line = outcome(again, "stopped-1");
+    assert.equal(line.outcome, "unchanged", "not `applied`: nothing was applied by this push");
+    assert.equal(line.digest, digest);
+    assert.equal(line.reportedAt, stored.time.toISOString(), "when it last reported applying it");
+    assert.ok(!again.timedOut.includes("stopped-1"));
+  });
+
+  it("R32: push --wait of a changed declaration does not count a report stored before the send, even of the same digest", async () => {
+    await fixture.enrol("flip-1");
+    await fixture.send("module.register", { manifest: { ...web, name: "web-flip" } });
+    await fixture.send("module.issue", { module: "web-flip" });
+    const a = outcome(await controller.push({ nodes: ["flip-1"] }), "flip-1").digest!;
+    fixture.report("flip-1", a); // applied A, then its agent stopped
+    await waitFor(async () => (await jetstreamManager(fixture.operator)).streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject("flip-1") }).catch(() => undefined), { timeoutMs: 5_000, name: "the stored report" });
+    await fixture.send("assign", { module: "web-flip", node: "flip-1" });
+    await controller.push(); // B sent, never applied
+    await fixture.send("unassign", { module: "web-flip", node: "flip-1" });
+    const back = await controller.push({ wait: true, timeoutMs: 1_500 }); // A again: the stored report of A is older than this send
+    assert.equal(outcome(back, "flip-1").digest, a);
+    assert.equal(outcome(back, "flip-1").outcome, "timed-out");
+  });
+
   it("R55: every node's last report is readable from the bus (the reports verb, mesh nodes): what it applied, when, drift", async () => {
     await fixture.enrol("remote-1");
     const pushed = await controller.push({ nodes: ["remote-1"] });
@@ -213,8 +243,14 @@ describe("push", () => {
     let out = "";
     const io: CliIo = { stdout: { write: (text: string) => { out += text; } }, stderr: { write: () => undefined }, env: { MESH_CREDENTIAL: operatorFile } };
     assert.equal(await runCli(["nodes", "--json"], io), EXIT_OK);
-    const row = (JSON.parse(out) as { nodes: Array<{ name: string; lastReport: string }> }).nodes.find((n) => n.name === "remote-1");
-    assert.match(row!.lastReport, new RegExp(`^${digest.slice(0, 12)} applied at .*2 drifted file`));
+    const row = (JSON.parse(out) as { nodes: Array<{ name: string; lastReport: { digest: string; outcome: string; at: string; drift: string[] } | null }> }).nodes.find((n) => n.name === "remote-1");
+    assert.equal(row!.lastReport?.digest, digest, "--json: the last report is data, not a formatted line");
+    assert.equal(row!.lastReport?.outcome, "applied");
+    assert.deepEqual(row!.lastReport?.drift, ["modules/a/env", "modules/a/module.json"]);
+    assert.ok(!Number.isNaN(Date.parse(row!.lastReport!.at)));
+    out = "";
+    assert.equal(await runCli(["nodes"], io), EXIT_OK);
+    assert.match(out, new RegExp(`remote-1 .*${digest.slice(0, 12)} applied at .*2 drifted file`), "the table says it in one line");
   });
 
   it("R12 R32: the push verb answers over the bus; a dry run redacts secrets and sends nothing", async () => {

@@ -1,0 +1,40 @@
+/**
+ * R55: a node's last report as `mesh nodes` gives it: data for `--json`, one line for the table.
+ * Pure.
+ */
+
+/** A stored report as the `reports` verb answers it (src/push/reports.ts LastReport). */
+type StoredReport = { node: string; at: string; digest: string; ok: boolean; error?: string; drift?: string[] };
+
+/**
+ * A node's last report in `mesh nodes` (`lastReport`): the digest it reported, `outcome`
+ * (`applied`: the declaration last sent; `applied-older`: another one than the last sent;
+ * `failed`: it could not apply it, `error` says why), `at` (ISO 8601, when the bus stored the
+ * report), `drift` (files a re-check wrote back), `sent` (the digest last sent, null when none).
+ */
+export type NodeLastReport = {
+  digest: string;
+  outcome: "applied" | "applied-older" | "failed";
+  at: string;
+  drift: string[];
+  sent: string | null;
+  error?: string;
+};
+
+/** The `lastReport` of a node last sent `sent` (null: never) whose stored report is `report` (undefined: none): null when none. */
+export function lastReportOf(sent: string | null | undefined, report: StoredReport | undefined): NodeLastReport | null {
+  if (report === undefined) return null;
+  const outcome = report.ok !== true ? "failed" : sent != null && sent !== report.digest ? "applied-older" : "applied";
+  return {
+    digest: report.digest, outcome, at: report.at, drift: [...(report.drift ?? [])], sent: sent ?? null,
+    ...(report.ok !== true ? { error: report.error ?? "" } : {}),
+  };
+}
+
+/** The table's one line for `lastReport` (and whether anything was sent, for a node with no report). */
+export function lastReportText(last: NodeLastReport | null, sent: string | null | undefined): string {
+  if (last === null) return sent ? "none: no report of what it was sent" : "-";
+  const drift = last.drift.length > 0 ? `, ${last.drift.length} drifted file(s) written back` : "";
+  const state = last.outcome === "failed" ? `FAILED (${last.error ?? ""})` : last.outcome === "applied-older" ? `applied an older one (sent ${String(last.sent).slice(0, 12)})` : "applied";
+  return `${last.digest.slice(0, 12)} ${state} at ${last.at}${drift}`;
+}
