@@ -1,6 +1,10 @@
-import { EXIT_OK, EXIT_USAGE, UsageError, type CliContext } from "./context.ts";
+import { existsSync } from "node:fs";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext } from "./context.ts";
+import { CommandTransportError } from "./send.ts";
+import { BusConnectError } from "../bus/connect.ts";
 import type { CliVerb } from "./verbs.ts";
-import { up, detachedLauncher, readSummary, operatorConnection, UpError, DEFAULT_UP_ADDRESS } from "../up/up.ts";
+import { up, detachedLauncher, readSummary, UpError, DEFAULT_UP_ADDRESS, pidFile } from "../up/up.ts";
 import { renderSummary } from "../up/summary.ts";
 import { runningPid, stopAll, PROCESSES } from "../up/processes.ts";
 import { genesis, hasMesh, meshPaths, readMeshFile } from "../../installer/genesis.ts";
@@ -72,29 +76,64 @@ const downVerb: CliVerb = {
   },
 };
 
+/**
+ * The processes `mesh up` started from `dir` and their pids (null: stopped), or none when `mesh up`
+ * never ran there. Only `mesh up` records the controller's pid (`<dir>/run/controller.pid`); the bus
+ * writes its own pid file however it was started (a systemd unit included), so that one proves
+ * nothing. Processes started otherwise are not `mesh up`'s to report: status asks the controller
+ * itself over the bus instead.
+ */
+function managedProcesses(dir: string): Record<string, number | null> {
+  if (!existsSync(pidFile(dir, "controller"))) return {};
+  return Object.fromEntries(PROCESSES.map((name) => [name, runningPid(dir, name)]));
+}
+
 const statusVerb: CliVerb = {
   path: ["status"],
-  summary: "what of the local mesh runs, and its summary when the controller answers",
+  summary: "ask the mesh's controller over the bus (the folder's operator credential, else --credential) and print its summary; the local processes `mesh up` started",
   options: [DIR_OPTION],
   async run(ctx, _args, options) {
     const paths = meshPaths(dirOf(options));
-    if (!hasMesh(paths.dir)) {
-      ctx.err(`mesh: no mesh in ${paths.dir}: run \`mesh up\``);
-      return EXIT_USAGE;
-    }
-    const processes = Object.fromEntries(PROCESSES.map((name) => [name, runningPid(paths.dir, name)]));
-    if (processes.bus === null || processes.controller === null) {
+    const here = hasMesh(paths.dir);
+    const processes = managedProcesses(paths.dir);
+    const credentialFile = existsSync(paths.operatorCredential) ? paths.operatorCredential : ctx.globals.credential;
+    const running = (line: Record<string, number | null>) => PROCESSES.filter((n) => n in line).map((n) => `${n} ${line[n] === null ? "stopped" : `pid ${line[n]}`}`).join(", ");
+    // `mesh up`'s own mesh, stopped (`mesh down`): nothing answers; `mesh up` resumes it here.
+    if (here && (processes.bus === null || processes.controller === null)) {
       const mesh = readMeshFile(paths.dir);
       if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, mesh, processes }));
-      else ctx.out(`mesh at ${mesh.genesisAddress}: ${PROCESSES.map((n) => `${n} ${processes[n] === null ? "stopped" : `pid ${processes[n]}`}`).join(", ")} (\`mesh up\` starts it)`);
+      else ctx.out(`mesh at ${mesh.genesisAddress}: ${running(processes)} (\`mesh up --dir ${paths.dir}\` starts it)`);
       return EXIT_OK;
     }
-    const nc = await operatorConnection(paths);
+    if (!existsSync(credentialFile)) {
+      ctx.err(here
+        ? `mesh: no operator credential at ${credentialFile}: pass --credential <file> (MESH_CREDENTIAL) to ask the controller`
+        : `mesh: no mesh in ${paths.dir} and no operator credential at ${credentialFile}: to look at a mesh elsewhere pass --credential <file> (MESH_CREDENTIAL); \`mesh up\` makes a new one here`);
+      return EXIT_USAGE;
+    }
+    const credential = loadCredential(credentialFile);
+    // The controller is asked wherever it runs, over the bus, as the operator (R51).
+    let nc: NatsConnection;
     try {
-      const summary = await readSummary(paths, nc, ctx.globals.timeoutMs);
+      nc = await connectWithCredentialFile(credentialFile, { name: "mesh-status", reconnect: false, timeoutMs: ctx.globals.timeoutMs });
+    } catch (error) {
+      if (!(error instanceof BusConnectError)) throw error;
+      ctx.err(`mesh: the bus at ${credential.address} did not admit ${credential.user}: ${error.message.split("\n")[0]}${Object.keys(processes).length ? `; here: ${running(processes)}` : ""}`);
+      return EXIT_REFUSED;
+    }
+    try {
+      const summary = await readSummary(paths, nc, ctx.globals.timeoutMs, {
+        asker: credential.user,
+        processes,
+        ...(here ? {} : { mesh: { genesisAddress: credential.address, fingerprint: credential.fingerprint ?? "-" } }),
+      });
       if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, summary }, null, 2));
       else for (const line of renderSummary(summary)) ctx.out(line);
       return EXIT_OK;
+    } catch (error) {
+      if (!(error instanceof CommandTransportError || error instanceof UpError)) throw error;
+      ctx.err(`mesh: the controller did not answer at ${credential.address}: ${error.message.split("\n")[0]}${Object.keys(processes).length ? `; here: ${running(processes)}` : ""}`);
+      return EXIT_REFUSED;
     } finally {
       await nc.close().catch(() => undefined);
     }

@@ -12,6 +12,8 @@ export type UpSummary = {
   seats: Array<{ name: string; protocol: string; holders: string[]; accepts: string[] }>;
   /** The users of the bus's user-list file, with the principal of each when the records know it. */
   busUsers: Array<{ user: string; principal: string | null; publishes: number; subscribes: number }>;
+  /** The user-list file is not on this machine (it is on the broker's): `busUsers` is empty, not "no users". */
+  busUsersElsewhere?: boolean;
   /**
    * What each node last applied: the local host's record (its files), else the node's last report
    * on the bus (R55: `reportedAt`, and `drift` when a re-check wrote files back).
@@ -33,7 +35,7 @@ function table(rows: readonly string[][], header: readonly string[]): string[] {
 /** The summary as lines a person reads. */
 export function renderSummary(summary: UpSummary): string[] {
   const lines: string[] = [];
-  lines.push(`mesh at ${summary.mesh.genesisAddress} (certificate ${summary.mesh.fingerprint}), records in ${summary.mesh.dir}`);
+  lines.push(`mesh at ${summary.mesh.genesisAddress} (certificate ${summary.mesh.fingerprint})${summary.mesh.dir ? `, records in ${summary.mesh.dir}` : ""}`);
   const processes = Object.entries(summary.processes).map(([name, pid]) => `${name} ${pid === null ? "stopped" : `pid ${pid}`}`);
   if (processes.length > 0) lines.push(`processes: ${processes.join(", ")}`);
   lines.push("", "nodes:");
@@ -47,7 +49,8 @@ export function renderSummary(summary: UpSummary): string[] {
     ["SEAT", "PROTOCOL", "HELD BY", "ACCEPTS"],
   ));
   lines.push("", "users on the bus:");
-  lines.push(...table(
+  if (summary.busUsersElsewhere === true) lines.push("  (the installed list is on the broker's machine; `mesh credentials` lists the principals)");
+  else lines.push(...table(
     summary.busUsers.map((u) => [u.user, dash(u.principal), `${u.publishes} publish, ${u.subscribes} subscribe`]),
     ["USER", "PRINCIPAL", "GRANTS"],
   ));

@@ -349,15 +349,27 @@ function pushLines(push: Record<string, unknown>): string[] {
   return lines;
 }
 
-/** The summary of the mesh in `paths`, asked of its controller over `nc`. */
-export async function readSummary(paths: MeshPaths, nc: NatsConnection, timeoutMs = 10_000): Promise<UpSummary> {
-  const asker = operatorUser(paths);
+/**
+ * The summary of the mesh in `paths`, asked of its controller over `nc`. `seen` is for `mesh
+ * status` off the `mesh up` machine: `asker` (the bus user the commands are sent as; default the
+ * folder's operator), `mesh` (address and fingerprint, from the credential dialled, when the folder
+ * holds no mesh.json) and `processes` (only those `mesh up` started from this folder; default every
+ * one of PROCESSES). The bus's user list is read from the folder when it is there, else not named.
+ */
+export async function readSummary(
+  paths: MeshPaths,
+  nc: NatsConnection,
+  timeoutMs = 10_000,
+  seen: { asker?: string; mesh?: { genesisAddress: string; fingerprint: string }; processes?: Record<string, number | null> } = {},
+): Promise<UpSummary> {
+  const asker = seen.asker ?? operatorUser(paths);
   const ask = async (verb: string) => ok(verb, await sendCommand(nc, asker, verb, {}, { timeoutMs }));
-  const mesh = readMeshFile(paths.dir);
+  const mesh = seen.mesh ?? readMeshFile(paths.dir);
   const nodes = nodesOf(await ask("nodes"));
   const seats = seatsOf(await ask("seats"));
   const principals = principalsByUser(await ask("credentials"));
-  const listed = existsSync(paths.userList) ? readUserList(readFileSync(paths.userList, "utf8")) : [];
+  const listHere = existsSync(paths.userList);
+  const listed = listHere ? readUserList(readFileSync(paths.userList, "utf8")) : [];
   const hostDir = join(paths.dir, HOST_DIR);
   const localNode = existsSync(join(hostDir, LOCAL_NODE_FILE)) ? readFileSync(join(hostDir, LOCAL_NODE_FILE), "utf8").trim() : null;
   const owned = readOwned(hostDir);
@@ -369,15 +381,16 @@ export async function readSummary(paths: MeshPaths, nc: NatsConnection, timeoutM
   }
   const applied = appliedOf(nodes, reports, localNode && owned ? { node: localNode, digest: owned.digest, files: owned.files } : null);
   return {
-    mesh: { genesisAddress: mesh.genesisAddress, fingerprint: mesh.fingerprint, dir: paths.dir },
+    mesh: { genesisAddress: mesh.genesisAddress, fingerprint: mesh.fingerprint, dir: seen.mesh === undefined ? paths.dir : "" },
     nodes,
     seats,
     busUsers: listed.map((u) => ({
       user: u.user, principal: principals[u.user] ?? null,
       publishes: u.permissions.publish.allow.length, subscribes: u.permissions.subscribe.allow.length,
     })),
+    ...(listHere ? {} : { busUsersElsewhere: true }),
     applied,
-    processes: Object.fromEntries(PROCESSES.map((name) => [name, runningPid(paths.dir, name)])),
+    processes: seen.processes ?? Object.fromEntries(PROCESSES.map((name) => [name, runningPid(paths.dir, name)])),
   };
 }
 

@@ -142,4 +142,24 @@ describe("two machines, by the README (R56)", () => {
       { reconnect: false },
     ));
   });
+
+  it("mesh status off the `mesh up` machine: on the genesis host (units started the controller and the host) and on the operator's machine (only ~/.mesh/operator.json) it asks the controller over the bus and never advises `mesh up`", () => {
+    const status = (machine: string, ...args: string[]) => spawnSync(process.execPath, [join(REPO, "bin", "mesh.js"), "status", ...args], {
+      cwd: join(box, machine, "home"), encoding: "utf8", timeout: 120_000,
+      env: { PATH: process.env.PATH, HOME: join(box, machine, "home"), MESH_TIMEOUT_MS: "30000" },
+    });
+    const genesisDir = join(box, "genesis", "var", "lib", "mesh");
+    for (const [machine, args] of [["genesis", ["--dir", genesisDir]], ["operator", []]] as const) {
+      const human = status(machine, ...args);
+      assert.equal(human.status, 0, `${machine}: ${human.stderr}${human.stdout}`);
+      assert.doesNotMatch(`${human.stdout}${human.stderr}`, /mesh up|stopped/, `${machine}: a mesh runs elsewhere: nothing to start here`);
+      assert.match(human.stdout, /bushost/);
+      assert.match(human.stdout, /web1/);
+      const json = status(machine, ...args, "--json");
+      assert.equal(json.status, 0, `${machine}: ${json.stderr}`);
+      const reply = JSON.parse(json.stdout) as { summary: { nodes: Array<{ name: string }>; processes: Record<string, unknown>; controller?: string } };
+      assert.deepEqual(reply.summary.nodes.map((n) => n.name).sort(), ["bushost", "web1"]);
+      assert.deepEqual(reply.summary.processes, {}, `${machine}: no process here was started by \`mesh up\`, so none is reported as its`);
+    }
+  });
 });
