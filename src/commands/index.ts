@@ -2,6 +2,7 @@
  * The command registry: every verb the controller answers on `commandSubject(verb)`, keyed by verb.
  * `commands` change the records (decide → one commit → reply); `queries` only read.
  */
+import type { z } from "zod";
 import type { CommandDefinition, QueryDefinition } from "./envelope.ts";
 import { nodeEnrol } from "./nodeEnrol.ts";
 import { nodeRemove } from "./nodeRemove.ts";
@@ -26,17 +27,17 @@ function byVerb<T extends { verb: string }>(definitions: readonly T[]): Record<s
 }
 
 /** Every verb that changes the records, keyed by verb (`node.enrol`, `assign`, ...). */
-export const commands: Record<string, CommandDefinition<any>> = byVerb<CommandDefinition<any>>([
+export const commands: Record<string, CommandDefinition<z.ZodType>> = byVerb<CommandDefinition<z.ZodType>>([
   nodeEnrol, nodeRemove, moduleRegister, moduleIssue, assign, unassign, seatAlias, seatHandover, overlayPlace, credentialRotate,
 ]);
 
 /** Every read-only verb, keyed by verb. `history` carries `fromCommits`: it is answered from the records. */
-export const queries: Record<string, QueryDefinition<any>> = byVerb<QueryDefinition<any>>([
+export const queries: Record<string, QueryDefinition<z.ZodType>> = byVerb<QueryDefinition<z.ZodType>>([
   where, seats, nodes, modules, credentials, history, explain,
 ]);
 
 /** The definition of a verb, command or query, or undefined for a verb that does not exist. */
-export function definitionOf(verb: string): CommandDefinition<any> | QueryDefinition<any> | undefined {
+export function definitionOf(verb: string): CommandDefinition<z.ZodType> | QueryDefinition<z.ZodType> | undefined {
   return Object.hasOwn(commands, verb) ? commands[verb] : Object.hasOwn(queries, verb) ? queries[verb] : undefined;
 }
 

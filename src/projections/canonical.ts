@@ -20,8 +20,10 @@ function write(value: unknown, seen: Set<object>): string | undefined {
       throw new TypeError("canonicalJson: a bigint has no JSON form");
     case "object":
       break;
-    default:
-      return undefined; // undefined, function, symbol
+    case "undefined":
+    case "function":
+    case "symbol":
+      return undefined;
   }
   const object = value as object;
   const toJSON = (object as { toJSON?: () => unknown }).toJSON;

@@ -120,9 +120,9 @@ async function publishDeclaration(admin: NatsConnection, d: TestDeclaration, ski
   const { listText, ...wire } = d;
   if (listText !== undefined && wire.userList) {
     const parts = splitUserList(listText);
-    await Promise.all(parts.map((part, index) => skipParts.includes(index)
-      ? undefined
-      : js.publish(userListPartSubject(d.node, index), part, { headers: userListPartHeaders(wire.userList!.digest, index, parts.length) })));
+    await Promise.all(parts.flatMap((part, index) => skipParts.includes(index)
+      ? []
+      : [js.publish(userListPartSubject(d.node, index), part, { headers: userListPartHeaders(wire.userList!.digest, index, parts.length) })]));
   }
   await js.publish(declarationSubject(d.node), JSON.stringify(wire));
 }

@@ -188,7 +188,7 @@ describe("mesh up (embedded default, end to end)", () => {
     assert.notEqual(newAlpha.password, oldAlpha.password, "the host saved its new password");
     assert.equal(statSync(alphaFile).mode & 0o777, 0o600);
     await assert.rejects(connectToBus(oldAlpha, { reconnect: false }), isAuthorizationRefusal);
-    (await connectToBus(newAlpha, { reconnect: false })).close();
+    await (await connectToBus(newAlpha, { reconnect: false })).close();
     // Another node: rotating it changes the list, so the holder's next declaration is applied too
     // (over the connection it re-made with its new password).
     const oldBeta = readCredentialFile(betaFile, betaDir);
