@@ -18,7 +18,18 @@ export type CliIo = {
   env: Environment;
 };
 
-/** Options every verb takes. */
+/** The options several verbs share; each verb names those it uses (its --help shows only those). */
+export type GlobalOptionName = "credential" | "json" | "timeout" | "commandId";
+
+/** A query's shared options: dial with the operator's credential, wait for the reply, print JSON. */
+export const QUERY_GLOBALS: readonly GlobalOptionName[] = ["credential", "json", "timeout"];
+/** A command's: a query's, and the command id that makes a retry append nothing. */
+export const COMMAND_GLOBALS: readonly GlobalOptionName[] = [...QUERY_GLOBALS, "commandId"];
+
+/** The --dry-run option of every verb that changes the records. */
+export const DRY_RUN_OPTION: { flags: string; description: string } = { flags: "--dry-run", description: "decide without writing: print the events it would append, append nothing" };
+
+/** The shared options' values (a verb that does not take one gets its configured default). */
 export type GlobalOptions = {
   /** The operator's credential file. */
   credential: string;

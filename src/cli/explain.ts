@@ -1,5 +1,6 @@
 /**
- * `mesh explain <kind> <name> pub|sub <subject>`: asks the controller's `explain` query which
+ * `mesh explain <kind> <name> [pub|sub <subject>]`: without a subject, lists every grant of the
+ * principal with the manifest line or record behind each. With one, asks the controller's `explain` query which
  * manifest line and which record allow a principal to publish or subscribe a subject, or why
  * nothing does (deny by default). Readable output is `allowed: <because>` (one line per grant
  * that covers the subject) or `denied: <reason>`; `--json` prints the reply.
@@ -10,6 +11,7 @@
  */
 import { PRINCIPAL_KINDS } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError } from "./context.ts";
+import { table } from "./render.ts";
 import type { ArgumentSpec } from "./verbs.ts";
 
 type Row = Record<string, unknown>;
@@ -18,19 +20,22 @@ type Row = Record<string, unknown>;
 export const EXPLAIN_ARGUMENTS: readonly ArgumentSpec[] = [
   { name: "kind", description: `the principal's kind: ${PRINCIPAL_KINDS.join(", ")}` },
   { name: "name", description: "the principal's name (mesh-controller for the controller)" },
-  { name: "direction", description: "pub (publish) or sub (subscribe)" },
-  { name: "subject", description: "the subject, as the client would write it (quote wildcards for the shell)" },
+  { name: "direction", description: "pub (publish) or sub (subscribe); leave out with the subject to list every grant", optional: true },
+  { name: "subject", description: "the subject, as the client would write it (quote wildcards for the shell)", optional: true },
 ];
 
 /** The request body of `explain` from the positionals. Throws UsageError for a direction other than pub or sub. */
 export function explainBody(args: readonly unknown[]): Row {
-  const [kind, name, direction, subject] = args.map(String);
-  if (direction !== "pub" && direction !== "sub") throw new UsageError(`mesh explain: the direction is pub or sub, not "${direction ?? ""}"`);
+  const [kind, name, direction, subject] = args.map((a) => (a === undefined ? undefined : String(a)));
+  if (direction === undefined) return { kind, name };
+  if (direction !== "pub" && direction !== "sub") throw new UsageError(`mesh explain: the direction is pub or sub, not "${direction}"`);
+  if (subject === undefined) throw new UsageError("mesh explain: give the subject after the direction, or neither to list every grant");
   return { kind, name, direction, subject };
 }
 
 /** Readable lines of an explain reply: `allowed: <because>` per grant, or `denied: <reason>`. */
 export function renderExplain(reply: Row): string[] {
+  if (Array.isArray(reply.grants)) return renderGrants(reply);
   const because = Array.isArray(reply.because) ? (reply.because as Row[]) : [];
   const principal = (reply.principal ?? {}) as Row;
   const who = `${String(principal.kind)} ${String(principal.name)} (user ${String(reply.user)})`;
@@ -52,7 +57,18 @@ export function renderExplain(reply: Row): string[] {
   return lines;
 }
 
-/** 0 when allowed and on the bus, else 1 (see the module comment). */
+/** Readable lines of a principal's grants (explain without a subject): a table of direction, subject and why. */
+export function renderGrants(reply: Row): string[] {
+  const principal = (reply.principal ?? {}) as Row;
+  const lines = [`${String(principal.kind)} ${String(principal.name)} (user ${String(reply.user)})${reply.responder === true ? ", answers requests" : ""}:`];
+  lines.push(...table(reply.grants as Row[], ["direction", "subject", "because"]));
+  if (reply.onTheBus !== true) lines.push("note: it has no credential yet, so the bus admits none of this until it has one");
+  if (typeof reply.assumed === "string") lines.push(`note: ${reply.assumed}`);
+  return lines;
+}
+
+/** 0 when allowed and on the bus, or a listing of grants; else 1 (see the module comment). */
 export function explainExitCode(reply: Row): number {
+  if (Array.isArray(reply.grants)) return EXIT_OK;
   return reply.allowed === true && reply.onTheBus === true ? EXIT_OK : EXIT_REFUSED;
 }

@@ -71,9 +71,7 @@ const runAgent: Run = async (ctx, options) => {
     const node = required(options, "node", "--node <name>");
     const problem = nameProblem(node);
     if (problem) throw new UsageError(`--node: ${problem}`);
-    // `--credential` is also the program's option (the operator's file): commander gives it to the
-    // program wherever it appears, so a value other than the configured default was given here.
-    const given = text(options.credential) ?? (ctx.globals.credential !== ctx.config.credentialFile ? ctx.globals.credential : undefined);
+    const given = text(options.credential);
     const credentialFile = given ?? join(stateDir, NODE_CREDENTIAL_FILE);
     if (!existsSync(credentialFile)) {
       throw new UsageError(`no credential at ${credentialFile}: run \`mesh host credential --state ${stateDir} --from <enrol reply>\` or pass --credential <file>`);
@@ -169,6 +167,7 @@ const ACTIONS: Record<string, Run> = { init, credential, unit };
  */
 const host: CliVerb = {
   path: ["host"],
+  globals: ["json"],
   summary: "the node side: `host init` (key pair), `host credential` (open the enrol reply), `host` (run the agent)",
   arguments: [{ name: "action", description: "init | credential | unit (print its systemd unit); none runs the agent", optional: true }],
   options: [
@@ -180,7 +179,7 @@ const host: CliVerb = {
     { flags: "--bus-pid <pid>", description: "agent on the broker's holder: the bus's pid or pid file (signalled to reload)" },
     { flags: "--bus-monitor <url>", description: "agent on the broker's holder: the bus's monitoring endpoint, http://host:port" },
     { flags: "--nats-server <path>", description: "agent: the nats-server binary used to validate (default: on the PATH)" },
-    { flags: "--check-interval <seconds>", description: "agent: seconds between re-checks of the files it owns, drift written back and reported (default 60; 0: at start only) (R55)" },
+    { flags: "--check-interval <seconds>", description: "agent: seconds between re-checks of the files it owns, drift written back and reported (default 60; 0: at start only)" },
     { flags: "--once", description: "agent: exit after the first declaration: 0 applied, 1 not applied or the bus refused the credential" },
     { flags: "--force", description: "init: replace an existing key (the node must then be enrolled again)" },
     { flags: "--from <file>", description: "credential: the enrol reply (`mesh node enrol --json` output) or a credential file" },

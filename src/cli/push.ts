@@ -10,7 +10,7 @@ import type { Reply } from "../commands/envelope.ts";
 import { progressSubject } from "../names.ts";
 import type { NodeReport, PushReport } from "../push/push.ts";
 import { PUSH_VERB } from "../push/pushCommand.ts";
-import { EXIT_OK, EXIT_REFUSED, loadCredential, type CliContext } from "./context.ts";
+import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, loadCredential, type CliContext } from "./context.ts";
 import { sendCommand, CommandTransportError } from "./send.ts";
 import { table } from "./render.ts";
 import type { CliVerb } from "./verbs.ts";
@@ -18,12 +18,31 @@ import type { CliVerb } from "./verbs.ts";
 /** Milliseconds the CLI waits for the push's reply beyond --timeout (composing and sending); said in --help. */
 export const PUSH_REPLY_MARGIN_MS = 60_000;
 
+/** How an outcome reads: a dry run sends nothing, so its "sent" is "would send". */
+function outcomeText(report: PushReport, outcome: NodeReport["outcome"]): string {
+  return report.dryRun && outcome === "sent" ? "would send" : outcome;
+}
+
+/**
+ * A dry run's report narrowed to the named nodes (`mesh compose <node...>`): their lines and
+ * declarations only. Without names, or for a real push, the report as it came.
+ */
+export function onlyNamed(report: PushReport, nodes: readonly string[]): PushReport {
+  if (!report.dryRun || nodes.length === 0) return report;
+  const named = new Set(nodes);
+  return {
+    ...report,
+    nodes: report.nodes.filter((n) => named.has(n.node)),
+    ...(report.declarations ? { declarations: report.declarations.filter((d) => named.has((d as { node?: string }).node ?? "")) } : {}),
+  };
+}
+
 /** Readable lines of a push report. */
 export function renderPush(report: PushReport): string[] {
   const lines: string[] = [];
   const rows = report.nodes.map((n: NodeReport) => ({
     node: n.node,
-    outcome: n.outcome,
+    outcome: outcomeText(report, n.outcome),
     digest: n.digest ? n.digest.slice(0, 12) : "",
     why: n.refusal ? `${n.refusal.code}: ${n.refusal.message}` : (n.error ?? (n.reportedAt ? `nothing new to apply: last reported applied at ${n.reportedAt}` : "")),
   }));
@@ -31,7 +50,7 @@ export function renderPush(report: PushReport): string[] {
   if (rows.length > 0) lines.push(...table(rows, ["node", "outcome", "digest", "why"]));
   else lines.push("no node is enrolled");
   const counts = new Map<string, number>();
-  for (const n of report.nodes) counts.set(n.outcome, (counts.get(n.outcome) ?? 0) + 1);
+  for (const n of report.nodes) counts.set(outcomeText(report, n.outcome), (counts.get(outcomeText(report, n.outcome)) ?? 0) + 1);
   lines.push([...counts.entries()].map(([k, v]) => `${v} ${k}`).join(", ") || "nothing to send");
   for (const n of report.nodes) {
     for (const m of n.modulesLeftOut ?? []) lines.push(`left out of ${n.node}'s declaration: module ${m.module}: ${m.reason}`);
@@ -72,10 +91,11 @@ export function pushTimeoutMessage(timeoutMs: number): string {
 
 export const PUSH_CLI_VERB: CliVerb = {
   path: ["push"],
-  summary: "compose every node and send the named ones and every node behind (R29..R32)",
+  globals: QUERY_GLOBALS,
+  summary: "compose every node's declaration from the records and send it to the named nodes and to every node whose last one differs; a node that cannot be composed is reported and gets nothing",
   arguments: [{ name: "node", description: "nodes to send even when not behind", optional: true, variadic: true }],
   options: [
-    { flags: "--wait", description: `wait up to --timeout ms for each sent node's report of the applied declaration (R32); the reply is awaited --timeout + ${PUSH_REPLY_MARGIN_MS} ms (composing and sending)` },
+    { flags: "--wait", description: `wait up to --timeout ms for each sent node's report of the applied declaration; the reply is awaited --timeout + ${PUSH_REPLY_MARGIN_MS} ms (composing and sending)` },
     { flags: "--dry-run", description: "print the compositions, secrets redacted; send nothing" },
     { flags: "--progress", description: "print the controller's progress lines on stderr (default: when stderr is a terminal and without --json)" },
   ],
@@ -104,11 +124,13 @@ export const PUSH_CLI_VERB: CliVerb = {
       progress?.unsubscribe();
     }
     if (!reply.ok) {
+      if (ctx.globals.json) ctx.out(JSON.stringify(reply, null, 2));
       ctx.err(`mesh push: refused (${reply.error.code})${reply.error.field ? ` at "${reply.error.field}"` : ""}: ${reply.error.message}`);
       return EXIT_REFUSED;
     }
-    const report = reply as unknown as PushReport;
-    if (ctx.globals.json) ctx.out(JSON.stringify(reply, null, 2));
+    // `mesh compose <node>` shows that node alone; a push (and compose without names) shows every node.
+    const report = options.onlyNamed === true ? onlyNamed(reply as unknown as PushReport, nodes) : reply as unknown as PushReport;
+    if (ctx.globals.json) ctx.out(JSON.stringify(report, null, 2));
     else for (const line of renderPush(report)) ctx.out(line);
     return exitOf(report);
   },

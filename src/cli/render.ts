@@ -5,13 +5,31 @@
 
 type Row = Record<string, unknown>;
 
+/**
+ * The one title of each concept that appears in more than one table (`mesh seats`, `mesh nodes`,
+ * `mesh credentials`, the summary of `mesh up`), so the same thing is spelled the same everywhere.
+ */
+export const COLUMN_TITLES: Readonly<Record<string, string>> = {
+  holders: "HELD BY",
+  credentialAddress: "ADDRESS",
+  address: "ADDRESS",
+  overlayName: "OVERLAY",
+  overlay: "OVERLAY",
+};
+
+/** A column's title: COLUMN_TITLES, else the field's words in capitals (`declaredBy` → `DECLARED BY`). */
+export function columnTitle(field: string): string {
+  return COLUMN_TITLES[field] ?? field.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toUpperCase();
+}
+
 /** Aligned columns with a header row; cells are strings, arrays joined by commas, empty as "-". */
 export function table(rows: readonly Row[], columns: readonly string[]): string[] {
   if (rows.length === 0) return ["(none)"];
   const cells = rows.map((row) => columns.map((c) => cell(row[c])));
-  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
+  const titles = columns.map(columnTitle);
+  const widths = titles.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
   const line = (values: readonly string[]) => values.map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i]!))).join("  ").trimEnd();
-  return [line(columns.map((c) => c.toUpperCase())), ...cells.map(line)];
+  return [line(titles), ...cells.map(line)];
 }
 
 function cell(value: unknown): string {
@@ -68,18 +86,16 @@ export function duplicateNote(reply: Row): string[] {
   return [];
 }
 
-/** `mesh where`: node, overlay name, hub and broker marks. */
+/** `mesh where`: each placed node, its overlay name, and whether it is the hub or the broker's node. */
 export function renderWhere(reply: Row): string[] {
-  const placed = (reply.placed ?? {}) as Record<string, string>;
-  const rows = Object.entries(placed)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([node, overlay]) => ({
-      node,
-      overlay,
-      role: [node === reply.hub ? "hub" : "", node === reply.broker ? "broker" : ""].filter(Boolean).join(","),
-    }));
+  const placed = (Array.isArray(reply.placed) ? reply.placed : []) as Row[];
+  const rows = placed.map((p) => ({
+    node: p.node,
+    overlay: p.overlayName,
+    role: [p.hub === true ? "hub" : "", p.broker === true ? "broker" : ""].filter(Boolean).join(","),
+  }));
   const lines = rows.length === 0 ? ["no node is on the overlay yet: mesh overlay place <node> --hub"] : table(rows, ["node", "overlay", "role"]);
-  if (reply.broker && placed[String(reply.broker)] === undefined) lines.push(`broker: ${String(reply.broker)} (not on the overlay)`);
+  if (typeof reply.broker === "string" && !placed.some((p) => p.node === reply.broker)) lines.push(`broker: ${reply.broker} (not on the overlay)`);
   return lines;
 }
 

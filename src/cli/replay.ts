@@ -65,11 +65,13 @@ export function renderReplay(r: Row): string[] {
 
 export const REPLAY_CLI_VERB: CliVerb = busVerb({
   path: ["replay"], verb: REPLAY_VERB,
-  summary: "fold the records from sequence 1 ignoring snapshots, validate and report them (R44); --void a commit that stops the fold (R45)",
+  // Without --void or --accept-restore replay itself changes nothing: it is the report to read first.
+  dryRun: false,
+  summary: "fold the records from sequence 1 ignoring snapshots, validate and report them; --void a commit that stops the fold; --accept-restore after a restore",
   options: [
     { flags: "--void <seq>", description: "void the commit at this sequence (the one the fold stops at); needs --reason" },
     { flags: "--reason <why>", description: "why it is voided (kept in the records)" },
-    { flags: "--accept-restore", description: "accept the records as they are after a restore: every principal gets a fresh credential at the next push (R44)" },
+    { flags: "--accept-restore", description: "accept the records as they are after a restore: every principal gets a fresh credential at the next push" },
   ],
   body: (_a, o) => {
     if (o.acceptRestore === true) return { acceptRestore: true };

@@ -1,8 +1,9 @@
+import { readFileSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BusConnectError } from "../bus/connect.ts";
 import { ConfigError, parseClientConfig, type ClientConfig } from "../config.ts";
-import { EXIT_OK, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext, type CliIo, type GlobalOptions } from "./context.ts";
+import { EXIT_OK, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext, type CliIo, type GlobalOptionName, type GlobalOptions } from "./context.ts";
 import { CommandTransportError } from "./send.ts";
 import { CLI_VERBS, type CliVerb } from "./verbs.ts";
 
@@ -44,17 +45,16 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
 
   const program = new Command("mesh")
     .description("operate a mesh: send commands to its controller over the bus")
+    .version(packageVersion(), "-V, --version", "print mesh's version")
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
-    .configureHelp({ showGlobalOptions: true })
-    .showHelpAfterError("(add --help for usage)")
-    .option("--credential <file>", "the operator's credential file (MESH_CREDENTIAL)", config.credentialFile)
-    .option("--json", "print the controller's reply as JSON", false)
-    .option("--timeout <ms>", "milliseconds to wait for the controller's reply (MESH_TIMEOUT_MS); for `mesh push`: the wait for the nodes' reports, the reply is awaited a stated margin longer (see mesh push --help)", parseTimeout, config.timeoutMs)
-    .option("--command-id <id>", "the command's id: a retry with the same id appends nothing");
+    .showHelpAfterError("(add --help for usage)");
 
   let connection: Promise<NatsConnection> | undefined;
   let exit = EXIT_OK;
+  // Failures under --json are JSON on stdout too; known from the words until a verb's options are parsed.
+  let json = argv.includes("--json");
+  let commandId: string | undefined;
 
   for (const verb of verbs) {
     let parent = program;
@@ -68,16 +68,19 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
       if (spec.required) command.requiredOption(spec.flags, spec.description);
       else command.option(spec.flags, spec.description);
     }
+    // Only the shared options this verb uses: `mesh down --help` shows no --timeout.
+    for (const name of verb.globals ?? []) addGlobalOption(command, name, config);
     command.action(async (...params: unknown[]) => {
-      const self = params.at(-1) as Command;
-      const options = params.at(-2) as Record<string, unknown>;
-      const all = self.optsWithGlobals<{ credential: string; json: boolean; timeout: number; commandId?: string }>();
+      const own = { ...(params.at(-2) as Record<string, unknown>) };
       const globals: GlobalOptions = {
-        credential: all.credential,
-        json: all.json === true,
-        timeoutMs: all.timeout,
-        ...(all.commandId === undefined ? {} : { commandId: all.commandId }),
+        credential: typeof own.credential === "string" && (verb.globals ?? []).includes("credential") ? own.credential : config.credentialFile,
+        json: own.json === true,
+        timeoutMs: typeof own.timeout === "number" ? own.timeout : config.timeoutMs,
+        ...(typeof own.commandId === "string" ? { commandId: own.commandId } : {}),
       };
+      for (const name of verb.globals ?? []) delete own[GLOBAL_KEYS[name]];
+      json = globals.json;
+      commandId = globals.commandId;
       const ctx: CliContext = {
         io,
         config,
@@ -90,31 +93,72 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
         out: (line) => { io.stdout.write(`${line}\n`); },
         err,
       };
-      exit = await verb.run(ctx, params.slice(0, -2), options);
+      exit = await verb.run(ctx, params.slice(0, -2), own);
     });
   }
 
   try {
     await program.parseAsync([...argv], { from: "user" });
   } catch (error) {
-    exit = exitOfError(error, err);
+    const failure = failureOf(error, err);
+    exit = failure.exit;
+    if (json && failure.code !== undefined) {
+      const id = error instanceof CommandTransportError ? error.commandId ?? commandId : commandId;
+      io.stdout.write(`${JSON.stringify({ ok: false, error: { code: failure.code, message: failure.message }, ...(id === undefined ? {} : { commandId: id }) }, null, 2)}\n`);
+    }
   } finally {
     if (connection) await connection.then((nc) => nc.close(), () => undefined);
   }
   return exit;
 }
 
-/** Exit code and stderr line of an error that ended a verb: always 2 (usage or connection). */
-function exitOfError(error: unknown, err: (line: string) => void): number {
+/**
+ * Exit code, stderr line and `--json` code of an error that ended a verb: always exit 2 (usage or
+ * connection). `code` is undefined for --help and --version (exit 0, nothing failed).
+ */
+function failureOf(error: unknown, err: (line: string) => void): { exit: number; code?: string; message: string } {
   if (error instanceof CommanderError) {
     // Commander has already written its message (or the help). --help and --version end with 0.
-    return error.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+    if (error.exitCode === 0) return { exit: EXIT_OK, message: "" };
+    return { exit: EXIT_USAGE, code: "usage", message: error.message.replace(/^error: /, "") };
   }
   if (error instanceof UsageError || error instanceof BusConnectError || error instanceof CommandTransportError || error instanceof ConfigError) {
     err(`mesh: ${error.message}`);
-    return EXIT_USAGE;
+    const code = error instanceof UsageError ? "usage"
+      : error instanceof BusConnectError ? "connection"
+      : error instanceof CommandTransportError ? error.code
+      : "config";
+    return { exit: EXIT_USAGE, code, message: error.message };
   }
   // Not expected: one line, no stack trace, and no connection options (R3).
-  err(`mesh: unexpected error: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`);
-  return EXIT_USAGE;
+  const message = `unexpected error: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`;
+  err(`mesh: ${message}`);
+  return { exit: EXIT_USAGE, code: "internal", message };
+}
+
+/** The option key (commander's camel case) of each shared option. */
+const GLOBAL_KEYS: Record<GlobalOptionName, string> = { credential: "credential", json: "json", timeout: "timeout", commandId: "commandId" };
+
+/** Adds one shared option to a verb's command, with its default from the configuration. */
+function addGlobalOption(command: Command, name: GlobalOptionName, config: ClientConfig): void {
+  switch (name) {
+    case "credential":
+      command.option("--credential <file>", "the operator's credential file (MESH_CREDENTIAL)", config.credentialFile);
+      return;
+    case "json":
+      command.option("--json", "print the reply as JSON (failures too, with a code)", false);
+      return;
+    case "timeout":
+      command.option("--timeout <ms>", "milliseconds to wait for the controller's reply (MESH_TIMEOUT_MS)", parseTimeout, config.timeoutMs);
+      return;
+    case "commandId":
+      command.option("--command-id <id>", "the command's id: a retry with the same id appends nothing");
+      return;
+  }
+}
+
+/** The version in package.json, for `mesh --version`. */
+function packageVersion(): string {
+  const text = readFileSync(new URL("../../package.json", import.meta.url), "utf8");
+  return String((JSON.parse(text) as { version?: unknown }).version ?? "unknown");
 }

@@ -12,9 +12,12 @@ import type { Reply } from "../commands/envelope.ts";
 export class CommandTransportError extends Error {
   override readonly name = "CommandTransportError";
   readonly code: "no-controller" | "timeout" | "payload-too-large" | "bad-reply" | "connection";
-  constructor(code: CommandTransportError["code"], message: string, options?: { cause?: unknown }) {
+  /** The command id that was sent, when one was: a retry with `--command-id` of it is safe. */
+  readonly commandId: string | undefined;
+  constructor(code: CommandTransportError["code"], message: string, options?: { cause?: unknown; commandId?: string }) {
     super(message, options);
     this.code = code;
+    this.commandId = options?.commandId;
   }
 }
 

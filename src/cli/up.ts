@@ -5,7 +5,7 @@ import { CommandTransportError } from "./send.ts";
 import { BusConnectError } from "../bus/connect.ts";
 import type { CliVerb } from "./verbs.ts";
 import { up, detachedLauncher, readSummary, UpError, DEFAULT_UP_ADDRESS, pidFile } from "../up/up.ts";
-import { renderSummary } from "../up/summary.ts";
+import { renderSummary, type UpSummary } from "../up/summary.ts";
 import { runningPid, stopAll, PROCESSES } from "../up/processes.ts";
 import { genesis, hasMesh, meshPaths, readMeshFile } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
@@ -34,6 +34,7 @@ function failed(ctx: CliContext, error: unknown): number {
 
 const upVerb: CliVerb = {
   path: ["up"],
+  globals: ["json"],
   summary: "bring a whole mesh up on this machine (genesis, bus, controller, host, the example mesh, push --wait)",
   options: [
     DIR_OPTION,
@@ -50,7 +51,7 @@ const upVerb: CliVerb = {
         ...(typeof options.address === "string" ? { brokerAddress: options.address, addressSource: "--address" } : {}),
         ...(typeof options.node === "string" ? { node: options.node } : {}),
       });
-      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, node: result.node, summary: result.summary, push: result.push }, null, 2));
+      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, node: result.node, summary: summaryJson(result.summary), push: result.push }, null, 2));
       else {
         for (const line of renderSummary(result.summary)) ctx.out(line);
         ctx.out("");
@@ -65,6 +66,7 @@ const upVerb: CliVerb = {
 
 const downVerb: CliVerb = {
   path: ["down"],
+  globals: ["json"],
   summary: "stop what `mesh up` started (the records stay: `mesh up` resumes them)",
   options: [DIR_OPTION],
   async run(ctx, _args, options) {
@@ -88,9 +90,32 @@ function managedProcesses(dir: string): Record<string, number | null> {
   return Object.fromEntries(PROCESSES.map((name) => [name, runningPid(dir, name)]));
 }
 
+/**
+ * `mesh up --json` and `mesh status --json` print the summary with its processes as a list of
+ * objects (`[{ name, pid, running }]`), like every list the CLI prints, not as a map.
+ */
+export function summaryJson(summary: UpSummary): Omit<UpSummary, "processes"> & { processes: ProcessView[] } {
+  return { ...summary, processes: processList(summary.processes) };
+}
+
+/** One process of the embedded default in `--json` output. */
+export type ProcessView = { name: string; pid: number | null; running: boolean };
+
+function processList(processes: Record<string, number | null>): ProcessView[] {
+  return PROCESSES.filter((name) => name in processes).map((name) => ({ name, pid: processes[name] ?? null, running: processes[name] !== null }));
+}
+
+/**
+ * `mesh status`: exit 0 when the controller answered (with the summary); 1 when `mesh up`'s own
+ * mesh is stopped, the bus did not admit the operator, or the controller did not answer; 2 when
+ * there is neither a mesh here nor a credential to ask one elsewhere. `--json` has one shape in
+ * every case: `{ ok, dir, genesisAddress, processes: [{ name, pid, running }], summary: {...} | null }`,
+ * plus `error: { code, message }` when not ok (`not-running`, `connection`, or the transport's code).
+ */
 const statusVerb: CliVerb = {
   path: ["status"],
-  summary: "ask the mesh's controller over the bus (the folder's operator credential, else --credential) and print its summary; the local processes `mesh up` started",
+  globals: ["credential", "json", "timeout"],
+  summary: "ask the mesh's controller over the bus (the folder's operator credential, else --credential) and print its summary; the local processes `mesh up` started (exit 1 when nothing answers)",
   options: [DIR_OPTION],
   async run(ctx, _args, options) {
     const paths = meshPaths(dirOf(options));
@@ -98,28 +123,33 @@ const statusVerb: CliVerb = {
     const processes = managedProcesses(paths.dir);
     const credentialFile = existsSync(paths.operatorCredential) ? paths.operatorCredential : ctx.globals.credential;
     const running = (line: Record<string, number | null>) => PROCESSES.filter((n) => n in line).map((n) => `${n} ${line[n] === null ? "stopped" : `pid ${line[n]}`}`).join(", ");
+    const base = (genesisAddress: string | null) => ({ dir: paths.dir, genesisAddress, processes: processList(processes) });
+    /** Not ok: the same shape under --json (summary null, the error's code), a line on stderr otherwise; exit 1. */
+    const notOk = (genesisAddress: string | null, code: string, message: string): number => {
+      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: false, error: { code, message }, ...base(genesisAddress), summary: null }, null, 2));
+      else ctx.err(`mesh: ${message}`);
+      return EXIT_REFUSED;
+    };
     // `mesh up`'s own mesh, stopped (`mesh down`): nothing answers; `mesh up` resumes it here.
     if (here && (processes.bus === null || processes.controller === null)) {
       const mesh = readMeshFile(paths.dir);
-      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, mesh, processes }));
-      else ctx.out(`mesh at ${mesh.genesisAddress}: ${running(processes)} (\`mesh up --dir ${paths.dir}\` starts it)`);
-      return EXIT_OK;
+      if (!ctx.globals.json) ctx.out(`mesh at ${mesh.genesisAddress}: ${running(processes)}`);
+      return notOk(mesh.genesisAddress, "not-running", `the mesh in ${paths.dir} is stopped: \`mesh up --dir ${paths.dir}\` starts it`);
     }
     if (!existsSync(credentialFile)) {
-      ctx.err(here
-        ? `mesh: no operator credential at ${credentialFile}: pass --credential <file> (MESH_CREDENTIAL) to ask the controller`
-        : `mesh: no mesh in ${paths.dir} and no operator credential at ${credentialFile}: to look at a mesh elsewhere pass --credential <file> (MESH_CREDENTIAL); \`mesh up\` makes a new one here`);
-      return EXIT_USAGE;
+      throw new UsageError(here
+        ? `no operator credential at ${credentialFile}: pass --credential <file> (MESH_CREDENTIAL) to ask the controller`
+        : `no mesh in ${paths.dir} and no operator credential at ${credentialFile}: to look at a mesh elsewhere pass --credential <file> (MESH_CREDENTIAL); \`mesh up\` makes a new one here`);
     }
     const credential = loadCredential(credentialFile);
+    const genesisAddress = here ? readMeshFile(paths.dir).genesisAddress : credential.address;
     // The controller is asked wherever it runs, over the bus, as the operator (R51).
     let nc: NatsConnection;
     try {
       nc = await connectWithCredentialFile(credentialFile, { name: "mesh-status", reconnect: false, timeoutMs: ctx.globals.timeoutMs });
     } catch (error) {
       if (!(error instanceof BusConnectError)) throw error;
-      ctx.err(`mesh: the bus at ${credential.address} did not admit ${credential.user}: ${error.message.split("\n")[0]}${Object.keys(processes).length ? `; here: ${running(processes)}` : ""}`);
-      return EXIT_REFUSED;
+      return notOk(genesisAddress, "connection", `the bus at ${credential.address} did not admit ${credential.user}: ${error.message.split("\n")[0]}${Object.keys(processes).length ? `; here: ${running(processes)}` : ""}`);
     }
     try {
       const summary = await readSummary(paths, nc, ctx.globals.timeoutMs, {
@@ -127,13 +157,13 @@ const statusVerb: CliVerb = {
         processes,
         ...(here ? {} : { mesh: { genesisAddress: credential.address, fingerprint: credential.fingerprint ?? "-" } }),
       });
-      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, summary }, null, 2));
+      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, ...base(genesisAddress), summary: summaryJson(summary) }, null, 2));
       else for (const line of renderSummary(summary)) ctx.out(line);
       return EXIT_OK;
     } catch (error) {
       if (!(error instanceof CommandTransportError || error instanceof UpError)) throw error;
-      ctx.err(`mesh: the controller did not answer at ${credential.address}: ${error.message.split("\n")[0]}${Object.keys(processes).length ? `; here: ${running(processes)}` : ""}`);
-      return EXIT_REFUSED;
+      const code = error instanceof CommandTransportError ? error.code : "not-running";
+      return notOk(genesisAddress, code, `the controller did not answer at ${credential.address}: ${error.message.split("\n")[0]}${Object.keys(processes).length ? `; here: ${running(processes)}` : ""}`);
     } finally {
       await nc.close().catch(() => undefined);
     }
@@ -142,13 +172,13 @@ const statusVerb: CliVerb = {
 
 const genesisVerb: CliVerb = {
   path: ["genesis"],
-  summary: "create a new mesh in a folder: keys, bus certificate and configuration, first user list, credentials (R13)",
+  summary: "create a new mesh in a folder: keys, bus certificate and configuration, first user list, credentials",
   options: [
     DIR_OPTION,
-    { flags: "--address <tls://host:port>", description: "MESH_BROKER_ADDRESS: the broker's public endpoint (R8: port 4222 when absent)", required: true },
+    { flags: "--address <tls://host:port>", description: "MESH_BROKER_ADDRESS: the broker's public endpoint (port 4222 when none is given)", required: true },
     { flags: "--name <names>", description: "more names for the bus certificate, comma separated (overlay names)" },
     { flags: "--operator <name>", description: "the first operator's name (default admin)" },
-    { flags: "--node <name>", description: "the genesis node (R56): enrolled at genesis and carried in the first user list; its enrol reply goes to <dir>/<name>.enrol.json" },
+    { flags: "--node <name>", description: "the genesis node: enrolled at genesis and carried in the first user list; its enrol reply goes to <dir>/<name>.enrol.json" },
     { flags: "--node-state <dir>", description: "the genesis node's state folder, where `mesh host init` wrote node.pub (with --node)" },
     { flags: "--systemd", description: "leave the bus stopped and write systemd units: <dir>/mesh-bus.service, mesh-controller.service, and mesh-host.service with --node" },
     { flags: "--force", description: "replace the mesh in the folder (its records are lost)" },

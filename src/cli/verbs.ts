@@ -7,7 +7,7 @@ import type { Reply } from "../commands/envelope.ts";
 import { HISTORY_LIMIT } from "../commands/history.ts";
 import { PAGE_LIMIT_MAX } from "../commands/paging.ts";
 import { ENTITY_KINDS } from "../names.ts";
-import { EXIT_OK, EXIT_REFUSED, UsageError, loadCredential, type CliContext } from "./context.ts";
+import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, loadCredential, type CliContext, type GlobalOptionName } from "./context.ts";
 import { writeBusCredential } from "../files/index.ts";
 import { pendingCredentialFile } from "../bootstrap/credential.ts";
 import { readManifestFiles, registrationOrder } from "./manifests.ts";
@@ -36,6 +36,8 @@ export type CliVerb = {
   summary: string;
   arguments?: readonly ArgumentSpec[];
   options?: readonly OptionSpec[];
+  /** The shared options it takes (none when absent); their values arrive in `ctx.globals`, not in `options`. */
+  globals?: readonly GlobalOptionName[];
   /** Returns the exit code (EXIT_OK, EXIT_REFUSED); throws UsageError or a transport error for 2. */
   run(ctx: CliContext, args: readonly unknown[], options: Readonly<Record<string, unknown>>): Promise<number>;
 };
@@ -45,7 +47,8 @@ type Row = Record<string, unknown>;
 /**
  * Prints a reply (JSON with --json, else readable lines) and returns its exit code. `spelled`
  * maps a request field to how the person typed it (`publicKey` → `--key`), so a refusal names
- * the flag or argument to fix rather than the wire field.
+ * the flag or argument to fix rather than the wire field. A refusal a retry can get past
+ * (`busy-retry`) names `commandId`, the id that was sent, for `--command-id`.
  */
 export function report(
   ctx: CliContext,
@@ -53,31 +56,29 @@ export function report(
   reply: Reply,
   render: (reply: Row) => string[] = renderGeneric,
   spelled: Readonly<Record<string, string>> = {},
+  commandId?: string,
 ): number {
   if (ctx.globals.json) {
-    ctx.out(JSON.stringify(reply, null, 2));
+    ctx.out(JSON.stringify(!reply.ok && commandId !== undefined ? { ...reply, commandId } : reply, null, 2));
   } else if (reply.ok) {
-    for (const line of [...render(reply), ...duplicateNote(reply)]) ctx.out(line);
+    for (const line of [...(reply.dryRun === true ? renderDryRun(reply) : render(reply)), ...duplicateNote(reply)]) ctx.out(line);
   }
   if (!reply.ok) {
     const { code, field } = reply.error;
     const typed = field === undefined ? undefined : spelled[field];
     const where = field === undefined ? "" : typed === undefined ? ` at "${field}"` : ` at ${typed}`;
     const message = field === undefined || typed === undefined ? reply.error.message : reply.error.message.split(`"${field}"`).join(typed);
-    ctx.err(`mesh ${verb.replace(/\./g, " ")}: refused (${code})${where}: ${message}`);
+    const retry = code === "busy-retry" && commandId !== undefined ? ` (retry with --command-id ${commandId})` : "";
+    ctx.err(`mesh ${verb.replace(/\./g, " ")}: refused (${code})${where}: ${message}${retry}`);
     return EXIT_REFUSED;
   }
   return EXIT_OK;
 }
 
-/** The body's command id from --command-id, when given. */
-function withCommandId(ctx: CliContext, body: Row): Row {
-  return ctx.globals.commandId === undefined ? body : { ...body, commandId: ctx.globals.commandId };
-}
-
 /**
  * A verb that sends one request to the controller: `body` turns arguments into the request's
- * fields, `render` turns an ok reply into lines.
+ * fields, `render` turns an ok reply into lines. `mutates` (a command, not a query) adds
+ * --command-id and --dry-run.
  */
 export function busVerb(spec: {
   path: readonly string[];
@@ -85,6 +86,10 @@ export function busVerb(spec: {
   summary: string;
   arguments?: readonly ArgumentSpec[];
   options?: readonly OptionSpec[];
+  /** A command that changes the records (default true): takes --command-id and --dry-run. */
+  mutates?: boolean;
+  /** Whether the controller serves this verb's dry run (default: `mutates`); `replay` has its own report. */
+  dryRun?: boolean;
   body(args: readonly unknown[], options: Readonly<Record<string, unknown>>): Row;
   render?(reply: Row): string[];
   /** The exit code of an ok reply when it is not always EXIT_OK (`explain`: 1 when denied). */
@@ -104,41 +109,66 @@ export function busVerb(spec: {
    */
   paged?: string;
 }): CliVerb {
-  const options = spec.paged === undefined ? spec.options : [...(spec.options ?? []), ...PAGE_OPTIONS];
+  const mutates = spec.mutates ?? true;
+  const canDryRun = spec.dryRun ?? mutates;
+  const options = [...(spec.options ?? []), ...(spec.paged === undefined ? [] : PAGE_OPTIONS), ...(canDryRun ? [DRY_RUN_OPTION] : [])];
   return {
     path: spec.path,
     summary: spec.summary,
     ...(spec.arguments ? { arguments: spec.arguments } : {}),
-    ...(options ? { options } : {}),
+    ...(options.length > 0 ? { options } : {}),
+    globals: mutates ? COMMAND_GLOBALS : QUERY_GLOBALS,
     async run(ctx, args, options) {
-      // Always a command id (--command-id or a fresh one): a timeout names it, so the retry is safe.
-      const commandId = ctx.globals.commandId ?? randomUUID();
-      const body = { ...spec.body(args, options), commandId };
-      const send = async (page: Row): Promise<Reply> => {
-        const nc = await ctx.connection();
-        return sendCommand(nc, ctx.asker(), spec.verb, { ...body, ...page }, { timeoutMs: ctx.globals.timeoutMs }).catch((error: unknown) => {
-          if (error instanceof CommandTransportError && error.code === "timeout") {
-            throw new CommandTransportError(
-              "timeout",
-              `the controller did not answer ${spec.verb} within ${ctx.globals.timeoutMs} ms (--timeout); it may still apply it: retry with --command-id ${commandId} (the same id appends nothing twice)`,
-              { cause: error },
-            );
-          }
-          throw error;
-        });
-      };
+      const dryRun = canDryRun && options.dryRun === true;
+      // A command always carries an id (--command-id or a fresh one): a timeout or a busy refusal names it, so the retry is safe.
+      const commandId = mutates ? ctx.globals.commandId ?? randomUUID() : undefined;
+      const { dryRun: _dry, ...rest } = options;
+      const body = { ...spec.body(args, rest), ...(commandId === undefined ? {} : { commandId }), ...(dryRun ? { dryRun: true } : {}) };
+      const send = (page: Row): Promise<Reply> => sendOrNameId(ctx, spec.verb, { ...body, ...page }, commandId);
       // A list verb (R59) follows every page unless --limit / --continue ask for one.
-      const page = spec.paged === undefined ? {} : pageArguments(spec.verb, options);
+      const page = spec.paged === undefined ? {} : pageArguments(spec.verb, rest);
       const reply = page === null ? await followPages(spec.paged!, send) : await send(page);
-      let shown = reply.ok && spec.receive ? ({ ...spec.receive(ctx, reply as Row), ok: true } as Reply) : reply;
-      if (shown.ok && spec.enrich) shown = { ...(await spec.enrich(ctx, shown as Row)), ok: true } as Reply;
-      const code = report(ctx, spec.verb, shown, spec.render, spec.spelled);
+      let shown = reply.ok && spec.receive && !dryRun ? ({ ...spec.receive(ctx, reply as Row), ok: true } as Reply) : reply;
+      if (shown.ok && spec.enrich && !dryRun) shown = { ...(await spec.enrich(ctx, shown as Row)), ok: true } as Reply;
+      const code = report(ctx, spec.verb, shown, spec.render, spec.spelled, commandId);
       if (reply.ok && typeof reply.continue === "string" && !ctx.globals.json) {
         ctx.err(`more ${spec.paged ?? "items"}: mesh ${spec.path.join(" ")} ${page?.limit === undefined ? "" : `--limit ${String(page.limit)} `}--continue ${reply.continue}`);
       }
       return reply.ok && spec.exitCode ? spec.exitCode(reply) : code;
     },
   };
+}
+
+/**
+ * sendCommand, with a timeout's error naming the command id that was sent (when there is one), so
+ * `--command-id` retries it safely.
+ */
+async function sendOrNameId(ctx: CliContext, verb: string, body: Row, commandId: string | undefined): Promise<Reply> {
+  return sendCommand(await ctx.connection(), ctx.asker(), verb, body, { timeoutMs: ctx.globals.timeoutMs }).catch((error: unknown) => {
+    if (error instanceof CommandTransportError && error.code === "timeout") {
+      const retry = commandId === undefined
+        ? "ask again"
+        : `it may still apply it: retry with --command-id ${commandId} (the same id appends nothing twice)`;
+      throw new CommandTransportError("timeout", `the controller did not answer ${verb} within ${ctx.globals.timeoutMs} ms (--timeout); ${retry}`, {
+        cause: error,
+        ...(commandId === undefined ? {} : { commandId }),
+      });
+    }
+    throw error;
+  });
+}
+
+/** Readable lines of a dry run's reply: the events the command would append, nothing written. */
+export function renderDryRun(reply: Row): string[] {
+  const events = Array.isArray(reply.events) ? (reply.events as Row[]) : [];
+  if (reply.duplicate === true || events.length === 0) return ["dry run: nothing would be appended"];
+  return [
+    `dry run: would append ${events.length} event(s), nothing was written:`,
+    ...events.map((event) => {
+      const { type, actor: _a, commandId: _c, at: _t, ...fields } = event;
+      return `  ${String(type)} ${JSON.stringify(fields)}`;
+    }),
+  ];
 }
 
 const arg = (name: string, description: string): ArgumentSpec => ({ name, description });
@@ -243,48 +273,63 @@ function historyLimit(value: unknown): number {
 }
 const str = (value: unknown): string => String(value);
 
-/** `mesh module register <module.json...>`: one command per manifest, declarers first (R25). */
+/**
+ * `mesh module register <module.json...>`: one command per manifest, declarers first (R25). Every
+ * manifest is tried and each gets its own line, registered or refused: a refusal of one does not
+ * hold back the others that do not depend on it (as `kubectl apply -f a b c`), and a manifest that
+ * needs a refused one's seat is refused naming that seat, so nothing is silently skipped. Exit 1
+ * when any was refused. `--json`: always `{ ok, results: [{ file, reply }] }`, plus `error` (the
+ * first refusal's code) when one was refused. With --dry-run each manifest is decided alone
+ * against the records as they are (one that needs another's seat is refused then).
+ */
 const moduleRegister: CliVerb = {
   path: ["module", "register"],
-  summary: "register modules from their module.json files (declarers of seats first)",
+  summary: "register modules from their module.json files (declarers of seats first); each is tried and reported",
   arguments: [{ name: "manifests", description: "module.json files", variadic: true }],
-  async run(ctx, args) {
+  options: [DRY_RUN_OPTION],
+  globals: COMMAND_GLOBALS,
+  async run(ctx, args, options) {
     const files = (args[0] ?? []) as string[];
     if (files.length === 0) throw new UsageError("mesh module register: pass at least one module.json");
     if (ctx.globals.commandId !== undefined && files.length > 1) {
       throw new UsageError("--command-id names one command: register one manifest at a time with it");
     }
+    const dryRun = options.dryRun === true;
     const items = registrationOrder(readManifestFiles(files));
-    const nc = await ctx.connection();
-    const replies: Array<{ file: string; reply: Reply }> = [];
-    let code = EXIT_OK;
+    const results: Array<{ file: string; reply: Reply }> = [];
+    const quiet: CliContext = { ...ctx, globals: { ...ctx.globals, json: false }, out: () => undefined };
     for (const { file, manifest } of items) {
-      const reply = await sendCommand(nc, ctx.asker(), "module.register", withCommandId(ctx, { manifest }), { timeoutMs: ctx.globals.timeoutMs });
-      replies.push({ file, reply });
+      const commandId = ctx.globals.commandId ?? randomUUID();
+      const reply = await sendOrNameId(ctx, "module.register", { manifest, commandId, ...(dryRun ? { dryRun: true } : {}) }, commandId);
+      results.push({ file, reply });
       if (!reply.ok) {
         ctx.err(`${file}:`);
-        code = EXIT_REFUSED;
-        if (!ctx.globals.json) report(ctx, "module.register", reply);
-        break;
+        report(ctx.globals.json ? quiet : ctx, "module.register", reply, renderGeneric, {}, commandId);
+        continue;
       }
-      if (!ctx.globals.json) {
-        const r = reply as Row;
-        const declares = (r.declares as string[] | undefined) ?? [];
-        const claims = (r.claims as string[] | undefined) ?? [];
-        ctx.out(`registered ${str(r.module)} ${str(r.version)}` +
-          `${declares.length ? `; declares ${declares.join(", ")}` : ""}${claims.length ? `; claims ${claims.join(", ")}` : ""}`);
-        for (const line of duplicateNote(r)) ctx.out(line);
+      if (ctx.globals.json) continue;
+      const r = reply as Row;
+      if (dryRun) {
+        ctx.out(`${file}:`);
+        for (const line of renderDryRun(r)) ctx.out(line);
+        continue;
       }
+      const declares = (r.declares as string[] | undefined) ?? [];
+      const claims = (r.claims as string[] | undefined) ?? [];
+      ctx.out(`registered ${str(r.module)} ${str(r.version)}` +
+        `${declares.length ? `; declares ${declares.join(", ")}` : ""}${claims.length ? `; claims ${claims.join(", ")}` : ""}`);
+      for (const line of duplicateNote(r)) ctx.out(line);
+    }
+    const refused = results.filter((r) => !r.reply.ok);
+    if (refused.length > 0 && results.length > 1) {
+      ctx.err(`refused ${refused.length} of ${results.length} (${refused.map((r) => r.file).join(", ")}); the others were registered${dryRun ? " (dry run: would be)" : ""}`);
     }
     if (ctx.globals.json) {
-      if (files.length === 1) ctx.out(JSON.stringify(replies[0]!.reply, null, 2));
-      else ctx.out(JSON.stringify(replies, null, 2));
-      if (code !== EXIT_OK) {
-        const last = replies.at(-1)!.reply;
-        if (!last.ok) report({ ...ctx, globals: { ...ctx.globals, json: false } }, "module.register", last);
-      }
+      const first = refused[0];
+      const error = first && !first.reply.ok ? { error: { ...first.reply.error, message: `${first.file}: ${first.reply.error.message}` } } : {};
+      ctx.out(JSON.stringify({ ok: refused.length === 0, ...error, ...(dryRun ? { dryRun: true } : {}), results }, null, 2));
     }
-    return code;
+    return refused.length > 0 ? EXIT_REFUSED : EXIT_OK;
   },
 };
 
@@ -295,7 +340,7 @@ const moduleRegister: CliVerb = {
 export const CLI_VERBS: CliVerb[] = [
   busVerb({
     path: ["node", "enrol"], verb: "node.enrol",
-    summary: "enrol a node and mint its credential (R1); the password comes back sealed to the node's key",
+    summary: "enrol a node and mint its credential (it cannot reach the bus without one); the password comes back sealed to the node's key",
     arguments: [arg("name", "the node's name (also its overlay label)")],
     options: [{ flags: "--key <public-key>", description: "the node's X25519 public key (base64), printed by its host agent", required: true }],
     body: (a, o) => ({ node: a[0], publicKey: o.key }),
@@ -317,7 +362,7 @@ export const CLI_VERBS: CliVerb[] = [
   }),
   moduleRegister,
   busVerb({
-    path: ["module", "issue"], verb: "module.issue", summary: "mint a module's credential (R1)",
+    path: ["module", "issue"], verb: "module.issue", summary: "mint a module's credential: until then its node's declaration leaves it out",
     arguments: [arg("module", "the registered module")],
     body: (a) => ({ module: a[0] }),
     render: (r) => {
@@ -338,7 +383,7 @@ export const CLI_VERBS: CliVerb[] = [
     render: (r) => [`unassigned ${str(r.module)} from ${str(r.node)}${((r.nodes ?? []) as string[]).length ? ` (still on ${((r.nodes ?? []) as string[]).join(", ")})` : ""}`],
   }),
   busVerb({
-    path: ["seat", "alias"], verb: "seat.alias", summary: "rename a seat: lookups of <old> resolve to <new> (R27)",
+    path: ["seat", "alias"], verb: "seat.alias", summary: "rename a seat: lookups of <old> resolve to <new> (a cycle or a missing <new> is refused)",
     arguments: [arg("old", "the old seat name"), arg("new", "the seat it now resolves to")],
     body: (a) => ({ from: a[0], to: a[1] }),
     spelled: { from: "<old>", to: "<new>" },
@@ -354,7 +399,7 @@ export const CLI_VERBS: CliVerb[] = [
     ],
   }),
   busVerb({
-    path: ["overlay", "place"], verb: "overlay.place", summary: "put a node on the overlay (R9, R10)",
+    path: ["overlay", "place"], verb: "overlay.place", summary: "put a node on the overlay (one node may be the hub); credentials minted before keep their old address until rotated",
     arguments: [arg("node", "the enrolled node")],
     options: [{ flags: "--hub", description: "make it the overlay's one hub" }],
     body: (a, o) => (o.hub === true ? { node: a[0], hub: true } : { node: a[0] }),
@@ -368,7 +413,7 @@ export const CLI_VERBS: CliVerb[] = [
     },
   }),
   busVerb({
-    path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's password (your own: saved into your credential file, R50)",
+    path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's password (your own is kept beside your credential file and used once the next push installs it)",
     arguments: [arg("kind", "controller, operator, node, module or builder"), arg("name", "the principal's name")],
     body: (a) => ({ kind: a[0], name: a[1] }),
     receive: saveOwnRotation,
@@ -382,30 +427,30 @@ export const CLI_VERBS: CliVerb[] = [
       ];
     },
   }),
-  busVerb({ path: ["where"], verb: "where", summary: "where every node is on the overlay", body: () => ({}), render: renderWhere, paged: "placed" }),
+  busVerb({ path: ["where"], verb: "where", mutates: false, summary: "where every node is on the overlay", body: () => ({}), render: renderWhere, paged: "placed" }),
   busVerb({
-    path: ["seats"], verb: "seats", summary: "every seat: declarer, protocol, holders", body: () => ({}),
+    path: ["seats"], verb: "seats", mutates: false, summary: "every seat: declarer, protocol, holders", body: () => ({}),
     render: renderList("seats", ["name", "declaredBy", "protocol", "accepts", "emits", "holders", "aliases"]),
     paged: "seats",
   }),
   busVerb({
-    path: ["nodes"], verb: "nodes", summary: "every node: overlay place, modules, its last report (R55)", body: () => ({}),
+    path: ["nodes"], verb: "nodes", mutates: false, summary: "every node: overlay place, modules, its last report", body: () => ({}),
     render: renderNodes,
     enrich: withLastReports,
     paged: "nodes",
   }),
   busVerb({
-    path: ["modules"], verb: "modules", summary: "every module: version, nodes, seats", body: () => ({}),
+    path: ["modules"], verb: "modules", mutates: false, summary: "every module: version, nodes, seats", body: () => ({}),
     render: renderList("modules", ["name", "version", "issued", "nodes", "declares", "claims"]),
     paged: "modules",
   }),
   busVerb({
-    path: ["credentials"], verb: "credentials", summary: "every credential (never a secret)", body: () => ({}),
+    path: ["credentials"], verb: "credentials", mutates: false, summary: "every credential (never a secret)", body: () => ({}),
     render: renderList("credentials", ["user", "principal", "address", "mintedAt"]),
     paged: "credentials",
   }),
   busVerb({
-    path: ["reports"], verb: REPORTS_VERB, summary: `each node's last report on the bus: what it applied, when, drift (R55); ${REPORTS_PAGE} a page`,
+    path: ["reports"], verb: REPORTS_VERB, mutates: false, summary: `each node's last report on the bus: what it applied, when, files found changed and written back; ${REPORTS_PAGE} a page`,
     options: [{ flags: "--after <node>", description: "the next page: start after this node (the previous page's `next`)" }],
     body: (_args, options) => (typeof options.after === "string" ? { after: options.after } : {}),
     render: (reply) => [
@@ -414,15 +459,15 @@ export const CLI_VERBS: CliVerb[] = [
     ],
   }),
   busVerb({
-    path: ["history"], verb: "history", summary: "every event about one entity, wherever it was filed, with actor, command id and time",
+    path: ["history"], verb: "history", mutates: false, summary: "every event about one entity, wherever it was filed, with actor, command id and time",
     arguments: [arg("kind", ENTITY_KINDS.join(", ")), arg("id", "its name")],
     options: [{ flags: "--limit <n>", description: `the newest events to show, 1 to ${HISTORY_LIMIT} (default ${HISTORY_LIMIT})` }],
     body: (a, o) => ({ kind: a[0], id: a[1], ...(o.limit === undefined ? {} : { limit: historyLimit(o.limit) }) }),
     render: renderHistory,
   }),
   busVerb({
-    path: ["explain"], verb: "explain",
-    summary: "which manifest line and record allow a principal to pub or sub a subject, or why nothing does (exit 0 allowed, 1 denied)",
+    path: ["explain"], verb: "explain", mutates: false,
+    summary: "which manifest line and record allow a principal to pub or sub a subject, or why nothing does (exit 0 allowed, 1 denied); without a subject, every grant it has",
     arguments: EXPLAIN_ARGUMENTS, body: explainBody, render: renderExplain, exitCode: explainExitCode,
   }),
   ...HOST_VERBS,

@@ -91,6 +91,19 @@ export type QueryDefinition<Schema extends z.ZodType> = {
 /** Every reply: `{ ok: true, ... }` or `{ ok: false, error }`. */
 export type Reply = ({ ok: true; duplicate?: boolean; unchanged?: boolean } & Record<string, unknown>) | { ok: false; error: Refusal };
 
+/**
+ * A query's answer that is a refusal, not an answer: the entity asked about does not exist
+ * (`not-found`). The server replies `{ ok: false, error: refusal }`, so the CLI exits 1.
+ */
+export class QueryRefused {
+  constructor(readonly refusal: Refusal) {}
+}
+
+/** Shorthand for a query answer saying the entity asked about does not exist (code `not-found`). */
+export function notFound(message: string, field?: string): QueryRefused {
+  return new QueryRefused(field === undefined ? { code: "not-found", message } : { code: "not-found", message, field });
+}
+
 /** Shorthand for a refusal decision. */
 export function refuse(code: string, message: string, field?: string): Decision {
   return { ok: false, refusal: field === undefined ? { code, message } : { code, message, field } };

@@ -3,7 +3,7 @@ import type { Commit, Entity, MeshEvent } from "../events/index.ts";
 import type { SequencedCommit, State } from "../projections/index.ts";
 import { assertNever } from "../projections/assertNever.ts";
 import { busUser, ENTITY_KINDS } from "../names.ts";
-import type { QueryDefinition } from "./envelope.ts";
+import { notFound, type QueryDefinition } from "./envelope.ts";
 
 /** The most events one history answer holds unless `limit` says fewer: the newest ones. */
 export const HISTORY_LIMIT = 500;
@@ -210,6 +210,9 @@ export const history: QueryDefinition<typeof HistoryRequest> = {
   },
   fromCommits: {
     concerns: (commit, query) => concerns(commit, { kind: query.kind, id: query.id }),
-    answer: historyOf,
+    answer: (commits, query) => {
+      const found = historyOf(commits, query);
+      return found.total === 0 ? notFound(`no records about ${query.kind} ${query.id}: check the name (mesh nodes, mesh modules, mesh seats)`, "id") : found;
+    },
   },
 };

@@ -21,7 +21,8 @@ import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, Rec
 import type { SequencedCommit } from "../projections/index.ts";
 import { hashPassword, isNodePublicKey, newPassword, sealToNode } from "../crypto/secrets.ts";
 import type { ComposeConfig } from "../compose/types.ts";
-import type { Envelope, FreshSecret, QueryContext, Refusal, Reply, ReplyTools } from "./envelope.ts";
+import { QueryRefused, type CommandDefinition, type Envelope, type FreshSecret, type QueryContext, type Refusal, type Reply, type ReplyTools } from "./envelope.ts";
+import { appliedSequence, type State } from "../projections/index.ts";
 import { parseRequest } from "./validation.ts";
 import { commandRequest } from "../events/reuse.ts";
 import { PageRequest, pageOf } from "./paging.ts";
@@ -196,9 +197,12 @@ export async function handleCommand(
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     return failure("invalid-json", "the request body must be one JSON object");
   }
-  const { commandId: givenId, ...fields } = body as Record<string, unknown>;
+  const { commandId: givenId, dryRun, ...fields } = body as Record<string, unknown>;
   if (givenId !== undefined && !CommandId.safeParse(givenId).success) {
     return failure("invalid-request", "\"commandId\": use 1 to 128 letters, digits, dots, dashes, colons or underscores, or leave it out", "commandId");
+  }
+  if (dryRun !== undefined && typeof dryRun !== "boolean") {
+    return failure("invalid-request", "\"dryRun\": true (decide, append nothing) or false, or leave it out", "dryRun");
   }
   // List verbs (R59) take `limit` and `continue` beside their own fields.
   const paging = def.kind === "query" && def.page !== undefined ? splitPaging(fields) : null;
@@ -214,10 +218,14 @@ export async function handleCommand(
       // Answered from the records (history): a scan of the commits up to the folded sequence.
       const { concerns, answer } = def.fromCommits;
       const commits = await scanCommits(nc, state.sequence, (commit) => concerns(commit, parsed.value));
-      return { ok: true, asOf: state.sequence, ...spread(withoutSecrets(answer(commits, parsed.value))) };
+      const answered = answer(commits, parsed.value);
+      if (answered instanceof QueryRefused) return { ok: false, error: answered.refusal };
+      return { ok: true, asOf: state.sequence, ...spread(withoutSecrets(answered)) };
     }
     const context: QueryContext = deps.compose === undefined ? {} : { compose: deps.compose };
-    const answer = spread(def.answer(state, parsed.value, context));
+    const answered = def.answer(state, parsed.value, context);
+    if (answered instanceof QueryRefused) return { ok: false, error: answered.refusal };
+    const answer = spread(answered);
     if (def.page === undefined || !paging) return { ok: true, asOf: state.sequence, ...answer };
     const page = pageOf(verb, def.page, answer, paging.page, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
     if (!page.ok) return { ok: false, error: page.refusal };
@@ -228,6 +236,7 @@ export async function handleCommand(
   const commandId = typeof givenId === "string" ? givenId : deps.newId();
   const secrets: FreshSecret[] = [];
   const envelope: Envelope = { commandId, actor, now: deps.now().toISOString(), secrets };
+  if (dryRun === true) return dryRunOf(await catalogue.catchUp(), def, parsed.value, envelope, deps);
   // R53: what this id is used for, recorded with the commit and compared on a duplicate.
   const request = commandRequest(verb, parsed.value);
   const result = await catalogue.transact(commandId, (state) => {
@@ -245,6 +254,24 @@ export async function handleCommand(
     sequence: result.sequence,
     ...spread(def.reply(result.state, result.events, tools, result.entity)),
   };
+}
+
+/**
+ * A command's dry run (`dryRun: true`): the same decide on the state caught up to the records'
+ * end, nothing appended. The reply is `{ ok: true, dryRun: true, commandId, wouldAppendAfter,
+ * events }` with every hash, password and sealed secret taken out of the events (R3), or the
+ * refusal the command would get. A command id already applied answers `duplicate: true` and no
+ * events, as the real command would append nothing.
+ */
+function dryRunOf(state: State, def: CommandDefinition<z.ZodType>, command: unknown, envelope: Envelope, deps: ServeDependencies): Reply {
+  const base = { ok: true as const, dryRun: true, commandId: envelope.commandId, wouldAppendAfter: state.sequence };
+  if (appliedSequence(state, envelope.commandId) !== undefined) return { ...base, duplicate: true, events: [] };
+  const needed = def.secretsNeeded(state, command);
+  const secrets = envelope.secrets as FreshSecret[];
+  while (secrets.length < needed) secrets.push(freshSecret(deps));
+  const decision = def.decide(state, command, envelope);
+  if (!decision.ok) return { ok: false, error: decision.refusal };
+  return { ...base, ...(decision.unchanged ? { unchanged: true } : {}), entity: decision.entity, events: withoutSecrets(decision.events) };
 }
 
 /**

@@ -5,11 +5,22 @@ import type { QueryDefinition } from "./envelope.ts";
 /** `where {}`: where every node is on the overlay, the hub, and the node the broker runs on. */
 export const WhereRequest = z.object({}).strict();
 
-/** `placed`: node → overlay name for placed nodes only (R7); `broker`: brokerNode (R6), or null. */
-export type WhereAnswer = { placed: Record<string, string>; hub: string | null; broker: string | null };
+/** One placed node: its overlay name (R7), and whether it is the hub (R9) or the broker's node (R6). */
+export type PlacedNode = { node: string; overlayName: string; hub: boolean; broker: boolean };
+
+/**
+ * `placed`: every node on the overlay, sorted by name (an array of objects, like every list a
+ * reply carries); `hub`: the hub or null; `broker`: brokerNode (R6), or null.
+ */
+export type WhereAnswer = { placed: PlacedNode[]; hub: string | null; broker: string | null };
 
 export function answer(state: State): WhereAnswer {
-  return { placed: { ...whereEveryoneIs(state.overlay) }, hub: state.overlay.hub, broker: brokerNode(state) };
+  const broker = brokerNode(state);
+  const hub = state.overlay.hub;
+  const placed = Object.entries(whereEveryoneIs(state.overlay))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([node, overlayName]) => ({ node, overlayName, hub: node === hub, broker: node === broker }));
+  return { placed, hub, broker };
 }
 
 export const where: QueryDefinition<typeof WhereRequest> = {
@@ -18,5 +29,5 @@ export const where: QueryDefinition<typeof WhereRequest> = {
   summary: "where every node is on the overlay, the hub and the broker's node",
   schema: WhereRequest,
   answer,
-  page: { field: "placed" },
+  page: { field: "placed", key: (item) => (item as PlacedNode).node },
 };

@@ -41,7 +41,7 @@ export function renderSummary(summary: UpSummary): string[] {
   lines.push("", "nodes:");
   lines.push(...table(
     summary.nodes.map((n) => [n.name, dash(n.overlayName) + (n.hub ? " (hub)" : ""), dash(n.credentialAddress), n.modules.join(",") || "-"]),
-    ["NODE", "OVERLAY", "DIALS", "MODULES"],
+    ["NODE", "OVERLAY", "ADDRESS", "MODULES"],
   ));
   lines.push("", "seats:");
   lines.push(...table(

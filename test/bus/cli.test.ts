@@ -101,7 +101,10 @@ describe("mesh CLI over a real server", () => {
     assert.equal(where.code, EXIT_OK, where.err);
     const answer = where.json();
     assert.equal(answer.ok, true);
-    assert.deepEqual(answer.placed, { alpha: "alpha.internal", beta: "beta.internal" });
+    assert.deepEqual(answer.placed, [
+      { node: "alpha", overlayName: "alpha.internal", hub: true, broker: true },
+      { node: "beta", overlayName: "beta.internal", hub: false, broker: false },
+    ], "a list of objects, not a map");
     assert.equal(answer.hub, "alpha");
     assert.equal(answer.broker, "alpha");
 

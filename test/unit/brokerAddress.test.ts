@@ -69,7 +69,7 @@ describe("the broker's address from a sequence of records", () => {
     //    the portless address gets the standard port (R8) on every credential path.
     let mesh = given(PORTLESS_GENESIS, registration(broker));
     assert.equal(brokerNode(mesh.state), null, "R6: nothing holds mesh-broker and there is no hub");
-    assert.deepEqual(mesh.query("where"), { placed: {}, hub: null, broker: null });
+    assert.deepEqual(mesh.query("where"), { placed: [], hub: null, broker: null });
     for (const node of nodes) {
       const enrol = mesh.when("node.enrol", { node, publicKey: NODE_KEY });
       assert.equal(mintedAddress(enrol), GENESIS_4222, `R7 R8: ${node} is enrolled for the genesis address with port 4222`);

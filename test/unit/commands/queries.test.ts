@@ -18,9 +18,15 @@ const mesh: EventBody[] = [
 ];
 
 describe("queries", () => {
-  it("R6 R7: where answers the placed nodes, the hub and the broker's node", () => {
-    assert.deepEqual(given(...mesh).query("where"), { placed: { hub: "hub.internal", alpha: "alpha.internal" }, hub: "hub", broker: "alpha" });
-    assert.deepEqual(given(GENESIS).query("where"), { placed: {}, hub: null, broker: null });
+  it("R6 R7: where answers the placed nodes (an array of objects, sorted), the hub and the broker's node", () => {
+    assert.deepEqual(given(...mesh).query("where"), {
+      placed: [
+        { node: "alpha", overlayName: "alpha.internal", hub: false, broker: true },
+        { node: "hub", overlayName: "hub.internal", hub: true, broker: false },
+      ],
+      hub: "hub", broker: "alpha",
+    });
+    assert.deepEqual(given(GENESIS).query("where"), { placed: [], hub: null, broker: null });
   });
 
   it("R17 R24 R27: seats answers each seat's fields, holders and aliases", () => {

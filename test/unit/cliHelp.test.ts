@@ -1,0 +1,211 @@
+/**
+ * Issue 12, the CLI as a new user meets it: its version, help texts that say what happens (no
+ * rule ids), the shared options shown only where they apply, failures under --json as JSON on
+ * stdout, and one title per concept across tables. No server: what needs a mesh is in
+ * test/bus/cliIssue12.test.ts.
+ */
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { runCli } from "../../src/cli/run.ts";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type CliContext, type CliIo } from "../../src/cli/context.ts";
+import { CLI_VERBS, renderDryRun } from "../../src/cli/verbs.ts";
+import { columnTitle, renderList, renderWhere } from "../../src/cli/render.ts";
+import { renderSummary, type UpSummary } from "../../src/up/summary.ts";
+import { onlyNamed, renderPush } from "../../src/cli/push.ts";
+import { explainBody, renderExplain, explainExitCode } from "../../src/cli/explain.ts";
+import type { PushReport } from "../../src/push/push.ts";
+
+function memoryIo(env: Record<string, string> = {}): CliIo & { out(): string; err(): string } {
+  let out = "";
+  let err = "";
+  return { stdout: { write: (s: string) => { out += s; } }, stderr: { write: (s: string) => { err += s; } }, env, out: () => out, err: () => err };
+}
+
+/** `--help` of every verb, and of the groups and the program. */
+async function everyHelp(): Promise<Array<{ words: string; text: string }>> {
+  const paths = [[], ...new Set(CLI_VERBS.flatMap((v) => v.path.slice(0, -1).map((_, i) => v.path.slice(0, i + 1).join(" ")))).values()]
+    .map((p) => (Array.isArray(p) ? p : p.split(" ")));
+  const all = [...paths, ...CLI_VERBS.map((v) => [...v.path])];
+  const helps: Array<{ words: string; text: string }> = [];
+  for (const words of all) {
+    const io = memoryIo();
+    assert.equal(await runCli([...words, "--help"], io), EXIT_OK, words.join(" "));
+    helps.push({ words: words.join(" "), text: io.out() });
+  }
+  return helps;
+}
+
+describe("mesh help and version", () => {
+  it("mesh --version prints package.json's version and exits 0", async () => {
+    const io = memoryIo();
+    assert.equal(await runCli(["--version"], io), EXIT_OK);
+    const { version } = JSON.parse(readFileSync("package.json", "utf8")) as { version: string };
+    assert.equal(io.out().trim(), version);
+  });
+
+  it("no help text names a rule id (R29...): each says what happens instead", async () => {
+    for (const { words, text } of await everyHelp()) assert.doesNotMatch(text, /\bR\d+\b/, `mesh ${words} --help:\n${text}`);
+  });
+
+  it("shared options show only where they apply: --command-id on commands, --timeout where the controller is asked, none on genesis", async () => {
+    const helps = new Map((await everyHelp()).map((h) => [h.words, h.text]));
+    assert.match(helps.get("assign")!, /--command-id/);
+    assert.match(helps.get("assign")!, /--dry-run/);
+    assert.doesNotMatch(helps.get("nodes")!, /--command-id|--dry-run/);
+    assert.doesNotMatch(helps.get("down")!, /--timeout|--credential|--command-id/);
+    assert.doesNotMatch(helps.get("genesis")!, /--json|--timeout|--credential|--command-id/);
+    assert.doesNotMatch(helps.get("")!, /--credential|--timeout|--command-id/, "the program's own help lists no verb's options");
+    for (const verb of CLI_VERBS) {
+      const text = helps.get(verb.path.join(" "))!;
+      for (const [name, flag] of [["credential", "--credential"], ["timeout", "--timeout"], ["commandId", "--command-id"]] as const) {
+        if ((verb.globals ?? []).includes(name)) assert.ok(text.includes(flag), `${verb.path.join(" ")} lists ${flag}`);
+      }
+    }
+  });
+
+  it("mesh host --help lists --credential once (the node's credential, not the operator's)", async () => {
+    const io = memoryIo();
+    assert.equal(await runCli(["host", "--help"], io), EXIT_OK);
+    assert.equal(io.out().split("--credential").length - 1, 1, io.out());
+    assert.match(io.out(), /--credential <file>\s+agent: the node's credential/);
+  });
+});
+
+describe("mesh --json failures", () => {
+  it("a usage error under --json is JSON on stdout with a code, exit 2 unchanged", async () => {
+    const io = memoryIo({ MESH_CREDENTIAL: "/nonexistent/operator.json" });
+    assert.equal(await runCli(["nodes", "--json"], io), EXIT_USAGE);
+    const printed = JSON.parse(io.out()) as { ok: boolean; error: { code: string; message: string } };
+    assert.equal(printed.ok, false);
+    assert.equal(printed.error.code, "usage");
+    assert.ok(io.err().length > 0, "stderr still says it");
+  });
+
+  it("a parse error (unknown option) under --json is JSON on stdout too", async () => {
+    const io = memoryIo();
+    assert.equal(await runCli(["nodes", "--json", "--frobnicate"], io), EXIT_USAGE);
+    assert.equal((JSON.parse(io.out()) as { error: { code: string } }).error.code, "usage");
+  });
+
+  it("without --json a failure prints nothing on stdout", async () => {
+    const io = memoryIo({ MESH_CREDENTIAL: "/nonexistent/operator.json" });
+    assert.equal(await runCli(["nodes"], io), EXIT_USAGE);
+    assert.equal(io.out(), "");
+  });
+});
+
+describe("one title per concept across tables", () => {
+  it("holders read HELD BY, a credential's address ADDRESS, the overlay name OVERLAY, in mesh seats/nodes/credentials and the summary", () => {
+    const seats = renderList("seats", ["name", "declaredBy", "holders"])({ seats: [{ name: "s", declaredBy: "m", holders: ["a"] }] })[0]!;
+    const nodes = renderList("nodes", ["name", "overlayName", "credentialAddress"])({ nodes: [{ name: "a", overlayName: "a.internal", credentialAddress: "tls://x:1" }] })[0]!;
+    const credentials = renderList("credentials", ["user", "address", "mintedAt"])({ credentials: [{ user: "u", address: "tls://x:1", mintedAt: "t" }] })[0]!;
+    const where = renderWhere({ placed: [{ node: "a", overlayName: "a.internal", hub: true, broker: true }], hub: "a", broker: "a" })[0]!;
+    const summary: UpSummary = {
+      mesh: { genesisAddress: "tls://x:1", fingerprint: "F", dir: "d" },
+      nodes: [{ name: "a", overlayName: "a.internal", hub: true, modules: [], credentialAddress: "tls://x:1", lastSent: null }],
+      seats: [{ name: "s", protocol: "p", holders: ["a"], accepts: [] }],
+      busUsers: [], applied: [], processes: {},
+    };
+    const summaryLines = renderSummary(summary).join("\n");
+    assert.match(seats, /HELD BY/);
+    assert.match(seats, /DECLARED BY/);
+    assert.match(summaryLines, /HELD BY/);
+    assert.match(nodes, /OVERLAY\s+ADDRESS/);
+    assert.match(summaryLines, /OVERLAY\s+ADDRESS/);
+    assert.match(credentials, /ADDRESS\s+MINTED AT/);
+    assert.match(where, /OVERLAY/);
+    for (const line of [seats, nodes, credentials, summaryLines]) assert.doesNotMatch(line, /HOLDERS|CREDENTIALADDRESS|OVERLAYNAME|DIALS|[A-Z]{2,}BY\b/, line);
+    assert.equal(columnTitle("mintedAt"), "MINTED AT");
+  });
+});
+
+describe("mesh compose and dry runs", () => {
+  const report = {
+    pushId: "p1", dryRun: true, recordsSequence: 7,
+    nodes: [{ node: "alpha", outcome: "sent", digest: "abcdef0123456789" }, { node: "beta", outcome: "unchanged", digest: "0123456789abcdef" }],
+    leftOut: [], provisionsMinted: 0, raised: { created: 0, updated: 0, refused: [] }, timedOut: [], rounds: 0, boundHit: false,
+    declarations: [{ node: "alpha", digest: "abcdef0123456789" }, { node: "beta", digest: "0123456789abcdef" }],
+  } as unknown as PushReport;
+
+  it("compose <node> shows that node only, and a dry run says would send, never sent", () => {
+    const narrowed = onlyNamed(report, ["alpha"]);
+    assert.deepEqual(narrowed.nodes.map((n) => n.node), ["alpha"]);
+    assert.deepEqual((narrowed.declarations ?? []).map((d) => (d as { node: string }).node), ["alpha"]);
+    const text = renderPush(narrowed).join("\n");
+    assert.match(text, /would send/);
+    assert.doesNotMatch(text, /\bsent\b/);
+    assert.doesNotMatch(text, /beta/);
+    assert.deepEqual(onlyNamed(report, []).nodes.length, 2, "no names: every node");
+    assert.deepEqual(onlyNamed({ ...report, dryRun: false }, ["alpha"]).nodes.length, 2, "a real push is never narrowed");
+  });
+
+  it("a dry run's reply reads as the events it would append, nothing written", () => {
+    const lines = renderDryRun({ ok: true, dryRun: true, events: [{ type: "NodeEnrolled", node: "n", actor: "a", commandId: "c", at: "t" }] });
+    assert.match(lines[0]!, /would append 1 event/);
+    assert.match(lines[1]!, /NodeEnrolled \{"node":"n"\}/);
+    assert.match(renderDryRun({ ok: true, dryRun: true, events: [] })[0]!, /nothing would be appended/);
+  });
+});
+
+describe("mesh explain without a subject", () => {
+  it("asks for the principal's grants: kind and name alone; direction without subject is a usage error", () => {
+    assert.deepEqual(explainBody(["module", "showcase"]), { kind: "module", name: "showcase" });
+    assert.deepEqual(explainBody(["module", "showcase", "pub", "a.b"]), { kind: "module", name: "showcase", direction: "pub", subject: "a.b" });
+    assert.throws(() => explainBody(["module", "showcase", "pub"]), { name: "UsageError" });
+  });
+
+  it("lists the grants as a table, exit 0", () => {
+    const reply = { ok: true, principal: { kind: "module", name: "showcase" }, user: "module-showcase", responder: false, onTheBus: true,
+      grants: [{ direction: "pub", subject: "mesh.event.showcase.>", because: "manifest emits" }] };
+    const lines = renderExplain(reply);
+    assert.match(lines.join("\n"), /DIRECTION\s+SUBJECT\s+BECAUSE/);
+    assert.match(lines.join("\n"), /mesh\.event\.showcase\.>/);
+    assert.equal(explainExitCode(reply), EXIT_OK);
+  });
+});
+
+describe("a busy command names its command id", () => {
+  /** A context whose connection answers every request with `reply` and records the bodies. */
+  function answering(reply: unknown, json: boolean) {
+    const bodies: Array<Record<string, unknown>> = [];
+    const out: string[] = [];
+    const err: string[] = [];
+    const nc = {
+      info: undefined,
+      request: (_subject: string, data: Uint8Array) => {
+        bodies.push(JSON.parse(new TextDecoder().decode(data)) as Record<string, unknown>);
+        return Promise.resolve({ string: () => JSON.stringify(reply) });
+      },
+    } as unknown as NatsConnection;
+    const ctx: CliContext = {
+      io: { stdout: { write: () => undefined }, stderr: { write: () => undefined }, env: {} },
+      config: { credentialFile: "unused", timeoutMs: 1_000 },
+      globals: { credential: "unused", json, timeoutMs: 1_000 },
+      connection: () => Promise.resolve(nc),
+      asker: () => "operator-test",
+      out: (line) => { out.push(line); },
+      err: (line) => { err.push(line); },
+    };
+    return { ctx, bodies, out, err };
+  }
+  const enrol = CLI_VERBS.find((v) => v.path.join(" ") === "node enrol")!;
+  const busy = { ok: false, error: { code: "busy-retry", message: "another controller kept writing the records" } };
+
+  it("a busy-retry refusal prints the command id it sent, for --command-id (exit 1)", async () => {
+    const { ctx, bodies, err } = answering(busy, false);
+    assert.equal(await enrol.run(ctx, ["n1"], { key: "k" }), EXIT_REFUSED);
+    const sent = bodies[0]!.commandId;
+    assert.equal(typeof sent, "string");
+    assert.ok(err.join("\n").includes(`--command-id ${String(sent)}`), err.join("\n"));
+  });
+
+  it("under --json the refusal carries the command id it sent", async () => {
+    const { ctx, bodies, out } = answering(busy, true);
+    assert.equal(await enrol.run(ctx, ["n1"], { key: "k" }), EXIT_REFUSED);
+    const printed = JSON.parse(out.join("\n")) as { ok: boolean; error: { code: string }; commandId: string };
+    assert.equal(printed.error.code, "busy-retry");
+    assert.equal(printed.commandId, bodies[0]!.commandId);
+  });
+});
