@@ -1,7 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { explain, ExplainRequest, parseRequest } from "../../../src/commands/index.ts";
-import { CONTROLLER_NAME, SHARED_INBOX_SUBJECTS, inboxSubjects, workSubject } from "../../../src/names.ts";
+import { CONTROLLER_NAME, SHARED_INBOX_SUBJECTS, inboxSubjects, principalKey, workSubject } from "../../../src/names.ts";
+import { QueryRefused } from "../../../src/commands/envelope.ts";
 import { explainBody, explainExitCode, renderExplain } from "../../../src/cli/explain.ts";
 import { UsageError } from "../../../src/cli/context.ts";
 import { EXAMPLE_CONFIG, exampleMesh } from "../compose/exampleMesh.ts";
@@ -44,10 +45,36 @@ describe("explain query and mesh explain", () => {
   });
 
   it("R12: allowed by composition but without a credential exits 1: the bus would refuse the connection", () => {
-    const reply = asReply(explain.answer(state, { kind: "module", name: "no-such-module", direction: "sub", subject: inboxSubjects("module-no-such-module") }, { compose: EXAMPLE_CONFIG }));
+    // A registered module whose credential is not minted yet.
+    const key = principalKey("module", "showcase");
+    const unissued = { ...state, credentials: Object.fromEntries(Object.entries(state.credentials).filter(([k]) => k !== key)) };
+    const reply = asReply(explain.answer(unissued, { kind: "module", name: "showcase", direction: "sub", subject: inboxSubjects("module-showcase") }, { compose: EXAMPLE_CONFIG }));
     assert.equal(reply.allowed, true);
     assert.equal(reply.onTheBus, false);
     assert.equal(explainExitCode(reply), 1);
+  });
+
+  it("a principal the records do not know is not-found (field name), with or without a subject, not a denial", () => {
+    for (const query of [
+      { kind: "module", name: "no-such-module", direction: "sub", subject: "a.b" },
+      { kind: "node", name: "no-such-node" },
+      { kind: "operator", name: "nobody" },
+    ] as const) {
+      const answer = explain.answer(state, query, { compose: EXAMPLE_CONFIG });
+      assert.ok(answer instanceof QueryRefused, JSON.stringify(query));
+      assert.equal(answer.refusal.code, "not-found");
+      assert.equal(answer.refusal.field, "name");
+    }
+    assert.ok(!(explain.answer(state, { kind: "controller", name: CONTROLLER_NAME }, { compose: EXAMPLE_CONFIG }) instanceof QueryRefused));
+  });
+
+  it("without direction and subject: every grant of the principal, each with the line or record behind it", () => {
+    const reply = asReply(explain.answer(state, { kind: "module", name: "showcase" }, { compose: EXAMPLE_CONFIG }));
+    const grants = reply.grants as Array<{ direction: string; subject: string; because: string }>;
+    assert.ok(grants.some((g) => g.direction === "pub" && g.subject === workSubject("mesh-build", "build") && g.because.includes("manifest of showcase")), JSON.stringify(grants));
+    assert.equal(reply.onTheBus, true);
+    assert.equal(explainExitCode(reply), 0);
+    assert.ok(!parseRequest(ExplainRequest, { kind: "node", name: "alpha", direction: "sub" }).ok, "a direction without a subject is refused");
   });
 
   it("refuses a bad request: unknown kind, direction other than pub or sub, a subject with spaces or an empty token", () => {
