@@ -247,7 +247,7 @@ describe("mesh up (embedded default, end to end)", () => {
     const second = credentialFile(join(modules, "assigned-first", "credential.json"));
     assert.equal(second.address, first.address, "the order of issue and assign does not change the address");
     assert.equal(first.address, result.summary.mesh.genesisAddress, "on one machine it is the genesis address");
-    for (const credential of [first, second]) (await connectToBus(credential, { reconnect: false })).close();
+    for (const credential of [first, second]) await (await connectToBus(credential, { reconnect: false })).close();
   });
 
   it("R57 R33: a module dialling with exactly its env file pulls its work, announces its event and answers a tool; with the default _INBOX. it is refused", async () => {
