@@ -138,7 +138,7 @@ describe("mesh CLI over a real server", () => {
       assert.equal(run.code, EXIT_OK, `${verb}: ${run.err}`);
       assert.ok(!run.out.includes("$2"), `${verb} prints no bcrypt hash`);
     }
-    assert.match((await mesh_("nodes")).out, /^NAME\s+OVERLAYNAME/m);
+    assert.match((await mesh_("nodes")).out, /^NAME\s+OVERLAY\s+HUB\s+MODULES\s+ADDRESS/m);
   });
 
   it("R17: history answers every event about an entity wherever it was filed: a node's assignments, a seat's declaration", async () => {
