@@ -59,7 +59,7 @@ describe("R51: a command's actor is a fact the bus enforces", () => {
   /** The node's events; none when the records never mention it (history answers not-found then). */
   async function historyOf(node: string): Promise<Array<{ type: string; actor: string }>> {
     const reply = await ask(ADA, "history", { kind: "node", id: node });
-    if (!reply.ok && reply.error.code === "not-found") return [];
+    if (!reply.ok && (reply as { error?: { code?: string } }).error?.code === "not-found") return [];
     assert.ok(reply.ok, JSON.stringify(reply));
     return (reply as Ok & { events: Array<{ type: string; actor: string }> }).events;
   }
