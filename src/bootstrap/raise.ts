@@ -150,7 +150,8 @@ async function consumerNames(nc: NatsConnection, jsm: JetStreamManager, stream: 
     const reply = (await nc.request(subject, JSON.stringify({ offset }), { timeout: jsm.getOptions().timeout ?? 5_000 })).json<{
       consumers?: string[] | null; total?: number; error?: { code: number; err_code?: number; description: string };
     }>();
-    if (reply.error) throw new Error(`listing the consumers of ${stream} failed (${reply.error.code}): ${reply.error.description}`);
+    // As the client's own calls do: a typed API error, so a 503 (JetStream not enabled for a moment) reads as transient.
+    if (reply.error) throw new JetStreamApiError({ code: reply.error.code, err_code: reply.error.err_code ?? 0, description: `listing the consumers of ${stream} failed: ${reply.error.description}` });
     const page = reply.consumers ?? [];
     for (const name of page) names.add(name);
     offset += page.length;

@@ -25,6 +25,7 @@ import { QueryRefused, type CommandDefinition, type Envelope, type FreshSecret, 
 import { appliedSequence, type State } from "../projections/index.ts";
 import { parseRequest } from "./validation.ts";
 import { commandRequest } from "../events/reuse.ts";
+import { JetStreamUnavailable } from "../bus/retry.ts";
 import { PageRequest, pageOf } from "./paging.ts";
 import { commands, definitionOf, queries } from "./index.ts";
 
@@ -79,7 +80,8 @@ export function replyInAskersInbox(principal: string, reply: string | undefined)
  * The one place adapter errors become reply codes (STYLE.md 3): a fenced-out append is
  * `busy-retry` (retry the same command id), an invalid record is `invalid-records`, records behind
  * the world (R43) are `records-behind` naming the evidence and `mesh replay`, a read of the records
- * that could not go on (the bus away past the read's stall limit, R58) is `records-unavailable`, anything else
+ * that could not go on (the bus away past the read's stall limit, R58) is `records-unavailable`, the JetStream API unavailable through retryJetStream's bound is
+ * `bus-unavailable`, anything else
  * `internal` with a generic message; the detail goes to the log only, never to the asker.
  */
 export function replyErrorOf(error: unknown): Refusal {
@@ -97,6 +99,9 @@ export function replyErrorOf(error: unknown): Refusal {
         ? "the command produced an event that fails its schema: nothing was written; report this as a bug"
         : `the records hold a commit the controller cannot fold at sequence ${error.sequence} (${error.types.join(", ") || "no event type"}): it serves nothing else until it is voided; see \`mesh replay\`, then \`mesh replay --void ${error.sequence} --reason <why>\` (R45)`,
     };
+  }
+  if (error instanceof JetStreamUnavailable) {
+    return { code: "bus-unavailable", message: "the bus's JetStream API did not answer through several retries, so the step that needed it did not run: send the command again once the bus is back (a push sends only what is still behind, R31)" };
   }
   if (error instanceof ReadInterrupted) {
     return { code: "records-unavailable", message: "the controller could not read the records from the bus: send the command again once the bus is back" };

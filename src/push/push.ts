@@ -19,6 +19,7 @@ import {
 import { raiseTopology, type RaiseMemo, type RaiseReport } from "../bootstrap/raise.ts";
 import type { ControllerCredential } from "../bootstrap/credential.ts";
 import { BOOTSTRAP_PASSWORD } from "../../installer/carried.ts";
+import { retryJetStream, type RetryJetStreamOptions } from "../bus/retry.ts";
 
 /**
  * Push (DESIGN.md "push", R5, R11, R12, R14, R21, R29..R32): mint what compositions need, compose
@@ -162,15 +163,20 @@ export function reportsStreamSpec(replicas: number): StreamSpec {
 /**
  * Raises what the records imply (R5, R21): composeTopology's streams and consumers plus the
  * REPORTS stream. Returns raiseTopology's report; `remembered` as raiseTopology's (the controller keeps a memo).
+ * A raise is an assertion, safe to run again, so a moment of JetStream unavailability (no
+ * responders, not enabled, a timeout: a bus under load or reloading) is retried (retryJetStream);
+ * throws JetStreamUnavailable once the bound is spent, before anything of the push is recorded.
  */
 export async function raiseMesh(
   jsm: JetStreamManager,
   state: State,
   compose: ComposeConfig,
   remembered?: { memo: RaiseMemo; nc: NatsConnection },
+  retry?: RetryJetStreamOptions,
 ): Promise<RaiseReport> {
   const topology = composeTopology(state, compose);
-  return raiseTopology(jsm, { streams: [...topology.streams, reportsStreamSpec(compose.replicas ?? 1)], consumers: topology.consumers }, remembered);
+  const wanted = { streams: [...topology.streams, reportsStreamSpec(compose.replicas ?? 1)], consumers: topology.consumers };
+  return retryJetStream("raising the mesh's streams and consumers", () => raiseTopology(jsm, wanted, remembered), retry);
 }
 
 const REDACTED = "[redacted]";
@@ -446,7 +452,7 @@ async function publishAll(
     // too. A first part at sequence 1 has nothing older to purge anyway.
     if (failures.has(node) || seq <= 1) continue;
     try {
-      await jsm.streams.purge(CONTROL_STREAM, { filter: userListPartsFilter(node), seq });
+      await retryJetStream(`purging ${node}'s stale user-list parts`, () => jsm.streams.purge(CONTROL_STREAM, { filter: userListPartsFilter(node), seq }));
     } catch (error) {
       purgeErrors.push(`${node}: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
     }
@@ -716,7 +722,9 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       }
       report.rounds = round + 1;
       // 1. Raise (R5, R21).
-      const raised = await timed(ctx.timings, "raise", () => raiseMesh(jsm, state, ctx.compose, ctx.raiseMemo && { memo: ctx.raiseMemo, nc: ctx.nc }));
+      const raised = await timed(ctx.timings, "raise", () => raiseMesh(jsm, state, ctx.compose, ctx.raiseMemo && { memo: ctx.raiseMemo, nc: ctx.nc }, {
+        onRetry: (attempt, error) => ctx.log.error(`push ${pushId}: raise attempt ${attempt}: the JetStream API is unavailable for now (${error instanceof Error ? error.message.split("\n")[0] : String(error)}): trying again`),
+      }));
       report.raised.created += raised.created.length;
       report.raised.updated += raised.updated.length;
       report.raised.refused.push(...raised.refused);

@@ -1,0 +1,81 @@
+/**
+ * The one bounded retry policy for JetStream API calls that fail for a moment (issue 13): a bus
+ * under load or reloading its configuration answers an admin request with no responders
+ * (`$JS.API...` has no subscriber for an instant), "jetstream is not enabled" (503, or the client's
+ * JetStreamNotEnabled made of a no-responders), or nothing within the timeout. Such a call is
+ * tried again after a short, growing pause, a bounded number of times; any other error (a
+ * configuration the server refuses, a stream not found) passes through at once.
+ */
+import { JetStreamApiError } from "@nats-io/jetstream";
+import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-core";
+
+/** Pauses between attempts, in milliseconds: five retries over ~3 s in all. */
+export const JETSTREAM_RETRY_DELAYS_MS: readonly number[] = [100, 250, 500, 1_000, 1_500];
+
+/** JetStream API error codes that mean "not available right now", not "refused". */
+const TRANSIENT_API_CODES = new Set([
+  10008, // JetStream temporarily unavailable (clustered)
+  10039, // JetStream not enabled for account (said while a reload re-enables it)
+  10076, // JetStream not enabled
+]);
+
+/**
+ * The JetStream API stayed unavailable through every attempt of retryJetStream. `operation` names
+ * what was tried (one line, no credentials), `attempts` how often; `cause` is the last error.
+ */
+export class JetStreamUnavailable extends Error {
+  override readonly name = "JetStreamUnavailable";
+  readonly operation: string;
+  readonly attempts: number;
+  constructor(operation: string, attempts: number, options?: { cause?: unknown }) {
+    const last = options?.cause instanceof Error ? `: ${options.cause.message.split("\n")[0]}` : "";
+    super(`${operation}: the JetStream API did not answer after ${attempts} attempts${last}`, options);
+    this.operation = operation;
+    this.attempts = attempts;
+  }
+}
+
+/**
+ * True when `error` (or an error in its `cause` chain) is a momentary JetStream unavailability:
+ * no responders, a timeout, JetStreamNotEnabled, or an API error with status 503 or a code in
+ * TRANSIENT_API_CODES. A configuration refusal (4xx) or any other error is not. Pure.
+ */
+export function isTransientJetStreamError(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth += 1) {
+    if (e instanceof NoRespondersError || e instanceof TimeoutError) return true;
+    if (e instanceof RequestError && e.isNoResponders()) return true;
+    if (e.name === "JetStreamNotEnabled") return true; // @nats-io/jetstream does not export the class
+    if (e instanceof JetStreamApiError) return e.status === 503 || TRANSIENT_API_CODES.has(e.code);
+  }
+  return false;
+}
+
+/** Caller settings of retryJetStream: the pauses (their count is the number of retries) and how to sleep. */
+export type RetryJetStreamOptions = {
+  delaysMs?: readonly number[];
+  sleep?: (ms: number) => Promise<void>;
+  /** Told of each transient failure before its pause (for the log). */
+  onRetry?: (attempt: number, error: unknown) => void;
+};
+
+/**
+ * Runs `attempt`; when it fails with a transient JetStream error (isTransientJetStreamError), waits
+ * the next pause of `delaysMs` (default JETSTREAM_RETRY_DELAYS_MS) and runs it again. `attempt`
+ * must be safe to run again (an assert-style raise, a purge, a read). Returns its result. Throws
+ * JetStreamUnavailable naming `operation` (cause: the last error) when every attempt failed
+ * transiently; any other error is thrown as it is, at once.
+ */
+export async function retryJetStream<T>(operation: string, attempt: () => Promise<T>, options: RetryJetStreamOptions = {}): Promise<T> {
+  const delays = options.delaysMs ?? JETSTREAM_RETRY_DELAYS_MS;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  for (let tried = 0; ; tried += 1) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!isTransientJetStreamError(error)) throw error;
+      if (tried >= delays.length) throw new JetStreamUnavailable(operation, tried + 1, { cause: error });
+      options.onRetry?.(tried + 1, error);
+      await sleep(delays[tried]!);
+    }
+  }
+}
