@@ -205,7 +205,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
         compose,
       },
       {
-        [PUSH_VERB]: pushVerb(runPush, log, (subject, line) => nc.publish(subject, line), async () => (await catalogue.catchUp()).nodes),
+        [PUSH_VERB]: pushVerb(runPush, log, (subject, line) => nc.publish(subject, line), async () => (await catalogue.catchUp()).nodes, () => nc.info?.max_payload),
         [REPLAY_VERB]: replayVerb({
           nc, catalogue, log, now: () => new Date(), newId: () => randomUUID(),
           sealSecret: (password) => sealWithMeshKey(config.meshKey, password),

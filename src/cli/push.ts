@@ -8,11 +8,11 @@
 import { randomUUID } from "node:crypto";
 import type { Reply } from "../commands/envelope.ts";
 import { progressSubject } from "../names.ts";
-import type { NodeReport, PushReport } from "../push/push.ts";
-import { PUSH_VERB } from "../push/pushCommand.ts";
+import type { NodeOutcome, NodeReport, PushReport } from "../push/push.ts";
+import { PUSH_VERB, type OutcomeCounts } from "../push/pushCommand.ts";
 import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, loadCredential, type CliContext } from "./context.ts";
 import { sendCommand, CommandTransportError } from "./send.ts";
-import { table } from "./render.ts";
+import { omittedLines, table } from "./render.ts";
 import type { CliVerb } from "./verbs.ts";
 
 /** Milliseconds the CLI waits for the push's reply beyond --timeout (composing and sending); said in --help. */
@@ -27,18 +27,24 @@ function outcomeText(report: PushReport, outcome: NodeReport["outcome"]): string
  * A dry run's report narrowed to the named nodes (`mesh compose <node...>`): their lines and
  * declarations only. Without names, or for a real push, the report as it came.
  */
-export function onlyNamed(report: PushReport, nodes: readonly string[]): PushReport {
+export function onlyNamed(report: PushReport & { counts?: OutcomeCounts }, nodes: readonly string[]): PushReport & { counts?: OutcomeCounts } {
   if (!report.dryRun || nodes.length === 0) return report;
   const named = new Set(nodes);
+  // The counts of the reply cover every node; the narrowed report's summary counts its own lines.
+  const { counts: _all, ...rest } = report;
   return {
-    ...report,
+    ...rest,
     nodes: report.nodes.filter((n) => named.has(n.node)),
     ...(report.declarations ? { declarations: report.declarations.filter((d) => named.has((d as { node?: string }).node ?? "")) } : {}),
   };
 }
 
-/** Readable lines of a push report. */
-export function renderPush(report: PushReport): string[] {
+/**
+ * Readable lines of a push report. A reply cut to fit the max payload (R59, pushReply) brings
+ * `counts` over every node and `omitted`: the summary line is taken from the counts, and each cut
+ * list is named with where to read it.
+ */
+export function renderPush(report: PushReport & { counts?: OutcomeCounts; omitted?: unknown }): string[] {
   const lines: string[] = [];
   const rows = report.nodes.map((n: NodeReport) => ({
     node: n.node,
@@ -50,8 +56,10 @@ export function renderPush(report: PushReport): string[] {
   if (rows.length > 0) lines.push(...table(rows, ["node", "outcome", "digest", "why"]));
   else lines.push("no node is enrolled");
   const counts = new Map<string, number>();
-  for (const n of report.nodes) counts.set(outcomeText(report, n.outcome), (counts.get(outcomeText(report, n.outcome)) ?? 0) + 1);
+  if (report.counts) for (const [outcome, count] of Object.entries(report.counts)) counts.set(outcomeText(report, outcome as NodeOutcome), count ?? 0);
+  else for (const n of report.nodes) counts.set(outcomeText(report, n.outcome), (counts.get(outcomeText(report, n.outcome)) ?? 0) + 1);
   lines.push([...counts.entries()].map(([k, v]) => `${v} ${k}`).join(", ") || "nothing to send");
+  lines.push(...omittedLines(report));
   for (const n of report.nodes) {
     for (const m of n.modulesLeftOut ?? []) lines.push(`left out of ${n.node}'s declaration: module ${m.module}: ${m.reason}`);
   }
@@ -74,9 +82,12 @@ export function renderPush(report: PushReport): string[] {
  * Exit code of a push: 1 when a node was refused, failed or timed out, a module was left out of its
  * node's declaration (it has no credential yet), or no user list reached the bus (R49), else 0.
  */
-export function exitOf(report: PushReport): number {
+export function exitOf(report: PushReport & { counts?: OutcomeCounts }): number {
   if (report.userList !== undefined && !report.dryRun) return EXIT_REFUSED;
   if (report.nodes.some((n) => (n.modulesLeftOut?.length ?? 0) > 0)) return EXIT_REFUSED;
+  // A cut reply (R59) keeps those nodes first, and its counts cover every node.
+  const { refused = 0, failed = 0, "timed-out": timedOut = 0 } = report.counts ?? {};
+  if (refused + failed + timedOut > 0) return EXIT_REFUSED;
   return report.nodes.some((n) => n.outcome === "refused" || n.outcome === "failed" || n.outcome === "timed-out") ? EXIT_REFUSED : EXIT_OK;
 }
 
@@ -129,7 +140,8 @@ export const PUSH_CLI_VERB: CliVerb = {
       return EXIT_REFUSED;
     }
     // `mesh compose <node>` shows that node alone; a push (and compose without names) shows every node.
-    const report = options.onlyNamed === true ? onlyNamed(reply as unknown as PushReport, nodes) : reply as unknown as PushReport;
+    const whole = reply as unknown as PushReport & { counts?: OutcomeCounts };
+    const report = options.onlyNamed === true ? onlyNamed(whole, nodes) : whole;
     if (ctx.globals.json) ctx.out(JSON.stringify(report, null, 2));
     else for (const line of renderPush(report)) ctx.out(line);
     return exitOf(report);

@@ -3,6 +3,7 @@
  * Pure functions from a reply (plain JSON) to lines.
  */
 
+import type { Omitted } from "../commands/fit.ts";
 type Row = Record<string, unknown>;
 
 /**
@@ -119,4 +120,10 @@ export function renderList(field: string, columns: readonly string[]): (reply: R
     const rows = Array.isArray(value) ? (value as Row[]) : value && typeof value === "object" ? Object.values(value as Record<string, Row>) : [];
     return table(rows, columns);
   };
+}
+
+/** R59: one line per list a reply cut to fit the bus's max payload (fitReply's `omitted`): how many, and where to read them. */
+export function omittedLines(reply: Readonly<Record<string, unknown>>): string[] {
+  const omitted = (reply.omitted ?? {}) as Record<string, Omitted>;
+  return Object.entries(omitted).map(([field, o]) => `${o.count} more ${field} not shown: the reply must fit the bus's max payload (R59); see ${o.see}`);
 }

@@ -11,7 +11,7 @@ import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, 
 import { writeBusCredential } from "../files/index.ts";
 import { pendingCredentialFile } from "../bootstrap/credential.ts";
 import { readManifestFiles, registrationOrder } from "./manifests.ts";
-import { duplicateNote, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
+import { duplicateNote, omittedLines, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
 import { randomUUID } from "node:crypto";
 import { sendCommand, CommandTransportError } from "./send.ts";
 import { HOST_VERBS } from "./host.ts";
@@ -131,6 +131,7 @@ export function busVerb(spec: {
       let shown = reply.ok && spec.receive && !dryRun ? ({ ...spec.receive(ctx, reply as Row), ok: true } as Reply) : reply;
       if (shown.ok && spec.enrich && !dryRun) shown = { ...(await spec.enrich(ctx, shown as Row)), ok: true } as Reply;
       const code = report(ctx, spec.verb, shown, spec.render, spec.spelled, commandId);
+      if (reply.ok && !ctx.globals.json) for (const line of omittedLines(reply)) ctx.err(line);
       if (reply.ok && typeof reply.continue === "string" && !ctx.globals.json) {
         ctx.err(`more ${spec.paged ?? "items"}: mesh ${spec.path.join(" ")} ${page?.limit === undefined ? "" : `--limit ${String(page.limit)} `}--continue ${reply.continue}`);
       }

@@ -47,4 +47,5 @@ export const assign: CommandDefinition<typeof AssignRequest> = {
   secretsNeeded: () => 0,
   decide,
   reply,
+  bounded: [{ field: "nodes", see: "`mesh modules` (each module's nodes) or `mesh nodes` (each node's modules)" }],
 };

@@ -3,6 +3,7 @@ import type { Commit, Entity, MeshEvent } from "../events/index.ts";
 import type { State, SequencedCommit } from "../projections/index.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 import type { PageSpec } from "./paging.ts";
+import type { BoundedList } from "./fit.ts";
 
 /**
  * A fresh secret the request handler made before decide ran: the password (for the reply
@@ -55,6 +56,11 @@ export type CommandDefinition<Schema extends z.ZodType> = {
    * about. An `unchanged` decision calls it with no events (the state is the one decide saw).
    */
   reply(state: State, events: readonly MeshEvent[], tools: ReplyTools, entity: Entity): unknown;
+  /**
+   * The reply's lists that grow with the mesh (R59): the shell sends the reply whole while it
+   * fits the bus's max payload, else cuts these lists and says what it left out (fit.ts).
+   */
+  bounded?: readonly BoundedList[];
 };
 
 /**

@@ -89,4 +89,5 @@ export const overlayPlace: CommandDefinition<typeof OverlayPlaceRequest> = {
   secretsNeeded: () => 0,
   decide,
   reply,
+  bounded: [{ field: "staleCredentials", see: "`mesh credentials` (each credential's recorded address) and `mesh where` (where each node is now)" }],
 };

@@ -27,6 +27,7 @@ import { parseRequest } from "./validation.ts";
 import { commandRequest } from "../events/reuse.ts";
 import { JetStreamUnavailable } from "../bus/retry.ts";
 import { PageRequest, pageOf } from "./paging.ts";
+import { fitReply } from "./fit.ts";
 import { commands, definitionOf, queries } from "./index.ts";
 
 /** The largest command body the server reads: the bus's default max_payload, 1 MiB. */
@@ -251,13 +252,15 @@ export async function handleCommand(
   }, request);
   if (!result.ok) return { ok: false, error: result.refusal };
   const tools: ReplyTools = { openSecret: deps.openSecret, sealToNode };
+  const answer = spread(def.reply(result.state, result.events, tools, result.entity));
   return {
     ok: true,
     commandId,
     duplicate: result.duplicate,
     ...(result.unchanged ? { unchanged: true } : {}),
     sequence: result.sequence,
-    ...spread(def.reply(result.state, result.events, tools, result.entity)),
+    // R59: a list in the reply that grows with the mesh is cut to fit the max payload.
+    ...(def.bounded === undefined ? answer : fitReply(answer, def.bounded, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD)),
   };
 }
 

@@ -40,4 +40,5 @@ export const unassign: CommandDefinition<typeof UnassignRequest> = {
   secretsNeeded: () => 0,
   decide,
   reply,
+  bounded: [{ field: "nodes", see: "`mesh modules` (each module's nodes) or `mesh nodes` (each node's modules)" }],
 };

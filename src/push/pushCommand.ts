@@ -4,10 +4,14 @@ import type { Refusal, Reply } from "../commands/envelope.ts";
 import type { ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
 import { inboxPrefix } from "../names.ts";
-import type { PushLog, PushOptions, PushReport } from "./push.ts";
+import { fitReply, type BoundedList, type Omitted } from "../commands/fit.ts";
+import type { NodeOutcome, NodeReport, PushLog, PushOptions, PushReport } from "./push.ts";
 
 /** The verb of a push request: `mesh.command.<asker>.push` (R51). */
 export const PUSH_VERB = "push";
+
+/** The bus's max payload when the connection does not say (nats-server's default, 1 MiB). */
+const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 
 /** The longest `--wait` a request may ask for, in milliseconds (10 minutes). */
 export const MAX_PUSH_WAIT_MS = 600_000;
@@ -25,8 +29,41 @@ export const PushRequest = z
   .strict();
 export type PushRequest = z.infer<typeof PushRequest>;
 
-/** The reply of a push: `{ ok: true, ...PushReport }`. */
-export type PushReply = { ok: true } & PushReport;
+/** How many nodes of a push ended in each outcome (only outcomes that occurred). */
+export type OutcomeCounts = Partial<Record<NodeOutcome, number>>;
+
+/**
+ * The reply of a push: `{ ok: true, ...PushReport, counts }`, within the bus's max payload (R59):
+ * `counts` always covers every node; when the whole report does not fit, its growing lists are cut
+ * (pushReply) and `omitted` says per list how many items were left out and where to read them.
+ */
+export type PushReply = { ok: true } & PushReport & { counts: OutcomeCounts; omitted?: Record<string, Omitted> };
+
+/** Outcomes of nodes that need the operator's attention: kept first when the node lines are cut. */
+const ATTENTION: ReadonlySet<NodeOutcome> = new Set(["refused", "failed", "timed-out"]);
+
+/**
+ * The reply to a push within `budgetBytes` (the connection's max payload, R59; a 10,000-node
+ * report passes the default 1 MiB). Whole while it fits; else cut by fitReply, most expendable
+ * first: a dry run's declarations, then the node lines (those refused, failed or timed out kept
+ * ahead of the others), the timed-out names, the fresh credentials, the principals left out.
+ * `counts` per outcome is always whole. Where the rest is read: `mesh history push <pushId>` (what
+ * this push sent), `mesh reports` (each node's last report), `mesh explain`, `mesh credentials`.
+ * Pure.
+ */
+export function pushReply(report: PushReport, budgetBytes: number): PushReply {
+  const counts: OutcomeCounts = {};
+  for (const line of report.nodes) counts[line.outcome] = (counts[line.outcome] ?? 0) + 1;
+  const sent = `\`mesh history push ${report.pushId}\` (what this push sent) and \`mesh reports\` (each node's last report: applied, failed)`;
+  const lists: BoundedList[] = [
+    { field: "declarations", see: "`mesh explain` (a principal's grants and the manifest line and record allowing each)" },
+    { field: "nodes", see: sent, first: (line) => ATTENTION.has((line as NodeReport).outcome) || ((line as NodeReport).modulesLeftOut?.length ?? 0) > 0 },
+    { field: "timedOut", see: "`mesh reports` (each node's last report)" },
+    { field: "freshCredentials", see: "`mesh credentials`" },
+    { field: "leftOut", see: "`mesh explain` for one principal" },
+  ];
+  return fitReply({ ok: true, ...report, counts }, lists, budgetBytes) as unknown as PushReply;
+}
 
 /**
  * The named nodes that are not enrolled (`enrolled`: the state's nodes), as a refusal
@@ -47,6 +84,7 @@ export function unknownNamedNodes(named: readonly string[], enrolled: Readonly<R
 /**
  * The `push` verb as the command server serves it (serveCommands' extraVerbs): validates the body
  * and replies with the report of `run` (the controller's push, which runs one push at a time).
+ * The reply fits `maxPayload()` (the connection's max payload, R59: pushReply).
  * A body field the schema does not know is refused `invalid-request` naming it. With `enrolled`
  * (the caught-up state's nodes), a named node that is not enrolled is refused `node-unknown`
  * (field `nodes`) before `run` is called: nothing is appended or sent (unknownNamedNodes).
@@ -56,6 +94,7 @@ export function pushVerb(
   log: PushLog,
   publish?: (subject: string, line: string) => void,
   enrolled?: () => Promise<Readonly<Record<string, unknown>>>,
+  maxPayload: () => number | undefined = () => undefined,
 ): ExtraVerb {
   return async (body, actor): Promise<Reply> => {
     const { commandId: _ignored, ...fields } = body;
@@ -83,7 +122,7 @@ export function pushVerb(
       ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }),
       ...(say === undefined ? {} : { progress: say.progress }),
     });
-    return { ok: true, ...report } as unknown as Reply;
+    return pushReply(report, maxPayload() ?? DEFAULT_MAX_PAYLOAD) as unknown as Reply;
   };
 }
 

@@ -1,0 +1,50 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { pushReply } from "../../src/push/pushCommand.ts";
+import type { NodeReport, PushReport } from "../../src/push/push.ts";
+import { exitOf, renderPush } from "../../src/cli/push.ts";
+import { EXIT_OK, EXIT_REFUSED } from "../../src/cli/context.ts";
+
+const MIB = 1024 * 1024;
+
+function reportOf(nodes: NodeReport[]): PushReport {
+  return {
+    pushId: "push-1", dryRun: false, recordsSequence: 9, nodes, leftOut: [], freshCredentials: [], provisionsMinted: 0,
+    raised: { created: 0, updated: 0, refused: [] }, timedOut: nodes.filter((n) => n.outcome === "timed-out").map((n) => n.node), rounds: 1, boundHit: false,
+  };
+}
+
+describe("pushReply", () => {
+  it("R59: a 10,000-node push report fits the default 1 MiB max payload: counts cover every node, the nodes needing attention come first, the rest counted with where to read them", () => {
+    const nodes: NodeReport[] = Array.from({ length: 10_000 }, (_, i) => {
+      const node = `node-${String(i).padStart(5, "0")}-in-a-rack-with-a-long-name`;
+      const digest = "d".repeat(64);
+      if (i % 1000 === 3) return { node, outcome: "failed", digest, error: "the node could not apply it: disk full" };
+      if (i % 1000 === 5) return { node, outcome: "timed-out", digest };
+      return { node, outcome: "applied", digest };
+    });
+    const report = reportOf(nodes);
+    assert.ok(Buffer.byteLength(JSON.stringify(report)) > MIB, "the whole report passes 1 MiB");
+    const reply = pushReply(report, MIB);
+    assert.ok(Buffer.byteLength(JSON.stringify(reply)) <= MIB);
+    assert.deepEqual(reply.counts, { applied: 9_980, failed: 10, "timed-out": 10 });
+    assert.deepEqual(reply.nodes.slice(0, 20).map((n) => n.outcome).sort(), [...Array(10).fill("failed"), ...Array(10).fill("timed-out")]);
+    assert.equal(reply.nodes.length + reply.omitted!.nodes!.count, 10_000);
+    assert.match(reply.omitted!.nodes!.see, /mesh history push push-1/);
+    assert.equal(exitOf(reply), EXIT_REFUSED);
+    const lines = renderPush(reply);
+    assert.ok(lines.includes("9980 applied, 10 failed, 10 timed-out"), "the summary counts every node");
+    assert.ok(lines.some((l) => /^\d+ more nodes not shown/.test(l)));
+  });
+
+  it("R59: a reply that fits is the whole report with its counts, nothing omitted; a cut reply of only good outcomes exits 0", () => {
+    const small = reportOf([{ node: "a", outcome: "sent", digest: "d" }, { node: "b", outcome: "unchanged", digest: "d" }]);
+    const reply = pushReply(small, MIB);
+    assert.deepEqual(reply.nodes, small.nodes);
+    assert.deepEqual(reply.counts, { sent: 1, unchanged: 1 });
+    assert.equal(reply.omitted, undefined);
+    const many = pushReply(reportOf(Array.from({ length: 200 }, (_, i) => ({ node: `n${i}`, outcome: "sent" as const, digest: "d".repeat(64) }))), 4096);
+    assert.ok(many.omitted?.nodes);
+    assert.equal(exitOf(many), EXIT_OK);
+  });
+});
