@@ -54,7 +54,7 @@ const ATTENTION: ReadonlySet<NodeOutcome> = new Set(["refused", "failed", "timed
 export function pushReply(report: PushReport, budgetBytes: number): PushReply {
   const counts: OutcomeCounts = {};
   for (const line of report.nodes) counts[line.outcome] = (counts[line.outcome] ?? 0) + 1;
-  const sent = `\`mesh history push ${report.pushId}\` (what this push sent) and \`mesh reports\` (each node's last report: applied, failed)`;
+  const sent = `\`mesh reports\` (each node's last report: applied, failed) and \`mesh history push ${report.pushId}\` (what this push sent)`;
   const lists: BoundedList[] = [
     { field: "declarations", see: "`mesh explain` (a principal's grants and the manifest line and record allowing each)" },
     { field: "nodes", see: sent, first: (line) => ATTENTION.has((line as NodeReport).outcome) || ((line as NodeReport).modulesLeftOut?.length ?? 0) > 0 },
