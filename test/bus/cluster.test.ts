@@ -1,0 +1,156 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { startNatsCluster, type NatsCluster } from "../support/natsCluster.ts";
+import { waitFor } from "../support/natsServer.ts";
+import { connectToBus, type BusCredential } from "../../src/bus/connect.ts";
+import { openCatalogue, type Catalogue } from "../../src/events/catalogue.ts";
+import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
+import { newMeshKey, newNodeKeyPair, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
+import { sendCommand, CommandTransportError } from "../../src/cli/send.ts";
+import type { Reply } from "../../src/commands/envelope.ts";
+import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser } from "../../src/names.ts";
+import { TEST_FINGERPRINT } from "../support/commandMesh.ts";
+
+/**
+ * The mesh on a three-server JetStream cluster (issue 14): clients dial every server and reconnect
+ * to a survivor (R62); killing the records' stream leader during a burst of commands loses no
+ * acknowledged command and doubles none (R62). Measured times are printed, never asserted.
+ */
+
+const OPERATOR = "operator-ann";
+type Ok = Extract<Reply, { ok: true }>;
+
+/** A credential naming every server of the cluster (no authorization on the test servers). */
+function clusterCredential(cluster: NatsCluster, user: string): BusCredential {
+  return { address: cluster.urls[0]!, addresses: cluster.urls, user, password: "unused" };
+}
+
+/** The server name the connection is on now. */
+function serverOf(nc: NatsConnection): string {
+  return (nc as unknown as { info?: { server_name?: string } }).info?.server_name ?? "";
+}
+
+describe("a mesh on a three-server cluster", () => {
+  let cluster: NatsCluster;
+  before(async () => { cluster = await startNatsCluster(3); });
+  after(async () => { await cluster?.stop(); });
+
+  it("R62: a credential listing every server dials one that is up when the first named is down, and moves to a survivor when its server dies", async (t) => {
+    // Its own cluster: this test kills two of its servers.
+    const own = await startNatsCluster(3);
+    t.after(() => own.stop());
+    await own.servers[0]!.kill();
+    const nc = await connectToBus(clusterCredential(own, OPERATOR), { name: "test-r62", reconnectWaitMs: 100 });
+    t.after(() => nc.close());
+    const first = serverOf(nc);
+    assert.notEqual(first, "s1", "the dead server is not the one dialled");
+    await own.byName(first).kill();
+    const moved = await waitFor(() => { const now = serverOf(nc); return now !== first && now !== "" ? now : undefined; },
+      { timeoutMs: 15_000, name: "the reconnect to the surviving server" });
+    const survivor = own.servers.map((_, i) => `s${i + 1}`).find((n) => n !== "s1" && n !== first);
+    assert.equal(moved, survivor);
+    await nc.flush();
+    assert.equal(nc.isClosed(), false);
+  });
+
+  it("R62: killing the records' stream leader during a burst of commands loses no acknowledged command and doubles none", async (t) => {
+    const meshKey = newMeshKey();
+    const errors: string[] = [];
+    const controllerUser = busUser("controller", CONTROLLER_NAME);
+    const nc = await connectToBus(clusterCredential(cluster, controllerUser), { name: "test-controller", reconnectWaitMs: 100 });
+    t.after(() => nc.close());
+    const catalogue: Catalogue = await openCatalogue(nc, { replicas: 3 });
+    const created = await catalogue.transact("genesis", () => ({
+      ok: true,
+      entity: { kind: "mesh", id: "mesh" },
+      events: [{
+        type: "MeshCreated", actor: "installer", commandId: "genesis", at: new Date().toISOString(),
+        genesisAddress: cluster.urls[0]!.replace("nats://", "tls://"), fingerprint: TEST_FINGERPRINT, bootstrapUser: controllerUser,
+      }],
+    }));
+    assert.equal(created.ok, true);
+    const commands: CommandServer = serveCommands(nc, catalogue, {
+      sealSecret: (password) => sealWithMeshKey(meshKey, password),
+      openSecret: (sealed) => openWithMeshKey(meshKey, sealed),
+      now: () => new Date(),
+      newId: () => randomUUID(),
+      log: { info: () => undefined, error: (line) => { errors.push(line); } },
+    });
+    t.after(() => commands.stop());
+    const client = await connectToBus(clusterCredential(cluster, OPERATOR), { name: "test-operator", reconnectWaitMs: 100 });
+    t.after(() => client.close());
+    const jsm = await jetstreamManager(client);
+    const stream = await jsm.streams.info(CATALOGUE_STREAM);
+    assert.equal(stream.config.num_replicas, 3);
+    const leader = stream.cluster?.leader;
+    assert.ok(leader, "the records' stream has a leader");
+
+    // The burst: enrolments with their own command ids, a few at a time; a send that gets no reply
+    // is sent again with the same id (what an operator's CLI does), until it is acknowledged.
+    const TOTAL = 60;
+    const KILL_AFTER = 15;
+    const acknowledged = new Map<string, number>();
+    let killedAt = 0;
+    let firstAfterKill = 0;
+    let killing: Promise<void> | undefined;
+    const enrol = async (i: number): Promise<void> => {
+      const node = `burst-${i}`;
+      const body = { commandId: `enrol-${node}`, node, publicKey: newNodeKeyPair().publicKey };
+      for (let attempt = 0; attempt < 40; attempt += 1) {
+        const sentAt = Date.now();
+        let reply: Reply;
+        try {
+          reply = await sendCommand(client, OPERATOR, "node.enrol", body, { timeoutMs: 3_000 });
+        } catch (error) {
+          if (error instanceof CommandTransportError) continue;
+          throw error;
+        }
+        if (!reply.ok) {
+          // A refusal for a busy bus (the append could not be made) is retried like a lost reply.
+          if (reply.error.code === "internal" || reply.error.code === "unavailable") continue;
+          assert.fail(`${node} refused: ${reply.error.code}`);
+        }
+        acknowledged.set(node, (reply as Ok & { sequence: number }).sequence);
+        // Failover: from the kill to the first acknowledgement of a command sent after it.
+        if (killedAt && sentAt >= killedAt && !firstAfterKill) firstAfterKill = Date.now();
+        if (acknowledged.size === KILL_AFTER && !killing) {
+          killedAt = Date.now();
+          killing = cluster.byName(leader).kill();
+        }
+        return;
+      }
+      assert.fail(`${node} was never acknowledged`);
+    };
+    let next = 0;
+    const worker = async () => { while (next < TOTAL) await enrol(next++); };
+    await Promise.all([worker(), worker(), worker(), worker()]);
+    await killing;
+    assert.ok(killedAt > 0, "the leader's server was killed during the burst");
+    t.diagnostic(`leader ${leader} killed; first command acknowledged ${firstAfterKill - killedAt} ms later`);
+
+    // The killed server comes back and catches up (its store is kept), so the checks below read a
+    // whole cluster again.
+    await cluster.restart(leader);
+    await waitFor(async () => {
+      const replicas = (await jsm.streams.info(CATALOGUE_STREAM).catch(() => undefined))?.cluster?.replicas ?? [];
+      return replicas.length === 2 && replicas.every((r) => r.current && !r.offline);
+    }, { timeoutMs: 30_000, intervalMs: 200, name: "the restarted server's catch-up" });
+
+    // Nothing lost, nothing doubled: the history of every acknowledged node holds exactly one
+    // enrolment, at the sequence its acknowledgement named, and the records hold no other.
+    assert.equal(acknowledged.size, TOTAL);
+    for (const [node, sequence] of acknowledged) {
+      const reply = await sendCommand(client, OPERATOR, "history", { kind: "node", id: node }, { timeoutMs: 10_000 });
+      assert.equal(reply.ok, true, `${JSON.stringify(reply)}\n${errors.slice(-3).join("\n")}`);
+      const history = reply as Ok & { events: Array<{ type: string; sequence: number }> };
+      const enrolments = history.events.filter((e) => e.type === "NodeEnrolled");
+      assert.equal(enrolments.length, 1, `${node}: ${JSON.stringify(history.events)}`);
+      assert.equal(enrolments[0]!.sequence, sequence, node);
+    }
+    const after = await jsm.streams.info(CATALOGUE_STREAM);
+    assert.equal(after.state.messages, TOTAL + 1, "genesis and one commit per acknowledged command");
+  });
+});
