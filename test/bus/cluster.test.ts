@@ -13,6 +13,7 @@ import { sendCommand, CommandTransportError } from "../../src/cli/send.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser } from "../../src/names.ts";
 import { TEST_FINGERPRINT } from "../support/commandMesh.ts";
+import { controllerFixture, type ControllerFixture } from "../support/controller.ts";
 
 /**
  * The mesh on a three-server JetStream cluster (issue 14): clients dial every server and reconnect
@@ -152,5 +153,36 @@ describe("a mesh on a three-server cluster", () => {
     }
     const after = await jsm.streams.info(CATALOGUE_STREAM);
     assert.equal(after.state.messages, TOTAL + 1, "genesis and one commit per acknowledged command");
+  });
+
+  it("R61: two controllers, one active: the standby serves nothing while the lease is held, and serves once the active one dies and its lease lapses", async (t) => {
+    const LEASE_MS = 3_000;
+    const fixture: ControllerFixture = await controllerFixture({ url: cluster.urls[0]! }, { addresses: cluster.urls, replicas: 3 });
+    t.after(() => fixture.close());
+    const env = { ...fixture.env, MESH_CONTROLLER_LEASE_MS: String(LEASE_MS) };
+    const active = await fixture.start(env);
+    assert.ok(active.lines.some((l) => /holding the controllers' lease/.test(l)), active.lines.join("\n"));
+
+    // The standby: its start waits for the lease and serves nothing meanwhile.
+    let standbyStarted = false;
+    const standbyStart = fixture.start(env).then((c) => { standbyStarted = true; return c; });
+    t.after(async () => { (await standbyStart.catch(() => undefined))?.stop(); });
+    const before = await fixture.send("node.enrol", { node: "lease-a", publicKey: newNodeKeyPair().publicKey });
+    assert.equal(before.ok, true);
+    await new Promise((r) => setTimeout(r, LEASE_MS)); // a whole lease: renewed, not lapsed
+    assert.equal(standbyStarted, false, "the standby serves nothing while the active controller renews its lease");
+    assert.ok(active.catalogue.state.sequence >= (before as Ok & { sequence: number }).sequence, "the active controller served it");
+
+    // The active controller dies without a goodbye (its connection is gone, its lease not released).
+    const diedAt = Date.now();
+    await active.nc.close();
+    const standby = await standbyStart;
+    const tookOver = Date.now();
+    const after = await fixture.send("node.enrol", { node: "lease-b", publicKey: newNodeKeyPair().publicKey });
+    const served = Date.now();
+    assert.equal(after.ok, true);
+    assert.ok(standby.lines.some((l) => /holding the controllers' lease/.test(l)), standby.lines.join("\n"));
+    assert.ok(standby.catalogue.state.sequence >= (after as Ok & { sequence: number }).sequence, "the standby served it");
+    t.diagnostic(`lease ${LEASE_MS} ms: the standby took over ${tookOver - diedAt} ms after the active controller died; first command acknowledged at ${served - diedAt} ms`);
   });
 });
