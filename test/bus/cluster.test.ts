@@ -14,6 +14,14 @@ import type { Reply } from "../../src/commands/envelope.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser } from "../../src/names.ts";
 import { TEST_FINGERPRINT } from "../support/commandMesh.ts";
 import { controllerFixture, type ControllerFixture } from "../support/controller.ts";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  CLUSTER_NAME, SERVER_CONFIG_FILE, clusterServerConfigs, clusterServerDir, findNatsServer, freePort, renderServerConfig, testServerConfig,
+} from "../../installer/serverConfig.ts";
+import { makeBusCertificate } from "../../installer/tls.ts";
+import { startBus, type BusProcess } from "../../installer/bus.ts";
 
 /**
  * The mesh on a three-server JetStream cluster (issue 14): clients dial every server and reconnect
@@ -184,5 +192,42 @@ describe("a mesh on a three-server cluster", () => {
     assert.ok(standby.lines.some((l) => /holding the controllers' lease/.test(l)), standby.lines.join("\n"));
     assert.ok(standby.catalogue.state.sequence >= (after as Ok & { sequence: number }).sequence, "the standby served it");
     t.diagnostic(`lease ${LEASE_MS} ms: the standby took over ${tookOver - diedAt} ms after the active controller died; first command acknowledged at ${served - diedAt} ms`);
+  });
+});
+
+describe("the installer's configuration of a three-server bus", () => {
+  it("R34, R62: three servers from clusterServerConfigs form one cluster over TLS routes with the mesh certificate, present it on every client port, and place three replicas", async (t) => {
+    const root = mkdtempSync(join(tmpdir(), "mesh-cluster-conf-"));
+    t.after(() => rmSync(root, { recursive: true, force: true }));
+    const tls = makeBusCertificate(root, []);
+    const ports = async () => [await freePort(), await freePort(), await freePort()];
+    const configs = clusterServerConfigs({
+      size: 3, root, listenHost: "127.0.0.1", clientPorts: await ports(), routePorts: await ports(), monitorPorts: [0, 0, 0],
+      certFile: tls.certFile, keyFile: tls.keyFile,
+    });
+    const binary = findNatsServer();
+    const buses: BusProcess[] = [];
+    t.after(async () => { for (const bus of buses) await bus.stop(); });
+    for (const [i, config] of configs.entries()) {
+      const dir = join(root, clusterServerDir(i));
+      mkdirSync(join(dir, "store"), { recursive: true });
+      // Each server includes its own copy of the one list (R60).
+      writeFileSync(join(dir, config.userListFile), `authorization { users: [ { user: "${OPERATOR}", password: "cluster-test" } ] }\n`);
+      const configFile = join(dir, SERVER_CONFIG_FILE);
+      writeFileSync(configFile, renderServerConfig(config));
+      testServerConfig(binary, configFile);
+      buses.push(await startBus({ binary, configFile, logFile: join(dir, "bus.log"), host: "127.0.0.1", port: config.port, fingerprint: tls.fingerprint, detached: false }));
+    }
+    const addresses = configs.map((c) => `tls://127.0.0.1:${c.port}`);
+    const nc = await connectToBus({ address: addresses[0]!, addresses, user: OPERATOR, password: "cluster-test", fingerprint: tls.fingerprint }, { name: "test-cluster-conf" });
+    t.after(() => nc.close());
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
+    const name = `CLUSTER_CONF_${process.pid}`;
+    const info = await waitFor(async () => jsm.streams.add({ name, subjects: [`cluster.conf.${process.pid}`], num_replicas: 3 }).catch(() => undefined),
+      { timeoutMs: 30_000, intervalMs: 250, name: "an R3 stream placed on the three servers" })
+      .catch((error: unknown) => { throw new Error(`${String(error)}\n${readFileSync(join(root, clusterServerDir(0), "bus.log"), "utf8").slice(-1500)}`); });
+    assert.equal(info.config.num_replicas, 3);
+    assert.equal((info.cluster?.replicas ?? []).length, 2, "a leader and two replicas on the routed servers");
+    assert.equal(info.cluster?.name, CLUSTER_NAME);
   });
 });
