@@ -1,4 +1,4 @@
-import { describe, it, before, after } from "node:test";
+import { describe, it, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -37,23 +37,32 @@ function clusterCredential(cluster: NatsCluster, user: string): BusCredential {
   return { address: cluster.urls[0]!, addresses: cluster.urls, user, password: "unused" };
 }
 
+/**
+ * Clean-ups run last registered first, in one `after` of the test (a connection closes before the
+ * cluster under it stops; node:test runs a test's after hooks in the order they were added).
+ */
+function cleanups(t: TestContext): (step: () => unknown) => void {
+  const steps: Array<() => unknown> = [];
+  t.after(async () => { for (const step of steps.reverse()) await Promise.resolve(step()).catch(() => undefined); });
+  return (step) => { steps.push(step); };
+}
+
 /** The server name the connection is on now. */
 function serverOf(nc: NatsConnection): string {
   return (nc as unknown as { info?: { server_name?: string } }).info?.server_name ?? "";
 }
 
 describe("a mesh on a three-server cluster", () => {
-  let cluster: NatsCluster;
-  before(async () => { cluster = await startNatsCluster(3); });
-  after(async () => { await cluster?.stop(); });
+  // Every test starts its own cluster: each kills a server or a controller in it.
 
   it("R62: a credential listing every server dials one that is up when the first named is down, and moves to a survivor when its server dies", async (t) => {
+    const defer = cleanups(t);
     // Its own cluster: this test kills two of its servers.
     const own = await startNatsCluster(3);
-    t.after(() => own.stop());
+    defer(() => own.stop());
     await own.servers[0]!.kill();
     const nc = await connectToBus(clusterCredential(own, OPERATOR), { name: "test-r62", reconnectWaitMs: 100 });
-    t.after(() => nc.close());
+    defer(() => nc.close());
     const first = serverOf(nc);
     assert.notEqual(first, "s1", "the dead server is not the one dialled");
     await own.byName(first).kill();
@@ -66,11 +75,14 @@ describe("a mesh on a three-server cluster", () => {
   });
 
   it("R62: killing the records' stream leader during a burst of commands loses no acknowledged command and doubles none", async (t) => {
+    const defer = cleanups(t);
+    const cluster = await startNatsCluster(3);
+    defer(() => cluster.stop());
     const meshKey = newMeshKey();
     const errors: string[] = [];
     const controllerUser = busUser("controller", CONTROLLER_NAME);
     const nc = await connectToBus(clusterCredential(cluster, controllerUser), { name: "test-controller", reconnectWaitMs: 100 });
-    t.after(() => nc.close());
+    defer(() => nc.close());
     const catalogue: Catalogue = await openCatalogue(nc, { replicas: 3 });
     const created = await catalogue.transact("genesis", () => ({
       ok: true,
@@ -88,9 +100,9 @@ describe("a mesh on a three-server cluster", () => {
       newId: () => randomUUID(),
       log: { info: () => undefined, error: (line) => { errors.push(line); } },
     });
-    t.after(() => commands.stop());
+    defer(() => commands.stop());
     const client = await connectToBus(clusterCredential(cluster, OPERATOR), { name: "test-operator", reconnectWaitMs: 100 });
-    t.after(() => client.close());
+    defer(() => client.close());
     const jsm = await jetstreamManager(client);
     const stream = await jsm.streams.info(CATALOGUE_STREAM);
     assert.equal(stream.config.num_replicas, 3);
@@ -108,7 +120,11 @@ describe("a mesh on a three-server cluster", () => {
     const enrol = async (i: number): Promise<void> => {
       const node = `burst-${i}`;
       const body = { commandId: `enrol-${node}`, node, publicKey: newNodeKeyPair().publicKey };
-      for (let attempt = 0; attempt < 40; attempt += 1) {
+      // Bounded by time, not tries: while the controller's own connection moves to a survivor a
+      // send fails at once (no responders), so it is paced.
+      const giveUpAt = Date.now() + 60_000;
+      for (let attempt = 0; Date.now() < giveUpAt; attempt += 1) {
+        if (attempt > 0) await new Promise((r) => setTimeout(r, 100));
         const sentAt = Date.now();
         let reply: Reply;
         try {
@@ -164,9 +180,12 @@ describe("a mesh on a three-server cluster", () => {
   });
 
   it("R61: two controllers, one active: the standby serves nothing while the lease is held, and serves once the active one dies and its lease lapses", async (t) => {
+    const defer = cleanups(t);
     const LEASE_MS = 3_000;
+    const cluster = await startNatsCluster(3);
+    defer(() => cluster.stop());
     const fixture: ControllerFixture = await controllerFixture({ url: cluster.urls[0]! }, { addresses: cluster.urls, replicas: 3 });
-    t.after(() => fixture.close());
+    defer(() => fixture.close());
     const env = { ...fixture.env, MESH_CONTROLLER_LEASE_MS: String(LEASE_MS) };
     const active = await fixture.start(env);
     assert.ok(active.lines.some((l) => /holding the controllers' lease/.test(l)), active.lines.join("\n"));
@@ -174,7 +193,7 @@ describe("a mesh on a three-server cluster", () => {
     // The standby: its start waits for the lease and serves nothing meanwhile.
     let standbyStarted = false;
     const standbyStart = fixture.start(env).then((c) => { standbyStarted = true; return c; });
-    t.after(async () => { (await standbyStart.catch(() => undefined))?.stop(); });
+    defer(async () => { await (await standbyStart.catch(() => undefined))?.stop(); });
     const before = await fixture.send("node.enrol", { node: "lease-a", publicKey: newNodeKeyPair().publicKey });
     assert.equal(before.ok, true);
     await new Promise((r) => setTimeout(r, LEASE_MS)); // a whole lease: renewed, not lapsed
@@ -197,8 +216,9 @@ describe("a mesh on a three-server cluster", () => {
 
 describe("the installer's configuration of a three-server bus", () => {
   it("R34, R62: three servers from clusterServerConfigs form one cluster over TLS routes with the mesh certificate, present it on every client port, and place three replicas", async (t) => {
+    const defer = cleanups(t);
     const root = mkdtempSync(join(tmpdir(), "mesh-cluster-conf-"));
-    t.after(() => rmSync(root, { recursive: true, force: true }));
+    defer(() => rmSync(root, { recursive: true, force: true }));
     const tls = makeBusCertificate(root, []);
     const ports = async () => [await freePort(), await freePort(), await freePort()];
     const configs = clusterServerConfigs({
@@ -207,7 +227,7 @@ describe("the installer's configuration of a three-server bus", () => {
     });
     const binary = findNatsServer();
     const buses: BusProcess[] = [];
-    t.after(async () => { for (const bus of buses) await bus.stop(); });
+    defer(async () => { for (const bus of buses) await bus.stop(); });
     for (const [i, config] of configs.entries()) {
       const dir = join(root, clusterServerDir(i));
       mkdirSync(join(dir, "store"), { recursive: true });
@@ -220,7 +240,7 @@ describe("the installer's configuration of a three-server bus", () => {
     }
     const addresses = configs.map((c) => `tls://127.0.0.1:${c.port}`);
     const nc = await connectToBus({ address: addresses[0]!, addresses, user: OPERATOR, password: "cluster-test", fingerprint: tls.fingerprint }, { name: "test-cluster-conf" });
-    t.after(() => nc.close());
+    defer(() => nc.close());
     const jsm = await jetstreamManager(nc, { checkAPI: false });
     const name = `CLUSTER_CONF_${process.pid}`;
     const info = await waitFor(async () => jsm.streams.add({ name, subjects: [`cluster.conf.${process.pid}`], num_replicas: 3 }).catch(() => undefined),
