@@ -35,14 +35,37 @@ export type ServerConfigOptions = {
   maxFileStore?: number;
   /** JetStream memory store limit in bytes (default 256 MiB). */
   maxMemoryStore?: number;
+  /** The server's name, unique in a cluster (default `mesh-bus`). */
+  serverName?: string;
+  /** This server's place in a cluster (issue 14, R60..R62); absent on a single server. */
+  cluster?: ClusterOptions;
 };
+
+/**
+ * A server's routes in a cluster: it listens for routes on `listenHost:port` and dials the other
+ * servers' route addresses, TLS both ways with the mesh's own certificate (the same as on the client
+ * port): each server presents it and verifies the other's against it (`ca_file`, verify is always
+ * on for routes), so only holders of the mesh's key join the cluster.
+ */
+export type ClusterOptions = {
+  /** The cluster's name (one per mesh). */
+  name: string;
+  /** Interface and port this server listens on for routes. */
+  listenHost: string;
+  port: number;
+  /** The other servers' route endpoints, `host:port` (this server's own is ignored by nats-server anyway). */
+  routes: readonly string[];
+};
+
+/** The default cluster name of a mesh's bus. */
+export const CLUSTER_NAME = "mesh";
 
 /** The nats-server configuration text. Pure. */
 export function renderServerConfig(options: ServerConfigOptions): string {
   const lines = [
     "# mesh-controller bus: written by the installer at genesis (installer/genesis.ts).",
     "# The user list is the include file below: the broker's host agent rewrites it on every push.",
-    `server_name: "mesh-bus"`,
+    `server_name: "${options.serverName ?? "mesh-bus"}"`,
     `listen: "${options.listenHost}:${options.port}"`,
     ...(options.monitorPort > 0 ? [`http: "127.0.0.1:${options.monitorPort}"`] : []),
     ...(options.pidFile ? [`pid_file: "${options.pidFile}"`] : []),
@@ -55,6 +78,21 @@ export function renderServerConfig(options: ServerConfigOptions): string {
     `  key_file: "${options.keyFile}"`,
     `  timeout: 5`,
     `}`,
+    ...(options.cluster ? [
+      `cluster {`,
+      `  name: "${options.cluster.name}"`,
+      `  listen: "${options.cluster.listenHost}:${options.cluster.port}"`,
+      `  routes: [`,
+      ...options.cluster.routes.map((route) => `    "nats-route://${route}"`),
+      `  ]`,
+      `  tls {`,
+      `    cert_file: "${options.certFile}"`,
+      `    key_file: "${options.keyFile}"`,
+      `    ca_file: "${options.certFile}"`,
+      `    timeout: 5`,
+      `  }`,
+      `}`,
+    ] : []),
     `jetstream {`,
     `  store_dir: "${options.storeDir}"`,
     `  max_file_store: ${options.maxFileStore ?? 10 * 1024 * 1024 * 1024}`,
@@ -133,5 +171,56 @@ export function freePort(host = "127.0.0.1"): Promise<number> {
       const port = typeof address === "object" && address ? address.port : 0;
       server.close(() => resolve(port));
     });
+  });
+}
+
+/** The folder of server `index` (0-based) of a cluster inside the mesh folder: `bus-1`, `bus-2`, ... */
+export function clusterServerDir(index: number): string {
+  return `bus-${index + 1}`;
+}
+
+/**
+ * The configuration of every server of a local cluster (`mesh up --cluster N`, issue 14): server
+ * `i` is named `mesh-bus-<i+1>`, listens for clients on `clientPorts[i]` and for routes on
+ * `routePorts[i]`, keeps its store in `<root>/bus-<i+1>/store`, its pid in `<root>/bus-<i+1>/bus.pid`,
+ * and includes its own copy of the user list (`bus-<i+1>/users.conf`: each server reads its own
+ * configuration, R60); all present the one mesh certificate (R34) on clients and routes. Pure.
+ * Throws Error when the port lists' lengths differ from `size` or `size` is below 1.
+ */
+export function clusterServerConfigs(options: {
+  size: number;
+  root: string;
+  listenHost: string;
+  clientPorts: readonly number[];
+  routePorts: readonly number[];
+  /** 0 leaves a server's monitoring off. */
+  monitorPorts: readonly number[];
+  certFile: string;
+  keyFile: string;
+  name?: string;
+}): ServerConfigOptions[] {
+  const { size } = options;
+  if (size < 1 || options.clientPorts.length !== size || options.routePorts.length !== size || options.monitorPorts.length !== size) {
+    throw new Error(`a cluster of ${size} needs ${size} client, route and monitoring ports each`);
+  }
+  return Array.from({ length: size }, (_, i) => {
+    const dir = `${options.root}/${clusterServerDir(i)}`;
+    return {
+      serverName: `mesh-bus-${i + 1}`,
+      listenHost: options.listenHost,
+      port: options.clientPorts[i]!,
+      monitorPort: options.monitorPorts[i]!,
+      certFile: options.certFile,
+      keyFile: options.keyFile,
+      storeDir: `${dir}/${STORE_DIR}`,
+      userListFile: USER_LIST_FILE,
+      pidFile: `${dir}/bus.pid`,
+      cluster: {
+        name: options.name ?? CLUSTER_NAME,
+        listenHost: options.listenHost,
+        port: options.routePorts[i]!,
+        routes: options.routePorts.filter((_, j) => j !== i).map((port) => `${options.listenHost}:${port}`),
+      },
+    };
   });
 }

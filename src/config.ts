@@ -102,7 +102,15 @@ export type ControllerConfig = Readonly<{
    * folder): it keeps the records' high-water mark there, outside the records (R43).
    */
   stateDir: string;
+  /**
+   * Milliseconds a controller's lease lasts unless renewed (MESH_CONTROLLER_LEASE_MS, R61); 0: no
+   * lease (one controller on one server). Default 0 with one replica, 10,000 with more (a cluster).
+   */
+  leaseMs: number;
 }>;
+
+/** The lease's length on a cluster unless MESH_CONTROLLER_LEASE_MS says otherwise (R61). */
+export const DEFAULT_CLUSTER_LEASE_MS = 10_000;
 
 const controllerEnvSchema = z.object({
   MESH_BROKER_ADDRESS: z.string().trim().min(1).optional(),
@@ -122,6 +130,9 @@ const controllerEnvSchema = z.object({
     .pipe(z.array(MeshName)),
   MESH_CATALOGUE_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   MESH_CONTROLLER_STATE_DIR: z.string().trim().min(1).optional(),
+  MESH_CONTROLLER_LEASE_MS: z.coerce.number().int()
+    .refine((ms) => ms === 0 || (ms >= 1_000 && ms <= 600_000), "0 (no lease) or 1000 to 600000 milliseconds")
+    .optional(),
 });
 
 function readConfigFile(variable: string, path: string, what: string): string {
@@ -165,7 +176,9 @@ function normalAddress(address: string): string | null {
  * (a PEM file whose SHA-256 fingerprint is pinned, or that fingerprint itself, R34) and/or MESH_BROKER_FINGERPRINT, MESH_BUS_URL
  * (what the controller dials instead of the credential's address), MESH_CONTROLLER_SUBMITS (comma
  * list of seats, R19; default "mesh-build"), MESH_CATALOGUE_REPLICAS (default 1),
- * MESH_CONTROLLER_STATE_DIR (the controller's state folder, R43; default the credential file's folder).
+ * MESH_CONTROLLER_STATE_DIR (the controller's state folder, R43; default the credential file's folder),
+ * MESH_CONTROLLER_LEASE_MS (R61: how long the active controller's lease lasts unless renewed; 0 for
+ * none; default 0 with one replica, 10,000 on a cluster).
  *
  * Throws ConfigError, one line naming the variables, when a value is malformed, a file is missing
  * or unreadable, or two settings state one fact differently (R35): the certificate's fingerprint
@@ -247,6 +260,8 @@ export function parseControllerConfig(env: Environment): ControllerConfig {
   }
   const pin = fingerprint ?? stored.fingerprint?.toUpperCase() ?? null;
   const credential: BusCredential = { address, user: stored.user, password: stored.password };
+  // A cluster's servers (R62) are dialled as the file lists them, unless MESH_BUS_URL names one.
+  if (stored.addresses !== undefined && vars.MESH_BUS_URL === undefined) credential.addresses = [...stored.addresses];
   if (pin !== null) credential.fingerprint = pin;
   if (address.startsWith("tls://") && pin === null) {
     throw new ConfigError(
@@ -264,5 +279,6 @@ export function parseControllerConfig(env: Environment): ControllerConfig {
     controllerSubmits: Object.freeze([...vars.MESH_CONTROLLER_SUBMITS]),
     replicas: vars.MESH_CATALOGUE_REPLICAS,
     stateDir: vars.MESH_CONTROLLER_STATE_DIR ?? dirname(vars.MESH_CONTROLLER_CREDENTIAL),
+    leaseMs: vars.MESH_CONTROLLER_LEASE_MS ?? (vars.MESH_CATALOGUE_REPLICAS > 1 ? DEFAULT_CLUSTER_LEASE_MS : 0),
   });
 }

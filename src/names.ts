@@ -27,6 +27,10 @@ export function catalogueSubject(entityKind: string, entityId: string): string {
 
 /** KV bucket holding the pointer to the newest snapshot (its sequence and object name). */
 export const SNAPSHOT_BUCKET = "MESH_SNAPSHOT";
+/** KV bucket of the controllers' lease: which controller is active (R61). */
+export const CONTROLLER_LEASE_BUCKET = "MESH_CONTROLLER_LEASE";
+/** KV key of the lease in CONTROLLER_LEASE_BUCKET. */
+export const CONTROLLER_LEASE_KEY = "active";
 /** Object store bucket holding snapshot bodies, chunked by the object store. */
 export const SNAPSHOT_OBJECTS = "MESH_SNAPSHOTS";
 /** KV key of the newest snapshot pointer. */

@@ -4,7 +4,8 @@
  * 1. read configuration: once, by parseControllerConfig (R35), passed in;
  * 2. connect: the controller's credential, TLS pinned to the bus certificate (R34), the address
  *    alone in every log line (R3); a rotated password still pending beside the credential file is
- *    tried when the file's is refused (R14);
+ *    tried when the file's is refused (R14); then, with a lease configured (a cluster), wait as a
+ *    standby until this controller holds it (R61): nothing below runs on a standby;
  * 3. load the snapshot and catch up (openCatalogue: the CATALOGUE stream first, it holds the
  *    records every other object is derived from);
  * 4. raise streams, then consumers, from the records (R5, R21, R22);
@@ -33,6 +34,7 @@ import { describeRaise, newRaiseMemo, type RaiseReport } from "./raise.ts";
 import { replayVerb } from "./replayVerb.ts";
 import { REPLAY_VERB } from "../commands/replay.ts";
 import type { ControllerLog } from "./log.ts";
+import { acquireLease, type HeldLease } from "./lease.ts";
 
 /** A running controller. */
 export type Controller = {
@@ -145,7 +147,18 @@ export async function startController(config: ControllerConfig, { log, connectTi
     }
   })();
 
+  let lease: HeldLease | null = null;
+  /** What losing the lease stops (set once serving). */
+  let onLeaseLost: () => void = () => undefined;
   try {
+    // 2b. The lease (R61): one controller active at a time; a standby waits here.
+    if (config.leaseMs > 0) {
+      lease = await acquireLease(nc, {
+        holder: `${CONTROLLER_NAME}-${randomUUID().slice(0, 8)}`, leaseMs: config.leaseMs, replicas: config.replicas, log,
+        onLost: () => onLeaseLost(),
+      });
+    }
+
     // 3. Load the snapshot and catch up.
     // A commit no fold can read (R45) does not stop the start: the controller serves `replay` to
     // void it, and refuses every other verb naming it (replyErrorOf).
@@ -217,6 +230,8 @@ export async function startController(config: ControllerConfig, { log, connectTi
     );
     await nc.flush(); // the subscription is on the server before start returns
     log.info(`serving commands at ${address}`);
+    // A controller that lost the lease serves nothing more: another is active (R61).
+    onLeaseLost = () => { void server.stop(); reports.stop(); };
 
     let stopped = false;
     return {
@@ -233,11 +248,14 @@ export async function startController(config: ControllerConfig, { log, connectTi
         if (catalogue.state.sequence > snapshotAt && !catalogue.behind) await catalogue.snapshot().catch((error: unknown) => {
           log.error(`snapshot on stop failed: ${error instanceof Error ? error.message : String(error)}`);
         });
+        await lease?.release();
         await nc.drain().catch(() => undefined);
         log.info(`stopped; disconnected from ${address}`);
       },
     };
   } catch (error) {
+    // A leader that cannot start serving gives the lease up rather than holding it idle (R61).
+    await lease?.release().catch(() => undefined);
     await nc.close().catch(() => undefined);
     throw error;
   }

@@ -14,10 +14,18 @@ import { probeCertificate, pinnedTlsOptions, normalizeFingerprint } from "./pin.
  *   in the clear (tests, local development).
  */
 
-/** A credential file / record: `{ address, user, password, fingerprint }` (section 5a). */
+const BusAddress = z.string().regex(/^(nats|tls):\/\/[^/@\s]+$/, "nats://host:port or tls://host:port, with no user or password inside");
+
+/**
+ * A credential file / record: `{ address, user, password, fingerprint }` (section 5a). On a
+ * cluster (issue 14, R62) `addresses` lists every server of the bus beside `address` (which stays,
+ * so a file written before clusters reads the same and a reader that knows only `address` still
+ * dials one server); every address presents the one pinned certificate.
+ */
 export const BusCredential = z
   .object({
-    address: z.string().regex(/^(nats|tls):\/\/[^/@\s]+$/, "nats://host:port or tls://host:port, with no user or password inside"),
+    address: BusAddress,
+    addresses: z.array(BusAddress).min(1, "at least one address, or leave the field out").optional(),
     user: z.string().min(1),
     password: z.string().min(1),
     fingerprint: z
@@ -88,7 +96,20 @@ export class CertificateMismatch extends BusConnectError {
 }
 
 /**
+ * Every address a credential names, `address` first, then `addresses` in order, each once.
+ * Pure; the one reading of the two fields (R62).
+ */
+export function credentialAddresses(credential: Pick<BusCredential, "address" | "addresses">): string[] {
+  return [...new Set([credential.address, ...(credential.addresses ?? [])])];
+}
+
+/**
  * Connects to the bus with `credential` and returns the connection.
+ *
+ * A credential naming several servers (`addresses`, a cluster, R62) is dialled on all of them:
+ * the client connects to one and, when it is lost, reconnects to any survivor. All must share one
+ * scheme; over TLS the first server that answers is probed and must present the pinned certificate,
+ * and the identity check compares the fingerprint again at every (re)connect to any of them.
  *
  * `tls://host:port`: probes the server first (plain INFO, then a TLS handshake that only reads the
  * certificate), refuses with CertificateMismatch unless its SHA-256 fingerprint equals
@@ -100,17 +121,23 @@ export class CertificateMismatch extends BusConnectError {
  * credential is refused or the address is malformed.
  */
 export async function connectToBus(credential: BusCredential, options: BusConnectOptions = {}): Promise<NatsConnection> {
-  const address = credential.address;
-  let parts: { scheme: string; host: string; port: number };
-  try {
-    parts = parseBusAddress(address);
-  } catch (error) {
-    throw new BusConnectError(address, "the address is not nats://host:port or tls://host:port", { cause: error });
+  const addresses = credentialAddresses(credential);
+  const address = addresses.join(",");
+  const all: Array<{ scheme: string; host: string; port: number }> = [];
+  for (const one of addresses) {
+    try {
+      all.push(parseBusAddress(one));
+    } catch (error) {
+      throw new BusConnectError(one, "the address is not nats://host:port or tls://host:port", { cause: error });
+    }
   }
+  const parts = all[0]!;
+  const mixed = all.find((p) => p.scheme !== parts.scheme);
+  if (mixed) throw new BusConnectError(address, `the addresses mix ${parts.scheme}:// and ${mixed.scheme}://: every server of one bus is dialled the same way`);
   const timeoutMs = options.timeoutMs ?? 5_000;
   const reconnect = options.reconnect ?? true;
   const settings: NodeConnectionOptions = {
-    servers: [`${parts.host}:${parts.port}`],
+    servers: all.map((p) => `${p.host}:${p.port}`),
     user: credential.user,
     pass: credential.password,
     inboxPrefix: inboxPrefix(credential.user),
@@ -118,8 +145,8 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
     timeout: timeoutMs,
     reconnect,
     maxReconnectAttempts: reconnect ? (options.maxReconnectAttempts ?? -1) : 0,
-    // Pinned to the one address of the credential: gossiped cluster URLs would be dialled
-    // by name, and every server of the mesh presents the one pinned certificate anyway.
+    // Pinned to the addresses of the credential: gossiped cluster URLs would be dialled by name;
+    // the credential lists every server of the mesh (R62), each presenting the one pinned certificate.
     ignoreClusterUpdates: true,
     ...(options.reconnectWaitMs === undefined ? {} : { reconnectTimeWait: options.reconnectWaitMs, reconnectJitter: 0, reconnectJitterTLS: 0 }),
   };
@@ -134,12 +161,18 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
       throw new BusConnectError(address, "the credential has no certificate fingerprint to pin (R34): add \"fingerprint\" to it");
     }
     const pin = normalizeFingerprint(credential.fingerprint);
-    let presented: { fingerprint: string; pem: string };
-    try {
-      presented = await probeCertificate(parts.host, parts.port, { timeoutMs });
-    } catch (error) {
-      throw new BusConnectError(address, reasonOf(error), { cause: error });
+    // The first server that answers is probed; a cluster with one server down still dials.
+    let presented: { fingerprint: string; pem: string } | undefined;
+    let lastError: unknown;
+    for (const p of all) {
+      try {
+        presented = await probeCertificate(p.host, p.port, { timeoutMs });
+        break;
+      } catch (error) {
+        lastError = error;
+      }
     }
+    if (presented === undefined) throw new BusConnectError(address, reasonOf(lastError), { cause: lastError });
     if (presented.fingerprint !== pin) throw new CertificateMismatch(address, pin, presented.fingerprint);
     settings.tls = pinnedTlsOptions(presented.pem, pin);
     options.onCertificate?.(presented.pem);

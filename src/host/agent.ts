@@ -168,7 +168,10 @@ export function startHost(options: HostOptions): Host {
     }
     const now = credentialOf();
     const fingerprint = self.fingerprint || now.fingerprint;
-    const next: BusCredential = { address: now.address, user: self.user, password, ...(fingerprint ? { fingerprint } : {}) };
+    // The file's own addresses stay (a cluster's servers, R62); only user, password and pin change.
+    const next: BusCredential = {
+      address: now.address, ...(now.addresses ? { addresses: now.addresses } : {}), user: self.user, password, ...(fingerprint ? { fingerprint } : {}),
+    };
     if (now.user === next.user && now.password === next.password && (now.fingerprint ?? "") === (next.fingerprint ?? "")) return;
     writeBusCredential(credentialFile, next);
     adopted = next;

@@ -47,23 +47,33 @@ export type ControllerFixture = {
   close(): Promise<void>;
 };
 
+/** Settings of controllerFixture for a cluster (issue 14). */
+export type ControllerFixtureOptions = {
+  /** Every server's address: written into the credential file beside the first (R62). */
+  addresses?: string[];
+  /** Copies of the records (the genesis commit creates CATALOGUE with them); default 1. */
+  replicas?: number;
+};
+
 /** Builds the fixture on `server` (genesis recorded). Call close() from `after`. */
-export async function controllerFixture(server: NatsServer): Promise<ControllerFixture> {
+export async function controllerFixture(server: Pick<NatsServer, "url">, options: ControllerFixtureOptions = {}): Promise<ControllerFixture> {
   const dir = mkdtempSync(join(tmpdir(), "mesh-controller-"));
   const meshKey = newMeshKey();
   const keyFile = join(dir, "mesh.key");
   writeFileSync(keyFile, meshKey, { mode: 0o600 });
   const credentialFile = join(dir, "controller.json");
-  writeFileSync(credentialFile, JSON.stringify({ address: server.url, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD }), { mode: 0o600 });
+  const addresses = options.addresses === undefined ? {} : { addresses: options.addresses };
+  writeFileSync(credentialFile, JSON.stringify({ address: server.url, ...addresses, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD }), { mode: 0o600 });
   const env: Environment = {
     MESH_CONTROLLER_CREDENTIAL: credentialFile,
     MESH_KEY_FILE: keyFile,
     MESH_BROKER_FINGERPRINT: Array(32).fill("AB").join(":"),
+    ...(options.replicas === undefined ? {} : { MESH_CATALOGUE_REPLICAS: String(options.replicas) }),
   };
 
   // The genesis commit, as the installer records it.
-  const operator = await connectToBus({ address: server.url, user: "operator-test", password: "unused" }, { name: "test-operator" });
-  const catalogue = await openCatalogue(operator);
+  const operator = await connectToBus({ address: server.url, ...addresses, user: "operator-test", password: "unused" }, { name: "test-operator", ...(options.addresses ? { reconnectWaitMs: 100 } : {}) });
+  const catalogue = await openCatalogue(operator, options.replicas === undefined ? {} : { replicas: options.replicas });
   const password = newPassword();
   const genesis = await catalogue.transact(GENESIS_COMMAND_ID, (state) => decideGenesis(state, {
     genesisAddress: server.url,

@@ -21,6 +21,8 @@ export type NatsServer = {
   /** Asks the server to reload its configuration (SIGHUP). */
   reload(): void;
   stop(): Promise<void>;
+  /** Kills the server at once (SIGKILL, a crash: no goodbye to the cluster) and keeps its folder. */
+  kill(): Promise<void>;
 };
 
 export type NatsServerOptions = {
@@ -95,11 +97,18 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     log,
     reload: () => { child.kill("SIGHUP"); },
     stop: async () => {
+      if (exited === null) {
+        const done = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+        child.kill("SIGTERM");
+        await done;
+      }
+      if (!options.dir) rmSync(dir, { recursive: true, force: true });
+    },
+    kill: async () => {
       if (exited !== null) return;
       const done = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-      child.kill("SIGTERM");
+      child.kill("SIGKILL");
       await done;
-      if (!options.dir) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -79,6 +79,26 @@ describe("parseControllerConfig", () => {
     refusesNaming(() => parseControllerConfig({ ...base(), MESH_CATALOGUE_REPLICAS: "two" }), ["MESH_CATALOGUE_REPLICAS"]);
   });
 
+  it("R61: the controllers' lease is off on one server and on by default on a cluster; MESH_CONTROLLER_LEASE_MS sets it", () => {
+    assert.equal(parseControllerConfig(base()).leaseMs, 0);
+    assert.equal(parseControllerConfig({ ...base(), MESH_CATALOGUE_REPLICAS: "3" }).leaseMs, 10_000);
+    assert.equal(parseControllerConfig({ ...base(), MESH_CATALOGUE_REPLICAS: "3", MESH_CONTROLLER_LEASE_MS: "3000" }).leaseMs, 3_000);
+    assert.equal(parseControllerConfig({ ...base(), MESH_CATALOGUE_REPLICAS: "3", MESH_CONTROLLER_LEASE_MS: "0" }).leaseMs, 0);
+    for (const bad of ["soon", "500", "-1"]) refusesNaming(() => parseControllerConfig({ ...base(), MESH_CONTROLLER_LEASE_MS: bad }), ["MESH_CONTROLLER_LEASE_MS"]);
+  });
+
+  it("R62: a credential file listing every server of a cluster is dialled on all of them; an old single-address file reads as before", () => {
+    const clustered = join(dir, "controller-cluster.json");
+    const addresses = ["tls://bus-1.example:4222", "tls://bus-2.example:4222", "tls://bus-3.example:4222"];
+    writeFileSync(clustered, JSON.stringify({ address: addresses[0], addresses, user: "controller-mesh-controller", password }));
+    assert.deepEqual(parseControllerConfig({ ...base(), MESH_CONTROLLER_CREDENTIAL: clustered }).credential.addresses, addresses);
+    assert.equal(parseControllerConfig(base()).credential.addresses, undefined);
+    refusesNaming(() => {
+      writeFileSync(clustered, JSON.stringify({ address: addresses[0], addresses: ["tls://user:pw@bus-2.example:4222"], user: "controller-mesh-controller", password }));
+      parseControllerConfig({ ...base(), MESH_CONTROLLER_CREDENTIAL: clustered });
+    }, ["MESH_CONTROLLER_CREDENTIAL"]);
+  });
+
   it("R35: a fingerprint given directly that differs from the certificate's is refused naming both", () => {
     const error = refusesNaming(
       () => parseControllerConfig({ ...base(), MESH_BROKER_FINGERPRINT: otherFingerprint }),

@@ -1,0 +1,158 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import { StorageType } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import { CONTROLLER_LEASE_BUCKET, CONTROLLER_LEASE_KEY } from "../names.ts";
+import type { ControllerLog } from "./log.ts";
+
+/**
+ * One controller active at a time (R61): a lease in a KV bucket. The value names the holder and
+ * the time its lease ends (the holder's clock, ms since the epoch); every write is a
+ * compare-and-set on the revision read (create when there is none), so two controllers can never
+ * both hold it. The holder renews on its own timer; a standby reads the lease, and once its time
+ * has passed takes it over by compare-and-set on the revision it read: it does not wait for the key
+ * to vanish (on 2.9.x an R3 bucket's max_age expiry lags on some replicas). The lease is the rule
+ * that keeps one writer; fenced appends (R40) stay the safety net.
+ */
+
+/** The lease's value. */
+export type LeaseValue = { holder: string; expiresAt: number };
+
+/** What the bucket holds: nothing (null), or the value (null when unreadable) and its revision. */
+export type LeaseEntry = { value: LeaseValue | null; revision: number } | null;
+
+/** What a controller does next with the lease (decideLease). */
+export type LeaseStep =
+  | { kind: "create"; value: LeaseValue }
+  | { kind: "update"; revision: number; value: LeaseValue }
+  | { kind: "wait"; holder: string; expiresAt: number };
+
+/**
+ * The next step of controller `me` at `nowMs` with a lease of `leaseMs`, given what the bucket
+ * holds: create it when there is none; renew it when `me` holds it; take it over (compare-and-set
+ * on the revision read) when its time has passed or its value is unreadable; else wait until its
+ * time. Pure (R61).
+ */
+export function decideLease(entry: LeaseEntry, me: string, nowMs: number, leaseMs: number): LeaseStep {
+  const value = { holder: me, expiresAt: nowMs + leaseMs };
+  if (entry === null) return { kind: "create", value };
+  if (entry.value === null || entry.value.holder === me || entry.value.expiresAt <= nowMs) {
+    return { kind: "update", revision: entry.revision, value };
+  }
+  return { kind: "wait", holder: entry.value.holder, expiresAt: entry.value.expiresAt };
+}
+
+/** Reads a lease value; null when it is not one (then it can be taken over). Pure. */
+export function parseLeaseValue(text: string): LeaseValue | null {
+  try {
+    const json = JSON.parse(text) as Partial<LeaseValue>;
+    if (typeof json.holder === "string" && typeof json.expiresAt === "number") return { holder: json.holder, expiresAt: json.expiresAt };
+  } catch {
+    // not JSON: taken over like an expired one
+  }
+  return null;
+}
+
+/** A lease this controller holds. */
+export type HeldLease = {
+  holder: string;
+  /** Stops renewing and ends the lease now (compare-and-set; a lease already lost is left alone). */
+  release(): Promise<void>;
+};
+
+/** Caller settings of acquireLease. */
+export type LeaseOptions = {
+  /** This controller's name in the lease (unique per process). */
+  holder: string;
+  /** How long the lease lasts unless renewed, in ms (MESH_CONTROLLER_LEASE_MS). */
+  leaseMs: number;
+  /** Copies of the bucket (MESH_CATALOGUE_REPLICAS). */
+  replicas: number;
+  log: ControllerLog;
+  /** Called once when the lease is lost while held (another took it, or it ran out unrenewed). */
+  onLost: (reason: string) => void;
+  /** Test clock (default Date.now). */
+  now?: () => number;
+};
+
+async function readLease(kv: KV): Promise<LeaseEntry> {
+  const entry = await kv.get(CONTROLLER_LEASE_KEY);
+  if (entry === null) return null;
+  // A deleted or purged key has a revision to update on but no value.
+  if (entry.operation !== "PUT") return { value: null, revision: entry.revision };
+  return { value: parseLeaseValue(entry.string()), revision: entry.revision };
+}
+
+/**
+ * Waits until this controller holds the lease (R61) and returns it, renewing it every third of
+ * `leaseMs` from then on. A standby polls every quarter of the lease (at most every 500 ms), so it
+ * takes over within the lease plus one poll of the holder's last renewal. A renewal that loses
+ * the compare-and-set, or that cannot be made before the lease's own time passes, calls `onLost`
+ * once and stops renewing. Throws what the bucket's creation throws.
+ */
+export async function acquireLease(nc: NatsConnection, options: LeaseOptions): Promise<HeldLease> {
+  const now = options.now ?? Date.now;
+  const kv = await new Kvm(nc).create(CONTROLLER_LEASE_BUCKET, { history: 1, replicas: options.replicas, storage: StorageType.File });
+  const pollMs = Math.min(500, Math.floor(options.leaseMs / 4));
+  let revision = 0;
+  let expiresAt = 0;
+  let waitingOn = "";
+  for (;;) {
+    try {
+      const step = decideLease(await readLease(kv), options.holder, now(), options.leaseMs);
+      if (step.kind === "wait") {
+        if (waitingOn !== step.holder) options.log.info(`standing by: controller ${step.holder} holds the lease (R61)`);
+        waitingOn = step.holder;
+      } else {
+        const body = JSON.stringify(step.value);
+        revision = step.kind === "create" ? await kv.create(CONTROLLER_LEASE_KEY, body) : await kv.update(CONTROLLER_LEASE_KEY, body, step.revision);
+        expiresAt = step.value.expiresAt;
+        break;
+      }
+    } catch {
+      // Another controller won the compare-and-set, or the bus is between leaders: read again.
+    }
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+  options.log.info(`holding the controllers' lease as ${options.holder} (R61)`);
+
+  let state: "held" | "lost" | "released" = "held";
+  const lost = (reason: string) => {
+    if (state !== "held") return;
+    state = "lost";
+    clearInterval(timer);
+    options.log.error(`lost the controllers' lease: ${reason} (R61)`);
+    options.onLost(reason);
+  };
+  let renewing = false;
+  const timer = setInterval(() => {
+    if (renewing || state !== "held") return;
+    renewing = true;
+    void (async () => {
+      const value: LeaseValue = { holder: options.holder, expiresAt: now() + options.leaseMs };
+      try {
+        revision = await kv.update(CONTROLLER_LEASE_KEY, JSON.stringify(value), revision);
+        expiresAt = value.expiresAt;
+      } catch (error) {
+        // A revision mismatch: someone else holds it. Anything else (no bus) is tried again next
+        // tick, until the lease's own time has passed.
+        const message = error instanceof Error ? error.message : String(error);
+        if (/wrong last sequence/i.test(message)) lost("another controller holds it");
+        else if (now() >= expiresAt) lost("it could not be renewed before it ran out");
+      } finally {
+        renewing = false;
+      }
+    })();
+  }, Math.max(1, Math.floor(options.leaseMs / 3)));
+  timer.unref?.();
+
+  return {
+    holder: options.holder,
+    release: async () => {
+      if (state !== "held") return;
+      state = "released";
+      clearInterval(timer);
+      // Ends it now so a standby need not wait; compare-and-set, so a lease already lost stays.
+      await kv.update(CONTROLLER_LEASE_KEY, JSON.stringify({ holder: options.holder, expiresAt: 0 }), revision).catch(() => undefined);
+    },
+  };
+}
