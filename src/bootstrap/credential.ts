@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import type { BusCredential } from "../bus/connect.ts";
+import { secretOf, withSecret, type BusCredential } from "../bus/connect.ts";
 import { readBusCredential, removeFileDurable, writeBusCredential } from "../files/index.ts";
 
 /**
@@ -48,7 +48,7 @@ export function pendingPassword(file: string, user: string): string | null {
   if (!existsSync(path)) return null;
   try {
     const pending = readBusCredential(path);
-    return pending.user === user ? pending.password : null;
+    return pending.user === user ? secretOf(pending) : null;
   } catch {
     return null;
   }
@@ -60,20 +60,20 @@ export function pendingPassword(file: string, user: string): string | null {
  * only the password changes.
  */
 export function controllerCredential(initial: BusCredential, file: string): ControllerCredential {
-  let password = initial.password;
+  let password = secretOf(initial);
   let staged = false;
   let previous: string | null = null;
   let attempts = 0;
   const stored = (): BusCredential => {
     try {
-      return { ...readBusCredential(file), password };
+      return withSecret(readBusCredential(file), password);
     } catch {
       // rewritten from the configuration below
     }
-    return { ...initial, password };
+    return withSecret(initial, password);
   };
   return {
-    current: () => ({ ...initial, password }),
+    current: () => withSecret(initial, password),
     password: () => password,
     dialPassword() {
       if (!staged || previous === null || previous === password) return password;
@@ -85,7 +85,7 @@ export function controllerCredential(initial: BusCredential, file: string): Cont
       password = next;
       staged = true;
       attempts = 0;
-      writeBusCredential(pendingCredentialFile(file), { ...initial, password: next });
+      writeBusCredential(pendingCredentialFile(file), withSecret(initial, next));
     },
     pending: () => staged,
     commit() {

@@ -67,7 +67,7 @@ function isAuthorizationRefusal(error: unknown): boolean {
 /** Step 2: dial with the file's password, else with a pending rotated one (then kept, R14). */
 async function connect(config: ControllerConfig, credential: ControllerCredential, log: ControllerLog, timeoutMs: number): Promise<NatsConnection> {
   const address = credential.current().address;
-  const dial = () => connectToBus(credential.current(), { name: CONTROLLER_NAME, timeoutMs, password: credential.dialPassword });
+  const dial = () => connectToBus(credential.current(), { name: CONTROLLER_NAME, timeoutMs, secret: credential.dialPassword });
   try {
     const nc = await dial();
     log.info(`connected to the bus at ${address} as ${credential.current().user}`);

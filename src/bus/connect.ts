@@ -1,4 +1,4 @@
-import { connect as natsConnect, usernamePasswordAuthenticator, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
+import { connect as natsConnect, nkeyAuthenticator, type Authenticator, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
 import { z } from "zod";
 import { inboxPrefix } from "../names.ts";
 import { parseBusAddress } from "../projections/queries.ts";
@@ -7,7 +7,10 @@ import { probeCertificate, pinnedTlsOptions, normalizeFingerprint } from "./pin.
 /**
  * Dialing the bus with a credential (DESIGN.md section 5a).
  *
- * - user and password travel as connect options, beside the address, never inside a URL (R3);
+ * - a principal proves itself with its nkey seed (R63): the bus sends a nonce, the client signs it
+ *   with the seed, and the seed itself never leaves the machine; a password (the bootstrap of an
+ *   older mesh, a credential file written before nkeys) is still accepted and travels as a connect
+ *   option, beside the address, never inside a URL (R3);
  * - every client replies on its own inbox prefix `_INBOX_<user>` (R33);
  * - a `tls://` address is pinned to the mesh certificate's SHA-256 fingerprint instead of verified
  *   by name (R34), on the first connect and on every reconnect; a `nats://` address is dialled
@@ -16,25 +19,59 @@ import { probeCertificate, pinnedTlsOptions, normalizeFingerprint } from "./pin.
 
 const BusAddress = z.string().regex(/^(nats|tls):\/\/[^/@\s]+$/, "nats://host:port or tls://host:port, with no user or password inside");
 
+/** An nkey user seed as `nk` encodes it: `SU` and 56 base32 characters (R63). */
+export const NKEY_SEED = /^SU[A-Z2-7]{56}$/;
+/** An nkey user public key: `U` and 55 base32 characters, what the user list holds (R63). */
+export const NKEY_USER = /^U[A-Z2-7]{55}$/;
+
 /**
- * A credential file / record: `{ address, user, password, fingerprint }` (section 5a). On a
- * cluster (issue 14, R62) `addresses` lists every server of the bus beside `address` (which stays,
- * so a file written before clusters reads the same and a reader that knows only `address` still
- * dials one server); every address presents the one pinned certificate.
+ * A credential file / record: `{ address, user, seed, fingerprint }` (section 5a, R63): `seed` is
+ * the principal's nkey user seed; `user` is its name on the mesh (its inbox prefix, R33), not
+ * something the bus checks. A credential written before nkeys carries `password` instead, still
+ * dialled (the transition, and an old mesh's bootstrap); exactly one of the two. On a cluster
+ * (issue 14, R62) `addresses` lists every server of the bus beside `address` (which stays, so a
+ * file written before clusters reads the same and a reader that knows only `address` still dials
+ * one server); every address presents the one pinned certificate.
  */
 export const BusCredential = z
   .object({
     address: BusAddress,
     addresses: z.array(BusAddress).min(1, "at least one address, or leave the field out").optional(),
     user: z.string().min(1),
-    password: z.string().min(1),
+    seed: z.string().regex(NKEY_SEED, "an nkey user seed (SU...), as `mesh host init` or the controller made it").optional(),
+    password: z.string().min(1).optional(),
     fingerprint: z
       .string()
       .regex(/^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){31}$/, "the SHA-256 fingerprint of the bus certificate, AA:BB:... (32 bytes)")
       .optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((value, ctx) => {
+    if ((value.seed === undefined) === (value.password === undefined)) {
+      ctx.addIssue({ code: "custom", path: ["seed"], message: "a credential holds exactly one of \"seed\" (an nkey seed) and \"password\"" });
+    }
+  });
 export type BusCredential = z.infer<typeof BusCredential>;
+
+/** True when `secret` is an nkey user seed rather than a password (R63). */
+export function isSeed(secret: string): boolean {
+  return NKEY_SEED.test(secret);
+}
+
+/** The credential's secret: its seed, or the password of a credential from before nkeys. */
+export function secretOf(credential: BusCredential): string {
+  return credential.seed ?? credential.password ?? "";
+}
+
+/**
+ * `credential` with `secret` as its secret: in `seed` when it is an nkey seed, in `password`
+ * otherwise (the other field dropped). Every place that turns an opened secret into a credential
+ * goes through it, so a seed and a password are never confused.
+ */
+export function withSecret(credential: BusCredential, secret: string): BusCredential {
+  const { seed: _seed, password: _password, ...rest } = credential;
+  return isSeed(secret) ? { ...rest, seed: secret } : { ...rest, password: secret };
+}
 
 /** Caller settings of connectToBus. */
 export type BusConnectOptions = {
@@ -47,11 +84,12 @@ export type BusConnectOptions = {
   /** Reconnect attempts before giving up; -1 for ever (default -1 when reconnecting). */
   maxReconnectAttempts?: number;
   /**
-   * The current password, read at every (re)connect instead of `credential.password` (the
-   * controller switching to a rotated password, R14). With it, an authorization error does not
-   * end reconnecting: the bus may not have reloaded the new password yet.
+   * The current secret (an nkey seed, or a password from before nkeys), read at every
+   * (re)connect instead of the credential's own (the controller or a host switching to a rotated
+   * key, R14, R50). With it, an authorization error does not end reconnecting: the bus may not have
+   * reloaded the list with the new key yet.
    */
-  password?: () => string;
+  secret?: () => string;
   /**
    * Milliseconds between reconnect attempts to the server, jitter included (default: the client's,
    * 2,000 plus up to 1,000 over TLS). A CLI waiting for a reply across a user-list reload asks for
@@ -136,10 +174,10 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
   if (mixed) throw new BusConnectError(address, `the addresses mix ${parts.scheme}:// and ${mixed.scheme}://: every server of one bus is dialled the same way`);
   const timeoutMs = options.timeoutMs ?? 5_000;
   const reconnect = options.reconnect ?? true;
+  const secret = options.secret ?? (() => secretOf(credential));
   const settings: NodeConnectionOptions = {
     servers: all.map((p) => `${p.host}:${p.port}`),
-    user: credential.user,
-    pass: credential.password,
+    authenticator: authenticatorFor(credential.user, secret),
     inboxPrefix: inboxPrefix(credential.user),
     name: options.name ?? "mesh",
     timeout: timeoutMs,
@@ -150,12 +188,7 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
     ignoreClusterUpdates: true,
     ...(options.reconnectWaitMs === undefined ? {} : { reconnectTimeWait: options.reconnectWaitMs, reconnectJitter: 0, reconnectJitterTLS: 0 }),
   };
-  if (options.password) {
-    delete settings.user;
-    delete settings.pass;
-    settings.authenticator = usernamePasswordAuthenticator(credential.user, options.password);
-    settings.ignoreAuthErrorAbort = true;
-  }
+  if (options.secret) settings.ignoreAuthErrorAbort = true;
   if (parts.scheme === "tls") {
     if (credential.fingerprint === undefined) {
       throw new BusConnectError(address, "the credential has no certificate fingerprint to pin (R34): add \"fingerprint\" to it");
@@ -188,6 +221,20 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
   }
 }
 
+/**
+ * The client's answer to the bus's nonce at every (re)connect, reading `secret()` each time (so a
+ * rotated seed is used without a restart): an nkey seed signs the nonce (nats.js
+ * nkeyAuthenticator: the seed never travels, R63); a password is sent as `user`/`pass`.
+ */
+function authenticatorFor(user: string, secret: () => string): Authenticator {
+  const encoder = new TextEncoder();
+  return (nonce?: string) => {
+    const current = secret();
+    if (isSeed(current)) return nkeyAuthenticator(() => encoder.encode(current))(nonce);
+    return { user, pass: current };
+  };
+}
+
 /** A short reason from a dial error, never including connection options (no password, R3). */
 function reasonOf(error: unknown): string {
   if (!(error instanceof Error)) return "unknown error";
@@ -196,7 +243,7 @@ function reasonOf(error: unknown): string {
   const causeCode = cause instanceof Error ? (cause as { code?: unknown }).code : undefined;
   const message = error.message.split("\n")[0] ?? "";
   if (code === "ECONNREFUSED" || causeCode === "ECONNREFUSED") return "connection refused (is the bus running at this address?)";
-  if (/authorization/i.test(message)) return "the bus refused the user or password (Authorization Violation)";
+  if (/authorization/i.test(message)) return "the bus refused the credential's key or password (Authorization Violation)";
   if (/timeout/i.test(message) || error.name === "TimeoutError") return "timed out (is the address reachable?)";
   return message;
 }

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { BusConnectError, BusCredential, connectToBus, type BusConnectOptions } from "../bus/connect.ts";
+import { BusConnectError, BusCredential, connectToBus, secretOf, type BusConnectOptions } from "../bus/connect.ts";
 import { pendingCredentialFile } from "../bootstrap/credential.ts";
 import { CredentialFileError, readBusCredential, renameDurable } from "../files/index.ts";
 import type { ClientConfig, Environment } from "../config.ts";
@@ -98,10 +98,10 @@ export async function connectWithCredentialFile(file: string, options: BusConnec
     }
   }
   let turn = 0;
-  const passwords = pending === null ? [credential.password] : [credential.password, pending.password];
+  const passwords = pending === null ? [secretOf(credential)] : [secretOf(credential), secretOf(pending)];
   const dialOptions: BusConnectOptions = pending === null
     ? options
-    : { ...options, reconnect: true, maxReconnectAttempts: PENDING_RECONNECTS, reconnectWaitMs: PENDING_RECONNECT_WAIT_MS, password: () => passwords[turn++ % passwords.length]! };
+    : { ...options, reconnect: true, maxReconnectAttempts: PENDING_RECONNECTS, reconnectWaitMs: PENDING_RECONNECT_WAIT_MS, secret: () => passwords[turn++ % passwords.length]! };
   try {
     return await connectToBus(credential, dialOptions);
   } catch (error) {

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
-import { connectToBus, type BusCredential } from "../bus/connect.ts";
+import { connectToBus, secretOf, withSecret, type BusCredential } from "../bus/connect.ts";
 import { CONTROL_STREAM, declarationConsumer, declarationSubject, reportSubject } from "../names.ts";
 import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
@@ -142,11 +142,11 @@ export function startHost(options: HostOptions): Host {
       return adopted;
     }
   };
-  /** The password the connection presents at each (re)connect (the last one read, should a read fail). */
+  /** The secret (seed) the connection presents at each (re)connect (the last one read, should a read fail). */
   let lastPassword: string | undefined;
   const passwordNow = (): string => {
     try {
-      lastPassword = credentialOf().password;
+      lastPassword = secretOf(credentialOf());
     } catch (error) {
       if (lastPassword === undefined) throw error;
     }
@@ -168,11 +168,11 @@ export function startHost(options: HostOptions): Host {
     }
     const now = credentialOf();
     const fingerprint = self.fingerprint || now.fingerprint;
-    // The file's own addresses stay (a cluster's servers, R62); only user, password and pin change.
-    const next: BusCredential = {
+    // The file's own addresses stay (a cluster's servers, R62); only user, secret and pin change.
+    const next: BusCredential = withSecret({
       address: now.address, ...(now.addresses ? { addresses: now.addresses } : {}), user: self.user, password, ...(fingerprint ? { fingerprint } : {}),
-    };
-    if (now.user === next.user && now.password === next.password && (now.fingerprint ?? "") === (next.fingerprint ?? "")) return;
+    }, password);
+    if (now.user === next.user && secretOf(now) === secretOf(next) && (now.fingerprint ?? "") === (next.fingerprint ?? "")) return;
     writeBusCredential(credentialFile, next);
     adopted = next;
     log(`host ${node}: saved its rotated credential for ${next.user} to ${credentialFile}`);
@@ -414,9 +414,9 @@ export function startHost(options: HostOptions): Host {
       let failure: unknown;
       try {
         const credential = credentialOf();
-        lastPassword = credential.password;
+        lastPassword = secretOf(credential);
         nc = await connectToBus(credential, {
-          name: `mesh-host-${node}`, timeoutMs: options.connectTimeoutMs ?? 5_000, password: passwordNow,
+          name: `mesh-host-${node}`, timeoutMs: options.connectTimeoutMs ?? 5_000, secret: passwordNow,
           onCertificate: (pem) => { certificatePem = pem; },
         });
         current = { nc, stop: () => undefined };

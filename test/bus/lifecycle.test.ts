@@ -1,3 +1,4 @@
+import { secretOf } from "../../src/bus/connect.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
@@ -160,7 +161,7 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     assert.equal(report.controllerRotation, "applied");
     assert.deepEqual(report.freshCredentials, [{ kind: "controller", name: "mesh-controller" }]);
     const now = credentialFile(result.paths.controllerCredential);
-    assert.notEqual(now.password, old.password, "the credential file holds the new password");
+    assert.notEqual(secretOf(now), secretOf(old), "the credential file holds the new password");
     assert.equal(await admitted(old), false, "the old password is refused");
     assert.equal(await admitted(now), true);
     await launcher.stopController();
@@ -180,7 +181,7 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     assert.equal(await admitted(old), false, "the old password is refused");
     const now = credentialFile(result.paths.controllerCredential);
     assert.equal(await admitted(now), true);
-    for (const line of logs) assert.ok(!line.includes(old.password) && !line.includes(now.password), `a log line carries a password: ${line.slice(0, 120)}`);
+    for (const line of logs) assert.ok(!line.includes(secretOf(old)) && !line.includes(secretOf(now)), `a log line carries a password: ${line.slice(0, 120)}`);
   });
 
   it("R50: a module's rotated credential reaches its node before the list refuses the old one", async () => {
@@ -189,7 +190,7 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     await ask("credential.rotate", { kind: "module", name: "showcase" });
     const pushed = await mesh("push", "--wait", "--json");
     assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
-    await waitFor(() => credentialFile(file).password !== old.password, { timeoutMs: 10_000, name: "the module's new credential on disk" });
+    await waitFor(() => secretOf(credentialFile(file)) !== secretOf(old), { timeoutMs: 10_000, name: "the module's new credential on disk" });
     // Dialed at the genesis address: the rotation points the credential at the broker's overlay name (R7), which resolves nowhere here.
     assert.equal(await admitted(old), false);
     assert.equal(await admitted({ ...credentialFile(file), address: old.address }), true);
@@ -201,15 +202,15 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     const rotated = await mesh("credential", "rotate", "operator", old.user.replace(/^operator-/, ""), "--json");
     assert.equal(rotated.code, EXIT_OK, rotated.err);
     const pending = credentialFile(pendingCredentialFile(file));
-    assert.notEqual(pending.password, old.password, "the CLI kept the new password beside the credential file it used");
+    assert.notEqual(secretOf(pending), secretOf(old), "the CLI kept the new password beside the credential file it used");
     assert.equal(statSync(pendingCredentialFile(file)).mode & 0o777, 0o600);
-    assert.ok(!rotated.out.includes(pending.password) && !rotated.err.includes(pending.password), "and printed it nowhere (R3)");
+    assert.ok(!rotated.out.includes(secretOf(pending)) && !rotated.err.includes(secretOf(pending)), "and printed it nowhere (R3)");
     const pushed = await mesh("push", "--wait", "--json");
     assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
     assert.equal(await admitted(old), false, "the old password is refused");
     assert.equal(await admitted(pending), true);
     const nodes = await mesh("nodes", "--json");
     assert.equal(nodes.code, EXIT_OK, nodes.err);
-    assert.equal(credentialFile(file).password, pending.password, "the CLI switched to the new password and keeps it in the file");
+    assert.equal(secretOf(credentialFile(file)), secretOf(pending), "the CLI switched to the new password and keeps it in the file");
   });
 });

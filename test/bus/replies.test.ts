@@ -75,7 +75,7 @@ describe("R33: a command's reply survives a reload of the user list", () => {
     // The controller dials as it does in production: its password read at every reconnect (R14).
     controller = await connectToBus(
       { address, user: CONTROLLER, password: controllerPassword },
-      { name: "test-controller", password: () => controllerPassword },
+      { name: "test-controller", secret: () => controllerPassword },
     );
     void (async () => {
       for await (const status of controller.status()) {

@@ -1,3 +1,4 @@
+import { secretOf } from "../../src/bus/connect.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -115,23 +116,23 @@ describe("mesh up (embedded default, end to end)", () => {
 
   it("R14: after the first composition the bus refuses the bootstrap password", async () => {
     const current = credentialFile(result.paths.controllerCredential);
-    assert.notEqual(current.password, BOOTSTRAP_PASSWORD, "the controller's credential file holds its rotated password");
+    assert.notEqual(secretOf(current), BOOTSTRAP_PASSWORD, "the controller's credential file holds its rotated password");
     await assert.rejects(
       connectToBus({ ...current, password: BOOTSTRAP_PASSWORD }, { reconnect: false }),
       isAuthorizationRefusal,
     );
     const listed = readUserList(readFileSync(result.paths.userList, "utf8")).find((u) => u.user === BOOTSTRAP_USER);
-    assert.ok(listed && passwordMatches(current.password, listed.password) && !passwordMatches(BOOTSTRAP_PASSWORD, listed.password));
+    assert.ok(listed && passwordMatches(secretOf(current), listed.password) && !passwordMatches(BOOTSTRAP_PASSWORD, listed.password));
   });
 
   it("R14: a controller restart keeps the rotated password, never the bootstrap one", async () => {
-    const rotated = credentialFile(result.paths.controllerCredential).password;
+    const rotated = secretOf(credentialFile(result.paths.controllerCredential));
     await launcher.stopController();
     await launcher.controller(result.paths);
     await ask("nodes");
     const pushed = await pushAndWait(operator, operatorUser(result.paths), 20_000);
     assert.deepEqual(pushed.timedOut, []);
-    assert.equal(credentialFile(result.paths.controllerCredential).password, rotated);
+    assert.equal(secretOf(credentialFile(result.paths.controllerCredential)), rotated);
     const listed = readUserList(readFileSync(result.paths.userList, "utf8")).find((u) => u.user === BOOTSTRAP_USER)!;
     assert.ok(passwordMatches(rotated, listed.password), "the user list still carries the rotated password");
     assert.ok(!passwordMatches(BOOTSTRAP_PASSWORD, listed.password), "and never the bootstrap one");
@@ -325,7 +326,7 @@ describe("mesh up (embedded default, end to end)", () => {
 
   it("R3: no log line of the whole run carries a password", () => {
     const passwords = new Set<string>([BOOTSTRAP_PASSWORD]);
-    const add = (file: string) => { if (existsSync(file)) passwords.add(credentialFile(file).password); };
+    const add = (file: string) => { if (existsSync(file)) passwords.add(secretOf(credentialFile(file))); };
     add(result.paths.operatorCredential);
     add(result.paths.controllerCredential);
     add(join(dir, HOST_DIR, NODE_CREDENTIAL_FILE));
