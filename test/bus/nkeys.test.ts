@@ -45,7 +45,7 @@ describe("nkey credentials dial the bus (R63)", () => {
     try {
       nc.publish("mesh.ann.hello", "x");
       await nc.flush();
-      assert.deepEqual(violations, [], "its own subject is granted");
+      assert.equal(violations.length, 0, "its own subject is granted");
       nc.publish("mesh.bob.hello", "x");
       await nc.flush().catch(() => undefined);
       await waitFor(() => violations.find((v) => v.operation === "publish" && v.subject === "mesh.bob.hello"), { name: "another's subject refused" });
