@@ -259,7 +259,11 @@ export function parseControllerConfig(env: Environment): ControllerConfig {
     );
   }
   const pin = fingerprint ?? stored.fingerprint?.toUpperCase() ?? null;
-  const credential: BusCredential = { address, user: stored.user, password: stored.password };
+  // The file's secret as it is: an nkey seed (R63), or a password from before nkeys.
+  const credential: BusCredential = {
+    address, user: stored.user,
+    ...(stored.seed !== undefined ? { seed: stored.seed } : {}), ...(stored.password !== undefined ? { password: stored.password } : {}),
+  };
   // A cluster's servers (R62) are dialled as the file lists them, unless MESH_BUS_URL names one.
   if (stored.addresses !== undefined && vars.MESH_BUS_URL === undefined) credential.addresses = [...stored.addresses];
   if (pin !== null) credential.fingerprint = pin;
