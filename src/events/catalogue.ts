@@ -647,20 +647,7 @@ class JetStreamCatalogue implements Catalogue {
       const decision = decide(state, this.#behind ?? [], lost);
       if (!decision.ok) return { ok: false, refusal: decision.refusal };
       if (decision.unchanged) throw new Error("acceptRestore: a restore always appends");
-      const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events, ...(request === undefined ? {} : { request }) });
-      if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
-      const commit = parsed.data;
-      const h = headers();
-      h.set(EVENT_TYPES_HEADER, commit.events.map((e) => e.type).join(","));
-      let ack;
-      try {
-        ack = await this.#bus.js.publish(catalogueSubject(commit.entity.kind, commit.entity.id), JSON.stringify(commit), {
-          msgID: commandId, expect: { lastSequence: info.state.last_seq }, headers: h,
-        });
-      } catch (error) {
-        if (isWrongLastSequence(error)) throw new FencedAppend(info.state.last_seq, { cause: error });
-        throw error;
-      }
+      const { commit, ack } = await this.#publishFenced(commandId, decision, request, info.state.last_seq);
       this.#state = !held && ack.seq === state.sequence + 1 ? evolve(state, [{ sequence: ack.seq, commit }]) : state;
       this.#behind = null;
       this.#seen = 0;
@@ -736,21 +723,8 @@ class JetStreamCatalogue implements Catalogue {
       if (decision.unchanged) {
         return { ok: true, sequence: this.#state.sequence, events: [], entity: decision.entity, duplicate: false, unchanged: true, state: this.#state };
       }
-      const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events, ...(request === undefined ? {} : { request }) });
-      if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
-      const commit = parsed.data;
       const fence = (await this.#bus.jsm.streams.info(CATALOGUE_STREAM)).state.last_seq;
-      const h = headers();
-      h.set(EVENT_TYPES_HEADER, commit.events.map((e) => e.type).join(","));
-      let ack;
-      try {
-        ack = await this.#bus.js.publish(catalogueSubject(commit.entity.kind, commit.entity.id), JSON.stringify(commit), {
-          msgID: commandId, expect: { lastSequence: fence }, headers: h,
-        });
-      } catch (error) {
-        if (isWrongLastSequence(error)) throw new FencedAppend(fence, { cause: error });
-        throw error;
-      }
+      const { commit, ack } = await this.#publishFenced(commandId, decision, request, fence);
       await this.#catchUp().catch((error: unknown) => {
         if (!(error instanceof InvalidEvent)) throw error;
       });
@@ -770,6 +744,34 @@ class JetStreamCatalogue implements Catalogue {
     return { ok: true, sequence, events: original.events, entity: original.entity, duplicate: true, unchanged: false, state: this.#state };
   }
 
+  /**
+   * Appends one decided commit to CATALOGUE, fenced on `fence` (the last sequence the decision
+   * saw) and deduplicated by `commandId`; the commit records `request` (R53). Returns the commit as
+   * parsed and the bus's ack (which may say `duplicate`). Throws FencedAppend when another append
+   * landed past `fence`, and InvalidEvent (sequence 0) when the decided events do not parse.
+   */
+  async #publishFenced(
+    commandId: string,
+    decision: { entity: Entity; events: MeshEvent[] },
+    request: CommandRequest | undefined,
+    fence: number,
+  ): Promise<{ commit: Commit; ack: Awaited<ReturnType<JetStreamClient["publish"]>> }> {
+    const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events, ...(request === undefined ? {} : { request }) });
+    if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
+    const commit = parsed.data;
+    const h = headers();
+    h.set(EVENT_TYPES_HEADER, commit.events.map((e) => e.type).join(","));
+    try {
+      const ack = await this.#bus.js.publish(catalogueSubject(commit.entity.kind, commit.entity.id), JSON.stringify(commit), {
+        msgID: commandId, expect: { lastSequence: fence }, headers: h,
+      });
+      return { commit, ack };
+    } catch (error) {
+      if (isWrongLastSequence(error)) throw new FencedAppend(fence, { cause: error });
+      throw error;
+    }
+  }
+
   async #attempt(commandId: string, decide: (state: State) => Decision, request: CommandRequest | undefined): Promise<TransactResult> {
     if (this.#behind !== null) throw new RecordsBehind(this.#behind);
     const applied = appliedSequence(this.#state, commandId);
@@ -779,23 +781,7 @@ class JetStreamCatalogue implements Catalogue {
     if (decision.unchanged) {
       return { ok: true, sequence: this.#state.sequence, events: [], entity: decision.entity, duplicate: false, unchanged: true, state: this.#state };
     }
-    const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events, ...(request === undefined ? {} : { request }) });
-    if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
-    const commit = parsed.data;
-    const fence = this.#state.sequence;
-    const h = headers();
-    h.set(EVENT_TYPES_HEADER, commit.events.map((e) => e.type).join(","));
-    let ack;
-    try {
-      ack = await this.#bus.js.publish(catalogueSubject(commit.entity.kind, commit.entity.id), JSON.stringify(commit), {
-        msgID: commandId,
-        expect: { lastSequence: fence },
-        headers: h,
-      });
-    } catch (error) {
-      if (isWrongLastSequence(error)) throw new FencedAppend(fence, { cause: error });
-      throw error;
-    }
+    const { commit, ack } = await this.#publishFenced(commandId, decision, request, this.#state.sequence);
     if (ack.duplicate) {
       // Appended by someone else within the dedupe window: the records say where.
       await this.#catchUp();
