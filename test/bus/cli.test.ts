@@ -5,14 +5,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
-import { runCli } from "../../src/cli/run.ts";
-import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
+import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE } from "../../src/cli/context.ts";
 import { newNodeKeyPair, openAsNode, passwordMatches } from "../../src/crypto/secrets.ts";
 import { commandSubject, inboxPrefix, principalKey } from "../../src/names.ts";
+import { runMesh, type CliRun } from "../support/cli.ts";
 
 const OPERATOR = "operator-ann";
 
-type Run = { code: number; out: string; err: string; json(): Record<string, unknown> };
+type Run = CliRun;
 
 describe("mesh CLI over a real server", () => {
   let mesh: CommandMesh;
@@ -47,16 +47,8 @@ describe("mesh CLI over a real server", () => {
   });
 
   /** Runs `mesh <argv>` in-process with the operator's credential from MESH_CREDENTIAL. */
-  async function mesh_(...argv: string[]): Promise<Run> {
-    let out = "";
-    let err = "";
-    const io: CliIo = {
-      stdout: { write: (s: string) => { out += s; } },
-      stderr: { write: (s: string) => { err += s; } },
-      env: { MESH_CREDENTIAL: credentialFile },
-    };
-    const code = await runCli(argv, io);
-    return { code, out, err, json: () => JSON.parse(out) as Record<string, unknown> };
+  function mesh_(...argv: string[]): Promise<Run> {
+    return runMesh(argv, { MESH_CREDENTIAL: credentialFile });
   }
 
   /** Runs a verb that must be refused: exit 1, the given code, and the records unchanged. */

@@ -15,9 +15,10 @@ import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
 import { newNodeKeyPair } from "../../src/crypto/secrets.ts";
 import { pidFile } from "../../src/up/up.ts";
 import { PROCESSES } from "../../src/up/processes.ts";
+import { runMesh, type CliRun } from "../support/cli.ts";
 
 const OPERATOR = "operator-ann";
-type Run = { code: number; out: string; err: string; json(): Record<string, unknown> };
+type Run = CliRun;
 
 describe("mesh CLI, issue 12, over a real server", () => {
   let mesh: CommandMesh;
@@ -39,13 +40,7 @@ describe("mesh CLI, issue 12, over a real server", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function mesh_(...argv: string[]): Promise<Run> {
-    let out = "";
-    let err = "";
-    const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: (s: string) => { err += s; } }, env: { MESH_CREDENTIAL: credentialFile } };
-    const code = await runCli(argv, io);
-    return { code, out, err, json: () => JSON.parse(out) as Record<string, unknown> };
-  }
+  const mesh_ = (...argv: string[]): Promise<Run> => runMesh(argv, { MESH_CREDENTIAL: credentialFile });
 
   function manifestFile(name: string, manifest: unknown): string {
     const file = join(dir, `${name}.json`);

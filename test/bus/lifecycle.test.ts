@@ -13,11 +13,11 @@ import { freePort } from "../../installer/serverConfig.ts";
 import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
 import { readBusCredential } from "../../src/files/index.ts";
 import { sendCommand } from "../../src/cli/send.ts";
-import { runCli } from "../../src/cli/run.ts";
-import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
+import { EXIT_OK, EXIT_REFUSED } from "../../src/cli/context.ts";
 import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
 import { eventSubject } from "../../src/names.ts";
 import { waitFor } from "../support/natsServer.ts";
+import { runMesh, type CliRun } from "../support/cli.ts";
 
 /**
  * Lifecycle of credentials on a whole mesh (`mesh up` in a temporary folder: the bus a child
@@ -64,16 +64,8 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     return reply as Record<string, unknown>;
   };
   /** Runs `mesh <argv>` in-process with the operator's credential file; its exit code and output. */
-  const mesh = async (...argv: string[]): Promise<{ code: number; out: string; err: string }> => {
-    let out = "";
-    let err = "";
-    const io: CliIo = {
-      stdout: { write: (text: string) => { out += text; } },
-      stderr: { write: (text: string) => { err += text; } },
-      env: { MESH_CREDENTIAL: result.paths.operatorCredential, MESH_TIMEOUT_MS: "20000" },
-    };
-    return { code: await runCli(argv, io), out, err };
-  };
+  const mesh = (...argv: string[]): Promise<CliRun> =>
+    runMesh(argv, { MESH_CREDENTIAL: result.paths.operatorCredential, MESH_TIMEOUT_MS: "20000" });
   /** Enrols `node` with a host agent of its own running in this process; returns its state folder. */
   const runNode = async (node: string): Promise<string> => {
     const stateDir = join(root, node);

@@ -12,11 +12,11 @@ import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
 import { sendCommand } from "../../src/cli/send.ts";
-import { runCli } from "../../src/cli/run.ts";
-import { EXIT_OK, type CliIo } from "../../src/cli/context.ts";
+import { EXIT_OK } from "../../src/cli/context.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import { newNodeKeyPair } from "../../src/crypto/secrets.ts";
 import { inboxPrefix } from "../../src/names.ts";
+import { runMesh, type CliRun } from "../support/cli.ts";
 
 const OPERATOR = "operator-ann";
 const MAX_PAYLOAD = 4096;
@@ -66,16 +66,7 @@ describe("R59: list replies past the bus's max payload", () => {
     return { items, pages };
   }
 
-  async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-    let out = "";
-    let err = "";
-    const io: CliIo = {
-      stdout: { write: (s: string) => { out += s; } },
-      stderr: { write: (s: string) => { err += s; } },
-      env: { MESH_CREDENTIAL: credentialFile },
-    };
-    return { code: await runCli(argv, io), out, err };
-  }
+  const cli = (...argv: string[]): Promise<CliRun> => runMesh(argv, { MESH_CREDENTIAL: credentialFile });
 
   it("R59: nodes and credentials answer in pages that fit the max payload; followed, every item once, in order", async () => {
     const nodes = await followed("nodes", "nodes");

@@ -19,8 +19,8 @@ import { join } from "node:path";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
 import { controllerFixture, type ControllerFixture } from "../support/controller.ts";
 import type { PushReply } from "../../src/push/pushCommand.ts";
-import { runCli } from "../../src/cli/run.ts";
-import { EXIT_OK, type CliIo } from "../../src/cli/context.ts";
+import { EXIT_OK } from "../../src/cli/context.ts";
+import { runMesh, type CliRun } from "../support/cli.ts";
 
 const OPERATOR = "operator-ann";
 const MAX_PAYLOAD = 4096;
@@ -101,16 +101,7 @@ describe("R59: the push reply past the bus's max payload", () => {
     await server?.stop();
   });
 
-  async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-    let out = "";
-    let err = "";
-    const io: CliIo = {
-      stdout: { write: (s: string) => { out += s; } },
-      stderr: { write: (s: string) => { err += s; } },
-      env: { MESH_CREDENTIAL: operatorFile },
-    };
-    return { code: await runCli(argv, io), out, err };
-  }
+  const cli = (...argv: string[]): Promise<CliRun> => runMesh(argv, { MESH_CREDENTIAL: operatorFile });
 
   it("R59: a push whose report passes the max payload answers ok within it: counts per outcome over every node, the node lines cut and counted, where to read the rest", async () => {
     // A dry run composes and reports every node (sent, with its declaration) and records nothing.
