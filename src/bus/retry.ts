@@ -1,7 +1,7 @@
 /**
  * The one bounded retry policy for JetStream API calls that fail for a moment (issue 13): a bus
  * under load or reloading its configuration answers an admin request with no responders
- * (`$JS.API...` has no subscriber for an instant), "jetstream is not enabled" (503, or the client's
+ * (the JetStream API has no subscriber for an instant), "jetstream is not enabled" (503, or the client's
  * JetStreamNotEnabled made of a no-responders), or nothing within the timeout. Such a call is
  * tried again after a short, growing pause, a bounded number of times; any other error (a
  * configuration the server refuses, a stream not found) passes through at once.

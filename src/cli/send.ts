@@ -28,7 +28,7 @@ const encoder = new TextEncoder();
 
 /**
  * Sends `body` (a JSON object: the verb's fields, optionally `commandId`) as a request of the bus
- * user `asker` on `mesh.command.<asker>.<verb>` (R51) and returns the controller's reply. The reply
+ * user `asker` on `commandSubject(asker, verb)` (R51) and returns the controller's reply. The reply
  * returns on the connection's own inbox prefix (R33: connect with connectToBus), which must be
  * `asker`'s: the controller drops a request whose reply lies outside the asker's inbox. Throws CommandTransportError:
  * `payload-too-large` before sending when the body exceeds the server's max_payload;

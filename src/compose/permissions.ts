@@ -21,7 +21,7 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  *   the seats in `config.controllerSubmits` (R19; the submitting half only) and hears their
  *   outcome events named exactly (R15); plus what its own module (`mesh-controller`, claiming
  *   `the-controller`) derives like any module (R20).
- * - operator: publishes commands under its own name only (`mesh.command.<user>.>`, R51) and the
+ * - operator: publishes commands under its own name only (`commandSubjects(user)`, R51) and the
  *   tools of registered modules (named exactly), its inbox.
  *   Nothing of `$JS`.
  * - node: the pull of its own CONTROL consumer (R2), its report subject, its inbox. Holding

@@ -72,7 +72,7 @@ export interface Catalogue {
    * Runs one command against the records. A command id already applied (appliedSequence, so also
    * after the dedupe window) answers `duplicate: true` with the original commit's events and
    * appends nothing. Otherwise `decide(state)`: a refusal is returned as is; events are appended
-   * as one commit on `mesh.catalogue.<kind>.<id>`, Nats-Msg-Id = commandId, fenced by
+   * as one commit on `catalogueSubject(kind, id)`, Nats-Msg-Id = commandId, fenced by
    * state.sequence (R40). An `unchanged` decision appends nothing and answers ok with no events
    * and `unchanged: true` (its command id is not recorded: sending it again decides again). A fenced-out append catches up and decides again (retry.ts), then
    * throws FenceRetriesExhausted. Throws InvalidEvent (sequence 0) for events that fail their

@@ -41,7 +41,7 @@ export const MeshEvent = z.discriminatedUnion("type", [
 export type MeshEvent = z.infer<typeof MeshEvent>;
 export type MeshEventType = MeshEvent["type"];
 
-/** The entity a commit is about; its subject is `mesh.catalogue.<kind>.<id>`. */
+/** The entity a commit is about; its subject is `catalogueSubject(kind, id)` (src/names.ts). */
 export const Entity = z.object({ kind: z.string().regex(/^[a-z]+$/), id: z.string().regex(/^[a-z0-9-]+$/) }).strict();
 export type Entity = z.infer<typeof Entity>;
 
