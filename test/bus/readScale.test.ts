@@ -30,11 +30,16 @@ function busyFor(ms: number): void {
   while (Date.now() < end) { /* a slow fold */ }
 }
 
-/** A server holding `commits` commits of ~900 KiB each; `config` is added to the server's. */
-function withBigRecords(commits: number, config = "") {
-  const context = { server: undefined as unknown as NatsServer, nc: undefined as unknown as NatsConnection, bytes: 0 };
+/**
+ * A server holding `commits` commits of ~900 KiB each, started in the suite's `before` and stopped
+ * in its `after`; `config` is added to the server's. With `ownStore` the store lives in `dir`, a
+ * folder of the suite's own, so a test can start the server again over it (on `server.port`).
+ */
+function withBigRecords(commits: number, options: { config?: string; ownStore?: boolean } = {}) {
+  const context = { server: undefined as unknown as NatsServer, nc: undefined as unknown as NatsConnection, bytes: 0, dir: "" };
   before(async () => {
-    context.server = await startNatsServer({ config });
+    if (options.ownStore) context.dir = mkdtempSync(join(tmpdir(), "mesh-read-"));
+    context.server = await startNatsServer({ config: options.config ?? "", ...(context.dir ? { dir: context.dir } : {}) });
     context.nc = await connect({ servers: context.server.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     const jsm = await jetstreamManager(context.nc);
     await ensureCatalogueStream(jsm);
@@ -48,45 +53,27 @@ function withBigRecords(commits: number, config = "") {
   after(async () => {
     await context.nc?.close();
     await context.server?.stop();
+    if (context.dir) rmSync(context.dir, { recursive: true, force: true });
   });
   return context;
 }
 
 describe("records: reads at scale", () => {
-  let server: NatsServer;
-  let nc: NatsConnection;
   const COMMITS = 90;
-  let bytes = 0;
-
-  before(async () => {
-    server = await startNatsServer();
-    nc = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
-    const jsm = await jetstreamManager(nc);
-    await ensureCatalogueStream(jsm);
-    const js = jetstream(nc);
-    // ~900 KiB per commit (under the bus's 1 MiB max payload), 90 commits: ~80 MiB, past the
-    // server's default per-client pending limit of 64 MiB.
-    for (let i = 1; i <= COMMITS; i += 1) {
-      const body = JSON.stringify(bigCommit(i, 3_900));
-      bytes += body.length;
-      await js.publish(catalogueSubject("push", `p${i}`), body);
-    }
-  });
-  after(async () => {
-    await nc?.close();
-    await server?.stop();
-  });
+  // ~900 KiB per commit (under the bus's 1 MiB max payload), 90 commits: ~80 MiB, past the
+  // server's default per-client pending limit of 64 MiB.
+  const records = withBigRecords(COMMITS);
 
   it("R58: a read of commits past the server's per-client pending limit, folded slowly, completes without a slow-consumer disconnect", { timeout: 120_000 }, async () => {
-    assert.ok(bytes > 64 * 1024 * 1024, `the records hold ${bytes} bytes, more than the server's 64 MiB pending limit`);
+    assert.ok(records.bytes > 64 * 1024 * 1024, `the records hold ${records.bytes} bytes, more than the server's 64 MiB pending limit`);
     const seen: number[] = [];
-    const last = await readCommits(nc, 1, (batch) => {
+    const last = await readCommits(records.nc, 1, (batch) => {
       for (const { sequence } of batch) seen.push(sequence);
       busyFor(40 * batch.length);
     }, { batchSize: 1 });
     assert.equal(last, COMMITS);
     assert.deepEqual(seen, Array.from({ length: COMMITS }, (_, i) => i + 1));
-    assert.doesNotMatch(server.log(), /Slow Consumer/i, "the server dropped the reader as a slow consumer");
+    assert.doesNotMatch(records.server.log(), /Slow Consumer/i, "the server dropped the reader as a slow consumer");
   });
 });
 
@@ -94,7 +81,7 @@ describe("records: a read survives losing its connection", () => {
   const COMMITS = 40;
   // A per-client pending limit far under what one read keeps in flight: the server drops the
   // reader as a slow consumer, again and again; the read must resume where it stopped each time.
-  const records = withBigRecords(COMMITS, "max_pending: 4MB");
+  const records = withBigRecords(COMMITS, { config: "max_pending: 4MB" });
 
   it("R58: a slow-consumer disconnect is survived and the read completes, in order, each commit once", { timeout: 120_000 }, async () => {
     const seen: number[] = [];
@@ -111,23 +98,7 @@ describe("records: a read survives losing its connection", () => {
 
 describe("records: a read survives a bus restart", () => {
   const COMMITS = 30;
-  let dir: string;
-  let server: NatsServer;
-  let nc: NatsConnection;
-
-  before(async () => {
-    dir = mkdtempSync(join(tmpdir(), "mesh-read-restart-"));
-    server = await startNatsServer({ dir });
-    nc = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
-    await ensureCatalogueStream(await jetstreamManager(nc));
-    const js = jetstream(nc);
-    for (let i = 1; i <= COMMITS; i += 1) await js.publish(catalogueSubject("push", `p${i}`), JSON.stringify(bigCommit(i, 3_900)));
-  });
-  after(async () => {
-    await nc?.close();
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const records = withBigRecords(COMMITS, { ownStore: true });
 
   it("R58: a bus restart in the middle of a read: the read resumes on the same port and store and completes, in order, each commit once", { timeout: 120_000 }, async (t) => {
     const seen: number[] = [];
@@ -137,7 +108,7 @@ describe("records: a read survives a bus restart", () => {
     // The longest wait, once the bus was back, between the end of one fold and the next commit.
     let longestPause = 0;
     let foldedAt = 0;
-    const last = await readCommits(nc, 1, (batch) => {
+    const last = await readCommits(records.nc, 1, (batch) => {
       for (const { sequence } of batch) seen.push(sequence);
       if (backAt > 0) {
         if (resumedAt === 0) resumedAt = Date.now();
@@ -146,9 +117,9 @@ describe("records: a read survives a bus restart", () => {
       if (restart === undefined) {
         // Stop the bus after the first commit, and start it again over the same store and port.
         restart = (async () => {
-          const port = server.port;
-          await server.stop();
-          server = await startNatsServer({ dir, port });
+          const port = records.server.port;
+          await records.server.stop();
+          records.server = await startNatsServer({ dir: records.dir, port });
           backAt = Date.now();
         })();
       }
@@ -168,27 +139,14 @@ describe("records: a read survives a bus restart", () => {
 
 describe("records: a read whose bus does not come back", () => {
   const COMMITS = 10;
-  let server: NatsServer;
-  let nc: NatsConnection;
-
-  before(async () => {
-    server = await startNatsServer();
-    nc = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
-    await ensureCatalogueStream(await jetstreamManager(nc));
-    const js = jetstream(nc);
-    for (let i = 1; i <= COMMITS; i += 1) await js.publish(catalogueSubject("push", `p${i}`), JSON.stringify(bigCommit(i, 3_900)));
-  });
-  after(async () => {
-    await nc?.close();
-    await server?.stop();
-  });
+  const records = withBigRecords(COMMITS);
 
   it("R58: a read that can hand over nothing for its stall limit raises ReadInterrupted naming the first sequence not handed over", { timeout: 60_000 }, async () => {
     const seen: number[] = [];
     let stopped: Promise<void> | undefined;
-    const read = readCommits(nc, 1, (batch) => {
+    const read = readCommits(records.nc, 1, (batch) => {
       for (const { sequence } of batch) seen.push(sequence);
-      stopped ??= server.stop();
+      stopped ??= records.server.stop();
       busyFor(200);
       // About one commit in flight (the floor of one max payload): most are still on the bus.
     }, { batchSize: 1, stallLimitMs: 1_000, bytesInFlight: 1 });
