@@ -188,7 +188,7 @@ function refusal(node: string, code: string, message: string): DeclarationResult
 /**
  * Composes one node's declaration from the state (pure; never appends, never runs bcrypt).
  *
- * Refusals (typed, never thrown, R30): `mesh-missing` (no genesis record), `node-unknown` (not
+ * Refusals (typed, never thrown, R30): `mesh-missing` (no genesis record), `unknown-node` (not
  * enrolled), `module-unregistered` (assigned a module the catalogue lacks), `provision-missing` (a
  * provision push should have minted first, R31), `user-list-empty` (the broker's holder, with a
  * user list of no users, R12). A module assigned without a credential (never issued, or revoked)
@@ -205,7 +205,7 @@ export function composeDeclaration(
   prepared: Prepared = prepareComposition(state, config),
 ): DeclarationResult {
   if (!state.mesh) return refusal(node, "mesh-missing", "the mesh has no genesis record (MeshCreated): run the installer first");
-  if (!state.nodes[node]) return refusal(node, "node-unknown", `node ${node} is not enrolled`);
+  if (!state.nodes[node]) return refusal(node, "unknown-node", `node ${node} is not enrolled`);
   const fingerprint = state.mesh.fingerprint;
   const modules: DeclaredModule[] = [];
   const provisions: ProvisionGrant[] = [];

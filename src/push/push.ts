@@ -652,7 +652,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   /** Per node, the modules its last composition left out (no credential yet): said in its report line. */
   const leftOutByNode = new Map<string, ModuleLeftOut[]>();
   for (const node of named) {
-    if (!state.nodes[node]) outcomes.set(node, { node, outcome: "refused", refusal: { code: "node-unknown", message: `node ${node} is not enrolled` } });
+    if (!state.nodes[node]) outcomes.set(node, { node, outcome: "refused", refusal: { code: "unknown-node", message: `node ${node} is not enrolled` } });
   }
 
   if (options.dryRun) {

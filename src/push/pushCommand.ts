@@ -67,7 +67,7 @@ export function pushReply(report: PushReport, budgetBytes: number): PushReply {
 
 /**
  * The named nodes that are not enrolled (`enrolled`: the state's nodes), as a refusal
- * `node-unknown` on field `nodes` naming them and `mesh nodes`; null when every one is enrolled.
+ * `unknown-node` on field `nodes` naming them and `mesh nodes`; null when every one is enrolled.
  * A push naming an unknown node (a typo, say) is refused before anything is composed or sent, so
  * the operator's mistake never sends every other node as a side effect (R31). Pure.
  */
@@ -75,9 +75,9 @@ export function unknownNamedNodes(named: readonly string[], enrolled: Readonly<R
   const unknown = [...new Set(named)].filter((node) => !Object.hasOwn(enrolled, node));
   if (unknown.length === 0) return null;
   return {
-    code: "node-unknown",
+    code: "unknown-node",
     field: "nodes",
-    message: `"nodes": ${unknown.join(", ")} ${unknown.length === 1 ? "is" : "are"} not enrolled (\`mesh nodes\` lists the nodes); nothing was sent`,
+    message: `${unknown.join(", ")} ${unknown.length === 1 ? "is" : "are"} not enrolled (\`mesh nodes\` lists the nodes); nothing was sent`,
   };
 }
 
@@ -86,7 +86,7 @@ export function unknownNamedNodes(named: readonly string[], enrolled: Readonly<R
  * and replies with the report of `run` (the controller's push, which runs one push at a time).
  * The reply fits `maxPayload()` (the connection's max payload, R59: pushReply).
  * A body field the schema does not know is refused `invalid-request` naming it. With `enrolled`
- * (the caught-up state's nodes), a named node that is not enrolled is refused `node-unknown`
+ * (the caught-up state's nodes), a named node that is not enrolled is refused `unknown-node`
  * (field `nodes`) before `run` is called: nothing is appended or sent (unknownNamedNodes).
  */
 export function pushVerb(

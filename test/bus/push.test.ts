@@ -276,7 +276,7 @@ describe("push", () => {
     if (!refused.ok) assert.equal(refused.error.code, "invalid-request");
   });
 
-  it("R31: a push naming a node that is not enrolled is refused before anything is composed or sent: node-unknown, field nodes, no event appended, no declaration sent to the others", async () => {
+  it("R31: a push naming a node that is not enrolled is refused before anything is composed or sent: unknown-node, field nodes, no event appended, no declaration sent to the others", async () => {
     await fixture.enrol("known-1");
     await controller.push();
     await fixture.drain("known-1");
@@ -287,7 +287,7 @@ describe("push", () => {
     const sequence = controller.catalogue.state.sequence;
     const refused = await sendCommand(fixture.operator, "operator-test", "push", { nodes: ["wbe1"] }, { timeoutMs: 20_000 });
     assert.equal(refused.ok, false, JSON.stringify(refused));
-    if (!refused.ok) assert.deepEqual([refused.error.code, refused.error.field], ["node-unknown", "nodes"]);
+    if (!refused.ok) assert.deepEqual([refused.error.code, refused.error.field], ["unknown-node", "nodes"]);
     await controller.catalogue.catchUp();
     assert.equal(controller.catalogue.state.sequence, sequence, "no event appended");
     assert.deepEqual(await fixture.drain("known-1"), [], "nothing sent to the other nodes");

@@ -110,18 +110,18 @@ describe("push verb: named nodes must be enrolled (R31)", () => {
   const log = { info: () => undefined, error: () => undefined };
   const report = { pushId: "p", dryRun: false, nodes: [] } as unknown as PushReport;
 
-  it("R31: a named node that is not enrolled is refused node-unknown on field nodes, naming it, and the push never runs", async () => {
+  it("R31: a named node that is not enrolled is refused unknown-node on field nodes, naming it, and the push never runs", async () => {
     let ran = 0;
     const verb = pushVerb(async () => { ran += 1; return report; }, log, undefined, async () => ({ alpha: {}, beta: {} }));
     const reply = await verb({ nodes: ["alpha", "wbe1", "wbe1"] }, "operator-admin");
     assert.equal(reply.ok, false);
-    assert.deepEqual(!reply.ok && [reply.error.code, reply.error.field], ["node-unknown", "nodes"]);
+    assert.deepEqual(!reply.ok && [reply.error.code, reply.error.field], ["unknown-node", "nodes"]);
     assert.ok(!reply.ok && reply.error.message.includes("wbe1"));
     assert.equal(ran, 0);
     assert.equal((await verb({ nodes: ["alpha"] }, "operator-admin")).ok, true);
     assert.equal((await verb({}, "operator-admin")).ok, true, "a push naming nobody needs no check");
     assert.equal(ran, 2);
-    assert.equal(unknownNamedNodes(["constructor"], {})?.code, "node-unknown", "an inherited property is no node");
+    assert.equal(unknownNamedNodes(["constructor"], {})?.code, "unknown-node", "an inherited property is no node");
   });
 });
 

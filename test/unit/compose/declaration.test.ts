@@ -120,7 +120,7 @@ describe("declarations", () => {
     assert.deepEqual(codes, { partial: "ok", noreg: "module-unregistered", ok: "ok" });
     const unknown = composeDeclaration(b.state(), "nobody", EXAMPLE_CONFIG, sha256);
     assert.ok(!unknown.ok);
-    assert.equal(unknown.refusal.code, "node-unknown");
+    assert.equal(unknown.refusal.code, "unknown-node");
   });
 
   it("a module assigned without a credential is left out alone, named with the step that fixes it; its node is still composed", () => {
