@@ -149,7 +149,7 @@ const statusVerb: CliVerb = {
       nc = await connectWithCredentialFile(credentialFile, { name: "mesh-status", reconnect: false, timeoutMs: ctx.globals.timeoutMs });
     } catch (error) {
       if (!(error instanceof BusConnectError)) throw error;
-      return notOk(genesisAddress, "connection", `the bus at ${credential.address} did not admit ${credential.user}: ${error.message.split("\n")[0]}${Object.keys(processes).length ? `; here: ${running(processes)}` : ""}`);
+      return notOk(genesisAddress, "connection", `cannot reach the bus at ${credential.address} as ${credential.user}: ${error.message.split("\n")[0]}${Object.keys(processes).length ? `; here: ${running(processes)}` : ""}`);
     }
     try {
       const summary = await readSummary(paths, nc, ctx.globals.timeoutMs, {
@@ -162,8 +162,12 @@ const statusVerb: CliVerb = {
       return EXIT_OK;
     } catch (error) {
       if (!(error instanceof CommandTransportError || error instanceof UpError)) throw error;
-      const code = error instanceof CommandTransportError ? error.code : "not-running";
-      return notOk(genesisAddress, code, `the controller did not answer at ${credential.address}: ${error.message.split("\n")[0]}${Object.keys(processes).length ? `; here: ${running(processes)}` : ""}`);
+      const code = error instanceof CommandTransportError ? error.code : error.code ?? "not-running";
+      // A refusal is an answer (records-behind, say): say it as the controller's, not as silence.
+      const said = error instanceof UpError && error.code !== undefined
+        ? error.message.split("\n")[0]!
+        : `the controller did not answer at ${credential.address}: ${error.message.split("\n")[0]}`;
+      return notOk(genesisAddress, code, `${said}${Object.keys(processes).length ? `; here: ${running(processes)}` : ""}`);
     } finally {
       await nc.close().catch(() => undefined);
     }

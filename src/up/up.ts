@@ -151,15 +151,21 @@ export async function operatorConnection(paths: MeshPaths, timeoutMs = 5_000): P
   return connectToBus(credential, { name: "mesh-up", reconnect: true, timeoutMs });
 }
 
-/** A reply's body, or an Error naming the verb and the refusal's code. */
+/** A reply's body, or an UpError naming the verb and carrying the refusal's code. */
 function ok(verb: string, reply: Reply): Record<string, unknown> {
-  if (!reply.ok) throw new UpError(`mesh up: ${verb} was refused (${reply.error.code}): ${reply.error.message}`);
+  if (!reply.ok) throw new UpError(`the controller refused \`mesh ${verb}\` (${reply.error.code}): ${reply.error.message}`, reply.error.code);
   return reply as Record<string, unknown>;
 }
 
 /** A step of `mesh up` failed: one line saying which and why. */
 export class UpError extends Error {
   override readonly name = "UpError";
+  /** The controller's refusal code when the controller answered and refused; undefined otherwise. */
+  readonly code: string | undefined;
+  constructor(message: string, code?: string) {
+    super(message);
+    this.code = code;
+  }
 }
 
 /** Starts the bus of the mesh in `paths` unless it runs (checks its configuration first). */

@@ -102,6 +102,12 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     assert.match(resumed.err, /records-behind/);
     assert.doesNotMatch(resumed.err, /unexpected error/);
     assert.equal(resumed.err.split("\n").filter((line) => line.startsWith("mesh:")).length, 1, `one line explains it: ${resumed.err}`);
+    // The controller answers with its refusal: status says so and carries its code, not "did not answer".
+    const status = mesh("status", "--dir", dir, "--json");
+    assert.equal(status.status, 1, `mesh status over records behind: ${status.err}${status.out}`);
+    const statusError = (JSON.parse(status.out) as { error: { code: string; message: string } }).error;
+    assert.equal(statusError.code, "records-behind");
+    assert.doesNotMatch(statusError.message, /did not answer/);
     const controllerBefore = credentialAt(join(dir, "controller.json"));
     const operatorBefore = credentialAt(join(dir, "operator.json"));
 
