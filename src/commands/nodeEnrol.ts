@@ -16,7 +16,9 @@ export const NodeEnrolRequest = z
 export type NodeEnrolRequest = z.infer<typeof NodeEnrolRequest>;
 
 /**
- * Refuses `no-mesh` before genesis and `node-exists` for a name already enrolled. Otherwise one
+ * Refuses `no-mesh` before genesis, `node-exists` for a name already enrolled, and `key-in-use`
+ * (field publicKey) for a public key another enrolled node holds: secrets are sealed to a node's
+ * key (R3), so two nodes on one key could each open the other's. Otherwise one
  * commit about `node/<node>`: NodeEnrolled and CredentialMinted for principal `node:<node>`, user
  * `busUser("node", node)`, hash and sealed secret from fresh secret #1, address
  * `brokerReachableAt(state, node)` (R1, R7). Minting needs no server: the credential becomes
@@ -26,6 +28,10 @@ export function decide(state: State, command: NodeEnrolRequest, envelope: Envelo
   if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
   if (state.nodes[command.node]) {
     return refuse("node-exists", `node "${command.node}" is already enrolled: remove it first or choose another name`, "node");
+  }
+  const holder = Object.values(state.nodes).find((node) => node.publicKey === command.publicKey);
+  if (holder) {
+    return refuse("key-in-use", `node "${holder.name}" is enrolled with this public key: each node enrols with its own (\`mesh host init\` on the new machine makes one)`, "publicKey");
   }
   const secret = secretAt(envelope, 0);
   const meta = metaOf(envelope);

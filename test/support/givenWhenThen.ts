@@ -26,6 +26,11 @@ export const GENESIS_ADDRESS = "tls://bus.example:4443";
 /** A real X25519 public key, base64 SPKI DER. */
 export const NODE_KEY = "MCowBQYDK2VuAyEAMp1bbDgAW2GGM+gtGSuYsstZQ6UtQwqGCOy9UI5MK1w=";
 
+/** A public key of `node`'s own (base64, distinct per name): each node enrols with its own key. */
+export function nodeKeyOf(node: string): string {
+  return Buffer.from(`public key of ${node}`).toString("base64");
+}
+
 /** Fake fresh secret #n: password `pw-n`, a bcrypt-shaped hash (7 + 53 chars), sealed `sealed-n`. */
 export function fakeSecret(n: number): FreshSecret {
   return { password: `pw-${n}`, hash: "$2a$06$" + `hash${n}`.padEnd(53, "x"), sealed: `sealed-${n}` };

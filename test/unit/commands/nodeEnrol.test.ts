@@ -46,6 +46,13 @@ describe("node.enrol", () => {
     given(GENESIS, ...enrolment("alpha")).when("node.enrol", { node: "alpha", publicKey: NODE_KEY }).refused("node-exists", "node");
   });
 
+  it("R3: refuses a public key another enrolled node holds (key-in-use, field publicKey); a removed node's key is free again", () => {
+    given(GENESIS, ...enrolment("alpha")).when("node.enrol", { node: "beta", publicKey: NODE_KEY }).refused("key-in-use", "publicKey");
+    given(GENESIS, ...enrolment("alpha"), { type: "NodeRemoved", node: "alpha" })
+      .when("node.enrol", { node: "beta", publicKey: NODE_KEY })
+      .then(enrolment("beta"));
+  });
+
   it("accepts a name again after its node was removed", () => {
     given(GENESIS, ...enrolment("alpha"), { type: "NodeRemoved", node: "alpha" })
       .when("node.enrol", { node: "alpha", publicKey: NODE_KEY })
