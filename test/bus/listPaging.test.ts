@@ -34,9 +34,8 @@ describe("R59: list replies past the bus's max payload", () => {
   before(async () => {
     mesh = await startCommandMesh({ server: { config: `max_payload: ${MAX_PAYLOAD}` } });
     nc = await connect({ servers: mesh.server.url, inboxPrefix: inboxPrefix(OPERATOR) });
-    const { publicKey } = newNodeKeyPair();
     for (const node of names) {
-      const reply = await sendCommand(nc, OPERATOR, "node.enrol", { node, publicKey });
+      const reply = await sendCommand(nc, OPERATOR, "node.enrol", { node, publicKey: newNodeKeyPair().publicKey });
       assert.ok(reply.ok, JSON.stringify(reply));
     }
     dir = mkdtempSync(join(tmpdir(), "mesh-paging-"));
