@@ -22,6 +22,8 @@ import { openCatalogue, RecordsBehind, type Catalogue } from "../events/catalogu
 import { readRecordsMark, writeRecordsMark } from "./recordsMark.ts";
 import { watchReports } from "./reportWatch.ts";
 import { serveCommands, type CommandServer } from "../commands/server.ts";
+import type { Envelope } from "../commands/envelope.ts";
+import { decideRecordControllerCredential } from "../commands/controllerCredential.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 import { credentialOf } from "../projections/index.ts";
 import { hashPassword, openWithMeshKey, passwordMatches, sealWithMeshKey } from "../crypto/secrets.ts";
@@ -109,19 +111,9 @@ async function recordCredential(catalogue: Catalogue, config: ControllerConfig, 
   const hash = hashPassword(password);
   const sealed = sealWithMeshKey(config.meshKey, password);
   const commandId = `controller-credential-${randomUUID()}`;
-  const result = await catalogue.transact(commandId, (state) => {
-    if (credentialOf(state.credentials, principal)) {
-      return { ok: false, refusal: { code: "already-recorded", message: "the controller's credential is already recorded" } };
-    }
-    return {
-      ok: true,
-      entity: { kind: "controller", id: CONTROLLER_NAME },
-      events: [{
-        actor: credential.current().user, commandId, at: new Date().toISOString(), type: "CredentialMinted",
-        principal, user: credential.current().user, hash, sealed, address: credential.current().address,
-      }],
-    };
-  });
+  const { user, address } = credential.current();
+  const envelope: Envelope = { commandId, actor: user, now: new Date().toISOString(), secrets: [] };
+  const result = await catalogue.transact(commandId, (state) => decideRecordControllerCredential(state, { user, address, hash, sealed }, envelope));
   if (result.ok) log.info(`recorded the controller's credential (${credential.current().user}) at sequence ${result.sequence} (R14)`);
 }
 

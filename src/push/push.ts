@@ -2,15 +2,17 @@ import { createHash } from "node:crypto";
 import { headers, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
 import type { Catalogue } from "../events/catalogue.ts";
-import type { MeshEvent } from "../events/index.ts";
-import type { Refusal } from "../commands/envelope.ts";
+import type { Envelope, Refusal } from "../commands/envelope.ts";
+import { decideProvisionsMint } from "../commands/provisionsMint.ts";
+import { decideDeclarationsSent } from "../commands/declarationsSent.ts";
+import { decideBootstrapRotation } from "../commands/controllerCredential.ts";
 import {
   USER_LIST_PART_BYTES, composeDeclarations, userListPartCount, type Declaration, type DeclarationResult, type ModuleLeftOut, type UserListRef,
 } from "../compose/declaration.ts";
 import { composeTopology, type StreamSpec } from "../compose/topology.ts";
 import { requiredProvisions } from "../compose/provisions.ts";
 import type { ComposeConfig, LeftOut, Principal } from "../compose/types.ts";
-import { CONTROLLER_PRINCIPAL, credentialOf, holdersOf, type State } from "../projections/index.ts";
+import { CONTROLLER_PRINCIPAL, credentialOf, holdersOf, provisionKey, type State } from "../projections/index.ts";
 import { hashPassword, newPassword, openWithMeshKey, passwordMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
 import {
   BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, REPORT_SUBJECTS, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER,
@@ -238,8 +240,6 @@ export function sealForNode(
   };
 }
 
-type Meta = { actor: string; commandId: string; at: string };
-
 /** Runs `step`, adding its milliseconds to `timings[name]` when timings are kept. */
 async function timed<T>(timings: Record<string, number> | undefined, name: string, step: () => Promise<T> | T): Promise<T> {
   if (!timings) return step();
@@ -251,30 +251,29 @@ async function timed<T>(timings: Record<string, number> | undefined, name: strin
   }
 }
 
-/** Mints every provision compositions need and the records lack (R31), in commits of MINTED_PER_COMMIT. */
+/**
+ * Mints every provision compositions need and the records lack (R31), in commits of
+ * MINTED_PER_COMMIT: the secrets are made here (randomness is the shell's), the events decided by
+ * decideProvisionsMint. Returns how many were minted.
+ */
 async function mintProvisions(ctx: PushContext, pushId: string, actor: string, now: string): Promise<number> {
   let minted = 0;
-  const secrets = new Map<string, { sealed: string }>();
+  const sealed = new Map<string, string>();
   for (let batch = 0; ; batch += 1) {
     const needed = requiredProvisions(ctx.catalogue.state).slice(0, MINTED_PER_COMMIT);
     if (needed.length === 0) return minted;
+    for (const p of needed) {
+      const key = provisionKey(p.seat, p.provision, p.consumer);
+      if (!sealed.has(key)) sealed.set(key, sealWithMeshKey(ctx.meshKey, newPassword()));
+    }
     const commandId = `${pushId}-provisions-${batch}`;
-    const result = await ctx.catalogue.transact(commandId, (state) => {
-      const events: MeshEvent[] = [];
-      for (const p of requiredProvisions(state).slice(0, MINTED_PER_COMMIT)) {
-        const key = `${p.seat}/${p.provision}/${p.consumer}`;
-        let secret = secrets.get(key);
-        if (!secret) {
-          secret = { sealed: sealWithMeshKey(ctx.meshKey, newPassword()) };
-          secrets.set(key, secret);
-        }
-        const meta: Meta = { actor, commandId, at: now };
-        events.push({ ...meta, type: "ProvisionMinted", seat: p.seat, provision: p.provision, consumer: p.consumer, user: p.consumer, sealed: secret.sealed });
-      }
-      if (events.length === 0) return { ok: false, refusal: { code: "nothing-to-mint", message: "no provision is missing" } };
-      return { ok: true, entity: { kind: "push", id: pushId }, events };
-    });
-    if (!result.ok) return minted;
+    const envelope: Envelope = { commandId, actor, now, secrets: [] };
+    const result = await ctx.catalogue.transact(commandId, (state) => decideProvisionsMint(state, { pushId, sealed, limit: MINTED_PER_COMMIT }, envelope));
+    if (!result.ok) {
+      // no-secret: the records moved under the look above; look again (the next batch makes theirs).
+      if (result.refusal.code === "no-secret") continue;
+      return minted;
+    }
     minted += result.events.length;
   }
 }
@@ -294,17 +293,8 @@ async function rotateBootstrap(ctx: PushContext, pushId: string, actor: string, 
   const password = newPassword();
   const fresh = { hash: hashPassword(password), sealed: sealWithMeshKey(ctx.meshKey, password) };
   const commandId = `${pushId}-controller-rotation`;
-  const result = await ctx.catalogue.transact(commandId, (current) => {
-    const record = credentialOf(current.credentials, principal);
-    if (!record || !passwordMatches(BOOTSTRAP_PASSWORD, record.hash)) {
-      return { ok: false, refusal: { code: "already-rotated", message: "the controller's credential was rotated meanwhile" } };
-    }
-    return {
-      ok: true,
-      entity: { kind: "controller", id: CONTROLLER_NAME },
-      events: [{ actor, commandId, at: now, type: "CredentialRotated", principal, user: record.user, hash: fresh.hash, sealed: fresh.sealed, address: record.address }],
-    };
-  });
+  const envelope: Envelope = { commandId, actor, now, secrets: [] };
+  const result = await ctx.catalogue.transact(commandId, (current) => decideBootstrapRotation(current, { bootstrapHash: recorded.hash, fresh }, envelope));
   if (!result.ok) return false;
   ctx.log.info(`push ${pushId}: the controller's bootstrap password is replaced in the records; the broker's next user list carries it (R14)`);
   return true;
@@ -473,10 +463,9 @@ async function recordSent(
 ): Promise<void> {
   for (let start = 0, batch = 0; start < sent.length; start += SENT_PER_COMMIT, batch += 1) {
     const commandId = `${pushId}-sent-${round}-${batch}`;
-    const events: MeshEvent[] = sent.slice(start, start + SENT_PER_COMMIT).map((s) => ({
-      actor, commandId, at: now, type: "DeclarationSent", node: s.node, digest: s.digest, recordsSequence,
-    }));
-    const result = await ctx.catalogue.transact(commandId, () => ({ ok: true, entity: { kind: "push", id: pushId }, events }));
+    const input = { pushId, sent: sent.slice(start, start + SENT_PER_COMMIT), recordsSequence };
+    const envelope: Envelope = { commandId, actor, now, secrets: [] };
+    const result = await ctx.catalogue.transact(commandId, (state) => decideDeclarationsSent(state, input, envelope));
     if (!result.ok) throw new Error(`push ${pushId}: recording sent declarations was refused: ${result.refusal.code}`);
   }
 }

@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { importsOf, stripComments } from "../support/sources.ts";
 
 /**
  * Pure code (decide, evolve, compose) imports no @nats-io/* and no node:*, and reads no clock and
@@ -26,45 +27,6 @@ function pureFiles(): string[] {
     ...tsFiles(join(ROOT, "src/compose"), true),
     ...tsFiles(join(ROOT, "src/commands"), false).filter((path) => !/server|handler/i.test(path.split("/").pop()!)),
   ].sort();
-}
-
-/** The source without its comments (strings kept), so a docstring may mention Date.now. */
-export function stripComments(source: string): string {
-  let out = "";
-  let i = 0;
-  while (i < source.length) {
-    const c = source[i]!;
-    const next = source[i + 1];
-    if (c === "/" && next === "/") {
-      while (i < source.length && source[i] !== "\n") i += 1;
-    } else if (c === "/" && next === "*") {
-      const end = source.indexOf("*/", i + 2);
-      i = end === -1 ? source.length : end + 2;
-    } else if (c === '"' || c === "'" || c === "`") {
-      let j = i + 1;
-      while (j < source.length && source[j] !== c) j += source[j] === "\\" ? 2 : 1;
-      out += source.slice(i, j + 1);
-      i = j + 1;
-    } else {
-      out += c;
-      i += 1;
-    }
-  }
-  return out;
-}
-
-/** Every module specifier a source imports or re-exports (static, dynamic, require), type-only ones included. */
-export function importsOf(source: string): string[] {
-  const code = stripComments(source);
-  const found: string[] = [];
-  const patterns = [
-    /\b(?:import|export)\s[^;]*?\bfrom\s*["']([^"']+)["']/g,
-    /\bimport\s*["']([^"']+)["']/g,
-    /\bimport\s*\(\s*["']([^"']+)["']\s*\)/g,
-    /\brequire\s*\(\s*["']([^"']+)["']\s*\)/g,
-  ];
-  for (const pattern of patterns) for (const match of code.matchAll(pattern)) found.push(match[1]!);
-  return found;
 }
 
 /** What makes a source impure: forbidden imports and reads of the clock or of randomness. */
