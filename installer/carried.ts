@@ -4,7 +4,8 @@ import { z } from "zod";
 import type { BusUser, ComposeConfig, Permissions } from "../src/compose/types.ts";
 import { controllerReplyInboxes, permissionsOf } from "../src/compose/permissions.ts";
 import { hashPassword } from "../src/crypto/secrets.ts";
-import { CONTROLLER_NAME, busUser } from "../src/names.ts";
+import { CONTROLLER_NAME } from "../src/names.ts";
+import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../src/genesis.ts";
 import type { State } from "../src/projections/index.ts";
 
 /**
@@ -13,16 +14,6 @@ import type { State } from "../src/projections/index.ts";
  * grants on the carried operators' inboxes (R15: a test holds composition's derivation to that),
  * the first operator's account, and the genesis node's when genesis names one (R56).
  */
-
-/**
- * The well-known bootstrap password of the controller's account (R13). It is public on purpose:
- * it only works until the controller's first composition, which rotates it away (R14), and the
- * bus listens on the genesis host alone until then.
- */
-export const BOOTSTRAP_PASSWORD = "mesh-bootstrap-password";
-
-/** The controller's bus user at genesis. */
-export const BOOTSTRAP_USER = busUser("controller", CONTROLLER_NAME);
 
 /** The template file, beside this module. */
 export const CONTROLLER_PERMISSIONS_FILE = fileURLToPath(new URL("./controller-permissions.json", import.meta.url));

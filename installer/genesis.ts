@@ -3,7 +3,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { connectToBus } from "../src/bus/connect.ts";
-import { openCatalogue } from "../src/events/catalogue.ts";
+import { openCatalogue } from "../src/records/catalogue.ts";
 import { renderUserList } from "../src/compose/userList.ts";
 import { evolve, initialState, formatBusAddress, parseBusAddress } from "../src/projections/index.ts";
 import { hashPassword, isNodePublicKey, newMeshKey, newPassword, openWithMeshKey, sealToNode, sealWithMeshKey } from "../src/crypto/secrets.ts";
@@ -15,7 +15,8 @@ import { makeFolderDurable, readBusCredential, renameDurable, writeBusCredential
 import {
   assertPortFree, findNatsServer, renderServerConfig, testServerConfig, SERVER_CONFIG_FILE, STORE_DIR, USER_LIST_FILE,
 } from "./serverConfig.ts";
-import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER, CARRIED_CONTROLLER_SUBMITS, carriedUsers } from "./carried.ts";
+import { CARRIED_CONTROLLER_SUBMITS, carriedUsers } from "./carried.ts";
+import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../src/genesis.ts";
 import { decideGenesis, GENESIS_COMMAND_ID } from "./record.ts";
 import { pidFile, startBus, stopPid, systemdUnit, controllerUnit, hostUnit, isAlive, type BusProcess } from "./bus.ts";
 

@@ -26,14 +26,14 @@ import { connect } from "@nats-io/transport-node";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { configLoadTime, initHostKeys, startHost } from "../../src/host/index.ts";
 import { startNatsServer } from "../../test/support/natsServer.ts";
-import { openCatalogue } from "../../src/events/catalogue.ts";
+import { openCatalogue } from "../../src/records/catalogue.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { BROKER_SEAT, CONTROLLER_NAME, busUser, inboxPrefix } from "../../src/names.ts";
 import { PUBLISH_WINDOW, push, raiseMesh } from "../../src/push/push.ts";
-import { newRaiseMemo } from "../../src/bootstrap/raise.ts";
+import { newRaiseMemo } from "../../src/controller/raise.ts";
 import { GENESIS_COMMAND_ID, decideGenesis } from "../../installer/record.ts";
-import { BOOTSTRAP_USER } from "../../installer/carried.ts";
+import { BOOTSTRAP_USER } from "../../src/genesis.ts";
 
 export type Row = { steps: Record<string, number>; againMs: number; againRatio: number; nodes: number; raiseMs: number; pushMs: number; pushPerSecond: number; rawMs: number; rawPerSecond: number; ratio: number; bytes: number };
 

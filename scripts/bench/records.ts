@@ -12,7 +12,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { startNatsServer } from "../../test/support/natsServer.ts";
 import { generateHistory, publishCommits } from "../../test/support/history.ts";
-import { openCatalogue, replay } from "../../src/events/catalogue.ts";
+import { openCatalogue, replay } from "../../src/records/catalogue.ts";
 import { CATALOGUE_STREAM, catalogueSubject } from "../../src/names.ts";
 import { Commit } from "../../src/events/index.ts";
 

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { writeFileDurable } from "../files/index.ts";
-import type { RecordsMark } from "../events/catalogue.ts";
+import type { RecordsMark } from "../records/catalogue.ts";
 
 /** The mark's file name in the controller's state folder. */
 export const RECORDS_MARK_FILE = "records-mark.json";

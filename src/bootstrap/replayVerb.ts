@@ -6,13 +6,13 @@
  */
 import { createHash } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { InvalidEvent, RecordsBehind, replay, type Catalogue } from "../events/catalogue.ts";
+import { InvalidEvent, RecordsBehind, replay, type Catalogue } from "../records/catalogue.ts";
 import { canonicalJson } from "../projections/canonical.ts";
 import type { State } from "../projections/index.ts";
 import type { Reply } from "../commands/envelope.ts";
 import { CommandId, type ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
-import { commandRequest, type CommandRequest } from "../events/reuse.ts";
+import { commandRequest, type CommandRequest } from "../records/reuse.ts";
 import { REPLAY_VERB, ROTATIONS_PER_COMMIT, ReplayRequest, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals, absentFromInstalledList } from "../commands/replay.ts";
 import type { Principal } from "../events/index.ts";
 import type { CredentialRotated } from "../events/index.ts";

@@ -10,7 +10,7 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { CATALOGUE_STREAM, REPORT_SUBJECTS, REPORTS_STREAM } from "../names.ts";
-import type { BehindEvidence, Catalogue } from "../events/catalogue.ts";
+import type { BehindEvidence, Catalogue } from "../records/catalogue.ts";
 import type { ControllerLog } from "./log.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BusConnectError, BusCredential, connectToBus, secretOf, type BusConnectOptions } from "../bus/connect.ts";
-import { pendingCredentialFile } from "../bootstrap/credential.ts";
+import { pendingCredentialFile } from "../controller/credential.ts";
 import { CredentialFileError, readBusCredential, renameDurable } from "../files/index.ts";
 import type { ClientConfig, Environment } from "../config.ts";
 

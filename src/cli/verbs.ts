@@ -9,7 +9,7 @@ import { PAGE_LIMIT_MAX } from "../commands/paging.ts";
 import { ENTITY_KINDS } from "../names.ts";
 import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, loadCredential, type CliContext, type GlobalOptionName } from "./context.ts";
 import { writeBusCredential } from "../files/index.ts";
-import { pendingCredentialFile } from "../bootstrap/credential.ts";
+import { pendingCredentialFile } from "../controller/credential.ts";
 import { readManifestFiles, registrationOrder } from "./manifests.ts";
 import { duplicateNote, omittedLines, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
 import { randomUUID } from "node:crypto";

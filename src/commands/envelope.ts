@@ -1,9 +1,12 @@
 import type { z } from "zod";
 import type { Commit, Entity, MeshEvent } from "../events/index.ts";
+import type { Decision, Refusal } from "../decision.ts";
 import type { State, SequencedCommit } from "../projections/index.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 import type { PageSpec } from "./paging.ts";
 import type { BoundedList } from "./fit.ts";
+
+export type { Decision, Refusal } from "../decision.ts";
 
 /**
  * A fresh secret the request handler made before decide ran: the password (for the reply
@@ -16,20 +19,6 @@ export type FreshSecret = { password: string; hash: string; sealed: string };
  * no I/O: the command id, who asked, the time (ISO 8601) and the fresh secrets it asked for.
  */
 export type Envelope = { commandId: string; actor: string; now: string; secrets: readonly FreshSecret[] };
-
-/** A business refusal: a stable code (asserted by tests), a message naming the fix, the field. */
-export type Refusal = { code: string; message: string; field?: string };
-
-/**
- * What decide returns: the events of one commit about one entity; or `unchanged`: accepted, the
- * records already say it (an identical manifest registered again), so nothing is appended and the
- * reply says `unchanged: true`; or a refusal. An unchanged decision has no events (so code that
- * reads `events` sees none); the writer checks `decision.unchanged` before appending.
- */
-export type Decision =
-  | { ok: true; unchanged?: false; entity: Entity; events: MeshEvent[] }
-  | { ok: true; unchanged: true; entity: Entity; events: [] }
-  | { ok: false; refusal: Refusal };
 
 /**
  * Capabilities the shell lends a reply: opening a secret sealed with the mesh key, and sealing

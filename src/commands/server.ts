@@ -16,15 +16,15 @@ import {
   COMMAND_QUEUE, COMMAND_SUBJECTS, commandOfSubject, inboxPrefix,
 } from "../names.ts";
 import type { Commit } from "../events/index.ts";
-import { readCommits, type Catalogue } from "../events/catalogue.ts";
-import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind } from "../events/errors.ts";
+import { readCommits, type Catalogue } from "../records/catalogue.ts";
+import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind } from "../records/errors.ts";
 import type { SequencedCommit } from "../projections/index.ts";
 import { hashPassword, isNodePublicKey, newPassword, sealToNode } from "../crypto/secrets.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 import { QueryRefused, type CommandDefinition, type Envelope, type FreshSecret, type QueryContext, type Refusal, type Reply, type ReplyTools } from "./envelope.ts";
 import { appliedSequence, type State } from "../projections/index.ts";
 import { parseRequest } from "./validation.ts";
-import { commandRequest } from "../events/reuse.ts";
+import { commandRequest } from "../records/reuse.ts";
 import { JetStreamUnavailable } from "../bus/retry.ts";
 import { PageRequest, pageOf } from "./paging.ts";
 import { fitReply } from "./fit.ts";

@@ -1,5 +1,5 @@
 import type { Principal } from "../events/index.ts";
-import type { Refusal } from "../commands/envelope.ts";
+import type { Refusal } from "../decision.ts";
 
 /**
  * What composition needs besides the records (DESIGN.md section 3). Read once by the shell from

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { headers, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
-import type { Catalogue } from "../events/catalogue.ts";
+import type { Catalogue } from "../records/catalogue.ts";
 import type { Envelope, Refusal } from "../commands/envelope.ts";
 import { decideProvisionsMint } from "../commands/provisionsMint.ts";
 import { decideDeclarationsSent } from "../commands/declarationsSent.ts";
@@ -18,9 +18,9 @@ import {
   BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, REPORT_SUBJECTS, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER,
   declarationSubject, reportSubject, userListPartSubject, userListPartsFilter,
 } from "../names.ts";
-import { raiseTopology, type RaiseMemo, type RaiseReport } from "../bootstrap/raise.ts";
-import type { ControllerCredential } from "../bootstrap/credential.ts";
-import { BOOTSTRAP_PASSWORD } from "../../installer/carried.ts";
+import { raiseTopology, type RaiseMemo, type RaiseReport } from "../controller/raise.ts";
+import type { ControllerCredential } from "../controller/credential.ts";
+import { BOOTSTRAP_PASSWORD } from "../genesis.ts";
 import { retryJetStream, type RetryJetStreamOptions } from "../bus/retry.ts";
 
 /**

@@ -6,7 +6,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { startNatsCluster, type NatsCluster } from "../support/natsCluster.ts";
 import { waitFor } from "../support/natsServer.ts";
 import { connectToBus, type BusCredential } from "../../src/bus/connect.ts";
-import { openCatalogue, type Catalogue } from "../../src/events/catalogue.ts";
+import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
 import { newMeshKey, newNodeKeyPair, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { sendCommand, CommandTransportError } from "../../src/cli/send.ts";

@@ -8,11 +8,11 @@ import { busObjects } from "../support/busObjects.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import { credentialOf } from "../../src/projections/index.ts";
 import { passwordMatches } from "../../src/crypto/secrets.ts";
-import { pendingCredentialFile } from "../../src/bootstrap/credential.ts";
+import { pendingCredentialFile } from "../../src/controller/credential.ts";
 import {
   CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, declarationConsumer, workConsumer, workStream,
 } from "../../src/names.ts";
-import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../installer/carried.ts";
+import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../src/genesis.ts";
 
 const controllerPrincipal = { kind: "controller" as const, name: CONTROLLER_NAME };
 const builder = {

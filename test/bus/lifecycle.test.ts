@@ -2,7 +2,7 @@ import { secretOf } from "../../src/bus/connect.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { pendingCredentialFile } from "../../src/bootstrap/credential.ts";
+import { pendingCredentialFile } from "../../src/controller/credential.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";

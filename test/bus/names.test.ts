@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { composeBusUsers, composeTopology, renderUserList } from "../../src/compose/index.ts";
-import { raiseTopology } from "../../src/bootstrap/raise.ts";
+import { raiseTopology } from "../../src/controller/raise.ts";
 import { hashPassword } from "../../src/crypto/secrets.ts";
 import { CONTROLLER_NAME, EVENTS_STREAM, busUser, eventSubject, followConsumer, inboxPrefix } from "../../src/names.ts";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";

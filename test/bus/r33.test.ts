@@ -18,7 +18,7 @@ import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { PermissionViolationError } from "@nats-io/nats-core";
 import { connectToBus } from "../../src/bus/connect.ts";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
-import { openCatalogue, type Catalogue } from "../../src/events/catalogue.ts";
+import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import { runCli } from "../../src/cli/run.ts";

@@ -15,7 +15,7 @@ import { PermissionViolationError } from "@nats-io/nats-core";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connectToBus } from "../../src/bus/connect.ts";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
-import { openCatalogue, type Catalogue } from "../../src/events/catalogue.ts";
+import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";

@@ -5,7 +5,7 @@ import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from "@
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
 import { busObjects } from "../support/busObjects.ts";
 import { stateOf, type EventBody } from "../support/givenWhenThen.ts";
-import { newRaiseMemo, raiseTopology } from "../../src/bootstrap/raise.ts";
+import { newRaiseMemo, raiseTopology } from "../../src/controller/raise.ts";
 import { composeTopology } from "../../src/compose/topology.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
 import {

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
-import { ensureCatalogueStream, readCommits, ReadInterrupted } from "../../src/events/catalogue.ts";
+import { ensureCatalogueStream, readCommits, ReadInterrupted } from "../../src/records/catalogue.ts";
 import type { Commit, MeshEvent } from "../../src/events/index.ts";
 import { catalogueSubject } from "../../src/names.ts";
 

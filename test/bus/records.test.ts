@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
-import { openCatalogue, readCommits, replay, InvalidEvent, type Catalogue } from "../../src/events/catalogue.ts";
+import { openCatalogue, readCommits, replay, InvalidEvent, type Catalogue } from "../../src/records/catalogue.ts";
 import type { Commit, MeshEvent } from "../../src/events/index.ts";
 import type { Decision } from "../../src/commands/envelope.ts";
 import type { SequencedCommit, State } from "../../src/projections/index.ts";

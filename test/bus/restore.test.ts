@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { controllerFixture, type ControllerFixture } from "../support/controller.ts";
-import { ensureCatalogueStream, RecordsUnsafe, replay } from "../../src/events/catalogue.ts";
+import { ensureCatalogueStream, RecordsUnsafe, replay } from "../../src/records/catalogue.ts";
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { CATALOGUE_STREAM, catalogueSubject, reportSubject } from "../../src/names.ts";
 import { sendCommand } from "../../src/cli/send.ts";

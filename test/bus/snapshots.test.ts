@@ -5,10 +5,10 @@ import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
 import { generateCommits, publishCommits, EVENT_TYPES } from "../support/history.ts";
-import { openCatalogue, replay } from "../../src/events/catalogue.ts";
+import { openCatalogue, replay } from "../../src/records/catalogue.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import { SNAPSHOT_BUCKET, SNAPSHOT_OBJECTS, SNAPSHOT_POINTER_KEY } from "../../src/names.ts";
-import { STATE_SHAPE_VERSION } from "../../src/events/snapshots.ts";
+import { STATE_SHAPE_VERSION } from "../../src/records/snapshots.ts";
 
 /** One server per describe: CATALOGUE and the snapshot stores are fixed names. */
 function withServer() {

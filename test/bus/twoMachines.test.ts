@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../../installer/serverConfig.ts";
 import { isAlive, stopPid } from "../../installer/bus.ts";
-import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER, readUserList } from "../../installer/carried.ts";
+import { readUserList } from "../../installer/carried.ts";
+import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../src/genesis.ts";
 import { connectToBus } from "../../src/bus/connect.ts";
 import { busUser } from "../../src/names.ts";
 

@@ -11,7 +11,8 @@ import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.t
 import { stopAll } from "../../src/up/processes.ts";
 import { renderSummary } from "../../src/up/summary.ts";
 import { freePort } from "../../installer/serverConfig.ts";
-import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER, readUserList } from "../../installer/carried.ts";
+import { readUserList } from "../../installer/carried.ts";
+import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../src/genesis.ts";
 import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
 import { readBusCredential } from "../../src/files/index.ts";
 import { sendCommand } from "../../src/cli/send.ts";

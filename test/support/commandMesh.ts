@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { openCatalogue, type Catalogue } from "../../src/events/catalogue.ts";
+import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
 import { newMeshKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser, inboxPrefix } from "../../src/names.ts";

@@ -5,7 +5,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { connectToBus } from "../../src/bus/connect.ts";
 import { parseControllerConfig, type Environment } from "../../src/config.ts";
-import { openCatalogue } from "../../src/events/catalogue.ts";
+import { openCatalogue } from "../../src/records/catalogue.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, openAsNode, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { startController, type Controller } from "../../src/bootstrap/main.ts";
 import { memoryLog } from "../../src/bootstrap/log.ts";
@@ -14,7 +14,7 @@ import type { Reply } from "../../src/commands/envelope.ts";
 import {
   CONTROL_STREAM, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER, declarationConsumer, declarationSubject, reportSubject,
 } from "../../src/names.ts";
-import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../installer/carried.ts";
+import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../src/genesis.ts";
 import { GENESIS_COMMAND_ID, decideGenesis } from "../../installer/record.ts";
 import type { NatsServer } from "./natsServer.ts";
 

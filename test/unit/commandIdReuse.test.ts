@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { commandIdReused } from "../../src/events/reuse.ts";
+import { commandIdReused } from "../../src/records/reuse.ts";
 import type { Commit } from "../../src/events/index.ts";
 
 const original: Commit = {

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { redactDeclaration, sealForNode, splitUserList, userListPartHeaders, userListParts, userListUndelivered } from "../../src/push/push.ts";
-import { controllerCredential, pendingCredentialFile, pendingPassword } from "../../src/bootstrap/credential.ts";
+import { controllerCredential, pendingCredentialFile, pendingPassword } from "../../src/controller/credential.ts";
 import { GENESIS, enrolment, registration, stateOf } from "../support/givenWhenThen.ts";
 import { USER_LIST_PART_BYTES, userListPartCount } from "../../src/compose/declaration.ts";
 import { moduleEnvironment } from "../../src/compose/environment.ts";

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { StreamInfo } from "@nats-io/jetstream";
-import { assertRecordsSafe, RecordsUnsafe } from "../../src/events/catalogue.ts";
+import { assertRecordsSafe, RecordsUnsafe } from "../../src/records/catalogue.ts";
 
 type Info = Pick<StreamInfo, "config" | "state">;
 const safe = { config: { max_msgs: -1, max_bytes: -1, max_age: 0, max_msgs_per_subject: -1 }, state: { first_seq: 1, last_seq: 40, num_deleted: 0 } };

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { decideVoid } from "../../../src/commands/replay.ts";
-import { InvalidEvent } from "../../../src/events/errors.ts";
+import { InvalidEvent } from "../../../src/records/errors.ts";
 import { RECORDS_ENTITY, principalKey } from "../../../src/names.ts";
 import type { State } from "../../../src/projections/index.ts";
 

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import type { Commit } from "./index.ts";
+import type { Commit } from "../events/index.ts";
 import { canonicalJson } from "../projections/canonical.ts";
-import type { Refusal } from "../commands/envelope.ts";
+import type { Refusal } from "../decision.ts";
 
 /**
  * The request a commit answered, recorded with it (R53): the verb and the digest (hex SHA-256) of

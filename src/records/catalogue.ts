@@ -21,13 +21,13 @@ import {
   type StreamInfo,
 } from "@nats-io/jetstream";
 import { CATALOGUE_STREAM, CATALOGUE_SUBJECTS, RECORDS_ENTITY, catalogueSubject } from "../names.ts";
-import { Commit, type Entity, type MeshEvent } from "./index.ts";
+import { Commit, type Entity, type MeshEvent } from "../events/index.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind, RecordsUnsafe, type BehindEvidence } from "./errors.ts";
 import { retryFenced } from "./retry.ts";
 import { commandIdReused, type CommandRequest } from "./reuse.ts";
 import { loadSnapshot, openSnapshotStores, saveSnapshot, type SnapshotStores } from "./snapshots.ts";
 import { appliedSequence, evolve, initialState, startFold, type Fold, type SequencedCommit, type State } from "../projections/index.ts";
-import type { Decision, Refusal } from "../commands/envelope.ts";
+import type { Decision, Refusal } from "../decision.ts";
 
 export { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind, RecordsUnsafe };
 export type { BehindEvidence };
