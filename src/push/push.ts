@@ -9,7 +9,6 @@ import { decideBootstrapRotation } from "../commands/controllerCredential.ts";
 import {
   USER_LIST_PART_BYTES, composeDeclarations, userListPartCount, type Declaration, type DeclarationResult, type ModuleLeftOut, type UserListRef,
 } from "../compose/declaration.ts";
-import { composeTopology, type StreamSpec } from "../compose/topology.ts";
 import { requiredProvisions } from "../compose/provisions.ts";
 import type { ComposeConfig, LeftOut, Principal } from "../compose/types.ts";
 import { CONTROLLER_PRINCIPAL, credentialOf, holdersOf, provisionKey, type State } from "../projections/index.ts";
@@ -22,6 +21,10 @@ import { raiseTopology, type RaiseMemo, type RaiseReport } from "../controller/r
 import type { ControllerCredential } from "../controller/credential.ts";
 import { BOOTSTRAP_PASSWORD } from "../genesis.ts";
 import { retryJetStream, type RetryJetStreamOptions } from "../bus/retry.ts";
+import {
+  awaitedNodes, freshSince, judgeWait, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, userListUndelivered,
+  wantedTopology, withModulesLeftOut, type NodeReport, type RoundPlan,
+} from "./plan.ts";
 
 /**
  * Push (DESIGN.md "push", R5, R11, R12, R14, R21, R29..R32): mint what compositions need, compose
@@ -90,23 +93,8 @@ export type PushOptions = {
   progress?: (done: number, total: number) => void;
 };
 
-export type NodeOutcome = "sent" | "unchanged" | "refused" | "applied" | "failed" | "timed-out";
-
-/** One node's line of the report. `error` is the node's own report (failed) or the send's failure. */
-export type NodeReport = {
-  node: string;
-  outcome: NodeOutcome;
-  digest?: string;
-  refusal?: Refusal;
-  error?: string;
-  /** Modules assigned to the node but left out of what it was sent (no credential yet), and why. */
-  modulesLeftOut?: ModuleLeftOut[];
-  /**
-   * With `wait`, for an `unchanged` node: when the bus stored the node's last report of applying
-   * this digest (ISO 8601). That report predates this push: nothing was applied by it (R32, R55).
-   */
-  reportedAt?: string;
-};
+export type { NodeOutcome, NodeReport } from "./plan.ts";
+export { reportsStreamSpec, userListUndelivered } from "./plan.ts";
 
 /** What one push did (R12, R30, R32). */
 export type PushReport = {
@@ -154,14 +142,6 @@ export function sha256(text: string): string {
   return createHash("sha256").update(text).digest("hex");
 }
 
-/** The REPORTS stream: each node's latest report, kept so a wait survives a reconnect. */
-export function reportsStreamSpec(replicas: number): StreamSpec {
-  return {
-    name: REPORTS_STREAM, subjects: [REPORT_SUBJECTS], retention: "limits", storage: "file",
-    num_replicas: replicas, deny_delete: false, deny_purge: false, max_msgs_per_subject: 1,
-  };
-}
-
 /**
  * Raises what the records imply (R5, R21): composeTopology's streams and consumers plus the
  * REPORTS stream. Returns raiseTopology's report; `remembered` as raiseTopology's (the controller keeps a memo).
@@ -176,8 +156,7 @@ export async function raiseMesh(
   remembered?: { memo: RaiseMemo; nc: NatsConnection },
   retry?: RetryJetStreamOptions,
 ): Promise<RaiseReport> {
-  const topology = composeTopology(state, compose);
-  const wanted = { streams: [...topology.streams, reportsStreamSpec(compose.replicas ?? 1)], consumers: topology.consumers };
+  const wanted = wantedTopology(state, compose);
   return retryJetStream("raising the mesh's streams and consumers", () => raiseTopology(jsm, wanted, remembered), retry);
 }
 
@@ -640,27 +619,26 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   const lastListSequence = lastUserListSequence(state);
   /** Per node, the modules its last composition left out (no credential yet): said in its report line. */
   const leftOutByNode = new Map<string, ModuleLeftOut[]>();
-  for (const node of named) {
-    if (!state.nodes[node]) outcomes.set(node, { node, outcome: "refused", refusal: { code: "unknown-node", message: `node ${node} is not enrolled` } });
-  }
+  /** Takes a round plan's refusals, unchanged nodes and modules left out into the report's lines. */
+  const takePlan = (plan: RoundPlan): void => {
+    for (const { node, refusal } of plan.refused) outcomes.set(node, { node, outcome: "refused", refusal });
+    for (const { node, digest } of plan.unchanged) if (!outcomes.has(node)) outcomes.set(node, { node, outcome: "unchanged", digest });
+    for (const [node, modules] of plan.modulesLeftOut) {
+      if (modules) leftOutByNode.set(node, modules);
+      else leftOutByNode.delete(node);
+    }
+  };
+  for (const line of unknownNamed(state, named)) outcomes.set(line.node, line);
 
   if (options.dryRun) {
     const { users, declarations } = composeDeclarations(state, ctx.compose, sha256);
     report.recordsSequence = state.sequence;
     report.leftOut = users.leftOut;
     if (!users.ok) report.userList = users.refusal;
-    report.declarations = [];
-    for (const result of declarations) {
-      if (!result.ok) {
-        outcomes.set(result.node, { node: result.node, outcome: "refused", refusal: result.refusal });
-        continue;
-      }
-      const { node, digest } = result.declaration;
-      const behind = state.sent[node]?.digest !== digest;
-      outcomes.set(node, { node, outcome: behind || named.has(node) ? "sent" : "unchanged", digest });
-      if (result.modulesLeftOut) leftOutByNode.set(node, result.modulesLeftOut);
-      report.declarations.push(redactDeclaration(result.declaration));
-    }
+    const plan = planRound(state, declarations, named, 0);
+    takePlan(plan);
+    for (const send of plan.sends) outcomes.set(send.node, { node: send.node, outcome: "sent", digest: send.digest });
+    report.declarations = declarations.flatMap((result) => (result.ok ? [redactDeclaration(result.declaration)] : []));
     report.nodes = withModulesLeftOut(outcomes, leftOutByNode);
     report.freshCredentials = freshSince(state, lastListSequence);
     return report;
@@ -702,7 +680,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
     report.controllerRotation = applied ? "applied" : "pending";
   };
   try {
-    const bound = Object.keys(state.nodes).length + 1;
+    const bound = roundBound(state);
     for (let round = 0; ; round += 1) {
       if (round >= bound) {
         report.boundHit = true;
@@ -728,54 +706,34 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       report.leftOut = users.leftOut;
       if (users.ok) delete report.userList;
       else report.userList = users.refusal;
-      // 4. Send the named and the behind (R29, R31); a broker holder's list in parts first.
-      const sends: Send[] = [];
+      // 4. Send the named and the behind (R29, R31), broker holders last (planRound); a broker
+      // holder's list in parts first. The race left: a node offline during the push, or one slower
+      // to apply than the holder's reload, is refused with its old password and cannot fetch its
+      // declaration any more; it needs the operator's rotate reply (`mesh host credential --from`).
+      const plan = planRound(state, declarations as DeclarationResult[], named, round);
+      takePlan(plan);
+      if (plan.sends.length === 0) break;
       const opened = new Map<string, string>();
       const cut = new Map<string, UserListParts>();
-      for (const result of declarations as DeclarationResult[]) {
-        if (!result.ok) {
-          outcomes.set(result.node, { node: result.node, outcome: "refused", refusal: result.refusal });
-          continue;
-        }
-        const declaration = result.declaration;
-        const { node, digest } = declaration;
-        if (result.modulesLeftOut) leftOutByNode.set(node, result.modulesLeftOut);
-        else leftOutByNode.delete(node);
-        const behind = state.sent[node]?.digest !== digest;
-        const wanted = round === 0 && named.has(node);
-        if (!behind && !wanted) {
-          if (!outcomes.has(node)) outcomes.set(node, { node, outcome: "unchanged", digest });
-          continue;
-        }
-        const publicKey = state.nodes[node]!.publicKey;
-        // The records' sequence travels beside the digest, outside it (R43: hosts report it back).
-        const recordsSequence = state.sequence;
+      const sends: Send[] = plan.sends.map((planned) => {
         const send: Send = {
-          node, digest,
-          payload: () => JSON.stringify({ ...sealForNode(declaration, publicKey, ctx.meshKey, opened, ctx.sealCache), recordsSequence }),
+          node: planned.node, digest: planned.digest,
+          payload: () => JSON.stringify({ ...sealForNode(planned.declaration, planned.publicKey, ctx.meshKey, opened, ctx.sealCache), recordsSequence: planned.recordsSequence }),
         };
-        if (declaration.userList && result.userListText !== undefined) {
-          const ref = declaration.userList;
+        const ref = planned.declaration.userList;
+        if (ref && planned.userListText !== undefined) {
           let parts = cut.get(ref.digest);
           if (!parts) {
-            parts = userListParts(result.userListText, ref);
+            parts = userListParts(planned.userListText, ref);
             cut.set(ref.digest, parts);
           }
           send.userList = parts;
         }
-        sends.push(send);
-      }
-      if (sends.length === 0) break;
-      // The broker holder's declaration goes last (a stable sort): its list reloads the bus, and a
-      // node whose credential was rotated should hold its new password (its declaration's `self`)
-      // before that reload drops it. The race left: a node offline during the push, or one slower to
-      // apply than the holder's reload, is refused with its old password and cannot fetch its
-      // declaration any more; it needs the operator's rotate reply (`mesh host credential --from`).
-      const holders = new Set(holdersOf(state, BROKER_SEAT));
-      sends.sort((a, b) => Number(holders.has(a.node)) - Number(holders.has(b.node)));
+        return send;
+      });
       if (options.wait && watch && round === 0) {
-        for (const s of sends) {
-          if (!named.has(s.node) || state.sent[s.node]?.digest !== s.digest) continue;
+        for (const s of plan.sends) {
+          if (s.behind) continue; // sent again only because it was named (R32)
           const at = await watch.appliedBefore(s.node, s.digest);
           if (at !== undefined) appliedBefore.set(s.node, { digest: s.digest, at });
         }
@@ -785,15 +743,10 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       const purgeErrors: string[] = [];
       const failures = await timed(ctx.timings, "publish", () => publishAll(js, jsm, sends, refusedToSeal, ctx.timings, options.progress ?? ctx.progress, purgeErrors));
       for (const line of purgeErrors) ctx.log.error(`push ${pushId}: stale user-list parts not purged for ${line}`);
-      for (const [node, error] of refusedToSeal) {
-        outcomes.set(node, { node, outcome: "refused", refusal: { code: "seal-failed", message: `a secret for ${node} could not be sealed to its key: ${error}` } });
-      }
-      const sent = sends.filter((s) => !failures.has(s.node) && !refusedToSeal.has(s.node));
-      for (const [node, error] of failures) outcomes.set(node, { node, outcome: "failed", error: `not sent: ${error}` });
-      for (const s of sent) {
-        outcomes.set(s.node, { node: s.node, outcome: "sent", digest: s.digest });
-        sentDigests.set(s.node, s.digest);
-      }
+      const settled = settleRound(plan.sends, failures, refusedToSeal);
+      for (const line of settled.lines) outcomes.set(line.node, line);
+      const sent = settled.sent;
+      for (const s of sent) sentDigests.set(s.node, s.digest);
       // The bus reloads when the broker's holder applies a new user list, and a reload fails the
       // JetStream requests in flight (503 "jetstream not enabled", or no reply); when the list
       // carries the controller's rotated password it also drops this connection (R14, R50). So the
@@ -819,46 +772,14 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
     // declaration no report says it applied (its agent was down, or in a backoff longer than an
     // earlier wait), is waited for too: "unchanged" is said only of a declaration reported applied.
     if (options.wait && watch) {
-      const unconfirmed: string[] = [];
-      for (const line of outcomes.values()) {
-        if (line.outcome !== "unchanged" || line.digest === undefined || sentDigests.has(line.node)) continue;
-        watch.expect(line.node, line.digest, false); // not sent by this push: its stored report counts, however old
-        unconfirmed.push(line.node);
-      }
+      const unconfirmed = unconfirmedNodes(outcomes.values(), sentDigests);
+      // Not sent by this push: its stored report counts, however old.
+      for (const node of unconfirmed) watch.expect(node, outcomes.get(node)!.digest!, false);
       await watch.readStored(unconfirmed);
-      const already = (node: string) => appliedBefore.get(node)?.digest === sentDigests.get(node);
-      const waited = [...sentDigests.keys()].filter((node) => !already(node));
-      const missing = await watch.wait([...waited, ...unconfirmed], options.timeoutMs ?? DEFAULT_WAIT_MS);
+      const seen = { sentDigests, appliedBefore, unconfirmed, report: (node: string) => watch.report(node), storedAt: (node: string) => watch.storedAt(node) };
+      const missing = await watch.wait(awaitedNodes(seen), options.timeoutMs ?? DEFAULT_WAIT_MS);
       report.timedOut = missing.sort();
-      for (const node of sentDigests.keys()) {
-        const line = outcomes.get(node)!;
-        if (already(node) && line.outcome === "sent") {
-          line.outcome = "unchanged";
-          line.reportedAt = appliedBefore.get(node)!.at;
-          continue;
-        }
-        const answer = watch.report(node);
-        if (!answer) line.outcome = "timed-out";
-        else if (answer.ok) line.outcome = "applied";
-        else {
-          line.outcome = "failed";
-          line.error = (answer.error ?? "the node could not apply it").split("\n")[0]!;
-        }
-      }
-      for (const node of unconfirmed) {
-        const answer = watch.report(node);
-        const line = outcomes.get(node)!;
-        if (!answer) {
-          line.outcome = "timed-out";
-          line.error = `its last declaration ${line.digest!.slice(0, 12)} was sent by an earlier push and no report says it was applied: is its agent running?`;
-        } else if (!answer.ok) {
-          line.outcome = "failed";
-          line.error = (answer.error ?? "the node could not apply it").split("\n")[0]!;
-        } else {
-          const at = watch.storedAt(node);
-          if (at !== undefined) line.reportedAt = at;
-        }
-      }
+      judgeWait(outcomes, seen);
       if (missing.length > 0) ctx.log.error(`push ${pushId}: no report within ${options.timeoutMs ?? DEFAULT_WAIT_MS} ms from ${missing.join(", ")}`);
     }
   } finally {
@@ -875,54 +796,4 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
     ctx.log.error(`push ${pushId}: ${undelivered.message}`);
   }
   return report;
-}
-
-/** The report's node lines, sorted by node, each with the modules its composition left out (if any). */
-function withModulesLeftOut(outcomes: Map<string, NodeReport>, leftOut: Map<string, ModuleLeftOut[]>): NodeReport[] {
-  return [...outcomes.values()]
-    .map((line) => (leftOut.has(line.node) && line.outcome !== "refused" ? { ...line, modulesLeftOut: leftOut.get(line.node)! } : line))
-    .sort((a, b) => (a.node < b.node ? -1 : 1));
-}
-
-/**
- * The records sequence the user list the broker's holders hold was composed from: the oldest of
- * their last sent declarations (a list travels with its holder's declaration); 0 when none was
- * ever sent one.
- */
-function lastUserListSequence(state: State): number {
-  const sequences = holdersOf(state, BROKER_SEAT).flatMap((node) => (state.sent[node] ? [state.sent[node]!.recordsSequence] : []));
-  return sequences.length === 0 ? 0 : Math.min(...sequences);
-}
-
-/** Principals whose credential was rotated after records sequence `since` (PushReport.freshCredentials). */
-function freshSince(state: State, since: number): Principal[] {
-  return Object.values(state.credentials)
-    .filter((c) => c.rotatedAt !== undefined && c.rotatedAt > since)
-    .map((c) => ({ kind: c.principal.kind, name: c.principal.name }))
-    .sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : 1) : a.kind < b.kind ? -1 : 1));
-}
-
-/**
- * R49: why no user list reached the bus after a push, or null when one did (a holder of
- * mesh-broker was sent, applied or already held its list): `no-broker-holder` when nothing holds
- * the seat, `user-list-undelivered` naming the holders when each one's declaration was refused,
- * failed or timed out. Pure.
- */
-export function userListUndelivered(state: State, nodes: readonly NodeReport[]): Refusal | null {
-  const holders = holdersOf(state, BROKER_SEAT);
-  if (holders.length === 0) {
-    return {
-      code: "no-broker-holder",
-      message: `no node holds ${BROKER_SEAT}, so no user list was sent and the bus admits no new principal (R49): assign a module claiming ${BROKER_SEAT} to a node and push again`,
-    };
-  }
-  const delivered = holders.some((node) => {
-    const outcome = nodes.find((n) => n.node === node)?.outcome;
-    return outcome === "sent" || outcome === "applied" || outcome === "unchanged" || outcome === "timed-out";
-  });
-  if (delivered) return null;
-  return {
-    code: "user-list-undelivered",
-    message: `the user list reached no holder of ${BROKER_SEAT} (${holders.join(", ")}: see their lines above), so the bus keeps its old list (R49)`,
-  };
 }

@@ -20,12 +20,16 @@ function tsFiles(folder: string, recursive: boolean): string[] {
   });
 }
 
-/** The pure files: src/projections and src/compose (all of them), src/commands/*.ts but its server and handlers. */
+/**
+ * The pure files: src/projections and src/compose (all of them), src/commands/*.ts but its server
+ * and handlers, and every plan (a file named plan*.ts anywhere under src: what a shell carries out).
+ */
 function pureFiles(): string[] {
   return [
     ...tsFiles(join(ROOT, "src/projections"), true),
     ...tsFiles(join(ROOT, "src/compose"), true),
     ...tsFiles(join(ROOT, "src/commands"), false).filter((path) => !/server|handler/i.test(path.split("/").pop()!)),
+    ...tsFiles(join(ROOT, "src"), true).filter((path) => /^plan\w*\.ts$/.test(path.split("/").pop()!)),
   ].sort();
 }
 
@@ -52,9 +56,10 @@ describe("purity of decide, evolve and compose", () => {
     assert.deepEqual(importsOf(`const m = await import("node:os");`), ["node:os"]);
   });
 
-  it("files under src/projections, src/compose and src/commands (but its server and handlers) import no @nats-io/* or node:* and read no clock or randomness", () => {
+  it("files under src/projections, src/compose and src/commands (but its server and handlers), and the plans (plan*.ts), import no @nats-io/* or node:* and read no clock or randomness", () => {
     const files = pureFiles();
     assert.ok(files.some((path) => path.endsWith("src/projections/state.ts")), "the projections are found");
+    assert.ok(files.some((path) => path.endsWith("src/push/plan.ts")), "the plans are found");
     const problems: string[] = [];
     for (const path of files) {
       for (const problem of impurities(readFileSync(path, "utf8"))) problems.push(`${path.slice(ROOT.length + 1)}: ${problem}`);

@@ -1,0 +1,271 @@
+/**
+ * The push's plan, apart from its effects (issue 12): what to raise, which nodes to send in a
+ * round and in which order, what each node's report line says after the sends and after the wait.
+ * Pure: no bus, no clock, no crypto. push.ts carries a plan out (raise, seal, publish, record,
+ * wait) and hands what happened back to the functions here.
+ */
+import type { Refusal } from "../decision.ts";
+import type { Declaration, DeclarationResult, ModuleLeftOut } from "../compose/declaration.ts";
+import { composeTopology, type Topology, type StreamSpec } from "../compose/topology.ts";
+import type { ComposeConfig, Principal } from "../compose/types.ts";
+import { holdersOf, type State } from "../projections/index.ts";
+import { BROKER_SEAT, REPORTS_STREAM, REPORT_SUBJECTS } from "../names.ts";
+
+export type NodeOutcome = "sent" | "unchanged" | "refused" | "applied" | "failed" | "timed-out";
+
+/** One node's line of the report. `error` is the node's own report (failed) or the send's failure. */
+export type NodeReport = {
+  node: string;
+  outcome: NodeOutcome;
+  digest?: string;
+  refusal?: Refusal;
+  error?: string;
+  /** Modules assigned to the node but left out of what it was sent (no credential yet), and why. */
+  modulesLeftOut?: ModuleLeftOut[];
+  /**
+   * With `wait`, for an `unchanged` node: when the bus stored the node's last report of applying
+   * this digest (ISO 8601). That report predates this push: nothing was applied by it (R32, R55).
+   */
+  reportedAt?: string;
+};
+
+/** The REPORTS stream: each node's latest report, kept so a wait survives a reconnect. */
+export function reportsStreamSpec(replicas: number): StreamSpec {
+  return {
+    name: REPORTS_STREAM, subjects: [REPORT_SUBJECTS], retention: "limits", storage: "file",
+    num_replicas: replicas, deny_delete: false, deny_purge: false, max_msgs_per_subject: 1,
+  };
+}
+
+/** What a raise asserts (R5, R21): composeTopology's streams and consumers, plus the REPORTS stream. */
+export function wantedTopology(state: State, compose: ComposeConfig): Topology {
+  const topology = composeTopology(state, compose);
+  return { ...topology, streams: [...topology.streams, reportsStreamSpec(compose.replicas ?? 1)] };
+}
+
+/** R31: the most compose-and-send rounds one push runs: one per node, plus one. */
+export function roundBound(state: State): number {
+  return Object.keys(state.nodes).length + 1;
+}
+
+/** The report lines of named nodes that are not enrolled (`unknown-node`, in the order named). */
+export function unknownNamed(state: State, named: Iterable<string>): NodeReport[] {
+  return [...named].filter((node) => !state.nodes[node])
+    .map((node) => ({ node, outcome: "refused", refusal: { code: "unknown-node", message: `node ${node} is not enrolled` } }));
+}
+
+/** A declaration a round sends. */
+export type PlannedSend = {
+  node: string;
+  digest: string;
+  /** As composed: secrets sealed with the mesh key (the shell seals them to `publicKey` just before the publish). */
+  declaration: Declaration;
+  /** The node's public key, as enrolled. */
+  publicKey: string;
+  /** The records sequence composed from: it travels beside the digest, outside it (R43: hosts report it back). */
+  recordsSequence: number;
+  /** The composed digest differs from the one last sent (R31); false: sent only because it was named. */
+  behind: boolean;
+  /** A broker holder's user list, which travels in the parts `declaration.userList` names before the declaration. */
+  userListText?: string;
+};
+
+/** What one round does. */
+export type RoundPlan = {
+  /** In publish order: every broker holder's last (see planRound). Empty: the push is done. */
+  sends: PlannedSend[];
+  /** Nodes that could not be composed (R30): their line says why; the rest go on. */
+  refused: Array<{ node: string; refusal: Refusal }>;
+  /** Composed, neither behind nor named in this round: sent nothing. */
+  unchanged: Array<{ node: string; digest: string }>;
+  /** Per composed node, the modules its composition left out, or null when none (R12). */
+  modulesLeftOut: Map<string, ModuleLeftOut[] | null>;
+};
+
+/**
+ * Plans one round of a push from the state and its composition (R29, R30, R31): every node whose
+ * composed digest differs from what the records say it was last sent, and in round 0 every named
+ * node besides, is sent, empty declarations included (R29); a node that cannot be composed is
+ * refused and the rest go on (R30). Broker holders go last (a stable order otherwise): their list
+ * reloads the bus, and a node whose credential was rotated should hold its new password (its
+ * declaration's `self`) before that reload drops the old one.
+ */
+export function planRound(state: State, declarations: readonly DeclarationResult[], named: ReadonlySet<string>, round: number): RoundPlan {
+  const plan: RoundPlan = { sends: [], refused: [], unchanged: [], modulesLeftOut: new Map() };
+  for (const result of declarations) {
+    if (!result.ok) {
+      plan.refused.push({ node: result.node, refusal: result.refusal });
+      continue;
+    }
+    const { declaration } = result;
+    const { node, digest } = declaration;
+    plan.modulesLeftOut.set(node, result.modulesLeftOut ?? null);
+    const behind = state.sent[node]?.digest !== digest;
+    if (!behind && !(round === 0 && named.has(node))) {
+      plan.unchanged.push({ node, digest });
+      continue;
+    }
+    const send: PlannedSend = { node, digest, declaration, publicKey: state.nodes[node]!.publicKey, recordsSequence: state.sequence, behind };
+    if (declaration.userList && result.userListText !== undefined) send.userListText = result.userListText;
+    plan.sends.push(send);
+  }
+  const holders = new Set(holdersOf(state, BROKER_SEAT));
+  plan.sends.sort((a, b) => Number(holders.has(a.node)) - Number(holders.has(b.node)));
+  return plan;
+}
+
+/**
+ * What a round's sends came to: the sent (neither failed nor refused to seal), and each planned
+ * node's line: `refused` (`seal-failed`) when a secret could not be sealed to its key, `failed`
+ * when its publish failed, else `sent`.
+ */
+export function settleRound(
+  sends: readonly PlannedSend[],
+  failures: ReadonlyMap<string, string>,
+  refusedToSeal: ReadonlyMap<string, string>,
+): { sent: PlannedSend[]; lines: NodeReport[] } {
+  const lines: NodeReport[] = [];
+  const sent: PlannedSend[] = [];
+  for (const s of sends) {
+    const sealError = refusedToSeal.get(s.node);
+    const failure = failures.get(s.node);
+    if (sealError !== undefined) {
+      lines.push({ node: s.node, outcome: "refused", refusal: { code: "seal-failed", message: `a secret for ${s.node} could not be sealed to its key: ${sealError}` } });
+    } else if (failure !== undefined) {
+      lines.push({ node: s.node, outcome: "failed", error: `not sent: ${failure}` });
+    } else {
+      lines.push({ node: s.node, outcome: "sent", digest: s.digest });
+      sent.push(s);
+    }
+  }
+  return { sent, lines };
+}
+
+/**
+ * R55: the nodes a wait also waits for though this push did not send them: `unchanged`, with a
+ * digest, whose last sent declaration no report is known to have applied yet.
+ */
+export function unconfirmedNodes(lines: Iterable<NodeReport>, sentDigests: ReadonlyMap<string, string>): string[] {
+  const out: string[] = [];
+  for (const line of lines) if (line.outcome === "unchanged" && line.digest !== undefined && !sentDigests.has(line.node)) out.push(line.node);
+  return out;
+}
+
+/** A node's report of a declaration, as judgeWait reads it. */
+export type AppliedReport = { ok: boolean; error?: string };
+
+/** What a wait saw, for judgeWait. */
+export type WaitSeen = {
+  /** Per node this push sent, the digest sent last. */
+  sentDigests: ReadonlyMap<string, string>;
+  /** Named nodes sent again the declaration their last stored report says they applied, and when it was stored (R32). */
+  appliedBefore: ReadonlyMap<string, { digest: string; at: string }>;
+  /** unconfirmedNodes (R55). */
+  unconfirmed: readonly string[];
+  /** The report of the expected digest received from a node, if any. */
+  report(node: string): AppliedReport | undefined;
+  /** When the bus stored that report, when it came from the stream. */
+  storedAt(node: string): string | undefined;
+};
+
+/** Nodes whose report a wait awaits: the sent (but those that already reported applying what was sent again, R32), then the unconfirmed (R55). */
+export function awaitedNodes(seen: Pick<WaitSeen, "sentDigests" | "appliedBefore" | "unconfirmed">): string[] {
+  const already = (node: string) => seen.appliedBefore.get(node)?.digest === seen.sentDigests.get(node);
+  return [...[...seen.sentDigests.keys()].filter((node) => !already(node)), ...seen.unconfirmed];
+}
+
+/** The first line of a node's error, or `the node could not apply it`. */
+function firstLine(error: string | undefined): string {
+  return (error ?? "the node could not apply it").split("\n")[0]!;
+}
+
+/**
+ * R32, R55: each line after the wait, updated in `lines` (by node). A sent node: `unchanged` with
+ * `reportedAt` when it was sent again what a report stored before the push says it applied (a
+ * stopped agent cannot make a stale report look like a fresh apply); else `applied`, `failed`
+ * (its error's first line) or `timed-out` by its report. An unconfirmed node: `timed-out` saying
+ * no report shows its agent applied it, `failed` by its report, or still `unchanged` with when its
+ * report was stored.
+ */
+export function judgeWait(lines: Map<string, NodeReport>, seen: WaitSeen): void {
+  for (const [node, digest] of seen.sentDigests) {
+    const line = lines.get(node)!;
+    const before = seen.appliedBefore.get(node);
+    if (before?.digest === digest && line.outcome === "sent") {
+      line.outcome = "unchanged";
+      line.reportedAt = before.at;
+      continue;
+    }
+    const answer = seen.report(node);
+    if (!answer) line.outcome = "timed-out";
+    else if (answer.ok) line.outcome = "applied";
+    else {
+      line.outcome = "failed";
+      line.error = firstLine(answer.error);
+    }
+  }
+  for (const node of seen.unconfirmed) {
+    const answer = seen.report(node);
+    const line = lines.get(node)!;
+    if (!answer) {
+      line.outcome = "timed-out";
+      line.error = `its last declaration ${line.digest!.slice(0, 12)} was sent by an earlier push and no report says it was applied: is its agent running?`;
+    } else if (!answer.ok) {
+      line.outcome = "failed";
+      line.error = firstLine(answer.error);
+    } else {
+      const at = seen.storedAt(node);
+      if (at !== undefined) line.reportedAt = at;
+    }
+  }
+}
+
+/** The report's node lines, sorted by node, each with the modules its composition left out (if any). */
+export function withModulesLeftOut(outcomes: Map<string, NodeReport>, leftOut: Map<string, ModuleLeftOut[]>): NodeReport[] {
+  return [...outcomes.values()]
+    .map((line) => (leftOut.has(line.node) && line.outcome !== "refused" ? { ...line, modulesLeftOut: leftOut.get(line.node)! } : line))
+    .sort((a, b) => (a.node < b.node ? -1 : 1));
+}
+
+/**
+ * The records sequence the user list the broker's holders hold was composed from: the oldest of
+ * their last sent declarations (a list travels with its holder's declaration); 0 when none was
+ * ever sent one.
+ */
+export function lastUserListSequence(state: State): number {
+  const sequences = holdersOf(state, BROKER_SEAT).flatMap((node) => (state.sent[node] ? [state.sent[node]!.recordsSequence] : []));
+  return sequences.length === 0 ? 0 : Math.min(...sequences);
+}
+
+/** Principals whose credential was rotated after records sequence `since` (PushReport.freshCredentials). */
+export function freshSince(state: State, since: number): Principal[] {
+  return Object.values(state.credentials)
+    .filter((c) => c.rotatedAt !== undefined && c.rotatedAt > since)
+    .map((c) => ({ kind: c.principal.kind, name: c.principal.name }))
+    .sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : 1) : a.kind < b.kind ? -1 : 1));
+}
+
+/**
+ * R49: why no user list reached the bus after a push, or null when one did (a holder of
+ * mesh-broker was sent, applied or already held its list): `no-broker-holder` when nothing holds
+ * the seat, `user-list-undelivered` naming the holders when each one's declaration was refused,
+ * failed or timed out. Pure.
+ */
+export function userListUndelivered(state: State, nodes: readonly NodeReport[]): Refusal | null {
+  const holders = holdersOf(state, BROKER_SEAT);
+  if (holders.length === 0) {
+    return {
+      code: "no-broker-holder",
+      message: `no node holds ${BROKER_SEAT}, so no user list was sent and the bus admits no new principal (R49): assign a module claiming ${BROKER_SEAT} to a node and push again`,
+    };
+  }
+  const delivered = holders.some((node) => {
+    const outcome = nodes.find((n) => n.node === node)?.outcome;
+    return outcome === "sent" || outcome === "applied" || outcome === "unchanged" || outcome === "timed-out";
+  });
+  if (delivered) return null;
+  return {
+    code: "user-list-undelivered",
+    message: `the user list reached no holder of ${BROKER_SEAT} (${holders.join(", ")}: see their lines above), so the bus keeps its old list (R49)`,
+  };
+}

@@ -1,0 +1,149 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import {
+  awaitedNodes, judgeWait, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, wantedTopology,
+  type NodeReport, type PlannedSend, type WaitSeen,
+} from "../../src/push/plan.ts";
+import { composeDeclarations, type DeclarationResult } from "../../src/compose/declaration.ts";
+import { evolve, type State } from "../../src/projections/index.ts";
+import { REPORTS_STREAM } from "../../src/names.ts";
+import { sha256 } from "../../src/push/push.ts";
+import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash, manifests } from "./compose/exampleMesh.ts";
+
+/**
+ * The push's plan without a server: which nodes a round sends and in which order, what each line
+ * says after the sends and after the wait. push.ts carries these plans out over the bus.
+ */
+
+const composed = (state: State): DeclarationResult[] => composeDeclarations(state, EXAMPLE_CONFIG, sha256).declarations;
+
+/** The state after recording `sends` as sent (DeclarationSent), as push does after publishing. */
+function recorded(state: State, sends: readonly PlannedSend[]): State {
+  const events = sends.map((s) => ({ actor: "controller-mesh-controller", commandId: "sent", at: "2026-01-01T00:00:00.000Z", type: "DeclarationSent" as const, node: s.node, digest: s.digest, recordsSequence: state.sequence }));
+  return evolve(state, [{ sequence: state.sequence + 1, commit: { commandId: "sent", entity: { kind: "push", id: "p" }, events } }]);
+}
+
+describe("push plan: planRound (R29, R30, R31)", () => {
+  it("R31: a first push sends every node (none was sent anything); once recorded, none is behind and nothing is sent", () => {
+    const { state } = exampleMesh();
+    const first = planRound(state, composed(state), new Set(), 0);
+    assert.deepEqual(first.sends.map((s) => s.node).sort(), ["alpha", "beta", "gamma"]);
+    assert.ok(first.sends.every((s) => s.behind && s.recordsSequence === state.sequence && s.publicKey === state.nodes[s.node]!.publicKey));
+    assert.deepEqual(first.refused, []);
+    const after = recorded(state, first.sends);
+    const second = planRound(after, composed(after), new Set(), 1);
+    assert.deepEqual(second.sends, []);
+    assert.deepEqual(second.unchanged.map((u) => u.node), ["alpha", "beta", "gamma"]);
+  });
+
+  it("R31: a named node not behind is sent in round 0 only (behind: false); the behind ones are sent with it", () => {
+    const { state } = exampleMesh();
+    const all = planRound(state, composed(state), new Set(), 0).sends;
+    const after = recorded(state, all.filter((s) => s.node !== "gamma"));
+    const named = planRound(after, composed(after), new Set(["beta"]), 0);
+    assert.deepEqual(named.sends.map((s) => [s.node, s.behind]), [["beta", false], ["gamma", true]]);
+    assert.deepEqual(named.unchanged.map((u) => u.node), ["alpha"]);
+    const later = planRound(after, composed(after), new Set(["beta"]), 1);
+    assert.deepEqual(later.sends.map((s) => s.node), ["gamma"], "a later round sends only the behind");
+  });
+
+  it("R29: a node with nothing assigned is sent its empty declaration", () => {
+    const b = new MeshBuilder(fakeHash).genesis().controller().node("idle");
+    const state = b.state();
+    const plan = planRound(state, composed(state), new Set(), 0);
+    assert.deepEqual(plan.sends.map((s) => [s.node, s.declaration.modules.length]), [["idle", 0]]);
+  });
+
+  it("R30: a node that cannot be composed is refused with its composition's code and the rest are sent", () => {
+    const b = new MeshBuilder(fakeHash).genesis().controller().node("n1").node("n2").node("n3");
+    for (const m of Object.values(manifests)) b.register(m);
+    b.issue("showcase").issue("git-server").assign("showcase", "n1").assign("git-server", "n2");
+    const state = b.state();
+    const plan = planRound(state, composed(state), new Set(), 0);
+    assert.deepEqual(plan.refused.map((r) => [r.node, r.refusal.code]), [["n1", "provision-missing"], ["n2", "provision-missing"]]);
+    assert.deepEqual(plan.sends.map((s) => s.node), ["n3"]);
+  });
+
+  it("R11: broker holders are sent last, with the user list text their declaration names; nobody else carries one", () => {
+    const { state } = exampleMesh();
+    const plan = planRound(state, composed(state), new Set(), 0);
+    assert.equal(plan.sends.at(-1)!.node, "alpha", "alpha holds mesh-broker");
+    assert.ok(plan.sends.at(-1)!.userListText && plan.sends.at(-1)!.declaration.userList);
+    assert.ok(plan.sends.slice(0, -1).every((s) => s.userListText === undefined));
+  });
+
+  it("R12: each composed node's modules left out, or null to clear an earlier round's", () => {
+    const b = new MeshBuilder(fakeHash).genesis().controller().node("n1").node("n2");
+    b.register(manifests.store).issue("store", false).assign("store", "n1");
+    const state = b.state();
+    const plan = planRound(state, composed(state), new Set(), 0);
+    assert.deepEqual(plan.modulesLeftOut.get("n1")?.map((m) => m.module), ["store"]);
+    assert.equal(plan.modulesLeftOut.get("n2"), null);
+  });
+
+  it("R31: the round bound is the node count plus one; named nodes not enrolled are refused unknown-node", () => {
+    const { state } = exampleMesh();
+    assert.equal(roundBound(state), 4);
+    assert.deepEqual(unknownNamed(state, ["beta", "nosuch"]).map((l) => [l.node, l.outcome, l.refusal?.code]), [["nosuch", "refused", "unknown-node"]]);
+  });
+
+  it("R21: the raise asserts the composed topology and the REPORTS stream", () => {
+    const { state } = exampleMesh();
+    const wanted = wantedTopology(state, { ...EXAMPLE_CONFIG, replicas: 3 });
+    const reports = wanted.streams.find((s) => s.name === REPORTS_STREAM);
+    assert.equal(reports?.num_replicas, 3);
+    assert.equal(reports?.max_msgs_per_subject, 1);
+    assert.ok(wanted.streams.length > 1 && wanted.consumers.length > 0);
+  });
+});
+
+describe("push plan: settleRound and judgeWait (R32, R55)", () => {
+  const send = (node: string): PlannedSend => ({ node, digest: `d-${node}`, declaration: {} as PlannedSend["declaration"], publicKey: "k", recordsSequence: 1, behind: true });
+
+  it("a send's line: refused (seal-failed) when a secret could not be sealed, failed when its publish failed, else sent", () => {
+    const settled = settleRound([send("a"), send("b"), send("c")], new Map([["b", "timeout"]]), new Map([["a", "bad key"]]));
+    assert.deepEqual(settled.sent.map((s) => s.node), ["c"]);
+    assert.deepEqual(settled.lines.map((l) => [l.node, l.outcome, l.refusal?.code ?? l.error ?? l.digest]), [
+      ["a", "refused", "seal-failed"], ["b", "failed", "not sent: timeout"], ["c", "sent", "d-c"],
+    ]);
+  });
+
+  it("R32 R55: every case of a line after the wait", () => {
+    const lines = new Map<string, NodeReport>([
+      ["again", { node: "again", outcome: "sent", digest: "d1" }],
+      ["applied", { node: "applied", outcome: "sent", digest: "d2" }],
+      ["failed", { node: "failed", outcome: "sent", digest: "d3" }],
+      ["silent", { node: "silent", outcome: "sent", digest: "d4" }],
+      ["old-ok", { node: "old-ok", outcome: "unchanged", digest: "d5" }],
+      ["old-live", { node: "old-live", outcome: "unchanged", digest: "d6" }],
+      ["old-failed", { node: "old-failed", outcome: "unchanged", digest: "d7" }],
+      ["old-silent", { node: "old-silent", outcome: "unchanged", digest: "d8abcdef01234567" }],
+      ["refused", { node: "refused", outcome: "refused" }],
+    ]);
+    const sentDigests = new Map([["again", "d1"], ["applied", "d2"], ["failed", "d3"], ["silent", "d4"]]);
+    const unconfirmed = unconfirmedNodes(lines.values(), sentDigests);
+    assert.deepEqual(unconfirmed, ["old-ok", "old-live", "old-failed", "old-silent"]);
+    const reports: Record<string, { ok: boolean; error?: string }> = {
+      applied: { ok: true }, failed: { ok: false, error: "first line\nsecond" }, "old-ok": { ok: true }, "old-live": { ok: true }, "old-failed": { ok: false },
+    };
+    const seen: WaitSeen = {
+      sentDigests, unconfirmed,
+      appliedBefore: new Map([["again", { digest: "d1", at: "2026-01-01T00:00:00.000Z" }], ["applied", { digest: "older", at: "x" }]]),
+      report: (node) => reports[node],
+      storedAt: (node) => (node === "old-ok" ? "2025-12-31T00:00:00.000Z" : undefined),
+    };
+    assert.deepEqual(awaitedNodes(seen), ["applied", "failed", "silent", ...unconfirmed], "a node sent again what it reported applying is not waited for");
+    judgeWait(lines, seen);
+    const by = (node: string) => { const l = lines.get(node)!; return [l.outcome, l.reportedAt ?? l.error ?? ""]; };
+    assert.deepEqual(by("again"), ["unchanged", "2026-01-01T00:00:00.000Z"]);
+    assert.deepEqual(by("applied"), ["applied", ""]);
+    assert.deepEqual(by("failed"), ["failed", "first line"]);
+    assert.deepEqual(by("silent"), ["timed-out", ""]);
+    assert.deepEqual(by("old-ok"), ["unchanged", "2025-12-31T00:00:00.000Z"]);
+    assert.deepEqual(by("old-live"), ["unchanged", ""]);
+    assert.deepEqual(by("old-failed"), ["failed", "the node could not apply it"]);
+    assert.equal(by("old-silent")[0], "timed-out");
+    assert.ok(String(by("old-silent")[1]).includes("d8abcdef0123") && String(by("old-silent")[1]).includes("agent"));
+    assert.deepEqual(by("refused"), ["refused", ""]);
+  });
+});
