@@ -3,10 +3,13 @@ import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
 import { connectToBus, secretOf, withSecret, type BusCredential } from "../bus/connect.ts";
-import { CONTROL_STREAM, declarationConsumer, declarationSubject, reportSubject } from "../names.ts";
+import { CONTROL_STREAM, declarationConsumer, reportSubject } from "../names.ts";
 import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
-import { HostDeclaration, usersOfListText, type DeclaredCredential, type HostReport } from "./declaration.ts";
+import type { DeclaredCredential, HostDeclaration, HostReport } from "./declaration.ts";
+import {
+  appliedReport, backoffDelay, credentialChanged, driftedReport, failedReport, messageKind, planApply, planList, readDeclaration, restatedReport,
+} from "./plan.ts";
 import { openAsNode } from "../crypto/secrets.ts";
 import { NODE_CREDENTIAL_FILE, readCredentialFile, readNodePrivateKey } from "./keys.ts";
 import { writeBusCredential } from "../files/index.ts";
@@ -172,7 +175,7 @@ export function startHost(options: HostOptions): Host {
     const next: BusCredential = withSecret({
       address: now.address, ...(now.addresses ? { addresses: now.addresses } : {}), user: self.user, password, ...(fingerprint ? { fingerprint } : {}),
     }, password);
-    if (now.user === next.user && secretOf(now) === secretOf(next) && (now.fingerprint ?? "") === (next.fingerprint ?? "")) return;
+    if (!credentialChanged({ user: now.user, secret: secretOf(now), fingerprint: now.fingerprint }, { user: next.user, secret: secretOf(next), fingerprint: next.fingerprint })) return;
     writeBusCredential(credentialFile, next);
     adopted = next;
     log(`host ${node}: saved its rotated credential for ${next.user} to ${credentialFile}`);
@@ -213,10 +216,9 @@ export function startHost(options: HostOptions): Host {
     restated = true;
     try {
       const owned = readOwned(stateDir);
-      if (owned === null || owned.node !== node) return;
-      const report: HostReport = { node, digest: owned.digest, ok: true, ...(owned.recordsSequence === undefined ? {} : { recordsSequence: owned.recordsSequence }) };
-      if (options.bus && existsSync(options.bus.includeFile)) report.users = usersOfListText(readFileSync(options.bus.includeFile, "utf8"));
-      nc.publish(reportSubject(node), JSON.stringify(report));
+      const listText = owned?.node === node && options.bus && existsSync(options.bus.includeFile) ? readFileSync(options.bus.includeFile, "utf8") : undefined;
+      const report = restatedReport(node, owned, listText);
+      if (report) nc.publish(reportSubject(node), JSON.stringify(report));
     } catch (error) {
       log(`host ${node}: its last declaration is not reported again at start: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
     }
@@ -226,48 +228,42 @@ export function startHost(options: HostOptions): Host {
   /** The latest declaration whose user list lacked parts, applied again when they arrive. */
   let pending: HostDeclaration | undefined;
 
-  /** Applies one declaration (files, then the user list) and returns its report; never throws. */
+  /** Applies one declaration (files, then the user list) as planApply and planList say, and returns its report; never throws. */
   const apply = async (declaration: HostDeclaration, seq: number): Promise<{ report: HostReport; applied?: Applied; installed?: UserListInstalled }> => {
-    const digest = declaration.digest;
-    // R43: the records' sequence it was composed from goes back in every report about it.
-    const from = declaration.recordsSequence === undefined ? {} : { recordsSequence: declaration.recordsSequence };
     let applied: Applied | undefined;
     let missingParts: number[] | undefined;
+    const plan = planApply(declaration, node, seq, options.bus !== undefined);
     try {
-      if (declaration.node !== node) throw new Error(`declaration #${seq} is for node ${declaration.node}, not ${node}`);
-      // Before any user list: this node may hold the broker, and its reload then drops this
-      // connection, which must come back with the new password.
-      if (declaration.self) adoptOwnCredential(declaration.self);
+      if (!plan.ok) throw new Error(plan.error);
+      if (plan.adopt) adoptOwnCredential(plan.adopt);
       applied = applyDeclaration(stateDir, declaration, privateKey, certificatePem);
-      const ref = declaration.userList;
-      if (ref === undefined) {
-        pending = undefined;
-        parts.discardExcept();
-        return { report: { node, digest, ok: true, ...from }, applied };
-      }
-      if (!options.bus) {
-        throw new Error("this node holds mesh-broker but the host has no bus to reload: start it with --bus-include, --bus-config, --bus-pid and --bus-monitor");
-      }
-      const list = parts.assemble(ref);
-      if (!list.ok) {
-        if (list.code === "missing-parts") {
-          pending = declaration;
-          missingParts = list.missing;
-          parts.discardExcept(ref.digest);
-        } else {
+      switch (plan.list.kind) {
+        case "none":
           pending = undefined;
-          parts.discard(ref.digest);
+          parts.discardExcept();
+          return { report: appliedReport(node, declaration), applied };
+        case "no-bus":
+          throw new Error(plan.list.error);
+        case "assemble": {
+          const list = planList(parts.assemble(plan.list.ref), plan.list.ref);
+          if (list.kind === "await-parts") {
+            pending = declaration;
+            missingParts = list.missing;
+            parts.discardExcept(list.keep);
+            throw new Error(list.error);
+          }
+          pending = undefined;
+          if (list.kind === "refuse") {
+            parts.discard(list.discard);
+            throw new Error(list.error);
+          }
+          const installed = await installUserList(list.text, options.bus!);
+          parts.discardExcept();
+          return { report: appliedReport(node, declaration, list.text), applied, installed };
         }
-        throw new Error(list.message);
       }
-      pending = undefined;
-      const installed = await installUserList(list.text, options.bus);
-      parts.discardExcept();
-      return { report: { node, digest, ok: true, ...from, users: usersOfListText(list.text) }, applied, installed };
     } catch (error) {
-      const report: HostReport = { node, digest, ok: false, error: error instanceof Error ? error.message.split("\n")[0]! : String(error), ...from };
-      if (missingParts) report.missingParts = missingParts;
-      return { report, ...(applied ? { applied } : {}) };
+      return { report: failedReport(node, declaration, error, missingParts), ...(applied ? { applied } : {}) };
     }
   };
 
@@ -306,7 +302,7 @@ export function startHost(options: HostOptions): Host {
   };
 
   const handle = async (nc: NatsConnection, message: JsMsg) => {
-    if (message.subject !== declarationSubject(node)) {
+    if (messageKind(message.subject, node) === "part") {
       await handlePart(nc, message);
       return;
     }
@@ -316,18 +312,16 @@ export function startHost(options: HostOptions): Host {
     } catch {
       raw = undefined;
     }
-    const parsed = HostDeclaration.safeParse(raw);
+    const read = readDeclaration(raw, message.seq, node);
     const started = Date.now();
     let report: HostReport;
     let applied: Applied | undefined;
     let installed: UserListInstalled | undefined;
-    if (parsed.success) {
-      ({ report, applied, installed } = await apply(parsed.data, message.seq));
-      if (applied) remember(parsed.data, report);
+    if (read.ok) {
+      ({ report, applied, installed } = await apply(read.declaration, message.seq));
+      if (applied) remember(read.declaration, report);
     } else {
-      const digest = String((raw as { digest?: unknown } | undefined)?.digest ?? "unknown");
-      const fields = parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ");
-      report = { node, digest, ok: false, error: `declaration #${message.seq} is malformed (${fields})` };
+      report = read.report;
     }
     // Acknowledged either way: a declaration that cannot be applied is reported, and the next push
     // brings a new one (CONTROL consumers never dead-letter, R22, so an unacked one would loop).
@@ -433,7 +427,7 @@ export function startHost(options: HostOptions): Host {
         await nc?.close().catch(() => undefined);
       }
       if (stopped) break;
-      const delay = Math.min(maxMs, initialMs * 2 ** Math.min(attempt - 1, 20));
+      const delay = backoffDelay(attempt, initialMs, maxMs);
       if (isAuthorizationRefusal(failure)) {
         const advice = refusedAdvice(node, stateDir, everAdmitted);
         log(`host ${node}: attempt ${attempt} failed: ${failure instanceof Error ? failure.message.split("\n")[0]! : String(failure)}; ${advice}; retrying in ${delay} ms`);
@@ -461,10 +455,8 @@ export function startHost(options: HostOptions): Host {
       return;
     }
     if (!found || found.drift.length === 0) return;
-    const { drift: _previous, ...report } = found.last.report;
-    const shown = found.drift.slice(0, 10).join(", ") + (found.drift.length > 10 ? `, and ${found.drift.length - 10} more` : "");
-    log(`host ${node}: re-check (${when}): ${found.drift.length} file(s) of declaration ${report.digest.slice(0, 12)} had drifted and were written back: ${shown}`);
-    const drifted: HostReport = { ...report, drift: found.drift };
+    const { report: drifted, line } = driftedReport(node, found.last.report, found.drift, when);
+    log(line);
     if (current && isBound) void publishDrift(current.nc, drifted);
     else driftReport = drifted;
   };

@@ -1,0 +1,135 @@
+/**
+ * The host agent's plan, apart from its effects (issue 12): what a message is, what applying a
+ * declaration takes (its own credential first, the files, then the user list or why not), what
+ * an assembled user list comes to, and every report the agent publishes. Pure: no bus, no files,
+ * no clock, no crypto. agent.ts carries a plan out (opens secrets, writes files, installs the
+ * list, acknowledges, publishes) and hands what happened back to the functions here.
+ */
+import { HostDeclaration, usersOfListText, type DeclaredCredential, type HostReport } from "./declaration.ts";
+import { declarationSubject } from "../names.ts";
+
+/**
+ * Milliseconds to wait before connection attempt `attempt + 1` after attempt `attempt` (1-based)
+ * failed: `initialMs` doubled per attempt, at most `maxMs`.
+ */
+export function backoffDelay(attempt: number, initialMs: number, maxMs: number): number {
+  return Math.min(maxMs, initialMs * 2 ** Math.min(attempt - 1, 20));
+}
+
+/** A message from the node's CONTROL consumer: its declaration, or a part of a user list (the filter brings both). */
+export function messageKind(subject: string, node: string): "declaration" | "part" {
+  return subject === declarationSubject(node) ? "declaration" : "part";
+}
+
+/** The first line of an error's message (a report or log line is one line, never a stack). */
+export function firstLine(error: unknown): string {
+  return error instanceof Error ? error.message.split("\n")[0]! : String(error);
+}
+
+/**
+ * A declaration message's JSON (undefined when it was not JSON) read as a HostDeclaration, or the
+ * report that says it is malformed, naming its fields (acknowledged and reported, never retried).
+ */
+export function readDeclaration(raw: unknown, seq: number, node: string): { ok: true; declaration: HostDeclaration } | { ok: false; report: HostReport } {
+  const parsed = HostDeclaration.safeParse(raw);
+  if (parsed.success) return { ok: true, declaration: parsed.data };
+  const digest = String((raw as { digest?: unknown } | undefined)?.digest ?? "unknown");
+  const fields = parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ");
+  return { ok: false, report: { node, digest, ok: false, error: `declaration #${seq} is malformed (${fields})` } };
+}
+
+/** The user list a declaration names: its digest, size in bytes and part count. */
+export type NamedList = { digest: string; bytes: number; parts: number };
+
+/**
+ * What applying one declaration takes, in order: refuse it (another node's); else adopt the
+ * node's own credential when it carries one (before any user list: this node may hold the broker,
+ * and its reload drops the connection, which must come back with the new password); apply the
+ * files (R29); then the user list: none (every stored part is discarded), `no-bus` (this node
+ * holds mesh-broker but the host was given no bus to reload: an error after the files), or the
+ * list to assemble from its parts.
+ */
+export type ApplyPlan =
+  | { ok: false; error: string }
+  | { ok: true; adopt?: DeclaredCredential; list: { kind: "none" } | { kind: "no-bus"; error: string } | { kind: "assemble"; ref: NamedList } };
+
+/** Plans applying `declaration` on `node` (ApplyPlan); `hasBus`: the host was given a bus to reload. */
+export function planApply(declaration: HostDeclaration, node: string, seq: number, hasBus: boolean): ApplyPlan {
+  if (declaration.node !== node) return { ok: false, error: `declaration #${seq} is for node ${declaration.node}, not ${node}` };
+  const ref = declaration.userList;
+  const list: Extract<ApplyPlan, { ok: true }>["list"] = ref === undefined
+    ? { kind: "none" }
+    : hasBus
+      ? { kind: "assemble", ref }
+      : { kind: "no-bus", error: "this node holds mesh-broker but the host has no bus to reload: start it with --bus-include, --bus-config, --bus-pid and --bus-monitor" };
+  return { ok: true, ...(declaration.self ? { adopt: declaration.self } : {}), list };
+}
+
+/** A user list joined from its stored parts, or why not (UserListParts.assemble). */
+export type AssembledList =
+  | { ok: true; text: string }
+  | { ok: false; code: "missing-parts"; missing: number[]; message: string }
+  | { ok: false; code: "wrong-digest" | "wrong-size"; message: string };
+
+/**
+ * What an assembled list comes to: `install` its text (then every stored part is discarded);
+ * `await-parts` (the declaration stays pending and is applied again when the last missing part
+ * arrives; parts of other lists are discarded, R32 reports the missing ones); `refuse` (the parts
+ * disagree with the declaration: they are discarded and the declaration is not pending).
+ */
+export function planList(assembled: AssembledList, ref: NamedList):
+  | { kind: "install"; text: string }
+  | { kind: "await-parts"; missing: number[]; keep: string; error: string }
+  | { kind: "refuse"; discard: string; error: string } {
+  if (assembled.ok) return { kind: "install", text: assembled.text };
+  if (assembled.code === "missing-parts") return { kind: "await-parts", missing: assembled.missing, keep: ref.digest, error: assembled.message };
+  return { kind: "refuse", discard: ref.digest, error: assembled.message };
+}
+
+/** R43: the records' sequence a declaration was composed from, carried back in every report about it. */
+function fromOf(declaration: { recordsSequence?: number | undefined }): { recordsSequence?: number } {
+  return declaration.recordsSequence === undefined ? {} : { recordsSequence: declaration.recordsSequence };
+}
+
+/** The report of a declaration applied (R32): its digest, `ok`, the records' sequence and, with a list installed, the list's users (R44). */
+export function appliedReport(node: string, declaration: HostDeclaration, listText?: string): HostReport {
+  return { node, digest: declaration.digest, ok: true, ...fromOf(declaration), ...(listText === undefined ? {} : { users: usersOfListText(listText) }) };
+}
+
+/** The report of a declaration not applied (R32): its error's first line and, when parts are missing, which. */
+export function failedReport(node: string, declaration: HostDeclaration, error: unknown, missingParts?: number[]): HostReport {
+  return { node, digest: declaration.digest, ok: false, error: firstLine(error), ...fromOf(declaration), ...(missingParts ? { missingParts } : {}) };
+}
+
+/**
+ * R43 R44: the report a host restates once per start, of what it holds: the last declaration it
+ * applied (`owned`, null when none or another node's: nothing to restate) and, on the broker's
+ * node, the users of the list the bus runs (`listText`).
+ */
+export function restatedReport(node: string, owned: { node: string; digest: string; recordsSequence?: number } | null, listText?: string): HostReport | null {
+  if (owned === null || owned.node !== node) return null;
+  return { node, digest: owned.digest, ok: true, ...fromOf(owned), ...(listText === undefined ? {} : { users: usersOfListText(listText) }) };
+}
+
+/**
+ * R55: the report of a re-check that found drift: the last applied declaration's report with
+ * `drift` naming the files written back (any earlier `drift` replaced), and its log line (the first
+ * ten files named).
+ */
+export function driftedReport(node: string, last: HostReport, drift: readonly string[], when: "start" | "interval"): { report: HostReport; line: string } {
+  const { drift: _previous, ...report } = last;
+  const shown = drift.slice(0, 10).join(", ") + (drift.length > 10 ? `, and ${drift.length - 10} more` : "");
+  return {
+    report: { ...report, drift: [...drift] },
+    line: `host ${node}: re-check (${when}): ${drift.length} file(s) of declaration ${report.digest.slice(0, 12)} had drifted and were written back: ${shown}`,
+  };
+}
+
+/**
+ * Whether a declaration's own credential (user, opened secret, pin) differs from the one the host
+ * dials with, so it must be saved (a rotation, R50). The pin stays the host's when the declaration
+ * names none.
+ */
+export function credentialChanged(now: { user: string; secret: string; fingerprint?: string | undefined }, next: { user: string; secret: string; fingerprint?: string | undefined }): boolean {
+  return !(now.user === next.user && now.secret === next.secret && (now.fingerprint ?? "") === (next.fingerprint ?? ""));
+}

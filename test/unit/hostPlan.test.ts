@@ -1,0 +1,95 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import {
+  appliedReport, backoffDelay, credentialChanged, driftedReport, failedReport, messageKind, planApply, planList, readDeclaration, restatedReport,
+} from "../../src/host/plan.ts";
+import { HostDeclaration } from "../../src/host/declaration.ts";
+import { declarationSubject, userListPartSubject } from "../../src/names.ts";
+
+/**
+ * The host agent's plan without a server or files: what a message is, what applying a
+ * declaration takes, what an assembled user list comes to, and every report. agent.ts carries
+ * these out over the bus and on disk (test/bus/host.test.ts).
+ */
+
+const self = { address: "tls://bus.example:4222", user: "node-alpha", sealed: "sealed-self", fingerprint: "AA:BB" };
+const list = { digest: "f".repeat(64), bytes: 10, parts: 2 };
+const declared = (extra: Record<string, unknown> = {}): HostDeclaration => HostDeclaration.parse({ node: "alpha", digest: "d".repeat(64), ...extra });
+const LIST_TEXT = `{user: "node-alpha", password: "$2a$x"}\n{user: "module-broker", password: "$2a$y"}\n`;
+
+describe("host plan: messages and declarations", () => {
+  it("a message on the node's declaration subject is its declaration; anything else its filter brings is a user-list part", () => {
+    assert.equal(messageKind(declarationSubject("alpha"), "alpha"), "declaration");
+    assert.equal(messageKind(userListPartSubject("alpha", 0), "alpha"), "part");
+  });
+
+  it("R32: a malformed declaration is reported not applied, naming its fields and its digest when it has one", () => {
+    const read = readDeclaration({ node: "alpha", digest: "abc", modules: "nope" }, 7, "alpha");
+    assert.ok(!read.ok);
+    assert.deepEqual(read.report, { node: "alpha", digest: "abc", ok: false, error: "declaration #7 is malformed (modules)" });
+    const notJson = readDeclaration(undefined, 8, "alpha");
+    assert.ok(!notJson.ok);
+    assert.equal(notJson.report.digest, "unknown");
+    assert.ok(readDeclaration(declared(), 9, "alpha").ok);
+  });
+
+  it("R29 R50 R11: every case of applying a declaration: another node's refused; own credential adopted first; no list, a list with no bus, a list to assemble", () => {
+    const other = planApply(declared({ node: "beta" }), "alpha", 3, true);
+    assert.deepEqual(other, { ok: false, error: "declaration #3 is for node beta, not alpha" });
+    assert.deepEqual(planApply(declared(), "alpha", 1, false), { ok: true, list: { kind: "none" } });
+    assert.deepEqual(planApply(declared({ self }), "alpha", 1, false), { ok: true, adopt: self, list: { kind: "none" } });
+    const noBus = planApply(declared({ userList: list }), "alpha", 1, false);
+    assert.ok(noBus.ok && noBus.list.kind === "no-bus" && noBus.list.error.includes("--bus-include"));
+    assert.deepEqual(planApply(declared({ userList: list, self }), "alpha", 1, true), { ok: true, adopt: self, list: { kind: "assemble", ref: list } });
+  });
+
+  it("R32: an assembled list is installed; missing parts keep the declaration pending and its list's parts; parts that disagree are discarded", () => {
+    assert.deepEqual(planList({ ok: true, text: LIST_TEXT }, list), { kind: "install", text: LIST_TEXT });
+    assert.deepEqual(planList({ ok: false, code: "missing-parts", missing: [1], message: "part 1 missing" }, list), { kind: "await-parts", missing: [1], keep: list.digest, error: "part 1 missing" });
+    assert.deepEqual(planList({ ok: false, code: "wrong-digest", message: "bad" }, list), { kind: "refuse", discard: list.digest, error: "bad" });
+    assert.deepEqual(planList({ ok: false, code: "wrong-size", message: "short" }, list), { kind: "refuse", discard: list.digest, error: "short" });
+  });
+});
+
+describe("host plan: reports (R32, R43, R44, R55)", () => {
+  it("R43 R44: an applied report carries the records' sequence and, with a list installed, its users", () => {
+    assert.deepEqual(appliedReport("alpha", declared()), { node: "alpha", digest: "d".repeat(64), ok: true });
+    assert.deepEqual(appliedReport("alpha", declared({ recordsSequence: 12 }), LIST_TEXT), { node: "alpha", digest: "d".repeat(64), ok: true, recordsSequence: 12, users: ["node-alpha", "module-broker"] });
+  });
+
+  it("R32: a failed report has its error's first line and the missing parts, if any", () => {
+    assert.deepEqual(failedReport("alpha", declared({ recordsSequence: 3 }), new Error("first\nsecond"), [0, 2]), {
+      node: "alpha", digest: "d".repeat(64), ok: false, error: "first", recordsSequence: 3, missingParts: [0, 2],
+    });
+    assert.deepEqual(failedReport("alpha", declared(), "plain"), { node: "alpha", digest: "d".repeat(64), ok: false, error: "plain" });
+  });
+
+  it("R43 R44: at start the host restates its own last declaration (and its list's users), nothing when it holds none or another node's", () => {
+    assert.equal(restatedReport("alpha", null), null);
+    assert.equal(restatedReport("alpha", { node: "beta", digest: "x" }), null);
+    assert.deepEqual(restatedReport("alpha", { node: "alpha", digest: "x", recordsSequence: 4 }, LIST_TEXT), { node: "alpha", digest: "x", ok: true, recordsSequence: 4, users: ["node-alpha", "module-broker"] });
+    assert.deepEqual(restatedReport("alpha", { node: "alpha", digest: "x" }), { node: "alpha", digest: "x", ok: true });
+  });
+
+  it("R55: a re-check's report is the last one with the drifted files (an earlier drift replaced), and its line names ten at most", () => {
+    const files = Array.from({ length: 12 }, (_, i) => `f${i}`);
+    const { report, line } = driftedReport("alpha", { node: "alpha", digest: "0123456789abcdef", ok: true, drift: ["old"] }, files, "interval");
+    assert.deepEqual(report, { node: "alpha", digest: "0123456789abcdef", ok: true, drift: files });
+    assert.ok(line.includes("12 file(s)") && line.includes("0123456789ab ") && line.includes("f9, and 2 more") && !line.includes("f10"));
+  });
+});
+
+describe("host plan: connection and credential", () => {
+  it("the backoff doubles from its first delay up to its bound", () => {
+    assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 100].map((n) => backoffDelay(n, 500, 30_000)), [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+  });
+
+  it("R50: the own credential is saved only when user, secret or pin differ", () => {
+    const now = { user: "node-alpha", secret: "pw", fingerprint: "AA" };
+    assert.equal(credentialChanged(now, { ...now }), false);
+    assert.equal(credentialChanged(now, { ...now, secret: "new" }), true);
+    assert.equal(credentialChanged(now, { ...now, user: "node-beta" }), true);
+    assert.equal(credentialChanged(now, { ...now, fingerprint: "BB" }), true);
+    assert.equal(credentialChanged({ user: "u", secret: "s" }, { user: "u", secret: "s", fingerprint: "" }), false);
+  });
+});
