@@ -1,7 +1,16 @@
 import { JetStreamApiError, type ConsumerConfig, type ConsumerInfo, type JetStreamManager, type StreamConfig, type StreamInfo } from "@nats-io/jetstream";
-import type { ConsumerSpec, StreamSpec, Topology } from "../compose/topology.ts";
 import type { NatsConnection } from "@nats-io/transport-node";
+import type { ConsumerSpec, StreamSpec, Topology } from "../compose/topology.ts";
 import { DEFAULT_JS_API_PREFIX, consumerNamesApi } from "../names.ts";
+import {
+  consumerObject, consumerReading, consumersToRead, missingStreamRefusal, planConsumer, planStream, raiseReportOf, rememberRaise,
+  type RaiseMemo, type RaiseOutcome, type RaiseReport,
+} from "./planRaise.ts";
+
+export {
+  RAISE_INFO_LIMIT, consumerDifferences, describeRaise, newRaiseMemo, streamDifferences,
+  type RaiseMemo, type RaiseRefusal, type RaiseReport,
+} from "./planRaise.ts";
 
 /**
  * Raising the bus (R5, R16, R21, R22): asserts every stream and consumer composeTopology names,
@@ -22,56 +31,13 @@ import { DEFAULT_JS_API_PREFIX, consumerNamesApi } from "../names.ts";
  * it), so an in-place "fix" would leave the node silently deaf. Such a consumer is refused, named,
  * and left as it is; deleting it has it raised again (the node then receives the latest
  * declaration again, which applying twice does not change).
+ *
+ * What to do about each object is planned in planRaise.ts (pure, unit-tested); this file reads the
+ * server, carries the plan out and classifies the server's errors.
  */
-
-/** One object raise did not create or change, and why (one line, names the object). */
-export type RaiseRefusal = { object: string; reason: string };
-
-/**
- * What one raise did. Objects are named `<stream>` and `<stream>/<durable>`; each list keeps
- * topology order (streams before consumers).
- */
-export type RaiseReport = {
-  created: string[];
-  updated: string[];
-  unchanged: string[];
-  refused: RaiseRefusal[];
-};
 
 /** How many add/update requests raise keeps in flight at once (10,000 node consumers). */
 export const RAISE_CONCURRENCY = 64;
-/**
- * Above this many consumers of one stream to read (not verified by the memo), raise lists the
- * stream's consumers in pages of 256 instead of asking each one's info.
- */
-export const RAISE_INFO_LIMIT = 32;
-
-/**
- * What a controller's raises verified, kept across its raises (one per controller, for its life):
- * per stream, the `created` time of the stream seen and, per durable, the JSON of the spec's
- * config last found or made equal on the server. A later raise lists only the consumers' names
- * (one cheap request per 1,024) and reads the info of a consumer only when the memo has not
- * verified that spec: on nats-server 2.9.10 a consumer's info computes its pending count, which
- * costs about 2 ms per consumer on a CONTROL stream holding 10,000 declarations (~18 s for 10,000
- * nodes), while the names take ~70 ms. A deleted consumer or stream is still seen and raised
- * again (R21); a stream deleted and raised again (another `created`) is read in full. What a
- * memo cannot see: a consumer of a known stream changed in place by hand while the controller
- * runs; a raise without a memo (every controller start) reads and compares every consumer.
- */
-export type RaiseMemo = Map<string, { created: string; verified: Map<string, string> }>;
-
-/** An empty RaiseMemo, for a controller to keep and pass to each raise. */
-export function newRaiseMemo(): RaiseMemo {
-  return new Map();
-}
-
-function specKey(spec: ConsumerSpec): string {
-  return JSON.stringify(spec.config);
-}
-
-function consumerObject(stream: string, durable: string): string {
-  return `${stream}/${durable}`;
-}
 
 /** True when an API error is the server refusing a configuration (4xx), not a transient failure. */
 function isConfigurationError(error: unknown): error is JetStreamApiError {
@@ -82,47 +48,6 @@ function reasonOf(error: JetStreamApiError): string {
   const api = error.apiError();
   return `the server refused it (${api.err_code}): ${api.description}`;
 }
-
-function sameSubjects(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
-  const x = [...(a ?? [])].sort();
-  const y = [...(b ?? [])].sort();
-  return x.length === y.length && x.every((s, i) => s === y[i]);
-}
-
-/** Fields of `spec` that differ from the server's `config` (only the fields the spec sets). */
-export function streamDifferences(spec: StreamSpec, config: StreamConfig): string[] {
-  const differ: string[] = [];
-  for (const key of Object.keys(spec) as Array<keyof StreamSpec>) {
-    const wanted = spec[key];
-    if (wanted === undefined || key === "name") continue;
-    const have = (config as unknown as Record<string, unknown>)[key];
-    if (key === "subjects") {
-      if (!sameSubjects(spec.subjects, config.subjects)) differ.push(key);
-    } else if (have !== wanted && !(typeof wanted === "boolean" && (have ?? false) === wanted)) {
-      differ.push(key);
-    }
-  }
-  return differ;
-}
-
-/** Fields of `spec.config` that differ from the server's consumer `config` (only those it sets; a missing filter is ""). */
-export function consumerDifferences(spec: ConsumerSpec, config: ConsumerConfig): string[] {
-  const differ: string[] = [];
-  const have = config as unknown as Record<string, unknown>;
-  const wanted = spec.config as Record<string, unknown>;
-  if ((spec.config.filter_subject ?? "") !== (config.filter_subject ?? "")) differ.push("filter_subject");
-  for (const key of Object.keys(wanted)) {
-    if (key === "filter_subject" || key === "durable_name" || wanted[key] === undefined) continue;
-    const value = key === "max_deliver" ? (have[key] ?? -1) : have[key];
-    if (value !== wanted[key]) differ.push(key);
-  }
-  return differ;
-}
-
-/** Stream fields the server cannot change in place. */
-const FIXED_STREAM_FIELDS = new Set(["retention", "storage"]);
-/** Consumer fields the server cannot (or, before 2.10, must not) change in place. */
-const FIXED_CONSUMER_FIELDS = new Set(["filter_subject", "deliver_policy", "ack_policy"]);
 
 async function inBatches<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -195,8 +120,7 @@ export async function raiseTopology(
   remembered?: { memo: RaiseMemo; nc: NatsConnection },
 ): Promise<RaiseReport> {
   const memo = remembered?.memo;
-  const report: RaiseReport = { created: [], updated: [], unchanged: [], refused: [] };
-  const outcome = new Map<string, "created" | "updated" | "unchanged" | RaiseRefusal>();
+  const outcome = new Map<string, RaiseOutcome>();
   const existingStreams = await listStreams(jsm);
   const streamCreated = new Map<string, string>();
   for (const [name, info] of existingStreams) streamCreated.set(name, info.created);
@@ -204,27 +128,24 @@ export async function raiseTopology(
   // 1. Streams, before any consumer (R22).
   await inBatches(topology.streams, RAISE_CONCURRENCY, async (spec) => {
     const current = existingStreams.get(spec.name);
+    const plan = planStream(spec, current?.config);
     try {
-      if (!current) {
-        streamCreated.set(spec.name, (await jsm.streams.add(toStreamConfig(spec))).created);
-        outcome.set(spec.name, "created");
-        return;
+      switch (plan.kind) {
+        case "add":
+          streamCreated.set(spec.name, (await jsm.streams.add(toStreamConfig(spec))).created);
+          outcome.set(spec.name, "created");
+          return;
+        case "unchanged":
+          outcome.set(spec.name, "unchanged");
+          return;
+        case "refuse":
+          outcome.set(spec.name, plan.refusal);
+          return;
+        case "update":
+          await jsm.streams.update(spec.name, { ...current!.config, ...toStreamConfig(spec) });
+          outcome.set(spec.name, "updated");
+          return;
       }
-      const differ = streamDifferences(spec, current.config);
-      if (differ.length === 0) {
-        outcome.set(spec.name, "unchanged");
-        return;
-      }
-      const fixed = differ.filter((field) => FIXED_STREAM_FIELDS.has(field));
-      if (fixed.length > 0) {
-        outcome.set(spec.name, {
-          object: spec.name,
-          reason: `stream ${spec.name} exists with another ${fixed.join(" and ")} than the mesh's (${fixed.map((f) => `${String((current.config as unknown as Record<string, unknown>)[f])} ≠ ${String((spec as Record<string, unknown>)[f])}`).join(", ")}); the server cannot change that in place: move its messages and delete it to have it raised again`,
-        });
-        return;
-      }
-      await jsm.streams.update(spec.name, { ...current.config, ...toStreamConfig(spec) });
-      outcome.set(spec.name, "updated");
     } catch (error) {
       if (!isConfigurationError(error)) throw error;
       outcome.set(spec.name, { object: spec.name, reason: `stream ${spec.name}: ${reasonOf(error)}` });
@@ -242,65 +163,53 @@ export async function raiseTopology(
   const existingConsumers = new Map<string, Map<string, ConsumerInfo>>();
   const verified = new Set<string>();
   for (const [stream, specs] of byStream) {
-    const raised = outcome.get(stream);
-    const exists = raised === "created" || raised === "updated" || raised === "unchanged" || (raised === undefined && existingStreams.has(stream));
-    if (!exists) continue;
-    if (raised === "created") {
-      existingConsumers.set(stream, new Map());
-      continue;
-    }
     const known = memo?.get(stream);
-    if (!memo || !known || known.created !== streamCreated.get(stream)) {
-      existingConsumers.set(stream, await listConsumers(jsm, stream));
-      continue;
+    switch (consumerReading(outcome.get(stream), existingStreams.has(stream), memo ? known : undefined, streamCreated.get(stream))) {
+      case "skip":
+        break;
+      case "none":
+        existingConsumers.set(stream, new Map());
+        break;
+      case "list":
+        existingConsumers.set(stream, await listConsumers(jsm, stream));
+        break;
+      case "names": {
+        const reading = consumersToRead(specs, await consumerNames(remembered!.nc, jsm, stream), known!);
+        for (const object of reading.verified) verified.add(object);
+        existingConsumers.set(stream, reading.listAll ? await listConsumers(jsm, stream) : await consumerInfos(jsm, stream, reading.toRead));
+        break;
+      }
     }
-    const names = await consumerNames(remembered!.nc, jsm, stream);
-    const toRead: string[] = [];
-    for (const spec of specs) {
-      const durable = spec.config.durable_name;
-      if (!names.has(durable)) continue;
-      if (known.verified.get(durable) === specKey(spec)) verified.add(consumerObject(stream, durable));
-      else toRead.push(durable);
-    }
-    existingConsumers.set(stream, toRead.length > RAISE_INFO_LIMIT ? await listConsumers(jsm, stream) : await consumerInfos(jsm, stream, toRead));
   }
   await inBatches(topology.consumers, RAISE_CONCURRENCY, async (spec) => {
     const name = consumerObject(spec.stream, spec.config.durable_name);
     const consumers = existingConsumers.get(spec.stream);
     if (!consumers) {
-      outcome.set(name, { object: name, reason: `consumer ${spec.config.durable_name} needs stream ${spec.stream}, which does not exist and could not be raised` });
+      outcome.set(name, missingStreamRefusal(spec));
       return;
     }
     if (verified.has(name)) {
       outcome.set(name, "unchanged");
       return;
     }
-    const current = consumers.get(spec.config.durable_name);
+    const plan = planConsumer(spec, consumers.get(spec.config.durable_name)?.config);
     try {
-      if (!current) {
-        await jsm.consumers.add(spec.stream, toConsumerConfig(spec));
-        outcome.set(name, "created");
-        return;
+      switch (plan.kind) {
+        case "add":
+          await jsm.consumers.add(spec.stream, toConsumerConfig(spec));
+          outcome.set(name, "created");
+          return;
+        case "unchanged":
+          outcome.set(name, "unchanged");
+          return;
+        case "refuse":
+          outcome.set(name, plan.refusal);
+          return;
+        case "update":
+          await jsm.consumers.update(spec.stream, spec.config.durable_name, plan.delta as Partial<ConsumerConfig>);
+          outcome.set(name, "updated");
+          return;
       }
-      const differ = consumerDifferences(spec, current.config);
-      if (differ.length === 0) {
-        outcome.set(name, "unchanged");
-        return;
-      }
-      const fixed = differ.filter((field) => FIXED_CONSUMER_FIELDS.has(field));
-      if (fixed.length > 0) {
-        const have = current.config as unknown as Record<string, unknown>;
-        const want = spec.config as Record<string, unknown>;
-        outcome.set(name, {
-          object: name,
-          reason: `consumer ${spec.config.durable_name} on ${spec.stream} exists with another ${fixed.map((f) => `${f} (${JSON.stringify(have[f] ?? "")}, the mesh wants ${JSON.stringify(want[f] ?? "")})`).join(", ")}: left as it is; delete it to have it raised again`,
-        });
-        return;
-      }
-      const delta: Partial<ConsumerConfig> = {};
-      for (const field of differ) (delta as Record<string, unknown>)[field] = (spec.config as Record<string, unknown>)[field];
-      await jsm.consumers.update(spec.stream, spec.config.durable_name, delta);
-      outcome.set(name, "updated");
     } catch (error) {
       if (!isConfigurationError(error)) throw error;
       outcome.set(name, { object: name, reason: `consumer ${spec.config.durable_name} on ${spec.stream}: ${reasonOf(error)}` });
@@ -308,42 +217,7 @@ export async function raiseTopology(
   });
 
   if (memo) rememberRaise(memo, topology, outcome, streamCreated);
-
-  const objects = [
-    ...topology.streams.map((s) => s.name),
-    ...topology.consumers.map((c) => consumerObject(c.stream, c.config.durable_name)),
-  ];
-  for (const object of objects) {
-    const done = outcome.get(object);
-    if (done === undefined) continue;
-    if (typeof done === "string") report[done].push(object);
-    else report.refused.push(done);
-  }
-  return report;
-}
-
-/** Keeps in `memo` the consumers this raise found or made equal to their spec; forgets the others. */
-function rememberRaise(
-  memo: RaiseMemo,
-  topology: Topology,
-  outcome: ReadonlyMap<string, "created" | "updated" | "unchanged" | RaiseRefusal>,
-  streamCreated: ReadonlyMap<string, string>,
-): void {
-  for (const spec of topology.consumers) {
-    const created = streamCreated.get(spec.stream);
-    if (created === undefined) {
-      memo.delete(spec.stream);
-      continue;
-    }
-    let known = memo.get(spec.stream);
-    if (!known || known.created !== created) {
-      known = { created, verified: new Map() };
-      memo.set(spec.stream, known);
-    }
-    const done = outcome.get(consumerObject(spec.stream, spec.config.durable_name));
-    if (typeof done === "string") known.verified.set(spec.config.durable_name, specKey(spec));
-    else known.verified.delete(spec.config.durable_name);
-  }
+  return raiseReportOf(topology, outcome);
 }
 
 function toStreamConfig(spec: StreamSpec): Partial<StreamConfig> & { name: string } {
@@ -354,9 +228,3 @@ function toConsumerConfig(spec: ConsumerSpec): Partial<ConsumerConfig> {
   return { ...spec.config } as Partial<ConsumerConfig>;
 }
 
-/** One line summing up a raise, for the log: counts, and each refusal's object. */
-export function describeRaise(report: RaiseReport): string {
-  const parts = [`${report.created.length} created`, `${report.updated.length} updated`, `${report.unchanged.length} unchanged`];
-  if (report.refused.length > 0) parts.push(`${report.refused.length} refused (${report.refused.map((r) => r.object).join(", ")})`);
-  return parts.join(", ");
-}
