@@ -25,6 +25,7 @@ import { InstallerError } from "../../installer/tls.ts";
 import { runningPid, recordPid, spawnDaemon, PROCESSES } from "./processes.ts";
 import { appliedOf, nodesOf, principalsByUser, reportsOf, seatsOf, type NodeLastReport, type UpSummary } from "./summary.ts";
 import { REPORTS_PAGE, REPORTS_VERB } from "../push/reports.ts";
+import { planIssueAndAssign, planPlacement, planRegistrations, pushLines, type UpCommand } from "./plan.ts";
 
 /**
  * `mesh up`: the embedded default, a whole mesh on this machine (DESIGN.md: installer, R13, R14).
@@ -279,29 +280,18 @@ export async function up(options: UpOptions): Promise<UpResult> {
     // an interrupted first `up` completes; afterwards what the operator changed is left alone).
     const exampleDone = join(paths.dir, EXAMPLE_MESH_FILE);
     if (!existsSync(exampleDone)) {
+      const run = async (commands: readonly UpCommand[]) => {
+        for (const command of commands) {
+          log(command.line);
+          await ask(command.verb, command.body);
+        }
+      };
       const registered = new Set(((await ask("modules")).modules as Array<{ name: string }>).map((m) => m.name));
       const files = (options.manifests ?? defaultManifests()).map((file) => ({ file, manifest: JSON.parse(readFileSync(file, "utf8")) as { name: string } }));
-      for (const { manifest } of registrationOrder(files)) {
-        if (registered.has(manifest.name)) continue;
-        log(`up: registering ${manifest.name}`);
-        await ask("module.register", { manifest });
-      }
+      await run(planRegistrations(registered, registrationOrder(files)));
       const modules = (await ask("modules")).modules as Array<{ name: string; issued: boolean; nodes: string[] }>;
-      for (const module of modules) {
-        if (!module.issued) {
-          log(`up: issuing ${module.name}`);
-          await ask("module.issue", { module: module.name });
-        }
-        if (!module.nodes.includes(node)) {
-          log(`up: assigning ${module.name} to ${node}`);
-          await ask("assign", { module: module.name, node });
-        }
-      }
-      const placed = nodesOf(await ask("nodes")).find((n) => n.name === node);
-      if (placed?.overlayName === null || placed?.overlayName === undefined) {
-        log(`up: placing ${node} on the overlay as its hub`);
-        await ask("overlay.place", { node, hub: true });
-      }
+      await run(planIssueAndAssign(modules, node));
+      await run(planPlacement(nodesOf(await ask("nodes")), node));
       writeFileDurable(exampleDone, `${JSON.stringify({ node, modules: modules.map((m) => m.name) }, null, 2)}\n`, { mode: 0o644 });
     }
 
@@ -345,14 +335,6 @@ export function busReloadOptions(paths: MeshPaths): BusReloadOptions {
 export async function pushAndWait(nc: NatsConnection, asker: string, timeoutMs: number, body: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
   const request = { ...body, wait: true, timeoutMs };
   return ok("push", await sendCommand(nc, asker, PUSH_VERB, request, { timeoutMs: timeoutMs + PUSH_REPLY_MARGIN_MS }));
-}
-
-/** One line per node of a push report. */
-function pushLines(push: Record<string, unknown>): string[] {
-  const nodes = (push.nodes ?? []) as Array<{ node: string; outcome: string; digest?: string; error?: string }>;
-  const lines = nodes.map((n) => `up: push: ${n.node} ${n.outcome}${n.digest ? ` ${n.digest.slice(0, 12)}` : ""}${n.error ? `: ${n.error}` : ""}`);
-  if (push.controllerRotation) lines.push(`up: push: the controller switched to its rotated password (${String(push.controllerRotation)})`);
-  return lines;
 }
 
 /**

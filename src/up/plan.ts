@@ -1,0 +1,42 @@
+/**
+ * What `mesh up` asks of the controller to set up the example mesh, and what it says about the
+ * push, apart from asking (issue 12). Pure: no bus, no files. up.ts reads the controller's answers,
+ * hands them to these functions and sends the commands they return, in order.
+ */
+
+/** One command `mesh up` sends as the operator: its verb, its body, and the progress line said before it. */
+export type UpCommand = { verb: string; body: Record<string, unknown>; line: string };
+
+/**
+ * The registrations the example mesh still needs: each manifest (in registration order: a seat's
+ * declaring module before its users) whose module is not registered yet.
+ */
+export function planRegistrations(registered: ReadonlySet<string>, ordered: ReadonlyArray<{ manifest: { name: string } }>): UpCommand[] {
+  return ordered.filter(({ manifest }) => !registered.has(manifest.name))
+    .map(({ manifest }) => ({ verb: "module.register", body: { manifest }, line: `up: registering ${manifest.name}` }));
+}
+
+/** Per registered module, in the controller's order: issue it when it is not issued, then assign it to `node` when it is not on it. */
+export function planIssueAndAssign(modules: ReadonlyArray<{ name: string; issued: boolean; nodes: readonly string[] }>, node: string): UpCommand[] {
+  const commands: UpCommand[] = [];
+  for (const module of modules) {
+    if (!module.issued) commands.push({ verb: "module.issue", body: { module: module.name }, line: `up: issuing ${module.name}` });
+    if (!module.nodes.includes(node)) commands.push({ verb: "assign", body: { module: module.name, node }, line: `up: assigning ${module.name} to ${node}` });
+  }
+  return commands;
+}
+
+/** The local node placed on the overlay as its hub, unless it is placed already (R7: it is the hub and the broker). */
+export function planPlacement(nodes: ReadonlyArray<{ name: string; overlayName: string | null }>, node: string): UpCommand[] {
+  const placed = nodes.find((n) => n.name === node);
+  if (placed !== undefined && placed.overlayName !== null) return [];
+  return [{ verb: "overlay.place", body: { node, hub: true }, line: `up: placing ${node} on the overlay as its hub` }];
+}
+
+/** One line per node of a push report (`up: push: <node> <outcome> <digest> [: error]`), then the controller's rotation, if any. */
+export function pushLines(push: Record<string, unknown>): string[] {
+  const nodes = (push.nodes ?? []) as Array<{ node: string; outcome: string; digest?: string; error?: string }>;
+  const lines = nodes.map((n) => `up: push: ${n.node} ${n.outcome}${n.digest ? ` ${n.digest.slice(0, 12)}` : ""}${n.error ? `: ${n.error}` : ""}`);
+  if (push.controllerRotation) lines.push(`up: push: the controller switched to its rotated password (${String(push.controllerRotation)})`);
+  return lines;
+}
