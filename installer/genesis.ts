@@ -17,7 +17,7 @@ import {
 } from "./serverConfig.ts";
 import { CARRIED_CONTROLLER_SUBMITS, carriedUsers } from "./carried.ts";
 import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../src/genesis.ts";
-import { decideGenesis, GENESIS_COMMAND_ID } from "./record.ts";
+import { decideGenesis, GENESIS_COMMAND_ID } from "../src/commands/genesis.ts";
 import { pidFile, startBus, stopPid, systemdUnit, controllerUnit, hostUnit, isAlive, type BusProcess } from "./bus.ts";
 
 /**

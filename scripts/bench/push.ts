@@ -30,9 +30,9 @@ import { openCatalogue } from "../../src/records/catalogue.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { BROKER_SEAT, CONTROLLER_NAME, busUser, inboxPrefix } from "../../src/names.ts";
-import { PUBLISH_WINDOW, push, raiseMesh } from "../../src/push/push.ts";
-import { newRaiseMemo } from "../../src/controller/raise.ts";
-import { GENESIS_COMMAND_ID, decideGenesis } from "../../installer/record.ts";
+import { PUBLISH_WINDOW, push } from "../../src/push/push.ts";
+import { newRaiseMemo, raiseMesh } from "../../src/controller/raise.ts";
+import { GENESIS_COMMAND_ID, decideGenesis } from "../../src/commands/genesis.ts";
 import { BOOTSTRAP_USER } from "../../src/genesis.ts";
 
 export type Row = { steps: Record<string, number>; againMs: number; againRatio: number; nodes: number; raiseMs: number; pushMs: number; pushPerSecond: number; rawMs: number; rawPerSecond: number; ratio: number; bytes: number };

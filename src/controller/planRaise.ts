@@ -5,7 +5,10 @@
  * hands the outcomes back. Server configurations are read as plain objects (the fields the mesh's
  * specs set), so this file needs no client types.
  */
-import type { ConsumerSpec, StreamSpec, Topology } from "../compose/topology.ts";
+import { composeTopology, type ConsumerSpec, type StreamSpec, type Topology } from "../compose/topology.ts";
+import type { ComposeConfig } from "../compose/types.ts";
+import type { State } from "../projections/index.ts";
+import { REPORTS_STREAM, REPORT_SUBJECTS } from "../names.ts";
 
 /** One object raise did not create or change, and why (one line, names the object). */
 export type RaiseRefusal = { object: string; reason: string };
@@ -242,4 +245,18 @@ export function raiseReportOf(topology: Topology, outcome: ReadonlyMap<string, R
     else report.refused.push(done);
   }
   return report;
+}
+
+/** The REPORTS stream: each node's latest report, kept so a wait survives a reconnect. */
+export function reportsStreamSpec(replicas: number): StreamSpec {
+  return {
+    name: REPORTS_STREAM, subjects: [REPORT_SUBJECTS], retention: "limits", storage: "file",
+    num_replicas: replicas, deny_delete: false, deny_purge: false, max_msgs_per_subject: 1,
+  };
+}
+
+/** What a raise asserts (R5, R21): composeTopology's streams and consumers, plus the REPORTS stream. */
+export function wantedTopology(state: State, compose: ComposeConfig): Topology {
+  const topology = composeTopology(state, compose);
+  return { ...topology, streams: [...topology.streams, reportsStreamSpec(compose.replicas ?? 1)] };
 }

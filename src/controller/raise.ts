@@ -2,9 +2,12 @@ import { JetStreamApiError, type ConsumerConfig, type ConsumerInfo, type JetStre
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { ConsumerSpec, StreamSpec, Topology } from "../compose/topology.ts";
 import { DEFAULT_JS_API_PREFIX, consumerNamesApi } from "../names.ts";
+import type { ComposeConfig } from "../compose/types.ts";
+import type { State } from "../projections/index.ts";
+import { retryJetStream, type RetryJetStreamOptions } from "../bus/retry.ts";
 import {
   consumerObject, consumerReading, consumersToRead, missingStreamRefusal, planConsumer, planStream, raiseReportOf, rememberRaise,
-  type RaiseMemo, type RaiseOutcome, type RaiseReport,
+  wantedTopology, type RaiseMemo, type RaiseOutcome, type RaiseReport,
 } from "./planRaise.ts";
 
 export {
@@ -218,6 +221,24 @@ export async function raiseTopology(
 
   if (memo) rememberRaise(memo, topology, outcome, streamCreated);
   return raiseReportOf(topology, outcome);
+}
+
+/**
+ * Raises what the records imply (R5, R21): composeTopology's streams and consumers plus the
+ * REPORTS stream. Returns raiseTopology's report; `remembered` as raiseTopology's (the controller keeps a memo).
+ * A raise is an assertion, safe to run again, so a moment of JetStream unavailability (no
+ * responders, not enabled, a timeout: a bus under load or reloading) is retried (retryJetStream);
+ * throws JetStreamUnavailable once the bound is spent, before anything of the push is recorded.
+ */
+export async function raiseMesh(
+  jsm: JetStreamManager,
+  state: State,
+  compose: ComposeConfig,
+  remembered?: { memo: RaiseMemo; nc: NatsConnection },
+  retry?: RetryJetStreamOptions,
+): Promise<RaiseReport> {
+  const wanted = wantedTopology(state, compose);
+  return retryJetStream("raising the mesh's streams and consumers", () => raiseTopology(jsm, wanted, remembered), retry);
 }
 
 function toStreamConfig(spec: StreamSpec): Partial<StreamConfig> & { name: string } {

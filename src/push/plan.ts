@@ -1,15 +1,14 @@
 /**
- * The push's plan, apart from its effects (issue 12): what to raise, which nodes to send in a
+ * The push's plan, apart from its effects (issue 12): which nodes to send in a
  * round and in which order, what each node's report line says after the sends and after the wait.
  * Pure: no bus, no clock, no crypto. push.ts carries a plan out (raise, seal, publish, record,
  * wait) and hands what happened back to the functions here.
  */
 import type { Refusal } from "../decision.ts";
 import type { Declaration, DeclarationResult, ModuleLeftOut } from "../compose/declaration.ts";
-import { composeTopology, type Topology, type StreamSpec } from "../compose/topology.ts";
-import type { ComposeConfig, Principal } from "../compose/types.ts";
+import type { Principal } from "../compose/types.ts";
 import { holdersOf, type State } from "../projections/index.ts";
-import { BROKER_SEAT, REPORTS_STREAM, REPORT_SUBJECTS } from "../names.ts";
+import { BROKER_SEAT } from "../names.ts";
 
 export type NodeOutcome = "sent" | "unchanged" | "refused" | "applied" | "failed" | "timed-out";
 
@@ -28,20 +27,6 @@ export type NodeReport = {
    */
   reportedAt?: string;
 };
-
-/** The REPORTS stream: each node's latest report, kept so a wait survives a reconnect. */
-export function reportsStreamSpec(replicas: number): StreamSpec {
-  return {
-    name: REPORTS_STREAM, subjects: [REPORT_SUBJECTS], retention: "limits", storage: "file",
-    num_replicas: replicas, deny_delete: false, deny_purge: false, max_msgs_per_subject: 1,
-  };
-}
-
-/** What a raise asserts (R5, R21): composeTopology's streams and consumers, plus the REPORTS stream. */
-export function wantedTopology(state: State, compose: ComposeConfig): Topology {
-  const topology = composeTopology(state, compose);
-  return { ...topology, streams: [...topology.streams, reportsStreamSpec(compose.replicas ?? 1)] };
-}
 
 /** R31: the most compose-and-send rounds one push runs: one per node, plus one. */
 export function roundBound(state: State): number {

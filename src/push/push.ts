@@ -17,13 +17,13 @@ import {
   BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, REPORT_SUBJECTS, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER,
   declarationSubject, reportSubject, userListPartSubject, userListPartsFilter,
 } from "../names.ts";
-import { raiseTopology, type RaiseMemo, type RaiseReport } from "../controller/raise.ts";
+import { raiseMesh, type RaiseMemo, type RaiseReport } from "../controller/raise.ts";
 import type { ControllerCredential } from "../controller/credential.ts";
 import { BOOTSTRAP_PASSWORD } from "../genesis.ts";
-import { retryJetStream, type RetryJetStreamOptions } from "../bus/retry.ts";
+import { retryJetStream } from "../bus/retry.ts";
 import {
   awaitedNodes, freshSince, judgeWait, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, userListUndelivered,
-  wantedTopology, withModulesLeftOut, type NodeReport, type RoundPlan,
+  withModulesLeftOut, type NodeReport, type RoundPlan,
 } from "./plan.ts";
 
 /**
@@ -94,7 +94,7 @@ export type PushOptions = {
 };
 
 export type { NodeOutcome, NodeReport } from "./plan.ts";
-export { reportsStreamSpec, userListUndelivered } from "./plan.ts";
+export { userListUndelivered } from "./plan.ts";
 
 /** What one push did (R12, R30, R32). */
 export type PushReport = {
@@ -140,24 +140,6 @@ type HostReport = { node: string; digest: string; ok: boolean; error?: string };
 /** sha256 hex: the digest composition takes over canonical JSON. */
 export function sha256(text: string): string {
   return createHash("sha256").update(text).digest("hex");
-}
-
-/**
- * Raises what the records imply (R5, R21): composeTopology's streams and consumers plus the
- * REPORTS stream. Returns raiseTopology's report; `remembered` as raiseTopology's (the controller keeps a memo).
- * A raise is an assertion, safe to run again, so a moment of JetStream unavailability (no
- * responders, not enabled, a timeout: a bus under load or reloading) is retried (retryJetStream);
- * throws JetStreamUnavailable once the bound is spent, before anything of the push is recorded.
- */
-export async function raiseMesh(
-  jsm: JetStreamManager,
-  state: State,
-  compose: ComposeConfig,
-  remembered?: { memo: RaiseMemo; nc: NatsConnection },
-  retry?: RetryJetStreamOptions,
-): Promise<RaiseReport> {
-  const wanted = wantedTopology(state, compose);
-  return retryJetStream("raising the mesh's streams and consumers", () => raiseTopology(jsm, wanted, remembered), retry);
 }
 
 const REDACTED = "[redacted]";

@@ -15,7 +15,7 @@ import {
   CONTROL_STREAM, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER, declarationConsumer, declarationSubject, reportSubject,
 } from "../../src/names.ts";
 import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../src/genesis.ts";
-import { GENESIS_COMMAND_ID, decideGenesis } from "../../installer/record.ts";
+import { GENESIS_COMMAND_ID, decideGenesis } from "../../src/commands/genesis.ts";
 import type { NatsServer } from "./natsServer.ts";
 
 /**

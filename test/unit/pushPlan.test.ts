@@ -1,12 +1,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  awaitedNodes, judgeWait, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, wantedTopology,
+  awaitedNodes, judgeWait, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed,
   type NodeReport, type PlannedSend, type WaitSeen,
 } from "../../src/push/plan.ts";
 import { composeDeclarations, type DeclarationResult } from "../../src/compose/declaration.ts";
 import { evolve, type State } from "../../src/projections/index.ts";
-import { REPORTS_STREAM } from "../../src/names.ts";
 import { sha256 } from "../../src/push/push.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash, manifests } from "./compose/exampleMesh.ts";
 
@@ -87,14 +86,6 @@ describe("push plan: planRound (R29, R30, R31)", () => {
     assert.deepEqual(unknownNamed(state, ["beta", "nosuch"]).map((l) => [l.node, l.outcome, l.refusal?.code]), [["nosuch", "refused", "unknown-node"]]);
   });
 
-  it("R21: the raise asserts the composed topology and the REPORTS stream", () => {
-    const { state } = exampleMesh();
-    const wanted = wantedTopology(state, { ...EXAMPLE_CONFIG, replicas: 3 });
-    const reports = wanted.streams.find((s) => s.name === REPORTS_STREAM);
-    assert.equal(reports?.num_replicas, 3);
-    assert.equal(reports?.max_msgs_per_subject, 1);
-    assert.ok(wanted.streams.length > 1 && wanted.consumers.length > 0);
-  });
 });
 
 describe("push plan: settleRound and judgeWait (R32, R55)", () => {

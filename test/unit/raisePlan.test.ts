@@ -1,9 +1,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  RAISE_INFO_LIMIT, consumerReading, consumersToRead, newRaiseMemo, planConsumer, planStream, raiseReportOf, rememberRaise, specKey,
+  RAISE_INFO_LIMIT, consumerReading, consumersToRead, newRaiseMemo, planConsumer, planStream, raiseReportOf, rememberRaise, specKey, wantedTopology,
   type RaiseOutcome,
 } from "../../src/controller/planRaise.ts";
+import { REPORTS_STREAM } from "../../src/names.ts";
+import { EXAMPLE_CONFIG, exampleMesh } from "./compose/exampleMesh.ts";
 import type { ConsumerSpec, StreamSpec, Topology } from "../../src/compose/topology.ts";
 
 /**
@@ -19,6 +21,14 @@ const serverStream = (extra: Record<string, unknown> = {}) => ({ ...stream, subj
 const serverConsumer = (extra: Record<string, unknown> = {}) => ({ ...consumer.config, max_deliver: -1, ack_wait: 30_000, ...extra });
 
 describe("raise plan: streams and consumers (R21, R22)", () => {
+  it("R21: the raise asserts the composed topology and the REPORTS stream", () => {
+    const { state } = exampleMesh();
+    const wanted = wantedTopology(state, { ...EXAMPLE_CONFIG, replicas: 3 });
+    const reports = wanted.streams.find((s) => s.name === REPORTS_STREAM);
+    assert.equal(reports?.num_replicas, 3);
+    assert.equal(reports?.max_msgs_per_subject, 1);
+    assert.ok(wanted.streams.length > 1 && wanted.consumers.length > 0);
+  });
   it("R21: a stream is added when missing, left when every field the mesh sets agrees, updated in place otherwise", () => {
     assert.deepEqual(planStream(stream, undefined), { kind: "add" });
     assert.deepEqual(planStream(stream, serverStream()), { kind: "unchanged" }, "subjects in another order and fields the mesh does not set change nothing");

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { JetStreamApiError } from "@nats-io/jetstream";
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-core";
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { raiseMesh } from "../../../src/push/push.ts";
+import { raiseMesh } from "../../../src/controller/raise.ts";
 import { GENESIS, stateOf } from "../../support/givenWhenThen.ts";
 import { JETSTREAM_RETRY_DELAYS_MS, JetStreamUnavailable, isTransientJetStreamError, retryJetStream } from "../../../src/bus/retry.ts";
 

@@ -6,7 +6,7 @@ import { controllerReplyInboxes, permissionsOf, renderUserList } from "../../../
 import { CATALOGUE_ERASE_SUBJECTS, CATALOGUE_STREAM, CONTROLLER_NAME, busUser, inboxSubjects } from "../../../src/names.ts";
 import { evolve, initialState } from "../../../src/projections/index.ts";
 import { carriedControllerPermissions, carriedUsers, GENESIS_COMPOSE_CONFIG } from "../../../installer/carried.ts";
-import { decideGenesis } from "../../../installer/record.ts";
+import { decideGenesis } from "../../../src/commands/genesis.ts";
 import { EXAMPLE_CONFIG, exampleMesh, fakeHash } from "./exampleMesh.ts";
 
 const templateFile = fileURLToPath(new URL("../../../installer/controller-permissions.json", import.meta.url));

@@ -1,7 +1,6 @@
-import type { Decision } from "../src/commands/envelope.ts";
-import type { FreshSecret } from "../src/commands/envelope.ts";
-import type { State } from "../src/projections/index.ts";
-import { busUser } from "../src/names.ts";
+import type { Decision, FreshSecret } from "./envelope.ts";
+import type { State } from "../projections/index.ts";
+import { busUser } from "../names.ts";
 
 /** The command id of the genesis commit: one per mesh, so a retried genesis appends nothing. */
 export const GENESIS_COMMAND_ID = "genesis";
@@ -23,7 +22,8 @@ export type GenesisFacts = {
 };
 
 /**
- * The genesis commit, pure (no clock, no randomness): MeshCreated and the first operator's
+ * The genesis commit, decided like every other (the installer appends it; issue 12: no event is
+ * built outside a decide), pure (no clock, no randomness): MeshCreated and the first operator's
  * CredentialMinted (hash and secret sealed with the mesh key, never the password), about entity
  * `mesh/genesis`. Refuses `mesh-exists` when the records already have a genesis.
  */
