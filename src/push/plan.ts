@@ -127,6 +127,18 @@ export function settleRound(
 }
 
 /**
+ * R14: the broker holders whose report confirms the controller's rotated password, each with the
+ * digest it must report: the declaration this push sent it, else the one it was sent before (which
+ * carries the list). A holder never sent anything is left out: it cannot confirm.
+ */
+export function rotationBrokers(state: State, sentDigests: ReadonlyMap<string, string>): Array<{ node: string; digest: string }> {
+  return holdersOf(state, BROKER_SEAT).flatMap((node) => {
+    const digest = sentDigests.get(node) ?? state.sent[node]?.digest;
+    return digest === undefined ? [] : [{ node, digest }];
+  });
+}
+
+/**
  * R55: the nodes a wait also waits for though this push did not send them: `unchanged`, with a
  * digest, whose last sent declaration no report is known to have applied yet.
  */

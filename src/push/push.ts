@@ -22,7 +22,7 @@ import type { ControllerCredential } from "../controller/credential.ts";
 import { BOOTSTRAP_PASSWORD } from "../genesis.ts";
 import { retryJetStream } from "../bus/retry.ts";
 import {
-  awaitedNodes, freshSince, judgeWait, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, userListUndelivered,
+  awaitedNodes, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, userListUndelivered,
   withModulesLeftOut, type NodeReport, type RoundPlan,
 } from "./plan.ts";
 
@@ -644,13 +644,9 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
    * list. Applied: the password goes into the credential file. Sets report.controllerRotation.
    */
   const confirmRotation = async (watch: ReportWatch, current: State): Promise<void> => {
-    const brokers: string[] = [];
-    for (const node of holdersOf(current, BROKER_SEAT)) {
-      const digest = sentDigests.get(node) ?? current.sent[node]?.digest;
-      if (digest === undefined) continue;
-      watch.expect(node, digest);
-      brokers.push(node);
-    }
+    const expected = rotationBrokers(current, sentDigests);
+    for (const { node, digest } of expected) watch.expect(node, digest);
+    const brokers = expected.map((b) => b.node);
     const missing = brokers.length === 0 ? ["(no broker sent)"] : await watch.wait(brokers, ctx.rotationWaitMs ?? options.timeoutMs ?? DEFAULT_WAIT_MS);
     const applied = missing.length === 0 && brokers.every((n) => watch.report(n)?.ok === true);
     if (applied) {

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  awaitedNodes, judgeWait, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed,
+  awaitedNodes, judgeWait, planRound, rotationBrokers, roundBound, settleRound, unconfirmedNodes, unknownNamed,
   type NodeReport, type PlannedSend, type WaitSeen,
 } from "../../src/push/plan.ts";
 import { composeDeclarations, type DeclarationResult } from "../../src/compose/declaration.ts";
@@ -86,6 +86,19 @@ describe("push plan: planRound (R29, R30, R31)", () => {
     assert.deepEqual(unknownNamed(state, ["beta", "nosuch"]).map((l) => [l.node, l.outcome, l.refusal?.code]), [["nosuch", "refused", "unknown-node"]]);
   });
 
+});
+
+describe("push plan: the controller's rotation (R14)", () => {
+  it("R14: the broker holders confirm it with the digest this push sent them, else the one sent before; a holder never sent anything cannot", () => {
+    const { state } = exampleMesh();
+    assert.deepEqual(rotationBrokers(state, new Map()), [], "alpha holds mesh-broker but was never sent anything");
+    assert.deepEqual(rotationBrokers(state, new Map([["alpha", "now"], ["beta", "other"]])), [{ node: "alpha", digest: "now" }]);
+    const sent = planRound(state, composed(state), new Set(), 0).sends;
+    const after = recorded(state, sent);
+    const alpha = sent.find((s) => s.node === "alpha")!.digest;
+    assert.deepEqual(rotationBrokers(after, new Map()), [{ node: "alpha", digest: alpha }]);
+    assert.deepEqual(rotationBrokers(after, new Map([["alpha", "newer"]])), [{ node: "alpha", digest: "newer" }]);
+  });
 });
 
 describe("push plan: settleRound and judgeWait (R32, R55)", () => {
