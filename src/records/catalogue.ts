@@ -49,6 +49,15 @@ export const FOLD_BATCH = 1000;
  * consumer, and the read never resumed. Bytes in flight stay under this bound whatever the sizes.
  */
 export const READ_BYTES_IN_FLIGHT = 16 * 1024 * 1024;
+/**
+ * The most messages a read asks the bus for at once, however small they are. The bound in bytes is
+ * kept by asking for READ_BYTES_IN_FLIGHT / (the largest message size known) messages: nats.js
+ * takes a pull's limit in messages or in bytes, not both, and its byte-limited pulls stall on
+ * their expiry between refills (a read of 87,000 small commits took 23 s that way, 0.7 s by count).
+ */
+const READ_MESSAGES_IN_FLIGHT = 1000;
+/** The message size a read assumes before it has seen one, when the caller knows no average. */
+const READ_MESSAGE_BYTES_GUESS = 1024;
 /** From how many commits to read a catch-up folds into a copy of the state rather than a draft (startFold). */
 const COPY_FOLD_FROM = 5000;
 
@@ -290,7 +299,10 @@ const decoder = new TextDecoder();
 export const READ_CONSUMER_TIMEOUT_MS = 2_000;
 
 /** Why one attempt of a read ended before the read's last sequence. */
-type Interruption = { reason: "disconnected" | "stalled" | "unavailable" | "ended"; cause?: unknown };
+type Interruption = { reason: "disconnected" | "stalled" | "unavailable" | "ended" | "narrowed"; cause?: unknown };
+
+/** What a read's `take` says of a message: go on, stop (the last was reached), or ask again for fewer at a time. */
+type Taken = "more" | "done" | "narrow";
 
 /**
  * Follows the connection's state for one read (R58): whether it is connected now, and a promise
@@ -341,17 +353,18 @@ function sleep(ms: number): Promise<void> {
 }
 
 /**
- * One attempt of a read: an ordered consumer from `next` (on `filter` when given), asked for at most `bytes` at a time,
- * until `take` says the last sequence was reached (null) or something ends the attempt (the
+ * One attempt of a read: an ordered consumer from `next` (on `filter` when given), asked for at most
+ * `messages` at a time, until `take` says the last sequence was reached (null), or that the
+ * messages grew too large for that count ("narrowed"), or something else ends the attempt (the
  * Interruption). Messages already received when it ends are still handed to `take`, in order.
  */
 async function readAttempt(
   bus: Bus,
   watch: ConnectionWatch,
   next: number,
-  bytes: number,
+  messagesAtOnce: number,
   filter: string | undefined,
-  take: (m: JsMsg) => boolean,
+  take: (m: JsMsg) => Taken,
 ): Promise<Interruption | null> {
   if (!watch.connected) return { reason: "disconnected" };
   let consumer: Consumer;
@@ -362,7 +375,7 @@ async function readAttempt(
       opt_start_seq: next,
       ...(filter === undefined ? {} : { filter_subjects: filter }),
     });
-    messages = await consumer.consume({ max_bytes: bytes, expires: READ_EXPIRES_MS });
+    messages = await consumer.consume({ max_messages: messagesAtOnce, expires: READ_EXPIRES_MS });
   } catch (error) {
     // JetStream not ready yet after a restart, or the connection went while asking.
     return { reason: watch.connected ? "unavailable" : "disconnected", cause: error };
@@ -387,7 +400,9 @@ async function readAttempt(
   let done = false;
   try {
     for await (const m of messages) {
-      if (take(m)) { done = true; break; }
+      const taken = take(m);
+      if (taken === "done") { done = true; break; }
+      if (taken === "narrow") { ended ??= { reason: "narrowed" }; break; }
     }
   } catch (error) {
     if (ended === null) ended = { reason: watch.connected ? "stalled" : "disconnected", cause: error };
@@ -399,14 +414,19 @@ async function readAttempt(
   return done ? null : (ended ?? { reason: "ended" });
 }
 
-/** What readMessages needs besides its range: a subject filter, and ReadOptions' limits. */
-type RawReadOptions = Pick<ReadOptions, "bytesInFlight" | "stallLimitMs"> & { filter?: string };
+/**
+ * What readMessages needs besides its range: a subject filter, ReadOptions' limits, and the average
+ * size of the messages to read when the caller knows it (stream info: bytes / messages).
+ */
+type RawReadOptions = Pick<ReadOptions, "bytesInFlight" | "stallLimitMs"> & { filter?: string; averageBytes?: number };
 
 /**
  * Every read of the CATALOGUE stream goes through here (R58): the messages from `from` to `last`
  * (on `options.filter` only, when given), in order, each once, handed to `take` until it returns
  * true or `last` was handed over; at most `bytesInFlight` (default READ_BYTES_IN_FLIGHT) asked for
- * at a time. A lost connection (a slow-consumer drop, a bus restart) or a consumer that stops
+ * at a time, as a count of messages: that many bytes over the largest message size known (the
+ * stream's average to begin with, `options.averageBytes`); a larger message starts a new attempt
+ * asking for fewer. A lost connection (a slow-consumer drop, a bus restart) or a consumer that stops
  * delivering ends the current attempt; the read starts again from the sequence after the last one
  * handed over, on a fresh consumer, as soon as the client is reconnected. After the same server
  * dropped the reader, the bytes in flight are halved (never under one max payload) so that the next
@@ -422,13 +442,22 @@ async function readMessages(bus: Bus, from: number, last: number, options: RawRe
   // would never deliver it.
   const floor = (bus.nc.info?.max_payload ?? 1024 * 1024) + 64 * 1024;
   let bytes = Math.max(floor, options.bytesInFlight ?? READ_BYTES_IN_FLIGHT);
+  // The largest message size known so far: asking for bytes / largest messages at a time keeps the
+  // bytes in flight under `bytes`. A larger message ends the attempt so the next one asks for fewer.
+  let largest = Math.max(1, options.averageBytes ?? READ_MESSAGE_BYTES_GUESS);
+  const atOnce = () => Math.max(1, Math.min(READ_MESSAGES_IN_FLIGHT, Math.floor(bytes / largest)));
+  let asked = atOnce();
   let finished = false;
-  const handOver = (m: JsMsg): boolean => {
-    if (m.seq <= read) return false; // already handed over by an earlier attempt
-    if (m.seq > last) return (finished = true);
+  const handOver = (m: JsMsg): Taken => {
+    if (m.seq <= read) return "more"; // already handed over by an earlier attempt
+    if (m.seq > last) { finished = true; return "done"; }
     read = m.seq;
-    const stop = take(m);
-    return (finished = stop || m.seq >= last);
+    if (take(m) || m.seq >= last) { finished = true; return "done"; }
+    if (m.data.length > largest) {
+      largest = m.data.length;
+      if (atOnce() < asked) return "narrow";
+    }
+    return "more";
   };
   const watch = new ConnectionWatch(bus.nc);
   let idleSince = Date.now();
@@ -437,9 +466,11 @@ async function readMessages(bus: Bus, from: number, last: number, options: RawRe
     while (!finished) {
       const server = bus.nc.info?.server_id;
       const before = read;
-      const interruption = await readAttempt(bus, watch, read + 1, bytes, options.filter, handOver);
+      asked = atOnce();
+      const interruption = await readAttempt(bus, watch, read + 1, asked, options.filter, handOver);
       if (interruption === null) break;
       if (read > before) { idleSince = Date.now(); retries = 0; }
+      if (interruption.reason === "narrowed") continue;
       if (bus.nc.isClosed()) throw new ReadInterrupted(read + 1, "the connection to the bus closed", { cause: interruption.cause });
       const left = stallLimitMs - (Date.now() - idleSince);
       if (left <= 0) {
@@ -483,6 +514,7 @@ async function readFrom(
   const last = Math.min(options.toSequence ?? Number.POSITIVE_INFINITY, info.state.last_seq);
   if (from > last) return from - 1;
   onCount(last - from + 1);
+  const averageBytes = info.state.messages > 0 ? Math.ceil(info.state.bytes / info.state.messages) : undefined;
   const batchSize = options.batchSize ?? FOLD_BATCH;
   let batch: SequencedCommit[] = [];
   let read = from - 1;
@@ -508,7 +540,7 @@ async function readFrom(
   };
   try {
     for (;;) {
-      await readMessages(bus, read + 1, last, options, take);
+      await readMessages(bus, read + 1, last, { ...options, averageBytes }, take);
       if (failure === null) break;
       const bad: { sequence: number; error: unknown } = failure;
       voided ??= await voidedSequences(bus);

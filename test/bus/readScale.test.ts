@@ -77,6 +77,39 @@ describe("records: reads at scale", () => {
   });
 });
 
+describe("records: small commits, then commits past the pending limit", () => {
+  const SMALL = 3_000;
+  const BIG = 90;
+  const context = { server: undefined as unknown as NatsServer, nc: undefined as unknown as NatsConnection };
+  before(async () => {
+    context.server = await startNatsServer();
+    context.nc = await connect({ servers: context.server.url });
+    await ensureCatalogueStream(await jetstreamManager(context.nc));
+    const js = jetstream(context.nc);
+    const acks: Promise<unknown>[] = [];
+    for (let i = 1; i <= SMALL; i += 1) acks.push(js.publish(catalogueSubject("push", `p${i}`), JSON.stringify(bigCommit(i, 1))));
+    await Promise.all(acks);
+    for (let i = SMALL + 1; i <= SMALL + BIG; i += 1) await js.publish(catalogueSubject("push", `p${i}`), JSON.stringify(bigCommit(i, 3_900)));
+  });
+  after(async () => {
+    await context.nc?.close();
+    await context.server?.stop();
+  });
+
+  it("R58: a read that meets larger commits than it has seen asks for fewer at a time, and is not dropped as a slow consumer", { timeout: 120_000 }, async () => {
+    // The stream's average (~26 KiB) lets the read ask for hundreds of commits at once; ~900 KiB
+    // each, that many would pass the server's 64 MiB pending limit unless the read narrows.
+    let count = 0;
+    const last = await readCommits(context.nc, 1, (batch) => {
+      count += batch.length;
+      busyFor(20 * batch.filter(({ commit }) => commit.events.length > 1).length);
+    }, { batchSize: 1 });
+    assert.equal(last, SMALL + BIG);
+    assert.equal(count, SMALL + BIG);
+    assert.doesNotMatch(context.server.log(), /Slow Consumer/i, "the server dropped the reader as a slow consumer");
+  });
+});
+
 describe("records: a read survives losing its connection", () => {
   const COMMITS = 40;
   // A per-client pending limit far under what one read keeps in flight: the server drops the
