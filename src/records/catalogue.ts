@@ -444,19 +444,23 @@ async function readMessages(bus: Bus, from: number, last: number, options: RawRe
   let bytes = Math.max(floor, options.bytesInFlight ?? READ_BYTES_IN_FLIGHT);
   // The largest message size known so far: asking for bytes / largest messages at a time keeps the
   // bytes in flight under `bytes`. A larger message ends the attempt so the next one asks for fewer.
-  let largest = Math.max(1, options.averageBytes ?? READ_MESSAGE_BYTES_GUESS);
+  // Four times the average: a history of small commits still reads 1,000 at a time, and one
+  // whose pushes are large starts narrow, before it has met them.
+  let largest = Math.max(READ_MESSAGE_BYTES_GUESS, 4 * (options.averageBytes ?? 0));
   const atOnce = () => Math.max(1, Math.min(READ_MESSAGES_IN_FLIGHT, Math.floor(bytes / largest)));
   let asked = atOnce();
   let finished = false;
   const handOver = (m: JsMsg): Taken => {
     if (m.seq <= read) return "more"; // already handed over by an earlier attempt
     if (m.seq > last) { finished = true; return "done"; }
-    read = m.seq;
-    if (take(m) || m.seq >= last) { finished = true; return "done"; }
     if (m.data.length > largest) {
       largest = m.data.length;
+      // The consumer still owes up to `asked` messages that may be as large: end it at once,
+      // before this one is folded, and ask again from this one for fewer.
       if (atOnce() < asked) return "narrow";
     }
+    read = m.seq;
+    if (take(m) || m.seq >= last) { finished = true; return "done"; }
     return "more";
   };
   const watch = new ConnectionWatch(bus.nc);

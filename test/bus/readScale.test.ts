@@ -121,7 +121,8 @@ describe("records: a read survives losing its connection", () => {
     const last = await readCommits(records.nc, 1, (batch) => {
       for (const { sequence } of batch) seen.push(sequence);
       busyFor(40 * batch.length);
-    }, { batchSize: 1 });
+      // Asking for 64 MiB at a time, sixteen times what this server lets a client hold.
+    }, { batchSize: 1, bytesInFlight: 64 * 1024 * 1024 });
     assert.equal(last, COMMITS);
     assert.deepEqual(seen, Array.from({ length: COMMITS }, (_, i) => i + 1));
     // The case this pins happened: the server did drop the reader at least once.
