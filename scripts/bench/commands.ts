@@ -9,7 +9,7 @@
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { startCommandMesh } from "../../test/support/commandMesh.ts";
-import { sendCommand } from "../../src/cli/send.ts";
+import { sendCommand } from "../../src/client/send.ts";
 import { newNodeKeyPair } from "../../src/crypto/secrets.ts";
 import { inboxPrefix } from "../../src/names.ts";
 import { evolve } from "../../src/projections/index.ts";

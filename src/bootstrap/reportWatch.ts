@@ -12,6 +12,7 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { CATALOGUE_STREAM, REPORT_SUBJECTS, REPORTS_STREAM } from "../names.ts";
 import type { BehindEvidence, Catalogue } from "../records/catalogue.ts";
 import type { ControllerLog } from "./log.ts";
+import { parseHostReport, type HostReport } from "../contracts/report.ts";
 
 /**
  * The evidence one report gives (pure): a report naming a records sequence past `lastSequence`
@@ -53,15 +54,17 @@ export async function watchReports(
   // what the world admits, named for the operator when a restore is accepted (R44).
   let installed: { sequence: number; users: string[] } | undefined;
   const check = async (raw: unknown) => {
-    const r = raw as { users?: unknown; recordsSequence?: unknown } | null;
-    if (Array.isArray(r?.users) && r.users.every((u) => typeof u === "string")) {
-      const at = typeof r.recordsSequence === "number" ? r.recordsSequence : 0;
-      if (installed === undefined || at >= installed.sequence) installed = { sequence: at, users: r.users as string[] };
+    // A message that does not follow the report contract (another version, a bad field) is no evidence.
+    let r: HostReport;
+    try { r = parseHostReport(raw); } catch { return; }
+    if (r.users !== undefined) {
+      const at = r.recordsSequence ?? 0;
+      if (installed === undefined || at >= installed.sequence) installed = { sequence: at, users: r.users };
     }
-    const sequence = (raw as { recordsSequence?: unknown } | null)?.recordsSequence;
+    const sequence = r.recordsSequence;
     // The common case asks nothing of the bus; reports up to an accepted restore's lost end predate it (R44).
-    if (typeof sequence !== "number" || sequence <= Math.max(catalogue.state.sequence, catalogue.state.mesh?.restoredUpTo ?? 0)) return;
-    const evidence = reportAhead(raw, await lastOfRecords(jsm));
+    if (sequence === undefined || sequence <= Math.max(catalogue.state.sequence, catalogue.state.mesh?.restoredUpTo ?? 0)) return;
+    const evidence = reportAhead(r, await lastOfRecords(jsm));
     if (evidence) latch(catalogue, evidence, sequence, log);
   };
   try {

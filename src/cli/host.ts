@@ -17,8 +17,9 @@ import type { CliVerb } from "./verbs.ts";
 import { MAX_JSON_DEPTH, jsonDepthOver } from "./manifests.ts";
 import {
   HostStateError, NODE_CREDENTIAL_FILE, initHostKeys, readCredentialFile, saveNodeCredential, startHost,
-  type BusReloadOptions, type HostReport,
+  type BusReloadOptions,
 } from "../host/index.ts";
+import type { HostReport } from "../contracts/report.ts";
 
 function text(value: unknown): string | undefined {
   return typeof value === "string" && value.length > 0 ? value : undefined;

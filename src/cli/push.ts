@@ -11,7 +11,7 @@ import { progressSubject } from "../names.ts";
 import type { NodeOutcome, NodeReport, PushReport } from "../push/push.ts";
 import { PUSH_VERB, type OutcomeCounts } from "../push/pushCommand.ts";
 import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, loadCredential, type CliContext } from "./context.ts";
-import { sendCommand, CommandTransportError } from "./send.ts";
+import { sendCommand, CommandTransportError } from "../client/send.ts";
 import { omittedLines, table } from "./render.ts";
 import type { CliVerb } from "./verbs.ts";
 

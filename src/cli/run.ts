@@ -4,7 +4,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { BusConnectError } from "../bus/connect.ts";
 import { ConfigError, parseClientConfig, type ClientConfig } from "../config.ts";
 import { EXIT_OK, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext, type CliIo, type GlobalOptionName, type GlobalOptions } from "./context.ts";
-import { CommandTransportError } from "./send.ts";
+import { CommandTransportError } from "../client/send.ts";
 import { CLI_VERBS, type CliVerb } from "./verbs.ts";
 
 /** What the word groups of `mesh` are about, for `mesh --help` and `mesh node --help`. */

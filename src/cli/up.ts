@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext } from "./context.ts";
-import { CommandTransportError } from "./send.ts";
+import { CommandTransportError } from "../client/send.ts";
 import { BusConnectError } from "../bus/connect.ts";
 import type { CliVerb } from "./verbs.ts";
 import { up, detachedLauncher, readSummary, UpError, DEFAULT_UP_ADDRESS, pidFile } from "../up/up.ts";

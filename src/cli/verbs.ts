@@ -13,7 +13,7 @@ import { pendingCredentialFile } from "../controller/credential.ts";
 import { readManifestFiles, registrationOrder } from "./manifests.ts";
 import { duplicateNote, omittedLines, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
 import { randomUUID } from "node:crypto";
-import { sendCommand, CommandTransportError } from "./send.ts";
+import { sendCommand, CommandTransportError } from "../client/send.ts";
 import { HOST_VERBS } from "./host.ts";
 import { UP_VERBS } from "./up.ts";
 import { PUSH_CLI_VERB } from "./push.ts";

@@ -1,14 +1,7 @@
-import { z } from "zod";
+import { AssignRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
-import { MeshName } from "../manifest/manifest.ts";
 import { nodesOfModule, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
-
-/** `assign {module, node}`: place a module on a node. */
-export const AssignRequest = z
-  .object({ module: MeshName.describe("the registered module"), node: MeshName.describe("the enrolled node") })
-  .strict();
-export type AssignRequest = z.infer<typeof AssignRequest>;
 
 /**
  * Refuses `unknown-module`, `unknown-node`, and `already-assigned` when the module is on that node.
@@ -33,7 +26,7 @@ export function decide(state: State, command: AssignRequest, envelope: Envelope)
 }
 
 /** `{ module, node, nodes }`: the assignment made and every node the module is now on. */
-export function reply(state: State, events: readonly MeshEvent[]): { module: string; node: string; nodes: string[] } {
+export function reply(state: State, events: readonly MeshEvent[]): BodyOf<"assign"> {
   const assigned = events.find((e) => e.type === "ModuleAssigned");
   if (!assigned || assigned.type !== "ModuleAssigned") throw new Error("assign reply: the commit has no ModuleAssigned");
   return { module: assigned.module, node: assigned.node, nodes: [...nodesOfModule(state.assignments, assigned.module)] };

@@ -1,19 +1,9 @@
-import { z } from "zod";
+import { CredentialRotateRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialRotated, MeshEvent } from "../events/index.ts";
-import { MeshName } from "../manifest/manifest.ts";
 import { credentialOf, type State } from "../projections/index.ts";
-import { busUser, PRINCIPAL_KINDS } from "../names.ts";
+import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
-
-/** `credential.rotate {kind, name}`: replace a principal's credential with a fresh one. */
-export const CredentialRotateRequest = z
-  .object({
-    kind: z.enum(PRINCIPAL_KINDS).describe("the principal's kind: controller, operator, node, module or builder"),
-    name: MeshName.describe("the principal's name"),
-  })
-  .strict();
-export type CredentialRotateRequest = z.infer<typeof CredentialRotateRequest>;
 
 /**
  * Refusals, in order: `no-mesh` before genesis; `unknown-principal` for a node not enrolled or a
@@ -62,10 +52,7 @@ export function decide(state: State, command: CredentialRotateRequest, envelope:
  * would lock the operator out. Everyone else gets no password: modules and the controller receive
  * theirs sealed, through their node's declaration or the controller's own records (R50).
  */
-export type CredentialRotateReply = {
-  principal: { kind: string; name: string };
-  credential: { address: string; user: string; fingerprint: string; sealedPassword?: string; password?: string };
-};
+export type CredentialRotateReply = BodyOf<"credential.rotate">;
 
 export function reply(state: State, events: readonly MeshEvent[], tools: ReplyTools): CredentialRotateReply {
   const rotated = events.find((e): e is CredentialRotated => e.type === "CredentialRotated");

@@ -1,16 +1,9 @@
-import { z } from "zod";
-import type { Principal } from "../events/index.ts";
+import { CredentialsRequest, type BodyOf, type CredentialView } from "../contracts/verbs.ts";
 import type { State } from "../projections/index.ts";
 import type { QueryDefinition } from "./envelope.ts";
 
-/** `credentials {}`: every current credential, without its secret. */
-export const CredentialsRequest = z.object({}).strict();
-
-/** A credential as shown: principal, user, address and when minted. NEVER the hash or the sealed secret (R3). */
-export type CredentialView = { principal: Principal; user: string; address: string; mintedAt: string };
-
 /** Each credential, sorted by user; fields picked one by one so a secret cannot slip through. */
-export function answer(state: State): { credentials: CredentialView[] } {
+export function answer(state: State): BodyOf<"credentials"> {
   return {
     credentials: Object.values(state.credentials)
       .map((c) => ({ principal: { kind: c.principal.kind, name: c.principal.name }, user: c.user, address: c.address, mintedAt: c.mintedAt }))

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { AnyReply } from "../contracts/verbs.ts";
 import type { Commit, Entity, MeshEvent } from "../events/index.ts";
 import type { Decision, Refusal } from "../decision.ts";
 import type { State, SequencedCommit } from "../projections/index.ts";
@@ -83,8 +84,8 @@ export type QueryDefinition<Schema extends z.ZodType> = {
   };
 };
 
-/** Every reply: `{ ok: true, ... }` or `{ ok: false, error }`. */
-export type Reply = ({ ok: true; duplicate?: boolean; unchanged?: boolean } & Record<string, unknown>) | { ok: false; error: Refusal };
+/** Every reply as the server builds it, before its verb's contract types it (src/contracts/verbs.ts, AnyReply). */
+export type Reply = AnyReply;
 
 /**
  * A query's answer that is a refusal, not an answer: the entity asked about does not exist

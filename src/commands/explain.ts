@@ -1,62 +1,26 @@
-import { z } from "zod";
-import { MeshName } from "../manifest/manifest.ts";
-import { PRINCIPAL_KINDS } from "../names.ts";
+import { ExplainRequest, type BodyOf, type GrantsAnswer } from "../contracts/verbs.ts";
 import { credentialOf, type State } from "../projections/index.ts";
-import { explain as explainGrants, grantsOf, type ComposeConfig, type Explanation, type Grant } from "../compose/index.ts";
+import { explain as explainGrants, grantsOf, type ComposeConfig, type Explanation } from "../compose/index.ts";
 import { notFound, type QueryContext, type QueryDefinition, type QueryRefused } from "./envelope.ts";
 
 /** The verb of an explain request: `mesh.command.<asker>.explain` (R51). */
 export const EXPLAIN_VERB = "explain";
 
-/**
- * A subject as a client would write it: dot-separated non-empty tokens, no whitespace, wildcards
- * (`*`, `>`) allowed (a wildcard subject is allowed only when one grant covers all of it).
- */
-const Subject = z
-  .string()
-  .max(512, "a subject of at most 512 characters")
-  .regex(/^[^\s.]+(\.[^\s.]+)*$/, "a NATS subject: dot-separated tokens, no spaces, no empty token");
-
-/** `explain {kind, name, direction, subject}`: may this principal publish or subscribe this subject? */
-export const ExplainRequest = z
-  .object({
-    kind: z.enum(PRINCIPAL_KINDS).describe("the principal's kind: controller, operator, node, module or builder"),
-    name: MeshName.describe("the principal's name"),
-    direction: z.enum(["pub", "sub"]).optional().describe("pub (publish) or sub (subscribe); with subject, or neither to list every grant"),
-    subject: Subject.optional().describe("the subject asked about; wildcards as the client would write them"),
-  })
-  .strict()
-  .refine((request) => (request.direction === undefined) === (request.subject === undefined), {
-    message: "give direction and subject together, or neither to list the principal's grants",
-    path: ["subject"],
-  });
-export type ExplainRequest = z.infer<typeof ExplainRequest>;
 
 /**
  * The answer: compose's Explanation (allowed, the grants that allow it with the manifest line or
  * record behind each, or the reason nothing does; onTheBus false when the principal has no
  * credential, R12), plus `assumed` when the server lent no composition settings.
  */
-export type ExplainAnswer = (Explanation | GrantsAnswer) & { assumed?: string };
+export type ExplainAnswer = BodyOf<"explain">;
 
-/**
- * The answer without a subject: every grant of the principal, each with the manifest line or
- * record behind it (the same derivation as the user list), whether it answers requests
- * (`responder`), and whether it is on the bus (R12).
- */
-export type GrantsAnswer = {
-  principal: { kind: ExplainRequest["kind"]; name: string };
-  user: string;
-  grants: Grant[];
-  responder: boolean;
-  onTheBus: boolean;
-  credentialSince?: string;
-};
 
 /**
  * Whether the records know the principal: the controller always; a node once enrolled, a module
  * once registered; anyone with a credential (operators, builders). Pure.
  */
+export { ExplainRequest, type GrantsAnswer };
+
 export function principalKnown(state: State, principal: { kind: ExplainRequest["kind"]; name: string }): boolean {
   if (principal.kind === "controller") return true;
   if (credentialOf(state.credentials, principal) !== undefined) return true;

@@ -1,49 +1,17 @@
-import { z } from "zod";
+import { HISTORY_LIMIT, HistoryRequest, type BodyOf, type HistoryEntry } from "../contracts/verbs.ts";
 import type { Commit, Entity, MeshEvent } from "../events/index.ts";
 import type { SequencedCommit, State } from "../projections/index.ts";
 import { assertNever } from "../projections/assertNever.ts";
-import { busUser, ENTITY_KINDS } from "../names.ts";
+import { busUser } from "../names.ts";
 import { notFound, type QueryDefinition } from "./envelope.ts";
 
-/** The most events one history answer holds unless `limit` says fewer: the newest ones. */
-export const HISTORY_LIMIT = 500;
+export { HISTORY_LIMIT, type HistoryEntry };
+
 /**
  * The most bytes (JSON) the events of one answer may take: below the bus's 1 MiB max_payload with
  * room for the envelope. Older events are left out first when the newest `limit` would not fit.
  */
 export const HISTORY_REPLY_BYTES = 768 * 1024;
-
-/**
- * `history {kind, id, limit?}`: every event ABOUT one entity (`node alpha`, `module showcase`,
- * `seat mesh-build`, `operator alice`), wherever its commit was filed, with actor, command id and
- * time; the newest `limit` (default HISTORY_LIMIT). Answered from the records, not the state: the
- * shell scans the commits and calls `historyOf`. `kind` is one of ENTITY_KINDS (names.ts):
- * anything else is refused `invalid-request` naming the valid kinds.
- */
-export const HistoryRequest = z
-  .object({
-    kind: z.enum(ENTITY_KINDS, { error: `an entity kind: one of ${ENTITY_KINDS.join(", ")}` }).describe("the entity's kind"),
-    id: z.string().regex(/^[a-z0-9-]+$/, "an entity id: lowercase letters, digits and dashes").describe("the entity's name"),
-    limit: z.number().int().min(1).max(HISTORY_LIMIT).optional().describe(`the newest events to answer, 1 to ${HISTORY_LIMIT} (default ${HISTORY_LIMIT})`),
-  })
-  .strict();
-export type HistoryRequest = z.infer<typeof HistoryRequest>;
-
-/**
- * One event of an entity's history. `filedUnder` is the entity its commit was filed under
- * (`module/showcase` for the assignment in a node's history); `summary` names the parties in words.
- * Secrets (`hash`, `sealed`) are left out (R3).
- */
-export type HistoryEntry = {
-  sequence: number;
-  commandId: string;
-  actor: string;
-  at: string;
-  type: string;
-  filedUnder: string;
-  summary: string;
-  details: Record<string, unknown>;
-};
 
 const utf8 = new TextEncoder();
 const HIDDEN = new Set(["type", "actor", "commandId", "at", "hash", "sealed"]);
@@ -168,7 +136,7 @@ export function summaryOf(event: MeshEvent): string {
 export function historyOf(
   commits: readonly SequencedCommit[],
   query: HistoryRequest,
-): { entity: Entity; events: HistoryEntry[]; total: number; truncated: boolean } {
+): BodyOf<"history"> {
   const entity = { kind: query.kind, id: query.id };
   const found: HistoryEntry[] = [];
   for (const { sequence, commit } of commits) {

@@ -1,14 +1,9 @@
-import { z } from "zod";
+import { ModuleIssueRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialMinted, MeshEvent } from "../events/index.ts";
-import { MeshName } from "../manifest/manifest.ts";
 import type { State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
-
-/** `module.issue {module}`: a registered module gets its credential (R1). */
-export const ModuleIssueRequest = z.object({ module: MeshName.describe("the registered module to issue") }).strict();
-export type ModuleIssueRequest = z.infer<typeof ModuleIssueRequest>;
 
 /**
  * Refuses `no-mesh` before genesis, `unknown-module` for a module not registered, and
@@ -54,7 +49,7 @@ export function decide(state: State, command: ModuleIssueRequest, envelope: Enve
  * What `module.issue` answers: the module's user, address and fingerprint. No password: the
  * module receives it, sealed, in its node's declaration (R3).
  */
-export type ModuleIssueReply = { module: string; credential: { address: string; user: string; fingerprint: string } };
+export type ModuleIssueReply = BodyOf<"module.issue">;
 
 export function reply(state: State, events: readonly MeshEvent[]): ModuleIssueReply {
   const minted = events.find((e): e is CredentialMinted => e.type === "CredentialMinted");

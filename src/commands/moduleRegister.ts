@@ -1,4 +1,4 @@
-import { z } from "zod";
+import { ModuleRegisterRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
 import { Manifest, type SeatDeclaration } from "../manifest/manifest.ts";
 import { resolveSeat, type State } from "../projections/index.ts";
@@ -7,16 +7,6 @@ import type { Entity } from "../events/index.ts";
 import { metaOf, refuse, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { refuseLosingBroker } from "./shared.ts";
 import { refusalOfZodError } from "./validation.ts";
-
-/**
- * `module.register {manifest}`: a module's manifest enters the catalogue, or replaces its earlier
- * version. The manifest travels as plain JSON and is parsed by decide, so a bad one is refused
- * with the code `invalid-manifest` and the dotted field (`manifest.seats.x.wat`), R23.
- */
-export const ModuleRegisterRequest = z
-  .object({ manifest: z.unknown().describe("the module's manifest, the content of its module.json") })
-  .strict();
-export type ModuleRegisterRequest = z.infer<typeof ModuleRegisterRequest>;
 
 /**
  * Judges a manifest with the whole catalogue in view (R23 to R27). Registering is idempotent: a
@@ -125,7 +115,7 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
  * `replaced`: the version a new one replaced (absent on a first registration and when unchanged).
  * The server adds `unchanged: true` when the identical manifest was registered already.
  */
-export type ModuleRegisterReply = { module: string; version: string; declares: string[]; claims: string[]; replaced?: string };
+export type ModuleRegisterReply = BodyOf<"module.register">;
 
 /**
  * The registered module as the commit recorded it, or, for an unchanged registration (no events),

@@ -1,26 +1,9 @@
-import { z } from "zod";
-import type { Follow } from "../manifest/manifest.ts";
+import { ModulesRequest, type BodyOf, type ModuleView } from "../contracts/verbs.ts";
 import { nodesOfModule, type State } from "../projections/index.ts";
 import type { QueryDefinition } from "./envelope.ts";
 
-/** `modules {}`: every registered module. */
-export const ModulesRequest = z.object({}).strict();
-
-export type ModuleView = {
-  name: string;
-  version: string;
-  registeredAt: string;
-  issued: boolean;
-  nodes: string[];
-  declares: string[];
-  claims: string[];
-  uses: string[];
-  follows: Follow[];
-  tools: string[];
-};
-
 /** Each module (sorted): version, whether issued, the nodes it is on, and what its manifest states. */
-export function answer(state: State): { modules: ModuleView[] } {
+export function answer(state: State): BodyOf<"modules"> {
   return {
     modules: Object.values(state.modules.modules)
       .sort((a, b) => a.manifest.name.localeCompare(b.manifest.name))

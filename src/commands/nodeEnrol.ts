@@ -1,19 +1,9 @@
-import { z } from "zod";
+import { NodeEnrolRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialMinted, MeshEvent, NodeEnrolled } from "../events/index.ts";
-import { MeshName } from "../manifest/manifest.ts";
 import { brokerReachableAt, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
-import { NO_MESH_MESSAGE, PublicKeyText, secretAt } from "./shared.ts";
-
-/** `node.enrol {node, publicKey}`: a machine joins the mesh and its credential is minted (R1). */
-export const NodeEnrolRequest = z
-  .object({
-    node: MeshName.describe("the node's name, also its overlay label"),
-    publicKey: PublicKeyText.describe("the node's X25519 public key, base64 SPKI DER"),
-  })
-  .strict();
-export type NodeEnrolRequest = z.infer<typeof NodeEnrolRequest>;
+import { NO_MESH_MESSAGE, secretAt } from "./shared.ts";
 
 /**
  * Refuses `no-mesh` before genesis, `node-exists` for a name already enrolled, and `key-in-use`
@@ -54,10 +44,7 @@ export function decide(state: State, command: NodeEnrolRequest, envelope: Envelo
 }
 
 /** What `node.enrol` answers: the node's credential, its password sealed to the node's key (R3, R33). */
-export type NodeEnrolReply = {
-  node: string;
-  credential: { address: string; user: string; sealedPassword: string; fingerprint: string };
-};
+export type NodeEnrolReply = BodyOf<"node.enrol">;
 
 /**
  * The node's credential: address, user, fingerprint, and the password sealed to the node's own

@@ -1,13 +1,8 @@
-import { z } from "zod";
-import type { CredentialRotated, MeshEvent, Principal } from "../events/index.ts";
-import { MeshName } from "../manifest/manifest.ts";
+import { NodeRemoveRequest, type BodyOf } from "../contracts/verbs.ts";
+import type { CredentialRotated, MeshEvent } from "../events/index.ts";
 import { credentialOf, credentialsDeliveredTo, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { addressResolver, refuseLosingBroker, secretAt, stateAfter } from "./shared.ts";
-
-/** `node.remove {node}`: a machine leaves the mesh. */
-export const NodeRemoveRequest = z.object({ node: MeshName.describe("the enrolled node to remove") }).strict();
-export type NodeRemoveRequest = z.infer<typeof NodeRemoveRequest>;
 
 /**
  * Refuses `unknown-node` for a node not enrolled, and `last-broker-holder` (field `node`) when the
@@ -48,7 +43,7 @@ export function decide(state: State, command: NodeRemoveRequest, envelope: Envel
 }
 
 /** What `node.remove` answers: the node removed and the principals given fresh credentials (R48). */
-export type NodeRemoveReply = { node: string; freshCredentials: Principal[] };
+export type NodeRemoveReply = BodyOf<"node.remove">;
 
 export function reply(_state: State, events: readonly MeshEvent[]): NodeRemoveReply {
   const removed = events.find((e) => e.type === "NodeRemoved");

@@ -1,23 +1,10 @@
-import { z } from "zod";
+import { NodesRequest, type BodyOf, type NodeView } from "../contracts/verbs.ts";
 import { modulesOnNode, nodeNames, type State } from "../projections/index.ts";
 import { principalKey } from "../names.ts";
 import type { QueryDefinition } from "./envelope.ts";
 
-/** `nodes {}`: every enrolled node. */
-export const NodesRequest = z.object({}).strict();
-
-export type NodeView = {
-  name: string;
-  enrolledAt: string;
-  overlayName: string | null;
-  hub: boolean;
-  modules: string[];
-  credentialAddress: string | null;
-  lastSent: { digest: string; at: string } | null;
-};
-
 /** Each node (sorted): overlay place, modules, its credential's address (never a secret) and what it was last sent. */
-export function answer(state: State): { nodes: NodeView[] } {
+export function answer(state: State): BodyOf<"nodes"> {
   return {
     nodes: nodeNames(state.nodes).map((name) => {
       const sent = state.sent[name];

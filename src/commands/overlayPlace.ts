@@ -1,19 +1,9 @@
-import { z } from "zod";
-import type { MeshEvent, Principal } from "../events/index.ts";
-import { MeshName } from "../manifest/manifest.ts";
+import { OverlayPlaceRequest, type BodyOf, type StaleCredential } from "../contracts/verbs.ts";
+import type { MeshEvent } from "../events/index.ts";
 import type { State } from "../projections/index.ts";
 import { overlayName } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { addressResolver } from "./shared.ts";
-
-/** `overlay.place {node, hub?}`: put a node on the mesh's private network, optionally as its hub. */
-export const OverlayPlaceRequest = z
-  .object({
-    node: MeshName.describe("the enrolled node to place"),
-    hub: z.boolean().optional().describe("make this node the overlay's one hub"),
-  })
-  .strict();
-export type OverlayPlaceRequest = z.infer<typeof OverlayPlaceRequest>;
 
 /**
  * Refusals, in order: `unknown-node` (not enrolled); `hub-exists` when asked for a hub and the
@@ -39,17 +29,9 @@ export function decide(state: State, command: OverlayPlaceRequest, envelope: Env
   };
 }
 
-/** A credential minted for an address other than the one its principal would get now. */
-export type StaleCredential = { principal: Principal; user: string; address: string; addressNow: string };
-
 /** What `overlay.place` answers (R10): the placement, and which recorded addresses differ from the ones now. */
-export type OverlayPlaceReply = {
-  node: string;
-  overlayName: string;
-  hub: boolean;
-  note: string;
-  staleCredentials: StaleCredential[];
-};
+export type OverlayPlaceReply = BodyOf<"overlay.place">;
+export type { StaleCredential };
 
 /**
  * The placement, and R10 said out loud: a module's credential follows the placement at the next

@@ -8,9 +8,9 @@
  */
 import { z } from "zod";
 import type { Refusal } from "./envelope.ts";
+import { PAGE_LIMIT_MAX, type PageRequest } from "../contracts/verbs.ts";
 
-/** The most items a page holds, whatever fits (a bound on work per request, not on bytes). */
-export const PAGE_LIMIT_MAX = 5000;
+export { PAGE_LIMIT_MAX };
 
 /** A list verb's paging: the reply field holding its list, and each item's sort key. */
 export type PageSpec = {
@@ -21,15 +21,6 @@ export type PageSpec = {
   /** The order the list is sorted in (default byCodePoint): where a removed key's successor is. */
   compare?(a: string, b: string): number;
 };
-
-/** The paging fields of a list request: `limit` items at most, from the position `continue` names. */
-export const PageRequest = z
-  .object({
-    limit: z.number().int().min(1).max(PAGE_LIMIT_MAX).optional(),
-    continue: z.string().min(1).max(4096).optional(),
-  })
-  .strict();
-export type PageRequest = z.infer<typeof PageRequest>;
 
 type Token = { verb: string; after: string };
 

@@ -8,7 +8,7 @@
  * - `{ acceptRestore: true }`: accept the records as they are (RecordsRestored, R44) and give every
  *   principal a fresh credential in the same commit (decideAcceptRestore).
  */
-import { z } from "zod";
+import { ReplayRequest } from "../contracts/verbs.ts";
 import type { MeshEvent, Principal } from "../events/index.ts";
 import { busUser, principalKey, RECORDS_ENTITY } from "../names.ts";
 import type { State } from "../projections/index.ts";
@@ -18,15 +18,9 @@ import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
 /** The verb: `mesh.command.<principal>.replay` (R51; sent by `mesh replay` through the CLI's send function as its asker). */
 export const REPLAY_VERB = "replay";
 
-/** `replay {void?, reason?}`. Unknown fields are refused. */
-export const ReplayRequest = z
-  .object({
-    void: z.number().int().positive().optional().describe("the sequence of the commit to void (the one the fold stopped at, R45)"),
-    reason: z.string().trim().min(1).max(1000).optional().describe("why the commit is voided (required with void)"),
-    acceptRestore: z.boolean().optional().describe("accept the records as they are after a restore: every principal gets a fresh credential (R44)"),
-  })
-  .strict();
-export type ReplayRequest = z.infer<typeof ReplayRequest>;
+
+/** `replay {void?, reason?, acceptRestore?}` (src/contracts/verbs.ts). */
+export { ReplayRequest };
 
 /** What the fold stopped at: the sequence and event types of the commit it cannot read (InvalidEvent). */
 export type Held = { sequence: number; types: readonly string[] };

@@ -1,14 +1,7 @@
-import { z } from "zod";
+import { SeatAliasRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
-import { MeshName } from "../manifest/manifest.ts";
 import { resolveSeat, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
-
-/** `seat.alias {from, to}`: rename a seat as a row of data; lookups of `from` resolve to `to` (R27). */
-export const SeatAliasRequest = z
-  .object({ from: MeshName.describe("the old seat name"), to: MeshName.describe("the seat it now resolves to") })
-  .strict();
-export type SeatAliasRequest = z.infer<typeof SeatAliasRequest>;
 
 /**
  * Refusals, in order: `alias-cycle` when following aliases from `to` comes back to `from`
@@ -40,7 +33,7 @@ export function decide(state: State, command: SeatAliasRequest, envelope: Envelo
 }
 
 /** `{ from, to, resolvesTo }`: the alias and the seat it resolves to now. */
-export function reply(state: State, events: readonly MeshEvent[]): { from: string; to: string; resolvesTo: string } {
+export function reply(state: State, events: readonly MeshEvent[]): BodyOf<"seat.alias"> {
   const aliased = events.find((e) => e.type === "SeatAliased");
   if (!aliased || aliased.type !== "SeatAliased") throw new Error("seat.alias reply: the commit has no SeatAliased");
   return { from: aliased.from, to: aliased.to, resolvesTo: resolveSeat(state.modules, aliased.from) };

@@ -1,19 +1,8 @@
-import { z } from "zod";
+import { SeatHandoverRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
-import { MeshName } from "../manifest/manifest.ts";
 import { claimantsOf, holdersOf, nodesOfModule, resolveSeat, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { refuseLosingBroker } from "./shared.ts";
-
-/** `seat.handover {seat, from, to}`: move a seat from the node holding it to another node (R17). */
-export const SeatHandoverRequest = z
-  .object({
-    seat: MeshName.describe("the seat to move (an alias resolves)"),
-    from: MeshName.describe("the node holding it now"),
-    to: MeshName.describe("the enrolled node to hold it"),
-  })
-  .strict();
-export type SeatHandoverRequest = z.infer<typeof SeatHandoverRequest>;
 
 /**
  * Refusals, in order: `unknown-seat` (no such seat after aliases), `unknown-node` (`to` is not
@@ -54,7 +43,7 @@ export function decide(state: State, command: SeatHandoverRequest, envelope: Env
 }
 
 /** What `seat.handover` answers: the move, the modules moved with it, and the seat's holders now. */
-export type SeatHandoverReply = { seat: string; from: string; to: string; modulesMoved: string[]; holders: string[] };
+export type SeatHandoverReply = BodyOf<"seat.handover">;
 
 export function reply(state: State, events: readonly MeshEvent[]): SeatHandoverReply {
   const handed = events.find((e) => e.type === "SeatHandedOver");

@@ -1,26 +1,9 @@
-import { z } from "zod";
+import { SeatsRequest, type BodyOf, type SeatView } from "../contracts/verbs.ts";
 import { claimantsOf, holdersOf, type State } from "../projections/index.ts";
 import type { QueryDefinition } from "./envelope.ts";
 
-/** `seats {}`: every seat of the catalogue. */
-export const SeatsRequest = z.object({}).strict();
-
-export type SeatView = {
-  name: string;
-  declaredBy: string;
-  protocol: string;
-  marker: boolean;
-  accepts: string[];
-  emits: string[];
-  provides: string | null;
-  scope: "mesh" | "node";
-  claimants: string[];
-  holders: string[];
-  aliases: string[];
-};
-
 /** Each seat (sorted by name): its declaration, claimants, holders (R17) and the aliases resolving to it (R27). */
-export function answer(state: State): { seats: SeatView[] } {
+export function answer(state: State): BodyOf<"seats"> {
   const { seats, aliases } = state.modules;
   return {
     seats: Object.values(seats)

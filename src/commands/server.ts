@@ -26,7 +26,9 @@ import { appliedSequence, type State } from "../projections/index.ts";
 import { parseRequest } from "./validation.ts";
 import { commandRequest } from "../records/reuse.ts";
 import { JetStreamUnavailable } from "../bus/retry.ts";
-import { PageRequest, pageOf } from "./paging.ts";
+import { pageOf } from "./paging.ts";
+import { CommandId, PageRequest, VERBS_VERSION } from "../contracts/verbs.ts";
+import { versionRefusal } from "../contracts/version.ts";
 import { fitReply } from "./fit.ts";
 import { commands, definitionOf, queries } from "./index.ts";
 
@@ -53,10 +55,8 @@ export type ServeDependencies = {
 /** Stops taking requests, finishes the one in hand, and resolves. */
 export type CommandServer = { stop(): Promise<void> };
 
-/** The request body: the verb's fields plus an optional command id (idempotency key). */
-export const CommandId = z
-  .string()
-  .regex(/^[A-Za-z0-9_.:-]{1,128}$/, "use 1 to 128 letters, digits, dots, dashes, colons or underscores");
+/** The request body: the verb's fields plus an optional command id (idempotency key, src/contracts/verbs.ts). */
+export { CommandId };
 
 /** Every verb the server answers, sorted, for the `unknown-verb` message. */
 export function knownVerbs(): string[] {
@@ -203,7 +203,10 @@ export async function handleCommand(
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     return failure("invalid-json", "the request body must be one JSON object");
   }
-  const { commandId: givenId, dryRun, ...fields } = body as Record<string, unknown>;
+  // The contract's version first (src/contracts): a client of another version hears about `v`.
+  const version = versionRefusal("verbs", body);
+  if (version) return { ok: false, error: version };
+  const { commandId: givenId, dryRun, v: _version, ...fields } = body as Record<string, unknown>;
   if (givenId !== undefined && !CommandId.safeParse(givenId).success) {
     return failure("invalid-request", "\"commandId\": use 1 to 128 letters, digits, dots, dashes, colons or underscores, or leave it out", "commandId");
   }
@@ -312,10 +315,10 @@ export function serveCommands(
   const encoder = new TextEncoder();
   const respond = (m: Msg, reply: Reply) => {
     try {
-      m.respond(encoder.encode(JSON.stringify(reply)));
+      m.respond(encoder.encode(JSON.stringify(stamped(reply))));
     } catch (error) {
       deps.log.error(`command ${m.subject}: the reply could not be sent: ${error instanceof Error ? error.message : String(error)}`);
-      m.respond(encoder.encode(JSON.stringify(failure("internal", "the reply could not be sent (too large?): see the controller's log"))));
+      m.respond(encoder.encode(JSON.stringify(stamped(failure("internal", "the reply could not be sent (too large?): see the controller's log")))));
     }
   };
   const loop = (async () => {
@@ -367,6 +370,15 @@ export function serveCommands(
   };
 }
 
+/**
+ * A reply as it goes on the wire: `ok` first, then `v` (the version of the verbs' contract this
+ * controller speaks, src/contracts), then the rest. Every reply the server sends is stamped here.
+ */
+export function stamped(reply: Reply): Reply {
+  const { ok, ...rest } = reply;
+  return { ok, v: VERBS_VERSION, ...rest } as Reply;
+}
+
 /** Runs one shell-served verb: the JSON object body, the actor, errors mapped by replyErrorOf. */
 async function runExtra(extra: ExtraVerb, data: Uint8Array, actor: string, logError: (line: string) => void): Promise<Reply> {
   if (data.length > MAX_COMMAND_BYTES) return failure("payload-too-large", `the request is ${data.length} bytes; commands are at most ${MAX_COMMAND_BYTES} bytes`);
@@ -377,8 +389,11 @@ async function runExtra(extra: ExtraVerb, data: Uint8Array, actor: string, logEr
     return failure("invalid-json", "the request body is not JSON: send one JSON object");
   }
   if (body === null || typeof body !== "object" || Array.isArray(body)) return failure("invalid-json", "the request body must be one JSON object");
+  const version = versionRefusal("verbs", body);
+  if (version) return { ok: false, error: version };
+  const { v: _version, ...fields } = body as Record<string, unknown>;
   try {
-    return await extra(body as Record<string, unknown>, actor);
+    return await extra(fields, actor);
   } catch (error) {
     logError(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
     return { ok: false, error: replyErrorOf(error) };

@@ -1,4 +1,3 @@
-import { z } from "zod";
 import type { Entity, MeshEvent, Principal } from "../events/index.ts";
 import type { State } from "../projections/index.ts";
 import {
@@ -10,16 +9,6 @@ import { refuse, type Decision, type Envelope, type FreshSecret } from "./envelo
 /**
  * Helpers every command file shares. Pure: no clock, no randomness, no I/O.
  */
-
-/**
- * A node's public key as a request carries it: base64, non-empty. Only the shape is checked
- * here; that it is a real X25519 SPKI key is checked by the shell, which has the crypto.
- */
-export const PublicKeyText = z
-  .string()
-  .min(1, "the node's public key is empty: pass the base64 X25519 key the host agent printed")
-  .regex(/^[A-Za-z0-9+/]+={0,2}$/, "not base64: pass the base64 X25519 key the host agent printed")
-  .refine((key) => key.length % 4 === 0, "not base64 (its length is not a multiple of 4)");
 
 /**
  * The i-th fresh secret of the envelope. Throws when the handler filled in fewer than the verb's

@@ -1,15 +1,8 @@
-import { z } from "zod";
+import { UnassignRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
-import { MeshName } from "../manifest/manifest.ts";
 import { nodesOfModule, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { refuseLosingBroker } from "./shared.ts";
-
-/** `unassign {module, node}`: take a module off a node. */
-export const UnassignRequest = z
-  .object({ module: MeshName.describe("the assigned module"), node: MeshName.describe("the node it runs on") })
-  .strict();
-export type UnassignRequest = z.infer<typeof UnassignRequest>;
 
 /**
  * Refuses `not-assigned` when the module is not on that node (which covers an unknown module or
@@ -26,7 +19,7 @@ export function decide(state: State, command: UnassignRequest, envelope: Envelop
 }
 
 /** `{ module, node, nodes }`: the assignment removed and the nodes the module is still on. */
-export function reply(state: State, events: readonly MeshEvent[]): { module: string; node: string; nodes: string[] } {
+export function reply(state: State, events: readonly MeshEvent[]): BodyOf<"unassign"> {
   const removed = events.find((e) => e.type === "ModuleUnassigned");
   if (!removed || removed.type !== "ModuleUnassigned") throw new Error("unassign reply: the commit has no ModuleUnassigned");
   return { module: removed.module, node: removed.node, nodes: [...nodesOfModule(state.assignments, removed.module)] };

@@ -1,18 +1,12 @@
-import { z } from "zod";
+import { WhereRequest, type BodyOf, type PlacedNode } from "../contracts/verbs.ts";
 import { brokerNode, whereEveryoneIs, type State } from "../projections/index.ts";
 import type { QueryDefinition } from "./envelope.ts";
-
-/** `where {}`: where every node is on the overlay, the hub, and the node the broker runs on. */
-export const WhereRequest = z.object({}).strict();
-
-/** One placed node: its overlay name (R7), and whether it is the hub (R9) or the broker's node (R6). */
-export type PlacedNode = { node: string; overlayName: string; hub: boolean; broker: boolean };
 
 /**
  * `placed`: every node on the overlay, sorted by name (an array of objects, like every list a
  * reply carries); `hub`: the hub or null; `broker`: brokerNode (R6), or null.
  */
-export type WhereAnswer = { placed: PlacedNode[]; hub: string | null; broker: string | null };
+export type WhereAnswer = BodyOf<"where">;
 
 export function answer(state: State): WhereAnswer {
   const broker = brokerNode(state);

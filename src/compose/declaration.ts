@@ -1,70 +1,27 @@
 import type { State } from "../projections/index.ts";
 import { brokerReachableAt, credentialOf, holdersOf, principalOfModule, provisionKey, resolveSeat, seatOf } from "../projections/index.ts";
 import { BROKER_SEAT } from "../names.ts";
-import type { Manifest } from "../manifest/manifest.ts";
+import { CONTRACT_VERSIONS } from "../contracts/version.ts";
+import {
+  type Declaration, type DeclarationBody, type DeclaredModule, type DeclaredCredential, type ProvisionGrant, type ReceivedProvision,
+} from "../contracts/declaration.ts";
+import { USER_LIST_PART_BYTES, type UserListRef } from "../contracts/userList.ts";
 import { canonicalJson, type Digest } from "./digest.ts";
-import { moduleEnvironment, type ModuleEnvironment } from "./environment.ts";
+import { moduleEnvironment } from "./environment.ts";
 import { composeBusUsers, renderUserList } from "./userList.ts";
 import type { BusUsers, ComposeConfig, Principal, Refusal } from "./types.ts";
 
 /**
- * A module's credential as a declaration carries it. `sealed` is the secret as the records hold it,
- * sealed with the mesh key: compose is pure and holds no key, so the shell opens it and re-seals it
- * to the node's public key at send time (sealToNode), after the digest is taken. The digest is
- * therefore over the mesh-sealed form, which is stable, while each send's node-sealed form differs.
+ * The declaration and its parts are the contract between the controller and the host
+ * (src/contracts/declaration.ts, src/contracts/userList.ts): compose builds them, push sends them,
+ * the host parses them with the same schemas. A credential's `sealed` is the secret as the records
+ * hold it, sealed with the mesh key: compose is pure and holds no key, so the shell re-seals it to
+ * the node's public key at send time, after the digest is taken (the digest is therefore over the
+ * stable mesh-sealed form).
  */
-export type DeclaredCredential = { address: string; user: string; sealed: string; fingerprint: string };
-
-/** A provision as its consumer receives it (the login the provider made for it; secret sealed as above). */
-export type ReceivedProvision = { seat: string; provision: string; user: string; sealed: string };
-
-/** A grant a provider on this node holds for one consumer of its seat (R31: minted before composing). */
-export type ProvisionGrant = { seat: string; provision: string; consumer: string; user: string; sealed: string };
-
-/** One module the node must run, with what it needs to dial the bus pinned (R3, R34). */
-export type DeclaredModule = {
-  module: string;
-  version: string;
-  run: Manifest["run"];
-  credential: DeclaredCredential;
-  /**
-   * The environment the module runs with (R57: its address, user, inbox prefix, work, events and
-   * tools, ModuleEnvironment); the host adds MESH_PASSWORD once it opened the secret and
-   * MESH_BROKER_CERTIFICATE_FILE once it holds the certificate's PEM.
-   */
-  env: ModuleEnvironment;
-  provisions: ReceivedProvision[];
-};
-
-/** Bytes of one user-list part: a quarter of the bus's default largest message (1 MiB). */
-export const USER_LIST_PART_BYTES = 256 * 1024;
-
-/**
- * How a declaration names the user list it travels with: the digest of its text (UTF-8), its size
- * in bytes and the number of parts it is cut into (USER_LIST_PART_BYTES each, the last shorter).
- * The text itself travels beside the declaration, in parts (push; the host joins them, checks the
- * digest and installs the list only when complete and matching).
- */
-export type UserListRef = { digest: string; bytes: number; parts: number };
-
-/**
- * Everything the mesh wants one node to hold. `self` is the node's own credential; `userList` is present only on the node holding
- * mesh-broker (R11) and names the list (UserListRef); `digest` is `digest(canonicalJson(the
- * rest))`, so it changes when the list does and stays a pure function of the records. An
- * unassigned node composes to an empty declaration, which is still a declaration (R29).
- */
-export type Declaration = {
-  node: string;
-  /**
-   * The node's own current bus credential (its record: address, user, mesh-key-sealed secret, the
-   * mesh's fingerprint), absent only when the node has none. A rotation changes it, so the node's
-   * digest changes and the next push sends it (R31); the host saves it and dials with it from then on.
-   */
-  self?: DeclaredCredential;
-  modules: DeclaredModule[];
-  provisions: ProvisionGrant[];
-  userList?: UserListRef;
-  digest: string;
+export {
+  USER_LIST_PART_BYTES, type UserListRef, type Declaration, type DeclaredModule, type DeclaredCredential, type ProvisionGrant,
+  type ReceivedProvision,
 };
 
 /**
@@ -254,9 +211,11 @@ export function composeDeclaration(
   }
   provisions.sort((a, b) => compare(`${a.seat}/${a.provision}/${a.consumer}`, `${b.seat}/${b.provision}/${b.consumer}`));
   const own = credentialOf(state.credentials, { kind: "node", name: node });
-  const body: Omit<Declaration, "digest"> = own
-    ? { node, self: { address: own.address, user: own.user, sealed: own.sealed, fingerprint }, modules, provisions }
-    : { node, modules, provisions };
+  // `v` is inside the digest: a declaration of another contract version is another declaration.
+  const v = CONTRACT_VERSIONS.declaration;
+  const body: DeclarationBody = own
+    ? { v, node, self: { address: own.address, user: own.user, sealed: own.sealed, fingerprint }, modules, provisions }
+    : { v, node, modules, provisions };
   let userListText: string | undefined;
   if (prepared.brokerHolders.has(node)) {
     const text = prepared.userListText();

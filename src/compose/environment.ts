@@ -1,4 +1,5 @@
 import type { State } from "../projections/index.ts";
+import type { ModuleEnvironment } from "../contracts/declaration.ts";
 import { resolveSeat, seatOf } from "../projections/index.ts";
 import { EVENTS_STREAM, eventSubject, followConsumer, inboxPrefix, toolSubject, workConsumer, workStream, workSubject } from "../names.ts";
 
@@ -21,17 +22,7 @@ import { EVENTS_STREAM, eventSubject, followConsumer, inboxPrefix, toolSubject, 
  * - `MESH_TOOLS`: `[{tool, subject}]`, the requests it answers.
  * Seats are named as they resolve now (aliases followed, R27). Pure.
  */
-export type ModuleEnvironment = {
-  MESH_BROKER_ADDRESS: string;
-  MESH_BROKER_CERTIFICATE: string;
-  MESH_USER: string;
-  MESH_INBOX_PREFIX: string;
-  MESH_WORK: string;
-  MESH_SUBMITS: string;
-  MESH_EMITS: string;
-  MESH_FOLLOWS: string;
-  MESH_TOOLS: string;
-};
+export type { ModuleEnvironment };
 
 /** The variable the host adds: the path of the bus certificate as PEM (R57). */
 export const CERTIFICATE_FILE_VARIABLE = "MESH_BROKER_CERTIFICATE_FILE";

@@ -6,14 +6,16 @@ import { connectToBus, secretOf, withSecret, type BusCredential } from "../bus/c
 import { CONTROL_STREAM, declarationConsumer, reportSubject } from "../names.ts";
 import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
-import type { DeclaredCredential, HostDeclaration, HostReport } from "./declaration.ts";
+import type { Declaration as HostDeclaration, DeclaredCredential } from "../contracts/declaration.ts";
+import { stampReport, type HostReport } from "../contracts/report.ts";
 import {
   appliedReport, backoffDelay, credentialChanged, driftedReport, failedReport, messageKind, planApply, planList, readDeclaration, restatedReport,
 } from "./plan.ts";
 import { openAsNode } from "../crypto/secrets.ts";
 import { NODE_CREDENTIAL_FILE, readCredentialFile, readNodePrivateKey } from "./keys.ts";
 import { writeBusCredential } from "../files/index.ts";
-import { UserListParts, readPartHeader } from "./userListParts.ts";
+import { UserListParts } from "./userListParts.ts";
+import { readPartHeader } from "../contracts/userList.ts";
 
 /**
  * The host agent (DESIGN.md section 7): the node side of a push.
@@ -195,7 +197,7 @@ export function startHost(options: HostOptions): Host {
     });
 
   const publishReport = async (nc: NatsConnection, report: HostReport, applied: Applied | undefined) => {
-    nc.publish(reportSubject(node), JSON.stringify(report));
+    nc.publish(reportSubject(node), JSON.stringify(stampReport(report)));
     await nc.flush().catch(() => undefined);
     reports.push(report);
     notify();
@@ -218,7 +220,7 @@ export function startHost(options: HostOptions): Host {
       const owned = readOwned(stateDir);
       const listText = owned?.node === node && options.bus && existsSync(options.bus.includeFile) ? readFileSync(options.bus.includeFile, "utf8") : undefined;
       const report = restatedReport(node, owned, listText);
-      if (report) nc.publish(reportSubject(node), JSON.stringify(report));
+      if (report) nc.publish(reportSubject(node), JSON.stringify(stampReport(report)));
     } catch (error) {
       log(`host ${node}: its last declaration is not reported again at start: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
     }
@@ -395,7 +397,7 @@ export function startHost(options: HostOptions): Host {
   };
   /** Publishes a re-check's report (R55); not a declaration's, so neither `reports` nor onReport hear it. */
   const publishDrift = async (nc: NatsConnection, report: HostReport): Promise<void> => {
-    nc.publish(reportSubject(node), JSON.stringify(report));
+    nc.publish(reportSubject(node), JSON.stringify(stampReport(report)));
     await nc.flush().catch(() => undefined);
   };
   /** The bus certificate as PEM, pinned at the last connect: written beside each module (R57). */

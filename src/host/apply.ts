@@ -3,7 +3,8 @@ import { dirname, join, relative, resolve, sep } from "node:path";
 import { openAsNode } from "../crypto/secrets.ts";
 import { NAME_PATTERN } from "../names.ts";
 import { makeFolderDurable, removeFileDurable, writeFileDurable } from "../files/index.ts";
-import { HostDeclaration, type HostReport } from "./declaration.ts";
+import { Declaration } from "../contracts/declaration.ts";
+import type { HostReport } from "../contracts/report.ts";
 import { CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE } from "../compose/environment.ts";
 
 /**
@@ -68,7 +69,7 @@ export const LAST_APPLIED_FILE = "last-applied.json";
  * secrets still sealed to the node's key), the report published about it, and the bus certificate
  * PEM its files were written with, so a check at start, before any connection, writes the same files.
  */
-export type LastApplied = { declaration: HostDeclaration; report: HostReport; certificatePem?: string };
+export type LastApplied = { declaration: Declaration; report: HostReport; certificatePem?: string };
 
 /** Saves `<stateDir>/last-applied.json` (0600, atomically, R54). */
 export function saveLastApplied(stateDir: string, last: LastApplied): void {
@@ -81,7 +82,7 @@ export function readLastApplied(stateDir: string): LastApplied | null {
   if (!existsSync(file)) return null;
   try {
     const raw = JSON.parse(readFileSync(file, "utf8")) as { declaration?: unknown; report?: HostReport; certificatePem?: string };
-    const declaration = HostDeclaration.safeParse(raw.declaration);
+    const declaration = Declaration.safeParse(raw.declaration);
     if (!declaration.success || typeof raw.report?.digest !== "string") return null;
     return { declaration: declaration.data, report: raw.report, ...(typeof raw.certificatePem === "string" ? { certificatePem: raw.certificatePem } : {}) };
   } catch {
@@ -156,7 +157,7 @@ function json(value: unknown): string {
  * Opens every secret with `privateKey`; throws DeclarationRefused when one does not open or a name
  * is not a safe file name.
  */
-export function desiredFiles(declaration: HostDeclaration, privateKey: string, local: LocalFacts = {}): Desired {
+export function desiredFiles(declaration: Declaration, privateKey: string, local: LocalFacts = {}): Desired {
   const files: Desired = new Map();
   for (const entry of declaration.modules) {
     const module = safeName("module", entry.module);
@@ -224,7 +225,7 @@ function sameContent(path: string, text: string, mode: number): boolean {
  * removes everything the mesh owned. Idempotent: applying the same declaration twice writes nothing
  * the second time. Throws DeclarationRefused (nothing changed) or a file system error.
  */
-export function applyDeclaration(stateDir: string, declaration: HostDeclaration, privateKey: string, certificatePem?: string): Applied {
+export function applyDeclaration(stateDir: string, declaration: Declaration, privateKey: string, certificatePem?: string): Applied {
   const desired = desiredFiles(declaration, privateKey, { stateDir: resolve(stateDir), ...(certificatePem === undefined ? {} : { certificatePem }) });
   const previous = readOwned(stateDir);
   const owned = new Set(previous?.files ?? []);

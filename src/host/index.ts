@@ -5,13 +5,9 @@ export {
   type BusReloadOptions, type UserListInstalled,
 } from "./busList.ts";
 export {
-  HostDeclaration, DeclaredUserList, DeclaredModule, DeclaredCredential, ReceivedProvision, ProvisionGrant, type HostReport,
-} from "./declaration.ts";
-export {
   initHostKeys, readNodePrivateKey, credentialFrom, readCredentialFile, saveNodeCredential, HostStateError,
   NODE_KEY_FILE, NODE_PUBLIC_KEY_FILE, NODE_CREDENTIAL_FILE, type EnrolReply,
 } from "./keys.ts";
 export {
-  UserListParts, UserListPartRefused, readPartHeader, sha256Bytes, USER_LIST_PARTS_FOLDER, MAX_USER_LIST_PARTS, MAX_LISTS_KEPT,
-  type Assembled, type ListRef, type PartHeader,
+  UserListParts, sha256Bytes, USER_LIST_PARTS_FOLDER, MAX_LISTS_KEPT, type Assembled,
 } from "./userListParts.ts";

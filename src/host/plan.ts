@@ -5,7 +5,9 @@
  * no clock, no crypto. agent.ts carries a plan out (opens secrets, writes files, installs the
  * list, acknowledges, publishes) and hands what happened back to the functions here.
  */
-import { HostDeclaration, usersOfListText, type DeclaredCredential, type HostReport } from "./declaration.ts";
+import { usersOfListText } from "./declaration.ts";
+import { Declaration as HostDeclaration, declarationProblem, type DeclaredCredential } from "../contracts/declaration.ts";
+import type { HostReport } from "../contracts/report.ts";
 import { declarationSubject } from "../names.ts";
 
 /**
@@ -27,15 +29,15 @@ export function firstLine(error: unknown): string {
 }
 
 /**
- * A declaration message's JSON (undefined when it was not JSON) read as a HostDeclaration, or the
- * report that says it is malformed, naming its fields (acknowledged and reported, never retried).
+ * A declaration message's JSON (undefined when it was not JSON) read with the declaration contract
+ * (src/contracts/declaration.ts), or the report that says why not: another contract version, naming
+ * `v`, or malformed, naming its fields (acknowledged and reported, never retried).
  */
 export function readDeclaration(raw: unknown, seq: number, node: string): { ok: true; declaration: HostDeclaration } | { ok: false; report: HostReport } {
   const parsed = HostDeclaration.safeParse(raw);
   if (parsed.success) return { ok: true, declaration: parsed.data };
   const digest = String((raw as { digest?: unknown } | undefined)?.digest ?? "unknown");
-  const fields = parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ");
-  return { ok: false, report: { node, digest, ok: false, error: `declaration #${seq} is malformed (${fields})` } };
+  return { ok: false, report: { node, digest, ok: false, error: `declaration #${seq} ${declarationProblem(parsed.error)}` } };
 }
 
 /** The user list a declaration names: its digest, size in bytes and part count. */

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER } from "../names.ts";
+import { LIST_DIGEST_PATTERN, MAX_USER_LIST_PARTS, type PartHeader, type UserListRef } from "../contracts/userList.ts";
 import { makeFolderDurable, writeFileDurable } from "../files/index.ts";
 
 /**
@@ -16,45 +16,8 @@ import { makeFolderDurable, writeFileDurable } from "../files/index.ts";
  */
 
 export const USER_LIST_PARTS_FOLDER = "user-list-parts";
-/** The most parts one list may have (256 KiB each: 1 GiB), so a bad header cannot fill the disk. */
-export const MAX_USER_LIST_PARTS = 4096;
 /** Lists whose parts are kept at once; storing a part of one more drops the oldest. */
 export const MAX_LISTS_KEPT = 4;
-
-const DIGEST_PATTERN = /^[0-9a-f]{16,128}$/;
-
-/** What the declaration says of its list (UserListRef of src/compose). */
-export type ListRef = { digest: string; bytes: number; parts: number };
-
-/** One part as read from a message's headers. */
-export type PartHeader = { digest: string; index: number; count: number };
-
-/** A part message the host cannot use (bad headers). `code` is stable. */
-export class UserListPartRefused extends Error {
-  override readonly name = "UserListPartRefused";
-  readonly code: "bad-header";
-  constructor(message: string) {
-    super(message);
-    this.code = "bad-header";
-  }
-}
-
-/**
- * Reads a part's headers (USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER). `get` returns a header's
- * value or "" when absent (nats.js MsgHdrs.get). Throws UserListPartRefused `bad-header`.
- */
-export function readPartHeader(get: (name: string) => string): PartHeader {
-  const digest = get(USER_LIST_DIGEST_HEADER);
-  const part = /^(\d{1,6})\/(\d{1,6})$/.exec(get(USER_LIST_PART_HEADER));
-  if (!DIGEST_PATTERN.test(digest)) throw new UserListPartRefused(`a user-list part has no usable ${USER_LIST_DIGEST_HEADER} header`);
-  if (!part) throw new UserListPartRefused(`a user-list part has no usable ${USER_LIST_PART_HEADER} header (want <index>/<count>)`);
-  const index = Number(part[1]);
-  const count = Number(part[2]);
-  if (count < 1 || count > MAX_USER_LIST_PARTS || index >= count) {
-    throw new UserListPartRefused(`a user-list part says it is ${index}/${count}: the index must be below the count, the count 1..${MAX_USER_LIST_PARTS}`);
-  }
-  return { digest, index, count };
-}
 
 /** The outcome of assembling a declared list: its text, or what is missing or wrong. */
 export type Assembled =
@@ -88,7 +51,7 @@ export class UserListParts {
   digests(): string[] {
     if (!existsSync(this.#root)) return [];
     return readdirSync(this.#root)
-      .filter((name) => DIGEST_PATTERN.test(name))
+      .filter((name) => LIST_DIGEST_PATTERN.test(name))
       .map((name) => ({ name, at: statSync(join(this.#root, name)).mtimeMs }))
       .sort((a, b) => a.at - b.at || (a.name < b.name ? -1 : 1))
       .map((entry) => entry.name);
@@ -97,7 +60,7 @@ export class UserListParts {
   /** The indexes stored for `digest`, ascending. */
   stored(digest: string): number[] {
     const folder = this.#folder(digest);
-    if (!DIGEST_PATTERN.test(digest) || !existsSync(folder)) return [];
+    if (!LIST_DIGEST_PATTERN.test(digest) || !existsSync(folder)) return [];
     return readdirSync(folder).filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => a - b);
   }
 
@@ -121,9 +84,9 @@ export class UserListParts {
    * `ref.digest` (`wrong-digest`). Parts of other digests are never read. Never throws for a
    * missing or bad list.
    */
-  assemble(ref: ListRef): Assembled {
+  assemble(ref: UserListRef): Assembled {
     const count = ref.parts;
-    if (!DIGEST_PATTERN.test(ref.digest) || !Number.isInteger(count) || count < 1 || count > MAX_USER_LIST_PARTS) {
+    if (!LIST_DIGEST_PATTERN.test(ref.digest) || !Number.isInteger(count) || count < 1 || count > MAX_USER_LIST_PARTS) {
       return { ok: false, code: "wrong-size", message: `the declaration names a user list the host cannot read (${count} parts)` };
     }
     const have = new Set(this.stored(ref.digest));
@@ -150,7 +113,7 @@ export class UserListParts {
 
   /** Deletes the stored parts of `digest`. */
   discard(digest: string): void {
-    if (!DIGEST_PATTERN.test(digest)) return;
+    if (!LIST_DIGEST_PATTERN.test(digest)) return;
     rmSync(this.#folder(digest), { recursive: true, force: true });
   }
 

@@ -17,6 +17,8 @@ import {
   BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, REPORT_SUBJECTS, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER,
   declarationSubject, reportSubject, userListPartSubject, userListPartsFilter,
 } from "../names.ts";
+import { parseHostReport, type HostReport } from "../contracts/report.ts";
+import { partHeaderValue } from "../contracts/userList.ts";
 import { raiseMesh, type RaiseMemo, type RaiseReport } from "../controller/raise.ts";
 import type { ControllerCredential } from "../controller/credential.ts";
 import { BOOTSTRAP_PASSWORD } from "../genesis.ts";
@@ -133,9 +135,6 @@ export type PushReport = {
   /** Dry run only: each composition, secrets redacted. */
   declarations?: Declaration[];
 };
-
-/** A node's report of the declaration it applied (the host publishes it on reportSubject(node)). */
-type HostReport = { node: string; digest: string; ok: boolean; error?: string };
 
 /** sha256 hex: the digest composition takes over canonical JSON. */
 export function sha256(text: string): string {
@@ -312,7 +311,7 @@ export function splitUserList(text: string, partBytes: number = USER_LIST_PART_B
 export function userListPartHeaders(digest: string, index: number, count: number): MsgHdrs {
   const h = headers();
   h.set(USER_LIST_DIGEST_HEADER, digest);
-  h.set(USER_LIST_PART_HEADER, `${index}/${count}`);
+  h.set(USER_LIST_PART_HEADER, partHeaderValue(index, count));
   return h;
 }
 
@@ -457,7 +456,7 @@ class ReportWatch {
       callback: (error, m) => {
         if (error) return;
         try {
-          const report = m.json<HostReport>();
+          const report = parseHostReport(m.json());
           if (typeof report?.node === "string" && typeof report.digest === "string") this.#take(report);
         } catch {
           // not a report: ignored
@@ -500,7 +499,7 @@ class ReportWatch {
     const stored = await this.#jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) }).catch(() => null);
     if (!stored) return undefined;
     try {
-      const r = stored.json<HostReport>();
+      const r = parseHostReport(stored.json());
       return r?.digest === digest && r.ok === true ? stored.time.toISOString() : undefined;
     } catch {
       return undefined;
@@ -531,7 +530,7 @@ class ReportWatch {
       await Promise.all(nodes.slice(i, i + REPORT_READS_AT_ONCE).map(async (node) => {
         try {
           const stored = await this.#jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) });
-          if (stored) this.#take(stored.json<HostReport>(), stored);
+          if (stored) this.#take(parseHostReport(stored.json()), stored);
         } catch {
           // no stored report
         }

@@ -1,5 +1,4 @@
-import { z } from "zod";
-import { MeshName } from "../manifest/manifest.ts";
+import { MAX_PUSH_WAIT_MS, PushRequest, type PushReply as PushReplyContract } from "../contracts/verbs.ts";
 import type { Refusal, Reply } from "../commands/envelope.ts";
 import type { ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
@@ -13,21 +12,7 @@ export const PUSH_VERB = "push";
 /** The bus's max payload when the connection does not say (nats-server's default, 1 MiB). */
 const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 
-/** The longest `--wait` a request may ask for, in milliseconds (10 minutes). */
-export const MAX_PUSH_WAIT_MS = 600_000;
 
-/** `push {nodes?, wait?, timeoutMs?, dryRun?}`: see push(). Unknown fields are refused. */
-export const PushRequest = z
-  .object({
-    nodes: z.array(MeshName).default([]).describe("nodes to send even when not behind (the behind ones are sent too, R31)"),
-    wait: z.boolean().default(false).describe("wait for each sent node's report of the applied digest (R32)"),
-    timeoutMs: z.number().int().positive().max(MAX_PUSH_WAIT_MS).optional().describe("milliseconds to wait with `wait`"),
-    dryRun: z.boolean().default(false).describe("compose and report, secrets redacted; send nothing"),
-    progressSubject: z.string().min(1).max(255).regex(/^[^\s*>]+$/, "a subject without wildcards or spaces")
-      .optional().describe("where to publish progress lines: a subject inside the asker's own inbox (progressSubject in src/names.ts)"),
-  })
-  .strict();
-export type PushRequest = z.infer<typeof PushRequest>;
 
 /** How many nodes of a push ended in each outcome (only outcomes that occurred). */
 export type OutcomeCounts = Partial<Record<NodeOutcome, number>>;
@@ -37,7 +22,17 @@ export type OutcomeCounts = Partial<Record<NodeOutcome, number>>;
  * `counts` always covers every node; when the whole report does not fit, its growing lists are cut
  * (pushReply) and `omitted` says per list how many items were left out and where to read them.
  */
-export type PushReply = { ok: true } & PushReport & { counts: OutcomeCounts; omitted?: Record<string, Omitted> };
+export type PushReply = PushReplyContract;
+
+export { MAX_PUSH_WAIT_MS, PushRequest };
+
+/**
+ * The report push() returns is the push reply's body (src/contracts/verbs.ts): a compile-time
+ * check that the two never drift apart while push.ts keeps its own type.
+ */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
+const reportIsTheReply: Same<{ ok: true } & PushReport & { counts: OutcomeCounts; omitted?: Record<string, Omitted> }, Omit<PushReply, "v">> = true;
+void reportIsTheReply;
 
 /** Outcomes of nodes that need the operator's attention: kept first when the node lines are cut. */
 const ATTENTION: ReadonlySet<NodeOutcome> = new Set(["refused", "failed", "timed-out"]);

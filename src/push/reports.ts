@@ -1,6 +1,6 @@
-import { z } from "zod";
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { MeshName } from "../manifest/manifest.ts";
+import { REPORTS_PAGE, ReportsRequest, type LastReport, type ReportsReply } from "../contracts/verbs.ts";
+import { parseHostReport } from "../contracts/report.ts";
 import type { Reply } from "../commands/envelope.ts";
 import type { ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
@@ -14,24 +14,8 @@ import { REPORTS_STREAM, REPORT_SUBJECTS, reportSubject } from "../names.ts";
 
 /** The verb: `mesh.command.<asker>.reports` (R51). */
 export const REPORTS_VERB = "reports";
-/** Nodes per reply at most (R59: a report is a few hundred bytes; 500 stay far under 1 MiB). */
-export const REPORTS_PAGE = 500;
 
-/** `reports {nodes?, after?, limit?}`: the named nodes' last reports, or every node's, a page at a time. */
-export const ReportsRequest = z
-  .object({
-    nodes: z.array(MeshName).max(REPORTS_PAGE).optional().describe(`the nodes whose last report to read (at most ${REPORTS_PAGE}); default every node that reported`),
-    after: MeshName.optional().describe("without nodes: start after this node name (the previous page's `next`)"),
-    limit: z.number().int().positive().max(REPORTS_PAGE).default(REPORTS_PAGE).describe("without nodes: reports per page"),
-  })
-  .strict();
-export type ReportsRequest = z.infer<typeof ReportsRequest>;
-
-/** A node's last report as the bus holds it: what it applied (digest, ok), when (`at`, the stream's time), drift, error. */
-export type LastReport = { node: string; at: string; digest: string; ok: boolean; error?: string; drift?: string[] };
-
-/** The reply: the reports found (a node with none is absent), and `next` when another page follows. */
-export type ReportsReply = { ok: true; reports: LastReport[]; next?: string };
+export { REPORTS_PAGE, ReportsRequest, type LastReport, type ReportsReply };
 
 /** The node a report subject names (`mesh.report.<node>`), or null. */
 function nodeOfSubject(subject: string): string | null {
@@ -41,19 +25,18 @@ function nodeOfSubject(subject: string): string | null {
 
 /**
  * Reads the last stored report of each of `nodes` (in that order; a node with no stored report,
- * or one that does not parse, is left out), all at once: callers pass a page (REPORTS_PAGE at most).
+ * or one that does not follow the report contract, is left out), all at once: callers pass a page (REPORTS_PAGE at most).
  */
 export async function readLastReports(jsm: JetStreamManager, nodes: readonly string[]): Promise<LastReport[]> {
   const found = await Promise.all(nodes.map(async (node): Promise<LastReport | null> => {
     const stored = await jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) }).catch(() => null);
     if (!stored) return null;
     try {
-      const r = stored.json<{ digest?: unknown; ok?: unknown; error?: unknown; drift?: unknown }>();
-      if (typeof r.digest !== "string") return null;
+      const r = parseHostReport(stored.json());
       return {
-        node, at: stored.time.toISOString(), digest: r.digest, ok: r.ok === true,
-        ...(typeof r.error === "string" ? { error: r.error } : {}),
-        ...(Array.isArray(r.drift) ? { drift: r.drift.filter((f): f is string => typeof f === "string") } : {}),
+        node, at: stored.time.toISOString(), digest: r.digest, ok: r.ok,
+        ...(r.error === undefined ? {} : { error: r.error }),
+        ...(r.drift === undefined ? {} : { drift: r.drift }),
       };
     } catch {
       return null;
@@ -79,13 +62,14 @@ export function reportsVerb(manager: JetStreamManager): ExtraVerb {
     if (!parsed.ok) return { ok: false, error: parsed.refusal };
     const request = parsed.value;
     if (request.nodes !== undefined) {
-      return { ok: true, reports: await readLastReports(manager, request.nodes) } as unknown as Reply;
+      const reply: ReportsReply = { ok: true, reports: await readLastReports(manager, request.nodes) };
+      return reply;
     }
     const all = await reportingNodes(manager);
     const from = request.after === undefined ? all : all.filter((n) => n > request.after!);
     const page = from.slice(0, request.limit);
     const reply: ReportsReply = { ok: true, reports: await readLastReports(manager, page) };
     if (from.length > page.length) reply.next = page.at(-1)!;
-    return reply as unknown as Reply;
+    return reply;
   };
 }

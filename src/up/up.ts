@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectToBus } from "../bus/connect.ts";
 import { makeFolderDurable, readBusCredential, writeFileDurable } from "../files/index.ts";
-import { sendCommand } from "../cli/send.ts";
+import { sendCommand } from "../client/send.ts";
 import { PUSH_REPLY_MARGIN_MS } from "../cli/push.ts";
 import { PUSH_VERB } from "../push/pushCommand.ts";
 import { registrationOrder } from "../cli/manifests.ts";

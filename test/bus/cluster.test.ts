@@ -9,7 +9,7 @@ import { connectToBus, type BusCredential } from "../../src/bus/connect.ts";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
 import { newMeshKey, newNodeKeyPair, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
-import { sendCommand, CommandTransportError } from "../../src/cli/send.ts";
+import { sendCommand, CommandTransportError } from "../../src/client/send.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser } from "../../src/names.ts";
 import { TEST_FINGERPRINT } from "../support/commandMesh.ts";

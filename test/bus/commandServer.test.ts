@@ -4,7 +4,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
 import { startNatsServer, waitFor } from "../support/natsServer.ts";
 import { replyInAskersInbox, replyErrorOf, serveCommands, MAX_COMMAND_BYTES } from "../../src/commands/server.ts";
-import { sendCommand } from "../../src/cli/send.ts";
+import { sendCommand } from "../../src/client/send.ts";
 import type { Catalogue } from "../../src/records/catalogue.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted } from "../../src/records/errors.ts";
 import { newNodeKeyPair, openAsNode, passwordMatches } from "../../src/crypto/secrets.ts";

@@ -14,8 +14,10 @@ import {
 import { splitUserList, userListPartHeaders } from "../../src/push/push.ts";
 import { hashPassword, newPassword, sealToNode } from "../../src/crypto/secrets.ts";
 import { canonicalJson, moduleEnvironment, permissionsOf, renderUserList, type BusUser, type Declaration } from "../../src/compose/index.ts";
+import type { DeclarationBody } from "../../src/contracts/declaration.ts";
 import { initialState } from "../../src/projections/state.ts";
-import { initHostKeys, lastGoodFile, startHost, type Host, type HostReport } from "../../src/host/index.ts";
+import { initHostKeys, lastGoodFile, startHost, type Host } from "../../src/host/index.ts";
+import type { HostReport } from "../../src/contracts/report.ts";
 import { usersOfListText } from "../../src/host/declaration.ts";
 
 /**
@@ -59,7 +61,8 @@ function declaration(
   modules: ModuleSpec[],
   extra: { userList?: string; grants?: Array<{ seat: string; provision: string; consumer: string; password: string }> } = {},
 ): TestDeclaration {
-  const body: Omit<Declaration, "digest"> = {
+  const body: DeclarationBody = {
+    v: 1,
     node,
     modules: modules.map((m) => ({
       module: m.module,

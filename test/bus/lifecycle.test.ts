@@ -12,7 +12,7 @@ import { stopAll } from "../../src/up/processes.ts";
 import { freePort } from "../../installer/serverConfig.ts";
 import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
 import { readBusCredential } from "../../src/files/index.ts";
-import { sendCommand } from "../../src/cli/send.ts";
+import { sendCommand } from "../../src/client/send.ts";
 import { EXIT_OK, EXIT_REFUSED } from "../../src/cli/context.ts";
 import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
 import { eventSubject } from "../../src/names.ts";

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
-import { sendCommand } from "../../src/cli/send.ts";
+import { sendCommand } from "../../src/client/send.ts";
 import { EXIT_OK } from "../../src/cli/context.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import { newNodeKeyPair } from "../../src/crypto/secrets.ts";

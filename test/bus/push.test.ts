@@ -6,7 +6,7 @@ import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer
 import { controllerFixture, openAsNode, type ControllerFixture } from "../support/controller.ts";
 import type { Controller } from "../../src/bootstrap/main.ts";
 import type { NodeReport, PushReport } from "../../src/push/push.ts";
-import { sendCommand } from "../../src/cli/send.ts";
+import { sendCommand } from "../../src/client/send.ts";
 import { openWithMeshKey } from "../../src/crypto/secrets.ts";
 import {
   CONTROL_STREAM, REPORTS_STREAM, declarationSubject, reportSubject, userListPartSubject, workConsumer, workStream, workSubject,

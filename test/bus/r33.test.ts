@@ -20,7 +20,7 @@ import { connectToBus } from "../../src/bus/connect.ts";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
-import { sendCommand } from "../../src/cli/send.ts";
+import { sendCommand } from "../../src/client/send.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, openAsNode, openWithMeshKey, passwordMatches, sealWithMeshKey } from "../../src/crypto/secrets.ts";

@@ -17,7 +17,7 @@ import { connectToBus } from "../../src/bus/connect.ts";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
-import { sendCommand } from "../../src/cli/send.ts";
+import { sendCommand } from "../../src/client/send.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser, catalogueSubject, commandSubject, inboxPrefix, inboxSubjects } from "../../src/names.ts";
 import { watchViolations } from "../support/violations.ts";

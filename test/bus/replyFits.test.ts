@@ -9,7 +9,7 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
-import { sendCommand } from "../../src/cli/send.ts";
+import { sendCommand } from "../../src/client/send.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import type { Omitted } from "../../src/commands/fit.ts";
 import { newNodeKeyPair } from "../../src/crypto/secrets.ts";

@@ -10,7 +10,7 @@ import { controllerFixture, type ControllerFixture } from "../support/controller
 import { ensureCatalogueStream, RecordsUnsafe, replay } from "../../src/records/catalogue.ts";
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { CATALOGUE_STREAM, catalogueSubject, reportSubject } from "../../src/names.ts";
-import { sendCommand } from "../../src/cli/send.ts";
+import { sendCommand } from "../../src/client/send.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import { newNodeKeyPair, passwordMatches } from "../../src/crypto/secrets.ts";

@@ -15,7 +15,7 @@ import { readUserList } from "../../installer/carried.ts";
 import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../src/genesis.ts";
 import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
 import { readBusCredential } from "../../src/files/index.ts";
-import { sendCommand } from "../../src/cli/send.ts";
+import { sendCommand } from "../../src/client/send.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, type CliIo } from "../../src/cli/context.ts";
 import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";

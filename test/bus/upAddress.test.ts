@@ -12,7 +12,7 @@ import { parseBusAddress } from "../../src/projections/index.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
 import { operatorConnection, operatorUser } from "../../src/up/up.ts";
-import { sendCommand } from "../../src/cli/send.ts";
+import { sendCommand } from "../../src/client/send.ts";
 import { progressSubject } from "../../src/names.ts";
 
 /**

@@ -9,7 +9,7 @@ import { openCatalogue } from "../../src/records/catalogue.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, openAsNode, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { startController, type Controller } from "../../src/bootstrap/main.ts";
 import { memoryLog } from "../../src/bootstrap/log.ts";
-import { sendCommand } from "../../src/cli/send.ts";
+import { sendCommand } from "../../src/client/send.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import {
   CONTROL_STREAM, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER, declarationConsumer, declarationSubject, reportSubject,

@@ -10,9 +10,11 @@ import { createHash } from "node:crypto";
 import { splitUserList, userListPartHeaders } from "../../src/push/push.ts";
 import { USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER } from "../../src/names.ts";
 import {
-  UserListParts, UserListPartRefused, readPartHeader, MAX_LISTS_KEPT,
-  applyDeclaration, credentialFrom, DeclarationRefused, HostDeclaration, HostStateError, initHostKeys, readNodePrivateKey, readOwned,
+  UserListParts, MAX_LISTS_KEPT,
+  applyDeclaration, credentialFrom, DeclarationRefused, HostStateError, initHostKeys, readNodePrivateKey, readOwned,
 } from "../../src/host/index.ts";
+import { UserListPartRefused, readPartHeader } from "../../src/contracts/userList.ts";
+import { Declaration } from "../../src/contracts/declaration.ts";
 
 /** The host's file side without a server: keys, credentials, applying declarations (R29), the CLI. */
 
@@ -28,15 +30,18 @@ function memoryIo(): CliIo & { out(): string; err(): string } {
   };
 }
 
-function declaration(node: string, publicKey: string, modules: Array<{ module: string; password: string }>, digest: string): HostDeclaration {
-  return HostDeclaration.parse({
+function declaration(node: string, publicKey: string, modules: Array<{ module: string; password: string }>, digest: string): Declaration {
+  return Declaration.parse({
     node,
     modules: modules.map((m) => ({
       module: m.module,
       version: "1.0.0",
       run: { image: `example/${m.module}:1` },
       credential: { address: "tls://bus.example:4222", user: `module-${m.module}`, sealed: sealToNode(publicKey, m.password), fingerprint: "AA:BB" },
-      env: { MESH_USER: `module-${m.module}` },
+      env: {
+        MESH_BROKER_ADDRESS: "tls://bus.example:4222", MESH_BROKER_CERTIFICATE: "AA:BB", MESH_USER: `module-${m.module}`,
+        MESH_INBOX_PREFIX: `_INBOX_module-${m.module}`, MESH_WORK: "[]", MESH_SUBMITS: "[]", MESH_EMITS: "[]", MESH_FOLLOWS: "[]", MESH_TOOLS: "[]",
+      },
       provisions: [],
     })),
     provisions: [],

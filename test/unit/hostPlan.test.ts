@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import {
   appliedReport, backoffDelay, credentialChanged, driftedReport, failedReport, messageKind, planApply, planList, readDeclaration, restatedReport,
 } from "../../src/host/plan.ts";
-import { HostDeclaration } from "../../src/host/declaration.ts";
+import { Declaration } from "../../src/contracts/declaration.ts";
 import { declarationSubject, userListPartSubject } from "../../src/names.ts";
 
 /**
@@ -14,7 +14,7 @@ import { declarationSubject, userListPartSubject } from "../../src/names.ts";
 
 const self = { address: "tls://bus.example:4222", user: "node-alpha", sealed: "sealed-self", fingerprint: "AA:BB" };
 const list = { digest: "f".repeat(64), bytes: 10, parts: 2 };
-const declared = (extra: Record<string, unknown> = {}): HostDeclaration => HostDeclaration.parse({ node: "alpha", digest: "d".repeat(64), ...extra });
+const declared = (extra: Record<string, unknown> = {}): Declaration => Declaration.parse({ node: "alpha", digest: "d".repeat(64), ...extra });
 const LIST_TEXT = `{user: "node-alpha", password: "$2a$x"}\n{user: "module-broker", password: "$2a$y"}\n`;
 
 describe("host plan: messages and declarations", () => {

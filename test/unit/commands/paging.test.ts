@@ -4,7 +4,8 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { continueToken, pageOf, readContinueToken, type PageRequest, type PageSpec } from "../../../src/commands/paging.ts";
+import { continueToken, pageOf, readContinueToken, type PageSpec } from "../../../src/commands/paging.ts";
+import type { PageRequest } from "../../../src/contracts/verbs.ts";
 
 type Item = { name: string; blob: string };
 const SPEC: PageSpec = { field: "items", key: (item) => (item as Item).name };

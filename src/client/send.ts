@@ -1,6 +1,6 @@
 import { errors, type NatsConnection } from "@nats-io/transport-node";
 import { commandSubject } from "../names.ts";
-import type { Reply } from "../commands/envelope.ts";
+import type { AnyReply as Reply } from "../contracts/verbs.ts";
 
 /**
  * Sending one command to the controller: the library call the CLI and the bench make.

@@ -1,0 +1,154 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import {
+  DryRunReply, RefusedReply, VERBS, VERBS_VERSION, type Refusal, type ReplyOf, type RequestOf, type Verb,
+} from "../contracts/verbs.ts";
+import { parseContract } from "../contracts/version.ts";
+import { sendCommand, type SendOptions } from "./send.ts";
+
+/**
+ * The typed client of the controller's verbs (issue 12): one method per verb, each sending the
+ * verb's request (src/contracts/verbs.ts) through sendCommand as the bus user `asker` (R51) and
+ * parsing the reply with the verb's contract. A refusal is an answer, not an exception:
+ * `{ ok: false, error: { code, message, field? } }`. Exceptions are for the transport
+ * (CommandTransportError: nobody answered, a timeout, a body too large) and for a reply that does
+ * not follow its contract (ContractError: `unsupported-version` naming `v` for a controller of
+ * another version, `bad-message` naming the field otherwise).
+ */
+
+/** Caller settings of one call: the command id (idempotency key, R53) and the reply timeout. */
+export type CallOptions = SendOptions & { /** Sent as `commandId`; a retry with the same id appends nothing twice. */ commandId?: string };
+
+/** A verb's answer: its accepted reply, or the refusal. */
+export type Answer<V extends Verb> = ReplyOf<V> | RefusedReply;
+
+/** A verb that changes the records: it takes a dry run. */
+export type CommandVerb = { [V in Verb]: (typeof VERBS)[V]["kind"] extends "command" ? V : never }[Verb];
+
+/** The list verbs (R59): their replies come a page at a time. */
+export type ListVerb = "where" | "seats" | "nodes" | "modules" | "credentials";
+
+/** The field of each list verb's reply that holds its list. */
+export const LIST_FIELD: { readonly [V in ListVerb]: keyof ReplyOf<V> & string } = {
+  where: "placed", seats: "seats", nodes: "nodes", modules: "modules", credentials: "credentials",
+};
+
+/** The typed client: one method per verb, plus `ask`, `dryRun` and `everyPage` for code generic over verbs. */
+export type MeshClient = {
+  /** Sends `verb` with `request` and parses its reply with the verb's contract. */
+  ask<V extends Verb>(verb: V, request: RequestOf<V>, options?: CallOptions): Promise<Answer<V>>;
+  /** The command's dry run: what it would append, nothing written. */
+  dryRun<V extends CommandVerb>(verb: V, request: RequestOf<V>, options?: CallOptions): Promise<DryRunReply | RefusedReply>;
+  /** Every page of a list verb (R59), joined into one reply without a `continue` token; the first refused page as is. */
+  everyPage<V extends ListVerb>(verb: V, request?: RequestOf<V>, options?: CallOptions): Promise<Answer<V>>;
+  nodeEnrol(request: RequestOf<"node.enrol">, options?: CallOptions): Promise<Answer<"node.enrol">>;
+  nodeRemove(request: RequestOf<"node.remove">, options?: CallOptions): Promise<Answer<"node.remove">>;
+  moduleRegister(request: RequestOf<"module.register">, options?: CallOptions): Promise<Answer<"module.register">>;
+  moduleIssue(request: RequestOf<"module.issue">, options?: CallOptions): Promise<Answer<"module.issue">>;
+  assign(request: RequestOf<"assign">, options?: CallOptions): Promise<Answer<"assign">>;
+  unassign(request: RequestOf<"unassign">, options?: CallOptions): Promise<Answer<"unassign">>;
+  seatAlias(request: RequestOf<"seat.alias">, options?: CallOptions): Promise<Answer<"seat.alias">>;
+  seatHandover(request: RequestOf<"seat.handover">, options?: CallOptions): Promise<Answer<"seat.handover">>;
+  overlayPlace(request: RequestOf<"overlay.place">, options?: CallOptions): Promise<Answer<"overlay.place">>;
+  credentialRotate(request: RequestOf<"credential.rotate">, options?: CallOptions): Promise<Answer<"credential.rotate">>;
+  where(request?: RequestOf<"where">, options?: CallOptions): Promise<Answer<"where">>;
+  seats(request?: RequestOf<"seats">, options?: CallOptions): Promise<Answer<"seats">>;
+  nodes(request?: RequestOf<"nodes">, options?: CallOptions): Promise<Answer<"nodes">>;
+  modules(request?: RequestOf<"modules">, options?: CallOptions): Promise<Answer<"modules">>;
+  credentials(request?: RequestOf<"credentials">, options?: CallOptions): Promise<Answer<"credentials">>;
+  history(request: RequestOf<"history">, options?: CallOptions): Promise<Answer<"history">>;
+  explain(request: RequestOf<"explain">, options?: CallOptions): Promise<Answer<"explain">>;
+  push(request?: RequestOf<"push">, options?: CallOptions): Promise<Answer<"push">>;
+  reports(request?: RequestOf<"reports">, options?: CallOptions): Promise<Answer<"reports">>;
+  replay(request?: RequestOf<"replay">, options?: CallOptions): Promise<Answer<"replay">>;
+};
+
+/**
+ * Parses a reply to `verb` as it came off the bus: a refusal with RefusedReply, a dry run's with
+ * DryRunReply, any other with the verb's reply contract. Throws ContractError naming the field
+ * (and `v` first, for a controller of another version). Exposed for tests and the bench.
+ */
+export function parseReply<V extends Verb>(verb: V, reply: unknown, dryRun = false): Answer<V> | DryRunReply {
+  const what = `the reply to ${verb}`;
+  const ok = (reply as { ok?: unknown } | null)?.ok;
+  if (ok === false) return parseContract("verbs", RefusedReply, reply, what);
+  if (dryRun) return parseContract("verbs", DryRunReply, reply, what);
+  return parseContract("verbs", VERBS[verb].reply, reply, what) as ReplyOf<V>;
+}
+
+/**
+ * The client of the controller for the bus user `asker` (the principal of `nc`'s credential, R51),
+ * over `nc` (connected with connectToBus, so replies come back on the asker's own inbox, R33).
+ * `defaults` apply to every call unless the call says otherwise.
+ */
+export function meshClient(nc: NatsConnection, asker: string, defaults: SendOptions = {}): MeshClient {
+  const send = async (verb: Verb, request: object, options: CallOptions, dryRun: boolean): Promise<unknown> => {
+    const { commandId, ...sendOptions } = options;
+    const body: Record<string, unknown> = {
+      v: VERBS_VERSION,
+      ...request,
+      ...(commandId === undefined ? {} : { commandId }),
+      ...(dryRun ? { dryRun: true } : {}),
+    };
+    const reply = await sendCommand(nc, asker, verb, body, { ...defaults, ...sendOptions });
+    return parseReply(verb, reply, dryRun);
+  };
+  const ask = async <V extends Verb>(verb: V, request: RequestOf<V>, options: CallOptions = {}): Promise<Answer<V>> =>
+    (await send(verb, request, options, false)) as Answer<V>;
+  const everyPage = async <V extends ListVerb>(verb: V, request: RequestOf<V> = {} as RequestOf<V>, options: CallOptions = {}): Promise<Answer<V>> => {
+    const field = LIST_FIELD[verb];
+    let whole: unknown[] = [];
+    let token: string | undefined;
+    for (;;) {
+      const page = await ask(verb, (token === undefined ? request : { ...request, continue: token }) as RequestOf<V>, options);
+      if (!page.ok) return page;
+      whole = [...whole, ...((page as Record<string, unknown>)[field] as unknown[])];
+      token = page.continue;
+      if (token === undefined) return { ...page, [field]: whole } as Answer<V>;
+    }
+  };
+  return {
+    ask,
+    dryRun: async (verb, request, options = {}) => (await send(verb, request, options, true)) as DryRunReply | RefusedReply,
+    everyPage,
+    nodeEnrol: (request, options) => ask("node.enrol", request, options),
+    nodeRemove: (request, options) => ask("node.remove", request, options),
+    moduleRegister: (request, options) => ask("module.register", request, options),
+    moduleIssue: (request, options) => ask("module.issue", request, options),
+    assign: (request, options) => ask("assign", request, options),
+    unassign: (request, options) => ask("unassign", request, options),
+    seatAlias: (request, options) => ask("seat.alias", request, options),
+    seatHandover: (request, options) => ask("seat.handover", request, options),
+    overlayPlace: (request, options) => ask("overlay.place", request, options),
+    credentialRotate: (request, options) => ask("credential.rotate", request, options),
+    where: (request = {}, options) => ask("where", request, options),
+    seats: (request = {}, options) => ask("seats", request, options),
+    nodes: (request = {}, options) => ask("nodes", request, options),
+    modules: (request = {}, options) => ask("modules", request, options),
+    credentials: (request = {}, options) => ask("credentials", request, options),
+    history: (request, options) => ask("history", request, options),
+    explain: (request, options) => ask("explain", request, options),
+    push: (request = {}, options) => ask("push", request, options),
+    reports: (request = {}, options) => ask("reports", request, options),
+    replay: (request = {}, options) => ask("replay", request, options),
+  };
+}
+
+/** A refused answer as an error, for callers that stop at the first refusal (`mesh up`). */
+export class Refused extends Error {
+  override readonly name = "Refused";
+  readonly code: string;
+  readonly field: string | undefined;
+  readonly verb: Verb;
+  constructor(verb: Verb, refusal: Refusal) {
+    super(`the controller refused ${verb} (${refusal.code}): ${refusal.message}`);
+    this.verb = verb;
+    this.code = refusal.code;
+    this.field = refusal.field;
+  }
+}
+
+/** The accepted reply of an answer, or throws Refused with its code and field. */
+export function accepted<V extends Verb>(verb: V, answer: Answer<V>): ReplyOf<V> {
+  if (answer.ok === false) throw new Refused(verb, answer.error);
+  return answer as ReplyOf<V>;
+}

@@ -1,0 +1,48 @@
+import { z } from "zod";
+import { parseContract, versionField } from "./version.ts";
+
+/**
+ * A node's report (R32): what a host publishes on `reportSubject(node)` after each declaration it
+ * applied or refused, and after a re-check that wrote drifted files back (R55). The host writes
+ * it; the controller reads it (push waits on it, the REPORTS stream keeps the last per node and the
+ * `reports` verb serves it, R43 watches its `recordsSequence`). Pure.
+ */
+export const HostReport = z
+  .object({
+    v: versionField("report"),
+    node: z.string().min(1),
+    digest: z.string(),
+    ok: z.boolean(),
+    /** Why the declaration was not applied (never a password, R3). Present when ok is false. */
+    error: z.string().optional(),
+    /** The user-list parts still missing when ok is false for that reason (0-based indexes). */
+    missingParts: z.array(z.number().int().nonnegative()).optional(),
+    /**
+     * The records' sequence of the declaration applied (its `recordsSequence`), when it named one:
+     * a report ahead of the records shows them restored or their tail lost (R43).
+     */
+    recordsSequence: z.number().int().nonnegative().optional(),
+    /** The users on the installed list, by name (the broker's holder, after installing one, R43/R44). */
+    users: z.array(z.string()).optional(),
+    /**
+     * R55: the files of this declaration a re-check found missing or changed and wrote back (paths
+     * under the state folder, sorted). Present only on a report a re-check published.
+     */
+    drift: z.array(z.string()).optional(),
+  })
+  .loose();
+export type HostReport = z.infer<typeof HostReport>;
+
+/**
+ * A report as received (the parsed JSON of a report message), checked against the contract.
+ * Throws ContractError: `unsupported-version` naming `v` for a host of another version,
+ * `bad-message` naming the field otherwise.
+ */
+export function parseHostReport(message: unknown): HostReport {
+  return parseContract("report", HostReport, message, "a node's report");
+}
+
+/** A report as the host publishes it: the fields given, stamped with this build's version. */
+export function stampReport(report: HostReport): HostReport {
+  return { ...report, v: 1 };
+}

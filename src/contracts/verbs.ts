@@ -1,0 +1,668 @@
+import { z } from "zod";
+import { MeshName, Follow } from "../manifest/manifest.ts";
+import { ENTITY_KINDS, PRINCIPAL_KINDS } from "../names.ts";
+import { Principal } from "../events/meta.ts";
+import { Entity } from "../events/index.ts";
+import { Declaration } from "./declaration.ts";
+import { CONTRACT_VERSIONS, versionField } from "./version.ts";
+
+/**
+ * The controller's verbs as they cross the bus (`mesh.command.<asker>.<verb>`, R51): for each verb
+ * the request (the verb's fields, strict: an unknown field is refused naming it) and the reply the
+ * controller answers when it accepts (the verb's body inside the envelope every command or query
+ * reply has). The controller parses requests with these schemas and builds replies of these types;
+ * the typed client (src/client) sends requests of these types and parses replies with these
+ * schemas. Every request and reply carries `v` (CONTRACT_VERSIONS.verbs): a peer of another version
+ * is refused `unsupported-version` naming `v`. One shape per verb, whatever the state. Pure.
+ */
+
+// ---------------------------------------------------------------------------------------------
+// Shared pieces
+
+/** The version field of every request and reply of a verb. */
+const v = versionField("verbs");
+
+/** This build's version of the verbs' contract, stamped on every request and reply. */
+export const VERBS_VERSION = CONTRACT_VERSIONS.verbs;
+
+/** A refusal: a stable code (asserted by tests), a message naming the fix, and the field to fix. */
+export const Refusal = z.object({ code: z.string().min(1), message: z.string(), field: z.string().optional() }).strict();
+export type Refusal = z.infer<typeof Refusal>;
+
+/** The command id a request may carry (its idempotency key, R53). */
+export const CommandId = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,128}$/, "use 1 to 128 letters, digits, dots, dashes, colons or underscores");
+
+/**
+ * A node's public key as a request carries it: base64, non-empty. Only the shape is checked
+ * here; that it is a real X25519 SPKI key is checked by the controller's shell, which has the crypto.
+ */
+export const PublicKeyText = z
+  .string()
+  .min(1, "the node's public key is empty: pass the base64 X25519 key the host agent printed")
+  .regex(/^[A-Za-z0-9+/]+={0,2}$/, "not base64: pass the base64 X25519 key the host agent printed")
+  .refine((key) => key.length % 4 === 0, "not base64 (its length is not a multiple of 4)");
+
+/** The most items a page of a list verb holds, whatever fits (R59: a bound on work per request). */
+export const PAGE_LIMIT_MAX = 5000;
+
+/** The paging fields of a list request (R59): `limit` items at most, from the position `continue` names. */
+export const PageRequest = z
+  .object({
+    limit: z.number().int().min(1).max(PAGE_LIMIT_MAX).optional(),
+    continue: z.string().min(1).max(4096).optional(),
+  })
+  .strict();
+export type PageRequest = z.infer<typeof PageRequest>;
+
+/** The paging fields as a list verb's request carries them beside its own. */
+const paging = PageRequest.shape;
+
+/** What a list cut to fit the max payload left out (R59, fitReply): how many items, and where to read them. */
+export const Omitted = z.object({ count: z.number().int().nonnegative(), see: z.string() }).strict();
+export type Omitted = z.infer<typeof Omitted>;
+
+/**
+ * What every accepted command's reply carries besides its body: `commandId` (the id applied),
+ * `duplicate` (the id was applied before: nothing appended this time, R53), `unchanged` (the
+ * records already said it), `sequence` (the commit's stream sequence), and `omitted` when a list
+ * of the body was cut to fit the max payload (R59).
+ */
+const COMMAND_ENVELOPE = {
+  ok: z.literal(true),
+  v,
+  commandId: z.string(),
+  duplicate: z.boolean(),
+  unchanged: z.literal(true).optional(),
+  sequence: z.number().int().nonnegative(),
+  omitted: z.record(z.string(), Omitted).optional(),
+};
+
+/** What every query's reply carries besides its body: `asOf` (the sequence answered at), `continue` for a list with more pages (R59). */
+const QUERY_ENVELOPE = { ok: z.literal(true), v, asOf: z.number().int().nonnegative(), continue: z.string().optional() };
+
+function commandReply<Shape extends z.ZodRawShape>(body: Shape) {
+  return z.object({ ...COMMAND_ENVELOPE, ...body }).strict();
+}
+
+function queryReply<Shape extends z.ZodRawShape>(body: Shape) {
+  return z.object({ ...QUERY_ENVELOPE, ...body }).strict();
+}
+
+/**
+ * Any reply as it comes off the bus (or as the server builds it), before its verb's contract types
+ * it: accepted, `{ ok: true, ... }`, or refused, `{ ok: false, error }`.
+ */
+export type AnyReply =
+  | ({ ok: true; v?: number; duplicate?: boolean; unchanged?: boolean } & Record<string, unknown>)
+  | { ok: false; v?: number; error: Refusal };
+
+/** The reply to any refused request: `{ ok: false, v, error }`. */
+export const RefusedReply = z.object({ ok: z.literal(false), v, error: Refusal }).strict();
+export type RefusedReply = z.infer<typeof RefusedReply>;
+
+/**
+ * A command's dry run (`dryRun: true`): what it would append after `wouldAppendAfter`, nothing
+ * written; every hash, password and sealed secret taken out of the events (R3). `duplicate` when the
+ * id was applied already (no events), `unchanged` when the records already say it.
+ */
+export const DryRunReply = z
+  .object({
+    ok: z.literal(true),
+    v,
+    dryRun: z.literal(true),
+    commandId: z.string(),
+    wouldAppendAfter: z.number().int().nonnegative(),
+    duplicate: z.literal(true).optional(),
+    unchanged: z.literal(true).optional(),
+    entity: Entity.optional(),
+    events: z.array(z.record(z.string(), z.unknown())),
+  })
+  .strict();
+export type DryRunReply = z.infer<typeof DryRunReply>;
+
+/** A credential's public part as a reply shows it: where it dials, its user, the bus certificate's fingerprint. */
+const CredentialPublic = { address: z.string(), user: z.string(), fingerprint: z.string() };
+
+// ---------------------------------------------------------------------------------------------
+// Commands: they change the records.
+
+/** `node.enrol {node, publicKey}`: a machine joins the mesh and its credential is minted (R1). */
+export const NodeEnrolRequest = z
+  .object({
+    v,
+    node: MeshName.describe("the node's name, also its overlay label"),
+    publicKey: PublicKeyText.describe("the node's X25519 public key, base64 SPKI DER"),
+  })
+  .strict();
+export type NodeEnrolRequest = z.infer<typeof NodeEnrolRequest>;
+/** The node's credential, its password sealed to the node's key (R3, R33). */
+export const NodeEnrolReply = commandReply({
+  node: z.string(),
+  credential: z.object({ ...CredentialPublic, sealedPassword: z.string() }).strict(),
+});
+
+/** `node.remove {node}`: a machine leaves the mesh. */
+export const NodeRemoveRequest = z.object({ v, node: MeshName.describe("the enrolled node to remove") }).strict();
+export type NodeRemoveRequest = z.infer<typeof NodeRemoveRequest>;
+/** The node removed and the principals given fresh credentials (R48). */
+export const NodeRemoveReply = commandReply({ node: z.string(), freshCredentials: z.array(Principal) });
+
+/**
+ * `module.register {manifest}`: a module's manifest enters the catalogue, or replaces its earlier
+ * version. The manifest travels as plain JSON and is parsed by decide, so a bad one is refused
+ * with the code `invalid-manifest` and the dotted field (`manifest.seats.x.wat`), R23.
+ */
+export const ModuleRegisterRequest = z
+  .object({ v, manifest: z.unknown().describe("the module's manifest, the content of its module.json") })
+  .strict();
+export type ModuleRegisterRequest = z.infer<typeof ModuleRegisterRequest>;
+/** The module, its version, the seats it declares and claims; `replaced`: the version a new one replaced. */
+export const ModuleRegisterReply = commandReply({
+  module: z.string(),
+  version: z.string(),
+  declares: z.array(z.string()),
+  claims: z.array(z.string()),
+  replaced: z.string().optional(),
+});
+
+/** `module.issue {module}`: a registered module gets its credential (R1). */
+export const ModuleIssueRequest = z.object({ v, module: MeshName.describe("the registered module to issue") }).strict();
+export type ModuleIssueRequest = z.infer<typeof ModuleIssueRequest>;
+/** The module's user, address and fingerprint; no password: its node's declaration carries it, sealed (R3). */
+export const ModuleIssueReply = commandReply({ module: z.string(), credential: z.object(CredentialPublic).strict() });
+
+/** `assign {module, node}`: place a module on a node. */
+export const AssignRequest = z
+  .object({ v, module: MeshName.describe("the registered module"), node: MeshName.describe("the enrolled node") })
+  .strict();
+export type AssignRequest = z.infer<typeof AssignRequest>;
+/** The assignment made and every node the module is now on. */
+export const AssignReply = commandReply({ module: z.string(), node: z.string(), nodes: z.array(z.string()) });
+
+/** `unassign {module, node}`: take a module off a node. */
+export const UnassignRequest = z
+  .object({ v, module: MeshName.describe("the assigned module"), node: MeshName.describe("the node it runs on") })
+  .strict();
+export type UnassignRequest = z.infer<typeof UnassignRequest>;
+/** The assignment removed and the nodes the module is still on. */
+export const UnassignReply = commandReply({ module: z.string(), node: z.string(), nodes: z.array(z.string()) });
+
+/** `seat.alias {from, to}`: rename a seat as a row of data; lookups of `from` resolve to `to` (R27). */
+export const SeatAliasRequest = z
+  .object({ v, from: MeshName.describe("the old seat name"), to: MeshName.describe("the seat it now resolves to") })
+  .strict();
+export type SeatAliasRequest = z.infer<typeof SeatAliasRequest>;
+/** The alias and the seat it resolves to now. */
+export const SeatAliasReply = commandReply({ from: z.string(), to: z.string(), resolvesTo: z.string() });
+
+/** `seat.handover {seat, from, to}`: move a seat from the node holding it to another node (R17). */
+export const SeatHandoverRequest = z
+  .object({
+    v,
+    seat: MeshName.describe("the seat to move (an alias resolves)"),
+    from: MeshName.describe("the node holding it now"),
+    to: MeshName.describe("the enrolled node to hold it"),
+  })
+  .strict();
+export type SeatHandoverRequest = z.infer<typeof SeatHandoverRequest>;
+/** The move, the modules moved with it, and the seat's holders now. */
+export const SeatHandoverReply = commandReply({
+  seat: z.string(), from: z.string(), to: z.string(), modulesMoved: z.array(z.string()), holders: z.array(z.string()),
+});
+
+/** `overlay.place {node, hub?}`: put a node on the mesh's private network, optionally as its hub. */
+export const OverlayPlaceRequest = z
+  .object({
+    v,
+    node: MeshName.describe("the enrolled node to place"),
+    hub: z.boolean().optional().describe("make this node the overlay's one hub"),
+  })
+  .strict();
+export type OverlayPlaceRequest = z.infer<typeof OverlayPlaceRequest>;
+/** A credential minted for an address other than the one its principal would get now. */
+export const StaleCredential = z.object({ principal: Principal, user: z.string(), address: z.string(), addressNow: z.string() }).strict();
+export type StaleCredential = z.infer<typeof StaleCredential>;
+/** The placement, and which recorded addresses differ from the ones now (R10). */
+export const OverlayPlaceReply = commandReply({
+  node: z.string(), overlayName: z.string(), hub: z.boolean(), note: z.string(), staleCredentials: z.array(StaleCredential),
+});
+
+/** `credential.rotate {kind, name}`: replace a principal's credential with a fresh one. */
+export const CredentialRotateRequest = z
+  .object({
+    v,
+    kind: z.enum(PRINCIPAL_KINDS).describe("the principal's kind: controller, operator, node, module or builder"),
+    name: MeshName.describe("the principal's name"),
+  })
+  .strict();
+export type CredentialRotateRequest = z.infer<typeof CredentialRotateRequest>;
+/**
+ * Address, user and fingerprint; for a node the new password sealed to its key (`sealedPassword`,
+ * R50); for an operator rotating its own credential the new password itself (`password`: to its own
+ * inbox alone, R33; its CLI keeps it and never prints it, R3).
+ */
+export const CredentialRotateReply = commandReply({
+  principal: Principal,
+  credential: z.object({ ...CredentialPublic, sealedPassword: z.string().optional(), password: z.string().optional() }).strict(),
+});
+
+// ---------------------------------------------------------------------------------------------
+// Queries: they only read.
+
+/** `where {}`: where every node is on the overlay, the hub, and the node the broker runs on. */
+export const WhereRequest = z.object({ v, ...paging }).strict();
+export type WhereRequest = z.infer<typeof WhereRequest>;
+/** One placed node: its overlay name (R7), and whether it is the hub (R9) or the broker's node (R6). */
+export const PlacedNode = z.object({ node: z.string(), overlayName: z.string(), hub: z.boolean(), broker: z.boolean() }).strict();
+export type PlacedNode = z.infer<typeof PlacedNode>;
+/** `placed` sorted by node; `hub` and `broker` null when there is none. */
+export const WhereReply = queryReply({ placed: z.array(PlacedNode), hub: z.string().nullable(), broker: z.string().nullable() });
+
+/** `seats {}`: every seat of the catalogue. */
+export const SeatsRequest = z.object({ v, ...paging }).strict();
+export type SeatsRequest = z.infer<typeof SeatsRequest>;
+/** A seat: its declaration, claimants, holders (R17) and the aliases resolving to it (R27). */
+export const SeatView = z
+  .object({
+    name: z.string(),
+    declaredBy: z.string(),
+    protocol: z.string(),
+    marker: z.boolean(),
+    accepts: z.array(z.string()),
+    emits: z.array(z.string()),
+    provides: z.string().nullable(),
+    scope: z.enum(["mesh", "node"]),
+    claimants: z.array(z.string()),
+    holders: z.array(z.string()),
+    aliases: z.array(z.string()),
+  })
+  .strict();
+export type SeatView = z.infer<typeof SeatView>;
+export const SeatsReply = queryReply({ seats: z.array(SeatView) });
+
+/** `nodes {}`: every enrolled node. */
+export const NodesRequest = z.object({ v, ...paging }).strict();
+export type NodesRequest = z.infer<typeof NodesRequest>;
+/** A node: overlay place, modules, its credential's address (never a secret) and what it was last sent. */
+export const NodeView = z
+  .object({
+    name: z.string(),
+    enrolledAt: z.string(),
+    overlayName: z.string().nullable(),
+    hub: z.boolean(),
+    modules: z.array(z.string()),
+    credentialAddress: z.string().nullable(),
+    lastSent: z.object({ digest: z.string(), at: z.string() }).strict().nullable(),
+  })
+  .strict();
+export type NodeView = z.infer<typeof NodeView>;
+export const NodesReply = queryReply({ nodes: z.array(NodeView) });
+
+/** `modules {}`: every registered module. */
+export const ModulesRequest = z.object({ v, ...paging }).strict();
+export type ModulesRequest = z.infer<typeof ModulesRequest>;
+/** A module: version, whether issued, the nodes it is on, and what its manifest states. */
+export const ModuleView = z
+  .object({
+    name: z.string(),
+    version: z.string(),
+    registeredAt: z.string(),
+    issued: z.boolean(),
+    nodes: z.array(z.string()),
+    declares: z.array(z.string()),
+    claims: z.array(z.string()),
+    uses: z.array(z.string()),
+    follows: z.array(Follow),
+    tools: z.array(z.string()),
+  })
+  .strict();
+export type ModuleView = z.infer<typeof ModuleView>;
+export const ModulesReply = queryReply({ modules: z.array(ModuleView) });
+
+/** `credentials {}`: every current credential, without its secret. */
+export const CredentialsRequest = z.object({ v, ...paging }).strict();
+export type CredentialsRequest = z.infer<typeof CredentialsRequest>;
+/** A credential as shown: principal, user, address and when minted. NEVER the hash or the sealed secret (R3). */
+export const CredentialView = z.object({ principal: Principal, user: z.string(), address: z.string(), mintedAt: z.string() }).strict();
+export type CredentialView = z.infer<typeof CredentialView>;
+export const CredentialsReply = queryReply({ credentials: z.array(CredentialView) });
+
+/** The most events one history answer holds unless `limit` says fewer: the newest ones. */
+export const HISTORY_LIMIT = 500;
+
+/**
+ * `history {kind, id, limit?}`: every event ABOUT one entity (`node alpha`, `module showcase`,
+ * `seat mesh-build`, `operator alice`), wherever its commit was filed; the newest `limit` (default
+ * HISTORY_LIMIT). `kind` is one of ENTITY_KINDS: anything else is refused naming the valid kinds.
+ */
+export const HistoryRequest = z
+  .object({
+    v,
+    kind: z.enum(ENTITY_KINDS, { error: `an entity kind: one of ${ENTITY_KINDS.join(", ")}` }).describe("the entity's kind"),
+    id: z.string().regex(/^[a-z0-9-]+$/, "an entity id: lowercase letters, digits and dashes").describe("the entity's name"),
+    limit: z.number().int().min(1).max(HISTORY_LIMIT).optional().describe(`the newest events to answer, 1 to ${HISTORY_LIMIT} (default ${HISTORY_LIMIT})`),
+  })
+  .strict();
+export type HistoryRequest = z.infer<typeof HistoryRequest>;
+/**
+ * One event of an entity's history. `filedUnder` is the entity its commit was filed under;
+ * `summary` names the parties in words; `details` the event's own fields, secrets left out (R3).
+ */
+export const HistoryEntry = z
+  .object({
+    sequence: z.number().int().positive(),
+    commandId: z.string(),
+    actor: z.string(),
+    at: z.string(),
+    type: z.string(),
+    filedUnder: z.string(),
+    summary: z.string(),
+    details: z.record(z.string(), z.unknown()),
+  })
+  .strict();
+export type HistoryEntry = z.infer<typeof HistoryEntry>;
+/** The entity, its events (oldest first), how many were found, and whether older ones were left out. */
+export const HistoryReply = queryReply({ entity: Entity, events: z.array(HistoryEntry), total: z.number().int().nonnegative(), truncated: z.boolean() });
+
+/**
+ * A subject as a client would write it: dot-separated non-empty tokens, no whitespace, wildcards
+ * (`*`, `>`) allowed (a wildcard subject is allowed only when one grant covers all of it).
+ */
+const Subject = z
+  .string()
+  .max(512, "a subject of at most 512 characters")
+  .regex(/^[^\s.]+(\.[^\s.]+)*$/, "a NATS subject: dot-separated tokens, no spaces, no empty token");
+
+/** `explain {kind, name, direction?, subject?}`: may this principal publish or subscribe this subject? Without both: its grants. */
+export const ExplainRequest = z
+  .object({
+    v,
+    kind: z.enum(PRINCIPAL_KINDS).describe("the principal's kind: controller, operator, node, module or builder"),
+    name: MeshName.describe("the principal's name"),
+    direction: z.enum(["pub", "sub"]).optional().describe("pub (publish) or sub (subscribe); with subject, or neither to list every grant"),
+    subject: Subject.optional().describe("the subject asked about; wildcards as the client would write them"),
+  })
+  .strict()
+  .refine((request) => (request.direction === undefined) === (request.subject === undefined), {
+    message: "give direction and subject together, or neither to list the principal's grants",
+    path: ["subject"],
+  });
+export type ExplainRequest = z.infer<typeof ExplainRequest>;
+/** One grant with its provenance: which manifest line or record allows it. */
+export const Grant = z.object({ direction: z.enum(["pub", "sub"]), subject: z.string(), because: z.string() }).strict();
+export type Grant = z.infer<typeof Grant>;
+/** Set when the controller lent no composition settings: what the answer assumed (R19). */
+const assumed = z.string().optional();
+/**
+ * With direction and subject: whether it is allowed, the grants that allow it (`because`), or why
+ * nothing does (`reason`); `onTheBus` false when the principal has no credential (R12).
+ */
+export const ExplainSubjectAnswer = z
+  .object({
+    principal: Principal,
+    user: z.string(),
+    direction: z.enum(["pub", "sub"]),
+    subject: z.string(),
+    allowed: z.boolean(),
+    because: z.array(Grant),
+    reason: z.string().optional(),
+    onTheBus: z.boolean(),
+    credentialSince: z.string().optional(),
+    assumed,
+  })
+  .strict();
+export type ExplainSubjectAnswer = z.infer<typeof ExplainSubjectAnswer>;
+/** Without a subject: every grant of the principal, whether it answers requests, whether it is on the bus (R12). */
+export const GrantsAnswer = z
+  .object({
+    principal: Principal,
+    user: z.string(),
+    grants: z.array(Grant),
+    responder: z.boolean(),
+    onTheBus: z.boolean(),
+    credentialSince: z.string().optional(),
+    assumed,
+  })
+  .strict();
+export type GrantsAnswer = z.infer<typeof GrantsAnswer>;
+export const ExplainReply = z.union([
+  ExplainSubjectAnswer.extend(QUERY_ENVELOPE).strict(),
+  GrantsAnswer.extend(QUERY_ENVELOPE).strict(),
+]);
+
+// ---------------------------------------------------------------------------------------------
+// Verbs the controller's shell serves itself: push, reports, replay.
+
+/** The longest `--wait` a push request may ask for, in milliseconds (10 minutes). */
+export const MAX_PUSH_WAIT_MS = 600_000;
+
+/** `push {nodes?, wait?, timeoutMs?, dryRun?, progressSubject?}`: see push(). Unknown fields are refused. */
+export const PushRequest = z
+  .object({
+    v,
+    nodes: z.array(MeshName).default([]).describe("nodes to send even when not behind (the behind ones are sent too, R31)"),
+    wait: z.boolean().default(false).describe("wait for each sent node's report of the applied digest (R32)"),
+    timeoutMs: z.number().int().positive().max(MAX_PUSH_WAIT_MS).optional().describe("milliseconds to wait with `wait`"),
+    dryRun: z.boolean().default(false).describe("compose and report, secrets redacted; send nothing"),
+    progressSubject: z.string().min(1).max(255).regex(/^[^\s*>]+$/, "a subject without wildcards or spaces")
+      .optional().describe("where to publish progress lines: a subject inside the asker's own inbox (progressSubject in src/names.ts)"),
+  })
+  .strict();
+export type PushRequest = z.infer<typeof PushRequest>;
+
+/** What became of one node in a push. */
+export const NodeOutcome = z.enum(["sent", "unchanged", "refused", "applied", "failed", "timed-out"]);
+export type NodeOutcome = z.infer<typeof NodeOutcome>;
+
+/** One node's line of a push report. `error` is the node's own report (failed) or the send's failure. */
+export const PushNodeLine = z
+  .object({
+    node: z.string(),
+    outcome: NodeOutcome,
+    digest: z.string().optional(),
+    refusal: Refusal.optional(),
+    error: z.string().optional(),
+    /** Modules assigned to the node but left out of what it was sent (no credential yet), and why. */
+    modulesLeftOut: z.array(z.object({ module: z.string(), reason: z.string() }).strict()).optional(),
+    /** With `wait`, for an `unchanged` node: when the bus stored its last report of this digest (R32, R55). */
+    reportedAt: z.string().optional(),
+  })
+  .strict();
+export type PushNodeLine = z.infer<typeof PushNodeLine>;
+
+/**
+ * The reply of a push (R12, R30, R32): what it did per node, the principals left out of the user
+ * list and why, why no list reached the bus (`userList`) when none did, the fresh credentials its
+ * list is the first to carry, `counts` per outcome (always whole), and, when the report did not fit
+ * the max payload, `omitted` (R59). `declarations`: a dry run's compositions, secrets redacted.
+ */
+export const PushReply = z
+  .object({
+    ok: z.literal(true),
+    v,
+    pushId: z.string(),
+    dryRun: z.boolean(),
+    recordsSequence: z.number().int().nonnegative(),
+    nodes: z.array(PushNodeLine),
+    leftOut: z.array(z.object({ principal: Principal, reason: z.string() }).strict()),
+    userList: Refusal.optional(),
+    freshCredentials: z.array(Principal),
+    provisionsMinted: z.number().int().nonnegative(),
+    controllerRotation: z.enum(["applied", "pending"]).optional(),
+    raised: z.object({
+      created: z.number().int().nonnegative(),
+      updated: z.number().int().nonnegative(),
+      refused: z.array(z.object({ object: z.string(), reason: z.string() }).strict()),
+    }).strict(),
+    timedOut: z.array(z.string()),
+    rounds: z.number().int().nonnegative(),
+    boundHit: z.boolean(),
+    declarations: z.array(Declaration).optional(),
+    counts: z.partialRecord(NodeOutcome, z.number().int().nonnegative()),
+    omitted: z.record(z.string(), Omitted).optional(),
+  })
+  .strict();
+export type PushReply = z.infer<typeof PushReply>;
+
+/** Nodes per `reports` reply at most (R59: a report is a few hundred bytes; 500 stay far under 1 MiB). */
+export const REPORTS_PAGE = 500;
+
+/** `reports {nodes?, after?, limit?}`: the named nodes' last reports, or every node's, a page at a time (R55). */
+export const ReportsRequest = z
+  .object({
+    v,
+    nodes: z.array(MeshName).max(REPORTS_PAGE).optional().describe(`the nodes whose last report to read (at most ${REPORTS_PAGE}); default every node that reported`),
+    after: MeshName.optional().describe("without nodes: start after this node name (the previous page's `next`)"),
+    limit: z.number().int().positive().max(REPORTS_PAGE).default(REPORTS_PAGE).describe("without nodes: reports per page"),
+  })
+  .strict();
+export type ReportsRequest = z.infer<typeof ReportsRequest>;
+/** A node's last report as the bus holds it: what it applied (digest, ok), when (`at`, the stream's time), drift, error. */
+export const LastReport = z
+  .object({
+    node: z.string(),
+    at: z.string(),
+    digest: z.string(),
+    ok: z.boolean(),
+    error: z.string().optional(),
+    drift: z.array(z.string()).optional(),
+  })
+  .strict();
+export type LastReport = z.infer<typeof LastReport>;
+/** The reports found (a node with none is absent), and `next` when another page follows. */
+export const ReportsReply = z.object({ ok: z.literal(true), v, reports: z.array(LastReport), next: z.string().optional() }).strict();
+export type ReportsReply = z.infer<typeof ReportsReply>;
+
+/** `replay {void?, reason?, acceptRestore?}` (R44, R45). Unknown fields are refused. */
+export const ReplayRequest = z
+  .object({
+    v,
+    void: z.number().int().positive().optional().describe("the sequence of the commit to void (the one the fold stopped at, R45)"),
+    reason: z.string().trim().min(1).max(1000).optional().describe("why the commit is voided (required with void)"),
+    acceptRestore: z.boolean().optional().describe("accept the records as they are after a restore: every principal gets a fresh credential (R44)"),
+  })
+  .strict();
+export type ReplayRequest = z.infer<typeof ReplayRequest>;
+
+/** Where the fold stopped: the commit's sequence, its event types, and why in one line. */
+const StoppedAt = z.object({ sequence: z.number().int().nonnegative(), types: z.array(z.string()), reason: z.string() }).strict();
+
+/**
+ * The three answers of `replay`, one per request: the report of a fold from sequence 1 (`{}`,
+ * changes nothing), the void of the commit the fold stopped at (`{void, reason}`), and an accepted
+ * restore (`{acceptRestore: true}`). Each says `changed`.
+ */
+export const ReplayReportReply = z
+  .object({
+    ok: z.literal(true),
+    v,
+    valid: z.boolean(),
+    lastSequence: z.number().int().nonnegative(),
+    digest: z.string().optional(),
+    counts: z.record(z.string(), z.number()),
+    matchesServing: z.boolean().optional(),
+    stoppedAt: StoppedAt.optional(),
+    behind: z.unknown().optional(),
+    changed: z.literal(false),
+  })
+  .strict();
+export const ReplayVoidReply = z
+  .object({
+    ok: z.literal(true),
+    v,
+    commandId: z.string(),
+    duplicate: z.boolean(),
+    sequence: z.number().int().nonnegative(),
+    voided: z.number().int().positive(),
+    lastSequence: z.number().int().nonnegative(),
+    stoppedAt: StoppedAt.nullable(),
+    changed: z.boolean(),
+  })
+  .strict();
+export const ReplayAcceptReply = z
+  .object({
+    ok: z.literal(true),
+    v,
+    commandId: z.string(),
+    duplicate: z.boolean(),
+    sequence: z.number().int().nonnegative(),
+    accepted: z.literal(true),
+    evidence: z.array(z.object({ kind: z.string(), detail: z.string() }).strict()),
+    lost: z.object({ from: z.number(), to: z.number() }).strict().nullable(),
+    rotated: z.union([z.array(Principal), z.object({ count: z.number().int().nonnegative() }).strict()]),
+    nodeCredentialsLeftOut: z.number().int().positive().optional(),
+    nodeCredentials: z.array(z.object({ node: z.string(), credential: z.object({ ...CredentialPublic, sealedPassword: z.string() }).strict() }).strict()),
+    unknownToRecords: z.array(z.string()),
+    absentLeftOut: z.number().int().positive().optional(),
+    absentFromInstalledList: z.array(z.object({ kind: z.enum(PRINCIPAL_KINDS), name: z.string(), user: z.string(), why: z.string(), next: z.string() }).strict()),
+    credential: z.object({ ...CredentialPublic, password: z.string() }).strict().optional(),
+    next: z.string(),
+    changed: z.boolean(),
+  })
+  .strict();
+export const ReplayReply = z.union([ReplayAcceptReply, ReplayVoidReply, ReplayReportReply]);
+
+// ---------------------------------------------------------------------------------------------
+// The registry: every verb, its request and its reply.
+
+/** How a verb is served: a command (decide, one commit), a query (answered from the state), or by the controller's shell. */
+export type VerbKind = "command" | "query" | "shell";
+
+/** One verb's contract: its request, its accepted reply, and whether it takes a dry run. */
+export type VerbContract = { kind: VerbKind; request: z.ZodType; reply: z.ZodType; dryRun: boolean };
+
+function contract<Request extends z.ZodType, Reply extends z.ZodType>(kind: VerbKind, request: Request, reply: Reply) {
+  return { kind, request, reply, dryRun: kind === "command" };
+}
+
+/**
+ * Every verb the controller answers, keyed by verb (the last token of its subject). The command
+ * registry (src/commands/index.ts) and the shell's verbs must each have an entry here, and the
+ * other way round (test/unit/contracts.test.ts).
+ */
+export const VERBS = {
+  "node.enrol": contract("command", NodeEnrolRequest, NodeEnrolReply),
+  "node.remove": contract("command", NodeRemoveRequest, NodeRemoveReply),
+  "module.register": contract("command", ModuleRegisterRequest, ModuleRegisterReply),
+  "module.issue": contract("command", ModuleIssueRequest, ModuleIssueReply),
+  assign: contract("command", AssignRequest, AssignReply),
+  unassign: contract("command", UnassignRequest, UnassignReply),
+  "seat.alias": contract("command", SeatAliasRequest, SeatAliasReply),
+  "seat.handover": contract("command", SeatHandoverRequest, SeatHandoverReply),
+  "overlay.place": contract("command", OverlayPlaceRequest, OverlayPlaceReply),
+  "credential.rotate": contract("command", CredentialRotateRequest, CredentialRotateReply),
+  where: contract("query", WhereRequest, WhereReply),
+  seats: contract("query", SeatsRequest, SeatsReply),
+  nodes: contract("query", NodesRequest, NodesReply),
+  modules: contract("query", ModulesRequest, ModulesReply),
+  credentials: contract("query", CredentialsRequest, CredentialsReply),
+  history: contract("query", HistoryRequest, HistoryReply),
+  explain: contract("query", ExplainRequest, ExplainReply),
+  push: contract("shell", PushRequest, PushReply),
+  reports: contract("shell", ReportsRequest, ReportsReply),
+  replay: contract("shell", ReplayRequest, ReplayReply),
+} as const;
+
+/** A verb the controller answers. */
+export type Verb = keyof typeof VERBS;
+
+/** The fields a verb's request carries (its input: defaults may be left out; `v` is stamped by the client). */
+export type RequestOf<V extends Verb> = Omit<z.input<(typeof VERBS)[V]["request"]>, "v">;
+
+/** A verb's accepted reply, parsed. */
+export type ReplyOf<V extends Verb> = z.infer<(typeof VERBS)[V]["reply"]>;
+
+/** A verb's reply body as its command file or handler builds it: the reply without the envelope the server adds. */
+export type BodyOf<V extends Verb> = WithoutEnvelope<ReplyOf<V>>;
+
+/** The envelope fields the server adds around a verb's body. */
+type EnvelopeField = "ok" | "v" | "commandId" | "duplicate" | "unchanged" | "sequence" | "omitted" | "asOf" | "continue";
+/** `T` without the envelope, member by member when `T` is a union (explain's two answers). */
+type WithoutEnvelope<T> = T extends unknown ? Omit<T, EnvelopeField> : never;
+
+/** Whether `verb` is one the controller answers. */
+export function isVerb(verb: string): verb is Verb {
+  return Object.hasOwn(VERBS, verb);
+}
