@@ -1,10 +1,11 @@
+import type { LastReport } from "../contracts/verbs.ts";
 /**
  * R55: a node's last report as `mesh nodes` gives it: data for `--json`, one line for the table.
  * Pure.
  */
 
-/** A stored report as the `reports` verb answers it (src/push/reports.ts LastReport). */
-type StoredReport = { node: string; at: string; digest: string; ok: boolean; error?: string; drift?: string[] };
+/** A stored report as the `reports` verb answers it (src/contracts/verbs.ts). */
+type StoredReport = LastReport;
 
 /**
  * A node's last report in `mesh nodes` (`lastReport`): the digest it reported, `outcome`

@@ -6,20 +6,24 @@
  * PUSH_REPLY_MARGIN_MS (composing and sending), and says both numbers when no reply came.
  */
 import { randomUUID } from "node:crypto";
-import type { Reply } from "../commands/envelope.ts";
 import { progressSubject } from "../names.ts";
-import type { NodeOutcome, NodeReport, PushReport } from "../push/push.ts";
-import { PUSH_VERB, type OutcomeCounts } from "../push/pushCommand.ts";
+import type { NodeOutcome, PushNodeLine, PushReply } from "../contracts/verbs.ts";
 import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, loadCredential, type CliContext } from "./context.ts";
-import { sendCommand, CommandTransportError } from "../client/send.ts";
+import { CommandTransportError } from "../client/send.ts";
+import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
 import { omittedLines, table } from "./render.ts";
 import type { CliVerb } from "./verbs.ts";
 
-/** Milliseconds the CLI waits for the push's reply beyond --timeout (composing and sending); said in --help. */
-export const PUSH_REPLY_MARGIN_MS = 60_000;
+export { PUSH_REPLY_MARGIN_MS };
+
+/**
+ * A push report as the CLI shows it: the push reply (src/contracts/verbs.ts) without its envelope;
+ * `counts` absent once narrowed to the named nodes (onlyNamed).
+ */
+export type PushShown = Omit<PushReply, "ok" | "v" | "counts"> & { counts?: PushReply["counts"] };
 
 /** How an outcome reads: a dry run sends nothing, so its "sent" is "would send". */
-function outcomeText(report: PushReport, outcome: NodeReport["outcome"]): string {
+function outcomeText(report: PushShown, outcome: NodeOutcome): string {
   return report.dryRun && outcome === "sent" ? "would send" : outcome;
 }
 
@@ -27,7 +31,7 @@ function outcomeText(report: PushReport, outcome: NodeReport["outcome"]): string
  * A dry run's report narrowed to the named nodes (`mesh compose <node...>`): their lines and
  * declarations only. Without names, or for a real push, the report as it came.
  */
-export function onlyNamed(report: PushReport & { counts?: OutcomeCounts }, nodes: readonly string[]): PushReport & { counts?: OutcomeCounts } {
+export function onlyNamed(report: PushShown, nodes: readonly string[]): PushShown {
   if (!report.dryRun || nodes.length === 0) return report;
   const named = new Set(nodes);
   // The counts of the reply cover every node; the narrowed report's summary counts its own lines.
@@ -35,7 +39,7 @@ export function onlyNamed(report: PushReport & { counts?: OutcomeCounts }, nodes
   return {
     ...rest,
     nodes: report.nodes.filter((n) => named.has(n.node)),
-    ...(report.declarations ? { declarations: report.declarations.filter((d) => named.has((d as { node?: string }).node ?? "")) } : {}),
+    ...(report.declarations ? { declarations: report.declarations.filter((d) => named.has(d.node)) } : {}),
   };
 }
 
@@ -44,9 +48,9 @@ export function onlyNamed(report: PushReport & { counts?: OutcomeCounts }, nodes
  * `counts` over every node and `omitted`: the summary line is taken from the counts, and each cut
  * list is named with where to read it.
  */
-export function renderPush(report: PushReport & { counts?: OutcomeCounts; omitted?: unknown }): string[] {
+export function renderPush(report: PushShown): string[] {
   const lines: string[] = [];
-  const rows = report.nodes.map((n: NodeReport) => ({
+  const rows = report.nodes.map((n: PushNodeLine) => ({
     node: n.node,
     outcome: outcomeText(report, n.outcome),
     digest: n.digest ? n.digest.slice(0, 12) : "",
@@ -82,7 +86,7 @@ export function renderPush(report: PushReport & { counts?: OutcomeCounts; omitte
  * Exit code of a push: 1 when a node was refused, failed or timed out, a module was left out of its
  * node's declaration (it has no credential yet), or no user list reached the bus (R49), else 0.
  */
-export function exitOf(report: PushReport & { counts?: OutcomeCounts }): number {
+export function exitOf(report: PushShown): number {
   if (report.userList !== undefined && !report.dryRun) return EXIT_REFUSED;
   if (report.nodes.some((n) => (n.modulesLeftOut?.length ?? 0) > 0)) return EXIT_REFUSED;
   // A cut reply (R59) keeps those nodes first, and its counts cover every node.
@@ -123,9 +127,9 @@ export const PUSH_CLI_VERB: CliVerb = {
       ...(wait ? { timeoutMs: ctx.globals.timeoutMs } : {}),
       ...(subject === undefined ? {} : { progressSubject: subject }),
     };
-    let reply: Reply;
+    let reply: Answer<"push">;
     try {
-      reply = await sendCommand(nc, ctx.asker(), PUSH_VERB, body, { timeoutMs: ctx.globals.timeoutMs + PUSH_REPLY_MARGIN_MS });
+      reply = await meshClient(nc, ctx.asker()).push(body, { timeoutMs: ctx.globals.timeoutMs + PUSH_REPLY_MARGIN_MS });
     } catch (error) {
       if (error instanceof CommandTransportError && error.code === "timeout") {
         throw new CommandTransportError("timeout", pushTimeoutMessage(ctx.globals.timeoutMs), { cause: error });
@@ -140,8 +144,7 @@ export const PUSH_CLI_VERB: CliVerb = {
       return EXIT_REFUSED;
     }
     // `mesh compose <node>` shows that node alone; a push (and compose without names) shows every node.
-    const whole = reply as unknown as PushReport & { counts?: OutcomeCounts };
-    const report = options.onlyNamed === true ? onlyNamed(whole, nodes) : whole;
+    const report: PushShown = options.onlyNamed === true ? onlyNamed(reply, nodes) : reply;
     if (ctx.globals.json) ctx.out(JSON.stringify(report, null, 2));
     else for (const line of renderPush(report)) ctx.out(line);
     return exitOf(report);

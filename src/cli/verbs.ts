@@ -3,17 +3,17 @@
  * command or query sent to the controller, or a plain CliVerb with its own `run` for verbs that do
  * something else (`up`, `host`, `push`, ...). runCli builds the argument parser from this list.
  */
-import type { Reply } from "../commands/envelope.ts";
-import { HISTORY_LIMIT } from "../commands/history.ts";
-import { PAGE_LIMIT_MAX } from "../commands/paging.ts";
+import { HISTORY_LIMIT, PAGE_LIMIT_MAX, type AnyReply as Reply, type LastReport, type ReplyOf, type RequestOf, type Verb } from "../contracts/verbs.ts";
 import { ENTITY_KINDS } from "../names.ts";
 import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, loadCredential, type CliContext, type GlobalOptionName } from "./context.ts";
 import { writeBusCredential } from "../files/index.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
-import { readManifestFiles, registrationOrder } from "./manifests.ts";
+import { readManifestFiles } from "./manifests.ts";
+import { registrationOrder } from "../manifest/order.ts";
 import { duplicateNote, omittedLines, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
 import { randomUUID } from "node:crypto";
-import { sendCommand, CommandTransportError } from "../client/send.ts";
+import { CommandTransportError } from "../client/send.ts";
+import { meshClient, type CommandVerb, type ListVerb, type MeshClient } from "../client/client.ts";
 import { HOST_VERBS } from "./host.ts";
 import { UP_VERBS } from "./up.ts";
 import { PUSH_CLI_VERB } from "./push.ts";
@@ -21,7 +21,7 @@ import { CONTROLLER_CLI_VERB } from "./controller.ts";
 import { explainBody, explainExitCode, renderExplain, EXPLAIN_ARGUMENTS } from "./explain.ts";
 import { COMPOSE_CLI_VERB } from "./compose.ts";
 import { REPLAY_CLI_VERB } from "./replay.ts";
-import { REPORTS_PAGE, REPORTS_VERB, type LastReport as NodeLastReportInput } from "../push/reports.ts";
+import { REPORTS_PAGE, REPORTS_VERB } from "../push/reports.ts";
 import { lastReportOf, lastReportText, type NodeLastReport } from "./lastReport.ts";
 
 /** A positional argument: `<name>`, `[name]` when optional, `<name...>` when variadic. */
@@ -80,9 +80,9 @@ export function report(
  * fields, `render` turns an ok reply into lines. `mutates` (a command, not a query) adds
  * --command-id and --dry-run.
  */
-export function busVerb(spec: {
+export function busVerb<V extends Verb>(spec: {
   path: readonly string[];
-  verb: string;
+  verb: V;
   summary: string;
   arguments?: readonly ArgumentSpec[];
   options?: readonly OptionSpec[];
@@ -90,19 +90,25 @@ export function busVerb(spec: {
   mutates?: boolean;
   /** Whether the controller serves this verb's dry run (default: `mutates`); `replay` has its own report. */
   dryRun?: boolean;
+  /**
+   * The request's fields from what the person typed (src/contracts/verbs.ts RequestOf): the
+   * controller checks them against the contract and names the field it refuses; the client stamps
+   * the version, the command id and dryRun.
+   */
   body(args: readonly unknown[], options: Readonly<Record<string, unknown>>): Row;
-  render?(reply: Row): string[];
+  /** Readable lines of the accepted reply (after `receive` and `enrich`, which may add fields). */
+  render?(reply: ReplyOf<V> & Row): string[];
   /** The exit code of an ok reply when it is not always EXIT_OK (`explain`: 1 when denied). */
-  exitCode?(reply: Row): number;
+  exitCode?(reply: ReplyOf<V>): number;
   /**
    * Takes what an ok reply carries for this machine before anything is printed, and returns the
    * reply to print (`credential rotate`: saves the asking operator's new password, then drops it, R3).
    */
-  receive?(ctx: CliContext, reply: Row): Row;
+  receive?(ctx: CliContext, reply: ReplyOf<V>): Row;
   /** How each request field is typed on the command line, where the two differ (`publicKey: "--key"`). */
   spelled?: Readonly<Record<string, string>>;
   /** Asks the controller more about an ok reply before it is printed (`nodes`: each node's last report, R55). */
-  enrich?(ctx: CliContext, reply: Row): Promise<Row>;
+  enrich?(ctx: CliContext, reply: ReplyOf<V> & Row): Promise<Row>;
   /**
    * A list verb (R59): the reply field holding its list. The verb gets `--limit` and `--continue`;
    * without them the CLI follows every page and prints one reply holding the whole list.
@@ -123,29 +129,41 @@ export function busVerb(spec: {
       // A command always carries an id (--command-id or a fresh one): a timeout or a busy refusal names it, so the retry is safe.
       const commandId = mutates ? ctx.globals.commandId ?? randomUUID() : undefined;
       const { dryRun: _dry, ...rest } = options;
-      const body = { ...spec.body(args, rest), ...(commandId === undefined ? {} : { commandId }), ...(dryRun ? { dryRun: true } : {}) };
-      const send = (page: Row): Promise<Reply> => sendOrNameId(ctx, spec.verb, { ...body, ...page }, commandId);
+      // What the person typed, as the verb's fields: the controller judges them (invalid-request naming the field).
+      const request = spec.body(args, rest) as RequestOf<V>;
+      const call = commandId === undefined ? {} : { commandId };
+      const client = await clientOf(ctx);
       // A list verb (R59) follows every page unless --limit / --continue ask for one.
       const page = spec.paged === undefined ? {} : pageArguments(spec.verb, rest);
-      const reply = page === null ? await followPages(spec.paged!, send) : await send(page);
-      let shown = reply.ok && spec.receive && !dryRun ? ({ ...spec.receive(ctx, reply as Row), ok: true } as Reply) : reply;
-      if (shown.ok && spec.enrich && !dryRun) shown = { ...(await spec.enrich(ctx, shown as Row)), ok: true } as Reply;
-      const code = report(ctx, spec.verb, shown, spec.render, spec.spelled, commandId);
+      const reply: Reply = await namingId<Reply>(ctx, spec.verb, commandId, () => (dryRun
+        ? client.dryRun(spec.verb as CommandVerb, request as RequestOf<CommandVerb>, call)
+        : page === null
+          ? client.everyPage(spec.verb as ListVerb, request as RequestOf<ListVerb>, call)
+          : client.ask(spec.verb, { ...request, ...page }, call)));
+      const accepted = reply.ok && !dryRun ? (reply as ReplyOf<V>) : undefined;
+      let shown: Reply = accepted && spec.receive ? { ...spec.receive(ctx, accepted), ok: true } : reply;
+      if (accepted && spec.enrich) shown = { ...(await spec.enrich(ctx, shown as ReplyOf<V> & Row)), ok: true };
+      const code = report(ctx, spec.verb, shown, spec.render as ((reply: Row) => string[]) | undefined, spec.spelled, commandId);
       if (reply.ok && !ctx.globals.json) for (const line of omittedLines(reply)) ctx.err(line);
       if (reply.ok && typeof reply.continue === "string" && !ctx.globals.json) {
         ctx.err(`more ${spec.paged ?? "items"}: mesh ${spec.path.join(" ")} ${page?.limit === undefined ? "" : `--limit ${String(page.limit)} `}--continue ${reply.continue}`);
       }
-      return reply.ok && spec.exitCode ? spec.exitCode(reply) : code;
+      return accepted && spec.exitCode ? spec.exitCode(accepted) : code;
     },
   };
 }
 
+/** The typed client (src/client) over the CLI's connection, as its asker, with its --timeout. */
+async function clientOf(ctx: CliContext): Promise<MeshClient> {
+  return meshClient(await ctx.connection(), ctx.asker(), { timeoutMs: ctx.globals.timeoutMs });
+}
+
 /**
- * sendCommand, with a timeout's error naming the command id that was sent (when there is one), so
+ * A client call, with a timeout's error naming the command id that was sent (when there is one), so
  * `--command-id` retries it safely.
  */
-async function sendOrNameId(ctx: CliContext, verb: string, body: Row, commandId: string | undefined): Promise<Reply> {
-  return sendCommand(await ctx.connection(), ctx.asker(), verb, body, { timeoutMs: ctx.globals.timeoutMs }).catch((error: unknown) => {
+async function namingId<T>(ctx: CliContext, verb: string, commandId: string | undefined, call: () => Promise<T>): Promise<T> {
+  return call().catch((error: unknown) => {
     if (error instanceof CommandTransportError && error.code === "timeout") {
       const retry = commandId === undefined
         ? "ask again"
@@ -178,21 +196,18 @@ const arg = (name: string, description: string): ArgumentSpec => ({ name, descri
  * R55: adds each node's last report on the bus to a `nodes` reply (`lastReport`: an object, what
  * it applied, when, drift, lastReportOf; null when none), asked of the controller's `reports` verb a page of nodes at a time (R59).
  */
-async function withLastReports(ctx: CliContext, reply: Row): Promise<Row> {
-  const nodes = Array.isArray(reply.nodes) ? (reply.nodes as Row[]) : [];
-  const found = new Map<string, Row>();
-  for (let i = 0; i < nodes.length; i += REPORTS_PAGE) {
-    const names = nodes.slice(i, i + REPORTS_PAGE).map((n) => String(n.name));
-    const answer = await sendCommand(await ctx.connection(), ctx.asker(), REPORTS_VERB, { nodes: names }, { timeoutMs: ctx.globals.timeoutMs });
+async function withLastReports(ctx: CliContext, reply: ReplyOf<"nodes">): Promise<Row> {
+  const client = await clientOf(ctx);
+  const found = new Map<string, LastReport>();
+  for (let i = 0; i < reply.nodes.length; i += REPORTS_PAGE) {
+    const names = reply.nodes.slice(i, i + REPORTS_PAGE).map((n) => n.name);
+    const answer = await client.reports({ nodes: names });
     if (!answer.ok) return reply;
-    for (const r of ((answer as Row).reports ?? []) as Row[]) found.set(String(r.node), r);
+    for (const r of answer.reports) found.set(r.node, r);
   }
   return {
     ...reply,
-    nodes: nodes.map((n) => {
-      const sent = (n.lastSent as { digest?: string } | null)?.digest;
-      return { ...n, lastReport: lastReportOf(sent, found.get(String(n.name)) as NodeLastReportInput | undefined) };
-    }),
+    nodes: reply.nodes.map((n) => ({ ...n, lastReport: lastReportOf(n.lastSent?.digest, found.get(n.name)) })),
   };
 }
 
@@ -225,7 +240,6 @@ export function saveOwnRotation(ctx: CliContext, reply: Row): Row {
   return { ...reply, credential: rest, saved: pending };
 }
 
-/** `--limit <n>` of `mesh history`: a whole number from 1 to HISTORY_LIMIT, else a usage error. */
 /** `--limit` and `--continue` of a list verb (R59). */
 const PAGE_OPTIONS: readonly OptionSpec[] = [
   { flags: "--limit <n>", description: `one page of at most n items (1 to ${PAGE_LIMIT_MAX}), with the token of the next` },
@@ -245,34 +259,12 @@ function pageArguments(verb: string, options: Readonly<Record<string, unknown>>)
   return page;
 }
 
-/**
- * Asks for every page of a list (R59) and returns one reply holding the whole list in `field`
- * (pages of an array are joined, pages of an object merged), without a `continue` token; the first
- * refused page is returned as is. `asOf` is the last page's.
- */
-async function followPages(field: string, send: (page: Row) => Promise<Reply>): Promise<Reply> {
-  let whole: unknown[] | Record<string, unknown> | undefined;
-  let token: string | undefined;
-  for (;;) {
-    const reply = await send(token === undefined ? {} : { continue: token });
-    if (!reply.ok) return reply;
-    const part = reply[field];
-    if (Array.isArray(part)) whole = [...((whole as unknown[] | undefined) ?? []), ...part];
-    else if (part !== null && typeof part === "object") whole = { ...((whole as Record<string, unknown> | undefined) ?? {}), ...(part as Record<string, unknown>) };
-    token = typeof reply.continue === "string" ? reply.continue : undefined;
-    if (token === undefined) {
-      const { continue: _last, ...rest } = reply;
-      return { ...rest, [field]: whole ?? [] } as Reply;
-    }
-  }
-}
-
+/** `--limit <n>` of `mesh history`: a whole number from 1 to HISTORY_LIMIT, else a usage error. */
 function historyLimit(value: unknown): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > HISTORY_LIMIT) throw new UsageError(`mesh history: --limit takes a whole number from 1 to ${HISTORY_LIMIT}`);
   return n;
 }
-const str = (value: unknown): string => String(value);
 
 /**
  * `mesh module register <module.json...>`: one command per manifest, declarers first (R25). Every
@@ -301,7 +293,9 @@ const moduleRegister: CliVerb = {
     const quiet: CliContext = { ...ctx, globals: { ...ctx.globals, json: false }, out: () => undefined };
     for (const { file, manifest } of items) {
       const commandId = ctx.globals.commandId ?? randomUUID();
-      const reply = await sendOrNameId(ctx, "module.register", { manifest, commandId, ...(dryRun ? { dryRun: true } : {}) }, commandId);
+      const client = await clientOf(ctx);
+      const reply: Reply = await namingId<Reply>(ctx, "module.register", commandId, () =>
+        (dryRun ? client.dryRun("module.register", { manifest }, { commandId }) : client.moduleRegister({ manifest }, { commandId })));
       results.push({ file, reply });
       if (!reply.ok) {
         ctx.err(`${file}:`);
@@ -309,16 +303,14 @@ const moduleRegister: CliVerb = {
         continue;
       }
       if (ctx.globals.json) continue;
-      const r = reply as Row;
       if (dryRun) {
         ctx.out(`${file}:`);
-        for (const line of renderDryRun(r)) ctx.out(line);
+        for (const line of renderDryRun(reply)) ctx.out(line);
         continue;
       }
-      const declares = (r.declares as string[] | undefined) ?? [];
-      const claims = (r.claims as string[] | undefined) ?? [];
-      ctx.out(`registered ${str(r.module)} ${str(r.version)}` +
-        `${declares.length ? `; declares ${declares.join(", ")}` : ""}${claims.length ? `; claims ${claims.join(", ")}` : ""}`);
+      const r = reply as ReplyOf<"module.register">;
+      ctx.out(`registered ${r.module} ${r.version}` +
+        `${r.declares.length ? `; declares ${r.declares.join(", ")}` : ""}${r.claims.length ? `; claims ${r.claims.join(", ")}` : ""}`);
       for (const line of duplicateNote(r)) ctx.out(line);
     }
     const refused = results.filter((r) => !r.reply.ok);
@@ -346,57 +338,51 @@ export const CLI_VERBS: CliVerb[] = [
     options: [{ flags: "--key <public-key>", description: "the node's X25519 public key (base64), printed by its host agent", required: true }],
     body: (a, o) => ({ node: a[0], publicKey: o.key }),
     spelled: { node: "<name>", publicKey: "--key" },
-    render: (r) => {
-      const c = (r.credential ?? {}) as Row;
-      return [
-        `enrolled node ${str(r.node)}: user ${str(c.user)} at ${str(c.address)}`,
-        "give the node this credential (its password is sealed to the node's key, only it can open it):",
-        JSON.stringify(c),
-      ];
-    },
+    render: (r) => [
+      `enrolled node ${r.node}: user ${r.credential.user} at ${r.credential.address}`,
+      "give the node this credential (its password is sealed to the node's key, only it can open it):",
+      JSON.stringify(r.credential),
+    ],
   }),
   busVerb({
     path: ["node", "remove"], verb: "node.remove", summary: "remove a node (its assignments, overlay place and credential go with it)",
     arguments: [arg("name", "the enrolled node")],
     body: (a) => ({ node: a[0] }),
-    render: (r) => [`removed node ${str(r.node ?? "")}`.trim()],
+    render: (r) => [`removed node ${r.node}`],
   }),
   moduleRegister,
   busVerb({
     path: ["module", "issue"], verb: "module.issue", summary: "mint a module's credential: until then its node's declaration leaves it out",
     arguments: [arg("module", "the registered module")],
     body: (a) => ({ module: a[0] }),
-    render: (r) => {
-      const c = (r.credential ?? {}) as Row;
-      return [`issued module ${str(r.module)}: user ${str(c.user)} at ${str(c.address)}`];
-    },
+    render: (r) => [`issued module ${r.module}: user ${r.credential.user} at ${r.credential.address}`],
   }),
   busVerb({
     path: ["assign"], verb: "assign", summary: "place a module on a node",
     arguments: [arg("module", "the registered module"), arg("node", "the enrolled node")],
     body: (a) => ({ module: a[0], node: a[1] }),
-    render: (r) => [`assigned ${str(r.module)} to ${str(r.node)} (now on ${((r.nodes ?? []) as string[]).join(", ")})`],
+    render: (r) => [`assigned ${r.module} to ${r.node} (now on ${r.nodes.join(", ")})`],
   }),
   busVerb({
     path: ["unassign"], verb: "unassign", summary: "take a module off a node",
     arguments: [arg("module", "the assigned module"), arg("node", "the node it runs on")],
     body: (a) => ({ module: a[0], node: a[1] }),
-    render: (r) => [`unassigned ${str(r.module)} from ${str(r.node)}${((r.nodes ?? []) as string[]).length ? ` (still on ${((r.nodes ?? []) as string[]).join(", ")})` : ""}`],
+    render: (r) => [`unassigned ${r.module} from ${r.node}${r.nodes.length ? ` (still on ${r.nodes.join(", ")})` : ""}`],
   }),
   busVerb({
     path: ["seat", "alias"], verb: "seat.alias", summary: "rename a seat: lookups of <old> resolve to <new> (a cycle or a missing <new> is refused)",
     arguments: [arg("old", "the old seat name"), arg("new", "the seat it now resolves to")],
     body: (a) => ({ from: a[0], to: a[1] }),
     spelled: { from: "<old>", to: "<new>" },
-    render: (r) => [`seat ${str(r.from)} now resolves to ${str(r.resolvesTo)}`],
+    render: (r) => [`seat ${r.from} now resolves to ${r.resolvesTo}`],
   }),
   busVerb({
     path: ["seat", "handover"], verb: "seat.handover", summary: "move a seat from one holder node to another",
     arguments: [arg("seat", "the seat"), arg("from", "the node holding it now"), arg("to", "the node to hold it")],
     body: (a) => ({ seat: a[0], from: a[1], to: a[2] }),
     render: (r) => [
-      `handed ${str(r.seat)} over from ${str(r.from)} to ${str(r.to)}` +
-        ` (modules moved: ${((r.modulesMoved ?? []) as string[]).join(", ") || "none"}; holders now: ${((r.holders ?? []) as string[]).join(", ") || "none"})`,
+      `handed ${r.seat} over from ${r.from} to ${r.to}` +
+        ` (modules moved: ${r.modulesMoved.join(", ") || "none"}; holders now: ${r.holders.join(", ") || "none"})`,
     ],
   }),
   busVerb({
@@ -404,29 +390,24 @@ export const CLI_VERBS: CliVerb[] = [
     arguments: [arg("node", "the enrolled node")],
     options: [{ flags: "--hub", description: "make it the overlay's one hub" }],
     body: (a, o) => (o.hub === true ? { node: a[0], hub: true } : { node: a[0] }),
-    render: (r) => {
-      const stale = (r.staleCredentials ?? []) as Row[];
-      return [
-        `placed ${str(r.node)} at ${str(r.overlayName)}${r.hub === true ? " (hub)" : ""}`,
-        ...(typeof r.note === "string" && r.note ? [r.note] : []),
-        ...(stale.length ? ["recorded addresses that differ now (modules move at the next push; others keep theirs until rotated, R10):", ...table(stale, ["user", "address", "addressNow"]).map((l) => `  ${l}`)] : []),
-      ];
-    },
+    render: (r) => [
+      `placed ${r.node} at ${r.overlayName}${r.hub ? " (hub)" : ""}`,
+      ...(r.note ? [r.note] : []),
+      ...(r.staleCredentials.length
+        ? ["recorded addresses that differ now (modules move at the next push; others keep theirs until rotated, R10):", ...table(r.staleCredentials, ["user", "address", "addressNow"]).map((l) => `  ${l}`)]
+        : []),
+    ],
   }),
   busVerb({
     path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's password (your own is kept beside your credential file and used once the next push installs it)",
     arguments: [arg("kind", "controller, operator, node, module or builder"), arg("name", "the principal's name")],
     body: (a) => ({ kind: a[0], name: a[1] }),
     receive: saveOwnRotation,
-    render: (r) => {
-      const p = (r.principal ?? {}) as Row;
-      const c = (r.credential ?? {}) as Row;
-      return [
-        `rotated ${str(p.kind)} ${str(p.name)}: user ${str(c.user)} at ${str(c.address)} (usable from the next push)`,
-        ...(r.saved ? [`your new password is kept in ${str(r.saved)}: the bus takes it from the next push, and mesh switches to it then`] : []),
-        ...(c.sealedPassword ? ["give the node this credential (its password is sealed to the node's key):", JSON.stringify(c)] : []),
-      ];
-    },
+    render: (r) => [
+      `rotated ${r.principal.kind} ${r.principal.name}: user ${r.credential.user} at ${r.credential.address} (usable from the next push)`,
+      ...(typeof r.saved === "string" ? [`your new password is kept in ${r.saved}: the bus takes it from the next push, and mesh switches to it then`] : []),
+      ...(r.credential.sealedPassword ? ["give the node this credential (its password is sealed to the node's key):", JSON.stringify(r.credential)] : []),
+    ],
   }),
   busVerb({ path: ["where"], verb: "where", mutates: false, summary: "where every node is on the overlay", body: () => ({}), render: renderWhere, paged: "placed" }),
   busVerb({
@@ -456,7 +437,7 @@ export const CLI_VERBS: CliVerb[] = [
     body: (_args, options) => (typeof options.after === "string" ? { after: options.after } : {}),
     render: (reply) => [
       ...renderList("reports", ["node", "digest", "ok", "at", "drift", "error"])(reply),
-      ...(typeof reply.next === "string" ? [`more: mesh reports --after ${reply.next}`] : []),
+      ...(reply.next !== undefined ? [`more: mesh reports --after ${reply.next}`] : []),
     ],
   }),
   busVerb({

@@ -15,6 +15,12 @@ import { sendCommand, type SendOptions } from "./send.ts";
  * another version, `bad-message` naming the field otherwise).
  */
 
+/**
+ * Milliseconds a push's asker waits for its reply beyond the push's own `timeoutMs` (composing and
+ * sending): `mesh push --wait` and `mesh up` alike.
+ */
+export const PUSH_REPLY_MARGIN_MS = 60_000;
+
 /** Caller settings of one call: the command id (idempotency key, R53) and the reply timeout. */
 export type CallOptions = SendOptions & { /** Sent as `commandId`; a retry with the same id appends nothing twice. */ commandId?: string };
 

@@ -159,7 +159,8 @@ function failure(code: string, message: string, field?: string): Reply {
   return { ok: false, error: field === undefined ? { code, message } : { code, message, field } };
 }
 
-function spread(answer: unknown): Record<string, unknown> {
+/** A verb's answer as reply fields: an object as it is, anything else as `result`. */
+export function spread(answer: unknown): Record<string, unknown> {
   return answer !== null && typeof answer === "object" && !Array.isArray(answer)
     ? (answer as Record<string, unknown>)
     : { result: answer };
@@ -229,16 +230,16 @@ export async function handleCommand(
       const commits = await scanCommits(nc, state.sequence, (commit) => concerns(commit, parsed.value));
       const answered = answer(commits, parsed.value);
       if (answered instanceof QueryRefused) return { ok: false, error: answered.refusal };
-      return { ok: true, asOf: state.sequence, ...spread(withoutSecrets(answered)) };
+      return queryReply(state.sequence, spread(withoutSecrets(answered)));
     }
     const context: QueryContext = deps.compose === undefined ? {} : { compose: deps.compose };
     const answered = def.answer(state, parsed.value, context);
     if (answered instanceof QueryRefused) return { ok: false, error: answered.refusal };
     const answer = spread(answered);
-    if (def.page === undefined || !paging) return { ok: true, asOf: state.sequence, ...answer };
+    if (def.page === undefined || !paging) return queryReply(state.sequence, answer);
     const page = pageOf(verb, def.page, answer, paging.page, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
     if (!page.ok) return { ok: false, error: page.refusal };
-    return { ok: true, asOf: state.sequence, ...page.value };
+    return queryReply(state.sequence, page.value);
   }
 
   // The envelope is filled once: a fenced-out decide runs again with the same id, time and secrets.
@@ -256,15 +257,36 @@ export async function handleCommand(
   if (!result.ok) return { ok: false, error: result.refusal };
   const tools: ReplyTools = { openSecret: deps.openSecret, sealToNode };
   const answer = spread(def.reply(result.state, result.events, tools, result.entity));
+  return commandReply(def, commandId, result, answer, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
+}
+
+/**
+ * The reply to an accepted command (src/contracts/verbs.ts: the command envelope, then the verb's
+ * body): the command id, whether it was a duplicate (R53) or changed nothing, the commit's
+ * sequence, and `answer` (the verb's reply), whose growing lists are cut to fit `maxPayload` (R59).
+ * Pure.
+ */
+export function commandReply(
+  def: CommandDefinition<z.ZodType>,
+  commandId: string,
+  committed: { duplicate: boolean; unchanged?: boolean; sequence: number },
+  answer: Record<string, unknown>,
+  maxPayload: number,
+): Reply {
   return {
     ok: true,
     commandId,
-    duplicate: result.duplicate,
-    ...(result.unchanged ? { unchanged: true } : {}),
-    sequence: result.sequence,
+    duplicate: committed.duplicate,
+    ...(committed.unchanged ? { unchanged: true } : {}),
+    sequence: committed.sequence,
     // R59: a list in the reply that grows with the mesh is cut to fit the max payload.
-    ...(def.bounded === undefined ? answer : fitReply(answer, def.bounded, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD)),
+    ...(def.bounded === undefined ? answer : fitReply(answer, def.bounded, maxPayload)),
   };
+}
+
+/** The reply to a query (src/contracts/verbs.ts: `asOf`, the sequence it was answered at, then the answer). Pure. */
+export function queryReply(asOf: number, answer: Record<string, unknown>): Reply {
+  return { ok: true, asOf, ...answer };
 }
 
 /**
@@ -274,7 +296,7 @@ export async function handleCommand(
  * refusal the command would get. A command id already applied answers `duplicate: true` and no
  * events, as the real command would append nothing.
  */
-function dryRunOf(state: State, def: CommandDefinition<z.ZodType>, command: unknown, envelope: Envelope, deps: ServeDependencies): Reply {
+export function dryRunOf(state: State, def: CommandDefinition<z.ZodType>, command: unknown, envelope: Envelope, deps: ServeDependencies): Reply {
   const base = { ok: true as const, dryRun: true, commandId: envelope.commandId, wouldAppendAfter: state.sequence };
   if (appliedSequence(state, envelope.commandId) !== undefined) return { ...base, duplicate: true, events: [] };
   const needed = def.secretsNeeded(state, command);

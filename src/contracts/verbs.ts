@@ -613,7 +613,7 @@ export type VerbKind = "command" | "query" | "shell";
 /** One verb's contract: its request, its accepted reply, and whether it takes a dry run. */
 export type VerbContract = { kind: VerbKind; request: z.ZodType; reply: z.ZodType; dryRun: boolean };
 
-function contract<Request extends z.ZodType, Reply extends z.ZodType>(kind: VerbKind, request: Request, reply: Reply) {
+function contract<Kind extends VerbKind, Request extends z.ZodType, Reply extends z.ZodType>(kind: Kind, request: Request, reply: Reply) {
   return { kind, request, reply, dryRun: kind === "command" };
 }
 

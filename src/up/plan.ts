@@ -3,9 +3,10 @@
  * push, apart from asking (issue 12). Pure: no bus, no files. up.ts reads the controller's answers,
  * hands them to these functions and sends the commands they return, in order.
  */
+import type { PushReply, Verb } from "../contracts/verbs.ts";
 
-/** One command `mesh up` sends as the operator: its verb, its body, and the progress line said before it. */
-export type UpCommand = { verb: string; body: Record<string, unknown>; line: string };
+/** One command `mesh up` sends as the operator: its verb (src/contracts/verbs.ts), its body, and the progress line said before it. */
+export type UpCommand = { verb: Verb; body: Record<string, unknown>; line: string };
 
 /**
  * The registrations the example mesh still needs: each manifest (in registration order: a seat's
@@ -34,9 +35,8 @@ export function planPlacement(nodes: ReadonlyArray<{ name: string; overlayName: 
 }
 
 /** One line per node of a push report (`up: push: <node> <outcome> <digest> [: error]`), then the controller's rotation, if any. */
-export function pushLines(push: Record<string, unknown>): string[] {
-  const nodes = (push.nodes ?? []) as Array<{ node: string; outcome: string; digest?: string; error?: string }>;
-  const lines = nodes.map((n) => `up: push: ${n.node} ${n.outcome}${n.digest ? ` ${n.digest.slice(0, 12)}` : ""}${n.error ? `: ${n.error}` : ""}`);
-  if (push.controllerRotation) lines.push(`up: push: the controller switched to its rotated password (${String(push.controllerRotation)})`);
+export function pushLines(push: Pick<PushReply, "nodes" | "controllerRotation">): string[] {
+  const lines = push.nodes.map((n) => `up: push: ${n.node} ${n.outcome}${n.digest ? ` ${n.digest.slice(0, 12)}` : ""}${n.error ? `: ${n.error}` : ""}`);
+  if (push.controllerRotation) lines.push(`up: push: the controller switched to its rotated password (${push.controllerRotation})`);
   return lines;
 }

@@ -1,10 +1,9 @@
+import type { CredentialView, LastReport, NodeView, SeatView } from "../contracts/verbs.ts";
 /**
  * What `mesh up` and `mesh status` print: the nodes, who holds each seat, the users on the bus and
  * what each node applied. Pure: built from the controller's query replies, the user-list file and
  * the host's record of what it applied; rendered to lines. Never a password or a hash (R3).
  */
-
-type Row = Record<string, unknown>;
 
 export type UpSummary = {
   mesh: { genesisAddress: string; fingerprint: string; dir: string };
@@ -69,8 +68,8 @@ function appliedText(a: UpSummary["applied"][number]): string {
   return a.reportedAt === undefined ? `ok${files || ", 0 files"}${drift}` : `ok${files}, reported ${a.reportedAt}${drift}`;
 }
 
-/** A node's last report as the `reports` verb gives it (src/push/reports.ts). */
-export type NodeLastReport = { node: string; at: string; digest: string; ok: boolean; error?: string; drift?: string[] };
+/** A node's last report as the `reports` verb gives it (src/contracts/verbs.ts LastReport). */
+export type NodeLastReport = LastReport;
 
 /**
  * What each node applied (R55), pure: the local node from its host's own record (`local`: its
@@ -100,41 +99,26 @@ export function appliedOf(
   });
 }
 
-/** Picks the reports out of a `reports` reply. */
-export function reportsOf(reply: Row): NodeLastReport[] {
-  return ((reply.reports ?? []) as NodeLastReport[]).filter((r) => typeof r?.node === "string" && typeof r.digest === "string");
-}
-
-/** Picks the summary's node rows out of a `nodes` query reply. */
-export function nodesOf(reply: Row): UpSummary["nodes"] {
-  const nodes = (reply.nodes ?? []) as Row[];
-  return nodes.map((n) => ({
-    name: String(n.name),
-    overlayName: (n.overlayName as string | null) ?? null,
-    hub: n.hub === true,
-    modules: ((n.modules ?? []) as string[]).slice(),
-    credentialAddress: (n.credentialAddress as string | null) ?? null,
-    lastSent: ((n.lastSent as { digest?: string } | null)?.digest) ?? null,
+/** The summary's node rows from a `nodes` query reply. */
+export function nodesOf(reply: { nodes: readonly NodeView[] }): UpSummary["nodes"] {
+  return reply.nodes.map((n) => ({
+    name: n.name,
+    overlayName: n.overlayName,
+    hub: n.hub,
+    modules: [...n.modules],
+    credentialAddress: n.credentialAddress,
+    lastSent: n.lastSent?.digest ?? null,
   }));
 }
 
-/** Picks the summary's seat rows out of a `seats` query reply. */
-export function seatsOf(reply: Row): UpSummary["seats"] {
-  const seats = (reply.seats ?? []) as Row[];
-  return seats.map((s) => ({
-    name: String(s.name),
-    protocol: String(s.protocol ?? ""),
-    holders: ((s.holders ?? []) as string[]).slice(),
-    accepts: ((s.accepts ?? []) as string[]).slice(),
-  }));
+/** The summary's seat rows from a `seats` query reply. */
+export function seatsOf(reply: { seats: readonly SeatView[] }): UpSummary["seats"] {
+  return reply.seats.map((s) => ({ name: s.name, protocol: s.protocol, holders: [...s.holders], accepts: [...s.accepts] }));
 }
 
 /** `kind:name` by bus user, from a `credentials` query reply. */
-export function principalsByUser(reply: Row): Record<string, string> {
+export function principalsByUser(reply: { credentials: readonly CredentialView[] }): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const c of (reply.credentials ?? []) as Row[]) {
-    const p = c.principal as { kind: string; name: string };
-    out[String(c.user)] = `${p.kind}:${p.name}`;
-  }
+  for (const c of reply.credentials) out[c.user] = `${c.principal.kind}:${c.principal.name}`;
   return out;
 }

@@ -5,11 +5,9 @@ import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectToBus } from "../bus/connect.ts";
 import { makeFolderDurable, readBusCredential, writeFileDurable } from "../files/index.ts";
-import { sendCommand } from "../client/send.ts";
-import { PUSH_REPLY_MARGIN_MS } from "../cli/push.ts";
-import { PUSH_VERB } from "../push/pushCommand.ts";
-import { registrationOrder } from "../cli/manifests.ts";
-import type { Reply } from "../commands/envelope.ts";
+import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
+import type { ReplyOf, RequestOf, Verb } from "../contracts/verbs.ts";
+import { registrationOrder } from "../manifest/order.ts";
 import type { Environment } from "../config.ts";
 import {
   initHostKeys, readOwned, saveNodeCredential, NODE_CREDENTIAL_FILE, NODE_KEY_FILE,
@@ -23,8 +21,8 @@ import { readUserList } from "../../installer/carried.ts";
 import { localHost } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { runningPid, recordPid, spawnDaemon, PROCESSES } from "./processes.ts";
-import { appliedOf, nodesOf, principalsByUser, reportsOf, seatsOf, type NodeLastReport, type UpSummary } from "./summary.ts";
-import { REPORTS_PAGE, REPORTS_VERB } from "../push/reports.ts";
+import { appliedOf, nodesOf, principalsByUser, seatsOf, type NodeLastReport, type UpSummary } from "./summary.ts";
+import { REPORTS_PAGE } from "../push/reports.ts";
 import { planIssueAndAssign, planPlacement, planRegistrations, pushLines, type UpCommand } from "./plan.ts";
 
 /**
@@ -126,7 +124,7 @@ export type UpResult = {
   node: string;
   summary: UpSummary;
   /** The push's report as the controller answered it. */
-  push: Record<string, unknown>;
+  push: ReplyOf<"push">;
 };
 
 /** This machine's host name as a mesh name (lowercase, dashes), or `local`. */
@@ -152,10 +150,10 @@ export async function operatorConnection(paths: MeshPaths, timeoutMs = 5_000): P
   return connectToBus(credential, { name: "mesh-up", reconnect: true, timeoutMs });
 }
 
-/** A reply's body, or an UpError naming the verb and carrying the refusal's code. */
-function ok(verb: string, reply: Reply): Record<string, unknown> {
-  if (!reply.ok) throw new UpError(`the controller refused \`mesh ${verb}\` (${reply.error.code}): ${reply.error.message}`, reply.error.code);
-  return reply as Record<string, unknown>;
+/** An answer's accepted reply (typed by the verb's contract), or an UpError naming the verb and carrying the refusal's code. */
+function ok<V extends Verb>(verb: V, answer: Answer<V>): ReplyOf<V> {
+  if (answer.ok === false) throw new UpError(`the controller refused \`mesh ${verb}\` (${answer.error.code}): ${answer.error.message}`, answer.error.code);
+  return answer as ReplyOf<V>;
 }
 
 /** A step of `mesh up` failed: one line saying which and why. */
@@ -187,7 +185,7 @@ async function whenControllerAnswers(nc: NatsConnection, asker: string, timeoutM
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      await sendCommand(nc, asker, "nodes", {}, { timeoutMs: 2_000 });
+      await meshClient(nc, asker).nodes({}, { timeoutMs: 2_000 });
       return;
     } catch (error) {
       if (Date.now() > deadline) {
@@ -260,11 +258,10 @@ export async function up(options: UpOptions): Promise<UpResult> {
     log("up: waiting for the controller to answer");
     const asker = operatorUser(paths);
     await whenControllerAnswers(nc, asker, timeoutMs);
-    const ask = async (verb: string, body: Record<string, unknown> = {}) =>
-      ok(verb, await sendCommand(nc, asker, verb, body, { timeoutMs }));
+    const client = meshClient(nc, asker, { timeoutMs });
 
     // 4. the local node's host agent: enrolled at genesis, its account carried in the first list (R56).
-    const nodes = await sendCommand(nc, asker, "nodes", {}, { timeoutMs });
+    const nodes = await client.nodes();
     if (!nodes.ok && nodes.error.code === "records-behind") {
       // R43: the records are behind the world. The local host still runs: it tells the controller
       // what it holds (the users of the list the bus runs, named when the restore is accepted) and
@@ -283,15 +280,15 @@ export async function up(options: UpOptions): Promise<UpResult> {
       const run = async (commands: readonly UpCommand[]) => {
         for (const command of commands) {
           log(command.line);
-          await ask(command.verb, command.body);
+          ok(command.verb, await client.ask(command.verb, command.body as RequestOf<typeof command.verb>));
         }
       };
-      const registered = new Set(((await ask("modules")).modules as Array<{ name: string }>).map((m) => m.name));
+      const registered = new Set(ok("modules", await client.modules()).modules.map((m) => m.name));
       const files = (options.manifests ?? defaultManifests()).map((file) => ({ file, manifest: JSON.parse(readFileSync(file, "utf8")) as { name: string } }));
       await run(planRegistrations(registered, registrationOrder(files)));
-      const modules = (await ask("modules")).modules as Array<{ name: string; issued: boolean; nodes: string[] }>;
+      const { modules } = ok("modules", await client.modules());
       await run(planIssueAndAssign(modules, node));
-      await run(planPlacement(nodesOf(await ask("nodes")), node));
+      await run(planPlacement(nodesOf(ok("nodes", await client.nodes())), node));
       writeFileDurable(exampleDone, `${JSON.stringify({ node, modules: modules.map((m) => m.name) }, null, 2)}\n`, { mode: 0o644 });
     }
 
@@ -332,9 +329,9 @@ export function busReloadOptions(paths: MeshPaths): BusReloadOptions {
  * rotation, its confirmation of the new password; so nothing is left to wait for here. Throws UpError for a refused push, CommandTransportError when the controller does
  * not answer within `timeoutMs` plus PUSH_REPLY_MARGIN_MS (the CLI's `mesh push --wait` margin).
  */
-export async function pushAndWait(nc: NatsConnection, asker: string, timeoutMs: number, body: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+export async function pushAndWait(nc: NatsConnection, asker: string, timeoutMs: number, body: RequestOf<"push"> = {}): Promise<ReplyOf<"push">> {
   const request = { ...body, wait: true, timeoutMs };
-  return ok("push", await sendCommand(nc, asker, PUSH_VERB, request, { timeoutMs: timeoutMs + PUSH_REPLY_MARGIN_MS }));
+  return ok("push", await meshClient(nc, asker).push(request, { timeoutMs: timeoutMs + PUSH_REPLY_MARGIN_MS }));
 }
 
 /**
@@ -351,11 +348,11 @@ export async function readSummary(
   seen: { asker?: string; mesh?: { genesisAddress: string; fingerprint: string }; processes?: Record<string, number | null> } = {},
 ): Promise<UpSummary> {
   const asker = seen.asker ?? operatorUser(paths);
-  const ask = async (verb: string) => ok(verb, await sendCommand(nc, asker, verb, {}, { timeoutMs }));
+  const client = meshClient(nc, asker, { timeoutMs });
   const mesh = seen.mesh ?? readMeshFile(paths.dir);
-  const nodes = nodesOf(await ask("nodes"));
-  const seats = seatsOf(await ask("seats"));
-  const principals = principalsByUser(await ask("credentials"));
+  const nodes = nodesOf(ok("nodes", await client.nodes()));
+  const seats = seatsOf(ok("seats", await client.seats()));
+  const principals = principalsByUser(ok("credentials", await client.credentials()));
   const listHere = existsSync(paths.userList);
   const listed = listHere ? readUserList(readFileSync(paths.userList, "utf8")) : [];
   const hostDir = join(paths.dir, HOST_DIR);
@@ -365,7 +362,7 @@ export async function readSummary(
   const reports: NodeLastReport[] = [];
   for (let i = 0; i < nodes.length; i += REPORTS_PAGE) {
     const names = nodes.slice(i, i + REPORTS_PAGE).map((n) => n.name);
-    reports.push(...reportsOf(ok(REPORTS_VERB, await sendCommand(nc, asker, REPORTS_VERB, { nodes: names }, { timeoutMs }))));
+    reports.push(...ok("reports", await client.reports({ nodes: names })).reports);
   }
   const applied = appliedOf(nodes, reports, localNode && owned ? { node: localNode, digest: owned.digest, files: owned.files } : null);
   return {

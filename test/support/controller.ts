@@ -9,8 +9,8 @@ import { openCatalogue } from "../../src/records/catalogue.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, openAsNode, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { startController, type Controller } from "../../src/bootstrap/main.ts";
 import { memoryLog } from "../../src/bootstrap/log.ts";
-import { sendCommand } from "../../src/client/send.ts";
-import type { Reply } from "../../src/commands/envelope.ts";
+import { meshClient } from "../../src/client/client.ts";
+import { isVerb, type AnyReply as Reply, type RequestOf } from "../../src/contracts/verbs.ts";
 import {
   CONTROL_STREAM, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER, declarationConsumer, declarationSubject, reportSubject,
 } from "../../src/names.ts";
@@ -31,7 +31,7 @@ export type ControllerFixture = {
   credentialFile: string;
   /** Starts a controller from `env` (parsed by parseControllerConfig); its log lines are kept. */
   start(env?: Environment): Promise<Controller & { lines: string[] }>;
-  /** Sends one command as `operator-test` and returns the reply; throws unless it is ok. */
+  /** Sends one command as `operator-test` through the typed client and returns the reply (parsed with its contract); throws unless it is ok. */
   send(verb: string, body: Record<string, unknown>): Promise<Reply & { ok: true }>;
   /** Enrols a node with a fresh key pair; returns its private key. */
   enrol(node: string): Promise<string>;
@@ -98,7 +98,9 @@ export async function controllerFixture(server: Pick<NatsServer, "url">, options
       return Object.assign(controller, { lines: log.lines });
     },
     async send(verb, body) {
-      const reply = await sendCommand(operator, "operator-test", verb, body, { timeoutMs: 20_000 });
+      // Through the typed client: every reply a bus test reads is parsed with its verb's contract.
+      if (!isVerb(verb)) throw new Error(`no verb "${verb}" in src/contracts/verbs.ts`);
+      const reply = await meshClient(operator, "operator-test", { timeoutMs: 20_000 }).ask(verb, body as RequestOf<typeof verb>);
       if (!reply.ok) throw new Error(`${verb} refused: ${reply.error.code}: ${reply.error.message}`);
       return reply as Reply & { ok: true };
     },

@@ -13,7 +13,7 @@ function recordingContext(json: boolean): { ctx: CliContext; requests: Array<{ s
   const lines: string[] = [];
   const report = {
     ok: true, pushId: "p1", dryRun: true, recordsSequence: 7, nodes: [{ node: "alpha", outcome: "sent", digest: "abcdef0123456789" }],
-    leftOut: [], provisionsMinted: 0, raised: { created: 0, updated: 0, refused: [] }, timedOut: [], rounds: 0, boundHit: false,
+    leftOut: [], freshCredentials: [], counts: { sent: 1 }, provisionsMinted: 0, raised: { created: 0, updated: 0, refused: [] }, timedOut: [], rounds: 0, boundHit: false,
     declarations: [{ node: "alpha", modules: [], provisions: [], digest: "abcdef0123456789" }],
   };
   const nc = {
@@ -40,7 +40,7 @@ describe("mesh compose", () => {
     assert.equal(CLI_VERBS.filter((v) => v.path.join(" ") === "compose").length, 1, "registered once");
     const { ctx, requests, lines } = recordingContext(false);
     assert.equal(await COMPOSE_CLI_VERB.run(ctx, [["alpha"]], { wait: true }), EXIT_OK);
-    assert.deepEqual(requests, [{ subject: commandSubject("operator-test", PUSH_VERB), body: { nodes: ["alpha"], wait: false, dryRun: true } }]);
+    assert.deepEqual(requests, [{ subject: commandSubject("operator-test", PUSH_VERB), body: { v: 1, nodes: ["alpha"], wait: false, dryRun: true } }]);
     assert.ok(lines[0]!.startsWith("dry run p1"), lines.join("\n"));
   });
 

@@ -21,13 +21,14 @@ function tsFiles(folder: string, recursive: boolean): string[] {
 }
 
 /**
- * The pure files: src/projections and src/compose (all of them), src/commands/*.ts but its server
+ * The pure files: src/projections, src/compose and src/contracts (all of them), src/commands/*.ts but its server
  * and handlers, and every plan (a file named plan*.ts anywhere under src: what a shell carries out).
  */
 function pureFiles(): string[] {
   return [
     ...tsFiles(join(ROOT, "src/projections"), true),
     ...tsFiles(join(ROOT, "src/compose"), true),
+    ...tsFiles(join(ROOT, "src/contracts"), true),
     ...tsFiles(join(ROOT, "src/commands"), false).filter((path) => !/server|handler/i.test(path.split("/").pop()!)),
     ...tsFiles(join(ROOT, "src"), true).filter((path) => /^plan\w*\.ts$/.test(path.split("/").pop()!)),
   ].sort();

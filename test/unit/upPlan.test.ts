@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { planIssueAndAssign, planPlacement, planRegistrations, pushLines } from "../../src/up/plan.ts";
-import { registrationOrder } from "../../src/cli/manifests.ts";
+import { registrationOrder } from "../../src/manifest/order.ts";
 
 /**
  * What `mesh up` asks of the controller to set up the example mesh, without a server: each step
@@ -50,6 +50,6 @@ describe("mesh up plan: the example mesh", () => {
     assert.deepEqual(pushLines({ nodes: [{ node: "a", outcome: "applied", digest: "0123456789abcdef" }, { node: "b", outcome: "failed", error: "no" }], controllerRotation: "applied" }), [
       "up: push: a applied 0123456789ab", "up: push: b failed: no", "up: push: the controller switched to its rotated password (applied)",
     ]);
-    assert.deepEqual(pushLines({}), []);
+    assert.deepEqual(pushLines({ nodes: [] }), []);
   });
 });
