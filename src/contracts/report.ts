@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseContract, versionField } from "./version.ts";
+import { CONTRACT_VERSIONS, parseContract, versionField } from "./version.ts";
 
 /**
  * A node's report (R32): what a host publishes on `reportSubject(node)` after each declaration it
@@ -42,7 +42,7 @@ export function parseHostReport(message: unknown): HostReport {
   return parseContract("report", HostReport, message, "a node's report");
 }
 
-/** A report as the host publishes it: the fields given, stamped with this build's version. */
+/** A report as the host publishes it: stamped with this build's version, then the fields given. */
 export function stampReport(report: HostReport): HostReport {
-  return { ...report, v: 1 };
+  return { ...report, v: CONTRACT_VERSIONS.report };
 }

@@ -9,7 +9,8 @@ import { connectToBus, type BusCredential } from "../../src/bus/connect.ts";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
 import { newMeshKey, newNodeKeyPair, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
-import { sendCommand, CommandTransportError } from "../../src/client/send.ts";
+import { CommandTransportError } from "../../src/client/send.ts";
+import { askAs } from "../support/client.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser } from "../../src/names.ts";
 import { TEST_FINGERPRINT } from "../support/commandMesh.ts";
@@ -128,7 +129,7 @@ describe("a mesh on a three-server cluster", () => {
         const sentAt = Date.now();
         let reply: Reply;
         try {
-          reply = await sendCommand(client, OPERATOR, "node.enrol", body, { timeoutMs: 3_000 });
+          reply = await askAs(client, OPERATOR, "node.enrol", body, 3_000);
         } catch (error) {
           if (error instanceof CommandTransportError) continue;
           throw error;
@@ -168,7 +169,7 @@ describe("a mesh on a three-server cluster", () => {
     // enrolment, at the sequence its acknowledgement named, and the records hold no other.
     assert.equal(acknowledged.size, TOTAL);
     for (const [node, sequence] of acknowledged) {
-      const reply = await sendCommand(client, OPERATOR, "history", { kind: "node", id: node }, { timeoutMs: 10_000 });
+      const reply = await askAs(client, OPERATOR, "history", { kind: "node", id: node }, 10_000);
       assert.equal(reply.ok, true, `${JSON.stringify(reply)}\n${errors.slice(-3).join("\n")}`);
       const history = reply as Ok & { events: Array<{ type: string; sequence: number }> };
       const enrolments = history.events.filter((e) => e.type === "NodeEnrolled");

@@ -4,7 +4,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
 import { startNatsServer, waitFor } from "../support/natsServer.ts";
 import { replyInAskersInbox, replyErrorOf, serveCommands, MAX_COMMAND_BYTES } from "../../src/commands/server.ts";
-import { sendCommand } from "../../src/client/send.ts";
+import { askAs } from "../support/client.ts";
 import type { Catalogue } from "../../src/records/catalogue.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted } from "../../src/records/errors.ts";
 import { newNodeKeyPair, openAsNode, passwordMatches } from "../../src/crypto/secrets.ts";
@@ -44,7 +44,7 @@ describe("command server", () => {
   it("R1, R33: enrols a node; the actor is the asker's inbox user; the password comes back sealed to the node", async () => {
     const keys = newNodeKeyPair();
     const before = await mesh.lastSequence();
-    const reply = await sendCommand(client, OPERATOR, "node.enrol", { node: "alpha", publicKey: keys.publicKey });
+    const reply = await askAs(client, OPERATOR, "node.enrol", { node: "alpha", publicKey: keys.publicKey });
     assert.ok(reply.ok, JSON.stringify(reply));
     const ok = reply as Ok & { credential: { sealedPassword: string; user: string } };
     assert.equal(ok.duplicate, false);
@@ -54,15 +54,15 @@ describe("command server", () => {
     const record = mesh.catalogue.state.credentials[principalKey("node", "alpha")]!;
     assert.ok(passwordMatches(password, record.hash));
     assert.equal(mesh.catalogue.state.nodes.alpha?.enrolledAt !== undefined, true);
-    const history = await sendCommand(client, OPERATOR, "history", { kind: "node", id: "alpha" }) as Ok & { events: Array<Record<string, unknown>> };
+    const history = await askAs(client, OPERATOR, "history", { kind: "node", id: "alpha" }) as Ok & { events: Array<Record<string, unknown>> };
     assert.ok(history.events.length >= 2);
     for (const event of history.events) assert.equal(event.actor, OPERATOR);
   });
 
   it("R3: history and credentials answer actor, command id, time and sequence, never a hash or a sealed secret", async () => {
-    const enrolled = await sendCommand(client, OPERATOR, "node.enrol", { node: "r3-node", publicKey: newNodeKeyPair().publicKey });
+    const enrolled = await askAs(client, OPERATOR, "node.enrol", { node: "r3-node", publicKey: newNodeKeyPair().publicKey });
     assert.ok(enrolled.ok, JSON.stringify(enrolled));
-    const history = await sendCommand(client, OPERATOR, "history", { kind: "node", id: "r3-node" }) as Ok & { events: Array<Record<string, unknown>> };
+    const history = await askAs(client, OPERATOR, "history", { kind: "node", id: "r3-node" }) as Ok & { events: Array<Record<string, unknown>> };
     assert.ok(history.events.length > 0);
     for (const event of history.events) {
       for (const key of ["actor", "commandId", "at", "sequence", "type"]) assert.ok(key in event, `history event has ${key}`);
@@ -70,7 +70,7 @@ describe("command server", () => {
     const record = mesh.catalogue.state.credentials[principalKey("node", "r3-node")]!;
     for (const verb of ["history", "credentials", "nodes"]) {
       const body = verb === "history" ? { kind: "node", id: "r3-node" } : {};
-      const text = JSON.stringify(await sendCommand(client, OPERATOR, verb, body));
+      const text = JSON.stringify(await askAs(client, OPERATOR, verb, body));
       assert.ok(!text.includes(record.hash), `${verb} leaks the hash`);
       assert.ok(!text.includes(record.sealed), `${verb} leaks the sealed secret`);
       assert.ok(!/"(hash|sealed)"/.test(text), `${verb} has a hash or sealed field`);
@@ -80,13 +80,13 @@ describe("command server", () => {
 
   it("R40: a retried command id gets the same answer and appends nothing, also after the dedupe window", async () => {
     const keys = newNodeKeyPair();
-    const first = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
+    const first = await askAs(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
     assert.ok(first.ok);
     const after = await mesh.lastSequence();
-    const soon = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
+    const soon = await askAs(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
     const started = Date.now();
     await waitFor(() => Date.now() - started > DEDUPE_WINDOW_MS * 2, { name: "the stream's dedupe window to pass", timeoutMs: 5_000 });
-    const late = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
+    const late = await askAs(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
     for (const retry of [soon, late]) {
       assert.equal(retry.ok, true, JSON.stringify(retry));
       assert.equal(retry.duplicate, true);
@@ -98,16 +98,16 @@ describe("command server", () => {
 
   it("R53: a command id reused for another verb or other arguments is refused command-id-reused, also after the dedupe window; the same command stays a duplicate", async () => {
     const keys = newNodeKeyPair();
-    const first = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-a", publicKey: keys.publicKey });
+    const first = await askAs(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-a", publicKey: keys.publicKey });
     assert.ok(first.ok, JSON.stringify(first));
     const last = await mesh.lastSequence();
     const check = async () => {
-      const otherVerb = await sendCommand(client, OPERATOR, "node.remove", { commandId: "reuse-1", node: "reuse-a" });
+      const otherVerb = await askAs(client, OPERATOR, "node.remove", { commandId: "reuse-1", node: "reuse-a" });
       assert.equal(refusalCode(otherVerb), "command-id-reused", JSON.stringify(otherVerb));
       assert.ok(!otherVerb.ok && otherVerb.error.message.includes("node.enrol"), JSON.stringify(otherVerb));
-      const otherArgs = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-b", publicKey: keys.publicKey });
+      const otherArgs = await askAs(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-b", publicKey: keys.publicKey });
       assert.equal(refusalCode(otherArgs), "command-id-reused", JSON.stringify(otherArgs));
-      const same = await sendCommand(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-a", publicKey: keys.publicKey });
+      const same = await askAs(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-a", publicKey: keys.publicKey });
       assert.ok(same.ok && same.duplicate === true, JSON.stringify(same));
       assert.equal(await mesh.lastSequence(), last, "nothing appended");
     };
@@ -166,7 +166,7 @@ describe("command server", () => {
       anonymous.publish(commandSubject(OPERATOR, "node.enrol"), JSON.stringify({ node: "delta", publicKey: newNodeKeyPair().publicKey }), { reply: "_INBOX.forged.1" });
       await anonymous.flush();
       // Served in arrival order: once the next request is answered, the forged one was handled.
-      assert.ok((await sendCommand(client, OPERATOR, "where", {})).ok);
+      assert.ok((await askAs(client, OPERATOR, "where", {})).ok);
       await anonymous.flush();
       assert.equal(overheard.getReceived(), 0);
       assert.equal(await mesh.lastSequence(), before);
@@ -207,9 +207,9 @@ describe("command server", () => {
     });
     try {
       const body = { module: "m", node: "alpha" };
-      assert.equal(refusalCode(await sendCommand(nc, OPERATOR, "assign", body)), "busy-retry");
+      assert.equal(refusalCode(await askAs(nc, OPERATOR, "assign", body)), "busy-retry");
       failure = new Error("detail-only-for-the-log");
-      const internalReply = await sendCommand(nc, OPERATOR, "assign", body);
+      const internalReply = await askAs(nc, OPERATOR, "assign", body);
       assert.equal(refusalCode(internalReply), "internal");
       assert.ok(!JSON.stringify(internalReply).includes("detail-only-for-the-log"));
       assert.ok(logged.some((line) => line.includes("detail-only-for-the-log")));
@@ -222,30 +222,30 @@ describe("command server", () => {
 
   it("re-registering an identical manifest answers unchanged and appends nothing; a changed one needs a new version", async () => {
     const manifest = { name: "echo", version: "1", seats: { echo: { protocol: "echo" } }, claims: ["echo"] };
-    const first = await sendCommand(client, OPERATOR, "module.register", { manifest });
+    const first = await askAs(client, OPERATOR, "module.register", { manifest });
     assert.ok(first.ok && first.unchanged === undefined, JSON.stringify(first));
     const last = await mesh.lastSequence();
     assert.equal(first.sequence, last);
-    const again = await sendCommand(client, OPERATOR, "module.register", { manifest: { claims: ["echo"], version: "1", name: "echo", seats: manifest.seats } });
+    const again = await askAs(client, OPERATOR, "module.register", { manifest: { claims: ["echo"], version: "1", name: "echo", seats: manifest.seats } });
     assert.ok(again.ok, JSON.stringify(again));
     assert.equal(again.unchanged, true);
     assert.equal(again.duplicate, false);
     assert.equal((again as Ok).module, "echo");
     assert.equal(await mesh.lastSequence(), last, "an unchanged registration appends nothing");
-    assert.equal(refusalCode(await sendCommand(client, OPERATOR, "module.register", { manifest: { ...manifest, seats: { echo: { protocol: "echo2" } } } })), "version-exists");
+    assert.equal(refusalCode(await askAs(client, OPERATOR, "module.register", { manifest: { ...manifest, seats: { echo: { protocol: "echo2" } } } })), "version-exists");
     assert.equal(await mesh.lastSequence(), last);
-    const v2 = await sendCommand(client, OPERATOR, "module.register", { manifest: { ...manifest, version: "2", seats: { echo: { protocol: "echo2" } } } });
+    const v2 = await askAs(client, OPERATOR, "module.register", { manifest: { ...manifest, version: "2", seats: { echo: { protocol: "echo2" } } } });
     assert.ok(v2.ok, JSON.stringify(v2));
     assert.equal((v2 as Ok).replaced, "1");
     assert.equal(await mesh.lastSequence(), last + 1);
   });
 
   it("keeps serving after a request fails and logs no secret", async () => {
-    const enrolled = await sendCommand(client, OPERATOR, "node.enrol", { node: "served", publicKey: newNodeKeyPair().publicKey });
+    const enrolled = await askAs(client, OPERATOR, "node.enrol", { node: "served", publicKey: newNodeKeyPair().publicKey });
     assert.ok(enrolled.ok, JSON.stringify(enrolled));
     assert.equal(await refused("node.enrol", "{not json"), "invalid-json");
     assert.equal(await refused("node.frobnicate", "{}"), "unknown-verb");
-    const reply = await sendCommand(client, OPERATOR, "where", {});
+    const reply = await askAs(client, OPERATOR, "where", {});
     assert.equal(reply.ok, true);
     const record = mesh.catalogue.state.credentials[principalKey("node", "served")]!;
     for (const line of [...mesh.infos, ...mesh.errors]) {

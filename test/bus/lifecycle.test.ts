@@ -12,7 +12,7 @@ import { stopAll } from "../../src/up/processes.ts";
 import { freePort } from "../../installer/serverConfig.ts";
 import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
 import { readBusCredential } from "../../src/files/index.ts";
-import { sendCommand } from "../../src/client/send.ts";
+import { askAs } from "../support/client.ts";
 import { EXIT_OK, EXIT_REFUSED } from "../../src/cli/context.ts";
 import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
 import { eventSubject } from "../../src/names.ts";
@@ -59,7 +59,7 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
   const logs: string[] = [];
   const log = (line: string) => { logs.push(line); };
   const ask = async (verb: string, body: Record<string, unknown> = {}) => {
-    const reply = await sendCommand(operator, operatorUser(result.paths), verb, body, { timeoutMs: 30_000 });
+    const reply = await askAs(operator, operatorUser(result.paths), verb, body, 30_000);
     assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
     return reply as Record<string, unknown>;
   };

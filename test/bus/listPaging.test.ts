@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
-import { sendCommand } from "../../src/client/send.ts";
+import { askAs } from "../support/client.ts";
 import { EXIT_OK } from "../../src/cli/context.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import { newNodeKeyPair } from "../../src/crypto/secrets.ts";
@@ -35,7 +35,7 @@ describe("R59: list replies past the bus's max payload", () => {
     mesh = await startCommandMesh({ server: { config: `max_payload: ${MAX_PAYLOAD}` } });
     nc = await connect({ servers: mesh.server.url, inboxPrefix: inboxPrefix(OPERATOR) });
     for (const node of names) {
-      const reply = await sendCommand(nc, OPERATOR, "node.enrol", { node, publicKey: newNodeKeyPair().publicKey });
+      const reply = await askAs(nc, OPERATOR, "node.enrol", { node, publicKey: newNodeKeyPair().publicKey });
       assert.ok(reply.ok, JSON.stringify(reply));
     }
     dir = mkdtempSync(join(tmpdir(), "mesh-paging-"));
@@ -54,7 +54,7 @@ describe("R59: list replies past the bus's max payload", () => {
     let token: string | undefined;
     let pages = 0;
     do {
-      const reply = await sendCommand(nc, OPERATOR, verb, { ...body, ...(token === undefined ? {} : { continue: token }) });
+      const reply = await askAs(nc, OPERATOR, verb, { ...body, ...(token === undefined ? {} : { continue: token }) });
       assert.ok(reply.ok, `${verb}: ${JSON.stringify(reply)}`);
       assert.ok(Buffer.byteLength(JSON.stringify(reply)) <= MAX_PAYLOAD);
       items.push(...((reply as Ok)[field] as Array<Record<string, unknown>>));
@@ -79,28 +79,28 @@ describe("R59: list replies past the bus's max payload", () => {
   });
 
   it("R59: limit caps a page; a continue token stays valid across catalogue changes; a foreign token is refused invalid-continue", async () => {
-    const first = await sendCommand(nc, OPERATOR, "nodes", { limit: 3 }) as Ok;
+    const first = await askAs(nc, OPERATOR, "nodes", { limit: 3 }) as Ok;
     assert.deepEqual((first.nodes as Array<{ name: string }>).map((n) => n.name), names.slice(0, 3));
     assert.equal(typeof first.continue, "string");
     // A node enrolled before the position, and the last one handed out removed: the token still
     // names the position, so the next page starts at the first node after it.
-    assert.ok((await sendCommand(nc, OPERATOR, "node.enrol", { node: "node-000a", publicKey: newNodeKeyPair().publicKey })).ok);
-    assert.ok((await sendCommand(nc, OPERATOR, "node.remove", { node: names[2] })).ok);
-    const second = await sendCommand(nc, OPERATOR, "nodes", { limit: 3, continue: first.continue }) as Ok;
+    assert.ok((await askAs(nc, OPERATOR, "node.enrol", { node: "node-000a", publicKey: newNodeKeyPair().publicKey })).ok);
+    assert.ok((await askAs(nc, OPERATOR, "node.remove", { node: names[2] })).ok);
+    const second = await askAs(nc, OPERATOR, "nodes", { limit: 3, continue: first.continue }) as Ok;
     assert.deepEqual((second.nodes as Array<{ name: string }>).map((n) => n.name), names.slice(3, 6));
-    const foreign = await sendCommand(nc, OPERATOR, "credentials", { continue: first.continue });
+    const foreign = await askAs(nc, OPERATOR, "credentials", { continue: first.continue });
     assert.ok(!foreign.ok);
     assert.equal(foreign.error.code, "invalid-continue");
     assert.equal(foreign.error.field, "continue");
-    const garbage = await sendCommand(nc, OPERATOR, "nodes", { continue: "not-a-token" });
+    const garbage = await askAs(nc, OPERATOR, "nodes", { continue: "not-a-token" });
     assert.ok(!garbage.ok);
     assert.equal(garbage.error.code, "invalid-continue");
-    const badLimit = await sendCommand(nc, OPERATOR, "nodes", { limit: 0 });
+    const badLimit = await askAs(nc, OPERATOR, "nodes", { limit: 0 });
     assert.ok(!badLimit.ok);
     assert.equal(badLimit.error.field, "limit");
     // Put the mesh back as the other tests expect it.
-    assert.ok((await sendCommand(nc, OPERATOR, "node.remove", { node: "node-000a" })).ok);
-    assert.ok((await sendCommand(nc, OPERATOR, "node.enrol", { node: names[2], publicKey: newNodeKeyPair().publicKey })).ok);
+    assert.ok((await askAs(nc, OPERATOR, "node.remove", { node: "node-000a" })).ok);
+    assert.ok((await askAs(nc, OPERATOR, "node.enrol", { node: names[2], publicKey: newNodeKeyPair().publicKey })).ok);
   });
 
   it("R59: the CLI follows pages by default (--json: one array); --limit and --continue give one page and its token", async () => {

@@ -6,7 +6,7 @@ import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer
 import { controllerFixture, openAsNode, type ControllerFixture } from "../support/controller.ts";
 import type { Controller } from "../../src/bootstrap/main.ts";
 import type { NodeReport, PushReport } from "../../src/push/push.ts";
-import { sendCommand } from "../../src/client/send.ts";
+import { askAs } from "../support/client.ts";
 import { openWithMeshKey } from "../../src/crypto/secrets.ts";
 import {
   CONTROL_STREAM, REPORTS_STREAM, declarationSubject, reportSubject, userListPartSubject, workConsumer, workStream, workSubject,
@@ -213,7 +213,7 @@ describe("push", () => {
     fixture.operator.publish(reportSubject("remote-1"), JSON.stringify({ node: "remote-1", digest, ok: true, drift: ["modules/a/env", "modules/a/module.json"] }));
     await fixture.operator.flush();
     const ask = async (body: Record<string, unknown>) => {
-      const reply = await sendCommand(fixture.operator, "operator-test", "reports", body, { timeoutMs: 20_000 });
+      const reply = await askAs(fixture.operator, "operator-test", "reports", body, 20_000);
       assert.ok(reply.ok, JSON.stringify(reply));
       return reply as unknown as { reports: Array<{ node: string; digest: string; ok: boolean; at: string; drift?: string[] }>; next?: string };
     };
@@ -234,7 +234,7 @@ describe("push", () => {
       const rest = await ask({ after: firstPage.next });
       assert.ok(![...rest.reports].some((r) => r.node === firstPage.reports[0]!.node));
     }
-    const refused = await sendCommand(fixture.operator, "operator-test", "reports", { nodes: ["Not A Node"] }, { timeoutMs: 20_000 });
+    const refused = await askAs(fixture.operator, "operator-test", "reports", { nodes: ["Not A Node"] }, 20_000);
     assert.ok(!refused.ok && refused.error.code === "invalid-request");
 
     // `mesh nodes` shows it
@@ -259,7 +259,7 @@ describe("push", () => {
     await fixture.send("module.issue", { module: "web3" });
     await fixture.send("assign", { module: "web3", node: "dry-1" });
     const sequence = controller.catalogue.state.sequence;
-    const reply = await sendCommand(fixture.operator, "operator-test", "push", { dryRun: true }, { timeoutMs: 20_000 });
+    const reply = await askAs(fixture.operator, "operator-test", "push", { dryRun: true }, 20_000);
     assert.equal(reply.ok, true);
     const report = reply as unknown as PushReport;
     assert.equal(report.dryRun, true);
@@ -271,7 +271,7 @@ describe("push", () => {
     await controller.catalogue.catchUp();
     assert.equal(controller.catalogue.state.sequence, sequence, "a dry run records nothing");
 
-    const refused = await sendCommand(fixture.operator, "operator-test", "push", { nodes: ["Not A Node"] }, { timeoutMs: 20_000 });
+    const refused = await askAs(fixture.operator, "operator-test", "push", { nodes: ["Not A Node"] }, 20_000);
     assert.equal(refused.ok, false);
     if (!refused.ok) assert.equal(refused.error.code, "invalid-request");
   });
@@ -285,7 +285,7 @@ describe("push", () => {
     await fixture.send("assign", { module: "web9", node: "known-1" }); // known-1 is behind: a push would send it
     await controller.catalogue.catchUp();
     const sequence = controller.catalogue.state.sequence;
-    const refused = await sendCommand(fixture.operator, "operator-test", "push", { nodes: ["wbe1"] }, { timeoutMs: 20_000 });
+    const refused = await askAs(fixture.operator, "operator-test", "push", { nodes: ["wbe1"] }, 20_000);
     assert.equal(refused.ok, false, JSON.stringify(refused));
     if (!refused.ok) assert.deepEqual([refused.error.code, refused.error.field], ["unknown-node", "nodes"]);
     await controller.catalogue.catchUp();

@@ -20,7 +20,7 @@ import { connectToBus } from "../../src/bus/connect.ts";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
-import { sendCommand } from "../../src/client/send.ts";
+import { askAs } from "../support/client.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, openAsNode, openWithMeshKey, passwordMatches, sealWithMeshKey } from "../../src/crypto/secrets.ts";
@@ -128,7 +128,7 @@ describe("R33: a reply carrying a fresh credential reaches only its asker", () =
     // The operator enrols gamma: the reply carries gamma's fresh credential, sealed to gamma's key.
     const operator = await dial(OPERATOR);
     const gamma = newNodeKeyPair();
-    const reply = await sendCommand(operator.nc, OPERATOR, "node.enrol", { node: "gamma", publicKey: gamma.publicKey }, { timeoutMs: 10_000 });
+    const reply = await askAs(operator.nc, OPERATOR, "node.enrol", { node: "gamma", publicKey: gamma.publicKey }, 10_000);
     assert.ok(reply.ok, JSON.stringify(reply));
     const credential = (reply as unknown as { credential: { user: string; sealedPassword: string } }).credential;
     assert.equal(credential.user, busUser("node", "gamma"));

@@ -17,7 +17,7 @@ import { connectToBus } from "../../src/bus/connect.ts";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
-import { sendCommand } from "../../src/client/send.ts";
+import { askAs } from "../support/client.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser, catalogueSubject, commandSubject, inboxPrefix, inboxSubjects } from "../../src/names.ts";
 import { watchViolations } from "../support/violations.ts";
@@ -52,7 +52,7 @@ describe("R51: a command's actor is a fact the bus enforces", () => {
   /** Sends a command as `user` the way the CLI does and returns the reply. */
   async function ask(user: string, verb: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
     const session = await dial(user);
-    return await sendCommand(session.nc, user, verb, body, { timeoutMs: 10_000 }) as Record<string, unknown>;
+    return await askAs(session.nc, user, verb, body, 10_000) as Record<string, unknown>;
   }
 
   /** The events recorded about node `name`, with their actors, read through a `history` query. */
@@ -107,7 +107,7 @@ describe("R51: a command's actor is a fact the bus enforces", () => {
     await ada.nc.flush();
     // Requests are served one at a time in arrival order: once ada's next command is answered,
     // the forged one has been handled.
-    const next = await sendCommand(ada.nc, ADA, "node.enrol", { node: "honest", publicKey: newNodeKeyPair().publicKey }, { timeoutMs: 10_000 });
+    const next = await askAs(ada.nc, ADA, "node.enrol", { node: "honest", publicKey: newNodeKeyPair().publicKey }, 10_000);
     assert.ok(next.ok, JSON.stringify(next));
     await vm.nc.flush();
 
@@ -123,7 +123,7 @@ describe("R51: a command's actor is a fact the bus enforces", () => {
     const ada = await dial(ADA);
     ada.nc.publish(commandSubject(ADA, "where"), "{}", { reply: catalogueSubject("node", "forged") });
     await ada.nc.flush();
-    const next = await sendCommand(ada.nc, ADA, "where", {}, { timeoutMs: 10_000 });
+    const next = await askAs(ada.nc, ADA, "where", {}, 10_000);
     assert.ok(next.ok, JSON.stringify(next));
     assert.equal((await jsm.streams.info(CATALOGUE_STREAM)).state.last_seq, before, "nothing was written into the records");
   });

@@ -9,7 +9,7 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
-import { sendCommand } from "../../src/client/send.ts";
+import { askAs } from "../support/client.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import type { Omitted } from "../../src/commands/fit.ts";
 import { newNodeKeyPair } from "../../src/crypto/secrets.ts";
@@ -38,10 +38,10 @@ describe("R59: command replies past the bus's max payload", () => {
     mesh = await startCommandMesh({ server: { config: `max_payload: ${MAX_PAYLOAD}` } });
     nc = await connect({ servers: mesh.server.url, inboxPrefix: inboxPrefix(OPERATOR) });
     for (const node of names) {
-      const reply = await sendCommand(nc, OPERATOR, "node.enrol", { node, publicKey: newNodeKeyPair().publicKey });
+      const reply = await askAs(nc, OPERATOR, "node.enrol", { node, publicKey: newNodeKeyPair().publicKey });
       assert.ok(reply.ok, JSON.stringify(reply));
     }
-    const registered = await sendCommand(nc, OPERATOR, "module.register", { manifest: { name: "web", version: "1.0.0" } });
+    const registered = await askAs(nc, OPERATOR, "module.register", { manifest: { name: "web", version: "1.0.0" } });
     assert.ok(registered.ok, JSON.stringify(registered));
   });
   after(async () => {
@@ -51,7 +51,7 @@ describe("R59: command replies past the bus's max payload", () => {
 
   /** Sends and checks the reply is ok and within the max payload. */
   async function fits(verb: string, body: Record<string, unknown>): Promise<Ok> {
-    const reply = await sendCommand(nc, OPERATOR, verb, body);
+    const reply = await askAs(nc, OPERATOR, verb, body);
     assert.ok(reply.ok, `${verb}: ${JSON.stringify(reply).slice(0, 300)}`);
     assert.ok(Buffer.byteLength(JSON.stringify(reply)) <= MAX_PAYLOAD);
     return reply as Ok;
@@ -104,7 +104,7 @@ describe("R59: the push reply past the bus's max payload", () => {
 
   it("R59: a push whose report passes the max payload answers ok within it: counts per outcome over every node, the node lines cut and counted, where to read the rest", async () => {
     // A dry run composes and reports every node (sent, with its declaration) and records nothing.
-    const reply = await sendCommand(fixture.operator, "operator-test", "push", { dryRun: true }, { timeoutMs: 20_000 });
+    const reply = await askAs(fixture.operator, "operator-test", "push", { dryRun: true }, 20_000);
     assert.ok(reply.ok, JSON.stringify(reply).slice(0, 300));
     assert.ok(Buffer.byteLength(JSON.stringify(reply)) <= MAX_PAYLOAD);
     const fitted = reply as unknown as PushReply;

@@ -10,7 +10,7 @@ import { controllerFixture, type ControllerFixture } from "../support/controller
 import { ensureCatalogueStream, RecordsUnsafe, replay } from "../../src/records/catalogue.ts";
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { CATALOGUE_STREAM, catalogueSubject, reportSubject } from "../../src/names.ts";
-import { sendCommand } from "../../src/client/send.ts";
+import { askAs } from "../support/client.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import { newNodeKeyPair, passwordMatches } from "../../src/crypto/secrets.ts";
@@ -66,7 +66,7 @@ describe("R45: a commit no fold can read has a way out", () => {
   });
 
   it("R45: an unknown event type stops every verb naming its sequence and type; mesh replay --void appends a voiding commit; the mesh serves; replay and snapshot + tail agree", async () => {
-    const send = (verb: string, body: Record<string, unknown>) => sendCommand(fixture.operator, "operator-test", verb, body, { timeoutMs: 20_000 });
+    const send = (verb: string, body: Record<string, unknown>) => askAs(fixture.operator, "operator-test", verb, body);
     const first = await fixture.start();
     await fixture.enrol("alpha");
     const ack = await jetstream(fixture.operator).publish(catalogueSubject("node", "alpha"), unknownCommit());
@@ -147,7 +147,7 @@ describe("R43: records behind the world are detected, at start and while running
   });
 
   it("R43: records that go back under a running controller: every command and push answers records-behind naming the evidence (never busy-retry), nothing is appended; a restart appends nothing over the lost sequences and loads no snapshot from the lost future", async () => {
-    const send = (verb: string, body: Record<string, unknown>) => sendCommand(fixture.operator, "operator-test", verb, body, { timeoutMs: 20_000 });
+    const send = (verb: string, body: Record<string, unknown>) => askAs(fixture.operator, "operator-test", verb, body);
     const controller = await fixture.start();
     await fixture.enrol("alpha");
     const backup = await lastSequence(fixture.operator);
@@ -188,7 +188,7 @@ describe("R44: mesh replay, and accepting a restore", () => {
   });
 
   it("R44: replay on a healthy mesh changes nothing and says so; after a restore, --accept-restore appends RecordsRestored with the lost range, rotates every credential (the controller's and the asker's too, R50; the asker gets its password), unlatches, and the next push works", async () => {
-    const send = (verb: string, body: Record<string, unknown>) => sendCommand(fixture.operator, "operator-test", verb, body, { timeoutMs: 20_000 });
+    const send = (verb: string, body: Record<string, unknown>) => askAs(fixture.operator, "operator-test", verb, body);
     const controller = await fixture.start();
     await fixture.enrol("alpha");
     const before = await lastSequence(fixture.operator);
@@ -248,7 +248,7 @@ describe("R43: a host reporting a declaration the records never sent", () => {
   });
 
   it("R43: pushed declarations carry their records sequence and hosts report it; a report ahead of the records refuses every command records-behind, live and at the next start", async () => {
-    const send = (verb: string, body: Record<string, unknown>) => sendCommand(fixture.operator, "operator-test", verb, body, { timeoutMs: 20_000 });
+    const send = (verb: string, body: Record<string, unknown>) => askAs(fixture.operator, "operator-test", verb, body);
     const controller = await fixture.start();
     await fixture.enrol("alpha");
     await controller.push();

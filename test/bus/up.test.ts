@@ -15,7 +15,7 @@ import { readUserList } from "../../installer/carried.ts";
 import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../src/genesis.ts";
 import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
 import { readBusCredential } from "../../src/files/index.ts";
-import { sendCommand } from "../../src/client/send.ts";
+import { askAs } from "../support/client.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, type CliIo } from "../../src/cli/context.ts";
 import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
@@ -60,7 +60,7 @@ describe("mesh up (embedded default, end to end)", () => {
   const logs: string[] = [];
   const log = (line: string) => { logs.push(line); };
   const ask = async (verb: string, body: Record<string, unknown> = {}) => {
-    const reply = await sendCommand(operator, "operator-admin", verb, body, { timeoutMs: 30_000 });
+    const reply = await askAs(operator, "operator-admin", verb, body, 30_000);
     assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
     return reply as Record<string, unknown>;
   };

@@ -12,7 +12,7 @@ import { parseBusAddress } from "../../src/projections/index.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
 import { operatorConnection, operatorUser } from "../../src/up/up.ts";
-import { sendCommand } from "../../src/client/send.ts";
+import { askAs } from "../support/client.ts";
 import { progressSubject } from "../../src/names.ts";
 
 /**
@@ -110,7 +110,7 @@ describe("mesh up when the port is taken", () => {
   it("R33: the controller refuses a progress subject outside the asker's own inbox", async () => {
     const nc = await operatorConnection(result.paths);
     try {
-      const reply = await sendCommand(nc, operatorUser(result.paths), "push", { dryRun: true, progressSubject: progressSubject("node-alpha", "x") }, { timeoutMs: 20_000 });
+      const reply = await askAs(nc, operatorUser(result.paths), "push", { dryRun: true, progressSubject: progressSubject("node-alpha", "x") }, 20_000);
       assert.equal(reply.ok, false);
       assert.equal(!reply.ok && reply.error.code, "invalid-request");
     } finally {

@@ -9,8 +9,8 @@ import { openCatalogue } from "../../src/records/catalogue.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, openAsNode, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { startController, type Controller } from "../../src/bootstrap/main.ts";
 import { memoryLog } from "../../src/bootstrap/log.ts";
-import { meshClient } from "../../src/client/client.ts";
-import { isVerb, type AnyReply as Reply, type RequestOf } from "../../src/contracts/verbs.ts";
+import type { AnyReply as Reply } from "../../src/contracts/verbs.ts";
+import { askAs } from "./client.ts";
 import {
   CONTROL_STREAM, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER, declarationConsumer, declarationSubject, reportSubject,
 } from "../../src/names.ts";
@@ -99,8 +99,7 @@ export async function controllerFixture(server: Pick<NatsServer, "url">, options
     },
     async send(verb, body) {
       // Through the typed client: every reply a bus test reads is parsed with its verb's contract.
-      if (!isVerb(verb)) throw new Error(`no verb "${verb}" in src/contracts/verbs.ts`);
-      const reply = await meshClient(operator, "operator-test", { timeoutMs: 20_000 }).ask(verb, body as RequestOf<typeof verb>);
+      const reply = await askAs(operator, "operator-test", verb, body);
       if (!reply.ok) throw new Error(`${verb} refused: ${reply.error.code}: ${reply.error.message}`);
       return reply as Reply & { ok: true };
     },
