@@ -4,8 +4,10 @@
  * same server (the machine is shared and noisy, so absolute times mean little alone), and printed
  * as `bench | measured | goal | met?`.
  *
- * Rows (names for --only): command, fenced, replay, start, compose, push, broker. `--quick` shrinks the sizes (the goals then speak of other sizes:
- * the row says which were used) and leaves out `broker`. Exits 1 when a measured row misses its goal.
+ * Rows (names for --only): command, fenced, replay, start, compose, push, broker, fleet. `--quick` shrinks the sizes (the goals then speak of other sizes:
+ * the row says which were used) and leaves out `broker`. `fleet` (fleet.ts: a user-list reload and a
+ * reconnect storm with N real connections) runs at `--fleet 1000` by default, `--fleet 1000,10000`
+ * on request (200 with --quick). Exits 1 when a measured row misses its goal.
  */
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
@@ -20,6 +22,7 @@ import { measureCommands } from "./commands.ts";
 import { measure as measureCompose } from "./compose.ts";
 import { one as measurePush, broker as measureBroker } from "./push.ts";
 import { rawRead } from "./records.ts";
+import { measureFleet, type FleetRow } from "./fleet.ts";
 
 /** One line of the table: what was measured, against what, the goal and whether it is met. */
 export type TableRow = { bench: string; measured: string; baseline: string; goal: string; met: boolean | null };
@@ -223,6 +226,36 @@ async function brokerRow(users: number): Promise<TableRow> {
   };
 }
 
+/**
+ * The fleet rows at one size (fleet.ts): the reload with N connected (goal < 2 s up to 1,000, < 10 s
+ * beyond, within 1.2x of raw, none of the others dropped), the storm (all back < 30 s, none lost),
+ * and the first connect of the N (no goal: the cost of the credential kind, beside raw).
+ */
+function fleetRows(row: FleetRow): TableRow[] {
+  const { size, mesh, raw } = row;
+  const limit = size <= 1000 ? 2000 : 10_000;
+  const x = mesh.toLiveMs / raw.toLiveMs;
+  const storm = (side: typeof mesh) => side.stormMs === null ? `not all back (${side.stormLost} lost)` : `${s(side.stormMs)}, lost ${side.stormLost}, auth refused/timed out ${side.stormAuthFailures}, peak ${side.stormPeakPerSecond}/s`;
+  return [
+    {
+      bench: `reload with ${size} connected (${mesh.kind}), one user rotated: compose+install until its new key is admitted`,
+      measured: `${s(mesh.toLiveMs)}, ${ratio(x)} raw (SIGHUP to config_load_time ${s(mesh.reloadMs)}; others dropped ${mesh.droppedByReload}; old key refused: ${mesh.oldKeyRefused ? "yes" : "NO"})`,
+      baseline: `hand-written list + SIGHUP ${s(raw.toLiveMs)} (reload ${s(raw.reloadMs)}, dropped ${raw.droppedByReload})`,
+      goal: `< ${limit / 1000} s, ≤ 1.2x raw, 0 dropped`,
+      met: mesh.toLiveMs < limit && x <= 1.2 && mesh.droppedByReload === 0 && mesh.oldKeyRefused,
+    },
+    {
+      bench: `reconnect storm, ${size} connections (${mesh.kind}), kill -9 and restart: all back`,
+      measured: storm(mesh), baseline: `raw ${storm(raw)}`,
+      goal: "< 30 s, none lost", met: mesh.stormMs !== null && mesh.stormMs < 30_000 && mesh.stormLost === 0,
+    },
+    {
+      bench: `first connect of ${size} (${mesh.kind}, ${64} at a time, connectToBus: probe + pinned TLS)`,
+      measured: s(mesh.connectMs), baseline: `raw nats.js TLS ${s(raw.connectMs)}`, goal: "-", met: null,
+    },
+  ];
+}
+
 /** Prints rows as a markdown table (so the README can take it as printed). */
 export function printTable(title: string, rows: readonly TableRow[]): void {
   console.log(`\n${title}\n`);
@@ -233,7 +266,7 @@ export function printTable(title: string, rows: readonly TableRow[]): void {
 
 export async function run(args: string[]): Promise<void> {
   const quick = args.includes("--quick");
-  const known = ["command", "fenced", "replay", "start", "compose", "push", "broker"];
+  const known = ["command", "fenced", "replay", "start", "compose", "push", "broker", "fleet"];
   const only = option(args, "--only")?.split(",");
   const unknown = only?.filter((name) => !known.includes(name)) ?? [];
   if (unknown.length > 0) throw new Error(`--only takes ${known.join(",")}; not ${unknown.join(",")}`);
@@ -268,6 +301,13 @@ export async function run(args: string[]): Promise<void> {
   if (wanted("compose")) await attempt("compose", () => composeRows(quick));
   if (wanted("push")) await attempt("push", () => pushRows(quick));
   if (wanted("broker")) await attempt("push at 10000 nodes to the reloaded list", () => brokerRow(10_000));
+  if (wanted("fleet")) {
+    const sizes = (option(args, "--fleet") ?? (quick ? "200" : "1000")).split(",").map(Number);
+    for (const size of sizes) {
+      if (!Number.isInteger(size) || size < 2) throw new Error(`--fleet takes sizes like 1000,10000; not ${size}`);
+      await attempt(`fleet at ${size} connections`, async () => fleetRows(await measureFleet(size, log)));
+    }
+  }
 
   if (args.includes("--json")) console.log(JSON.stringify(rows, null, 2));
   else printTable(`issue 13 performance table${quick ? " (--quick sizes)" : ""}: ${Math.round((performance.now() - started) / 1000)} s`, rows);
