@@ -7,7 +7,8 @@
  * Rows (names for --only): command, fenced, replay, start, compose, push, broker, fleet. `--quick` shrinks the sizes (the goals then speak of other sizes:
  * the row says which were used) and leaves out `broker`. `fleet` (fleet.ts: a user-list reload and a
  * reconnect storm with N real connections) runs at `--fleet 1000` by default, `--fleet 1000,10000`
- * on request (200 with --quick). Exits 1 when a measured row misses its goal.
+ * on request (200 with --quick); `memory` (memory.ts: the controller's RSS in a fresh child process)
+ * at `--memory-nodes 10000` (1000 with --quick). Exits 1 when a measured row misses its goal.
  */
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
@@ -23,6 +24,7 @@ import { measure as measureCompose } from "./compose.ts";
 import { one as measurePush, broker as measureBroker } from "./push.ts";
 import { rawRead } from "./records.ts";
 import { measureFleet, type FleetRow } from "./fleet.ts";
+import { measureMemory } from "./memory.ts";
 
 /** One line of the table: what was measured, against what, the goal and whether it is met. */
 export type TableRow = { bench: string; measured: string; baseline: string; goal: string; met: boolean | null };
@@ -266,7 +268,7 @@ export function printTable(title: string, rows: readonly TableRow[]): void {
 
 export async function run(args: string[]): Promise<void> {
   const quick = args.includes("--quick");
-  const known = ["command", "fenced", "replay", "start", "compose", "push", "broker", "fleet"];
+  const known = ["command", "fenced", "replay", "start", "compose", "push", "broker", "fleet", "memory"];
   const only = option(args, "--only")?.split(",");
   const unknown = only?.filter((name) => !known.includes(name)) ?? [];
   if (unknown.length > 0) throw new Error(`--only takes ${known.join(",")}; not ${unknown.join(",")}`);
@@ -307,6 +309,18 @@ export async function run(args: string[]): Promise<void> {
       if (!Number.isInteger(size) || size < 2) throw new Error(`--fleet takes sizes like 1000,10000; not ${size}`);
       await attempt(`fleet at ${size} connections`, async () => fleetRows(await measureFleet(size, log)));
     }
+  }
+  if (wanted("memory")) {
+    const nodes = Number(option(args, "--memory-nodes") ?? (quick ? 1000 : 10_000));
+    await attempt(`controller memory at ${nodes} nodes`, async () => {
+      const m = await measureMemory(nodes, log);
+      return {
+        bench: `controller RSS at ${m.nodes} nodes (fresh child process): after start / after a push to every node`,
+        measured: `${m.startRssMiB} / ${m.pushRssMiB} MiB (heap ${m.startHeapMiB} / ${m.pushHeapMiB} MiB; start ${s(m.startMs)}, push ${s(m.pushMs)})`,
+        baseline: `bare process (node+tsx+client, one connection) ${m.bareRssMiB} MiB; records ${m.recordsMiB} MiB`,
+        goal: "-", met: null,
+      };
+    });
   }
 
   if (args.includes("--json")) console.log(JSON.stringify(rows, null, 2));
