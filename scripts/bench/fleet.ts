@@ -66,6 +66,8 @@ export type FleetSide = {
   /** `nkey` or `bcrypt`: what the composed list holds (raw uses the same kind). */
   kind: string;
   connectMs: number;
+  /** First dials that failed and were tried again (a TLS handshake past the server's timeout under load). */
+  connectRetries: number;
   /** From the list's composition (raw: its write) until the changed principal's new key is admitted. */
   toLiveMs: number;
   /** SIGHUP until `/varz` `config_load_time` moved. */
@@ -84,7 +86,9 @@ export type FleetSide = {
   stormPeakPerSecond: number;
 };
 
-export type FleetRow = { size: number; mesh: FleetSide; raw: FleetSide };
+/** A side that could not be measured: why (the other side's figures are kept). */
+export type FleetFailure = { failed: string };
+export type FleetRow = { size: number; mesh: FleetSide; raw: FleetSide | FleetFailure };
 
 /** A fleet connection and what its status stream said. */
 type Watched = { nc: NatsConnection; disconnects: number; reconnects: number; lastReconnectAt: number; closed: boolean };
@@ -102,6 +106,22 @@ function watch(nc: NatsConnection): Watched {
   })().catch(() => undefined);
   void nc.closed().then(() => { watched.closed = true; });
   return watched;
+}
+
+/**
+ * Dials once more after a failure, up to 5 attempts: on a loaded machine a TLS handshake can pass
+ * the server's 5 s timeout. Each retry is counted in `retries.count` (reported beside the time).
+ */
+async function dialWithRetries<T>(dial: () => Promise<T>, retries: { count: number }): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await dial();
+    } catch (error) {
+      if (attempt >= 5) throw error;
+      retries.count += 1;
+      await sleep(200 * attempt);
+    }
+  }
 }
 
 /** Runs `dial(i)` for i in [0, count) with at most `CONCURRENCY` in flight; results in order. */
@@ -257,7 +277,7 @@ async function storm(bus: Bus, fleet: readonly Watched[], boundMs: number): Prom
 
 /** One side's measures once its fleet is connected (see the module comment). */
 async function measureSide(
-  kind: string, connectMs: number, bus: Bus, fleet: Watched[], changed: number,
+  kind: string, connectMs: number, connectRetries: number, bus: Bus, fleet: Watched[], changed: number,
   change: () => Promise<() => Promise<{ reloadMs: number; dialNew: () => Promise<NatsConnection>; dialOld: () => Promise<NatsConnection> }>>,
   stormBoundMs: number,
 ): Promise<FleetSide> {
@@ -272,7 +292,7 @@ async function measureSide(
   const droppedByReload = others.reduce((sum, w) => sum + w.disconnects, 0) - dropsBefore;
   const oldKeyRefused = await refused(made.dialOld);
   const stormed = await storm(bus, others, stormBoundMs);
-  return { kind, connectMs: Math.round(connectMs), toLiveMs: Math.round(toLiveMs), reloadMs: Math.round(made.reloadMs), oldKeyRefused, droppedByReload, ...stormed };
+  return { kind, connectMs: Math.round(connectMs), connectRetries, toLiveMs: Math.round(toLiveMs), reloadMs: Math.round(made.reloadMs), oldKeyRefused, droppedByReload, ...stormed };
 }
 
 /** The mesh side at `size` nodes; returns its figures and what the raw side reuses (keys, secrets). */
@@ -330,13 +350,14 @@ async function meshSide(size: number, stormBoundMs: number, log: (line: string) 
 
     const credentials = files.map((file) => readBusCredential(file));
     t = performance.now();
-    fleet.push(...(await bounded(size, async (i) => watch(await connectToBus(credentials[i]!, { name: `n${i}`, timeoutMs: 60_000 })))));
+    const retries = { count: 0 };
+    fleet.push(...(await bounded(size, async (i) => watch(await dialWithRetries(() => connectToBus(credentials[i]!, { name: `n${i}`, timeoutMs: 60_000 }), retries)))));
     const connectMs = performance.now() - t;
-    log(`  mesh: ${size} connected (${kind}) in ${Math.round(connectMs)} ms`);
+    log(`  mesh: ${size} connected (${kind}) in ${Math.round(connectMs)} ms, ${retries.count} dials retried`);
 
     const changed = Math.floor(size / 2);
     const node = `n${changed}`;
-    const side = await measureSide(kind, connectMs, bus, fleet, changed, async () => {
+    const side = await measureSide(kind, connectMs, retries.count, bus, fleet, changed, async () => {
       // The change is recorded first (a rotation, R48); the push's half is timed from composition on.
       const reply = await sendCommand(operatorNc, OPERATOR, "credential.rotate", { kind: "node", name: node }, { timeoutMs: 60_000 });
       if (!reply.ok) throw new Error(`credential.rotate ${node} refused: ${reply.error.code}`);
@@ -379,11 +400,12 @@ async function rawSide(users: readonly BusUser[], credentials: readonly BusCrede
   };
   try {
     const t = performance.now();
-    fleet.push(...(await bounded(credentials.length, async (i) => watch(await dial(credentials[i]!)))));
+    const retries = { count: 0 };
+    fleet.push(...(await bounded(credentials.length, async (i) => watch(await dialWithRetries(() => dial(credentials[i]!), retries)))));
     const connectMs = performance.now() - t;
-    log(`  raw: ${credentials.length} connected in ${Math.round(connectMs)} ms`);
+    log(`  raw: ${credentials.length} connected in ${Math.round(connectMs)} ms, ${retries.count} dials retried`);
     const changed = Math.floor(credentials.length / 2);
-    return await measureSide(kind, connectMs, bus, fleet, changed, async () => {
+    return await measureSide(kind, connectMs, retries.count, bus, fleet, changed, async () => {
       // A fresh key of the same kind for the changed user, written by hand.
       const old = credentials[changed]!;
       let fresh: BusCredential;
@@ -417,8 +439,15 @@ export async function measureFleet(size: number, log: (line: string) => void = (
   const stormBoundMs = Math.max(60_000, size * 10);
   log(`fleet ${size}: mesh side`);
   const mesh = await meshSide(size, stormBoundMs, log);
+  log(`fleet ${size}: mesh ${JSON.stringify(mesh.side)}`);
   log(`fleet ${size}: raw side (${mesh.side.kind})`);
-  const raw = await rawSide(mesh.users, mesh.credentials, mesh.side.kind, stormBoundMs, log);
+  let raw: FleetSide | FleetFailure;
+  try {
+    raw = await rawSide(mesh.users, mesh.credentials, mesh.side.kind, stormBoundMs, log);
+    log(`fleet ${size}: raw ${JSON.stringify(raw)}`);
+  } catch (error) {
+    raw = { failed: error instanceof Error ? error.message.split("\n")[0]! : String(error) };
+  }
   return { size, mesh: mesh.side, raw };
 }
 

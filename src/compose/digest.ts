@@ -18,8 +18,75 @@ function jsonString(text: string): string {
   return VERBATIM.test(text) ? `"${text}"` : JSON.stringify(text);
 }
 
-/** Canonical JSON of plain data (objects, arrays, strings, finite numbers, booleans, null). */
+/** Keys V8 keeps first and in numeric order whatever their insertion order (array indices). */
+const INDEX_LIKE = /^(?:0|[1-9]\d*)$/;
+/** Marks a value the fast path cannot order (an object with an index-like key). */
+const UNORDERABLE = Symbol("unorderable");
+
+/**
+ * `value` with every object's keys inserted in sorted order (`undefined` members dropped), so that
+ * JSON.stringify writes it canonically; parts already in order are returned as they are, not
+ * copied. UNORDERABLE when an object has an index-like key: V8 enumerates those first, numerically,
+ * whatever the insertion order, so JSON.stringify could not write them sorted as strings.
+ */
+function ordered(value: unknown): unknown {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      const next = ordered(item);
+      if (next === UNORDERABLE) return UNORDERABLE;
+      if (next !== item && copy === undefined) copy = value.slice(0, i);
+      if (copy !== undefined) copy.push(next);
+    }
+    return copy ?? value;
+  }
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  let sorted = true;
+  for (let i = 0; i < keys.length; i++) {
+    if (INDEX_LIKE.test(keys[i]!)) return UNORDERABLE;
+    if (i > 0 && keys[i - 1]! > keys[i]!) sorted = false;
+  }
+  if (sorted) {
+    let copy: Record<string, unknown> | undefined;
+    for (let i = 0; i < keys.length; i++) {
+      const item = record[keys[i]!];
+      const next = ordered(item);
+      if (next === UNORDERABLE) return UNORDERABLE;
+      if ((next !== item || item === undefined) && copy === undefined) {
+        copy = {};
+        for (let j = 0; j < i; j++) copy[keys[j]!] = record[keys[j]!];
+      }
+      if (copy !== undefined && next !== undefined) copy[keys[i]!] = next;
+    }
+    return copy ?? value;
+  }
+  keys.sort();
+  const copy: Record<string, unknown> = {};
+  for (const key of keys) {
+    const next = ordered(record[key]);
+    if (next === UNORDERABLE) return UNORDERABLE;
+    if (next !== undefined) copy[key] = next;
+  }
+  return copy;
+}
+
+/**
+ * Canonical JSON of plain data (objects, arrays, strings, finite numbers, booleans, null): keys
+ * sorted by UTF-16 code units at every depth. Written by JSON.stringify over a key-ordered view of
+ * the value (ordered: native, an order of magnitude faster than joining strings here, which
+ * dominated composing 10,000 declarations); an object with an index-like key takes the
+ * string-joining path (canonicalSlow), the same bytes.
+ */
 export function canonicalJson(value: unknown): string {
+  const view = ordered(value);
+  return view === UNORDERABLE ? canonicalSlow(value) : JSON.stringify(view);
+}
+
+/** Canonical JSON by joining strings: every key order, index-like keys included. */
+function canonicalSlow(value: unknown): string {
   if (typeof value === "string") return jsonString(value);
   if (value === null || typeof value !== "object") return JSON.stringify(value);
   if (Array.isArray(value)) {
@@ -27,7 +94,7 @@ export function canonicalJson(value: unknown): string {
     for (let i = 0; i < value.length; i++) {
       if (i > 0) out += ",";
       const item: unknown = value[i];
-      out += item === undefined ? "null" : canonicalJson(item);
+      out += item === undefined ? "null" : canonicalSlow(item);
     }
     return out + "]";
   }
@@ -40,7 +107,7 @@ export function canonicalJson(value: unknown): string {
     if (item === undefined) continue;
     if (!first) out += ",";
     first = false;
-    out += jsonString(key) + ":" + canonicalJson(item);
+    out += jsonString(key) + ":" + canonicalSlow(item);
   }
   return out + "}";
 }
