@@ -62,7 +62,7 @@ async function childMain(mode: string): Promise<void> {
   const env = process.env as Record<string, string>;
   const config = parseControllerConfig(env);
   if (mode === "bare") {
-    const nc = await connectToBus(config.credential, { name: "bench-bare" });
+    const nc = await connectToBus(config.credential, { name: "bench-bare", timeoutMs: 60_000 });
     await nc.flush();
     const used = process.memoryUsage();
     await nc.close();
@@ -70,7 +70,7 @@ async function childMain(mode: string): Promise<void> {
     return;
   }
   let t = performance.now();
-  const controller = await startController(config, { log: memoryLog() });
+  const controller = await startController(config, { log: memoryLog(), connectTimeoutMs: 60_000 });
   const startMs = performance.now() - t;
   const started = process.memoryUsage();
   t = performance.now();
