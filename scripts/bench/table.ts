@@ -246,7 +246,9 @@ function fleetRows(row: FleetRow): TableRow[] {
   }
   const raw = row.raw;
   const x = mesh.toLiveMs / raw.toLiveMs;
-  const storm = (side: typeof mesh) => side.stormMs === null ? `not all back (${side.stormLost} lost)` : `${s(side.stormMs)}, lost ${side.stormLost}, auth refused/timed out ${side.stormAuthFailures}, peak ${side.stormPeakPerSecond}/s`;
+  const storm = (side: typeof mesh) => side.stormMs === null
+    ? `not all back: ${side.stormLost} not back (${side.stormClosed} given up), auth/TLS errors logged ${side.stormAuthFailures}`
+    : `${s(side.stormMs)}, lost ${side.stormLost}, auth/TLS errors logged ${side.stormAuthFailures}, peak ${side.stormPeakPerSecond}/s`;
   return [
     {
       bench: `reload with ${size} connected (${mesh.kind}), one user rotated: compose+install until its new key is admitted`,
