@@ -361,7 +361,9 @@ async function meshSide(size: number, stormBoundMs: number, log: (line: string) 
     const credentials = files.map((file) => readBusCredential(file));
     // As a host agent dials (host/agent.ts): its current secret read at every reconnect, so an
     // authorization error (a timeout in a storm, a list not yet reloaded) does not end reconnecting.
-    const agentOptions = (i: number) => ({ name: `n${i}`, timeoutMs: 60_000, secret: () => secretOf(credentials[i]!) });
+    // Its 5 s dial timeout too (the host's default): it bounds every reconnect attempt, and a
+    // storm's attempt whose TLS handshake the server dropped waits that long before the next.
+    const agentOptions = (i: number) => ({ name: `n${i}`, timeoutMs: 5_000, secret: () => secretOf(credentials[i]!) });
     t = performance.now();
     const retries = { count: 0 };
     fleet.push(...(await bounded(size, async (i) => watch(await dialWithRetries(() => connectToBus(credentials[i]!, agentOptions(i)), retries)))));
@@ -410,7 +412,7 @@ async function rawSide(users: readonly BusUser[], credentials: readonly BusCrede
     const signer = isSeed(secret) ? nkeySigner(secret) : undefined;
     const auth = signer ? { authenticator: (nonce?: string) => ({ nkey: signer.publicKey, sig: nonce ? signer.sign(nonce) : "" }) } : { user: credential.user, pass: secret };
     // Reconnecting through authorization errors, as the mesh's agents do (ignoreAuthErrorAbort).
-    return connect({ servers: `127.0.0.1:${bus.server.port}`, tls: { ca: pem }, ...auth, timeout: 60_000, reconnect, maxReconnectAttempts: reconnect ? -1 : 0, ignoreAuthErrorAbort: reconnect });
+    return connect({ servers: `127.0.0.1:${bus.server.port}`, tls: { ca: pem }, ...auth, timeout: 5_000, reconnect, maxReconnectAttempts: reconnect ? -1 : 0, ignoreAuthErrorAbort: reconnect });
   };
   try {
     const t = performance.now();
