@@ -49,7 +49,7 @@ import { credentialFrom } from "../../src/host/keys.ts";
 import { configLoadTime, installUserList } from "../../src/host/busList.ts";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import type { BusUser } from "../../src/compose/types.ts";
-import { openCatalogue } from "../../src/events/catalogue.ts";
+import { openCatalogue } from "../../src/records/catalogue.ts";
 import { serveCommands } from "../../src/commands/server.ts";
 import { sendCommand } from "../../src/cli/send.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
