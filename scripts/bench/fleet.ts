@@ -51,7 +51,7 @@ import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import type { BusUser } from "../../src/compose/types.ts";
 import { openCatalogue } from "../../src/records/catalogue.ts";
 import { serveCommands } from "../../src/commands/server.ts";
-import { sendCommand } from "../../src/cli/send.ts";
+import { sendCommand } from "../../src/client/send.ts";
 import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CONTROLLER_NAME } from "../../src/names.ts";
 import { makeBusCertificate } from "../../installer/tls.ts";
