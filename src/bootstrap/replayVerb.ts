@@ -10,9 +10,10 @@ import { InvalidEvent, RecordsBehind, replay, type Catalogue } from "../records/
 import { canonicalJson } from "../projections/canonical.ts";
 import type { State } from "../projections/index.ts";
 import type { Reply } from "../commands/envelope.ts";
-import { CommandId, type ExtraVerb } from "../commands/server.ts";
+import { CommandId, withoutSecrets, type ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
 import { commandRequest, type CommandRequest } from "../records/reuse.ts";
+import type { TransactResult } from "../records/catalogue.ts";
 import { REPLAY_VERB, ROTATIONS_PER_COMMIT, ReplayRequest, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals, absentFromInstalledList } from "../commands/replay.ts";
 import type { Principal } from "../events/index.ts";
 import type { CredentialRotated } from "../events/index.ts";
@@ -101,13 +102,18 @@ export type ReplayDependencies = {
 /**
  * The shell's `replay` verb: `{}` answers replayReport (nothing changes); `{void, reason}` appends
  * the CommitVoided decideVoid decides (refusals as it says) and answers its sequence and what the
- * fold holds next (null when the records fold to their end again).
+ * fold holds next (null when the records fold to their end again). `dryRun: true` with a void or
+ * an accept-restore runs the same decide and appends nothing: the reply is a command's dry run
+ * (dryRunReplyOf); a bare report takes no dry run (it changes nothing), refused naming dryRun.
  */
 export function replayVerb(deps: ReplayDependencies): ExtraVerb {
   return async (body, actor): Promise<Reply> => {
-    const { commandId: givenId, ...fields } = body;
+    const { commandId: givenId, dryRun, ...fields } = body;
     if (givenId !== undefined && !CommandId.safeParse(givenId).success) {
       return { ok: false, error: { code: "invalid-request", field: "commandId", message: "\"commandId\": use 1 to 128 letters, digits, dots, dashes, colons or underscores, or leave it out" } };
+    }
+    if (dryRun !== undefined && typeof dryRun !== "boolean") {
+      return { ok: false, error: { code: "invalid-request", field: "dryRun", message: "\"dryRun\": true (decide, append nothing) or false, or leave it out" } };
     }
     const parsed = parseRequest(ReplayRequest, fields);
     if (!parsed.ok) return { ok: false, error: parsed.refusal };
@@ -119,13 +125,18 @@ export function replayVerb(deps: ReplayDependencies): ExtraVerb {
       if (request.void !== undefined || request.reason !== undefined) {
         return { ok: false, error: { code: "invalid-request", field: "acceptRestore", message: "accept a restore and void a commit in two commands" } };
       }
-      return acceptRestore(deps, commandId, actor, recorded);
+      return dryRun === true ? dryRunRestore(deps, commandId, actor, recorded) : acceptRestore(deps, commandId, actor, recorded);
     }
     if (request.void === undefined && request.reason === undefined) {
+      if (dryRun === true) {
+        return { ok: false, error: { code: "invalid-request", field: "dryRun", message: "a replay report changes nothing: dry-run a --void or an --accept-restore, or leave dryRun out" } };
+      }
       return { ok: true, ...(await replayReport(deps.nc, deps.catalogue)) };
     }
     const envelope = { commandId, actor, now: deps.now().toISOString(), secrets: [] };
-    const result = await deps.catalogue.appendPastHeld(commandId, (held) => decideVoid(held, request, envelope), recorded);
+    const decide = (held: Parameters<typeof decideVoid>[0]) => decideVoid(held, request, envelope);
+    if (dryRun === true) return dryRunReplyOf(commandId, await deps.catalogue.appendPastHeld(commandId, decide, recorded, { dryRun: true }));
+    const result = await deps.catalogue.appendPastHeld(commandId, decide, recorded);
     if (!result.ok) return { ok: false, error: result.refusal };
     const next = deps.catalogue.held;
     deps.log.info(`replay: ${actor} voided the commit at sequence ${request.void ?? "?"} (commit ${result.sequence}): ${request.reason ?? ""}`);
@@ -140,6 +151,35 @@ export function replayVerb(deps: ReplayDependencies): ExtraVerb {
       changed: !result.duplicate,
     };
   };
+}
+
+/**
+ * A replay's dry run as every command's (src/commands/server.ts dryRunOf, the DryRunReply
+ * contract): `{ ok, dryRun: true, commandId, wouldAppendAfter, events }` with every hash, password
+ * and sealed secret taken out (R3); `duplicate: true` and no events for an id already applied;
+ * the refusal the real request would get.
+ */
+export function dryRunReplyOf(commandId: string, result: TransactResult): Reply {
+  if (!result.ok) return { ok: false, error: result.refusal };
+  const base = { ok: true as const, dryRun: true, commandId, wouldAppendAfter: result.sequence };
+  if (result.duplicate) return { ...base, duplicate: true, events: [] };
+  return { ...base, ...(result.unchanged ? { unchanged: true } : {}), entity: result.entity, events: withoutSecrets(result.events) as Array<Record<string, unknown>> };
+}
+
+/**
+ * `replay {acceptRestore: true, dryRun: true}`: the decide acceptRestore runs, on the same state,
+ * evidence and lost range, and nothing appended or unlatched. The fresh secrets are placeholders
+ * (the reply takes every secret out, R3). It shows the first commit: a mesh of more than
+ * ROTATIONS_PER_COMMIT principals rotates the rest in further commits of CredentialRotated.
+ */
+async function dryRunRestore(deps: ReplayDependencies, commandId: string, actor: string, recorded: CommandRequest): Promise<Reply> {
+  const at = deps.now().toISOString();
+  const result = await deps.catalogue.acceptRestore(commandId, (state, evidence, lost) => {
+    const needed = Math.min(restorePrincipals(state).length, ROTATIONS_PER_COMMIT);
+    const secrets = Array.from({ length: needed }, () => ({ password: "", hash: "", sealed: "" }));
+    return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets });
+  }, recorded, { dryRun: true });
+  return dryRunReplyOf(commandId, result);
 }
 
 /**

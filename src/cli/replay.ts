@@ -1,6 +1,7 @@
 /**
  * `mesh replay`: the records folded from sequence 1, ignoring snapshots, validated and reported
- * (R44); `--void <seq> --reason <why>` voids the commit the fold stopped at (R45). Sent through
+ * (R44); `--void <seq> --reason <why>` voids the commit the fold stopped at (R45); `--dry-run` with
+ * --void or --accept-restore shows the commit that would be appended, appending nothing. Sent through
  * busVerb (the CLI's one send path) as the `replay` verb.
  */
 import { REPLAY_VERB } from "../commands/replay.ts";
@@ -65,8 +66,8 @@ export function renderReplay(r: Row): string[] {
 
 export const REPLAY_CLI_VERB: CliVerb = busVerb({
   path: ["replay"], verb: REPLAY_VERB,
-  // Without --void or --accept-restore replay itself changes nothing: it is the report to read first.
-  dryRun: false,
+  // --void and --accept-restore append a commit: --dry-run shows it. The bare report changes nothing.
+  dryRun: true,
   summary: "fold the records from sequence 1 ignoring snapshots, validate and report them; --void a commit that stops the fold; --accept-restore after a restore",
   options: [
     { flags: "--void <seq>", description: "void the commit at this sequence (the one the fold stops at); needs --reason" },
@@ -78,7 +79,7 @@ export const REPLAY_CLI_VERB: CliVerb = busVerb({
     if ((o.void === undefined) !== (o.reason === undefined)) throw new UsageError("mesh replay: --void and --reason go together");
     return o.void === undefined ? {} : { void: sequenceOf(o.void), reason: String(o.reason) };
   },
-  spelled: { void: "--void", reason: "--reason", acceptRestore: "--accept-restore" },
+  spelled: { void: "--void", reason: "--reason", acceptRestore: "--accept-restore", dryRun: "--dry-run" },
   render: renderReplay,
   // --accept-restore rotates the asker's own credential too: kept as <file>.next, never printed (R50, R3).
   receive: saveOwnRotation,

@@ -13,7 +13,7 @@ import { registrationOrder } from "../manifest/order.ts";
 import { duplicateNote, omittedLines, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
 import { randomUUID } from "node:crypto";
 import { CommandTransportError } from "../client/send.ts";
-import { meshClient, type CommandVerb, type ListVerb, type MeshClient } from "../client/client.ts";
+import { meshClient, type DryRunVerb, type ListVerb, type MeshClient } from "../client/client.ts";
 import { HOST_VERBS } from "./host.ts";
 import { UP_VERBS } from "./up.ts";
 import { PUSH_CLI_VERB } from "./push.ts";
@@ -136,7 +136,7 @@ export function busVerb<V extends Verb>(spec: {
       // A list verb (R59) follows every page unless --limit / --continue ask for one.
       const page = spec.paged === undefined ? {} : pageArguments(spec.verb, rest);
       const reply: Reply = await namingId<Reply>(ctx, spec.verb, commandId, () => (dryRun
-        ? client.dryRun(spec.verb as CommandVerb, request as RequestOf<CommandVerb>, call)
+        ? client.dryRun(spec.verb as DryRunVerb, request as RequestOf<DryRunVerb>, call)
         : page === null
           ? client.everyPage(spec.verb as ListVerb, request as RequestOf<ListVerb>, call)
           : client.ask(spec.verb, { ...request, ...page }, call)));

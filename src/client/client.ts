@@ -30,6 +30,9 @@ export type Answer<V extends Verb> = ReplyOf<V> | RefusedReply;
 /** A verb that changes the records: it takes a dry run. */
 export type CommandVerb = { [V in Verb]: (typeof VERBS)[V]["kind"] extends "command" ? V : never }[Verb];
 
+/** A verb that takes a dry run: every command, and `replay` (its void and its accepted restore append). */
+export type DryRunVerb = CommandVerb | "replay";
+
 /** The list verbs (R59): their replies come a page at a time. */
 export type ListVerb = "where" | "seats" | "nodes" | "modules" | "credentials";
 
@@ -43,7 +46,7 @@ export type MeshClient = {
   /** Sends `verb` with `request` and parses its reply with the verb's contract. */
   ask<V extends Verb>(verb: V, request: RequestOf<V>, options?: CallOptions): Promise<Answer<V>>;
   /** The command's dry run: what it would append, nothing written. */
-  dryRun<V extends CommandVerb>(verb: V, request: RequestOf<V>, options?: CallOptions): Promise<DryRunReply | RefusedReply>;
+  dryRun<V extends DryRunVerb>(verb: V, request: RequestOf<V>, options?: CallOptions): Promise<DryRunReply | RefusedReply>;
   /** Every page of a list verb (R59), joined into one reply without a `continue` token; the first refused page as is. */
   everyPage<V extends ListVerb>(verb: V, request?: RequestOf<V>, options?: CallOptions): Promise<Answer<V>>;
   nodeEnrol(request: RequestOf<"node.enrol">, options?: CallOptions): Promise<Answer<"node.enrol">>;

@@ -642,7 +642,8 @@ export const VERBS = {
   explain: contract("query", ExplainRequest, ExplainReply),
   push: contract("shell", PushRequest, PushReply),
   reports: contract("shell", ReportsRequest, ReportsReply),
-  replay: contract("shell", ReplayRequest, ReplayReply),
+  // A void or an accepted restore appends a commit: it takes a dry run as a command does.
+  replay: { ...contract("shell", ReplayRequest, ReplayReply), dryRun: true },
 } as const;
 
 /** A verb the controller answers. */

@@ -70,6 +70,9 @@ export type TransactResult =
   | { ok: true; sequence: number; events: MeshEvent[]; entity: Entity; duplicate: boolean; unchanged: boolean; state: State }
   | { ok: false; refusal: Refusal };
 
+/** How appendPastHeld and acceptRestore append: `dryRun` decides and appends nothing. */
+export type AppendOptions = { dryRun?: boolean };
+
 export interface Catalogue {
   /** The folded state; state.sequence is the last folded stream sequence. */
   readonly state: State;
@@ -106,8 +109,10 @@ export interface Catalogue {
    * refusal. The append is fenced by the stream's last sequence read just before it, with
    * Nats-Msg-Id = commandId; then the records are folded again (the voided commit skipped).
    * `request` is recorded with the commit and compared on a duplicate, as transact's (R53).
+   * With `{ dryRun: true }` nothing is appended: the result's `sequence` is the stream's last
+   * sequence (what the commit would follow) and `events` what it would hold.
    */
-  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision, request?: CommandRequest): Promise<TransactResult>;
+  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision, request?: CommandRequest, options?: AppendOptions): Promise<TransactResult>;
   /**
    * The world's evidence that the records are behind it (R43), null when there is none. Once set
    * it stays until accepted (`accept`): catchUp, transact and appendPastHeld throw RecordsBehind.
@@ -123,12 +128,15 @@ export interface Catalogue {
    * that state, the evidence and the lost range (null when unknown), appends it fenced by the
    * stream's last sequence, clears `behind` and moves the mark to the records as they now are.
    * A commit no fold can read is left held (`held`), to be voided next (R45). `request` is
-   * recorded with the commit and compared on a duplicate, as transact's (R53).
+   * recorded with the commit and compared on a duplicate, as transact's (R53). With
+   * `{ dryRun: true }` the same decide runs and nothing changes (no append, still latched): the
+   * result's `sequence` is the stream's last sequence and `events` what the commit would hold.
    */
   acceptRestore(
     commandId: string,
     decide: (state: State, evidence: readonly BehindEvidence[], lost: { from: number; to: number } | null) => Decision,
     request?: CommandRequest,
+    options?: AppendOptions,
   ): Promise<TransactResult>;
   /** The CATALOGUE stream's creation time (ISO 8601) as last read. */
   readonly streamCreated: string;
@@ -661,6 +669,7 @@ class JetStreamCatalogue implements Catalogue {
     commandId: string,
     decide: (state: State, evidence: readonly BehindEvidence[], lost: { from: number; to: number } | null) => Decision,
     request?: CommandRequest,
+    options: AppendOptions = {},
   ): Promise<TransactResult> {
     return this.#serial(async () => {
       const info = await this.#bus.jsm.streams.info(CATALOGUE_STREAM);
@@ -675,6 +684,7 @@ class JetStreamCatalogue implements Catalogue {
       }
       const applied = appliedSequence(state, commandId);
       if (applied !== undefined) {
+        if (options.dryRun === true) return this.#duplicate(applied, request);
         this.#state = state;
         return this.#duplicate(applied, request);
       }
@@ -683,6 +693,9 @@ class JetStreamCatalogue implements Catalogue {
       const decision = decide(state, this.#behind ?? [], lost);
       if (!decision.ok) return { ok: false, refusal: decision.refusal };
       if (decision.unchanged) throw new Error("acceptRestore: a restore always appends");
+      if (options.dryRun === true) {
+        return { ok: true, sequence: info.state.last_seq, events: decision.events, entity: decision.entity, duplicate: false, unchanged: false, state: this.#state };
+      }
       const { commit, ack } = await this.#publishFenced(commandId, decision, request, info.state.last_seq);
       this.#state = !held && ack.seq === state.sequence + 1 ? evolve(state, [{ sequence: ack.seq, commit }]) : state;
       this.#behind = null;
@@ -746,7 +759,7 @@ class JetStreamCatalogue implements Catalogue {
     }
   }
 
-  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision, request?: CommandRequest): Promise<TransactResult> {
+  appendPastHeld(commandId: string, decide: (held: InvalidEvent | null) => Decision, request?: CommandRequest, options: AppendOptions = {}): Promise<TransactResult> {
     return this.#serial(async () => {
       if (this.#behind !== null) throw new RecordsBehind(this.#behind);
       await this.#catchUp().catch((error: unknown) => {
@@ -760,6 +773,9 @@ class JetStreamCatalogue implements Catalogue {
         return { ok: true, sequence: this.#state.sequence, events: [], entity: decision.entity, duplicate: false, unchanged: true, state: this.#state };
       }
       const fence = (await this.#bus.jsm.streams.info(CATALOGUE_STREAM)).state.last_seq;
+      if (options.dryRun === true) {
+        return { ok: true, sequence: fence, events: decision.events, entity: decision.entity, duplicate: false, unchanged: false, state: this.#state };
+      }
       const { commit, ack } = await this.#publishFenced(commandId, decision, request, fence);
       await this.#catchUp().catch((error: unknown) => {
         if (!(error instanceof InvalidEvent)) throw error;

@@ -11,6 +11,10 @@ import { ensureCatalogueStream, RecordsUnsafe, replay } from "../../src/records/
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { CATALOGUE_STREAM, catalogueSubject, reportSubject } from "../../src/names.ts";
 import { askAs } from "../support/client.ts";
+import { meshClient } from "../../src/client/client.ts";
+import { runMesh } from "../support/cli.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import { newNodeKeyPair, passwordMatches } from "../../src/crypto/secrets.ts";
@@ -95,6 +99,7 @@ describe("R45: a commit no fold can read has a way out", () => {
     assert.equal(codeOf(await send("replay", { void: bad })), "invalid-request");
     const voided = await send("replay", { void: bad, reason: "written by 0.2, rolled back to 0.1" });
     assert.equal(codeOf(voided), "ok");
+    assert.equal(codeOf(voided), "ok");
     assert.equal((voided as Record<string, unknown>).stoppedAt, null);
 
     assert.equal(codeOf(await send("nodes", {})), "ok");
@@ -108,6 +113,44 @@ describe("R45: a commit no fold can read has a way out", () => {
     assert.ok(third.catalogue.startedFrom > bad, "the third start folds from a snapshot past the voided commit");
     assert.equal(canonicalJson(third.catalogue.state), canonicalJson(await replay(fixture.operator)), "snapshot + tail = replay (R41)");
     assert.equal(third.catalogue.held, null);
+  });
+});
+
+describe("issue 12: mesh replay --void --dry-run", () => {
+  let server: NatsServer;
+  let fixture: ControllerFixture;
+  before(async () => {
+    server = await startNatsServer();
+    fixture = await controllerFixture(server);
+  });
+  after(async () => {
+    await fixture?.close();
+    await server?.stop();
+  });
+
+  it("issue 12: replay --void --dry-run answers the voiding commit it would append and appends nothing; a bare report takes no dry run", async () => {
+    const client = meshClient(fixture.operator, "operator-test", { timeoutMs: 20_000 });
+    const controller = await fixture.start();
+    await fixture.enrol("gamma");
+    const bad = (await jetstream(fixture.operator).publish(catalogueSubject("node", "gamma"), unknownCommit())).seq;
+    const before = await lastSequence(fixture.operator);
+    const dry = await client.dryRun("replay", { void: bad, reason: "rolled back" });
+    assert.ok(dry.ok && dry.dryRun, JSON.stringify(dry));
+    assert.equal(dry.wouldAppendAfter, bad);
+    assert.deepEqual(dry.events.map((e) => [e.type, e.sequence]), [["CommitVoided", bad]], JSON.stringify(dry.events));
+    assert.equal(await lastSequence(fixture.operator), before, "a dry run appends nothing");
+    assert.equal(controller.catalogue.held?.sequence, bad, "the commit is still held");
+    const refused = await client.dryRun("replay", { void: bad - 1, reason: "wrong one" });
+    assert.equal(refused.ok ? "ok" : refused.error.code, "not-voidable", "the refusal the real void would get");
+    const report = await client.dryRun("replay", {});
+    assert.deepEqual(report.ok ? ["ok"] : [report.error.code, report.error.field], ["invalid-request", "dryRun"]);
+    const credential = join(fixture.dir, "operator.json");
+    writeFileSync(credential, JSON.stringify({ address: server.url, user: "operator-test", password: "unused" }));
+    const cli = await runMesh(["replay", "--void", String(bad), "--reason", "rolled back", "--dry-run"], { MESH_CREDENTIAL: credential });
+    assert.equal(cli.code, 0, cli.err);
+    assert.match(cli.out, /CommitVoided/);
+    assert.equal(await lastSequence(fixture.operator), before, "nor does the CLI's");
+    await controller.stop();
   });
 });
 
@@ -211,6 +254,14 @@ describe("R44: mesh replay, and accepting a restore", () => {
 
     const restarted = await fixture.start();
     assert.ok(restarted.catalogue.behind);
+    // issue 12: the dry run answers the commit it would append, appends nothing and stays latched.
+    const dry = await meshClient(fixture.operator, "operator-test", { timeoutMs: 20_000 }).dryRun("replay", { acceptRestore: true });
+    assert.ok(dry.ok && dry.dryRun, JSON.stringify(dry));
+    assert.deepEqual([...new Set(dry.events.map((e) => e.type))], ["RecordsRestored", "CredentialRotated"]);
+    assert.deepEqual(dry.events[0]?.lost, { from: backup + 1, to: seen + 5 });
+    assert.ok(dry.events.every((e) => !("hash" in e) && !("sealed" in e)), "no secret in a dry run's events (R3)");
+    assert.equal(await lastSequence(fixture.operator), backup, "a dry run appends nothing");
+    assert.ok(restarted.catalogue.behind, "and unlatches nothing");
     const accepted = await send("replay", { acceptRestore: true }) as Record<string, unknown>;
     assert.equal(accepted.ok, true, JSON.stringify(accepted));
     assert.deepEqual(accepted.lost, { from: backup + 1, to: seen + 5 }, "up to the furthest sequence the world saw (the offline node's report)");

@@ -54,6 +54,7 @@ describe("mesh help and version", () => {
     assert.match(helps.get("assign")!, /--command-id/);
     assert.match(helps.get("assign")!, /--dry-run/);
     assert.doesNotMatch(helps.get("nodes")!, /--command-id|--dry-run/);
+    assert.match(helps.get("replay")!, /--dry-run/, "replay --void and --accept-restore append: they take --dry-run");
     assert.doesNotMatch(helps.get("down")!, /--timeout|--credential|--command-id/);
     assert.doesNotMatch(helps.get("genesis")!, /--json|--timeout|--credential|--command-id/);
     const programOptions = helps.get("")!.split("Commands:")[0]!;
