@@ -20,9 +20,12 @@ import { formatBusAddress, parseBusAddress } from "./projections/queries.ts";
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
   readonly variables: readonly string[];
-  constructor(variables: readonly string[], message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  /** `unset`: a required variable is not set; `invalid`: it is set to something that does not do. */
+  readonly problem: "unset" | "invalid";
+  constructor(variables: readonly string[], message: string, options?: { cause?: unknown; problem?: "unset" | "invalid" }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.variables = variables;
+    this.problem = options?.problem ?? "invalid";
   }
 }
 
@@ -191,7 +194,8 @@ export function parseControllerConfig(env: Environment): ControllerConfig {
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const variable = String(issue.path[0] ?? "configuration");
-    throw new ConfigError([variable], `${variable}: ${issue.code === "invalid_type" ? "is not set" : issue.message}`);
+    const unset = issue.code === "invalid_type";
+    throw new ConfigError([variable], `${variable}: ${unset ? "is not set" : issue.message}`, { problem: unset ? "unset" : "invalid" });
   }
   const vars = parsed.data;
 

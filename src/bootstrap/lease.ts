@@ -3,6 +3,7 @@ import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { CONTROLLER_LEASE_BUCKET, CONTROLLER_LEASE_KEY } from "../names.ts";
 import type { ControllerLog } from "./log.ts";
+import { isWrongLastSequence } from "../bus/errors.ts";
 
 /**
  * One controller active at a time (R61): a lease in a KV bucket. The value names the holder and
@@ -135,8 +136,7 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
       } catch (error) {
         // A revision mismatch: someone else holds it. Anything else (no bus) is tried again next
         // tick, until the lease's own time has passed.
-        const message = error instanceof Error ? error.message : String(error);
-        if (/wrong last sequence/i.test(message)) lost("another controller holds it");
+        if (isWrongLastSequence(error)) lost("another controller holds it");
         else if (now() >= expiresAt) lost("it could not be renewed before it ran out");
       } finally {
         renewing = false;

@@ -62,8 +62,9 @@ export type StartOptions = {
 /** Commits folded since the last snapshot before a push saves another. */
 export const SNAPSHOT_EVERY = 5_000;
 
+/** The bus refused the dialled password (BusConnectError of kind `unauthorized`): a pending rotated one may be the right one. */
 function isAuthorizationRefusal(error: unknown): boolean {
-  return error instanceof BusConnectError && /Authorization/i.test(error.message);
+  return error instanceof BusConnectError && error.kind === "unauthorized";
 }
 
 /** Step 2: dial with the file's password, else with a pending rotated one (then kept, R14). */

@@ -4,6 +4,7 @@ import { inboxPrefix } from "../names.ts";
 import { parseBusAddress } from "../projections/queries.ts";
 import { probeCertificate, pinnedTlsOptions, normalizeFingerprint } from "./pin.ts";
 import { nkeySigner, type NkeySigner } from "./nkeySigner.ts";
+import { dialFailureOf, type BusConnectKind } from "./errors.ts";
 
 /**
  * Dialing the bus with a credential (DESIGN.md section 5a).
@@ -106,15 +107,25 @@ export type BusConnectOptions = {
 
 /**
  * The one error of dialing the bus: one line naming the address (never a password, R3) and what
- * went wrong; `cause` holds the underlying error.
+ * went wrong; `kind` says which (src/bus/errors.ts BusConnectKind: `unauthorized` when the bus
+ * refused the credential, ...), classified from the client's error classes; `cause` holds the
+ * underlying error.
  */
 export class BusConnectError extends Error {
   override readonly name = "BusConnectError";
   readonly address: string;
-  constructor(address: string, reason: string, options?: { cause?: unknown }) {
-    super(`cannot connect to the bus at ${address}: ${reason}`, options);
+  readonly kind: BusConnectKind;
+  constructor(address: string, reason: string, options?: { cause?: unknown; kind?: BusConnectKind }) {
+    super(`cannot connect to the bus at ${address}: ${reason}`, options?.cause === undefined ? undefined : { cause: options.cause });
     this.address = address;
+    this.kind = options?.kind ?? "setup";
   }
+}
+
+/** A BusConnectError for a dial that failed with `error`, its kind and reason from dialFailureOf. */
+function dialError(address: string, error: unknown): BusConnectError {
+  const { kind, reason } = dialFailureOf(error);
+  return new BusConnectError(address, reason, { cause: error, kind });
 }
 
 /**
@@ -128,6 +139,7 @@ export class CertificateMismatch extends BusConnectError {
     super(
       address,
       `the server presented certificate ${presented} but the credential pins ${expected}: check MESH_BROKER_CERTIFICATE / the credential's fingerprint`,
+      { kind: "certificate" },
     );
     this.expected = expected;
     this.presented = presented;
@@ -206,7 +218,7 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
         lastError = error;
       }
     }
-    if (presented === undefined) throw new BusConnectError(address, reasonOf(lastError), { cause: lastError });
+    if (presented === undefined) throw dialError(address, lastError);
     if (presented.fingerprint !== pin) throw new CertificateMismatch(address, pin, presented.fingerprint);
     settings.tls = pinnedTlsOptions(presented.pem, pin);
     options.onCertificate?.(presented.pem);
@@ -218,7 +230,7 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
   try {
     return await natsConnect(settings);
   } catch (error) {
-    throw new BusConnectError(address, reasonOf(error), { cause: error });
+    throw dialError(address, error);
   }
 }
 
@@ -237,17 +249,4 @@ function authenticatorFor(user: string, secret: () => string): Authenticator {
     if (opened?.seed !== current) opened = { seed: current, signer: nkeySigner(current) };
     return { nkey: opened.signer.publicKey, sig: nonce ? opened.signer.sign(nonce) : "" };
   };
-}
-
-/** A short reason from a dial error, never including connection options (no password, R3). */
-function reasonOf(error: unknown): string {
-  if (!(error instanceof Error)) return "unknown error";
-  const code = (error as { code?: unknown }).code;
-  const cause = (error as { cause?: unknown }).cause;
-  const causeCode = cause instanceof Error ? (cause as { code?: unknown }).code : undefined;
-  const message = error.message.split("\n")[0] ?? "";
-  if (code === "ECONNREFUSED" || causeCode === "ECONNREFUSED") return "connection refused (is the bus running at this address?)";
-  if (/authorization/i.test(message)) return "the bus refused the credential's key or password (Authorization Violation)";
-  if (/timeout/i.test(message) || error.name === "TimeoutError") return "timed out (is the address reachable?)";
-  return message;
 }

@@ -105,7 +105,7 @@ export async function connectWithCredentialFile(file: string, options: BusConnec
   try {
     return await connectToBus(credential, dialOptions);
   } catch (error) {
-    if (pending === null || !(error instanceof BusConnectError) || !/Authorization/i.test(error.message)) throw error;
+    if (pending === null || !(error instanceof BusConnectError) || error.kind !== "unauthorized") throw error;
     const nc = await connectToBus(pending, options);
     renameDurable(pendingFile, file);
     return nc;

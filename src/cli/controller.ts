@@ -24,8 +24,8 @@ function configOf(env: Environment, envFile: string | undefined) {
   try {
     return parseControllerConfig(controllerEnv(env, envFile));
   } catch (error) {
-    if (error instanceof ConfigError && envFile === undefined && /is not set/.test(error.message)) {
-      throw new ConfigError(error.variables, `${error.message}: genesis wrote the controller's settings to <mesh folder>/controller.env: run \`mesh controller --env <mesh folder>/controller.env\` (or systemd's EnvironmentFile=, as in mesh-controller.service)`, { cause: error });
+    if (error instanceof ConfigError && envFile === undefined && error.problem === "unset") {
+      throw new ConfigError(error.variables, `${error.message}: genesis wrote the controller's settings to <mesh folder>/controller.env: run \`mesh controller --env <mesh folder>/controller.env\` (or systemd's EnvironmentFile=, as in mesh-controller.service)`, { cause: error, problem: "unset" });
     }
     throw error;
   }

@@ -1,5 +1,6 @@
 import { errors, type NatsConnection } from "@nats-io/transport-node";
 import { commandSubject } from "../names.ts";
+import { isPayloadTooLarge, isTimeout } from "../bus/errors.ts";
 import type { AnyReply as Reply } from "../contracts/verbs.ts";
 
 /**
@@ -76,10 +77,10 @@ function transportErrorOf(error: unknown, asker: string, verb: string, timeoutMs
   if (noResponders) {
     return new CommandTransportError("no-controller", `no controller is serving ${commandSubject(asker, verb)}: start it (mesh up) or check the credential's address`, { cause: error });
   }
-  if (error instanceof errors.TimeoutError || (error instanceof Error && error.cause instanceof errors.TimeoutError)) {
+  if (isTimeout(error)) {
     return new CommandTransportError("timeout", `the controller did not answer ${verb} within ${timeoutMs} ms: retry with --timeout, the same command id makes the retry safe`, { cause: error });
   }
-  if (error instanceof errors.InvalidArgumentError && /max_payload/.test(error.message)) {
+  if (isPayloadTooLarge(error)) {
     return new CommandTransportError("payload-too-large", "the request is larger than the bus takes per message: make it smaller", { cause: error });
   }
   const message = error instanceof Error ? error.message : String(error);

@@ -16,6 +16,7 @@ import { NODE_CREDENTIAL_FILE, readCredentialFile, readNodePrivateKey } from "./
 import { writeBusCredential } from "../files/index.ts";
 import { UserListParts } from "./userListParts.ts";
 import { readPartHeader } from "../contracts/userList.ts";
+import { isAuthorizationRefusal, isConsumerNotFound, isStreamNotFound } from "../bus/errors.ts";
 
 /**
  * The host agent (DESIGN.md section 7): the node side of a push.
@@ -75,12 +76,6 @@ export type HostOptions = {
   checkIntervalMs?: number;
 };
 
-/** True when `error` (or its message) is the bus refusing the credential. */
-export function isAuthorizationRefusal(error: unknown): boolean {
-  const message = error instanceof Error ? `${error.message} ${String((error as { cause?: unknown }).cause ?? "")}` : String(error);
-  return /authorization|authentication/i.test(message);
-}
-
 /**
  * What to do about a refused credential. Before it was ever admitted: it is not on the list yet
  * (a push composes it, R1). Once admitted: the node was removed (`mesh node remove`: stop this
@@ -114,13 +109,13 @@ export type Host = {
 /** Why an attempt failed, for the log line: the reason, and what it probably means. */
 function explainFailure(error: unknown, node: string): string {
   const message = error instanceof Error ? error.message.split("\n")[0]! : String(error);
-  if (/authorization/i.test(message)) {
+  if (isAuthorizationRefusal(error)) {
     return `${message}; its credential is probably not in the bus's user list yet (a push composes it, R1)`;
   }
-  if (/consumer not found/i.test(message)) {
+  if (isConsumerNotFound(error)) {
     return `consumer ${declarationConsumer(node)} on ${CONTROL_STREAM} does not exist yet (the controller raises it at start and on push)`;
   }
-  if (/stream not found/i.test(message)) return `stream ${CONTROL_STREAM} does not exist yet (the controller raises it at start)`;
+  if (isStreamNotFound(error)) return `stream ${CONTROL_STREAM} does not exist yet (the controller raises it at start)`;
   return message;
 }
 

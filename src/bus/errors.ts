@@ -1,0 +1,93 @@
+/**
+ * What an error from the NATS client means, in one place (issue 12): classified by the client's own
+ * error classes (`errors.AuthorizationError`, `errors.TimeoutError`, ...) and the JetStream API's
+ * error codes (`JetStreamApiError.code`, the server's `err_code`), never by message text (the one
+ * exception, max_payload, says why). Each function walks the `cause` chain, so an error wrapped by
+ * our own adapters (BusConnectError, CommandTransportError) is classified by what it wraps. Pure.
+ */
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import { errors } from "@nats-io/nats-core";
+
+/**
+ * Why a dial failed (BusConnectError's `kind`): `unauthorized` (the bus refused the credential's
+ * key or password), `refused` (nothing listens at the address), `timeout` (no answer in time),
+ * `certificate` (the bus presented another certificate than the pinned one, R34), `setup` (the
+ * credential or address cannot be dialled as written), `other`.
+ */
+export type BusConnectKind = "unauthorized" | "refused" | "timeout" | "certificate" | "setup" | "other";
+
+/** `error` and the errors of its `cause` chain, outermost first (at most 8 deep). */
+function* causes(error: unknown): Generator<unknown> {
+  for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 8; e = (e as { cause?: unknown }).cause, depth += 1) {
+    yield e;
+    if (!(e instanceof Error)) return;
+  }
+}
+
+/** True when `error` (or its cause chain) is the bus refusing the credential: AuthorizationError or UserAuthenticationExpiredError. */
+export function isAuthorizationRefusal(error: unknown): boolean {
+  for (const e of causes(error)) {
+    if (e instanceof errors.AuthorizationError || e instanceof errors.UserAuthenticationExpiredError) return true;
+    if ((e as { kind?: unknown }).kind === "unauthorized") return true; // a BusConnectError of that kind
+  }
+  return false;
+}
+
+/** True when `error` (or its cause chain) is the client's TimeoutError. */
+export function isTimeout(error: unknown): boolean {
+  for (const e of causes(error)) if (e instanceof errors.TimeoutError) return true;
+  return false;
+}
+
+/** True when `error` (or its cause chain) is a socket refused (`ECONNREFUSED`) or the client's "connection refused". */
+function isConnectionRefused(error: unknown): boolean {
+  for (const e of causes(error)) {
+    if ((e as { code?: unknown }).code === "ECONNREFUSED") return true;
+    if (e instanceof errors.ConnectionError && e.message === "connection refused") return true;
+  }
+  return false;
+}
+
+/**
+ * A dial's failure classified: its kind (see BusConnectKind) and a short reason for the message,
+ * never including connection options (no password, R3).
+ */
+export function dialFailureOf(error: unknown): { kind: BusConnectKind; reason: string } {
+  if (isConnectionRefused(error)) return { kind: "refused", reason: "connection refused (is the bus running at this address?)" };
+  if (isAuthorizationRefusal(error)) return { kind: "unauthorized", reason: "the bus refused the credential's key or password (Authorization Violation)" };
+  if (isTimeout(error)) return { kind: "timeout", reason: "timed out (is the address reachable?)" };
+  if (!(error instanceof Error)) return { kind: "other", reason: "unknown error" };
+  return { kind: "other", reason: error.message.split("\n")[0] ?? "" };
+}
+
+/** The JetStream API's error code (`err_code`, e.g. 10071) of `error` or its cause chain; undefined when it is no JetStreamApiError. */
+export function jetStreamCodeOf(error: unknown): number | undefined {
+  for (const e of causes(error)) if (e instanceof JetStreamApiError) return e.code;
+  return undefined;
+}
+
+/** A fenced publish or KV update found another last sequence than expected (10071, 10164): someone else wrote first. */
+export function isWrongLastSequence(error: unknown): boolean {
+  const code = jetStreamCodeOf(error);
+  return code === JetStreamApiCodes.StreamWrongLastSequence || code === JetStreamApiCodes.StreamWrongLastSequenceUnknown;
+}
+
+/** The consumer asked for does not exist (10014). */
+export function isConsumerNotFound(error: unknown): boolean {
+  return jetStreamCodeOf(error) === JetStreamApiCodes.ConsumerNotFound;
+}
+
+/** The stream asked for does not exist (10059). */
+export function isStreamNotFound(error: unknown): boolean {
+  return jetStreamCodeOf(error) === JetStreamApiCodes.StreamNotFound;
+}
+
+/**
+ * A publish or request larger than the server's max_payload. The client throws a plain
+ * InvalidArgumentError for it (`'payload' max_payload size exceeded`) with no class or code of its
+ * own, so its text is the one thing to go by: matched here alone.
+ */
+export function isPayloadTooLarge(error: unknown): boolean {
+  for (const e of causes(error)) if (e instanceof errors.InvalidArgumentError && e.message.includes("max_payload")) return true;
+  return false;
+}

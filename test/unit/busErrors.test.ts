@@ -1,0 +1,78 @@
+/**
+ * Issue 12: errors are classified by the NATS client's own classes and the JetStream API's codes,
+ * in one place (src/bus/errors.ts), never by message text; our adapters' errors carry a kind
+ * (BusConnectError.kind, ConfigError.problem). Each case is built from the real error class.
+ */
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { errors } from "@nats-io/nats-core";
+import { JetStreamApiError } from "@nats-io/jetstream";
+import {
+  dialFailureOf, isAuthorizationRefusal, isConsumerNotFound, isPayloadTooLarge, isStreamNotFound, isTimeout, isWrongLastSequence, jetStreamCodeOf,
+} from "../../src/bus/errors.ts";
+import { BusConnectError, CertificateMismatch, connectToBus } from "../../src/bus/connect.ts";
+import { ConfigError, parseControllerConfig } from "../../src/config.ts";
+
+const apiError = (status: number, code: number, description: string) => new JetStreamApiError({ code: status, err_code: code, description });
+
+describe("issue 12: bus errors by class and code, not by text", () => {
+  it("the bus refusing the credential: AuthorizationError and UserAuthenticationExpiredError, also as a cause; a plain Error saying so is not", () => {
+    const violation = errors.AuthorizationError.parse("Authorization Violation")!;
+    assert.ok(violation instanceof errors.AuthorizationError);
+    assert.equal(isAuthorizationRefusal(violation), true);
+    assert.equal(isAuthorizationRefusal(errors.UserAuthenticationExpiredError.parse("User Authentication Expired")), true);
+    assert.equal(isAuthorizationRefusal(new Error("wrapped", { cause: violation })), true);
+    assert.equal(isAuthorizationRefusal(new BusConnectError("nats://x:4222", "refused", { cause: violation, kind: "unauthorized" })), true);
+    assert.equal(isAuthorizationRefusal(new Error("authorization violation in a message a module wrote")), false);
+    assert.equal(isAuthorizationRefusal(new errors.PermissionViolationError("Permissions Violation", "publish", "a.b")), false);
+  });
+
+  it("a dial's failure gets its kind: unauthorized, refused, timeout, other; the reason never echoes options", () => {
+    assert.equal(dialFailureOf(errors.AuthorizationError.parse("Authorization Violation")).kind, "unauthorized");
+    assert.equal(dialFailureOf(new errors.TimeoutError()).kind, "timeout");
+    assert.equal(dialFailureOf(new errors.ConnectionError("connection refused")).kind, "refused");
+    assert.equal(dialFailureOf(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" })).kind, "refused");
+    assert.deepEqual(dialFailureOf(new Error("something else\nsecond line")), { kind: "other", reason: "something else" });
+    assert.equal(dialFailureOf(new Error("Authorization timeout in a plain error")).kind, "other", "text alone classifies nothing");
+  });
+
+  it("BusConnectError carries its kind: a closed port is `refused`, a pinned certificate mismatch `certificate`", async () => {
+    const refused = await connectToBus({ address: "nats://127.0.0.1:1", user: "u", password: "p" }, { reconnect: false, timeoutMs: 2_000 }).catch((e: unknown) => e);
+    assert.ok(refused instanceof BusConnectError, String(refused));
+    assert.equal(refused.kind, "refused");
+    assert.equal(new CertificateMismatch("tls://x:4222", "AA", "BB").kind, "certificate");
+  });
+
+  it("timeouts: TimeoutError, also as a cause", () => {
+    assert.equal(isTimeout(new errors.TimeoutError()), true);
+    assert.equal(isTimeout(new errors.RequestError("request failed", { cause: new errors.TimeoutError() })), true);
+    assert.equal(isTimeout(new Error("timeout")), false);
+  });
+
+  it("JetStream API codes: 10071/10164 wrong last sequence, 10014 consumer not found, 10059 stream not found", () => {
+    assert.equal(isWrongLastSequence(apiError(400, 10071, "wrong last sequence: 7")), true);
+    assert.equal(isWrongLastSequence(apiError(400, 10164, "wrong last sequence: unknown")), true);
+    assert.equal(isWrongLastSequence(new Error("wrong last sequence: 7")), false);
+    assert.equal(isConsumerNotFound(apiError(404, 10014, "consumer not found")), true);
+    assert.equal(isConsumerNotFound(apiError(404, 10059, "stream not found")), false);
+    assert.equal(isStreamNotFound(apiError(404, 10059, "stream not found")), true);
+    assert.equal(isStreamNotFound(new Error("stream not found")), false);
+    assert.equal(jetStreamCodeOf(new Error("wrapped", { cause: apiError(404, 10014, "consumer not found") })), 10014);
+    assert.equal(jetStreamCodeOf(new errors.TimeoutError()), undefined);
+  });
+
+  it("a payload over max_payload: the client's InvalidArgumentError for 'payload' (no class or code of its own)", () => {
+    assert.equal(isPayloadTooLarge(errors.InvalidArgumentError.format("payload", "max_payload size exceeded")), true);
+    assert.equal(isPayloadTooLarge(errors.InvalidArgumentError.format("subject", "is not valid")), false);
+  });
+});
+
+describe("issue 12: ConfigError says whether a variable is unset or invalid", () => {
+  it("a required variable left out is `unset` naming it; a malformed one is `invalid`", () => {
+    const unset = (() => { try { parseControllerConfig({}); } catch (error) { return error; } })();
+    assert.ok(unset instanceof ConfigError);
+    assert.equal(unset.problem, "unset");
+    assert.ok(unset.variables.length === 1);
+    assert.equal(new ConfigError(["MESH_KEY_FILE"], "MESH_KEY_FILE: not a key").problem, "invalid");
+  });
+});
