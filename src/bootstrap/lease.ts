@@ -4,6 +4,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import { CONTROLLER_LEASE_BUCKET, CONTROLLER_LEASE_KEY } from "../names.ts";
 import type { ControllerLog } from "./log.ts";
 import { isWrongLastSequence } from "../bus/errors.ts";
+import { pollUntil } from "../bus/retry.ts";
 
 /**
  * One controller active at a time (R61): a lease in a KV bucket. The value names the holder and
@@ -94,26 +95,22 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
   const now = options.now ?? Date.now;
   const kv = await new Kvm(nc).create(CONTROLLER_LEASE_BUCKET, { history: 1, replicas: options.replicas, storage: StorageType.File });
   const pollMs = Math.min(500, Math.floor(options.leaseMs / 4));
-  let revision = 0;
-  let expiresAt = 0;
   let waitingOn = "";
-  for (;;) {
-    try {
-      const step = decideLease(await readLease(kv), options.holder, now(), options.leaseMs);
-      if (step.kind === "wait") {
-        if (waitingOn !== step.holder) options.log.info(`standing by: controller ${step.holder} holds the lease (R61)`);
-        waitingOn = step.holder;
-      } else {
-        const body = JSON.stringify(step.value);
-        revision = step.kind === "create" ? await kv.create(CONTROLLER_LEASE_KEY, body) : await kv.update(CONTROLLER_LEASE_KEY, body, step.revision);
-        expiresAt = step.value.expiresAt;
-        break;
-      }
-    } catch {
-      // Another controller won the compare-and-set, or the bus is between leaders: read again.
+  // A standby has no deadline: it waits as long as another controller holds the lease. A throw
+  // (another controller won the compare-and-set, or the bus is between leaders) reads again.
+  const taken = await pollUntil(async () => {
+    const step = decideLease(await readLease(kv), options.holder, now(), options.leaseMs);
+    if (step.kind === "wait") {
+      if (waitingOn !== step.holder) options.log.info(`standing by: controller ${step.holder} holds the lease (R61)`);
+      waitingOn = step.holder;
+      return undefined;
     }
-    await new Promise((r) => setTimeout(r, pollMs));
-  }
+    const body = JSON.stringify(step.value);
+    const written = step.kind === "create" ? await kv.create(CONTROLLER_LEASE_KEY, body) : await kv.update(CONTROLLER_LEASE_KEY, body, step.revision);
+    return { revision: written, expiresAt: step.value.expiresAt };
+  }, { everyMs: pollMs, what: "the controllers' lease is free" });
+  let revision = taken.revision;
+  let expiresAt = taken.expiresAt;
   options.log.info(`holding the controllers' lease as ${options.holder} (R61)`);
 
   let state: "held" | "lost" | "released" = "held";

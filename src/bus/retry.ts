@@ -4,7 +4,8 @@
  * (the JetStream API has no subscriber for an instant), "jetstream is not enabled" (503, or the client's
  * JetStreamNotEnabled made of a no-responders), or nothing within the timeout. Such a call is
  * tried again after a short, growing pause, a bounded number of times; any other error (a
- * configuration the server refuses, a stream not found) passes through at once.
+ * configuration the server refuses, a stream not found) passes through at once. And the one poll
+ * loop, pollUntil: ask until something is the case, every so often, up to a deadline.
  */
 import { JetStreamApiError } from "@nats-io/jetstream";
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-core";
@@ -77,5 +78,64 @@ export async function retryJetStream<T>(operation: string, attempt: () => Promis
       options.onRetry?.(tried + 1, error);
       await sleep(delays[tried]!);
     }
+  }
+}
+
+/**
+ * A poll of pollUntil that ran out of time: `what` was not the case within `timeoutMs`; `attempts`
+ * says how often it was asked, `cause` holds the error of the last attempt when it threw.
+ */
+export class PollTimeout extends Error {
+  override readonly name = "PollTimeout";
+  readonly what: string;
+  readonly timeoutMs: number;
+  readonly attempts: number;
+  constructor(what: string, timeoutMs: number, attempts: number, options?: { cause?: unknown }) {
+    const last = options?.cause instanceof Error ? ` (last: ${options.cause.message.split("\n")[0]})` : "";
+    super(`${what}: not within ${timeoutMs} ms${last}`, options);
+    this.what = what;
+    this.timeoutMs = timeoutMs;
+    this.attempts = attempts;
+  }
+}
+
+/** Settings of pollUntil. */
+export type PollOptions = {
+  /** Milliseconds between attempts (the last pause is cut short at the deadline). */
+  everyMs: number;
+  /** Milliseconds to keep asking (default: no end). */
+  timeoutMs?: number;
+  /** What is waited for, one line for PollTimeout's message ("the controller answers"). */
+  what: string;
+  /** How to pause (tests pass a fake). */
+  sleep?: (ms: number) => Promise<void>;
+  /** The clock in milliseconds (tests pass a fake). */
+  now?: () => number;
+};
+
+/**
+ * The one poll loop (issue 12): runs `attempt` until it returns a value other than undefined and
+ * returns that value. An attempt that returns undefined or throws is "not yet": pollUntil pauses
+ * `everyMs` and asks again. Once `timeoutMs` has passed after an unsuccessful attempt it throws
+ * PollTimeout naming `what` (cause: the last attempt's error, if it threw). At least one attempt
+ * is always made. For momentary JetStream failures of a call that should succeed, use
+ * retryJetStream instead (bounded, and other errors pass through at once).
+ */
+export async function pollUntil<T>(attempt: () => Promise<T | undefined>, options: PollOptions): Promise<T> {
+  const now = options.now ?? Date.now;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const timeoutMs = options.timeoutMs ?? Number.POSITIVE_INFINITY;
+  const deadline = now() + timeoutMs;
+  for (let attempts = 1; ; attempts += 1) {
+    let last: unknown;
+    try {
+      const value = await attempt();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    const left = deadline - now();
+    if (left <= 0) throw new PollTimeout(options.what, timeoutMs, attempts, last === undefined ? undefined : { cause: last });
+    await sleep(Math.max(1, Math.min(options.everyMs, left)));
   }
 }

@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { writeFileDurable } from "../files/index.ts";
+import { pollUntil, PollTimeout } from "../bus/retry.ts";
 
 /**
  * The broker holder's half of a push (DESIGN.md section 7, R11): the composed user list goes into
@@ -140,15 +141,17 @@ export async function installUserList(text: string, options: BusReloadOptions): 
     restore(includeFile);
     throw new UserListRefused("no-pid", `cannot signal the bus (pid ${pid}) to reload (last good file restored): ${(error as Error).message}`, { cause: error });
   }
-  const deadline = signalled + (options.reloadTimeoutMs ?? 30_000);
-  for (;;) {
-    const now = await configLoadTime(monitorUrl).catch(() => before);
-    if (now !== before) {
-      keepLastGood(includeFile);
-      return { changed: true, loadedAt: now, reloadMs: Date.now() - signalled };
-    }
-    if (Date.now() > deadline) break;
-    await new Promise((resolve) => setTimeout(resolve, 25));
+  // The bus reloaded when its monitoring endpoint's config_load_time moves (an unanswered ask: not yet).
+  const loadedAt = await pollUntil(async () => {
+    const now = await configLoadTime(monitorUrl);
+    return now === before ? undefined : now;
+  }, { everyMs: 25, timeoutMs: options.reloadTimeoutMs ?? 30_000, what: "the bus reloads its user list" }).catch((error: unknown) => {
+    if (error instanceof PollTimeout) return undefined;
+    throw error;
+  });
+  if (loadedAt !== undefined) {
+    keepLastGood(includeFile);
+    return { changed: true, loadedAt, reloadMs: Date.now() - signalled };
   }
   restore(includeFile);
   throw new UserListRefused(

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectToBus } from "../bus/connect.ts";
+import { pollUntil, PollTimeout } from "../bus/retry.ts";
 import { makeFolderDurable, readBusCredential, writeFileDurable } from "../files/index.ts";
 import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
 import type { ReplyOf, RequestOf, Verb } from "../contracts/verbs.ts";
@@ -182,17 +183,12 @@ async function ensureBus(paths: MeshPaths, binary: string, detached: boolean, lo
 
 /** Asks until the controller answers (it may be starting, or catching up), up to `timeoutMs`. */
 async function whenControllerAnswers(nc: NatsConnection, asker: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await meshClient(nc, asker).nodes({}, { timeoutMs: 2_000 });
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) {
-        throw new UpError(`mesh up: the controller did not answer within ${timeoutMs} ms (${error instanceof Error ? error.message : String(error)}): see its log`);
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    }
+  try {
+    await pollUntil(async () => meshClient(nc, asker).nodes({}, { timeoutMs: 2_000 }), { everyMs: 200, timeoutMs, what: "the controller answers" });
+  } catch (error) {
+    if (!(error instanceof PollTimeout)) throw error;
+    const last = error.cause instanceof Error ? error.cause.message : String(error.cause ?? "no answer");
+    throw new UpError(`mesh up: the controller did not answer within ${timeoutMs} ms (${last}): see its log`);
   }
 }
 

@@ -10,7 +10,7 @@ import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-cor
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { raiseMesh } from "../../../src/controller/raise.ts";
 import { GENESIS, stateOf } from "../../support/givenWhenThen.ts";
-import { JETSTREAM_RETRY_DELAYS_MS, JetStreamUnavailable, isTransientJetStreamError, retryJetStream } from "../../../src/bus/retry.ts";
+import { JETSTREAM_RETRY_DELAYS_MS, JetStreamUnavailable, PollTimeout, isTransientJetStreamError, pollUntil, retryJetStream } from "../../../src/bus/retry.ts";
 
 const noResponders = () => new RequestError("no responders: '$JS.API.CONSUMER.NAMES.CONTROL'", { cause: new NoRespondersError("$JS.API.CONSUMER.NAMES.CONTROL") });
 const notEnabled = () => Object.assign(new Error("jetstream is not enabled", { cause: noResponders() }), { name: "JetStreamNotEnabled" });
@@ -103,5 +103,51 @@ describe("the push's raise step", () => {
     await assert.rejects(raiseMesh(lasting.jsm, stateOf([GENESIS]), { controllerSubmits: [] }, undefined, quick), JetStreamUnavailable);
     assert.equal(lasting.calls(), 4);
     assert.deepEqual(lasting.added, [], "nothing raised");
+  });
+});
+
+/** A fake clock whose sleep moves it: pollUntil's pauses recorded, no time passes. */
+function fakeClock() {
+  let t = 1_000;
+  const pauses: number[] = [];
+  return { pauses, now: () => t, sleep: async (ms: number) => { pauses.push(ms); t += ms; } };
+}
+
+describe("issue 12: pollUntil, the one poll loop", () => {
+  it("returns the first value an attempt gives; undefined and throws are 'not yet', asked again every everyMs", async () => {
+    const clock = fakeClock();
+    const answers: Array<() => Promise<string | undefined>> = [
+      async () => undefined,
+      async () => { throw new Error("not up yet"); },
+      async () => "ready",
+      async () => "never asked",
+    ];
+    let asked = 0;
+    const value = await pollUntil(() => answers[asked++]!(), { everyMs: 200, timeoutMs: 10_000, what: "it is ready", ...clock });
+    assert.equal(value, "ready");
+    assert.equal(asked, 3);
+    assert.deepEqual(clock.pauses, [200, 200]);
+  });
+
+  it("past timeoutMs throws PollTimeout naming what and the attempts, the last error as cause; the last pause is cut at the deadline", async () => {
+    const clock = fakeClock();
+    const last = new Error("connection refused");
+    let asked = 0;
+    const failed = await pollUntil(async () => { asked += 1; throw last; }, { everyMs: 400, timeoutMs: 1_000, what: "the controller answers", ...clock }).catch((e: unknown) => e);
+    assert.ok(failed instanceof PollTimeout, String(failed));
+    assert.equal(failed.what, "the controller answers");
+    assert.equal(failed.attempts, asked);
+    assert.equal(failed.cause, last);
+    assert.deepEqual(clock.pauses, [400, 400, 200]);
+    assert.match(failed.message, /the controller answers/);
+  });
+
+  it("a poll with no timeout asks until it is so; at least one attempt even with timeoutMs 0", async () => {
+    const clock = fakeClock();
+    let asked = 0;
+    assert.equal(await pollUntil(async () => (++asked < 50 ? undefined : asked), { everyMs: 500, what: "the lease is free", ...clock }), 50);
+    let once = 0;
+    await assert.rejects(pollUntil(async () => { once += 1; return undefined; }, { everyMs: 10, timeoutMs: 0, what: "never", ...clock }), PollTimeout);
+    assert.equal(once, 1);
   });
 });
