@@ -1,5 +1,5 @@
 import { NodesRequest, type BodyOf, type NodeView } from "../contracts/verbs.ts";
-import { modulesOnNode, nodeNames, type State } from "../projections/index.ts";
+import { lastSent, modulesOnNode, nodeNames, type State } from "../projections/index.ts";
 import { principalKey } from "../names.ts";
 import type { QueryDefinition } from "./envelope.ts";
 
@@ -7,7 +7,7 @@ import type { QueryDefinition } from "./envelope.ts";
 export function answer(state: State): BodyOf<"nodes"> {
   return {
     nodes: nodeNames(state.nodes).map((name) => {
-      const sent = state.sent[name];
+      const sent = lastSent(state.sent, name);
       return {
         name,
         enrolledAt: state.nodes[name]!.enrolledAt,

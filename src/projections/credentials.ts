@@ -46,9 +46,15 @@ export function principalOfModule(module: string): Principal {
  */
 export type DeliveryIndex = { byNode: Map<string, Set<string>> | null };
 
-/** A fresh, unbuilt delivery index for one fold. */
-export function newDeliveryIndex(): DeliveryIndex {
-  return { byNode: null };
+/**
+ * A fresh delivery index for one fold: unbuilt (built from the working state on first use), or
+ * built now from `from`, the state the fold starts with (evolve: a scan of plain records instead
+ * of one immer draft per record when a commit removes a node).
+ */
+export function newDeliveryIndex(from?: CredentialsState): DeliveryIndex {
+  const index: DeliveryIndex = { byNode: null };
+  if (from !== undefined) deliveriesOf(index, from);
+  return index;
 }
 
 function deliveriesOf(index: DeliveryIndex, draft: Draft<CredentialsState>): Map<string, Set<string>> {

@@ -1,10 +1,15 @@
 import type { Draft } from "immer";
 import type { MeshEvent } from "../events/index.ts";
 import { assertNever } from "./assertNever.ts";
+import { bucketOf } from "./buckets.ts";
 
 export type SentRecord = { digest: string; recordsSequence: number; at: string };
-/** What each node was last sent (R31: a node is behind when its composed digest differs). */
-export type SentState = Record<string, SentRecord>;
+/**
+ * What each node was last sent (R31: a node is behind when its composed digest differs), filed in
+ * 64 buckets by node name (buckets.ts bucketOf): a push records one DeclarationSent per node, and a
+ * commit must not copy every node's record. Read it with lastSent.
+ */
+export type SentState = Record<string, Record<string, SentRecord>>;
 
 export const initialSent: SentState = {};
 
@@ -12,11 +17,13 @@ export const initialSent: SentState = {};
 export function evolveSent(draft: Draft<SentState>, event: MeshEvent): void {
   switch (event.type) {
     case "DeclarationSent":
-      draft[event.node] = { digest: event.digest, recordsSequence: event.recordsSequence, at: event.at };
+      (draft[bucketOf(event.node)] ??= {})[event.node] = { digest: event.digest, recordsSequence: event.recordsSequence, at: event.at };
       return;
-    case "NodeRemoved":
-      delete draft[event.node];
+    case "NodeRemoved": {
+      const bucket = draft[bucketOf(event.node)];
+      if (bucket !== undefined && Object.hasOwn(bucket, event.node)) delete bucket[event.node];
       return;
+    }
     case "MeshCreated": case "NodeEnrolled": case "CredentialMinted": case "CredentialRotated":
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
@@ -30,5 +37,6 @@ export function evolveSent(draft: Draft<SentState>, event: MeshEvent): void {
 
 /** What a node was last sent, or undefined when it was never sent anything. */
 export function lastSent(state: SentState, node: string): SentRecord | undefined {
-  return state[node];
+  const bucket = state[bucketOf(node)];
+  return bucket !== undefined && Object.hasOwn(bucket, node) ? bucket[node] : undefined;
 }

@@ -8,6 +8,7 @@ import { evolveAssignments, initialAssignments, type AssignmentsState } from "./
 import { evolveOverlay, initialOverlay, type OverlayState } from "./overlay.ts";
 import { evolveProvisions, initialProvisions, type ProvisionsState } from "./provisions.ts";
 import { evolveSent, initialSent, type SentState } from "./sent.ts";
+import { bucketPair } from "./buckets.ts";
 
 /**
  * The folded records: one slice per concern, plus the last folded stream sequence (the fence of
@@ -52,19 +53,12 @@ const immer = new Immer({ autoFreeze: false });
 
 /**
  * Where a command id is filed in `applied`: two levels of 64 buckets each (`x0`..`x63`), chosen
- * by its FNV-1a hash. Recording one command then copies two 64-key maps and one small bucket,
- * not every command id ever seen (a plain object of 4096 keys already costs milliseconds to copy).
+ * by its FNV-1a hash (buckets.ts). Recording one command then copies two 64-key maps and one small
+ * bucket, not every command id ever seen (a plain object of 4096 keys already costs milliseconds to copy).
  */
 export function appliedBucket(commandId: string): [string, string] {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < commandId.length; i += 1) {
-    hash ^= commandId.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return [BUCKETS[(hash >>> 6) & 63]!, BUCKETS[hash & 63]!];
+  return bucketPair(commandId);
 }
-/** `x0`..`x63`, made once: a replay files every commit and need not build two strings each time. */
-const BUCKETS = Array.from({ length: 64 }, (_, i) => `x${i}`);
 
 /** The stream sequence of the commit that applied `commandId`, or undefined when none did. */
 export function appliedSequence(state: State, commandId: string): number | undefined {
@@ -99,8 +93,12 @@ function applyCommit(draft: Draft<State>, { sequence, commit }: SequencedCommit,
  */
 export function evolve(state: State, commits: readonly SequencedCommit[]): State {
   if (commits.length === 0) return state;
+  // A node's removal looks for the credentials delivered to it (R48): through the draft that makes
+  // an immer draft of every credential record, so the batch's index is built from the plain state.
+  const removes = commits.some(({ commit }) => commit.events.some((event) => event.type === "NodeRemoved"));
+  const index = removes ? newDeliveryIndex(state.credentials) : undefined;
   return immer.produce(state, (draft) => {
-    for (const commit of commits) applyCommit(draft, commit);
+    for (const commit of commits) applyCommit(draft, commit, index);
   });
 }
 

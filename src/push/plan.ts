@@ -7,7 +7,7 @@
 import type { Refusal } from "../decision.ts";
 import type { Declaration, DeclarationResult, ModuleLeftOut } from "../compose/declaration.ts";
 import type { Principal } from "../compose/types.ts";
-import { holdersOf, type State } from "../projections/index.ts";
+import { holdersOf, lastSent, type State } from "../projections/index.ts";
 import { BROKER_SEAT } from "../names.ts";
 
 export type NodeOutcome = "sent" | "unchanged" | "refused" | "applied" | "failed" | "timed-out";
@@ -85,7 +85,7 @@ export function planRound(state: State, declarations: readonly DeclarationResult
     const { declaration } = result;
     const { node, digest } = declaration;
     plan.modulesLeftOut.set(node, result.modulesLeftOut ?? null);
-    const behind = state.sent[node]?.digest !== digest;
+    const behind = lastSent(state.sent, node)?.digest !== digest;
     if (!behind && !(round === 0 && named.has(node))) {
       plan.unchanged.push({ node, digest });
       continue;
@@ -133,7 +133,7 @@ export function settleRound(
  */
 export function rotationBrokers(state: State, sentDigests: ReadonlyMap<string, string>): Array<{ node: string; digest: string }> {
   return holdersOf(state, BROKER_SEAT).flatMap((node) => {
-    const digest = sentDigests.get(node) ?? state.sent[node]?.digest;
+    const digest = sentDigests.get(node) ?? lastSent(state.sent, node)?.digest;
     return digest === undefined ? [] : [{ node, digest }];
   });
 }
@@ -230,7 +230,10 @@ export function withModulesLeftOut(outcomes: Map<string, NodeReport>, leftOut: M
  * ever sent one.
  */
 export function lastUserListSequence(state: State): number {
-  const sequences = holdersOf(state, BROKER_SEAT).flatMap((node) => (state.sent[node] ? [state.sent[node]!.recordsSequence] : []));
+  const sequences = holdersOf(state, BROKER_SEAT).flatMap((node) => {
+    const sent = lastSent(state.sent, node);
+    return sent ? [sent.recordsSequence] : [];
+  });
   return sequences.length === 0 ? 0 : Math.min(...sequences);
 }
 

@@ -16,6 +16,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
+import { lastSent } from "../../src/projections/index.ts";
 
 const builder = {
   name: "builder", version: "1.0.0",
@@ -99,15 +100,15 @@ describe("push", () => {
     await fixture.send("module.register", { manifest: web });
     await fixture.send("module.issue", { module: "web" });
     await controller.push();
-    const before = controller.catalogue.state.sent["b"]?.digest;
+    const before = lastSent(controller.catalogue.state.sent, "b")?.digest;
 
     await fixture.send("assign", { module: "web", node: "b" });
     const report = await controller.push({ nodes: ["a"] });
     assert.equal(outcome(report, "a").outcome, "sent", "the named node is sent though not behind");
     assert.equal(outcome(report, "b").outcome, "sent", "the node behind is sent too");
     assert.equal(outcome(report, "c").outcome, "unchanged");
-    assert.notEqual(controller.catalogue.state.sent["b"]?.digest, before);
-    assert.equal(controller.catalogue.state.sent["b"]?.digest, outcome(report, "b").digest);
+    assert.notEqual(lastSent(controller.catalogue.state.sent, "b")?.digest, before);
+    assert.equal(lastSent(controller.catalogue.state.sent, "b")?.digest, outcome(report, "b").digest);
     assert.equal(report.boundHit, false);
 
     const again = await controller.push();
@@ -130,7 +131,7 @@ describe("push", () => {
     assert.equal(broken.outcome, "refused");
     assert.equal(broken.refusal?.code, "module-unregistered");
     assert.equal(outcome(report, "fine").outcome, "sent");
-    assert.equal(controller.catalogue.state.sent["broken"], undefined);
+    assert.equal(lastSent(controller.catalogue.state.sent, "broken"), undefined);
   });
 
   it("R32: push --wait waits for each sent node's report and names the nodes that did not answer", async () => {

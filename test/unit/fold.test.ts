@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { appliedSequence, evolve, initialState, startFold, type SequencedCommit } from "../../src/projections/index.ts";
+import { appliedSequence, evolve, initialState, lastSent, startFold, type SequencedCommit, type State } from "../../src/projections/index.ts";
+import type { MeshEvent } from "../../src/events/index.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import { generateCommits } from "../support/history.ts";
 
@@ -43,6 +44,51 @@ describe("long folds", () => {
       for (let i = third; i < churn.length; i += 97) resumed.add(churn.slice(i, i + 97));
       assert.equal(canonicalJson(resumed.finish()), canonicalJson(stepwise), `seed ${seed}`);
     }
+  });
+
+  it("R48: evolve in batches that unassign and remove a node in the same batch agrees with evolve commit by commit", () => {
+    for (const seed of [6, 7, 8]) {
+      const churn: SequencedCommit[] = generateCommits({ seed, events: 3000, maxNodes: 10 }).map((commit, i) => ({ sequence: i + 1, commit }));
+      let stepwise = initialState;
+      for (const step of churn) stepwise = evolve(stepwise, [step]);
+      let batched = initialState;
+      let mixed = 0;
+      for (let i = 0; i < churn.length; i += 37) {
+        const batch = churn.slice(i, i + 37);
+        const types = new Set(batch.flatMap((c) => c.commit.events.map((e) => e.type)));
+        if (types.has("ModuleUnassigned") && types.has("NodeRemoved")) mixed += 1;
+        batched = evolve(batched, batch);
+      }
+      assert.ok(mixed > 0, `seed ${seed}: some batch unassigns and removes nodes`);
+      assert.equal(canonicalJson(batched), canonicalJson(stepwise), `seed ${seed}`);
+    }
+  });
+
+  it("R31: a declaration sent to one node copies one bucket of what was sent, and lastSent reads every node's", () => {
+    const state = evolve(initialState, commits);
+    const sentTo = (node: string, sequence: number): SequencedCommit => {
+      const event: MeshEvent = { type: "DeclarationSent", actor: "operator-test", commandId: `sent-${sequence}`, at: "2026-01-01T00:00:00.000Z", node, digest: "b".repeat(64), recordsSequence: sequence };
+      return { sequence, commit: { commandId: `sent-${sequence}`, entity: { kind: "node", id: node }, events: [event] } };
+    };
+    const next: State = evolve(state, [sentTo("node-new", state.sequence + 1)]);
+    assert.equal(lastSent(next.sent, "node-new")?.recordsSequence, state.sequence + 1);
+    assert.equal(lastSent(state.sent, "node-new"), undefined, "the state given is left as it was");
+    // A commit copies what it changes: one bucket of at most 64 keys and the map of buckets, not a
+    // map of every node ever sent (a plain object of thousands of keys costs milliseconds to copy).
+    assert.ok(Object.keys(next.sent).length <= 64, "node records are filed in at most 64 buckets");
+    const changed = Object.keys(next.sent).filter((bucket) => next.sent[bucket] !== state.sent[bucket]);
+    assert.equal(changed.length, 1, "the other buckets are shared with the state before");
+    // Every node of the history reads back what its last DeclarationSent said.
+    const last = new Map<string, number>();
+    for (const { commit } of commits) {
+      for (const e of commit.events) {
+        if (e.type === "DeclarationSent") last.set(e.node, e.recordsSequence);
+        if (e.type === "NodeRemoved") last.delete(e.node);
+      }
+    }
+    assert.ok(last.size > 64, `the history sends to more nodes (${last.size}) than there are buckets`);
+    for (const [node, sequence] of last) assert.equal(lastSent(state.sent, node)?.recordsSequence, sequence, node);
+    assert.equal(lastSent(state.sent, "toString"), undefined, "a name that is a property of every object is not a record");
   });
 
   it("R40: every applied command id is found with its commit's sequence, and no other", () => {

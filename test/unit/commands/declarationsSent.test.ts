@@ -4,7 +4,7 @@ import { decideDeclarationsSent } from "../../../src/commands/declarationsSent.t
 import type { Envelope } from "../../../src/commands/index.ts";
 import { MeshEvent } from "../../../src/events/index.ts";
 import { composeDeclarations } from "../../../src/compose/declaration.ts";
-import { evolve } from "../../../src/projections/index.ts";
+import { evolve, lastSent } from "../../../src/projections/index.ts";
 import { sha256 } from "../../../src/push/push.ts";
 import { EXAMPLE_CONFIG, exampleMesh } from "../compose/exampleMesh.ts";
 
@@ -24,9 +24,9 @@ describe("decideDeclarationsSent (R31)", () => {
     assert.deepEqual(decision.events, sent.map((s) => ({ ...{ actor: envelope.actor, commandId: envelope.commandId, at: envelope.now }, type: "DeclarationSent", node: s.node, digest: s.digest, recordsSequence: state.sequence })));
     for (const event of decision.events) MeshEvent.parse(event);
     const next = evolve(state, [{ sequence: state.sequence + 1, commit: { commandId: envelope.commandId, entity: decision.entity, events: decision.events } }]);
-    const behind = composed.filter((c) => next.sent[c.node]?.digest !== c.digest).map((c) => c.node);
+    const behind = composed.filter((c) => lastSent(next.sent, c.node)?.digest !== c.digest).map((c) => c.node);
     assert.deepEqual(behind, ["beta"], "only the node not sent is behind (DeclarationSent does not change what composes)");
-    assert.equal(next.sent["alpha"]?.recordsSequence, state.sequence);
+    assert.equal(lastSent(next.sent, "alpha")?.recordsSequence, state.sequence);
   });
 
   it("R31: nothing sent is nothing to record (nothing-sent)", () => {
