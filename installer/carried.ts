@@ -3,14 +3,13 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import type { BusUser, ComposeConfig, Permissions } from "../src/compose/types.ts";
 import { controllerReplyInboxes, permissionsOf } from "../src/compose/permissions.ts";
-import { hashPassword } from "../src/crypto/secrets.ts";
 import { CONTROLLER_NAME } from "../src/names.ts";
-import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../src/genesis.ts";
+import { BOOTSTRAP_NKEY, BOOTSTRAP_USER } from "../src/genesis.ts";
 import type { State } from "../src/projections/index.ts";
 
 /**
  * The first user list the installer carries (R13): the controller's account at the well-known
- * bootstrap password with the permissions of installer/controller-permissions.json plus its reply
+ * genesis key (BOOTSTRAP_SEED's public key) with the permissions of installer/controller-permissions.json plus its reply
  * grants on the carried operators' inboxes (R15: a test holds composition's derivation to that),
  * the first operator's account, and the genesis node's when genesis names one (R56).
  */
@@ -68,15 +67,15 @@ export const CARRIED_CONTROLLER_SUBMITS: readonly string[] = Template.parse(
 export const GENESIS_COMPOSE_CONFIG: ComposeConfig = { controllerSubmits: CARRIED_CONTROLLER_SUBMITS };
 
 /**
- * The carried user list: the controller at the bootstrap password (its bcrypt hash) with the
+ * The carried user list: the controller at the genesis key (BOOTSTRAP_NKEY) with the
  * carried permissions (the template and its reply grants on `state`'s operators), and every operator
- * and node of the genesis state (the genesis node, R56) with its derived permissions and recorded hash. `state` is the state folded from the genesis commit.
+ * and node of the genesis state (the genesis node, R56) with its derived permissions and recorded public key. `state` is the state folded from the genesis commit.
  */
 export function carriedUsers(state: State, config: ComposeConfig = GENESIS_COMPOSE_CONFIG): BusUser[] {
   const users: BusUser[] = [
     {
       user: BOOTSTRAP_USER,
-      password: hashPassword(BOOTSTRAP_PASSWORD),
+      nkey: BOOTSTRAP_NKEY,
       permissions: carriedControllerPermissions(state),
       principal: { kind: "controller", name: CONTROLLER_NAME },
     },
@@ -85,9 +84,10 @@ export function carriedUsers(state: State, config: ComposeConfig = GENESIS_COMPO
     // The first operator, and the genesis node (R56): its agent must dial the bus to receive the
     // first composed list, so its account is carried as the controller's is (R13).
     if (credential.principal.kind !== "operator" && credential.principal.kind !== "node") continue;
+    if (credential.nkey === undefined) continue;
     users.push({
       user: credential.user,
-      password: credential.hash,
+      nkey: credential.nkey,
       permissions: permissionsOf(state, credential.principal, config),
       principal: credential.principal,
     });
@@ -95,8 +95,11 @@ export function carriedUsers(state: State, config: ComposeConfig = GENESIS_COMPO
   return users;
 }
 
-/** One user as a user-list file carries it: the bcrypt hash (never a password) and the permissions. */
-export type ListedUser = { user: string; password: string; permissions: Permissions };
+/**
+ * One user as a user-list file carries it: its name, its nkey public key (or, a user from before
+ * nkeys, its bcrypt hash as `password`: never a password) and the permissions.
+ */
+export type ListedUser = { user: string; nkey?: string; password?: string; permissions: Permissions };
 
 /**
  * Reads a user-list include file as renderUserList writes it (one user per line) back into data:
@@ -106,11 +109,13 @@ export type ListedUser = { user: string; password: string; permissions: Permissi
 export function readUserList(text: string): ListedUser[] {
   const users: ListedUser[] = [];
   for (const line of text.split("\n")) {
-    const trimmed = line.trim().replace(/,$/, "");
-    if (!trimmed.startsWith("{user:")) continue;
+    // An nkey user's line ends with `# <name>` (renderUserList): the name is read from there.
+    const named = /^(.*\})\s*#\s*(\S+)\s*$/.exec(line.trim());
+    const trimmed = (named ? named[1]! : line.trim()).replace(/,$/, "");
+    if (!trimmed.startsWith("{user:") && !trimmed.startsWith("{nkey:")) continue;
     // nats-server's syntax here is JSON with bare keys: quote them.
     const json = trimmed.replace(/([{,]\s*)([A-Za-z_]+):/g, '$1"$2":');
-    const raw = JSON.parse(json) as { user: string; password: string; permissions: Record<string, unknown> };
+    const raw = JSON.parse(json) as { user?: string; nkey?: string; password?: string; permissions: Record<string, unknown> };
     const side = (value: unknown): { allow: string[]; deny?: string[] } => {
       const v = value as { allow?: string[]; deny?: string[] } | undefined;
       // A deny beside an allow list is the R47 guard; a deny alone is renderUserList's "nothing".
@@ -118,7 +123,8 @@ export function readUserList(text: string): ListedUser[] {
     };
     const permissions: Permissions = { publish: side(raw.permissions.publish), subscribe: side(raw.permissions.subscribe) };
     if (raw.permissions.allow_responses === true) permissions.allow_responses = true;
-    users.push({ user: raw.user, password: raw.password, permissions });
+    const user = raw.user ?? named?.[2] ?? raw.nkey ?? "";
+    users.push({ user, ...(raw.nkey !== undefined ? { nkey: raw.nkey } : {}), ...(raw.password !== undefined ? { password: raw.password } : {}), permissions });
   }
   return users;
 }

@@ -6,7 +6,7 @@ import { connectToBus } from "../src/bus/connect.ts";
 import { openCatalogue } from "../src/records/catalogue.ts";
 import { renderUserList } from "../src/compose/userList.ts";
 import { evolve, initialState, formatBusAddress, parseBusAddress } from "../src/projections/index.ts";
-import { hashPassword, isNodePublicKey, newMeshKey, newPassword, openWithMeshKey, sealToNode, sealWithMeshKey } from "../src/crypto/secrets.ts";
+import { isNodePublicKey, newFreshSecret, newMeshKey, openWithMeshKey, sealToNode, sealWithMeshKey } from "../src/crypto/secrets.ts";
 import { nodeEnrol } from "../src/commands/nodeEnrol.ts";
 import { nameProblem } from "../src/names.ts";
 import type { Commit } from "../src/events/index.ts";
@@ -16,7 +16,7 @@ import {
   assertPortFree, findNatsServer, renderServerConfig, testServerConfig, SERVER_CONFIG_FILE, STORE_DIR, USER_LIST_FILE,
 } from "./serverConfig.ts";
 import { CARRIED_CONTROLLER_SUBMITS, carriedUsers } from "./carried.ts";
-import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../src/genesis.ts";
+import { BOOTSTRAP_SEED, BOOTSTRAP_USER } from "../src/genesis.ts";
 import { decideGenesis, GENESIS_COMMAND_ID } from "../src/commands/genesis.ts";
 import { pidFile, startBus, stopPid, systemdUnit, controllerUnit, hostUnit, isAlive, type BusProcess } from "./bus.ts";
 
@@ -223,7 +223,7 @@ async function stopRecordedProcesses(paths: MeshPaths): Promise<void> {
  * Steps: check nats-server is installed, the address parses, the folder holds no mesh (unless
  * `force`) and the port is free; in a temporary folder make the mesh key, the bus's TLS key and
  * certificate (SANs: the genesis host, localhost, 127.0.0.1, `extraNames`), the first user list
- * (R13: the controller at BOOTSTRAP_PASSWORD with the template's permissions, R15; the operator at
+ * (R13: the controller at BOOTSTRAP_SEED's public key with the template's permissions, R15; the operator at
  * a fresh password), the nats-server configuration (checked with `nats-server -t`), the
  * controller's configuration and both credentials (0600); rename it into place; start the bus;
  * record the genesis commit (MeshCreated, the operator's CredentialMinted) as the controller at the
@@ -281,8 +281,8 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
     const now = options.now ?? new Date().toISOString();
 
     // The genesis commit, decided here so the carried list and the records say the same thing.
-    const operatorPassword = newPassword();
-    const operatorSecret = { password: operatorPassword, hash: hashPassword(operatorPassword), sealed: sealWithMeshKey(meshKey, operatorPassword) };
+    // The operator's nkey seed (R63): its public key and sealed seed go in the records, the seed in its 0600 file.
+    const operatorSecret = newFreshSecret((seed) => sealWithMeshKey(meshKey, seed));
     const decision = decideGenesis(initialState, {
       genesisAddress, fingerprint: tls.fingerprint, bootstrapUser: BOOTSTRAP_USER, operator, operatorSecret, now,
     });
@@ -291,10 +291,9 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
     let genesisState = evolve(initialState, [{ sequence: 1, commit: commits[0]! }]);
     if (node) {
       // The genesis node's enrolment is `node.enrol`'s own decide, recorded as the second commit (R56).
-      const password = newPassword();
-      const secret = { password, hash: hashPassword(password), sealed: sealWithMeshKey(meshKey, password) };
+      // Its keys were generated on it (`mesh host init`, R64): only the public halves are read here.
       const commandId = genesisNodeCommandId(node.name);
-      const enrolled = nodeEnrol.decide(genesisState, { node: node.name, publicKey: node.publicKey }, { commandId, actor: "installer", now, secrets: [secret] });
+      const enrolled = nodeEnrol.decide(genesisState, { node: node.name, publicKey: node.publicKey, nkey: node.nkey }, { commandId, actor: "installer", now, secrets: [] });
       if (!enrolled.ok) throw new InstallerError(`--node: ${enrolled.refusal.message}`);
       const nodeCommit: Commit = { commandId, entity: enrolled.entity, events: enrolled.events };
       commits.push(nodeCommit);
@@ -321,8 +320,8 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
         ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ""].join("\n"),
       { mode: 0o600 },
     );
-    writeBusCredential(join(temp, CONTROLLER_CREDENTIAL_FILE), { address: genesisAddress, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD, fingerprint: tls.fingerprint });
-    writeBusCredential(join(temp, OPERATOR_CREDENTIAL_FILE), { address: genesisAddress, user: `operator-${operator}`, password: operatorPassword, fingerprint: tls.fingerprint });
+    writeBusCredential(join(temp, CONTROLLER_CREDENTIAL_FILE), { address: genesisAddress, user: BOOTSTRAP_USER, seed: BOOTSTRAP_SEED, fingerprint: tls.fingerprint });
+    writeBusCredential(join(temp, OPERATOR_CREDENTIAL_FILE), { address: genesisAddress, user: `operator-${operator}`, seed: operatorSecret.seed, fingerprint: tls.fingerprint });
     const mesh: MeshFile = { genesisAddress, fingerprint: tls.fingerprint, operator, listenHost, port: address.port, monitorPort, createdAt: now };
     mkdirSync(join(temp, "logs"));
     mkdirSync(join(temp, "run"));
@@ -376,11 +375,12 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
 }
 
 /**
- * The genesis node's name and public key, checked (R56): a mesh name, and `<stateDir>/node.pub`
- * an X25519 public key as `mesh host init` writes it. Throws InstallerError naming `--node` or
- * `--node-state` and the fix.
+ * The genesis node's name and public keys, checked (R56, R64): a mesh name, `<stateDir>/node.pub`
+ * an X25519 public key and `<stateDir>/node.nkey` an nkey user public key, as `mesh host init`
+ * writes them (its seed stays in `node.seed`, never read here). Throws InstallerError naming
+ * `--node` or `--node-state` and the fix.
  */
-function genesisNode(node: { name: string; stateDir: string }): { name: string; stateDir: string; publicKey: string } {
+function genesisNode(node: { name: string; stateDir: string }): { name: string; stateDir: string; publicKey: string; nkey: string } {
   const problem = nameProblem(node.name);
   if (problem) throw new InstallerError(`--node: ${problem}`);
   const stateDir = resolve(node.stateDir);
@@ -388,7 +388,12 @@ function genesisNode(node: { name: string; stateDir: string }): { name: string; 
   if (!existsSync(file)) throw new InstallerError(`--node-state: ${file} does not exist: run \`mesh host init --state ${stateDir}\` first`);
   const publicKey = readFileSync(file, "utf8").trim();
   if (!isNodePublicKey(publicKey)) throw new InstallerError(`--node-state: ${file} is not a node public key: run \`mesh host init --state ${stateDir} --force\``);
-  return { name: node.name, stateDir, publicKey };
+  const nkeyFile = join(stateDir, "node.nkey");
+  const nkey = existsSync(nkeyFile) ? readFileSync(nkeyFile, "utf8").trim() : "";
+  if (!/^U[A-Z2-7]{55}$/.test(nkey)) {
+    throw new InstallerError(`--node-state: ${nkeyFile} is missing or not an nkey public key (made before nkeys?): run \`mesh host init --state ${stateDir} --force\``);
+  }
+  return { name: node.name, stateDir, publicKey, nkey };
 }
 
 /**

@@ -52,7 +52,7 @@ import type { BusUser } from "../../src/compose/types.ts";
 import { openCatalogue } from "../../src/records/catalogue.ts";
 import { serveCommands } from "../../src/commands/server.ts";
 import { sendCommand } from "../../src/client/send.ts";
-import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
+import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, newUserKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CONTROLLER_NAME } from "../../src/names.ts";
 import { makeBusCertificate } from "../../installer/tls.ts";
 import { startNatsServer, type NatsServer } from "../../test/support/natsServer.ts";
@@ -186,14 +186,14 @@ async function startBus(label: string, firstList: string): Promise<Bus> {
   return bus;
 }
 
-/** The admin users of both sides (the bench's own connections: all subjects), with their passwords. */
+/** The admin users of both sides (the bench's own connections: all subjects), nkey users (R63) with their seeds. */
 function admins(): { users: BusUser[]; passwords: Record<string, string> } {
   const all = { publish: { allow: [">"] }, subscribe: { allow: [">"] } };
-  const passwords = { "bench-admin": newPassword(), [OPERATOR]: newPassword() };
+  const keys = { "bench-admin": newUserKey(), [OPERATOR]: newUserKey() };
   return {
-    passwords,
-    users: Object.entries(passwords).map(([user, password]) => ({
-      user, password: hashPassword(password), permissions: all, principal: { kind: "controller" as const, name: CONTROLLER_NAME },
+    passwords: Object.fromEntries(Object.entries(keys).map(([user, key]) => [user, key.seed])),
+    users: Object.entries(keys).map(([user, key]) => ({
+      user, nkey: key.publicKey, permissions: all, principal: { kind: "controller" as const, name: CONTROLLER_NAME },
     })),
   };
 }
@@ -312,7 +312,7 @@ async function meshSide(size: number, stormBoundMs: number, log: (line: string) 
   const credentialsDir = join(bus.dir, "credentials");
   mkdirSync(credentialsDir, { mode: 0o700 });
   const address = `tls://127.0.0.1:${bus.server.port}`;
-  const dialAdmin = (user: string) => connectToBus({ address, user, password: admin.passwords[user]!, fingerprint: bus.fingerprint }, { name: user });
+  const dialAdmin = (user: string) => connectToBus({ address, user, seed: admin.passwords[user]!, fingerprint: bus.fingerprint }, { name: user });
   const controllerNc = await dialAdmin("bench-admin");
   const operatorNc = await dialAdmin(OPERATOR);
   const fleet: Watched[] = [];
@@ -336,14 +336,18 @@ async function meshSide(size: number, stormBoundMs: number, log: (line: string) 
     // Enrol every node as a host would: its own key pair, the reply opened with it, the credential kept in a file.
     let t = performance.now();
     const privateKeys: string[] = [];
+    const seeds: string[] = [];
     const files = await bounded(size, async (i) => {
       const node = `n${i}`;
+      // Its keys are generated here, as its host would (R64): the reply carries none.
       const keys = newNodeKeyPair();
+      const user = newUserKey();
       privateKeys[i] = keys.privateKey;
-      const reply = await sendCommand(operatorNc, OPERATOR, "node.enrol", { node, publicKey: keys.publicKey }, { timeoutMs: 60_000 });
+      seeds[i] = user.seed;
+      const reply = await sendCommand(operatorNc, OPERATOR, "node.enrol", { node, publicKey: keys.publicKey, nkey: user.publicKey }, { timeoutMs: 60_000 });
       if (!reply.ok) throw new Error(`node.enrol ${node} refused: ${reply.error.code}`);
       const file = join(credentialsDir, `${node}.json`);
-      writeBusCredential(file, credentialFrom(reply, keys.privateKey));
+      writeBusCredential(file, credentialFrom(reply, () => ({ current: user.seed, pending: undefined })));
       return file;
     });
     log(`  mesh: ${size} nodes enrolled in ${Math.round(performance.now() - t)} ms`);
@@ -374,11 +378,12 @@ async function meshSide(size: number, stormBoundMs: number, log: (line: string) 
     const node = `n${changed}`;
     const side = await measureSide(kind, connectMs, retries.count, bus, fleet, changed, async () => {
       // The change is recorded first (a rotation, R48); the push's half is timed from composition on.
-      const reply = await sendCommand(operatorNc, OPERATOR, "credential.rotate", { kind: "node", name: node }, { timeoutMs: 60_000 });
+      const next = newUserKey(); // made on the node (mesh host rotate-key, R64)
+      const reply = await sendCommand(operatorNc, OPERATOR, "credential.rotate", { kind: "node", name: node, nkey: next.publicKey }, { timeoutMs: 60_000 });
       if (!reply.ok) throw new Error(`credential.rotate ${node} refused: ${reply.error.code}`);
       const file = join(credentialsDir, `${node}.json`);
       const old = readBusCredential(file);
-      writeBusCredential(file, credentialFrom(reply, privateKeys[changed]!));
+      writeBusCredential(file, credentialFrom(reply, () => ({ current: seeds[changed], pending: next.seed })));
       await catalogue.catchUp();
       return async () => {
         const installed = await installUserList(renderUserList({ users: [...admin.users, ...composeList()] }), reload);

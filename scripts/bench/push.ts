@@ -22,13 +22,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
+import { connect, nkeyAuthenticator } from "@nats-io/transport-node";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { configLoadTime, initHostKeys, startHost } from "../../src/host/index.ts";
 import { startNatsServer } from "../../test/support/natsServer.ts";
 import { openCatalogue } from "../../src/records/catalogue.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
-import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, sealWithMeshKey } from "../../src/crypto/secrets.ts";
+import { newFreshSecret, newMeshKey, newNodeKeyPair, newUserKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { BROKER_SEAT, CONTROLLER_NAME, busUser, inboxPrefix } from "../../src/names.ts";
 import { PUBLISH_WINDOW, push } from "../../src/push/push.ts";
 import { newRaiseMemo, raiseMesh } from "../../src/controller/raise.ts";
@@ -46,22 +46,21 @@ export async function one(nodes: number): Promise<Row> {
   try {
     const meshKey = newMeshKey();
     const catalogue = await openCatalogue(nc);
-    const operator = newPassword();
     const genesis = await catalogue.transact(GENESIS_COMMAND_ID, (state) => decideGenesis(state, {
       genesisAddress: server.url, fingerprint: Array(32).fill("AB").join(":"), bootstrapUser: BOOTSTRAP_USER, operator: "bench",
-      operatorSecret: { password: operator, hash: hashPassword(operator), sealed: sealWithMeshKey(meshKey, operator) }, now: at(),
+      operatorSecret: newFreshSecret((seed) => sealWithMeshKey(meshKey, seed)), now: at(),
     }));
     if (!genesis.ok) throw new Error(genesis.refusal.message);
 
     const meta = (commandId: string) => ({ actor: "operator-bench", commandId, at: at() });
-    const password = newPassword();
+    const agent = newFreshSecret((seed) => sealWithMeshKey(meshKey, seed));
     await catalogue.transact("bench-module", () => ({
       ok: true,
       entity: { kind: "module", id: "agent" },
       events: [
         { ...meta("bench-module"), type: "ModuleRegistered", manifest: { name: "agent", version: "1", description: "", run: { command: ["agent"] }, seats: {}, claims: [], uses: [], follows: [], tools: [] } },
         { ...meta("bench-module"), type: "ModuleIssued", module: "agent" },
-        { ...meta("bench-module"), type: "CredentialMinted", principal: { kind: "module", name: "agent" }, user: busUser("module", "agent"), hash: hashPassword(password), sealed: sealWithMeshKey(meshKey, password), address: server.url },
+        { ...meta("bench-module"), type: "CredentialMinted", principal: { kind: "module", name: "agent" }, user: busUser("module", "agent"), nkey: agent.nkey, sealed: agent.sealed, address: server.url },
       ] as MeshEvent[],
     }));
     const names = Array.from({ length: nodes }, (_, i) => `node-${i}`);
@@ -141,42 +140,42 @@ export async function broker(users: number): Promise<BrokerRow> {
   const hubDir = join(dir, "hub-state");
   const hub = initHostKeys(hubDir);
   const meshKey = newMeshKey();
-  const secret = (password: string) => ({ hash: hashPassword(password), sealed: sealWithMeshKey(meshKey, password) });
-  const controllerPassword = newPassword();
-  const hubPassword = newPassword();
-  const nodePassword = newPassword();
-  const nodeSecret = secret(nodePassword); // one bcrypt for every generated node: the list's size is what matters
+  // Every principal is an nkey user (R63): a key pair each; `key` keeps what the records hold.
+  const fresh = () => newFreshSecret((seed) => sealWithMeshKey(meshKey, seed));
+  const key = (s: { nkey: string; sealed: string }) => ({ nkey: s.nkey, sealed: s.sealed });
+  const nkeyAuth = (seed: string) => nkeyAuthenticator(() => new TextEncoder().encode(seed));
+  const controllerSecret = fresh();
+  const hubSecret = fresh();
   const compose = { controllerSubmits: [] as string[] };
   // The bus starts with no users it knows but an admin that writes the records; the first list is composed below.
-  const adminPassword = newPassword();
-  const admin = { user: "bench-admin", password: hashPassword(adminPassword), permissions: { publish: { allow: [">"] }, subscribe: { allow: [">"] } }, principal: { kind: "controller" as const, name: CONTROLLER_NAME } };
+  const adminSecret = fresh();
+  const admin = { user: "bench-admin", nkey: adminSecret.nkey, permissions: { publish: { allow: [">"] }, subscribe: { allow: [">"] } }, principal: { kind: "controller" as const, name: CONTROLLER_NAME } };
   const server = await startNatsServer({
     dir,
     files: { "users.conf": renderUserList({ users: [admin] }) },
     config: [`include "users.conf"`, `pid_file: "${join(dir, "server.pid")}"`].join("\n"),
   });
-  let nc = await connect({ servers: server.url, user: admin.user, pass: adminPassword });
+  let nc = await connect({ servers: server.url, authenticator: nkeyAuth(adminSecret.seed) });
   let host: ReturnType<typeof startHost> | undefined;
   try {
     const catalogue0 = await openCatalogue(nc);
-    const operator = newPassword();
     const genesis = await catalogue0.transact(GENESIS_COMMAND_ID, (state) => decideGenesis(state, {
       genesisAddress: server.url, fingerprint: Array(32).fill("AB").join(":"), bootstrapUser: BOOTSTRAP_USER, operator: "bench",
-      operatorSecret: { password: operator, ...secret(operator) }, now: at(),
+      operatorSecret: newFreshSecret((seed) => sealWithMeshKey(meshKey, seed)), now: at(),
     }));
     if (!genesis.ok) throw new Error(genesis.refusal.message);
     const meta = (commandId: string) => ({ actor: "operator-bench", commandId, at: at() });
-    const brokerPassword = newPassword();
+    const brokerSecret = fresh();
     await catalogue0.transact("bench-broker", () => ({
       ok: true,
       entity: { kind: "module", id: "broker" },
       events: [
-        { ...meta("bench-broker"), type: "CredentialMinted", principal: { kind: "controller", name: CONTROLLER_NAME }, user: BOOTSTRAP_USER, ...secret(controllerPassword), address: server.url },
+        { ...meta("bench-broker"), type: "CredentialMinted", principal: { kind: "controller", name: CONTROLLER_NAME }, user: BOOTSTRAP_USER, ...key(controllerSecret), address: server.url },
         { ...meta("bench-broker"), type: "NodeEnrolled", node: "hub", publicKey: hub.publicKey },
-        { ...meta("bench-broker"), type: "CredentialMinted", principal: { kind: "node", name: "hub" }, user: busUser("node", "hub"), ...secret(hubPassword), address: server.url },
+        { ...meta("bench-broker"), type: "CredentialMinted", principal: { kind: "node", name: "hub" }, user: busUser("node", "hub"), nkey: hubSecret.nkey, address: server.url },
         { ...meta("bench-broker"), type: "ModuleRegistered", manifest: { name: "broker", version: "2.9.10", description: "", run: { command: ["nats-server"] }, seats: { [BROKER_SEAT]: { protocol: "nats", accepts: [], emits: [] } }, claims: [BROKER_SEAT], uses: [], follows: [], tools: [] } },
         { ...meta("bench-broker"), type: "ModuleIssued", module: "broker" },
-        { ...meta("bench-broker"), type: "CredentialMinted", principal: { kind: "module", name: "broker" }, user: busUser("module", "broker"), ...secret(brokerPassword), address: server.url },
+        { ...meta("bench-broker"), type: "CredentialMinted", principal: { kind: "module", name: "broker" }, user: busUser("module", "broker"), ...key(brokerSecret), address: server.url },
         { ...meta("bench-broker"), type: "ModuleAssigned", module: "broker", node: "hub" },
       ] as MeshEvent[],
     }));
@@ -192,7 +191,7 @@ export async function broker(users: number): Promise<BrokerRow> {
     const controllerUser = BOOTSTRAP_USER;
     for (let attempt = 0; ; attempt += 1) {
       try {
-        nc = await connect({ servers: server.url, user: controllerUser, pass: controllerPassword, inboxPrefix: inboxPrefix(controllerUser) });
+        nc = await connect({ servers: server.url, authenticator: nkeyAuth(controllerSecret.seed), inboxPrefix: inboxPrefix(controllerUser) });
         break;
       } catch (error) {
         if (attempt > 50) throw error;
@@ -211,12 +210,15 @@ export async function broker(users: number): Promise<BrokerRow> {
     }
     const catalogue = await openCatalogue(nc);
     const names = Array.from({ length: users }, (_, i) => `n${i}`);
+    let lastNodeSeed = "";
     for (let start = 0; start < users; start += 500) {
       const id = `bench-users-${start}`;
       const events: MeshEvent[] = [];
       for (const node of names.slice(start, start + 500)) {
         events.push({ ...meta(id), type: "NodeEnrolled", node, publicKey: hub.publicKey });
-        events.push({ ...meta(id), type: "CredentialMinted", principal: { kind: "node", name: node }, user: busUser("node", node), ...nodeSecret, address: server.url });
+        const nodeKey = newUserKey(); // generated on the node in a mesh (R64): the records hold the public key alone
+        lastNodeSeed = nodeKey.seed;
+        events.push({ ...meta(id), type: "CredentialMinted", principal: { kind: "node", name: node }, user: busUser("node", node), nkey: nodeKey.publicKey, address: server.url });
       }
       const result = await catalogue.transact(id, () => ({ ok: true, entity: { kind: "bench", id: `users-${start}` }, events }));
       if (!result.ok) throw new Error(result.refusal.message);
@@ -231,7 +233,7 @@ export async function broker(users: number): Promise<BrokerRow> {
     const lines: string[] = [];
     host = startHost({
       stateDir: hubDir, node: "hub",
-      credential: { address: server.url, user: busUser("node", "hub"), password: hubPassword },
+      credential: { address: server.url, user: busUser("node", "hub"), seed: hubSecret.seed },
       bus: { includeFile: join(dir, "users.conf"), configFile: server.configFile, pid: join(dir, "server.pid"), monitorUrl: `http://127.0.0.1:${server.monitorPort}`, reloadTimeoutMs: 120_000 },
       log: (line) => lines.push(line),
       backoff: { initialMs: 50, maxMs: 500 },
@@ -256,7 +258,7 @@ export async function broker(users: number): Promise<BrokerRow> {
     const listBytes = Buffer.byteLength(readFileSync(join(dir, "users.conf"), "utf8"));
     let newUserConnects = false;
     try {
-      const probe = await connect({ servers: server.url, user: busUser("node", names.at(-1)!), pass: nodePassword, inboxPrefix: inboxPrefix(busUser("node", names.at(-1)!)), reconnect: false });
+      const probe = await connect({ servers: server.url, authenticator: nkeyAuth(lastNodeSeed), inboxPrefix: inboxPrefix(busUser("node", names.at(-1)!)), reconnect: false });
       await probe.close();
       newUserConnects = true;
     } catch {

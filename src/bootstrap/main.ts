@@ -26,7 +26,7 @@ import type { Envelope } from "../commands/envelope.ts";
 import { decideRecordControllerCredential } from "../commands/controllerCredential.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 import { credentialOf } from "../projections/index.ts";
-import { hashPassword, openWithMeshKey, passwordMatches, sealWithMeshKey } from "../crypto/secrets.ts";
+import { hashPassword, isSeedSecret, openWithMeshKey, publicKeyOfSeed, secretMatches, sealWithMeshKey } from "../crypto/secrets.ts";
 import { CONTROLLER_NAME } from "../names.ts";
 import { push, type PushContext, type PushOptions, type PushReport } from "../push/push.ts";
 import { PUSH_VERB, pushVerb } from "../push/pushCommand.ts";
@@ -98,7 +98,11 @@ async function recordCredential(catalogue: Catalogue, config: ControllerConfig, 
   const principal = { kind: "controller" as const, name: CONTROLLER_NAME };
   const recorded = credentialOf(catalogue.state.credentials, principal);
   if (recorded) {
-    if (passwordMatches(credential.password(), recorded.hash)) return;
+    if (secretMatches(credential.password(), recorded)) return;
+    if (recorded.sealed === undefined) {
+      log.error("the records' controller credential holds no sealed seed and does not match the credential file: rotate it (`mesh credential rotate controller`)");
+      return;
+    }
     const password = openWithMeshKey(config.meshKey, recorded.sealed);
     credential.stage(password);
     log.info("the records hold a rotated controller credential: using it (R14); it replaces the credential file once the bus confirms it");
@@ -108,13 +112,15 @@ async function recordCredential(catalogue: Catalogue, config: ControllerConfig, 
     log.error("the records have no genesis (MeshCreated) yet: the controller's credential is recorded once genesis is");
     return;
   }
+  // The key in use: a seed's public key (R63); a controller still on a password from before nkeys
+  // records its hash, and the first push with a broker rotates it onto a seed (R14).
   const password = credential.password();
-  const hash = hashPassword(password);
+  const key = isSeedSecret(password) ? { nkey: publicKeyOfSeed(password) } : { hash: hashPassword(password) };
   const sealed = sealWithMeshKey(config.meshKey, password);
   const commandId = `controller-credential-${randomUUID()}`;
   const { user, address } = credential.current();
   const envelope: Envelope = { commandId, actor: user, now: new Date().toISOString(), secrets: [] };
-  const result = await catalogue.transact(commandId, (state) => decideRecordControllerCredential(state, { user, address, hash, sealed }, envelope));
+  const result = await catalogue.transact(commandId, (state) => decideRecordControllerCredential(state, { user, address, ...key, sealed }, envelope));
   if (result.ok) log.info(`recorded the controller's credential (${credential.current().user}) at sequence ${result.sequence} (R14)`);
 }
 
@@ -216,7 +222,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
           nc, catalogue, log, now: () => new Date(), newId: () => randomUUID(),
           sealSecret: (password) => sealWithMeshKey(config.meshKey, password),
           openSecret: (sealed) => openWithMeshKey(config.meshKey, sealed),
-          installedUsers: () => reports.installedUsers(), compose,
+          installedUsers: () => reports.installedUsers(), installedKeys: () => reports.installedKeys(), compose,
         }),
         [REPORTS_VERB]: reportsVerb(jsm),
       },

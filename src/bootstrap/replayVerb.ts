@@ -9,15 +9,16 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { InvalidEvent, RecordsBehind, replay, type Catalogue } from "../records/catalogue.ts";
 import { canonicalJson } from "../projections/canonical.ts";
 import type { State } from "../projections/index.ts";
-import type { Reply } from "../commands/envelope.ts";
+import type { FreshSecret, Reply } from "../commands/envelope.ts";
 import { CommandId, withoutSecrets, type ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
 import { commandRequest, type CommandRequest } from "../records/reuse.ts";
 import type { TransactResult } from "../records/catalogue.ts";
 import { REPLAY_VERB, ROTATIONS_PER_COMMIT, ReplayRequest, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals, absentFromInstalledList } from "../commands/replay.ts";
 import type { Principal } from "../events/index.ts";
-import type { CredentialRotated } from "../events/index.ts";
-import { hashPassword, newPassword, sealToNode } from "../crypto/secrets.ts";
+import type { CredentialRevoked, CredentialRotated, MeshEvent } from "../events/index.ts";
+import { newFreshSecret } from "../crypto/secrets.ts";
+import { busUser } from "../names.ts";
 import type { ControllerLog } from "./log.ts";
 import { composeBusUsers } from "../compose/index.ts";
 import type { ComposeConfig } from "../compose/types.ts";
@@ -76,9 +77,6 @@ export async function replayReport(nc: NatsConnection, catalogue: Catalogue): Pr
   };
 }
 
-/** Nodes whose fresh credential (sealed to the node) an accepted restore's reply carries. */
-export const NODE_CREDENTIALS_IN_REPLY = 100;
-
 /** Principals absent from the installed list that an accepted restore's reply names (R59: its size stays bounded). */
 export const ABSENT_IN_REPLY = 500;
 
@@ -95,6 +93,8 @@ export type ReplayDependencies = {
   openSecret(sealed: string): string;
   /** The users on the broker's installed list as its host last reported them (undefined: no report). */
   installedUsers?(): string[] | undefined;
+  /** The nkey of each user on that list, by name (undefined: no report): a node's key after a restore (R44, R64). */
+  installedKeys?(): Record<string, string> | undefined;
   /** To compose the user list the accepted records give (the users they know). */
   compose?: ComposeConfig;
 };
@@ -176,53 +176,54 @@ async function dryRunRestore(deps: ReplayDependencies, commandId: string, actor:
   const at = deps.now().toISOString();
   const result = await deps.catalogue.acceptRestore(commandId, (state, evidence, lost) => {
     const needed = Math.min(restorePrincipals(state).length, ROTATIONS_PER_COMMIT);
-    const secrets = Array.from({ length: needed }, () => ({ password: "", hash: "", sealed: "" }));
-    return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets });
+    const secrets = Array.from({ length: needed }, (): FreshSecret => ({ seed: "", nkey: "", sealed: "" }));
+    return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets }, deps.installedKeys?.());
   }, recorded, { dryRun: true });
   return dryRunReplyOf(commandId, result);
 }
 
 /**
  * `replay {acceptRestore: true}` (R44): appends RecordsRestored and a fresh credential for every
- * principal restorePrincipals names (decideAcceptRestore), in one commit past the records' end,
- * and unlatches the controller. Replies the evidence, the lost range, the principals rotated, and
- * for each node its fresh credential sealed to the node's key (an offline node recovers with it:
- * `mesh host credential`), and `unknownToRecords`: the users on the broker's installed list (its
- * host's last report) that the accepted records do not know, and `absentFromInstalledList`: the
- * principals the records' list holds and the installed list lacks (absentFromInstalledList: removed
- * after the backup, say), each with why and what to run; a node named there gets no sealed
- * credential in the reply (its fresh one is minted, so every old password dies, and handed to
- * nobody). The next push installs them all. The
- * asking operator's own fresh credential comes back with its password (`credential`), as an
- * operator's own `credential rotate` does (R50): its CLI keeps it, the next push installs it.
+ * principal restorePrincipals names (decideAcceptRestore), in one commit past the records' end
+ * (and further commits of ROTATIONS_PER_COMMIT), and unlatches the controller. A node gets no
+ * minted key (R64: its pair is generated on the node): its key is the one the list the bus ran
+ * holds for it (the broker holder's last report, `keys`), a node missing from that list is
+ * revoked, and without a report nodes keep their recorded keys (said in `nodeKeys`). Replies the
+ * evidence, the lost range, the principals rotated and `revoked`, `unknownToRecords`: the users
+ * on the broker's installed list that the accepted records do not know, and
+ * `absentFromInstalledList`: the principals the records' list holds and the installed list lacks
+ * (removed after the backup, say), each with why and what to run; their fresh credentials are
+ * handed to nobody. The next push installs them all. The asking operator's own fresh credential
+ * comes back with its seed (`credential`), as an operator's own `credential rotate` does (R50):
+ * its CLI keeps it, the next push installs it.
  */
 async function acceptRestore(deps: ReplayDependencies, commandId: string, actor: string, recorded: CommandRequest): Promise<Reply> {
-  const freshSecrets = (count: number) => Array.from({ length: count }, () => {
-    const password = newPassword();
-    return { password, hash: hashPassword(password), sealed: deps.sealSecret(password) };
-  });
+  const freshSecrets = (count: number) => Array.from({ length: count }, () => newFreshSecret(deps.sealSecret));
   const at = deps.now().toISOString();
   let all: Principal[] = [];
-  let secrets: Array<{ password: string; hash: string; sealed: string }> = [];
+  let secrets: FreshSecret[] = [];
+  const installedKeys = deps.installedKeys?.();
   const result = await deps.catalogue.acceptRestore(commandId, (state, evidence, lost) => {
     all = restorePrincipals(state);
     const needed = Math.min(all.length, ROTATIONS_PER_COMMIT);
     if (secrets.length < needed) secrets = [...secrets, ...freshSecrets(needed - secrets.length)];
-    return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets });
+    return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets }, installedKeys);
   }, recorded);
   if (!result.ok) return { ok: false, error: result.refusal };
   // The rest of the fresh credentials, a commit each batch (a retried id appends nothing twice).
-  const further: CredentialRotated[] = [];
+  const further: MeshEvent[] = [];
   for (let from = ROTATIONS_PER_COMMIT, batch = 1; from < all.length && !result.duplicate; from += ROTATIONS_PER_COMMIT, batch += 1) {
     const slice = all.slice(from, from + ROTATIONS_PER_COMMIT);
     const id = `${commandId}.rotate-${batch}`;
     const batchSecrets = freshSecrets(slice.length);
-    const more = await deps.catalogue.transact(id, (state) => decideRestoreRotations(state, slice, { commandId: id, actor, now: at, secrets: batchSecrets }), recorded);
+    const more = await deps.catalogue.transact(id, (state) => decideRestoreRotations(state, slice, { commandId: id, actor, now: at, secrets: batchSecrets }, installedKeys), recorded);
     if (!more.ok) return { ok: false, error: more.refusal };
-    further.push(...more.events.filter((e): e is CredentialRotated => e.type === "CredentialRotated"));
+    further.push(...more.events);
   }
   const restored = result.events.find((e) => e.type === "RecordsRestored");
-  const rotated = [...result.events.filter((e): e is CredentialRotated => e.type === "CredentialRotated"), ...further];
+  const all2 = [...result.events, ...further];
+  const rotated = all2.filter((e): e is CredentialRotated => e.type === "CredentialRotated");
+  const revoked = all2.filter((e): e is CredentialRevoked => e.type === "CredentialRevoked").map((e) => e.principal);
   const state = deps.catalogue.state;
   // R44: what the world runs, from the broker holder's last report, against what the records compose.
   const composed = deps.compose === undefined ? undefined : composeBusUsers(state, deps.compose);
@@ -232,20 +233,17 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
   const unknownToRecords = known === undefined ? [] : (installed ?? []).filter((u) => !known.has(u)).sort();
   // Principals the records hold and the installed list does not (removed after the backup, or
   // never pushed): freshly minted like all, but their credential is never handed out here.
-  const absent = composed?.ok ? absentFromInstalledList(composed.users, installed, actor) : [];
-  const withheld = new Set(absent.filter((p) => p.kind === "node").map((p) => p.name));
-  // A reply stays under the bus's max payload (R59): the sealed credentials of the first nodes;
-  // any other offline node gets one from `mesh credential rotate node <name>`.
-  const rotatedNodes = rotated.filter((e) => e.principal.kind === "node" && state.nodes[e.principal.name] && !withheld.has(e.principal.name));
-  const nodes = rotatedNodes.slice(0, NODE_CREDENTIALS_IN_REPLY).map((e) => ({
-    node: e.principal.name,
-    credential: { address: e.address, user: e.user, fingerprint: state.mesh?.fingerprint ?? "", sealedPassword: sealToNode(state.nodes[e.principal.name]!.publicKey, deps.openSecret(e.sealed)) },
-  }));
+  // A node revoked by this acceptance (the bus ran without it, R64) is absent too, though no
+  // longer on the records' list.
+  const absent = [
+    ...(composed?.ok ? absentFromInstalledList(composed.users, installed, actor) : []),
+    ...revoked.map((p) => ({ kind: p.kind, name: p.name, user: busUser(p.kind, p.name) })),
+  ].sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
   // R50: the asking operator's fresh password, to its own inbox alone (R33) as `credential rotate`
   // answers an operator rotating its own: its CLI keeps it beside its credential file, prints none.
   const own = rotated.find((e) => e.principal.kind === "operator" && e.user === actor);
-  const credential = own === undefined ? {} : {
-    credential: { address: own.address, user: own.user, fingerprint: state.mesh?.fingerprint ?? "", password: deps.openSecret(own.sealed) },
+  const credential = own?.sealed === undefined ? {} : {
+    credential: { address: own.address, user: own.user, fingerprint: state.mesh?.fingerprint ?? "", seed: deps.openSecret(own.sealed) },
   };
   deps.log.info(`replay: ${actor} accepted the records as restored at sequence ${result.sequence}; ${rotated.length} credential(s) rotated, installed by the next push (R44)`);
   return {
@@ -257,15 +255,15 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
     evidence: restored?.type === "RecordsRestored" ? restored.evidence : [],
     lost: restored?.type === "RecordsRestored" ? restored.lost : null,
     rotated: rotated.length > 1000 ? { count: rotated.length } : rotated.map((e) => e.principal),
-    ...(rotatedNodes.length > nodes.length ? { nodeCredentialsLeftOut: rotatedNodes.length - nodes.length } : {}),
-    nodeCredentials: nodes,
+    ...(revoked.length > 0 ? { revoked: revoked.length > 1000 ? { count: revoked.length } : revoked } : {}),
+    ...(installedKeys === undefined ? { nodeKeys: "unchecked: no report of the list the bus ran; each node keeps its recorded key" } : {}),
     unknownToRecords,
     ...(absent.length > ABSENT_IN_REPLY ? { absentLeftOut: absent.length - ABSENT_IN_REPLY } : {}),
     absentFromInstalledList: absent.slice(0, ABSENT_IN_REPLY).map((p) => ({
       ...p,
       why: "on the records' list but not on the list the bus runs: removed after the backup, or enrolled and never pushed",
       next: p.kind === "node"
-        ? `\`mesh node remove ${p.name}\` again if it was removed after the backup, or \`mesh credential rotate node ${p.name}\` to let it back deliberately (its fresh credential comes sealed in that reply)`
+        ? `its key is revoked (the bus ran without it): \`mesh node remove ${p.name}\` again if it was removed after the backup, or remove it and enrol it again to let it back deliberately`
         : `undo again what was done to it after the backup, or \`mesh credential rotate ${p.kind} ${p.name}\` to let it back deliberately`,
     })),
     ...credential,

@@ -48,18 +48,19 @@ export async function watchReports(
   nc: NatsConnection,
   catalogue: Catalogue,
   log: ControllerLog,
-): Promise<{ stop(): void; installedUsers(): string[] | undefined }> {
+): Promise<{ stop(): void; installedUsers(): string[] | undefined; installedKeys(): Record<string, string> | undefined }> {
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   // The users on the broker's installed list, from the report with the highest records sequence:
   // what the world admits, named for the operator when a restore is accepted (R44).
-  let installed: { sequence: number; users: string[] } | undefined;
+  // Its `keys` (name → nkey) give each node's key as the bus last ran it (R44, R64).
+  let installed: { sequence: number; users: string[]; keys: Record<string, string> | undefined } | undefined;
   const check = async (raw: unknown) => {
     // A message that does not follow the report contract (another version, a bad field) is no evidence.
     let r: HostReport;
     try { r = parseHostReport(raw); } catch { return; }
     if (r.users !== undefined) {
       const at = r.recordsSequence ?? 0;
-      if (installed === undefined || at >= installed.sequence) installed = { sequence: at, users: r.users };
+      if (installed === undefined || at >= installed.sequence) installed = { sequence: at, users: r.users, keys: r.keys };
     }
     const sequence = r.recordsSequence;
     // The common case asks nothing of the bus; reports up to an accepted restore's lost end predate it (R44).
@@ -84,5 +85,5 @@ export async function watchReports(
       check(raw).catch(() => undefined);
     },
   });
-  return { stop: () => subscription.unsubscribe(), installedUsers: () => installed?.users };
+  return { stop: () => subscription.unsubscribe(), installedUsers: () => installed?.users, installedKeys: () => installed?.keys };
 }

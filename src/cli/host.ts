@@ -1,10 +1,12 @@
 /**
  * `mesh host ...`: the node side (DESIGN.md section 7).
  *
- * - `mesh host init --state <dir> [--force]`: makes the node's key pair and prints the public key
- *   for `mesh node enrol <name> --key <public key>`;
- * - `mesh host credential --state <dir> --from <file>`: opens the enrol reply (its password is
- *   sealed to the node's key) and keeps the credential in `<dir>/credential.json` (0600);
+ * - `mesh host init --state <dir> [--force]`: makes the node's key pairs (X25519 and nkey, R64) and
+ *   prints the public keys for `mesh node enrol <name> --key <public key> --nkey <nkey>`;
+ * - `mesh host rotate-key --state <dir> [--force]`: makes a pending nkey pair and prints its public
+ *   key for `mesh credential rotate node <name> --nkey <nkey>` (R50);
+ * - `mesh host credential --state <dir> --from <file>`: joins the enrol reply (no secret in it)
+ *   with the node's own seed and keeps the credential in `<dir>/credential.json` (0600);
  * - `mesh host --state <dir> --node <name> [--credential <file>] [--bus-include ... --bus-config
  *   ... --bus-pid ... --bus-monitor ...] [--once]`: runs the host agent until SIGINT or SIGTERM.
  */
@@ -16,7 +18,7 @@ import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts
 import type { CliVerb } from "./verbs.ts";
 import { MAX_JSON_DEPTH, jsonDepthOver } from "./manifests.ts";
 import {
-  HostStateError, NODE_CREDENTIAL_FILE, initHostKeys, readCredentialFile, saveNodeCredential, startHost,
+  HostStateError, NODE_CREDENTIAL_FILE, initHostKeys, readCredentialFile, rotateNodeKey, saveNodeCredential, startHost,
   type BusReloadOptions,
 } from "../host/index.ts";
 import type { HostReport } from "../contracts/report.ts";
@@ -117,20 +119,40 @@ const runAgent: Run = async (ctx, options) => {
     return refused || (first !== undefined && !first.ok) ? EXIT_REFUSED : EXIT_OK;
 };
 
-/** `mesh host init`: the node's key pair; prints the public key (stdout) for `mesh node enrol`. */
+/**
+ * `mesh host init`: the node's key pairs (R64); prints the X25519 public key on the first line and
+ * the nkey public key on the second (stdout) for `mesh node enrol --key --nkey`.
+ */
 const init: Run = async (ctx, options) => {
     const stateDir = required(options, "state", "--state <dir>");
-    const { publicKey, keyFile } = hostState(() => initHostKeys(stateDir, { force: options.force === true }));
+    const { publicKey, nkey, keyFile } = hostState(() => initHostKeys(stateDir, { force: options.force === true }));
     if (ctx.globals.json) {
-      ctx.out(JSON.stringify({ publicKey, keyFile }, null, 2));
+      ctx.out(JSON.stringify({ publicKey, nkey, keyFile }, null, 2));
     } else {
-      ctx.out(publicKey);
-      ctx.err(`private key written to ${keyFile} (0600); enrol this node with: mesh node enrol <name> --key ${publicKey}`);
+      ctx.out(`${publicKey}\n${nkey}`);
+      ctx.err(`private keys written under ${stateDir} (0600, they never leave this machine); enrol this node with: mesh node enrol <name> --key ${publicKey} --nkey ${nkey}`);
     }
     return EXIT_OK;
 };
 
-/** `mesh host credential`: opens the enrol reply with the node's key, keeps `<state>/credential.json`. */
+/**
+ * `mesh host rotate-key`: a pending nkey pair for this node (R50, R64); prints its public key
+ * (stdout) for `mesh credential rotate node <name> --nkey`. The running agent switches to it by
+ * itself once the mesh installs it.
+ */
+const rotateKey: Run = async (ctx, options) => {
+    const stateDir = required(options, "state", "--state <dir>");
+    const { nkey, file } = hostState(() => rotateNodeKey(stateDir, { force: options.force === true }));
+    if (ctx.globals.json) {
+      ctx.out(JSON.stringify({ nkey, file }, null, 2));
+    } else {
+      ctx.out(nkey);
+      ctx.err(`pending seed written to ${file} (0600); record it with: mesh credential rotate node <name> --nkey ${nkey}`);
+    }
+    return EXIT_OK;
+};
+
+/** `mesh host credential`: joins the enrol reply with the node's own seed, keeps `<state>/credential.json`. */
 const credential: Run = async (ctx, options) => {
     const stateDir = required(options, "state", "--state <dir>");
     const from = required(options, "from", "--from <file>");
@@ -160,7 +182,7 @@ const unit: Run = async (ctx, options) => {
   return EXIT_OK;
 };
 
-const ACTIONS: Record<string, Run> = { init, credential, unit };
+const ACTIONS: Record<string, Run> = { init, "rotate-key": rotateKey, credential, unit };
 
 /**
  * `mesh host [init|credential] --state <dir> ...`: one verb whose optional first word picks the
@@ -169,8 +191,8 @@ const ACTIONS: Record<string, Run> = { init, credential, unit };
 const host: CliVerb = {
   path: ["host"],
   globals: ["json"],
-  summary: "the node side: `host init` (key pair), `host credential` (open the enrol reply), `host` (run the agent)",
-  arguments: [{ name: "action", description: "init | credential | unit (print its systemd unit); none runs the agent", optional: true }],
+  summary: "the node side: `host init` (key pairs), `host rotate-key` (a pending nkey), `host credential` (keep the enrol reply), `host` (run the agent)",
+  arguments: [{ name: "action", description: "init | rotate-key | credential | unit (print its systemd unit); none runs the agent", optional: true }],
   options: [
     { flags: "--state <dir>", description: "the node's state folder (its key, credential and resources)" },
     { flags: "--node <name>", description: "agent: this node's mesh name" },
@@ -182,14 +204,14 @@ const host: CliVerb = {
     { flags: "--nats-server <path>", description: "agent: the nats-server binary used to validate (default: on the PATH)" },
     { flags: "--check-interval <seconds>", description: "agent: seconds between re-checks of the files it owns, drift written back and reported (default 60; 0: at start only)" },
     { flags: "--once", description: "agent: exit after the first declaration: 0 applied, 1 not applied or the bus refused the credential" },
-    { flags: "--force", description: "init: replace an existing key (the node must then be enrolled again)" },
+    { flags: "--force", description: "init: replace the existing keys (the node must then be enrolled again); rotate-key: replace a pending key" },
     { flags: "--from <file>", description: "credential: the enrol reply (`mesh node enrol --json` output) or a credential file" },
   ],
   async run(ctx, args, options) {
     const action = text(args[0]);
     if (action === undefined) return runAgent(ctx, options);
     const run = ACTIONS[action];
-    if (!run) throw new UsageError(`mesh host ${action}: unknown action (use init, credential, unit, or none to run the agent)`);
+    if (!run) throw new UsageError(`mesh host ${action}: unknown action (use init, rotate-key, credential, unit, or none to run the agent)`);
     return run(ctx, options);
   },
 };

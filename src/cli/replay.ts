@@ -27,12 +27,11 @@ export function renderReplay(r: Row): string[] {
     const count = Array.isArray(r.rotated) ? rotated.length : Number((r.rotated as { count?: number } | undefined)?.count ?? 0);
     lines.push(`accepted the records as restored (commit at ${String(r.sequence)})${lost ? `: sequences ${lost.from}..${lost.to} are lost` : ""}`);
     lines.push(`fresh credentials for ${count} principal(s), installed by the next push${rotated.length ? `: ${rotated.map((p) => `${p.kind} ${p.name}`).join(", ")}` : ""}`);
-    if (typeof r.nodeCredentialsLeftOut === "number") lines.push(`${r.nodeCredentialsLeftOut} more node(s): an offline one gets its credential from \`mesh credential rotate node <name>\``);
-    for (const n of (r.nodeCredentials ?? []) as Array<{ node: string; credential: unknown }>) {
-      lines.push(`node ${n.node} (if offline, give it this with \`mesh host credential\`): ${JSON.stringify(n.credential)}`);
-    }
+    const revoked = (Array.isArray(r.revoked) ? r.revoked : []) as Array<{ kind: string; name: string }>;
+    if (revoked.length > 0) lines.push(`revoked (the bus ran without them): ${revoked.map((p) => `${p.kind} ${p.name}`).join(", ")}`);
+    if (typeof r.nodeKeys === "string") lines.push(`node keys ${r.nodeKeys}`);
     const unknown = (r.unknownToRecords ?? []) as string[];
-    if (typeof r.saved === "string") lines.push(`your new password is kept in ${r.saved}: the bus takes it from the next push, and mesh switches to it then`);
+    if (typeof r.saved === "string") lines.push(`your new seed is kept in ${r.saved}: the bus takes it from the next push, and mesh switches to it then`);
     const absent = (r.absentFromInstalledList ?? []) as Array<{ kind: string; name: string; why: string; next: string }>;
     if (absent.length > 0) {
       lines.push(`in the records but NOT on the list the bus runs (removed after the backup, or enrolled and never pushed): fresh credentials minted, none handed out here:`);

@@ -7,6 +7,7 @@ import { HISTORY_LIMIT, PAGE_LIMIT_MAX, type AnyReply as Reply, type LastReport,
 import { ENTITY_KINDS } from "../names.ts";
 import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, loadCredential, type CliContext, type GlobalOptionName } from "./context.ts";
 import { writeBusCredential } from "../files/index.ts";
+import { withSecret } from "../bus/connect.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
 import { readManifestFiles } from "./manifests.ts";
 import { registrationOrder } from "../manifest/order.ts";
@@ -230,13 +231,15 @@ function renderNodes(reply: Row): string[] {
  */
 export function saveOwnRotation(ctx: CliContext, reply: Row): Row {
   const credential = (reply.credential ?? {}) as Row;
-  if (typeof credential.password !== "string") return reply;
-  const { password, ...rest } = credential;
+  // `seed` (R63); `password` from a controller older than nkeys.
+  const secret = typeof credential.seed === "string" ? credential.seed : credential.password;
+  if (typeof secret !== "string") return reply;
+  const { password: _password, seed: _seed, ...rest } = credential;
   const file = ctx.globals.credential;
   const current = loadCredential(file);
   if (current.user !== credential.user) return { ...reply, credential: rest };
   const pending = pendingCredentialFile(file);
-  writeBusCredential(pending, { ...current, password });
+  writeBusCredential(pending, withSecret(current, secret));
   return { ...reply, credential: rest, saved: pending };
 }
 
@@ -333,14 +336,17 @@ const moduleRegister: CliVerb = {
 export const CLI_VERBS: CliVerb[] = [
   busVerb({
     path: ["node", "enrol"], verb: "node.enrol",
-    summary: "enrol a node and mint its credential (it cannot reach the bus without one); the password comes back sealed to the node's key",
+    summary: "enrol a node with the public keys its host generated (`mesh host init`); its seed never leaves it",
     arguments: [arg("name", "the node's name (also its overlay label)")],
-    options: [{ flags: "--key <public-key>", description: "the node's X25519 public key (base64), printed by its host agent", required: true }],
-    body: (a, o) => ({ node: a[0], publicKey: o.key }),
-    spelled: { node: "<name>", publicKey: "--key" },
+    options: [
+      { flags: "--key <public-key>", description: "the node's X25519 public key (base64), printed by `mesh host init`", required: true },
+      { flags: "--nkey <public-key>", description: "the node's nkey public key (U...), printed by `mesh host init`", required: true },
+    ],
+    body: (a, o) => ({ node: a[0], publicKey: o.key, nkey: o.nkey }),
+    spelled: { node: "<name>", publicKey: "--key", nkey: "--nkey" },
     render: (r) => [
-      `enrolled node ${r.node}: user ${r.credential.user} at ${r.credential.address}`,
-      "give the node this credential (its password is sealed to the node's key, only it can open it):",
+      `enrolled node ${r.node}: user ${r.credential.user} at ${r.credential.address}, key ${r.credential.nkey}`,
+      "give the node this reply (no secret in it: `mesh host credential --from <file>` joins it with the node's own seed):",
       JSON.stringify(r.credential),
     ],
   }),
@@ -399,14 +405,16 @@ export const CLI_VERBS: CliVerb[] = [
     ],
   }),
   busVerb({
-    path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's password (your own is kept beside your credential file and used once the next push installs it)",
+    path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's key pair (a node's: the key `mesh host rotate-key` printed on it, --nkey; your own seed is kept beside your credential file and used once the next push installs it)",
     arguments: [arg("kind", "controller, operator, node, module or builder"), arg("name", "the principal's name")],
-    body: (a) => ({ kind: a[0], name: a[1] }),
+    options: [{ flags: "--nkey <public-key>", description: "node only: the new nkey public key `mesh host rotate-key` printed on the node" }],
+    body: (a, o) => ({ kind: a[0], name: a[1], ...(o.nkey === undefined ? {} : { nkey: o.nkey }) }),
+    spelled: { nkey: "--nkey" },
     receive: saveOwnRotation,
     render: (r) => [
       `rotated ${r.principal.kind} ${r.principal.name}: user ${r.credential.user} at ${r.credential.address} (usable from the next push)`,
-      ...(typeof r.saved === "string" ? [`your new password is kept in ${r.saved}: the bus takes it from the next push, and mesh switches to it then`] : []),
-      ...(r.credential.sealedPassword ? ["give the node this credential (its password is sealed to the node's key):", JSON.stringify(r.credential)] : []),
+      ...(typeof r.saved === "string" ? [`your new seed is kept in ${r.saved}: the bus takes it from the next push, and mesh switches to it then`] : []),
+      ...(r.principal.kind === "node" ? [`the node's host holds the seed of ${r.credential.nkey} (\`mesh host rotate-key\`): it switches to it by itself once the next push installs it`] : []),
     ],
   }),
   busVerb({ path: ["where"], verb: "where", mutates: false, summary: "where every node is on the overlay", body: () => ({}), render: renderWhere, paged: "placed" }),

@@ -3,14 +3,20 @@ import type { CredentialRotated, MeshEvent } from "../events/index.ts";
 import { credentialOf, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
-import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
+import { NO_MESH_MESSAGE, addressFor, holderOfNkey, secretAt } from "./shared.ts";
 
 /**
  * Refusals, in order: `no-mesh` before genesis; `unknown-principal` for a node not enrolled or a
  * module not registered; `no-credential` when the principal has no credential (a module not yet
- * issued, a revoked one, or a controller, operator or builder never minted). Success:
- * CredentialRotated with fresh secret #1 and the address `addressFor` gives now (R7), about
- * `node/<name>` or `module/<name>` for those kinds, else `<kind>/<name>`.
+ * issued, a revoked one, or a controller, operator or builder never minted); `nkey-required`
+ * (field nkey) for a node without `nkey` (its key is generated on the node, R64: the controller
+ * cannot make one for it); `nkey-not-accepted` (field nkey) for any other kind with one (their keys
+ * are minted by the controller, which keeps the seed sealed for them); `key-in-use` (field nkey)
+ * when any recorded credential, the node's current one included, holds that key. Success:
+ * CredentialRotated with the node's new `nkey` and no sealed secret, or fresh secret #1 (key and
+ * mesh-sealed seed) for the other kinds, and the address `addressFor` gives now (R7), about
+ * `node/<name>` or `module/<name>` for those kinds, else `<kind>/<name>`. The old public key is on
+ * no list composed from then on (R50: the next push installs the list without it).
  */
 export function decide(state: State, command: CredentialRotateRequest, envelope: Envelope): Decision {
   if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
@@ -25,7 +31,20 @@ export function decide(state: State, command: CredentialRotateRequest, envelope:
     const fix = command.kind === "module" ? `: run \`mesh module issue ${command.name}\` first` : "";
     return refuse("no-credential", `${command.kind} "${command.name}" has no credential to rotate${fix}`, "name");
   }
-  const secret = secretAt(envelope, 0);
+  if (command.kind === "node" && command.nkey === undefined) {
+    return refuse("nkey-required", `node "${command.name}" generates its own key (R64): run \`mesh host rotate-key\` on it and pass the key it prints with --nkey`, "nkey");
+  }
+  if (command.kind !== "node" && command.nkey !== undefined) {
+    return refuse("nkey-not-accepted", `a ${command.kind}'s key is minted by the controller: rotate without --nkey`, "nkey");
+  }
+  if (command.nkey !== undefined) {
+    const holder = holderOfNkey(state, command.nkey);
+    if (holder !== undefined) return refuse("key-in-use", `${holder} holds this nkey already: \`mesh host rotate-key\` makes a new one`, "nkey");
+  }
+  const fresh = command.nkey !== undefined ? { nkey: command.nkey } : (() => {
+    const secret = secretAt(envelope, 0);
+    return { nkey: secret.nkey, sealed: secret.sealed };
+  })();
   return {
     ok: true,
     entity: { kind: command.kind, id: command.name },
@@ -35,8 +54,7 @@ export function decide(state: State, command: CredentialRotateRequest, envelope:
         type: "CredentialRotated",
         principal,
         user: busUser(command.kind, command.name),
-        hash: secret.hash,
-        sealed: secret.sealed,
+        ...fresh,
         address: addressFor(state, principal),
       },
     ],
@@ -44,12 +62,13 @@ export function decide(state: State, command: CredentialRotateRequest, envelope:
 }
 
 /**
- * What `credential.rotate` answers: address, user and fingerprint; for a node, also the new
- * password sealed to the node's public key (an offline node recovers with it, R50). An operator
- * rotating its own credential gets its new password itself (`password`): a person's CLI has no
+ * What `credential.rotate` answers: address, user, the new public key (`nkey`) and fingerprint; a
+ * node already holds the new seed (it generated it, R64), so the reply carries no secret for it and
+ * an offline node recovers by itself (its host tries its pending key when the old one is refused,
+ * R50). An operator rotating its own credential gets its new seed itself (`seed`): a person's CLI has no
  * node key to seal to, the reply travels to the asker's own inbox alone (R33), and the CLI writes
  * it into the credential file it dialled with and never prints it (R3); without it the next push
- * would lock the operator out. Everyone else gets no password: modules and the controller receive
+ * would lock the operator out. Everyone else gets no secret: modules and the controller receive
  * theirs sealed, through their node's declaration or the controller's own records (R50).
  */
 export type CredentialRotateReply = BodyOf<"credential.rotate">;
@@ -60,20 +79,19 @@ export function reply(state: State, events: readonly MeshEvent[], tools: ReplyTo
   const credential: CredentialRotateReply["credential"] = {
     address: rotated.address,
     user: rotated.user,
+    nkey: rotated.nkey ?? "",
     fingerprint: state.mesh?.fingerprint ?? "",
   };
-  const node = rotated.principal.kind === "node" ? state.nodes[rotated.principal.name] : undefined;
-  if (node) credential.sealedPassword = tools.sealToNode(node.publicKey, tools.openSecret(rotated.sealed));
-  if (rotated.principal.kind === "operator" && rotated.actor === rotated.user) credential.password = tools.openSecret(rotated.sealed);
+  if (rotated.principal.kind === "operator" && rotated.actor === rotated.user && rotated.sealed !== undefined) credential.seed = tools.openSecret(rotated.sealed);
   return { principal: rotated.principal, credential };
 }
 
 export const credentialRotate: CommandDefinition<typeof CredentialRotateRequest> = {
   kind: "command",
   verb: "credential.rotate",
-  summary: "rotate a principal's credential: a fresh secret at the current address",
+  summary: "rotate a principal's credential: a new key pair at the current address (a node's from `mesh host rotate-key`)",
   schema: CredentialRotateRequest,
-  secretsNeeded: () => 1,
+  secretsNeeded: (_state, command) => (command.kind === "node" ? 0 : 1),
   decide,
   reply,
 };

@@ -10,10 +10,11 @@ import type { BoundedList } from "./fit.ts";
 export type { Decision, Refusal } from "../decision.ts";
 
 /**
- * A fresh secret the request handler made before decide ran: the password (for the reply
- * only: it never enters an event), its bcrypt hash and the password sealed with the mesh key.
+ * A fresh secret the request handler made before decide ran (R63): an nkey user seed (for the
+ * reply only: it never enters an event), its public key `nkey` (the user list's entry) and the seed
+ * sealed with the mesh key (crypto/secrets newFreshSecret).
  */
-export type FreshSecret = { password: string; hash: string; sealed: string };
+export type FreshSecret = { seed: string; nkey: string; sealed: string };
 
 /**
  * What the handler fills in once for every command, so decide needs no clock, no randomness and

@@ -42,7 +42,7 @@ export function decideGenesis(state: State, facts: GenesisFacts): Decision {
         type: "CredentialMinted",
         principal: { kind: "operator", name: facts.operator },
         user: busUser("operator", facts.operator),
-        hash: facts.operatorSecret.hash,
+        nkey: facts.operatorSecret.nkey,
         sealed: facts.operatorSecret.sealed,
         address: facts.genesisAddress,
       },

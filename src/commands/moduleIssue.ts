@@ -9,6 +9,11 @@ import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
  * Refuses `no-mesh` before genesis, `unknown-module` for a module not registered, and
  * `already-issued` for a module issued before: a second issue would silently replace a working
  * credential, so replacing one is `credential.rotate`'s job, said out loud.
+ * A module's key (R63, R64) is minted here, by the controller, and its seed travels sealed to the
+ * node(s) it is assigned to in their declarations, as secrets always have: a module has no machine
+ * of its own, moves between nodes (a handover, an unassignment, R48) and may run on two at once, so
+ * a key generated on one host would have to be re-enrolled at every move, and a module issued
+ * before any assignment would have no key at all; the seed stays out of every event and reply (R3).
  * Success, about `module/<module>`: ModuleIssued and CredentialMinted for principal
  * `module:<module>`, user `busUser("module", module)`, fresh secret #1, and the address
  * `addressFor` gives (R7): the broker as every node the module is assigned to reaches it, or the
@@ -37,7 +42,7 @@ export function decide(state: State, command: ModuleIssueRequest, envelope: Enve
         type: "CredentialMinted",
         principal,
         user: busUser("module", command.module),
-        hash: secret.hash,
+        nkey: secret.nkey,
         sealed: secret.sealed,
         address: addressFor(state, principal),
       },

@@ -3,16 +3,17 @@ import type { CredentialMinted, MeshEvent, NodeEnrolled } from "../events/index.
 import { brokerReachableAt, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
-import { NO_MESH_MESSAGE, secretAt } from "./shared.ts";
+import { NO_MESH_MESSAGE, holderOfNkey } from "./shared.ts";
 
 /**
  * Refuses `no-mesh` before genesis, `node-exists` for a name already enrolled, and `key-in-use`
  * (field publicKey) for a public key another enrolled node holds: secrets are sealed to a node's
- * key (R3), so two nodes on one key could each open the other's. Otherwise one
- * commit about `node/<node>`: NodeEnrolled and CredentialMinted for principal `node:<node>`, user
- * `busUser("node", node)`, hash and sealed secret from fresh secret #1, address
- * `brokerReachableAt(state, node)` (R1, R7). Minting needs no server: the credential becomes
- * usable at the next composition.
+ * key (R3), so two nodes on one key could each open the other's; and `key-in-use` (field nkey) for
+ * an nkey public key any recorded credential holds (one key, one principal on the list). Otherwise
+ * one commit about `node/<node>`: NodeEnrolled and CredentialMinted for principal `node:<node>`,
+ * user `busUser("node", node)`, the node's own `nkey` and no sealed secret (R64: the seed was
+ * generated on the node and stays there), address `brokerReachableAt(state, node)` (R1, R7).
+ * Needs no server: the credential becomes usable at the next composition.
  */
 export function decide(state: State, command: NodeEnrolRequest, envelope: Envelope): Decision {
   if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
@@ -23,7 +24,10 @@ export function decide(state: State, command: NodeEnrolRequest, envelope: Envelo
   if (holder) {
     return refuse("key-in-use", `node "${holder.name}" is enrolled with this public key: each node enrols with its own (\`mesh host init\` on the new machine makes one)`, "publicKey");
   }
-  const secret = secretAt(envelope, 0);
+  const nkeyHolder = holderOfNkey(state, command.nkey);
+  if (nkeyHolder !== undefined) {
+    return refuse("key-in-use", `${nkeyHolder} holds this nkey: each node enrols with its own (\`mesh host init\` on the new machine makes one)`, "nkey");
+  }
   const meta = metaOf(envelope);
   return {
     ok: true,
@@ -35,22 +39,18 @@ export function decide(state: State, command: NodeEnrolRequest, envelope: Envelo
         type: "CredentialMinted",
         principal: { kind: "node", name: command.node },
         user: busUser("node", command.node),
-        hash: secret.hash,
-        sealed: secret.sealed,
+        nkey: command.nkey,
         address: brokerReachableAt(state, command.node),
       },
     ],
   };
 }
 
-/** What `node.enrol` answers: the node's credential, its password sealed to the node's key (R3, R33). */
+/** What `node.enrol` answers: the node's credential, its address, user, nkey and fingerprint, no secret (R64). */
 export type NodeEnrolReply = BodyOf<"node.enrol">;
 
-/**
- * The node's credential: address, user, fingerprint, and the password sealed to the node's own
- * public key (`tools.sealToNode`), so only that node can open it; never the password in the clear.
- */
-export function reply(state: State, events: readonly MeshEvent[], tools: ReplyTools): NodeEnrolReply {
+/** The node's credential as recorded: address, user, its nkey, the mesh's fingerprint; no secret. */
+export function reply(state: State, events: readonly MeshEvent[], _tools: ReplyTools): NodeEnrolReply {
   const enrolled = events.find((e): e is NodeEnrolled => e.type === "NodeEnrolled");
   const minted = events.find((e): e is CredentialMinted => e.type === "CredentialMinted");
   if (!enrolled || !minted) throw new Error("node.enrol reply: the commit has no NodeEnrolled and CredentialMinted");
@@ -59,7 +59,7 @@ export function reply(state: State, events: readonly MeshEvent[], tools: ReplyTo
     credential: {
       address: minted.address,
       user: minted.user,
-      sealedPassword: tools.sealToNode(enrolled.publicKey, tools.openSecret(minted.sealed)),
+      nkey: minted.nkey ?? "",
       fingerprint: state.mesh?.fingerprint ?? "",
     },
   };
@@ -70,7 +70,7 @@ export const nodeEnrol: CommandDefinition<typeof NodeEnrolRequest> = {
   verb: "node.enrol",
   summary: "enrol a node: record it and mint its credential (R1)",
   schema: NodeEnrolRequest,
-  secretsNeeded: () => 1,
+  secretsNeeded: () => 0,
   decide,
   reply,
 };

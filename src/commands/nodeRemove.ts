@@ -35,7 +35,7 @@ export function decide(state: State, command: NodeRemoveRequest, envelope: Envel
       const secret = secretAt(envelope, index);
       events.push({
         ...meta, type: "CredentialRotated", principal, user: credentialOf(state.credentials, principal)!.user,
-        hash: secret.hash, sealed: secret.sealed, address: addressOf(principal),
+        nkey: secret.nkey, sealed: secret.sealed, address: addressOf(principal),
       });
     });
   }

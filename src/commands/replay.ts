@@ -6,7 +6,8 @@
  * - `{}`: fold from sequence 1 ignoring snapshots, validate every commit, report (changes nothing);
  * - `{ void: <seq>, reason }`: void the commit the fold stopped at (CommitVoided, R45);
  * - `{ acceptRestore: true }`: accept the records as they are (RecordsRestored, R44) and give every
- *   principal a fresh credential in the same commit (decideAcceptRestore).
+ *   principal a fresh credential in the same commit (decideAcceptRestore); a node's key, generated
+ *   on the node, is taken from the list the bus ran instead (R64).
  */
 import { ReplayRequest } from "../contracts/verbs.ts";
 import type { MeshEvent, Principal } from "../events/index.ts";
@@ -99,15 +100,51 @@ export function absentFromInstalledList(
  */
 export const ROTATIONS_PER_COMMIT = 500;
 
-/** CredentialRotated for each of `principals` that still has a credential, secret #i for the i-th. Pure. */
-function rotations(state: State, principals: readonly Principal[], envelope: Envelope): MeshEvent[] {
+/**
+ * The keys of the list the bus ran before the restore was accepted (the broker holder's last
+ * report: user name → nkey), or undefined when no report says.
+ */
+export type InstalledKeys = Readonly<Record<string, string>> | undefined;
+
+/**
+ * What an accepted restore does to a node's credential (R44, R64). A node's key pair was generated
+ * on the node and the controller cannot make it a new one, nor does it need to for what the backup
+ * held: the records never held a node's seed. What the backup may hold is a stale public key: one
+ * the node rotated away after the backup, or one of a node removed after it. So the list the bus
+ * ran before the restore decides, by the node's user: a different key there is the node's current
+ * one (CredentialRotated onto it, the backup's key is on no list again); no entry means the bus ran
+ * without the node (removed after the backup, or never pushed): CredentialRevoked, so its key from
+ * the backup is refused (the way back is `mesh node remove` and a new enrolment); the same key, or
+ * no report at all (no evidence): unchanged. Pure.
+ */
+function nodeRestore(state: State, node: string, installed: InstalledKeys, meta: ReturnType<typeof metaOf>): MeshEvent | undefined {
+  const principal: Principal = { kind: "node", name: node };
+  const recorded = state.credentials[principalKey("node", node)];
+  if (!recorded || installed === undefined) return undefined;
+  const user = busUser("node", node);
+  const key = installed[user];
+  if (key === undefined) return { ...meta, type: "CredentialRevoked", principal };
+  if (key === recorded.nkey) return undefined;
+  return { ...meta, type: "CredentialRotated", principal, user, nkey: key, address: addressFor(state, principal) };
+}
+
+/**
+ * For each of `principals` that still has a credential: a node's as nodeRestore says; every other
+ * kind's CredentialRotated with secret #i for the i-th (a key pair the controller mints). Pure.
+ */
+function rotations(state: State, principals: readonly Principal[], envelope: Envelope, installed: InstalledKeys = undefined): MeshEvent[] {
   const meta = metaOf(envelope);
   const events: MeshEvent[] = [];
   principals.forEach((principal, i) => {
+    if (principal.kind === "node") {
+      const event = nodeRestore(state, principal.name, installed, meta);
+      if (event) events.push(event);
+      return;
+    }
     const secret = secretAt(envelope, i);
     events.push({
       ...meta, type: "CredentialRotated", principal, user: busUser(principal.kind, principal.name),
-      hash: secret.hash, sealed: secret.sealed, address: addressFor(state, principal),
+      nkey: secret.nkey, sealed: secret.sealed, address: addressFor(state, principal),
     });
   });
   return events;
@@ -118,19 +155,22 @@ function rotations(state: State, principals: readonly Principal[], envelope: Env
  * evidence, lost range) and a CredentialRotated for each of the first ROTATIONS_PER_COMMIT of
  * restorePrincipals, secret #i for the i-th, at the address each would be minted at now
  * (addressFor, R7); the rest follow in commits of their own (decideRestoreRotations). The
- * credentials are usable from the next push, which installs the user list without any password
- * the backup held (removed principals are not in the records at all). Refusals: `no-mesh`. Pure.
+ * credentials are usable from the next push, which installs the user list without any key the
+ * backup held (removed principals are not in the records at all). Nodes are not minted a key (it
+ * is generated on the node, R64): `installed`, the keys of the list the bus ran, decides theirs
+ * (nodeRestore). Refusals: `no-mesh`. Pure.
  */
 export function decideAcceptRestore(
   state: State,
   evidence: readonly Evidence[],
   lost: { from: number; to: number } | null,
   envelope: Envelope,
+  installed: InstalledKeys = undefined,
 ): Decision {
   if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
   const restored: MeshEvent = { ...metaOf(envelope), type: "RecordsRestored", evidence: evidence.map((e) => ({ kind: e.kind, detail: e.detail })), lost };
   const first = restorePrincipals(state).slice(0, ROTATIONS_PER_COMMIT);
-  return { ok: true, entity: { ...RECORDS_ENTITY }, events: [restored, ...rotations(state, first, envelope)] };
+  return { ok: true, entity: { ...RECORDS_ENTITY }, events: [restored, ...rotations(state, first, envelope, installed)] };
 }
 
 /**
@@ -138,8 +178,9 @@ export function decideAcceptRestore(
  * each of `principals` (a later slice of restorePrincipals) that still has a credential; `unchanged`
  * when none has. Pure.
  */
-export function decideRestoreRotations(state: State, principals: readonly Principal[], envelope: Envelope): Decision {
+export function decideRestoreRotations(state: State, principals: readonly Principal[], envelope: Envelope, installed: InstalledKeys = undefined): Decision {
   const still = principals.filter((p) => state.credentials[principalKey(p.kind, p.name)] !== undefined);
-  if (still.length === 0) return { ok: true, unchanged: true, entity: { ...RECORDS_ENTITY }, events: [] };
-  return { ok: true, entity: { ...RECORDS_ENTITY }, events: rotations(state, still, envelope) };
+  const events = rotations(state, still, envelope, installed);
+  if (events.length === 0) return { ok: true, unchanged: true, entity: { ...RECORDS_ENTITY }, events: [] };
+  return { ok: true, entity: { ...RECORDS_ENTITY }, events };
 }

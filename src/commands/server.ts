@@ -19,7 +19,7 @@ import type { Commit } from "../events/index.ts";
 import { readCommits, type Catalogue } from "../records/catalogue.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind } from "../records/errors.ts";
 import type { SequencedCommit } from "../projections/index.ts";
-import { hashPassword, isNodePublicKey, newPassword, sealToNode } from "../crypto/secrets.ts";
+import { isNodePublicKey, newFreshSecret, sealToNode } from "../crypto/secrets.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 import { QueryRefused, type CommandDefinition, type Envelope, type FreshSecret, type QueryContext, type Refusal, type Reply, type ReplyTools } from "./envelope.ts";
 import { appliedSequence, type State } from "../projections/index.ts";
@@ -40,8 +40,8 @@ export type ServerLog = { info(line: string): void; error(line: string): void };
 
 /** What the shell lends the server: the mesh key, the clock, ids and a log. */
 export type ServeDependencies = {
-  /** Seals a fresh password with the mesh key, for the records. */
-  sealSecret(password: string): string;
+  /** Seals a fresh secret (an nkey seed) with the mesh key, for the records. */
+  sealSecret(secret: string): string;
   /** Opens a secret sealed with the mesh key (replies seal it again, to a node's key). */
   openSecret(sealed: string): string;
   now(): Date;
@@ -111,9 +111,9 @@ export function replyErrorOf(error: unknown): Refusal {
 }
 
 /** Keys whose values never leave the controller in a reply: hashes and mesh-key-sealed secrets. */
-const SECRET_KEYS = new Set(["hash", "sealed", "password"]);
+const SECRET_KEYS = new Set(["hash", "sealed", "password", "seed"]);
 
-/** A deep copy of `value` without any field named hash, sealed or password (R3). */
+/** A deep copy of `value` without any field named hash, sealed, password or seed (R3). */
 export function withoutSecrets(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutSecrets);
   if (value !== null && typeof value === "object") {
@@ -140,8 +140,7 @@ export async function scanCommits(nc: NatsConnection, toSequence: number, keep: 
 }
 
 function freshSecret(deps: ServeDependencies): FreshSecret {
-  const password = newPassword();
-  return { password, hash: hashPassword(password), sealed: deps.sealSecret(password) };
+  return newFreshSecret(deps.sealSecret);
 }
 
 /** The bus's max payload when the connection does not say (nats-server's default, 1 MiB). */

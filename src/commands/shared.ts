@@ -10,6 +10,12 @@ import { refuse, type Decision, type Envelope, type FreshSecret } from "./envelo
  * Helpers every command file shares. Pure: no clock, no randomness, no I/O.
  */
 
+/** The principal whose recorded credential holds the nkey public key `nkey`, if any (its key, `<kind>:<name>`). */
+export function holderOfNkey(state: State, nkey: string): string | undefined {
+  for (const key in state.credentials) if (state.credentials[key]!.nkey === nkey) return key;
+  return undefined;
+}
+
 /**
  * The i-th fresh secret of the envelope. Throws when the handler filled in fewer than the verb's
  * `secretsNeeded` asked for: that is a bug in the shell, not a business refusal.

@@ -3,7 +3,7 @@ import { brokerReachableAt, credentialOf, holdersOf, principalOfModule, provisio
 import { BROKER_SEAT } from "../names.ts";
 import { CONTRACT_VERSIONS } from "../contracts/version.ts";
 import {
-  type Declaration, type DeclarationBody, type DeclaredModule, type DeclaredCredential, type ProvisionGrant, type ReceivedProvision,
+  type Declaration, type DeclarationBody, type DeclaredModule, type DeclaredCredential, type NodeSelf, type ProvisionGrant, type ReceivedProvision,
 } from "../contracts/declaration.ts";
 import { USER_LIST_PART_BYTES, type UserListRef } from "../contracts/userList.ts";
 import { canonicalJson, type Digest } from "./digest.ts";
@@ -20,7 +20,7 @@ import type { BusUsers, ComposeConfig, Principal, Refusal } from "./types.ts";
  * stable mesh-sealed form).
  */
 export {
-  USER_LIST_PART_BYTES, type UserListRef, type Declaration, type DeclaredModule, type DeclaredCredential, type ProvisionGrant,
+  USER_LIST_PART_BYTES, type UserListRef, type Declaration, type DeclaredModule, type DeclaredCredential, type NodeSelf, type ProvisionGrant,
   type ReceivedProvision,
 };
 
@@ -177,6 +177,11 @@ export function composeDeclaration(
       modulesLeftOut.push({ module, reason: `no credential: run \`mesh module issue ${module}\`, then push` });
       continue;
     }
+    if (credential.sealed === undefined) {
+      modulesLeftOut.push({ module, reason: `its credential holds no sealed seed: run \`mesh credential rotate ${principal.kind} ${principal.name}\`, then push` });
+      continue;
+    }
+    const sealed = credential.sealed;
     const received: ReceivedProvision[] = [];
     for (const use of manifest.uses) {
       const seat = resolveSeat(state.modules, use);
@@ -204,7 +209,7 @@ export function composeDeclaration(
       module,
       version: manifest.version,
       run: manifest.run,
-      credential: { address, user: credential.user, sealed: credential.sealed, fingerprint },
+      credential: { address, user: credential.user, sealed, fingerprint },
       env: moduleEnvironment(state, module, address, credential.user, fingerprint),
       provisions: received.sort((a, b) => compare(`${a.seat}/${a.provision}`, `${b.seat}/${b.provision}`)),
     });
@@ -213,8 +218,9 @@ export function composeDeclaration(
   const own = credentialOf(state.credentials, { kind: "node", name: node });
   // `v` is inside the digest: a declaration of another contract version is another declaration.
   const v = CONTRACT_VERSIONS.declaration;
-  const body: DeclarationBody = own
-    ? { v, node, self: { address: own.address, user: own.user, sealed: own.sealed, fingerprint }, modules, provisions }
+  // R64: the node's own credential names its public key, no secret (it holds the seed).
+  const body: DeclarationBody = own?.nkey !== undefined
+    ? { v, node, self: { address: own.address, user: own.user, nkey: own.nkey, fingerprint }, modules, provisions }
     : { v, node, modules, provisions };
   let userListText: string | undefined;
   if (prepared.brokerHolders.has(node)) {

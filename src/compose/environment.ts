@@ -26,8 +26,14 @@ export type { ModuleEnvironment };
 
 /** The variable the host adds: the path of the bus certificate as PEM (R57). */
 export const CERTIFICATE_FILE_VARIABLE = "MESH_BROKER_CERTIFICATE_FILE";
-/** The variable the host adds: the module's password, opened with the node's key (R3: only in the 0600 env file). */
+/** The variable the host adds: the module's password (a credential from before nkeys), opened with the node's key (R3: only in the 0600 env file). */
 export const PASSWORD_VARIABLE = "MESH_PASSWORD";
+/**
+ * The variable the host adds: the module's nkey seed (R63), opened with the node's key (R3: only
+ * in the 0600 env file). A standard client signs the bus's nonce with it (nats.go `nats.Nkey`,
+ * nats-py `nkeys_seed_str`, the nats CLI's `--nkey` file: the module's credential.json beside it).
+ */
+export const SEED_VARIABLE = "MESH_NKEY_SEED";
 
 /** Work a module pulls: one entry per claimed seat that accepts work. */
 export type WorkEntry = { seat: string; stream: string; consumer: string; subjects: string[] };

@@ -10,7 +10,7 @@ export { composeTopology, type Topology, type StreamSpec, type ConsumerSpec } fr
 export { requiredProvisions, neededProvisions, type NeededProvision } from "./provisions.ts";
 export { explain, type Explanation } from "./explain.ts";
 export {
-  moduleEnvironment, CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE, type ModuleEnvironment, type WorkEntry, type SubmitEntry,
+  moduleEnvironment, CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE, SEED_VARIABLE, type ModuleEnvironment, type WorkEntry, type SubmitEntry,
   type EmitEntry, type FollowEntry, type ToolEntry,
 } from "./environment.ts";
 export { covers } from "./subjects.ts";

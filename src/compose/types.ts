@@ -30,8 +30,12 @@ export type Permissions = {
   allow_responses?: boolean;
 };
 
-/** One user of the bus's user list: the bcrypt hash from the records, never a password (R3). */
-export type BusUser = { user: string; password: string; permissions: Permissions; principal: Principal };
+/**
+ * One user of the bus's user list (R63): the principal's nkey public key (`U...`) from the
+ * records, its name (`user`, kept readable beside the key) and its permissions. No secret and no
+ * hash: the bus checks a signature of its nonce against the key.
+ */
+export type BusUser = { user: string; nkey: string; permissions: Permissions; principal: Principal };
 
 /** A principal left out of the user list, and why (R12: named in the push's report). */
 export type LeftOut = { principal: Principal; reason: string };

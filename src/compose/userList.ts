@@ -5,9 +5,11 @@ import { permissionsOf } from "./permissions.ts";
 import type { BusUser, BusUsers, ComposeConfig, LeftOut, Permissions, Principal } from "./types.ts";
 
 /**
- * The bus user list (R11, R12): every principal that has a credential in the records, with the
- * credential's bcrypt hash (from the records: composition never runs bcrypt) and its derived
- * permissions. Principals that should be on the bus but have no credential are left out and
+ * The bus user list (R11, R12, R63): every principal that has a credential in the records, with the
+ * credential's nkey public key and its derived permissions, never a hash or a secret; the
+ * principal's name stays beside its key (`user`, written as a comment on its line). A credential
+ * recorded before nkeys (a bcrypt hash, no key) is left out, named with the rotation that gives it
+ * a key. Principals that should be on the bus but have no credential are left out and
  * named: the controller before it recorded its own (R14), an enrolled node without one, an issued
  * module without one, an assigned module never issued. A second credential with a user already
  * taken is left out too (nats-server refuses duplicate users). A list with no users is refused
@@ -25,10 +27,16 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
       leftOut.push({ principal: credential.principal, reason: `its user ${credential.user} is already the user of ${owner}` });
       continue;
     }
+    if (credential.nkey === undefined) {
+      const { kind, name } = credential.principal;
+      const fix = kind === "node" ? `\`mesh host rotate-key\` on the node, then \`mesh credential rotate node ${name} --nkey <its key>\`` : `\`mesh credential rotate ${kind} ${name}\``;
+      leftOut.push({ principal: credential.principal, reason: `its credential was recorded before nkeys and holds no public key (R63): ${fix}` });
+      continue;
+    }
     taken.set(credential.user, key);
     users.push({
       user: credential.user,
-      password: credential.hash,
+      nkey: credential.nkey,
       permissions: permissionsOf(state, credential.principal, config),
       principal: credential.principal,
     });
@@ -85,12 +93,14 @@ function renderPermissions(permissions: Permissions): string {
  * The text of the bus's include file: a complete `authorization { users = [...] }` block, valid
  * on its own (`nats-server -t -c <file>`) and included by the bus's configuration with
  * `include "<file>"` at top level. Deterministic: the same users give the same bytes (users sorted
- * by name, subjects sorted, one user per line). Holds bcrypt hashes only, never a password (R3).
+ * by name, subjects sorted, one user per line). Each user is `{nkey: "U...", permissions}` with
+ * its name in a comment at the end of its line (readUserList, usersOfListText read it back): no
+ * secret, no hash (R3, R63).
  */
 export function renderUserList(list: { users: readonly BusUser[] }): string {
   const lines = [...list.users]
     .sort((a, b) => compare(a.user, b.user))
-    .map((u) => `    {user: ${quote(u.user)}, password: ${quote(u.password)}, permissions: ${renderPermissions(u.permissions)}}`);
+    .map((u) => `    {nkey: ${quote(u.nkey)}, permissions: ${renderPermissions(u.permissions)}}  # ${u.user.replace(/[^A-Za-z0-9_.-]/g, "?")}`);
   return [
     "# The bus user list, composed by mesh-controller from its records on every push (R11).",
     "# Do not edit: the next push replaces it.",

@@ -26,6 +26,22 @@ export const DeclaredCredential = z
   .strict();
 export type DeclaredCredential = z.infer<typeof DeclaredCredential>;
 
+/**
+ * The node's own credential as its declaration names it (R64): address, user, the nkey public key
+ * the records hold for it, and the fingerprint. No secret: the node generated its key pair and holds
+ * the seed. A rotation (`mesh host rotate-key`, then `mesh credential rotate node --nkey`) changes
+ * `nkey`; the host, seeing its pending key named, makes it its current one.
+ */
+export const NodeSelf = z
+  .object({
+    address: z.string().min(1),
+    user: z.string().min(1),
+    nkey: z.string().regex(/^U[A-Z2-7]{55}$/, "an nkey user public key (U...)"),
+    fingerprint: z.string().optional(),
+  })
+  .loose();
+export type NodeSelf = z.infer<typeof NodeSelf>;
+
 /** A provision as its consumer receives it (the login the provider made for it; secret sealed as above). */
 export const ReceivedProvision = z
   .object({ seat: z.string().min(1), provision: z.string().min(1), user: z.string(), sealed: z.string().min(1) })
@@ -86,9 +102,9 @@ export const DeclaredModule = z
 export type DeclaredModule = z.infer<typeof DeclaredModule>;
 
 /**
- * Everything the mesh wants one node to hold. `self` is the node's own current bus credential (a
- * rotation changes it, so the node's digest changes and the next push sends it, R31; the host saves
- * it and dials with it), absent when the node has none. `modules` and `provisions` may be empty (an
+ * Everything the mesh wants one node to hold. `self` is the node's own current bus credential, its
+ * public key and no secret (R64; a rotation changes it, so the node's digest changes and the next
+ * push sends it, R31; the host dials with that key's seed), absent when the node has none. `modules` and `provisions` may be empty (an
  * empty declaration is still applied, R29). `userList` is present only on the node holding
  * mesh-broker (R11) and names the list that travels beside it in parts (UserListRef). `digest` is
  * `digest(canonicalJson(the rest))`, `v` included, and is what the node reports back (R32).
@@ -99,7 +115,7 @@ export const Declaration = z
   .object({
     v: versionField("declaration"),
     node: z.string().min(1),
-    self: DeclaredCredential.optional(),
+    self: NodeSelf.optional(),
     modules: z.array(DeclaredModule).default([]),
     provisions: z.array(ProvisionGrant).default([]),
     userList: UserListRef.optional(),

@@ -25,6 +25,11 @@ export const HostReport = z
     /** The users on the installed list, by name (the broker's holder, after installing one, R43/R44). */
     users: z.array(z.string()).optional(),
     /**
+     * The nkey public key of each user on the installed list, by name (beside `users`): after a
+     * restore, a node's key as the bus last ran it (R44, R64: nobody but the node can mint one).
+     */
+    keys: z.record(z.string(), z.string()).optional(),
+    /**
      * R55: the files of this declaration a re-check found missing or changed and wrote back (paths
      * under the state folder, sorted). Present only on a report a re-check published.
      */

@@ -7,7 +7,9 @@ import bcrypt from "bcryptjs";
 /**
  * The mesh's secrets, in the shell (never imported by decide, evolve or compose).
  *
- * - Passwords are 32 random bytes, base64url: long random strings, so a low bcrypt cost loses
+ * - A principal's secret is an nkey user seed (R63): ed25519; the bus's user list holds its public
+ *   key alone (`U...`), so the list holds no secret and no hash, and a reload checks no bcrypt.
+ * - Passwords (before nkeys, kept for a mesh whose records or bootstrap still hold them) are 32 random bytes, base64url: long random strings, so a low bcrypt cost loses
  *   nothing and keeps a user-list reload cheap (one comparison per connected client).
  * - The records hold each secret sealed with the mesh key (AES-256-GCM), never in the clear (5a).
  * - Secrets for one node travel sealed to that node's X25519 public key (ECDH with the sender's
@@ -34,6 +36,116 @@ export function hashPassword(password: string): string {
 /** True when `password` matches the bcrypt `hash`. */
 export function passwordMatches(password: string, hash: string): boolean {
   return bcrypt.compareSync(password, hash);
+}
+
+/*
+ * nkey encoding (the nats-io/nkeys format), done here with node:crypto's ed25519: the nkeys
+ * library derives keys with a JavaScript ed25519 (measured here: ~10 ms a key pair, 50 s for
+ * 5,000), node's OpenSSL does it in microseconds. A public key is base32(prefix byte, 32 raw
+ * bytes, CRC-16 little-endian); a seed is base32(two prefix bytes, 32 raw seed bytes, CRC-16).
+ * The bus and nats.js's nkeyAuthenticator read exactly this (a unit test holds it to the library).
+ */
+const BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+const NKEY_PREFIX_USER = 20 << 3;
+const NKEY_PREFIX_SEED = 18 << 3;
+const ED25519_PKCS8_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
+
+function base32Encode(bytes: Uint8Array): string {
+  let bits = 0;
+  let value = 0;
+  let out = "";
+  for (const byte of bytes) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5) { out += BASE32[(value >>> (bits - 5)) & 31]; bits -= 5; }
+  }
+  if (bits > 0) out += BASE32[(value << (5 - bits)) & 31];
+  return out;
+}
+
+function base32Decode(text: string): Buffer {
+  let bits = 0;
+  let value = 0;
+  const out: number[] = [];
+  for (const char of text) {
+    const index = BASE32.indexOf(char);
+    if (index < 0) throw new Error("not base32");
+    value = (value << 5) | index;
+    bits += 5;
+    if (bits >= 8) { out.push((value >>> (bits - 8)) & 255); bits -= 8; }
+  }
+  return Buffer.from(out);
+}
+
+/** CRC-16/XMODEM, as nkeys checksums its keys. */
+function crc16(bytes: Uint8Array): number {
+  let crc = 0;
+  for (const byte of bytes) {
+    crc ^= byte << 8;
+    for (let i = 0; i < 8; i += 1) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc;
+}
+
+function withChecksum(body: Buffer): string {
+  const crc = crc16(body);
+  return base32Encode(Buffer.concat([body, Buffer.from([crc & 255, crc >>> 8])]));
+}
+
+function ed25519PublicOf(rawSeed: Buffer): Buffer {
+  const privateKey = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, rawSeed]), format: "der", type: "pkcs8" });
+  return Buffer.from(createPublicKey(privateKey).export({ format: "jwk" }).x!, "base64url");
+}
+
+function encodeUserKey(rawSeed: Buffer): { seed: string; publicKey: string } {
+  const seed = withChecksum(Buffer.concat([Buffer.from([NKEY_PREFIX_SEED | (NKEY_PREFIX_USER >> 5), (NKEY_PREFIX_USER & 31) << 3]), rawSeed]));
+  const publicKey = withChecksum(Buffer.concat([Buffer.from([NKEY_PREFIX_USER]), ed25519PublicOf(rawSeed)]));
+  return { seed, publicKey };
+}
+
+/** A fresh nkey user key pair: the seed (`SU...`, the secret) and its public key (`U...`, R63). */
+export function newUserKey(): { seed: string; publicKey: string } {
+  return encodeUserKey(randomBytes(32));
+}
+
+/** The public key (`U...`) of an nkey user seed. Throws when `seed` is not one (shape or checksum). */
+export function publicKeyOfSeed(seed: string): string {
+  if (!/^SU[A-Z2-7]{56}$/.test(seed)) throw new Error("not an nkey user seed");
+  const bytes = base32Decode(seed);
+  const body = bytes.subarray(0, 34);
+  if (bytes.length !== 36 || crc16(body) !== (bytes[34]! | (bytes[35]! << 8))) throw new Error("not an nkey user seed (checksum)");
+  return encodeUserKey(Buffer.from(body.subarray(2))).publicKey;
+}
+
+/** True when `secret` is an nkey user seed (`SU...`), not a password (R63). */
+export function isSeedSecret(secret: string): boolean {
+  return /^SU[A-Z2-7]{56}$/.test(secret);
+}
+
+/**
+ * True when `secret` is the secret of the recorded credential: an nkey seed whose public key is
+ * the recorded `nkey`, or (a credential from before nkeys) a password matching the recorded bcrypt
+ * `hash`. False for anything else, never a throw.
+ */
+export function secretMatches(secret: string, recorded: { nkey?: string | undefined; hash?: string | undefined }): boolean {
+  if (isSeedSecret(secret)) {
+    try {
+      return recorded.nkey !== undefined && publicKeyOfSeed(secret) === recorded.nkey;
+    } catch {
+      return false;
+    }
+  }
+  return recorded.hash !== undefined && passwordMatches(secret, recorded.hash);
+}
+
+/**
+ * A fresh secret for the records (R63): a new nkey user seed, its public key (for the user list)
+ * and the seed sealed by `seal` (the mesh key's, for the records). The seed itself is for a reply
+ * or a seal to a node only, never an event (R3).
+ */
+export function newFreshSecret(seal: (seed: string) => string): { seed: string; nkey: string; sealed: string } {
+  const { seed, publicKey } = newUserKey();
+  return { seed, nkey: publicKey, sealed: seal(seed) };
 }
 
 /** A new mesh key: 32 random bytes, base64. */

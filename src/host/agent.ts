@@ -2,17 +2,17 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
-import { connectToBus, secretOf, withSecret, type BusCredential } from "../bus/connect.ts";
+import { connectToBus, isSeed, secretOf, type BusCredential } from "../bus/connect.ts";
 import { CONTROL_STREAM, declarationConsumer, reportSubject } from "../names.ts";
 import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
-import type { Declaration as HostDeclaration, DeclaredCredential } from "../contracts/declaration.ts";
+import type { Declaration as HostDeclaration, NodeSelf } from "../contracts/declaration.ts";
 import { stampReport, type HostReport } from "../contracts/report.ts";
 import {
-  appliedReport, backoffDelay, credentialChanged, driftedReport, failedReport, messageKind, planApply, planList, readDeclaration, restatedReport,
+  appliedReport, backoffDelay, driftedReport, failedReport, messageKind, planApply, planList, readDeclaration, restatedReport,
 } from "./plan.ts";
-import { openAsNode } from "../crypto/secrets.ts";
-import { NODE_CREDENTIAL_FILE, readCredentialFile, readNodePrivateKey } from "./keys.ts";
+import { publicKeyOfSeed } from "../crypto/secrets.ts";
+import { NODE_CREDENTIAL_FILE, promotePendingSeed, readCredentialFile, readNodePrivateKey, readNodeSeeds } from "./keys.ts";
 import { writeBusCredential } from "../files/index.ts";
 import { UserListParts } from "./userListParts.ts";
 import { readPartHeader } from "../contracts/userList.ts";
@@ -33,10 +33,14 @@ import { isAuthorizationRefusal, isConsumerNotFound, isStreamNotFound } from "..
  * retried with backoff, one log line per attempt saying why; every attempt is a new connection
  * (nats.js closes a connection for good after two authorization violations).
  *
- * A declaration's `self` is the node's own current credential: when it differs from the one the
- * host dials with (a rotation), the host opens it and saves it (HostOptions.credentialFile) BEFORE
- * installing any user list, and the connection reads the password at every reconnect, so the
- * reload that drops the old password finds the host already holding the new one.
+ * A declaration's `self` names the node's own current nkey (R64: the node generated the pair, the
+ * mesh holds only the public key). A rotation (`mesh host rotate-key` made a pending seed, `mesh
+ * credential rotate node --nkey` recorded its key) is taken in two steps that never lock the node
+ * out (R50): while a pending seed exists, every (re)connect attempt alternates between the current
+ * seed and the pending one, so whichever key the bus's list holds admits it, even when the broker
+ * installed the new list before this node's own declaration arrived; and the declaration naming
+ * the pending key makes it the current one (saved to HostOptions.credentialFile) BEFORE any user
+ * list is installed.
  */
 
 /** Caller settings of startHost. */
@@ -144,38 +148,61 @@ export function startHost(options: HostOptions): Host {
   };
   /** The secret (seed) the connection presents at each (re)connect (the last one read, should a read fail). */
   let lastPassword: string | undefined;
+  /** Which of the current and the pending seed the next attempt presents, while one is pending. */
+  let tryPending = false;
   const passwordNow = (): string => {
     try {
       lastPassword = secretOf(credentialOf());
     } catch (error) {
       if (lastPassword === undefined) throw error;
     }
-    return lastPassword;
+    // A rotation under way (R50, R64): the bus may hold either key, so attempts alternate, the
+    // current seed first; the declaration naming the new key ends it (adoptOwnCredential).
+    let pending: string | undefined;
+    try {
+      pending = readNodeSeeds(stateDir).pending;
+    } catch {
+      pending = undefined;
+    }
+    if (pending === undefined || pending === lastPassword) return lastPassword;
+    tryPending = !tryPending;
+    return tryPending ? lastPassword : pending;
   };
   /**
-   * Saves the declaration's own credential (user, password, fingerprint) when it differs from the
-   * one the host dials with. The address stays the host's own: the records' address is where the
-   * mesh says the node reaches the bus (an overlay name once placed), which this host may reach
-   * otherwise. Throws (the declaration is reported not applied) when it does not open with the
-   * node's key.
+   * Follows the declaration's own credential (R64): when it names the pending seed's key, that seed
+   * becomes the node's current one (saved, with the declaration's user and fingerprint, to the
+   * credential file, and `node.seed.next` made `node.seed`); when it names the current key, only a
+   * changed user or fingerprint is saved. The address stays the host's own: the records' address
+   * is where the mesh says the node reaches the bus (an overlay name once placed), which this host
+   * may reach otherwise. Throws (the declaration is reported not applied) when it names a key this
+   * node does not hold.
    */
-  const adoptOwnCredential = (self: DeclaredCredential): void => {
-    let password: string;
-    try {
-      password = openAsNode(privateKey, self.sealed);
-    } catch (error) {
-      throw new Error("the node's own credential does not open with this node's key (sealed to another key?)", { cause: error });
-    }
+  const adoptOwnCredential = (self: NodeSelf): void => {
     const now = credentialOf();
+    const currentSeed = secretOf(now);
+    const holds = (seed: string | undefined) => seed !== undefined && isSeed(seed) && publicKeyOfSeed(seed) === self.nkey;
+    let seed: string;
+    let promote = false;
+    if (holds(currentSeed)) {
+      seed = currentSeed;
+    } else {
+      const { pending } = readNodeSeeds(stateDir);
+      if (!holds(pending)) {
+        throw new Error(`the mesh names nkey ${self.nkey} for node ${node}, which this host holds neither as its seed nor as a pending one (\`mesh host rotate-key\` makes the pending one)`);
+      }
+      seed = pending!;
+      promote = true;
+    }
     const fingerprint = self.fingerprint || now.fingerprint;
-    // The file's own addresses stay (a cluster's servers, R62); only user, secret and pin change.
-    const next: BusCredential = withSecret({
-      address: now.address, ...(now.addresses ? { addresses: now.addresses } : {}), user: self.user, password, ...(fingerprint ? { fingerprint } : {}),
-    }, password);
-    if (!credentialChanged({ user: now.user, secret: secretOf(now), fingerprint: now.fingerprint }, { user: next.user, secret: secretOf(next), fingerprint: next.fingerprint })) return;
+    if (!promote && now.user === self.user && (now.fingerprint ?? "") === (fingerprint ?? "")) return;
+    // The file's own addresses stay (a cluster's servers, R62); only user, seed and pin change.
+    const next: BusCredential = {
+      address: now.address, ...(now.addresses ? { addresses: now.addresses } : {}), user: self.user, seed, ...(fingerprint ? { fingerprint } : {}),
+    };
     writeBusCredential(credentialFile, next);
     adopted = next;
-    log(`host ${node}: saved its rotated credential for ${next.user} to ${credentialFile}`);
+    if (promote) promotePendingSeed(stateDir, credentialFile);
+    log(`host ${node}: ${promote ? `took its rotated key ${self.nkey}` : "saved its credential"} for ${next.user} to ${credentialFile}`);
   };
   const reports: HostReport[] = [];
   const waiters = new Set<() => void>();

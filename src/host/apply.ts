@@ -1,11 +1,11 @@
 import { existsSync, readFileSync, readdirSync, rmdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
-import { openAsNode } from "../crypto/secrets.ts";
+import { isSeedSecret, openAsNode } from "../crypto/secrets.ts";
 import { NAME_PATTERN } from "../names.ts";
 import { makeFolderDurable, removeFileDurable, writeFileDurable } from "../files/index.ts";
 import { Declaration } from "../contracts/declaration.ts";
 import type { HostReport } from "../contracts/report.ts";
-import { CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE } from "../compose/environment.ts";
+import { CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE, SEED_VARIABLE } from "../compose/environment.ts";
 
 /**
  * Applying a declaration to a node's state folder (DESIGN.md section 7, R29).
@@ -168,10 +168,12 @@ export function desiredFiles(declaration: Declaration, privateKey: string, local
     if (credential) {
       const { sealed, fingerprint, ...visible } = credential;
       password = open(privateKey, sealed, `module "${module}"'s credential`);
-      files.set(`${base}/credential.json`, { text: json({ ...visible, password, ...(fingerprint ? { fingerprint } : {}) }), mode: 0o600 });
+      // The secret is the module's nkey seed (R63), or a password from a controller before nkeys.
+      const secret = isSeedSecret(password) ? { seed: password } : { password };
+      files.set(`${base}/credential.json`, { text: json({ ...visible, ...secret, ...(fingerprint ? { fingerprint } : {}) }), mode: 0o600 });
     }
     const added: Record<string, string> = {};
-    if (password !== undefined) added[PASSWORD_VARIABLE] = password;
+    if (password !== undefined) added[isSeedSecret(password) ? SEED_VARIABLE : PASSWORD_VARIABLE] = password;
     if (local.certificatePem !== undefined && local.stateDir !== undefined) {
       files.set(`${base}/${CERTIFICATE_FILE}`, { text: local.certificatePem, mode: 0o644 });
       added[CERTIFICATE_FILE_VARIABLE] = join(local.stateDir, base, CERTIFICATE_FILE);

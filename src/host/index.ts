@@ -5,8 +5,9 @@ export {
   type BusReloadOptions, type UserListInstalled,
 } from "./busList.ts";
 export {
-  initHostKeys, readNodePrivateKey, credentialFrom, readCredentialFile, saveNodeCredential, HostStateError,
-  NODE_KEY_FILE, NODE_PUBLIC_KEY_FILE, NODE_CREDENTIAL_FILE, type EnrolReply,
+  initHostKeys, readNodePrivateKey, readNodeSeeds, rotateNodeKey, promotePendingSeed, credentialFrom, readCredentialFile,
+  saveNodeCredential, HostStateError, NODE_KEY_FILE, NODE_PUBLIC_KEY_FILE, NODE_SEED_FILE, NODE_NKEY_FILE, NODE_PENDING_SEED_FILE,
+  NODE_CREDENTIAL_FILE, type EnrolReply, type NodeSeeds,
 } from "./keys.ts";
 export {
   UserListParts, sha256Bytes, USER_LIST_PARTS_FOLDER, MAX_LISTS_KEPT, type Assembled,

@@ -5,8 +5,8 @@
  * no clock, no crypto. agent.ts carries a plan out (opens secrets, writes files, installs the
  * list, acknowledges, publishes) and hands what happened back to the functions here.
  */
-import { usersOfListText } from "./declaration.ts";
-import { Declaration as HostDeclaration, declarationProblem, type DeclaredCredential } from "../contracts/declaration.ts";
+import { keysOfListText, usersOfListText } from "./declaration.ts";
+import { Declaration as HostDeclaration, declarationProblem, type NodeSelf } from "../contracts/declaration.ts";
 import type { HostReport } from "../contracts/report.ts";
 import { declarationSubject } from "../names.ts";
 
@@ -53,7 +53,7 @@ export type NamedList = { digest: string; bytes: number; parts: number };
  */
 export type ApplyPlan =
   | { ok: false; error: string }
-  | { ok: true; adopt?: DeclaredCredential; list: { kind: "none" } | { kind: "no-bus"; error: string } | { kind: "assemble"; ref: NamedList } };
+  | { ok: true; adopt?: NodeSelf; list: { kind: "none" } | { kind: "no-bus"; error: string } | { kind: "assemble"; ref: NamedList } };
 
 /** Plans applying `declaration` on `node` (ApplyPlan); `hasBus`: the host was given a bus to reload. */
 export function planApply(declaration: HostDeclaration, node: string, seq: number, hasBus: boolean): ApplyPlan {
@@ -93,9 +93,9 @@ function fromOf(declaration: { recordsSequence?: number | undefined }): { record
   return declaration.recordsSequence === undefined ? {} : { recordsSequence: declaration.recordsSequence };
 }
 
-/** The report of a declaration applied (R32): its digest, `ok`, the records' sequence and, with a list installed, the list's users (R44). */
+/** The report of a declaration applied (R32): its digest, `ok`, the records' sequence and, with a list installed, the list's users and their keys (R44, R64). */
 export function appliedReport(node: string, declaration: HostDeclaration, listText?: string): HostReport {
-  return { node, digest: declaration.digest, ok: true, ...fromOf(declaration), ...(listText === undefined ? {} : { users: usersOfListText(listText) }) };
+  return { node, digest: declaration.digest, ok: true, ...fromOf(declaration), ...(listText === undefined ? {} : { users: usersOfListText(listText), keys: keysOfListText(listText) }) };
 }
 
 /** The report of a declaration not applied (R32): its error's first line and, when parts are missing, which. */
@@ -110,7 +110,7 @@ export function failedReport(node: string, declaration: HostDeclaration, error: 
  */
 export function restatedReport(node: string, owned: { node: string; digest: string; recordsSequence?: number } | null, listText?: string): HostReport | null {
   if (owned === null || owned.node !== node) return null;
-  return { node, digest: owned.digest, ok: true, ...fromOf(owned), ...(listText === undefined ? {} : { users: usersOfListText(listText) }) };
+  return { node, digest: owned.digest, ok: true, ...fromOf(owned), ...(listText === undefined ? {} : { users: usersOfListText(listText), keys: keysOfListText(listText) }) };
 }
 
 /**

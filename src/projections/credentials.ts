@@ -7,8 +7,15 @@ import { assertNever } from "./assertNever.ts";
 export type CredentialRecord = {
   principal: Principal;
   user: string;
-  hash: string;
-  sealed: string;
+  /** The nkey public key the user list carries (R63); absent on a credential from before nkeys. */
+  nkey?: string;
+  /** The bcrypt hash of a credential from before nkeys (listed as a password user until rotated). */
+  hash?: string;
+  /**
+   * The seed sealed with the mesh key, for a key the controller minted (controller, operator,
+   * module, builder); absent for a node, whose key is generated on the node and never leaves it (R64).
+   */
+  sealed?: string;
   address: string;
   mintedAt: string;
   /**
@@ -86,8 +93,9 @@ export function evolveCredentials(draft: Draft<CredentialsState>, event: MeshEve
       draft[principalKey(event.principal.kind, event.principal.name)] = {
         principal: event.principal,
         user: event.user,
-        hash: event.hash,
-        sealed: event.sealed,
+        ...(event.nkey !== undefined ? { nkey: event.nkey } : {}),
+        ...(event.hash !== undefined ? { hash: event.hash } : {}),
+        ...(event.sealed !== undefined ? { sealed: event.sealed } : {}),
         address: event.address,
         mintedAt: event.at,
         ...(event.type === "CredentialRotated" ? { rotatedAt: sequence } : {}),

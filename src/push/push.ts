@@ -12,7 +12,7 @@ import {
 import { requiredProvisions } from "../compose/provisions.ts";
 import type { ComposeConfig, LeftOut, Principal } from "../compose/types.ts";
 import { CONTROLLER_PRINCIPAL, credentialOf, holdersOf, provisionKey, type State } from "../projections/index.ts";
-import { hashPassword, newPassword, openWithMeshKey, passwordMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
+import { newFreshSecret, newPassword, openWithMeshKey, passwordMatches, secretMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
 import {
   BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, REPORT_SUBJECTS, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER,
   declarationSubject, reportSubject, userListPartSubject, userListPartsFilter,
@@ -21,7 +21,7 @@ import { parseHostReport, type HostReport } from "../contracts/report.ts";
 import { partHeaderValue } from "../contracts/userList.ts";
 import { raiseMesh, type RaiseMemo, type RaiseReport } from "../controller/raise.ts";
 import type { ControllerCredential } from "../controller/credential.ts";
-import { BOOTSTRAP_PASSWORD } from "../genesis.ts";
+import { BOOTSTRAP_NKEY, BOOTSTRAP_PASSWORD } from "../genesis.ts";
 import { retryJetStream } from "../bus/retry.ts";
 import {
   awaitedNodes, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, userListUndelivered,
@@ -152,7 +152,7 @@ export function redactDeclaration(declaration: Declaration): Declaration {
     if (Array.isArray(value)) return value.map(walk);
     if (value !== null && typeof value === "object") {
       const out: Record<string, unknown> = {};
-      for (const [key, inner] of Object.entries(value)) out[key] = key === "sealed" || key === "password" ? REDACTED : walk(inner);
+      for (const [key, inner] of Object.entries(value)) out[key] = key === "sealed" || key === "password" || key === "seed" ? REDACTED : walk(inner);
       return out;
     }
     return value;
@@ -190,7 +190,6 @@ export function sealForNode(
   };
   return {
     ...declaration,
-    ...(declaration.self ? { self: { ...declaration.self, sealed: reseal(declaration.self.sealed) } } : {}),
     modules: declaration.modules.map((m) => ({
       ...m,
       credential: { ...m.credential, sealed: reseal(m.credential.sealed) },
@@ -249,19 +248,28 @@ async function rotateBootstrap(ctx: PushContext, pushId: string, actor: string, 
   if (holdersOf(state, BROKER_SEAT).length === 0) return false;
   const principal = CONTROLLER_PRINCIPAL;
   const recorded = credentialOf(state.credentials, principal);
-  if (!recorded || !passwordMatches(BOOTSTRAP_PASSWORD, recorded.hash)) return false;
-  const password = newPassword();
-  const fresh = { hash: hashPassword(password), sealed: sealWithMeshKey(ctx.meshKey, password) };
+  if (!recorded || !isBootstrapCredential(recorded)) return false;
+  const fresh = newFreshSecret((seed) => sealWithMeshKey(ctx.meshKey, seed));
   const commandId = `${pushId}-controller-rotation`;
   const envelope: Envelope = { commandId, actor, now, secrets: [] };
-  const result = await ctx.catalogue.transact(commandId, (current) => decideBootstrapRotation(current, { bootstrapHash: recorded.hash, fresh }, envelope));
+  const bootstrapKey = recorded.nkey ?? recorded.hash ?? "";
+  const result = await ctx.catalogue.transact(commandId, (current) => decideBootstrapRotation(current, { bootstrapKey, fresh: { nkey: fresh.nkey, sealed: fresh.sealed } }, envelope));
   if (!result.ok) return false;
   ctx.log.info(`push ${pushId}: the controller's bootstrap password is replaced in the records; the broker's next user list carries it (R14)`);
   return true;
 }
 
-/** Per controller credential: the recorded hash and the password last found to match it (saves a bcrypt per push). */
-const matched = new WeakMap<ControllerCredential, { hash: string; password: string }>();
+/**
+ * True when the recorded controller credential is the well-known genesis key (R13): BOOTSTRAP_NKEY,
+ * or the bootstrap password's hash of a mesh installed before nkeys (rotated onto a seed alike).
+ */
+function isBootstrapCredential(recorded: { nkey?: string | undefined; hash?: string | undefined }): boolean {
+  if (recorded.nkey !== undefined) return recorded.nkey === BOOTSTRAP_NKEY;
+  return recorded.hash !== undefined && passwordMatches(BOOTSTRAP_PASSWORD, recorded.hash);
+}
+
+/** Per controller credential: the recorded key (or hash) and the secret last found to match it (saves a check per push). */
+const matched = new WeakMap<ControllerCredential, { key: string; password: string }>();
 
 /**
  * R14 R50: the one way the controller switches to a new password of its own, whoever decided it
@@ -285,13 +293,18 @@ async function adoptControllerCredential(ctx: PushContext, pushId: string, actor
   if (!recorded) return controller.pending();
   const known = matched.get(controller);
   const current = controller.password();
-  if ((known?.hash === recorded.hash && known.password === current) || passwordMatches(current, recorded.hash)) {
-    matched.set(controller, { hash: recorded.hash, password: current });
+  const key = recorded.nkey ?? recorded.hash ?? "";
+  if ((known?.key === key && known.password === current) || secretMatches(current, recorded)) {
+    matched.set(controller, { key, password: current });
+    return controller.pending();
+  }
+  if (recorded.sealed === undefined) {
+    ctx.log.error(`push ${pushId}: the records' controller credential holds no sealed seed: \`mesh credential rotate controller ${CONTROLLER_NAME}\``);
     return controller.pending();
   }
   const password = openWithMeshKey(ctx.meshKey, recorded.sealed);
   controller.stage(password);
-  matched.set(controller, { hash: recorded.hash, password });
+  matched.set(controller, { key, password });
   ctx.log.info(`push ${pushId}: the records hold a new controller credential: staged before the list that refuses the old password is sent (R50)`);
   return true;
 }

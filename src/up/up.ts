@@ -240,7 +240,7 @@ export async function up(options: UpOptions): Promise<UpResult> {
   if (!existsSync(join(hostDir, NODE_CREDENTIAL_FILE))) {
     const reply = enrolReplyFile(paths.dir, node);
     if (!existsSync(reply)) {
-      throw new UpError(`mesh up: ${join(hostDir, NODE_CREDENTIAL_FILE)} is gone: run \`mesh credential rotate node ${node}\` and \`mesh host credential --state ${hostDir} --from <its reply>\``);
+      throw new UpError(`mesh up: ${join(hostDir, NODE_CREDENTIAL_FILE)} and ${reply} are gone: write {"credential": {"address", "user", "nkey", "fingerprint"}} for node ${node} (no secret: its seed is ${join(hostDir, "node.seed")}) and run \`mesh host credential --state ${hostDir} --from <that file>\``);
     }
     log(`up: opening ${node}'s enrol reply (mesh host credential --from ${reply})`);
     saveNodeCredential(hostDir, JSON.parse(readFileSync(reply, "utf8")));

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE } from "../../src/cli/context.ts";
-import { newNodeKeyPair, openAsNode, passwordMatches } from "../../src/crypto/secrets.ts";
+import { newNodeKeyPair, newUserKey, secretMatches } from "../../src/crypto/secrets.ts";
 import { commandSubject, inboxPrefix, principalKey } from "../../src/names.ts";
 import { runMesh, type CliRun } from "../support/cli.ts";
 
@@ -18,7 +18,8 @@ describe("mesh CLI over a real server", () => {
   let mesh: CommandMesh;
   let dir: string;
   let credentialFile: string;
-  const keys = { alpha: newNodeKeyPair(), beta: newNodeKeyPair(), gamma: newNodeKeyPair() };
+  const nodeKeys = () => ({ ...newNodeKeyPair(), user: newUserKey() });
+  const keys = { alpha: nodeKeys(), beta: nodeKeys(), gamma: nodeKeys() };
   const examples = readdirSync("examples").filter((f) => f.endsWith(".json")).map((f) => join("examples", f));
   const ASSIGNMENTS = [["broker", "alpha"], ["store", "beta"], ["builder", "gamma"], ["showcase", "gamma"], ["packet-filter", "alpha"], ["packet-filter", "beta"]] as const;
   /** The example mesh every test starts from, made through the CLI in `before`; the R1, R6, R7 test asserts each step's run. */
@@ -35,7 +36,7 @@ describe("mesh CLI over a real server", () => {
     dir = mkdtempSync(join(tmpdir(), "mesh-cli-"));
     credentialFile = join(dir, "operator.json");
     writeFileSync(credentialFile, JSON.stringify({ address: mesh.server.url, user: OPERATOR, password: "operator-password" }));
-    for (const [node, pair] of Object.entries(keys)) made.enrolled[node] = await mesh_("node", "enrol", node, "--key", pair.publicKey, "--json");
+    for (const [node, pair] of Object.entries(keys)) made.enrolled[node] = await mesh_("node", "enrol", node, "--key", pair.publicKey, "--nkey", pair.user.publicKey, "--json");
     made.registered = await mesh_("module", "register", ...examples);
     made.issued = await mesh_("module", "issue", "showcase");
     for (const [module, node] of ASSIGNMENTS) made.assigned.push({ module, node, run: await mesh_("assign", module, node) });
@@ -73,10 +74,10 @@ describe("mesh CLI over a real server", () => {
     for (const [node, pair] of Object.entries(keys)) {
       const run = made.enrolled[node]!;
       assert.equal(run.code, EXIT_OK, run.err);
-      const credential = run.json().credential as { sealedPassword: string; user: string; address: string };
-      const password = openAsNode(pair.privateKey, credential.sealedPassword);
-      assert.ok(passwordMatches(password, mesh.catalogue.state.credentials[principalKey("node", node)]!.hash));
-      assert.ok(!run.out.includes(password), "the password never travels in the clear");
+      const credential = run.json().credential as { nkey: string; user: string; address: string };
+      assert.equal(credential.nkey, pair.user.publicKey, "R64: the reply names the node's own key");
+      assert.ok(secretMatches(pair.user.seed, mesh.catalogue.state.credentials[principalKey("node", node)]!));
+      assert.doesNotMatch(run.out, /sealed|seed|password/, "no secret in the reply");
     }
     assert.ok(examples.length >= 8, "the example mesh is in examples/");
     const registered = made.registered!;
@@ -191,7 +192,7 @@ describe("mesh CLI over a real server", () => {
   });
 
   it("a second enrolment of a name is refused", async () => {
-    const error = await refusedWith("node-exists", "node", "enrol", "alpha", "--key", newNodeKeyPair().publicKey);
+    const error = await refusedWith("node-exists", "node", "enrol", "alpha", "--key", newNodeKeyPair().publicKey, "--nkey", newUserKey().publicKey);
     assert.equal(error.field, "node");
   });
 

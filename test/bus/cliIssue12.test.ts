@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
-import { newNodeKeyPair } from "../../src/crypto/secrets.ts";
+import { newNodeKeyPair, newUserKey } from "../../src/crypto/secrets.ts";
 import { pidFile } from "../../src/up/up.ts";
 import { PROCESSES } from "../../src/up/processes.ts";
 import { runMesh, type CliRun } from "../support/cli.ts";
@@ -30,7 +30,7 @@ describe("mesh CLI, issue 12, over a real server", () => {
     dir = mkdtempSync(join(tmpdir(), "mesh-cli12-"));
     credentialFile = join(dir, "operator.json");
     writeFileSync(credentialFile, JSON.stringify({ address: mesh.server.url, user: OPERATOR, password: "operator-password" }));
-    const enrolled = await mesh_("node", "enrol", "alpha", "--key", newNodeKeyPair().publicKey);
+    const enrolled = await mesh_("node", "enrol", "alpha", "--key", newNodeKeyPair().publicKey, "--nkey", newUserKey().publicKey);
     assert.equal(enrolled.code, EXIT_OK, enrolled.err);
     const registered = await mesh_("module", "register", "examples/broker.json");
     assert.equal(registered.code, EXIT_OK, registered.err);
@@ -80,7 +80,7 @@ describe("mesh CLI, issue 12, over a real server", () => {
 
   it("--dry-run on a command answers the events it would append and appends nothing", async () => {
     const before = await mesh.lastSequence();
-    const run = await mesh_("node", "enrol", "gamma", "--key", newNodeKeyPair().publicKey, "--dry-run", "--json");
+    const run = await mesh_("node", "enrol", "gamma", "--key", newNodeKeyPair().publicKey, "--nkey", newUserKey().publicKey, "--dry-run", "--json");
     assert.equal(run.code, EXIT_OK, run.err);
     const reply = run.json();
     assert.equal(reply.dryRun, true);

@@ -37,7 +37,7 @@ describe("mesh CLI when the controller does not answer", () => {
   it("R33: a timed-out command names the command id it sent, for a safe retry with --command-id", async () => {
     let err = "";
     const io: CliIo = { stdout: { write: () => undefined }, stderr: { write: (s: string) => { err += s; } }, env: { MESH_CREDENTIAL: join(dir, "operator.json") } };
-    assert.equal(await runCli(["node", "enrol", "n2", "--key", "k", "--timeout", "300"], io), EXIT_USAGE);
+    assert.equal(await runCli(["node", "enrol", "n2", "--key", "k", "--nkey", "k", "--timeout", "300"], io), EXIT_USAGE);
     await waitFor(() => bodies.length === 1, { timeoutMs: 5_000, name: "the request arrived" });
     const sent = bodies[0]!.commandId;
     assert.equal(typeof sent, "string");

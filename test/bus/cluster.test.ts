@@ -8,7 +8,7 @@ import { waitFor } from "../support/natsServer.ts";
 import { connectToBus, type BusCredential } from "../../src/bus/connect.ts";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
-import { newMeshKey, newNodeKeyPair, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
+import { newMeshKey, newNodeKeyPair, newUserKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CommandTransportError } from "../../src/client/send.ts";
 import { askAs } from "../support/client.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
@@ -120,7 +120,7 @@ describe("a mesh on a three-server cluster", () => {
     let killing: Promise<void> | undefined;
     const enrol = async (i: number): Promise<void> => {
       const node = `burst-${i}`;
-      const body = { commandId: `enrol-${node}`, node, publicKey: newNodeKeyPair().publicKey };
+      const body = { commandId: `enrol-${node}`, node, publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey };
       // Bounded by time, not tries: while the controller's own connection moves to a survivor a
       // send fails at once (no responders), so it is paced.
       const giveUpAt = Date.now() + 60_000;
@@ -195,7 +195,7 @@ describe("a mesh on a three-server cluster", () => {
     let standbyStarted = false;
     const standbyStart = fixture.start(env).then((c) => { standbyStarted = true; return c; });
     defer(async () => { await (await standbyStart.catch(() => undefined))?.stop(); });
-    const before = await fixture.send("node.enrol", { node: "lease-a", publicKey: newNodeKeyPair().publicKey });
+    const before = await fixture.send("node.enrol", { node: "lease-a", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey });
     assert.equal(before.ok, true);
     await new Promise((r) => setTimeout(r, LEASE_MS)); // a whole lease: renewed, not lapsed
     assert.equal(standbyStarted, false, "the standby serves nothing while the active controller renews its lease");
@@ -206,7 +206,7 @@ describe("a mesh on a three-server cluster", () => {
     await active.nc.close();
     const standby = await standbyStart;
     const tookOver = Date.now();
-    const after = await fixture.send("node.enrol", { node: "lease-b", publicKey: newNodeKeyPair().publicKey });
+    const after = await fixture.send("node.enrol", { node: "lease-b", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey });
     const served = Date.now();
     assert.equal(after.ok, true);
     assert.ok(standby.lines.some((l) => /holding the controllers' lease/.test(l)), standby.lines.join("\n"));

@@ -7,7 +7,7 @@ import { replyInAskersInbox, replyErrorOf, serveCommands, MAX_COMMAND_BYTES } fr
 import { askAs } from "../support/client.ts";
 import type { Catalogue } from "../../src/records/catalogue.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted } from "../../src/records/errors.ts";
-import { newNodeKeyPair, openAsNode, passwordMatches } from "../../src/crypto/secrets.ts";
+import { newNodeKeyPair, newUserKey, secretMatches } from "../../src/crypto/secrets.ts";
 import { commandSubject, inboxPrefix, principalKey } from "../../src/names.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 
@@ -41,18 +41,21 @@ describe("command server", () => {
     return refusalCode(reply);
   }
 
-  it("R1, R33: enrols a node; the actor is the asker's inbox user; the password comes back sealed to the node", async () => {
+  it("R1 R33 R64: enrols a node with its own nkey; the actor is the asker's inbox user; no secret is recorded or replied", async () => {
     const keys = newNodeKeyPair();
+    const user = newUserKey();
     const before = await mesh.lastSequence();
-    const reply = await askAs(client, OPERATOR, "node.enrol", { node: "alpha", publicKey: keys.publicKey });
+    const reply = await askAs(client, OPERATOR, "node.enrol", { node: "alpha", publicKey: keys.publicKey, nkey: user.publicKey });
     assert.ok(reply.ok, JSON.stringify(reply));
-    const ok = reply as Ok & { credential: { sealedPassword: string; user: string } };
+    const ok = reply as Ok & { credential: { nkey: string; user: string } };
     assert.equal(ok.duplicate, false);
     assert.equal(ok.sequence, before + 1);
     assert.equal(await mesh.lastSequence(), before + 1);
-    const password = openAsNode(keys.privateKey, ok.credential.sealedPassword);
+    assert.equal(ok.credential.nkey, user.publicKey);
+    assert.doesNotMatch(JSON.stringify(reply), /sealed|seed|password/);
     const record = mesh.catalogue.state.credentials[principalKey("node", "alpha")]!;
-    assert.ok(passwordMatches(password, record.hash));
+    assert.ok(secretMatches(user.seed, record), "the records hold the node's own public key (R63)");
+    assert.equal(record.sealed, undefined, "and no secret of it (R64)");
     assert.equal(mesh.catalogue.state.nodes.alpha?.enrolledAt !== undefined, true);
     const history = await askAs(client, OPERATOR, "history", { kind: "node", id: "alpha" }) as Ok & { events: Array<Record<string, unknown>> };
     assert.ok(history.events.length >= 2);
@@ -60,7 +63,7 @@ describe("command server", () => {
   });
 
   it("R3: history and credentials answer actor, command id, time and sequence, never a hash or a sealed secret", async () => {
-    const enrolled = await askAs(client, OPERATOR, "node.enrol", { node: "r3-node", publicKey: newNodeKeyPair().publicKey });
+    const enrolled = await askAs(client, OPERATOR, "node.enrol", { node: "r3-node", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey });
     assert.ok(enrolled.ok, JSON.stringify(enrolled));
     const history = await askAs(client, OPERATOR, "history", { kind: "node", id: "r3-node" }) as Ok & { events: Array<Record<string, unknown>> };
     assert.ok(history.events.length > 0);
@@ -68,46 +71,46 @@ describe("command server", () => {
       for (const key of ["actor", "commandId", "at", "sequence", "type"]) assert.ok(key in event, `history event has ${key}`);
     }
     const record = mesh.catalogue.state.credentials[principalKey("node", "r3-node")]!;
+    assert.equal(record.sealed, undefined, "R64: no secret of a node in the records");
     for (const verb of ["history", "credentials", "nodes"]) {
       const body = verb === "history" ? { kind: "node", id: "r3-node" } : {};
       const text = JSON.stringify(await askAs(client, OPERATOR, verb, body));
-      assert.ok(!text.includes(record.hash), `${verb} leaks the hash`);
-      assert.ok(!text.includes(record.sealed), `${verb} leaks the sealed secret`);
-      assert.ok(!/"(hash|sealed)"/.test(text), `${verb} has a hash or sealed field`);
+      assert.ok(!/"(hash|sealed|seed|password)"/.test(text), `${verb} has a hash, sealed, seed or password field`);
+      assert.doesNotMatch(text, /SU[A-Z2-7]{56}/, `${verb} shows a seed`);
     }
-    assert.ok(mesh.infos.every((line) => !line.includes(record.hash)));
+    assert.ok(mesh.infos.every((line) => !/SU[A-Z2-7]{56}/.test(line)));
   });
 
   it("R40: a retried command id gets the same answer and appends nothing, also after the dedupe window", async () => {
-    const keys = newNodeKeyPair();
-    const first = await askAs(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
+    const keys = { publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey };
+    const first = await askAs(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", ...keys }) as Ok & { credential: { nkey: string } };
     assert.ok(first.ok);
     const after = await mesh.lastSequence();
-    const soon = await askAs(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
+    const soon = await askAs(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", ...keys }) as Ok & { credential: { nkey: string } };
     const started = Date.now();
     await waitFor(() => Date.now() - started > DEDUPE_WINDOW_MS * 2, { name: "the stream's dedupe window to pass", timeoutMs: 5_000 });
-    const late = await askAs(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", publicKey: keys.publicKey }) as Ok & { credential: { sealedPassword: string } };
+    const late = await askAs(client, OPERATOR, "node.enrol", { commandId: "enrol-beta-1", node: "beta", ...keys }) as Ok & { credential: { nkey: string } };
     for (const retry of [soon, late]) {
       assert.equal(retry.ok, true, JSON.stringify(retry));
       assert.equal(retry.duplicate, true);
       assert.equal(retry.sequence, first.sequence);
-      assert.equal(openAsNode(keys.privateKey, retry.credential.sealedPassword), openAsNode(keys.privateKey, first.credential.sealedPassword));
+      assert.deepEqual(retry.credential, first.credential);
     }
     assert.equal(await mesh.lastSequence(), after, "nothing appended by the retries");
   });
 
   it("R53: a command id reused for another verb or other arguments is refused command-id-reused, also after the dedupe window; the same command stays a duplicate", async () => {
-    const keys = newNodeKeyPair();
-    const first = await askAs(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-a", publicKey: keys.publicKey });
+    const keys = { publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey };
+    const first = await askAs(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-a", ...keys });
     assert.ok(first.ok, JSON.stringify(first));
     const last = await mesh.lastSequence();
     const check = async () => {
       const otherVerb = await askAs(client, OPERATOR, "node.remove", { commandId: "reuse-1", node: "reuse-a" });
       assert.equal(refusalCode(otherVerb), "command-id-reused", JSON.stringify(otherVerb));
       assert.ok(!otherVerb.ok && otherVerb.error.message.includes("node.enrol"), JSON.stringify(otherVerb));
-      const otherArgs = await askAs(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-b", publicKey: keys.publicKey });
+      const otherArgs = await askAs(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-b", ...keys });
       assert.equal(refusalCode(otherArgs), "command-id-reused", JSON.stringify(otherArgs));
-      const same = await askAs(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-a", publicKey: keys.publicKey });
+      const same = await askAs(client, OPERATOR, "node.enrol", { commandId: "reuse-1", node: "reuse-a", ...keys });
       assert.ok(same.ok && same.duplicate === true, JSON.stringify(same));
       assert.equal(await mesh.lastSequence(), last, "nothing appended");
     };
@@ -131,9 +134,9 @@ describe("command server", () => {
   });
 
   it("a node key that is not an X25519 public key is refused (invalid-request, publicKey)", async () => {
-    const reply = (await client.request(commandSubject(OPERATOR, "node.enrol"), JSON.stringify({ node: "gamma", publicKey: "AAAA" }))).json<Reply>();
+    const reply = (await client.request(commandSubject(OPERATOR, "node.enrol"), JSON.stringify({ node: "gamma", publicKey: "AAAA", nkey: newUserKey().publicKey }))).json<Reply>();
     assert.equal(!reply.ok && reply.error.field, "publicKey");
-    assert.equal(await refused("node.enrol", JSON.stringify({ node: "gamma", publicKey: "AAAA" })), "invalid-request");
+    assert.equal(await refused("node.enrol", JSON.stringify({ node: "gamma", publicKey: "AAAA", nkey: newUserKey().publicKey })), "invalid-request");
   });
 
   it("a payload that is not JSON is refused (invalid-json)", async () => {
@@ -163,7 +166,7 @@ describe("command server", () => {
     try {
       const before = await mesh.lastSequence();
       const overheard = anonymous.subscribe("_INBOX.forged.>");
-      anonymous.publish(commandSubject(OPERATOR, "node.enrol"), JSON.stringify({ node: "delta", publicKey: newNodeKeyPair().publicKey }), { reply: "_INBOX.forged.1" });
+      anonymous.publish(commandSubject(OPERATOR, "node.enrol"), JSON.stringify({ node: "delta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey }), { reply: "_INBOX.forged.1" });
       await anonymous.flush();
       // Served in arrival order: once the next request is answered, the forged one was handled.
       assert.ok((await askAs(client, OPERATOR, "where", {})).ok);
@@ -241,15 +244,14 @@ describe("command server", () => {
   });
 
   it("keeps serving after a request fails and logs no secret", async () => {
-    const enrolled = await askAs(client, OPERATOR, "node.enrol", { node: "served", publicKey: newNodeKeyPair().publicKey });
+    const enrolled = await askAs(client, OPERATOR, "node.enrol", { node: "served", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey });
     assert.ok(enrolled.ok, JSON.stringify(enrolled));
     assert.equal(await refused("node.enrol", "{not json"), "invalid-json");
     assert.equal(await refused("node.frobnicate", "{}"), "unknown-verb");
     const reply = await askAs(client, OPERATOR, "where", {});
     assert.equal(reply.ok, true);
-    const record = mesh.catalogue.state.credentials[principalKey("node", "served")]!;
     for (const line of [...mesh.infos, ...mesh.errors]) {
-      assert.ok(!line.includes(record.hash) && !line.includes(record.sealed));
+      assert.doesNotMatch(line, /SU[A-Z2-7]{56}/, "no seed in a log line (R3)");
     }
   });
 });

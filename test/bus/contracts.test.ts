@@ -1,3 +1,4 @@
+import { newUserKey } from "../../src/crypto/secrets.ts";
 /**
  * The verbs' contract over a real bus (issue 12, src/contracts/verbs.ts): a running controller
  * stamps every reply with the version it speaks and refuses a request of another version on every
@@ -12,6 +13,9 @@ import { controllerFixture, type ControllerFixture } from "../support/controller
 import { meshClient, type MeshClient } from "../../src/client/client.ts";
 import { sendCommand } from "../../src/client/send.ts";
 import { VERBS, VERBS_VERSION, type Verb } from "../../src/contracts/verbs.ts";
+
+/** alpha's nkey public key, as its host generated it (R64). */
+const ALPHA_NKEY = newUserKey().publicKey;
 
 describe("the verbs' contract on the bus", () => {
   let server: NatsServer;
@@ -41,7 +45,7 @@ describe("the verbs' contract on the bus", () => {
   });
 
   it("every reply carries the controller's version and parses with its verb's contract through the typed client", async () => {
-    const enrolled = await client.nodeEnrol({ node: "alpha", publicKey: "MCowBQYDK2VuAyEAMp1bbDgAW2GGM+gtGSuYsstZQ6UtQwqGCOy9UI5MK1w=" });
+    const enrolled = await client.nodeEnrol({ node: "alpha", publicKey: "MCowBQYDK2VuAyEAMp1bbDgAW2GGM+gtGSuYsstZQ6UtQwqGCOy9UI5MK1w=", nkey: ALPHA_NKEY });
     assert.ok(enrolled.ok, JSON.stringify(enrolled));
     assert.equal(enrolled.v, VERBS_VERSION);
     const answers = [
@@ -56,7 +60,7 @@ describe("the verbs' contract on the bus", () => {
     const nodes = await client.everyPage("nodes", { limit: 1 });
     assert.ok(nodes.ok);
     assert.deepEqual(nodes.nodes.map((n) => n.name), ["alpha"]);
-    const refused = await client.nodeEnrol({ node: "alpha", publicKey: "MCowBQYDK2VuAyEAMp1bbDgAW2GGM+gtGSuYsstZQ6UtQwqGCOy9UI5MK1w=" });
+    const refused = await client.nodeEnrol({ node: "alpha", publicKey: "MCowBQYDK2VuAyEAMp1bbDgAW2GGM+gtGSuYsstZQ6UtQwqGCOy9UI5MK1w=", nkey: ALPHA_NKEY });
     assert.ok(!refused.ok);
     assert.equal(refused.error.code, "node-exists");
     const dry = await client.dryRun("node.remove", { node: "alpha" });

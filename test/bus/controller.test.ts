@@ -7,12 +7,12 @@ import { controllerFixture, type ControllerFixture } from "../support/controller
 import { busObjects } from "../support/busObjects.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import { credentialOf } from "../../src/projections/index.ts";
-import { passwordMatches } from "../../src/crypto/secrets.ts";
+import { secretMatches } from "../../src/crypto/secrets.ts";
 import { pendingCredentialFile } from "../../src/controller/credential.ts";
 import {
   CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, declarationConsumer, workConsumer, workStream,
 } from "../../src/names.ts";
-import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../src/genesis.ts";
+import { BOOTSTRAP_SEED, BOOTSTRAP_USER } from "../../src/genesis.ts";
 
 const controllerPrincipal = { kind: "controller" as const, name: CONTROLLER_NAME };
 const builder = {
@@ -87,13 +87,14 @@ describe("controller start: its own credential (R14)", () => {
     const recorded = credentialOf(first.catalogue.state.credentials, controllerPrincipal);
     assert.ok(recorded, "the controller's credential is recorded");
     assert.equal(recorded.user, BOOTSTRAP_USER);
-    assert.ok(passwordMatches(BOOTSTRAP_PASSWORD, recorded.hash));
+    assert.ok(secretMatches(BOOTSTRAP_SEED, recorded));
     const sequence = first.catalogue.state.sequence;
     await first.stop();
 
     const second = await fixture.start();
     assert.equal(second.catalogue.state.sequence, sequence, "a restart records nothing new");
-    assert.equal(credentialOf(second.catalogue.state.credentials, controllerPrincipal)?.hash, recorded.hash);
+    assert.equal(credentialOf(second.catalogue.state.credentials, controllerPrincipal)?.nkey, recorded.nkey);
+    assert.ok(recorded.nkey, "an nkey credential (R63)");
     await second.stop();
   });
 
@@ -120,29 +121,29 @@ describe("controller start: its own credential (R14)", () => {
     await answering;
     assert.equal(report.controllerRotation, "applied");
     const rotated = credentialOf(controller.catalogue.state.credentials, controllerPrincipal)!;
-    assert.equal(passwordMatches(BOOTSTRAP_PASSWORD, rotated.hash), false, "the records no longer hold the bootstrap password");
-    const file = JSON.parse(readFileSync(fixture.credentialFile, "utf8")) as { password: string };
-    assert.notEqual(file.password, BOOTSTRAP_PASSWORD);
-    assert.ok(passwordMatches(file.password, rotated.hash), "the credential file holds the rotated password");
+    assert.equal(secretMatches(BOOTSTRAP_SEED, rotated), false, "the records no longer hold the bootstrap password");
+    const file = JSON.parse(readFileSync(fixture.credentialFile, "utf8")) as { seed: string };
+    assert.notEqual(file.seed, BOOTSTRAP_SEED);
+    assert.ok(secretMatches(file.seed, rotated), "the credential file holds the rotated password");
     assert.equal(statSync(fixture.credentialFile).mode & 0o777, 0o600);
     assert.equal(existsSync(pendingCredentialFile(fixture.credentialFile)), false);
-    assert.ok(controller.lines.every((line) => !line.includes(file.password) && !line.includes(BOOTSTRAP_PASSWORD)), "no log line holds a password (R3)");
+    assert.ok(controller.lines.every((line) => !line.includes(file.seed) && !line.includes(BOOTSTRAP_SEED)), "no log line holds a password (R3)");
     const sequence = controller.catalogue.state.sequence;
     await controller.stop();
 
     // A restart with the rotated file: nothing recorded again.
     const restarted = await fixture.start();
-    assert.equal(restarted.credential.password(), file.password);
+    assert.equal(restarted.credential.password(), file.seed);
     assert.equal(restarted.catalogue.state.sequence, sequence);
     await restarted.stop();
 
     // A restart from a bootstrap credential file (an old copy put back): the records' rotated
     // password wins; the bootstrap one is not recorded again.
-    writeFileSync(fixture.credentialFile, JSON.stringify({ address: server.url, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD }), { mode: 0o600 });
+    writeFileSync(fixture.credentialFile, JSON.stringify({ address: server.url, user: BOOTSTRAP_USER, seed: BOOTSTRAP_SEED }), { mode: 0o600 });
     const fromOld = await fixture.start();
-    assert.equal(fromOld.credential.password(), file.password, "the rotated password is used, not the bootstrap one");
+    assert.equal(fromOld.credential.password(), file.seed, "the rotated password is used, not the bootstrap one");
     assert.equal(fromOld.catalogue.state.sequence, sequence);
-    assert.ok(passwordMatches(file.password, credentialOf(fromOld.catalogue.state.credentials, controllerPrincipal)!.hash));
+    assert.ok(secretMatches(file.seed, credentialOf(fromOld.catalogue.state.credentials, controllerPrincipal)!));
     await fromOld.stop();
   });
 });

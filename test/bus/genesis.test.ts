@@ -9,14 +9,14 @@ import { connect } from "@nats-io/transport-node";
 import { genesis, meshPaths, readEnvFile, type GenesisResult } from "../../installer/genesis.ts";
 import { freePort } from "../../installer/serverConfig.ts";
 import { carriedControllerPermissions, readUserList } from "../../installer/carried.ts";
-import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../src/genesis.ts";
+import { BOOTSTRAP_SEED, BOOTSTRAP_USER } from "../../src/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { startBus } from "../../installer/bus.ts";
 import { connectToBus, CertificateMismatch } from "../../src/bus/connect.ts";
 import { replay } from "../../src/records/catalogue.ts";
 import { parseControllerConfig, ConfigError } from "../../src/config.ts";
 import { controllerReplyInboxes, permissionsOf } from "../../src/compose/permissions.ts";
-import { passwordMatches, openWithMeshKey } from "../../src/crypto/secrets.ts";
+import { secretMatches, openWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CONTROLLER_NAME, inboxSubjects } from "../../src/names.ts";
 import { exampleMesh } from "../unit/compose/exampleMesh.ts";
 import { initHostKeys, readCredentialFile, saveNodeCredential, NODE_CREDENTIAL_FILE } from "../../src/host/index.ts";
@@ -41,7 +41,7 @@ describe("genesis", () => {
 
   it("R13: the bus accepts the controller at the bootstrap password, and the records hold the genesis commit", async () => {
     const nc = await connectToBus(
-      { address: made.mesh.genesisAddress, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD, fingerprint: made.mesh.fingerprint },
+      { address: made.mesh.genesisAddress, user: BOOTSTRAP_USER, seed: BOOTSTRAP_SEED, fingerprint: made.mesh.fingerprint },
       { reconnect: false },
     );
     try {
@@ -51,12 +51,12 @@ describe("genesis", () => {
       assert.equal(state.mesh?.bootstrapUser, BOOTSTRAP_USER);
       const operator = state.credentials["operator:admin"];
       assert.ok(operator, "the first operator's credential is recorded");
-      const file = JSON.parse(readFileSync(made.paths.operatorCredential, "utf8")) as { password: string; user: string };
+      const file = JSON.parse(readFileSync(made.paths.operatorCredential, "utf8")) as { seed: string; user: string };
       assert.equal(file.user, operator.user);
-      assert.ok(passwordMatches(file.password, operator.hash), "the records hold the hash of the operator's password");
+      assert.ok(secretMatches(file.seed, operator), "the records hold the public key of the operator's seed (R63)");
       const meshKey = readFileSync(made.paths.meshKey, "utf8").trim();
-      assert.equal(openWithMeshKey(meshKey, operator.sealed), file.password, "the secret is sealed with the mesh key");
-      assert.ok(!JSON.stringify(state).includes(file.password), "the password itself is not in the records");
+      assert.equal(openWithMeshKey(meshKey, operator.sealed!), file.seed, "the secret is sealed with the mesh key");
+      assert.ok(!JSON.stringify(state).includes(file.seed), "the password itself is not in the records");
     } finally {
       await nc.close();
     }
@@ -75,9 +75,9 @@ describe("genesis", () => {
     const listed = readUserList(readFileSync(made.paths.userList, "utf8"));
     const controller = listed.find((u) => u.user === BOOTSTRAP_USER);
     assert.ok(controller, "the carried list has the controller's account");
-    assert.ok(passwordMatches(BOOTSTRAP_PASSWORD, controller.password), "at the bootstrap password (its bcrypt hash)");
+    assert.ok(secretMatches(BOOTSTRAP_SEED, { nkey: controller.nkey }), "at the genesis key (R13, R63)");
     const nc = await connectToBus(
-      { address: made.mesh.genesisAddress, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD, fingerprint: made.mesh.fingerprint },
+      { address: made.mesh.genesisAddress, user: BOOTSTRAP_USER, seed: BOOTSTRAP_SEED, fingerprint: made.mesh.fingerprint },
       { reconnect: false },
     );
     const genesisState = await replay(nc).finally(() => nc.close());
@@ -144,10 +144,10 @@ describe("genesis", () => {
   });
 
   it("R3: no progress line of genesis carries a password", () => {
-    const operator = (JSON.parse(readFileSync(made.paths.operatorCredential, "utf8")) as { password: string }).password;
+    const operator = (JSON.parse(readFileSync(made.paths.operatorCredential, "utf8")) as { seed: string }).seed;
     assert.ok(logs.length > 0);
     for (const line of logs) {
-      assert.ok(!line.includes(operator) && !line.includes(BOOTSTRAP_PASSWORD), `a log line carries a password: ${line}`);
+      assert.ok(!line.includes(operator) && !line.includes(BOOTSTRAP_SEED), `a log line carries a password: ${line}`);
     }
   });
 });
@@ -244,13 +244,17 @@ describe("genesis with its node (R56)", () => {
       await nc.close();
     }
     const controller = await connectToBus(
-      { address: made.mesh.genesisAddress, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD, fingerprint: made.mesh.fingerprint },
+      { address: made.mesh.genesisAddress, user: BOOTSTRAP_USER, seed: BOOTSTRAP_SEED, fingerprint: made.mesh.fingerprint },
       { reconnect: false },
     );
     try {
       const state = await replay(controller);
       assert.ok(state.nodes["bushost"], "the records hold the genesis node");
       assert.ok(state.credentials["node:bushost"], "and its credential");
+      // R64: the node's key was generated in its folder: the records hold its public key, no secret.
+      assert.equal(state.credentials["node:bushost"]!.nkey, readFileSync(join(hostDir, "node.nkey"), "utf8").trim());
+      assert.equal(state.credentials["node:bushost"]!.sealed, undefined);
+      assert.ok(!JSON.stringify(state).includes(readFileSync(join(hostDir, "node.seed"), "utf8").trim()), "the node's seed is nowhere in the records");
     } finally {
       await controller.close();
     }

@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, nkeyAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, type JetStreamManager } from "@nats-io/jetstream";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import {
@@ -12,13 +12,13 @@ import {
   userListPartSubject,
 } from "../../src/names.ts";
 import { splitUserList, userListPartHeaders } from "../../src/push/push.ts";
-import { hashPassword, newPassword, sealToNode } from "../../src/crypto/secrets.ts";
+import { newUserKey, publicKeyOfSeed, sealToNode } from "../../src/crypto/secrets.ts";
 import { canonicalJson, moduleEnvironment, permissionsOf, renderUserList, type BusUser, type Declaration } from "../../src/compose/index.ts";
 import type { DeclarationBody } from "../../src/contracts/declaration.ts";
 import { initialState } from "../../src/projections/state.ts";
 import { initHostKeys, lastGoodFile, startHost, type Host } from "../../src/host/index.ts";
 import type { HostReport } from "../../src/contracts/report.ts";
-import { usersOfListText } from "../../src/host/declaration.ts";
+import { keysOfListText, usersOfListText } from "../../src/host/declaration.ts";
 
 /**
  * The host agent against real nats-servers (DESIGN.md section 7): a node user whose permissions are
@@ -29,21 +29,22 @@ import { usersOfListText } from "../../src/host/declaration.ts";
 
 const CONFIG = { controllerSubmits: [] as string[] };
 const minted: string[] = [];
+/** A fresh secret (R63: an nkey seed; provisions take it as any secret), remembered for the R3 check. */
 function mint(): string {
-  const password = newPassword();
-  minted.push(password);
-  return password;
+  const { seed } = newUserKey();
+  minted.push(seed);
+  return seed;
 }
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 function nodeUser(node: string, password: string): BusUser {
   const principal = { kind: "node" as const, name: node };
-  return { user: busUser("node", node), password: hashPassword(password), permissions: permissionsOf(initialState, principal, CONFIG), principal };
+  return { user: busUser("node", node), nkey: publicKeyOfSeed(password), permissions: permissionsOf(initialState, principal, CONFIG), principal };
 }
 function adminUser(password: string): BusUser {
   return {
     user: "admin",
-    password: hashPassword(password),
+    nkey: publicKeyOfSeed(password),
     permissions: { publish: { allow: [">"] }, subscribe: { allow: [">"] } },
     principal: { kind: "controller", name: "mesh-controller" },
   };
@@ -106,7 +107,7 @@ function runHost(server: NatsServer, node: string, prepared: { stateDir: string;
   const host = startHost({
     stateDir: prepared.stateDir,
     node,
-    credential: { address: server.url, user: busUser("node", node), password: prepared.password },
+    credential: { address: server.url, user: busUser("node", node), seed: prepared.password },
     log: (line) => lines.push(line),
     backoff: { initialMs: 50, maxMs: 400 },
     ...(bus ? { bus } : {}),
@@ -136,18 +137,31 @@ async function publishPart(admin: NatsConnection, d: TestDeclaration, index: num
   await jetstream(admin).publish(userListPartSubject(d.node, index), parts[index]!, { headers: userListPartHeaders(d.userList!.digest, index, parts.length) });
 }
 
-/** `count` generated node users sharing one hash (bcrypt once), each with a node's composed grants: ~450 bytes each in the list. */
+/**
+ * `count` generated node users, each an nkey user of its own (the bus refuses a key listed twice)
+ * with a node's composed grants: ~450 bytes each.
+ */
 function generatedUsers(count: number, prefix: string): BusUser[] {
-  const hash = hashPassword(newPassword());
   return Array.from({ length: count }, (_, i) => {
     const principal = { kind: "node" as const, name: `${prefix}${i}` };
-    return { user: busUser("node", principal.name), password: hash, permissions: permissionsOf(initialState, principal, CONFIG), principal };
+    return { user: busUser("node", principal.name), nkey: newUserKey().publicKey, permissions: permissionsOf(initialState, principal, CONFIG), principal };
   });
+}
+
+/**
+ * Compares a report naming thousands of users without node's deep diff (minutes on lists this
+ * size when they differ): the serialized forms, and on a mismatch the first differing field.
+ */
+function sameReport(actual: HostReport, expected: HostReport): void {
+  if (JSON.stringify(actual) === JSON.stringify(expected)) return;
+  const fields = [...new Set([...Object.keys(actual), ...Object.keys(expected)])];
+  const differing = fields.filter((f) => JSON.stringify((actual as Record<string, unknown>)[f]) !== JSON.stringify((expected as Record<string, unknown>)[f]));
+  assert.fail(`the report differs in ${differing.join(", ")}: ${JSON.stringify(actual).slice(0, 300)}`);
 }
 
 async function canConnect(server: NatsServer, user: string, pass: string): Promise<boolean> {
   try {
-    const nc = await connect({ servers: server.url, user, pass, inboxPrefix: inboxPrefix(user), reconnect: false, timeout: 3_000 });
+    const nc = await connect({ servers: server.url, authenticator: nkeyAuthenticator(new TextEncoder().encode(pass)), inboxPrefix: inboxPrefix(user), reconnect: false, timeout: 3_000 });
     await nc.close();
     return true;
   } catch {
@@ -173,7 +187,7 @@ describe("host agent: applying declarations", () => {
     writeFileSync(join(root, "late.password"), late.password);
     const users = renderUserList({ users: [adminUser(adminPassword), nodeUser("alpha", prepared.password), nodeUser("late", late.password)] });
     server = await startNatsServer({ files: { "users.conf": users }, config: `include "users.conf"` });
-    admin = await connect({ servers: server.url, user: "admin", pass: adminPassword });
+    admin = await connect({ servers: server.url, authenticator: nkeyAuthenticator(new TextEncoder().encode(adminPassword)) });
     const jsm = await jetstreamManager(admin);
     await raiseControl(jsm);
     await raiseConsumer(jsm, "alpha");
@@ -227,11 +241,12 @@ describe("host agent: applying declarations", () => {
 
     const dir = join(alpha.stateDir, "modules", "web");
     const credential = JSON.parse(readFileSync(join(dir, "credential.json"), "utf8"));
-    assert.equal(credential.password, web);
+    assert.equal(credential.seed, web, "the module's nkey seed (R63)");
+    assert.equal(credential.password, undefined);
     assert.equal(credential.user, busUser("module", "web"));
     assert.equal(credential.fingerprint, undefined, "an empty fingerprint (nats://) is left out");
     assert.equal(statSync(join(dir, "credential.json")).mode & 0o777, 0o600);
-    assert.match(readFileSync(join(dir, "env"), "utf8"), new RegExp(`^MESH_PASSWORD=${web.replace(/[-]/g, "\\-")}$`, "m"));
+    assert.match(readFileSync(join(dir, "env"), "utf8"), new RegExp(`^MESH_NKEY_SEED=${web}$`, "m"));
     assert.equal(statSync(join(dir, "env")).mode & 0o777, 0o600);
     assert.equal(JSON.parse(readFileSync(join(dir, "module.json"), "utf8")).run.image, "example/web:1");
     assert.equal(JSON.parse(readFileSync(join(dir, "provisions.json"), "utf8"))[0].secret, db);
@@ -324,7 +339,7 @@ describe("host agent: the broker's user list", () => {
       files: { "users.conf": renderUserList({ users: baseUsers }) },
       config: [`include "users.conf"`, `pid_file: "${join(dir, "server.pid")}"`].join("\n"),
     });
-    admin = await connect({ servers: server.url, user: "admin", pass: adminPassword });
+    admin = await connect({ servers: server.url, authenticator: nkeyAuthenticator(new TextEncoder().encode(adminPassword)) });
     const jsm = await jetstreamManager(admin);
     await raiseControl(jsm);
     await raiseConsumer(jsm, "hub");
@@ -354,8 +369,8 @@ describe("host agent: the broker's user list", () => {
     await publishDeclaration(admin, d);
     const report = await broker.host.waitForReport(d.digest, 20_000);
     // R44: the broker's holder names the users of the list it installed.
-    assert.deepEqual(report, { node: "hub", digest: d.digest, ok: true, users: usersOfListText(userList) });
-    assert.ok(report.users!.includes("newcomer"));
+    sameReport(report, { node: "hub", digest: d.digest, ok: true, users: usersOfListText(userList), keys: keysOfListText(userList) });
+    assert.ok(report.users!.includes("newcomer"), "the report names the new user (from its line's comment, R63)");
     assert.equal(readFileSync(join(dir, "users.conf"), "utf8"), userList);
     assert.equal(readFileSync(lastGoodFile(join(dir, "users.conf")), "utf8"), userList);
     assert.equal(await canConnect(server, "newcomer", fresh), true, "the reloaded bus accepts the new user");
@@ -384,7 +399,7 @@ describe("host agent: the broker's user list", () => {
     assert.equal(await canConnect(server, "late-arrival", fresh), false);
     await publishDeclaration(admin, d);
     const report = await broker.host.waitForReport(d.digest, 60_000);
-    assert.deepEqual(report, { node: "hub", digest: d.digest, ok: true, users: usersOfListText(userList) });
+    sameReport(report, { node: "hub", digest: d.digest, ok: true, users: usersOfListText(userList), keys: keysOfListText(userList) });
     assert.equal(readFileSync(join(dir, "users.conf"), "utf8"), userList);
     assert.equal(await canConnect(server, "late-arrival", fresh), true, "the reloaded bus accepts a user from the list's last part");
     assert.deepEqual(readdirSync(join(broker.stateDir, "user-list-parts")), [], "the installed list's parts are dropped");
@@ -392,7 +407,7 @@ describe("host agent: the broker's user list", () => {
 
   it("R11: a declaration whose parts are missing is reported ok:false naming them, and installed once they arrive", async () => {
     const fresh = mint();
-    const userList = renderUserList({ users: [...baseUsers, ...generatedUsers(1_500, "partial"), { ...adminUser(fresh), user: "patient" }] });
+    const userList = renderUserList({ users: [...baseUsers, ...generatedUsers(2_000, "partial"), { ...adminUser(fresh), user: "patient" }] });
     const d = declaration("hub", broker.publicKey, [], { userList });
     assert.ok(d.userList!.parts >= 3);
     await publishDeclaration(admin, d, [1]);
@@ -403,7 +418,7 @@ describe("host agent: the broker's user list", () => {
     assert.equal(await canConnect(server, "patient", fresh), false);
     await publishPart(admin, d, 1);
     const second = await waitFor(() => broker.host.reports.find((r) => r.digest === d.digest && r.ok), { name: "the completed list applied", timeoutMs: 20_000 });
-    assert.deepEqual(second, { node: "hub", digest: d.digest, ok: true, users: usersOfListText(userList) });
+    sameReport(second, { node: "hub", digest: d.digest, ok: true, users: usersOfListText(userList), keys: keysOfListText(userList) });
     assert.equal(readFileSync(join(dir, "users.conf"), "utf8"), userList);
     assert.equal(await canConnect(server, "patient", fresh), true);
   });
@@ -461,7 +476,7 @@ describe("host agent: drift of the files it owns (R55)", () => {
     for (const node of nodes) prepared[node] = prepareNode(root, node);
     const users = renderUserList({ users: [adminUser(adminPassword), ...nodes.map((n) => nodeUser(n, prepared[n]!.password))] });
     server = await startNatsServer({ files: { "users.conf": users }, config: `include "users.conf"` });
-    admin = await connect({ servers: server.url, user: "admin", pass: adminPassword });
+    admin = await connect({ servers: server.url, authenticator: nkeyAuthenticator(new TextEncoder().encode(adminPassword)) });
     const jsm = await jetstreamManager(admin);
     await raiseControl(jsm);
     for (const node of nodes) await raiseConsumer(jsm, node);
@@ -478,7 +493,7 @@ describe("host agent: drift of the files it owns (R55)", () => {
     const p = prepared[node]!;
     const host = startHost({
       stateDir: p.stateDir, node, checkIntervalMs,
-      credential: { address: server.url, user: busUser("node", node), password: p.password },
+      credential: { address: server.url, user: busUser("node", node), seed: p.password },
       log: (line) => lines.push(line),
       backoff: { initialMs: 50, maxMs: 400 },
     });

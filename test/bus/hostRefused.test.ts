@@ -9,7 +9,7 @@ import { AckPolicy, jetstreamManager } from "@nats-io/jetstream";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { CONTROL_STREAM, CONTROL_SUBJECTS, declarationConsumer, declarationFilter } from "../../src/names.ts";
 import { renderUserList } from "../../src/compose/index.ts";
-import { hashPassword, newPassword } from "../../src/crypto/secrets.ts";
+import { newUserKey, publicKeyOfSeed } from "../../src/crypto/secrets.ts";
 import { initHostKeys } from "../../src/host/index.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
@@ -20,7 +20,7 @@ describe("a host agent the bus refuses", () => {
   before(async () => {
     root = mkdtempSync(join(tmpdir(), "mesh-host-refused-"));
     // The bus knows someone else only: this node is not (or no longer) on its list.
-    const users = renderUserList({ users: [{ user: "other", password: hashPassword(newPassword()), permissions: { publish: { allow: [">"] }, subscribe: { allow: [">"] } }, principal: { kind: "operator", name: "other" } }] });
+    const users = renderUserList({ users: [{ user: "other", nkey: newUserKey().publicKey, permissions: { publish: { allow: [">"] }, subscribe: { allow: [">"] } }, principal: { kind: "operator", name: "other" } }] });
     server = await startNatsServer({ files: { "users.conf": users }, config: `include "users.conf"` });
   });
   after(async () => {
@@ -32,7 +32,7 @@ describe("a host agent the bus refuses", () => {
     const state = join(root, "ghost");
     initHostKeys(state);
     const credential = join(state, "credential.json");
-    writeFileSync(credential, JSON.stringify({ address: server.url, user: "node-ghost", password: newPassword() }));
+    writeFileSync(credential, JSON.stringify({ address: server.url, user: "node-ghost", seed: newUserKey().seed }));
     let err = "";
     const io: CliIo = { stdout: { write: () => undefined }, stderr: { write: (s: string) => { err += s; } }, env: {} };
     const code = await runCli(["host", "--state", state, "--node", "ghost", "--once"], io);
@@ -43,10 +43,10 @@ describe("a host agent the bus refuses", () => {
 
   it("R48 R50: a running `mesh host --once` that loses its admission (removed from the list) says it was refused and what to do, and exits non-zero", { timeout: 60_000 }, async () => {
     const all = { publish: { allow: [">"] }, subscribe: { allow: [">"] } };
-    const admin = { user: "admin", password: newPassword() };
-    const ghost = { user: "node-ghost", password: newPassword() };
-    const list = (users: Array<{ user: string; password: string }>) => renderUserList({
-      users: users.map((u) => ({ user: u.user, password: hashPassword(u.password), permissions: all, principal: { kind: "operator" as const, name: u.user } })),
+    const admin = { user: "admin", seed: newUserKey().seed };
+    const ghost = { user: "node-ghost", seed: newUserKey().seed };
+    const list = (users: Array<{ user: string; seed: string }>) => renderUserList({
+      users: users.map((u) => ({ user: u.user, nkey: publicKeyOfSeed(u.seed), permissions: all, principal: { kind: "operator" as const, name: u.user } })),
     });
     // over TLS, pinned, as on a real mesh (R34)
     const certDir = join(root, "tls");

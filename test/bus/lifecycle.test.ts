@@ -69,8 +69,8 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
   /** Enrols `node` with a host agent of its own running in this process; returns its state folder. */
   const runNode = async (node: string): Promise<string> => {
     const stateDir = join(root, node);
-    const { publicKey } = initHostKeys(stateDir);
-    saveNodeCredential(stateDir, await ask("node.enrol", { node, publicKey }));
+    const { publicKey, nkey } = initHostKeys(stateDir);
+    saveNodeCredential(stateDir, await ask("node.enrol", { node, publicKey, nkey }));
     const credential = readCredentialFile(join(stateDir, NODE_CREDENTIAL_FILE), stateDir);
     hosts.push(startHost({ stateDir, node, credential, log, backoff: { initialMs: 100, maxMs: 500 } }));
     return stateDir;
@@ -117,7 +117,7 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     const moved = await mesh("push", "--wait", "--json");
     assert.equal(moved.code, EXIT_OK, `${moved.out} ${moved.err}`);
     const fresh = credentialFile(join(dir, HOST_DIR, "modules", "relay", "credential.json"));
-    assert.notEqual(fresh.password, onDisk.password);
+    assert.notEqual(secretOf(fresh), secretOf(onDisk));
     const nc = await connectToBus(fresh, { reconnect: false });
     try {
       nc.publish(eventSubject("relay", "hop"), "hop");

@@ -6,11 +6,10 @@
  */
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, nkeyAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { composeBusUsers, composeTopology, renderUserList } from "../../src/compose/index.ts";
 import { raiseTopology } from "../../src/controller/raise.ts";
-import { hashPassword } from "../../src/crypto/secrets.ts";
 import { CONTROLLER_NAME, EVENTS_STREAM, busUser, eventSubject, followConsumer, inboxPrefix } from "../../src/names.ts";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
 import { EXAMPLE_CONFIG, MeshBuilder } from "../unit/compose/exampleMesh.ts";
@@ -25,15 +24,15 @@ describe("R52: composed names on the bus", () => {
   let passwords: Record<string, string>;
   const open: NatsConnection[] = [];
   const dial = async (user: string) => {
-    const nc = await connect({ servers: server.url, user, pass: passwords[user]!, inboxPrefix: inboxPrefix(user), reconnect: false });
+    const nc = await connect({ servers: server.url, authenticator: nkeyAuthenticator(new TextEncoder().encode(passwords[user]!)), inboxPrefix: inboxPrefix(user), reconnect: false });
     open.push(nc);
     return nc;
   };
 
   before(async () => {
-    const b = new MeshBuilder(hashPassword).genesis().controller().node("alpha")
+    const b = new MeshBuilder().genesis().controller().node("alpha")
       .register(AUDIT).register(PAY_LEDGER).register(PAY).issue("audit").issue("pay-ledger").issue("pay");
-    passwords = b.passwords;
+    passwords = b.secrets;
     const state = b.state();
     const list = composeBusUsers(state, EXAMPLE_CONFIG);
     assert.ok(list.ok);

@@ -13,11 +13,11 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, nkeyAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import { PermissionViolationError } from "@nats-io/nats-core";
+import { newUserKey } from "../../src/crypto/secrets.ts";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { composeBusUsers, composeTopology, renderUserList, type BusUsers } from "../../src/compose/index.ts";
-import { hashPassword } from "../../src/crypto/secrets.ts";
 import {
   ALL_SUBJECTS, CATALOGUE_STREAM, CONTROL_STREAM, CONTROLLER_NAME, EVENTS_STREAM, SHARED_INBOX_SUBJECTS, busUser, commandSubject,
   declarationConsumer, declarationSubject, deliverSubject, userListPartSubject, eventSubject, followConsumer, inboxPrefix, inboxSubjects,
@@ -44,7 +44,7 @@ describe("composed permissions enforced by nats-server", () => {
 
   type Session = { nc: NatsConnection; violations: PermissionViolationError[] };
   async function dial(user: string): Promise<Session> {
-    const nc = await connect({ servers: server.url, user, pass: passwords[user]!, inboxPrefix: inboxPrefix(user), reconnect: false });
+    const nc = await connect({ servers: server.url, authenticator: nkeyAuthenticator(new TextEncoder().encode(passwords[user]!)), inboxPrefix: inboxPrefix(user), reconnect: false });
     open.push(nc);
     const violations: PermissionViolationError[] = [];
     void (async () => {
@@ -92,8 +92,8 @@ describe("composed permissions enforced by nats-server", () => {
   }
 
   before(async () => {
-    const mesh = exampleMesh(hashPassword);
-    passwords = mesh.passwords;
+    const mesh = exampleMesh();
+    passwords = mesh.secrets;
     list = composeBusUsers(mesh.state, EXAMPLE_CONFIG);
     assert.ok(list.ok, "the example mesh composes a user list");
     const text = renderUserList(list);
@@ -117,11 +117,11 @@ describe("composed permissions enforced by nats-server", () => {
   });
 
   it("R12: a principal without a credential cannot dial the bus, and a user list with no users is refused", async () => {
-    const bare = new MeshBuilder(hashPassword).genesis().node("delta", false).state();
+    const bare = new MeshBuilder().genesis().node("delta", false).state();
     const empty = composeBusUsers(bare, EXAMPLE_CONFIG);
     assert.equal(empty.ok, false);
     if (!empty.ok) assert.deepEqual(empty.leftOut.map((l) => l.principal.name).sort(), ["delta", CONTROLLER_NAME].sort());
-    await assert.rejects(connect({ servers: server.url, user: busUser("node", "delta"), pass: "anything", reconnect: false }));
+    await assert.rejects(connect({ servers: server.url, authenticator: nkeyAuthenticator(new TextEncoder().encode(newUserKey().seed)), reconnect: false }));
   });
 
   it("R2: a node pulls, acks and reports with only its composed grants; another node's consumer is refused", async () => {

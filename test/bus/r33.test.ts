@@ -23,7 +23,7 @@ import { serveCommands, type CommandServer } from "../../src/commands/server.ts"
 import { askAs } from "../support/client.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
-import { hashPassword, newMeshKey, newNodeKeyPair, openAsNode, openWithMeshKey, passwordMatches, sealWithMeshKey } from "../../src/crypto/secrets.ts";
+import { newMeshKey, newNodeKeyPair, newUserKey, openWithMeshKey, secretMatches, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import {
   ALL_SUBJECTS, CONTROLLER_NAME, SHARED_INBOX_SUBJECTS, busUser, commandSubject, inboxSubjects, principalKey, reportSubject,
 } from "../../src/names.ts";
@@ -49,7 +49,7 @@ describe("R33: a reply carrying a fresh credential reaches only its asker", () =
   const sessions: Session[] = [];
 
   async function dial(user: string): Promise<Session> {
-    const nc = await connectToBus({ address: server.url, user, password: passwords[user]! }, { name: `r33-${user}`, reconnect: false });
+    const nc = await connectToBus({ address: server.url, user, seed: passwords[user]! }, { name: `r33-${user}`, reconnect: false });
     const violations = watchViolations(nc);
     const session = { nc, violations };
     sessions.push(session);
@@ -65,15 +65,15 @@ describe("R33: a reply carrying a fresh credential reaches only its asker", () =
 
   before(async () => {
     // The small mesh's records, and the user list composed from them (bcrypt hashes, R3).
-    const records = new MeshBuilder(hashPassword).genesis().controller().operator("ada").node("alpha").node("beta");
-    passwords = records.passwords;
+    const records = new MeshBuilder().genesis().controller().operator("ada").node("alpha").node("beta");
+    passwords = records.secrets;
     const users = composeBusUsers(records.state(), EXAMPLE_CONFIG);
     assert.ok(users.ok, "the small mesh composes a user list");
     assert.deepEqual(users.users.map((u) => u.user).sort(), [CONTROLLER, busUser("node", "alpha"), BETA, OPERATOR].sort());
     server = await startNatsServer({ files: { "users.conf": renderUserList(users) }, config: `include "users.conf"` });
 
     // The controller with its composed grants: the records the list came from, then commands served.
-    controller = await connectToBus({ address: server.url, user: CONTROLLER, password: passwords[CONTROLLER]! }, { name: "r33-controller" });
+    controller = await connectToBus({ address: server.url, user: CONTROLLER, seed: passwords[CONTROLLER]! }, { name: "r33-controller" });
     catalogue = await openCatalogue(controller);
     for (const { commit } of records.commits) {
       const appended = await catalogue.transact(commit.commandId, () => ({ ok: true, entity: commit.entity, events: commit.events }));
@@ -125,15 +125,15 @@ describe("R33: a reply carrying a fresh credential reaches only its asker", () =
     const ownSub = own.nc.subscribe(inboxSubjects(OPERATOR), { callback: (_error, m) => { overheard.push(m.subject); } });
     await own.nc.flush();
 
-    // The operator enrols gamma: the reply carries gamma's fresh credential, sealed to gamma's key.
+    // The operator enrols gamma: the reply carries gamma's credential (its key, R64: no secret).
     const operator = await dial(OPERATOR);
-    const gamma = newNodeKeyPair();
-    const reply = await askAs(operator.nc, OPERATOR, "node.enrol", { node: "gamma", publicKey: gamma.publicKey }, 10_000);
+    const gamma = newUserKey();
+    const reply = await askAs(operator.nc, OPERATOR, "node.enrol", { node: "gamma", publicKey: newNodeKeyPair().publicKey, nkey: gamma.publicKey }, 10_000);
     assert.ok(reply.ok, JSON.stringify(reply));
-    const credential = (reply as unknown as { credential: { user: string; sealedPassword: string } }).credential;
+    const credential = (reply as unknown as { credential: { user: string; nkey: string } }).credential;
     assert.equal(credential.user, busUser("node", "gamma"));
-    const hash = (await catalogue.catchUp()).credentials[principalKey("node", "gamma")]!.hash;
-    assert.ok(passwordMatches(openAsNode(gamma.privateKey, credential.sealedPassword), hash), "the reply carries gamma's real password, sealed to gamma");
+    const record = (await catalogue.catchUp()).credentials[principalKey("node", "gamma")]!;
+    assert.ok(secretMatches(gamma.seed, record), "the reply is about gamma's own key");
 
     // The reply was delivered; a round trip on each connection lets anything routed to it arrive.
     await waitFor(() => overheard.length > 0, { name: "the control overhears the operator's reply" });

@@ -18,7 +18,7 @@ import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
 import { askAs } from "../support/client.ts";
-import { hashPassword, newMeshKey, newNodeKeyPair, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
+import { newMeshKey, newNodeKeyPair, newUserKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser, catalogueSubject, commandSubject, inboxPrefix, inboxSubjects } from "../../src/names.ts";
 import { watchViolations } from "../support/violations.ts";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
@@ -42,7 +42,7 @@ describe("R51: a command's actor is a fact the bus enforces", () => {
   const sessions: Session[] = [];
 
   async function dial(user: string): Promise<Session> {
-    const nc = await connectToBus({ address: server.url, user, password: passwords[user]! }, { name: `r51-${user}`, reconnect: false });
+    const nc = await connectToBus({ address: server.url, user, seed: passwords[user]! }, { name: `r51-${user}`, reconnect: false });
     const violations = watchViolations(nc);
     const session = { nc, violations };
     sessions.push(session);
@@ -65,12 +65,12 @@ describe("R51: a command's actor is a fact the bus enforces", () => {
   }
 
   before(async () => {
-    const records = new MeshBuilder(hashPassword).genesis().controller().operator("ada").operator("bob").node("vm");
-    passwords = records.passwords;
+    const records = new MeshBuilder().genesis().controller().operator("ada").operator("bob").node("vm");
+    passwords = records.secrets;
     const users = composeBusUsers(records.state(), EXAMPLE_CONFIG);
     assert.ok(users.ok, "the small mesh composes a user list");
     server = await startNatsServer({ files: { "users.conf": renderUserList(users) }, config: `include "users.conf"` });
-    controller = await connectToBus({ address: server.url, user: CONTROLLER, password: passwords[CONTROLLER]! }, { name: "r51-controller" });
+    controller = await connectToBus({ address: server.url, user: CONTROLLER, seed: passwords[CONTROLLER]! }, { name: "r51-controller" });
     catalogue = await openCatalogue(controller);
     for (const { commit } of records.commits) {
       const appended = await catalogue.transact(commit.commandId, () => ({ ok: true, entity: commit.entity, events: commit.events }));
@@ -103,11 +103,11 @@ describe("R51: a command's actor is a fact the bus enforces", () => {
 
     const ada = await dial(ADA);
     const forged = `${inboxPrefix(VM)}.x`;
-    ada.nc.publish(commandSubject(ADA, "node.enrol"), JSON.stringify({ node: "intruder", publicKey: newNodeKeyPair().publicKey }), { reply: forged });
+    ada.nc.publish(commandSubject(ADA, "node.enrol"), JSON.stringify({ node: "intruder", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey }), { reply: forged });
     await ada.nc.flush();
     // Requests are served one at a time in arrival order: once ada's next command is answered,
     // the forged one has been handled.
-    const next = await askAs(ada.nc, ADA, "node.enrol", { node: "honest", publicKey: newNodeKeyPair().publicKey }, 10_000);
+    const next = await askAs(ada.nc, ADA, "node.enrol", { node: "honest", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey }, 10_000);
     assert.ok(next.ok, JSON.stringify(next));
     await vm.nc.flush();
 
@@ -149,7 +149,7 @@ describe("R51: a command's actor is a fact the bus enforces", () => {
 
   it("R51: the recorded actor is the subject's principal", async () => {
     const node = `n${randomUUID().slice(0, 8)}`;
-    const reply = await ask(BOB, "node.enrol", { node, publicKey: newNodeKeyPair().publicKey });
+    const reply = await ask(BOB, "node.enrol", { node, publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey });
     assert.ok(reply.ok, JSON.stringify(reply));
     const events = await historyOf(node);
     assert.ok(events.length > 0);

@@ -17,7 +17,7 @@ import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { PermissionViolationError } from "@nats-io/nats-core";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { connectToBus } from "../../src/bus/connect.ts";
-import { hashPassword } from "../../src/crypto/secrets.ts";
+import { newUserKey } from "../../src/crypto/secrets.ts";
 import { configLoadTime } from "../../src/host/index.ts";
 import { COMMAND_SUBJECTS, CONTROLLER_NAME, busUser, commandSubject } from "../../src/names.ts";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
@@ -66,8 +66,8 @@ describe("R33: a command's reply survives a reload of the user list", () => {
   }
 
   before(async () => {
-    mesh = new MeshBuilder(hashPassword).genesis().controller().operator("ada").node("alpha");
-    controllerPassword = mesh.passwords[CONTROLLER]!;
+    mesh = new MeshBuilder().genesis().controller().operator("ada").node("alpha");
+    controllerPassword = mesh.secrets[CONTROLLER]!;
     const list = composeBusUsers(mesh.state(), EXAMPLE_CONFIG);
     assert.ok(list.ok);
     server = await startNatsServer({ files: { [USERS_FILE]: renderUserList(list) }, config: `include "${USERS_FILE}"` });
@@ -85,7 +85,7 @@ describe("R33: a command's reply survives a reload of the user list", () => {
     })();
     controller.subscribe(COMMAND_SUBJECTS, { callback: (_error, msg) => { owed.push(msg); } });
     await controller.flush();
-    operator = await connectToBus({ address, user: OPERATOR, password: mesh.passwords[OPERATOR]! }, { name: "test-operator" });
+    operator = await connectToBus({ address, user: OPERATOR, seed: mesh.secrets[OPERATOR]! }, { name: "test-operator" });
   });
   after(async () => {
     await operator?.close().catch(() => undefined);
@@ -109,12 +109,12 @@ describe("R33: a command's reply survives a reload of the user list", () => {
     const { reply } = await askAndHold("rotate");
     const count = (type: string) => statuses.filter((s) => s === type).length;
     const [disconnects, reconnects] = [count("disconnect"), count("reconnect")];
-    const rotated = `${controllerPassword}-rotated`;
+    const rotated = newUserKey();
     mesh.commit("controller", CONTROLLER_NAME, {
       type: "CredentialRotated", principal: { kind: "controller", name: CONTROLLER_NAME }, user: CONTROLLER,
-      hash: hashPassword(rotated), sealed: "sealed:rotated", address: server.url,
+      nkey: rotated.publicKey, sealed: "sealed:rotated", address: server.url,
     });
-    controllerPassword = rotated; // what the controller dials with from now on (R14)
+    controllerPassword = rotated.seed; // what the controller dials with from now on (R14)
     await reloadComposedList();
     await waitFor(() => count("reconnect") > reconnects, { timeoutMs: 15_000, name: "the controller reconnected with its new password" });
     assert.ok(count("disconnect") > disconnects, "the reload dropped the controller's connection");

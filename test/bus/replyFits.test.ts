@@ -12,7 +12,7 @@ import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
 import { askAs } from "../support/client.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import type { Omitted } from "../../src/commands/fit.ts";
-import { newNodeKeyPair } from "../../src/crypto/secrets.ts";
+import { newNodeKeyPair, newUserKey } from "../../src/crypto/secrets.ts";
 import { inboxPrefix } from "../../src/names.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -38,7 +38,7 @@ describe("R59: command replies past the bus's max payload", () => {
     mesh = await startCommandMesh({ server: { config: `max_payload: ${MAX_PAYLOAD}` } });
     nc = await connect({ servers: mesh.server.url, inboxPrefix: inboxPrefix(OPERATOR) });
     for (const node of names) {
-      const reply = await askAs(nc, OPERATOR, "node.enrol", { node, publicKey: newNodeKeyPair().publicKey });
+      const reply = await askAs(nc, OPERATOR, "node.enrol", { node, publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey });
       assert.ok(reply.ok, JSON.stringify(reply));
     }
     const registered = await askAs(nc, OPERATOR, "module.register", { manifest: { name: "web", version: "1.0.0" } });

@@ -17,7 +17,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
-import { newNodeKeyPair, passwordMatches } from "../../src/crypto/secrets.ts";
+import { newNodeKeyPair, newUserKey, secretMatches } from "../../src/crypto/secrets.ts";
 
 /** A commit of an event type this release does not know (as a newer release, rolled back, wrote it). */
 function unknownCommit(): string {
@@ -76,7 +76,7 @@ describe("R45: a commit no fold can read has a way out", () => {
     const ack = await jetstream(fixture.operator).publish(catalogueSubject("node", "alpha"), unknownCommit());
     const bad = ack.seq;
 
-    for (const [verb, body] of [["nodes", {}], ["node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey }], ["push", {}]] as const) {
+    for (const [verb, body] of [["nodes", {}], ["node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey }], ["push", {}]] as const) {
       const reply = await send(verb, body);
       assert.equal(codeOf(reply), "invalid-records", verb);
       if (!reply.ok) {
@@ -103,7 +103,7 @@ describe("R45: a commit no fold can read has a way out", () => {
     assert.equal((voided as Record<string, unknown>).stoppedAt, null);
 
     assert.equal(codeOf(await send("nodes", {})), "ok");
-    assert.equal(codeOf(await send("node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey })), "ok");
+    assert.equal(codeOf(await send("node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey })), "ok");
     const healthy = await send("replay", {}) as Record<string, unknown>;
     assert.equal(healthy.valid, true);
     assert.equal(healthy.matchesServing, true);
@@ -199,7 +199,7 @@ describe("R43: records behind the world are detected, at start and while running
     await controller.catalogue.snapshot(); // a snapshot in what will be the lost future
     await rollBackRecords(fixture.operator, backup);
 
-    for (const [verb, body] of [["node.enrol", { node: "delta", publicKey: newNodeKeyPair().publicKey }], ["nodes", {}], ["push", {}]] as const) {
+    for (const [verb, body] of [["node.enrol", { node: "delta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey }], ["nodes", {}], ["push", {}]] as const) {
       const reply = await send(verb, body);
       assert.equal(codeOf(reply), "records-behind", verb);
     }
@@ -212,7 +212,7 @@ describe("R43: records behind the world are detected, at start and while running
     assert.ok(restarted.catalogue.behind && restarted.catalogue.behind.length > 0, "behind at start, from the mark kept outside the records");
     assert.equal(restarted.catalogue.startedFrom, 0, "the snapshot from the lost future is not loaded");
     assert.ok(restarted.lines.some((l) => l.includes("mesh replay")), "the start says what to run");
-    assert.equal(codeOf(await send("node.enrol", { node: "delta", publicKey: newNodeKeyPair().publicKey })), "records-behind");
+    assert.equal(codeOf(await send("node.enrol", { node: "delta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey })), "records-behind");
     assert.equal(await lastSequence(fixture.operator), backup, "a restart appends nothing (not even the controller's own credential)");
     await restarted.stop();
   });
@@ -230,7 +230,7 @@ describe("R44: mesh replay, and accepting a restore", () => {
     await server?.stop();
   });
 
-  it("R44: replay on a healthy mesh changes nothing and says so; after a restore, --accept-restore appends RecordsRestored with the lost range, rotates every credential (the controller's and the asker's too, R50; the asker gets its password), unlatches, and the next push works", async () => {
+  it("R44: replay on a healthy mesh changes nothing and says so; after a restore, --accept-restore appends RecordsRestored with the lost range, rotates every credential (the controller's and the asker's too, R50; the asker gets its seed; a node onto the key the bus ran, R64), unlatches, and the next push works", async () => {
     const send = (verb: string, body: Record<string, unknown>) => askAs(fixture.operator, "operator-test", verb, body);
     const controller = await fixture.start();
     await fixture.enrol("alpha");
@@ -239,15 +239,15 @@ describe("R44: mesh replay, and accepting a restore", () => {
     assert.deepEqual([healthy.ok, healthy.valid, healthy.matchesServing, healthy.changed, healthy.behind], [true, true, true, false, undefined]);
     assert.equal(await lastSequence(fixture.operator), before, "a healthy replay appends nothing");
 
-    const hashAt = (name: string) => Object.values(controller.catalogue.state.credentials).find((c) => c.principal.kind === "node" && c.principal.name === name)?.hash;
+    const hashAt = (name: string) => Object.values(controller.catalogue.state.credentials).find((c) => c.principal.kind === "node" && c.principal.name === name)?.nkey;
     const backup = await lastSequence(fixture.operator);
     const backupHash = hashAt("alpha");
-    await send("credential.rotate", { kind: "node", name: "alpha" });
+    await send("credential.rotate", { kind: "node", name: "alpha", nkey: newUserKey().publicKey });
     const rotatedAway = hashAt("alpha");
     await fixture.enrol("late");
     const seen = await lastSequence(fixture.operator);
     // An offline node's last report, from the future the restore loses: evidence now, not after acceptance.
-    fixture.operator.publish(reportSubject("alpha"), JSON.stringify({ node: "alpha", digest: "d", ok: true, recordsSequence: seen + 5, users: ["node-alpha", "node-late"] }));
+    fixture.operator.publish(reportSubject("alpha"), JSON.stringify({ node: "alpha", digest: "d", ok: true, recordsSequence: seen + 5, users: ["node-alpha", "node-late"], keys: { "node-alpha": rotatedAway, "node-late": hashAt("late") } }));
     await fixture.operator.flush();
     await controller.stop();
     await rollBackRecords(fixture.operator, backup);
@@ -266,15 +266,17 @@ describe("R44: mesh replay, and accepting a restore", () => {
     assert.equal(accepted.ok, true, JSON.stringify(accepted));
     assert.deepEqual(accepted.lost, { from: backup + 1, to: seen + 5 }, "up to the furthest sequence the world saw (the offline node's report)");
     assert.deepEqual(accepted.rotated, [{ kind: "controller", name: "mesh-controller" }, { kind: "node", name: "alpha" }, { kind: "operator", name: "test" }]);
-    const own = accepted.credential as { user: string; password: string };
+    const own = accepted.credential as { user: string; seed: string };
     assert.equal(own.user, "operator-test", "the asker's own fresh credential comes back to it");
     const asker = Object.values(restarted.catalogue.state.credentials).find((c) => c.user === "operator-test")!;
-    assert.ok(passwordMatches(own.password, asker.hash), "with the password the records now hold");
+    assert.ok(secretMatches(own.seed, asker), "with the seed whose public key the records now hold");
     assert.equal(restarted.catalogue.behind, null, "unlatched");
     assert.deepEqual(accepted.unknownToRecords, ["node-late"], "the node enrolled after the backup, on the installed list, is named");
     const alpha = Object.values(restarted.catalogue.state.credentials).find((c) => c.principal.kind === "node" && c.principal.name === "alpha")!;
-    assert.notEqual(alpha.hash, backupHash, "the backup's password is not the one installed next");
-    assert.notEqual(alpha.hash, rotatedAway, "nor the rotated-away one");
+    assert.ok(alpha.nkey !== undefined && backupHash !== undefined && rotatedAway !== undefined, "nkey credentials (R63)");
+    assert.notEqual(alpha.nkey, backupHash, "the backup's key (rotated away after the backup) is not the one installed next");
+    assert.equal(alpha.nkey, rotatedAway, "R64: the node's key is the one the bus ran (generated on the node, no one else can mint it)");
+    assert.equal(alpha.sealed, undefined, "still no node secret in the records");
     assert.equal(restarted.catalogue.state.nodes.late, undefined, "the node enrolled after the backup is not in the records");
     assert.equal(codeOf(await send("nodes", {})), "ok");
     assert.equal(codeOf(await send("push", {})), "ok");
@@ -312,7 +314,7 @@ describe("R43: a host reporting a declaration the records never sent", () => {
     await fixture.operator.flush();
     // The report is heard asynchronously: wait until a command sees it.
     await waitFor(async () => codeOf(await send("nodes", {})) === "records-behind", { name: "nodes answers records-behind" });
-    assert.equal(codeOf(await send("node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey })), "records-behind");
+    assert.equal(codeOf(await send("node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey })), "records-behind");
     assert.equal(await lastSequence(fixture.operator), last, "nothing appended");
     await controller.stop();
 

@@ -9,6 +9,7 @@
  * reports the users of the list it installed when it starts); push: old1's,
  * vm's and the controller's pre-restore passwords are refused by the bus, and so is the late node's.
  */
+import { secretOf } from "../../src/bus/connect.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -61,14 +62,14 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     }
   });
 
-  it("R43 R44 R50: backup, rotate vm, remove old1, enrol late, push; restore: mesh up refuses records-behind in one line, mesh replay --accept-restore names late and old1 (no sealed credential for old1), push: old1's, vm's, late's, the controller's and the operator's pre-restore passwords are refused by the bus", async () => {
+  it("R43 R44 R50 R64: backup, rotate vm, remove old1, enrol late, push; restore: mesh up refuses records-behind in one line, mesh replay --accept-restore names late and old1 (old1 revoked, vm kept on the key the bus ran), push: old1's, vm's rotated-away, late's, the controller's and the operator's pre-restore keys are refused by the bus", async () => {
     const port = await freePort();
     ok("up", "--dir", dir, "--address", `tls://127.0.0.1:${port}`, "--node", "vm");
 
     // old1: a second node with its own host agent, a real process.
     const old1Dir = join(root, "old1");
-    const old1Key = ok("host", "init", "--state", old1Dir).trim();
-    writeFileSync(join(root, "old1-enrol.json"), ok("node", "enrol", "old1", "--key", old1Key, "--json"));
+    const [old1Key, old1Nkey] = ok("host", "init", "--state", old1Dir).trim().split("\n") as [string, string];
+    writeFileSync(join(root, "old1-enrol.json"), ok("node", "enrol", "old1", "--key", old1Key, "--nkey", old1Nkey, "--json"));
     ok("host", "credential", "--state", old1Dir, "--from", join(root, "old1-enrol.json"));
     old1 = spawn(process.execPath, ["--import", "tsx", MAIN, "host", "--state", old1Dir, "--node", "old1"], { cwd: REPO, stdio: "ignore" });
     ok("push", "--wait");
@@ -81,11 +82,12 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     ok("up", "--dir", dir);
 
     const vmBefore = credentialAt(join(dir, "host", "credential.json"));
-    ok("credential", "rotate", "node", "vm");
+    // vm's host makes its new key pair; the operator records its public key (R64).
+    ok("credential", "rotate", "node", "vm", "--nkey", ok("host", "rotate-key", "--state", join(dir, "host")).trim());
     ok("node", "remove", "old1");
     const lateDir = join(root, "late");
-    const lateKey = ok("host", "init", "--state", lateDir).trim();
-    writeFileSync(join(root, "late-enrol.json"), ok("node", "enrol", "late", "--key", lateKey, "--json"));
+    const [lateKey, lateNkey] = ok("host", "init", "--state", lateDir).trim().split("\n") as [string, string];
+    writeFileSync(join(root, "late-enrol.json"), ok("node", "enrol", "late", "--key", lateKey, "--nkey", lateNkey, "--json"));
     ok("host", "credential", "--state", lateDir, "--from", join(root, "late-enrol.json"));
     const late = credentialAt(join(lateDir, "credential.json"));
     mesh("push", "--wait"); // late has no agent: its report never comes
@@ -116,13 +118,12 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     assert.equal(report.changed, false);
     const accepted = JSON.parse(ok("replay", "--accept-restore", "--json")) as {
       unknownToRecords: string[]; rotated: Array<{ kind: string; name: string }>;
-      absentFromInstalledList?: Array<{ kind: string; name: string }>; nodeCredentials: Array<{ node: string }>;
+      absentFromInstalledList?: Array<{ kind: string; name: string }>; revoked?: Array<{ kind: string; name: string }>;
     };
     // old1, removed after the backup, is back in the records but not on the list the bus runs:
-    // named, freshly minted (its old password dies) and handed to nobody.
+    // named, and its key (the node's own: nobody can mint it another, R64) revoked.
     assert.deepEqual((accepted.absentFromInstalledList ?? []).map((p) => `${p.kind} ${p.name}`), ["node old1"], "the node removed after the backup is named");
-    assert.ok(accepted.rotated.some((p) => p.kind === "node" && p.name === "old1"), "its credential is replaced all the same");
-    assert.deepEqual(accepted.nodeCredentials.map((n) => n.node), ["vm"], "no sealed credential for old1 in the reply");
+    assert.deepEqual((accepted.revoked ?? []).map((p) => `${p.kind} ${p.name}`), ["node old1"], "its key is revoked");
     // The broker's host (started by mesh up, records behind or not) reported the list it installed.
     assert.deepEqual(accepted.unknownToRecords, ["node-late"], "the node enrolled after the backup is named");
     assert.ok(accepted.rotated.some((p) => p.kind === "node" && p.name === "vm"));
@@ -132,19 +133,18 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     assert.equal((JSON.parse(pushed.out) as { controllerRotation?: string }).controllerRotation, "applied", pushed.err);
 
     const vmNow = credentialAt(join(dir, "host", "credential.json"));
-    assert.notEqual(vmNow.password, vmRotated.password, "vm took its fresh credential");
-    await waitFor(async () => !(await refused(vmNow)), { timeoutMs: 20_000, name: "vm's fresh credential admitted" });
+    assert.equal(secretOf(vmNow), secretOf(vmRotated), "R64: vm keeps the key it generated, the one the bus ran before the restore");
+    await waitFor(async () => !(await refused(vmNow)), { timeoutMs: 20_000, name: "vm's key admitted" });
     assert.equal(await refused(old1Password), true, "old1's password (from the backup) is refused");
     assert.equal(await refused(credentialAt(join(old1Dir, "credential.json"))), true, "and so is whatever old1's agent holds now");
     assert.equal(await refused(vmBefore), true, "vm's rotated-away password is refused");
-    assert.equal(await refused(vmRotated), true, "vm's pre-restore password is refused");
     assert.equal(await refused(late), true, "the late node is not on the bus");
     const controllerNow = credentialAt(join(dir, "controller.json"));
-    assert.notEqual(controllerNow.password, controllerBefore.password, "the controller's credential file holds its fresh password");
+    assert.notEqual(secretOf(controllerNow), secretOf(controllerBefore), "the controller's credential file holds its fresh password");
     assert.equal(await refused(controllerBefore), true, "the controller's pre-restore password is refused (R50 switched it)");
     assert.equal(await refused(controllerNow), false);
     assert.equal(await refused(operatorBefore), true, "the operator's pre-restore password is refused");
     ok("nodes"); // and the operator still commands: its CLI switched to the fresh one
-    assert.notEqual(credentialAt(join(dir, "operator.json")).password, operatorBefore.password);
+    assert.notEqual(secretOf(credentialAt(join(dir, "operator.json"))), secretOf(operatorBefore));
   });
 });

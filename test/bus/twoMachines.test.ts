@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { freePort } from "../../installer/serverConfig.ts";
 import { isAlive, stopPid } from "../../installer/bus.ts";
 import { readUserList } from "../../installer/carried.ts";
-import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../src/genesis.ts";
+import { BOOTSTRAP_SEED, BOOTSTRAP_USER } from "../../src/genesis.ts";
 import { connectToBus } from "../../src/bus/connect.ts";
 import { busUser } from "../../src/names.ts";
 
@@ -139,7 +139,7 @@ describe("two machines, by the README (R56)", () => {
     const mesh = JSON.parse(readFileSync(join(genesisDir, "mesh.json"), "utf8")) as { genesisAddress: string; fingerprint: string };
     assert.equal(mesh.genesisAddress, `tls://127.0.0.2:${port}`);
     await assert.rejects(connectToBus(
-      { address: mesh.genesisAddress, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD, fingerprint: mesh.fingerprint },
+      { address: mesh.genesisAddress, user: BOOTSTRAP_USER, seed: BOOTSTRAP_SEED, fingerprint: mesh.fingerprint },
       { reconnect: false },
     ));
   });

@@ -1,10 +1,10 @@
-import { secretOf } from "../../src/bus/connect.ts";
+import { secretOf, withSecret } from "../../src/bus/connect.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, nkeyAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { up, operatorConnection, operatorUser, pushAndWait, HOST_DIR, type UpResult } from "../../src/up/up.ts";
 import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
@@ -12,14 +12,14 @@ import { stopAll } from "../../src/up/processes.ts";
 import { renderSummary } from "../../src/up/summary.ts";
 import { freePort } from "../../installer/serverConfig.ts";
 import { readUserList } from "../../installer/carried.ts";
-import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../src/genesis.ts";
+import { BOOTSTRAP_SEED, BOOTSTRAP_USER } from "../../src/genesis.ts";
 import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
 import { readBusCredential } from "../../src/files/index.ts";
 import { askAs } from "../support/client.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, type CliIo } from "../../src/cli/context.ts";
-import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
-import { passwordMatches } from "../../src/crypto/secrets.ts";
+import { initHostKeys, rotateNodeKey, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
+import { secretMatches } from "../../src/crypto/secrets.ts";
 import { workConsumer, workStream, workSubject } from "../../src/names.ts";
 import { waitFor } from "../support/natsServer.ts";
 import { watchViolations } from "../support/violations.ts";
@@ -72,8 +72,8 @@ describe("mesh up (embedded default, end to end)", () => {
   async function ensureBeta(): Promise<void> {
     if (beta !== undefined) return;
     const betaDir = join(root, "beta");
-    const { publicKey } = initHostKeys(betaDir);
-    saveNodeCredential(betaDir, await ask("node.enrol", { node: "beta", publicKey }));
+    const { publicKey, nkey } = initHostKeys(betaDir);
+    saveNodeCredential(betaDir, await ask("node.enrol", { node: "beta", publicKey, nkey }));
     const credential = readCredentialFile(join(betaDir, NODE_CREDENTIAL_FILE), betaDir);
     beta = startHost({ stateDir: betaDir, node: "beta", credential, log, backoff: { initialMs: 100, maxMs: 500 } });
     const pushed = await pushAndWait(operator, operatorUser(result.paths), 20_000);
@@ -117,13 +117,13 @@ describe("mesh up (embedded default, end to end)", () => {
 
   it("R14: after the first composition the bus refuses the bootstrap password", async () => {
     const current = credentialFile(result.paths.controllerCredential);
-    assert.notEqual(secretOf(current), BOOTSTRAP_PASSWORD, "the controller's credential file holds its rotated password");
+    assert.notEqual(secretOf(current), BOOTSTRAP_SEED, "the controller's credential file holds its rotated password");
     await assert.rejects(
-      connectToBus({ ...current, password: BOOTSTRAP_PASSWORD }, { reconnect: false }),
+      connectToBus(withSecret(current, BOOTSTRAP_SEED), { reconnect: false }),
       isAuthorizationRefusal,
     );
     const listed = readUserList(readFileSync(result.paths.userList, "utf8")).find((u) => u.user === BOOTSTRAP_USER);
-    assert.ok(listed && passwordMatches(secretOf(current), listed.password) && !passwordMatches(BOOTSTRAP_PASSWORD, listed.password));
+    assert.ok(listed && secretMatches(secretOf(current), { nkey: listed.nkey }) && !secretMatches(BOOTSTRAP_SEED, { nkey: listed.nkey }));
   });
 
   it("R14: a controller restart keeps the rotated password, never the bootstrap one", async () => {
@@ -135,18 +135,18 @@ describe("mesh up (embedded default, end to end)", () => {
     assert.deepEqual(pushed.timedOut, []);
     assert.equal(secretOf(credentialFile(result.paths.controllerCredential)), rotated);
     const listed = readUserList(readFileSync(result.paths.userList, "utf8")).find((u) => u.user === BOOTSTRAP_USER)!;
-    assert.ok(passwordMatches(rotated, listed.password), "the user list still carries the rotated password");
-    assert.ok(!passwordMatches(BOOTSTRAP_PASSWORD, listed.password), "and never the bootstrap one");
+    assert.ok(secretMatches(rotated, { nkey: listed.nkey }), "the user list still carries the rotated password");
+    assert.ok(!secretMatches(BOOTSTRAP_SEED, { nkey: listed.nkey }), "and never the bootstrap one");
     await assert.rejects(
-      connectToBus({ ...credentialFile(result.paths.controllerCredential), password: BOOTSTRAP_PASSWORD }, { reconnect: false }),
+      connectToBus(withSecret(credentialFile(result.paths.controllerCredential), BOOTSTRAP_SEED), { reconnect: false }),
       isAuthorizationRefusal,
     );
   });
 
   it("R1: a node's credential is refused by the bus before the push that composes it and accepted after", async () => {
     const betaDir = join(root, "beta");
-    const { publicKey } = initHostKeys(betaDir);
-    saveNodeCredential(betaDir, await ask("node.enrol", { node: "beta", publicKey }));
+    const { publicKey, nkey } = initHostKeys(betaDir);
+    saveNodeCredential(betaDir, await ask("node.enrol", { node: "beta", publicKey, nkey }));
     const credential = readCredentialFile(join(betaDir, NODE_CREDENTIAL_FILE), betaDir);
     await assert.rejects(connectToBus(credential, { reconnect: false }), isAuthorizationRefusal);
     beta = startHost({ stateDir: betaDir, node: "beta", credential, log, backoff: { initialMs: 100, maxMs: 500 } });
@@ -172,7 +172,7 @@ describe("mesh up (embedded default, end to end)", () => {
     assert.equal(beta.reports.at(-1)?.ok, true);
   });
 
-  it("R31 R14: a rotated node credential reaches the running host in its declaration; the bus refuses the old password and the host comes back with the new one", async () => {
+  it("R31 R14 R50 R64: a node's rotated key (made by its host) reaches the running host in its declaration; the bus refuses the old seed and the host comes back with the new one", async () => {
     await ensureBeta();
     const alphaDir = join(dir, HOST_DIR);
     const betaDir = join(root, "beta");
@@ -182,12 +182,13 @@ describe("mesh up (embedded default, end to end)", () => {
       ((pushed.nodes ?? []) as Array<{ node: string; outcome: string }>).some((n) => n.node === node && n.outcome === "applied");
     // The broker's holder itself: its own reload drops its connection, which must come back with the new password.
     const oldAlpha = readCredentialFile(alphaFile, alphaDir);
-    await ask("credential.rotate", { kind: "node", name: NODE });
+    await ask("credential.rotate", { kind: "node", name: NODE, nkey: rotateNodeKey(alphaDir).nkey });
     const first = await pushAndWait(operator, operatorUser(result.paths), 20_000);
     assert.deepEqual(first.timedOut, [], JSON.stringify(first));
     assert.ok(applied(first, NODE), `the holder applied its rotation: ${JSON.stringify(first.nodes)}`);
     const newAlpha = readCredentialFile(alphaFile, alphaDir);
-    assert.notEqual(newAlpha.password, oldAlpha.password, "the host saved its new password");
+    assert.notEqual(secretOf(newAlpha), secretOf(oldAlpha), "the host took its new seed");
+    assert.equal(existsSync(join(alphaDir, "node.seed.next")), false, "its pending seed became its current one");
     assert.equal(statSync(alphaFile).mode & 0o777, 0o600);
     await assert.rejects(connectToBus(oldAlpha, { reconnect: false }), isAuthorizationRefusal);
     await (await connectToBus(newAlpha, { reconnect: false })).close();
@@ -196,23 +197,23 @@ describe("mesh up (embedded default, end to end)", () => {
     const oldBeta = readCredentialFile(betaFile, betaDir);
     const reconnects = () => logs.filter((l) => l === "host beta: reconnected to the bus").length;
     const before = reconnects();
-    await ask("credential.rotate", { kind: "node", name: "beta" });
+    await ask("credential.rotate", { kind: "node", name: "beta", nkey: rotateNodeKey(betaDir).nkey });
     const second = await pushAndWait(operator, operatorUser(result.paths), 20_000);
     assert.deepEqual(second.timedOut, [], JSON.stringify(second));
     assert.ok(applied(second, NODE) && applied(second, "beta"), `both applied: ${JSON.stringify(second.nodes)}`);
     const newBeta = readCredentialFile(betaFile, betaDir);
-    assert.notEqual(newBeta.password, oldBeta.password);
+    assert.notEqual(secretOf(newBeta), secretOf(oldBeta));
     await assert.rejects(connectToBus(oldBeta, { reconnect: false }), isAuthorizationRefusal);
     // The reload dropped beta's connection (its password changed); it comes back with the new one.
     await waitFor(() => reconnects() > before && beta!.bound(), { timeoutMs: 10_000, name: "beta reconnected" });
     // Beta's next declaration reaches it over its re-made connection.
     const reported = beta!.reports.length;
-    await ask("credential.rotate", { kind: "node", name: "beta" });
+    await ask("credential.rotate", { kind: "node", name: "beta", nkey: rotateNodeKey(betaDir).nkey });
     const third = await pushAndWait(operator, operatorUser(result.paths), 20_000);
     assert.deepEqual(third.timedOut, [], JSON.stringify(third));
     assert.ok(applied(third, "beta"), `beta applied its next declaration: ${JSON.stringify(third.nodes)}`);
     assert.ok(beta!.reports.length > reported && beta!.reports.at(-1)?.ok);
-    assert.notEqual(readCredentialFile(betaFile, betaDir).password, newBeta.password);
+    assert.notEqual(secretOf(readCredentialFile(betaFile, betaDir)), secretOf(newBeta));
   });
 
   it("R16: a module pulls work from its seat's queue with the credential its node was given", async () => {
@@ -261,7 +262,7 @@ describe("mesh up (embedded default, end to end)", () => {
     const standard = (env: Record<string, string>, withPrefix: boolean) => {
       const { hostname, port } = new URL(env.MESH_BROKER_ADDRESS!.replace(/^tls:/, "https:"));
       return connect({
-        servers: `${hostname}:${port}`, user: env.MESH_USER!, pass: env.MESH_PASSWORD!, reconnect: false,
+        servers: `${hostname}:${port}`, authenticator: nkeyAuthenticator(new TextEncoder().encode(env.MESH_NKEY_SEED!)), reconnect: false,
         tls: { caFile: env.MESH_BROKER_CERTIFICATE_FILE! },
         ...(withPrefix ? { inboxPrefix: env.MESH_INBOX_PREFIX! } : {}),
       });
@@ -326,7 +327,7 @@ describe("mesh up (embedded default, end to end)", () => {
   });
 
   it("R3: no log line of the whole run carries a password", () => {
-    const passwords = new Set<string>([BOOTSTRAP_PASSWORD]);
+    const passwords = new Set<string>([BOOTSTRAP_SEED]);
     const add = (file: string) => { if (existsSync(file)) passwords.add(secretOf(credentialFile(file))); };
     add(result.paths.operatorCredential);
     add(result.paths.controllerCredential);

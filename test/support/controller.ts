@@ -6,7 +6,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { connectToBus } from "../../src/bus/connect.ts";
 import { parseControllerConfig, type Environment } from "../../src/config.ts";
 import { openCatalogue } from "../../src/records/catalogue.ts";
-import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, openAsNode, sealWithMeshKey } from "../../src/crypto/secrets.ts";
+import { newFreshSecret, newMeshKey, newNodeKeyPair, newUserKey, openAsNode, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { startController, type Controller } from "../../src/bootstrap/main.ts";
 import { memoryLog } from "../../src/bootstrap/log.ts";
 import type { AnyReply as Reply } from "../../src/contracts/verbs.ts";
@@ -14,14 +14,14 @@ import { askAs } from "./client.ts";
 import {
   CONTROL_STREAM, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER, declarationConsumer, declarationSubject, reportSubject,
 } from "../../src/names.ts";
-import { BOOTSTRAP_PASSWORD, BOOTSTRAP_USER } from "../../src/genesis.ts";
+import { BOOTSTRAP_SEED, BOOTSTRAP_USER } from "../../src/genesis.ts";
 import { GENESIS_COMMAND_ID, decideGenesis } from "../../src/commands/genesis.ts";
 import type { NatsServer } from "./natsServer.ts";
 
 /**
  * A controller over a test nats-server (no TLS, no authorization: the bus's own checks are the
  * host and genesis tests' business): a folder with the mesh key and the controller's credential
- * file at the bootstrap password, the genesis commit recorded, an operator connection sending
+ * file at the genesis seed, the genesis commit recorded, an operator connection sending
  * commands on its own inbox, and simulated nodes that read their declarations and report.
  */
 export type ControllerFixture = {
@@ -63,7 +63,7 @@ export async function controllerFixture(server: Pick<NatsServer, "url">, options
   writeFileSync(keyFile, meshKey, { mode: 0o600 });
   const credentialFile = join(dir, "controller.json");
   const addresses = options.addresses === undefined ? {} : { addresses: options.addresses };
-  writeFileSync(credentialFile, JSON.stringify({ address: server.url, ...addresses, user: BOOTSTRAP_USER, password: BOOTSTRAP_PASSWORD }), { mode: 0o600 });
+  writeFileSync(credentialFile, JSON.stringify({ address: server.url, ...addresses, user: BOOTSTRAP_USER, seed: BOOTSTRAP_SEED }), { mode: 0o600 });
   const env: Environment = {
     MESH_CONTROLLER_CREDENTIAL: credentialFile,
     MESH_KEY_FILE: keyFile,
@@ -74,13 +74,12 @@ export async function controllerFixture(server: Pick<NatsServer, "url">, options
   // The genesis commit, as the installer records it.
   const operator = await connectToBus({ address: server.url, ...addresses, user: "operator-test", password: "unused" }, { name: "test-operator", ...(options.addresses ? { reconnectWaitMs: 100 } : {}) });
   const catalogue = await openCatalogue(operator, options.replicas === undefined ? {} : { replicas: options.replicas });
-  const password = newPassword();
   const genesis = await catalogue.transact(GENESIS_COMMAND_ID, (state) => decideGenesis(state, {
     genesisAddress: server.url,
     fingerprint: Array(32).fill("AB").join(":"),
     bootstrapUser: BOOTSTRAP_USER,
     operator: "test",
-    operatorSecret: { password, hash: hashPassword(password), sealed: sealWithMeshKey(meshKey, password) },
+    operatorSecret: newFreshSecret((seed) => sealWithMeshKey(meshKey, seed)),
     now: new Date().toISOString(),
   }));
   if (!genesis.ok) throw new Error(`genesis refused: ${genesis.refusal.code}`);
@@ -105,7 +104,7 @@ export async function controllerFixture(server: Pick<NatsServer, "url">, options
     },
     async enrol(node) {
       const keys = newNodeKeyPair();
-      await fixture.send("node.enrol", { node, publicKey: keys.publicKey });
+      await fixture.send("node.enrol", { node, publicKey: keys.publicKey, nkey: newUserKey().publicKey });
       return keys.privateKey;
     },
     async drain(node) {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 /**
  * given/when/then for the pure command core, no server: `given(...events)` folds events into a
  * state, `.when(verb, request, envelope?)` validates the request with the verb's schema and runs its
@@ -31,9 +32,24 @@ export function nodeKeyOf(node: string): string {
   return Buffer.from(`public key of ${node}`).toString("base64");
 }
 
-/** Fake fresh secret #n: password `pw-n`, a bcrypt-shaped hash (7 + 53 chars), sealed `sealed-n`. */
+/**
+ * An nkey public key of `node`'s own (`U` + 55 base32 characters, distinct per name): what `mesh
+ * host init` generates on the node (R64). Decide checks only its shape.
+ */
+export function nodeNkeyOf(node: string): string {
+  return `U${[...createHash("sha256").update(node).digest("hex").slice(0, 55)].map((c) => "ABCDEFGHIJKLMNOP"[parseInt(c, 16)]).join("")}`;
+}
+
+/** The nkey of the node enrolled as "alpha" in these tests. */
+export const NODE_NKEY = nodeNkeyOf("alpha");
+
+/**
+ * Fake fresh secret #n: an nkey-shaped seed (`SU` + 56) and public key (`U` + 55, base32 letters
+ * spelling n), sealed `sealed-n`. Decide never checks that the key belongs to the seed.
+ */
 export function fakeSecret(n: number): FreshSecret {
-  return { password: `pw-${n}`, hash: "$2a$06$" + `hash${n}`.padEnd(53, "x"), sealed: `sealed-${n}` };
+  const spelled = String(n).replace(/\d/g, (d) => "ABCDEFGHIJ"[Number(d)]!);
+  return { seed: `SU${`SEED${spelled}`.padEnd(56, "A")}`, nkey: `U${`KEY${spelled}`.padEnd(55, "A")}`, sealed: `sealed-${n}` };
 }
 
 /** The envelope `when` uses unless given one: fixed time, command id and actor, three fake secrets. */
@@ -52,13 +68,20 @@ export const GENESIS: EventBody = {
   bootstrapUser: busUser("controller", "mesh-controller"),
 };
 
-/** The events an accepted `node.enrol` of `node` leaves (minted for the genesis address). */
-export function enrolment(node: string, n = 1): EventBody[] {
-  const secret = fakeSecret(n);
+/**
+ * The events an accepted `node.enrol {node, publicKey: NODE_KEY, nkey: nodeNkeyOf(node)}` leaves
+ * (minted for the genesis address; the node's own key, no sealed secret, R64).
+ */
+export function enrolment(node: string): EventBody[] {
   return [
     { type: "NodeEnrolled", node, publicKey: NODE_KEY },
-    { type: "CredentialMinted", principal: { kind: "node", name: node }, user: busUser("node", node), hash: secret.hash, sealed: secret.sealed, address: GENESIS_ADDRESS },
+    { type: "CredentialMinted", principal: { kind: "node", name: node }, user: busUser("node", node), nkey: nodeNkeyOf(node), address: GENESIS_ADDRESS },
   ];
+}
+
+/** The body of `node.enrol` for `node` as these tests send it (NODE_KEY and the node's own nkey). */
+export function enrolBody(node: string, publicKey: string = NODE_KEY): { node: string; publicKey: string; nkey: string } {
+  return { node, publicKey, nkey: nodeNkeyOf(node) };
 }
 
 /** A ModuleRegistered event for a manifest written as plain JSON (parsed, defaults filled in). */

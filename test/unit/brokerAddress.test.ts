@@ -11,7 +11,7 @@ import type { MeshEvent } from "../../src/events/index.ts";
 import { brokerNode, brokerReachableAt, type State } from "../../src/projections/index.ts";
 import { composeDeclaration } from "../../src/compose/index.ts";
 import {
-  GENESIS, GENESIS_ADDRESS, nodeKeyOf, given, givenState, registration, type EventBody, type Outcome, type Scenario,
+  GENESIS, GENESIS_ADDRESS, nodeKeyOf, nodeNkeyOf, given, givenState, registration, type EventBody, type Outcome, type Scenario,
 } from "../support/givenWhenThen.ts";
 
 /** Genesis with an address that names no port (R8): every address below carries 4222. */
@@ -71,7 +71,7 @@ describe("the broker's address from a sequence of records", () => {
     assert.equal(brokerNode(mesh.state), null, "R6: nothing holds mesh-broker and there is no hub");
     assert.deepEqual(mesh.query("where"), { placed: [], hub: null, broker: null });
     for (const node of nodes) {
-      const enrol = mesh.when("node.enrol", { node, publicKey: nodeKeyOf(node) });
+      const enrol = mesh.when("node.enrol", { node, publicKey: nodeKeyOf(node), nkey: nodeNkeyOf(node) });
       assert.equal(mintedAddress(enrol), GENESIS_4222, `R7 R8: ${node} is enrolled for the genesis address with port 4222`);
       mesh = next(enrol);
     }
@@ -99,8 +99,8 @@ describe("the broker's address from a sequence of records", () => {
     //    every credential path uses brokerReachableAt), beta (off the overlay) still the genesis one.
     const alphaPlaced = mesh.when("overlay.place", { node: "alpha" });
     mesh = next(alphaPlaced);
-    assert.equal(mintedAddress(mesh.when("credential.rotate", { kind: "node", name: "beta" })), GENESIS_4222);
-    const alphaRotated = mesh.when("credential.rotate", { kind: "node", name: "alpha" });
+    assert.equal(mintedAddress(mesh.when("credential.rotate", { kind: "node", name: "beta", nkey: nodeNkeyOf("beta rotated") })), GENESIS_4222);
+    const alphaRotated = mesh.when("credential.rotate", { kind: "node", name: "alpha", nkey: nodeNkeyOf("alpha rotated") });
     assert.equal(mintedAddress(alphaRotated), "tls://north.internal:4222");
     mesh = next(alphaRotated);
 
@@ -120,7 +120,7 @@ describe("the broker's address from a sequence of records", () => {
     assert.deepEqual((mesh.query("where") as { broker: string | null }).broker, "alpha");
     assert.deepEqual(reach(mesh.state, nodes), { north: "tls://alpha.internal:4222", alpha: GENESIS_4222, beta: GENESIS_4222 });
     assert.equal(mintedAddress(mesh.when("module.issue", { module: "broker" })), GENESIS_4222, "R7: module issue uses it");
-    assert.equal(mintedAddress(mesh.when("credential.rotate", { kind: "node", name: "north" })), "tls://alpha.internal:4222");
+    assert.equal(mintedAddress(mesh.when("credential.rotate", { kind: "node", name: "north", nkey: nodeNkeyOf("north rotated") })), "tls://alpha.internal:4222");
 
     // 6. beta joins the overlay. Credentials issued earlier keep the address they were minted for
     //    (R10): the commit holds no credential event, the records keep every address, and the reply
@@ -148,7 +148,7 @@ describe("the broker's address from a sequence of records", () => {
     const app = { name: "app", version: "1.0.0" };
     // a one-machine mesh as `mesh up` makes it: the node holds mesh-broker and is the overlay's hub
     const oneMachine = run(given(GENESIS, registration(broker), registration(app)), [
-      ["node.enrol", { node: "vm", publicKey: nodeKeyOf("vm") }],
+      ["node.enrol", { node: "vm", publicKey: nodeKeyOf("vm"), nkey: nodeNkeyOf("vm") }],
       ["module.issue", { module: "broker" }],
       ["assign", { module: "broker", node: "vm" }],
       ["overlay.place", { node: "vm", hub: true }],
@@ -162,7 +162,7 @@ describe("the broker's address from a sequence of records", () => {
     // two machines on the overlay: a module on the second node dials the broker's overlay name,
     // whichever order it was issued, assigned and placed in (the declaration is composed from the
     // state at push time, not from the address recorded at issue)
-    const twoMachines = run(oneMachine, [["node.enrol", { node: "far", publicKey: nodeKeyOf("far") }]]);
+    const twoMachines = run(oneMachine, [["node.enrol", { node: "far", publicKey: nodeKeyOf("far"), nkey: nodeNkeyOf("far") }]]);
     const orders: Array<ReadonlyArray<[string, Record<string, unknown>]>> = [
       [["module.issue", { module: "app" }], ["assign", { module: "app", node: "far" }], ["overlay.place", { node: "far" }]],
       [["overlay.place", { node: "far" }], ["assign", { module: "app", node: "far" }], ["module.issue", { module: "app" }]],

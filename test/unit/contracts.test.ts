@@ -16,7 +16,7 @@ import { REPORTS_VERB, reportsVerb } from "../../src/push/reports.ts";
 import { redactDeclaration, sha256, type PushReport } from "../../src/push/push.ts";
 import { REPLAY_VERB } from "../../src/commands/replay.ts";
 import { EXAMPLE_CONFIG, exampleMesh } from "./compose/exampleMesh.ts";
-import { FAKE_TOOLS, NODE_KEY, NOW, fakeSecret } from "../support/givenWhenThen.ts";
+import { FAKE_TOOLS, NODE_KEY, NOW, fakeSecret, nodeNkeyOf } from "../support/givenWhenThen.ts";
 import type { JetStreamManager } from "@nats-io/jetstream";
 
 /**
@@ -104,7 +104,7 @@ function fakeReports(stored: Record<string, unknown>): JetStreamManager {
  * (test/bus/contracts.test.ts, and every `mesh replay` of the CLI's tests).
  */
 const REPLIES: Record<Verb, (state: State) => Promise<unknown[]> | unknown[] | "bus"> = {
-  "node.enrol": (state) => [accept(state, "node.enrol", { node: "delta", publicKey: NODE_KEY }).wire],
+  "node.enrol": (state) => [accept(state, "node.enrol", { node: "delta", publicKey: NODE_KEY, nkey: nodeNkeyOf("delta") }).wire],
   "node.remove": (state) => [accept(state, "node.remove", { node: "gamma" }).wire],
   "module.register": (state) => [
     accept(state, "module.register", { manifest: { name: "extra", version: "1.0.0", seats: { "mesh-extra": { protocol: "x/1" } }, claims: ["mesh-extra"], uses: ["mesh-build"] } }).wire,
@@ -119,11 +119,11 @@ const REPLIES: Record<Verb, (state: State) => Promise<unknown[]> | unknown[] | "
   "seat.alias": (state) => [accept(state, "seat.alias", { from: "old-build", to: "mesh-build" }).wire],
   "seat.handover": (state) => [accept(state, "seat.handover", { seat: "mesh-build", from: "beta", to: "gamma" }).wire],
   "overlay.place": (state) => {
-    const enrolled = accept(state, "node.enrol", { node: "delta", publicKey: NODE_KEY }).after;
+    const enrolled = accept(state, "node.enrol", { node: "delta", publicKey: NODE_KEY, nkey: nodeNkeyOf("delta") }).after;
     return [accept(enrolled, "overlay.place", { node: "delta" }).wire];
   },
   "credential.rotate": (state) => [
-    accept(state, "credential.rotate", { kind: "node", name: "alpha" }).wire,
+    accept(state, "credential.rotate", { kind: "node", name: "alpha", nkey: nodeNkeyOf("alpha, rotated") }).wire,
     // The asking operator's own: its new password comes back to it (R50).
     accept(state, "credential.rotate", { kind: "operator", name: "ada" }).wire,
     accept(state, "credential.rotate", { kind: "module", name: "broker" }).wire,

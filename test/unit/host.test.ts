@@ -5,13 +5,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
-import { newPassword, sealToNode } from "../../src/crypto/secrets.ts";
+import { newPassword, publicKeyOfSeed, sealToNode } from "../../src/crypto/secrets.ts";
 import { createHash } from "node:crypto";
 import { splitUserList, userListPartHeaders } from "../../src/push/push.ts";
 import { USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER } from "../../src/names.ts";
 import {
   UserListParts, MAX_LISTS_KEPT,
-  applyDeclaration, credentialFrom, DeclarationRefused, HostStateError, initHostKeys, readNodePrivateKey, readOwned,
+  applyDeclaration, credentialFrom, DeclarationRefused, HostStateError, initHostKeys, readNodePrivateKey, readNodeSeeds, readOwned,
+  rotateNodeKey, saveNodeCredential,
 } from "../../src/host/index.ts";
 import { UserListPartRefused, readPartHeader } from "../../src/contracts/userList.ts";
 import { Declaration } from "../../src/contracts/declaration.ts";
@@ -54,15 +55,20 @@ describe("host state: keys and credentials", () => {
   before(() => { root = mkdtempSync(join(tmpdir(), "mesh-host-unit-")); });
   after(() => { rmSync(root, { recursive: true, force: true }); });
 
-  it("R3: host init writes the private key 0600, prints the public key, and refuses to overwrite it without --force", async () => {
+  it("R3 R64: host init writes both private keys 0600 (X25519 and the nkey seed), prints both public keys, and refuses to overwrite them without --force", async () => {
     const state = join(root, "init");
     const io = memoryIo();
     assert.equal(await runCli(["host", "init", "--state", state], io), EXIT_OK);
-    const publicKey = io.out().trim();
+    const [publicKey, nkey] = io.out().trim().split("\n");
     assert.equal(readFileSync(join(state, "node.pub"), "utf8").trim(), publicKey);
     assert.equal(statSync(join(state, "node.key")).mode & 0o777, 0o600);
+    const seed = readFileSync(join(state, "node.seed"), "utf8").trim();
+    assert.equal(statSync(join(state, "node.seed")).mode & 0o777, 0o600);
+    assert.equal(publicKeyOfSeed(seed), nkey, "the printed nkey is the seed's");
+    assert.equal(readFileSync(join(state, "node.nkey"), "utf8").trim(), nkey);
     const key = readNodePrivateKey(state);
     assert.ok(!io.out().includes(key) && !io.err().includes(key), "the private key is never printed");
+    assert.ok(!io.out().includes(seed) && !io.err().includes(seed), "the seed is never printed");
 
     const again = memoryIo();
     assert.equal(await runCli(["host", "init", "--state", state], again), EXIT_USAGE);
@@ -75,45 +81,67 @@ describe("host state: keys and credentials", () => {
     assert.equal(JSON.parse(forced.out()).publicKey, readFileSync(join(state, "node.pub"), "utf8").trim());
   });
 
-  it("R3: host credential opens the enrol reply with the node's key and keeps it 0600, printing no password", async () => {
+  it("R3 R64: host credential joins the enrol reply (no secret in it) with the node's own seed and keeps it 0600, printing no seed", async () => {
     const state = join(root, "cred");
-    const { publicKey } = initHostKeys(state);
-    const password = newPassword();
-    const reply = { ok: true, reply: { node: "alpha", credential: { address: "nats://127.0.0.1:4222", user: "node-alpha", sealedPassword: sealToNode(publicKey, password), fingerprint: "" } } };
+    const { nkey } = initHostKeys(state);
+    const seed = readFileSync(join(state, "node.seed"), "utf8").trim();
+    const reply = { ok: true, reply: { node: "alpha", credential: { address: "nats://127.0.0.1:4222", user: "node-alpha", nkey, fingerprint: "" } } };
     writeFileSync(join(root, "reply.json"), JSON.stringify(reply));
     const io = memoryIo();
     assert.equal(await runCli(["host", "credential", "--state", state, "--from", join(root, "reply.json")], io), EXIT_OK);
     const saved = JSON.parse(readFileSync(join(state, "credential.json"), "utf8"));
-    assert.deepEqual(saved, { address: "nats://127.0.0.1:4222", user: "node-alpha", password });
+    assert.deepEqual(saved, { address: "nats://127.0.0.1:4222", user: "node-alpha", seed });
     assert.equal(statSync(join(state, "credential.json")).mode & 0o777, 0o600);
-    assert.ok(!io.out().includes(password) && !io.err().includes(password));
+    assert.ok(!io.out().includes(seed) && !io.err().includes(seed));
   });
 
-  it("R3: host credential accepts every form the CLI prints: enrol and rotate replies, their --json forms, the bare sealed credential, a plain file", () => {
+  it("R64: host credential accepts every form the CLI prints: enrol and rotate replies, their --json forms, the bare credential, a plain file", () => {
     const state = join(root, "forms");
-    const { publicKey } = initHostKeys(state);
-    const password = newPassword();
+    const { nkey } = initHostKeys(state);
+    const seed = readFileSync(join(state, "node.seed"), "utf8").trim();
     const fingerprint = Array.from({ length: 32 }, () => "AB").join(":");
-    const sealed = { address: "tls://127.0.0.1:4222", user: "node-alpha", sealedPassword: sealToNode(publicKey, password), fingerprint };
-    const expected = { address: "tls://127.0.0.1:4222", user: "node-alpha", password, fingerprint };
+    const bare = { address: "tls://127.0.0.1:4222", user: "node-alpha", nkey, fingerprint };
+    const expected = { address: "tls://127.0.0.1:4222", user: "node-alpha", seed, fingerprint };
     const forms = [
-      { node: "alpha", credential: sealed },
-      { ok: true, commandId: "c", node: "alpha", credential: sealed },
-      { ok: true, reply: { node: "alpha", credential: sealed } },
-      sealed,
+      { node: "alpha", credential: bare },
+      { ok: true, commandId: "c", node: "alpha", credential: bare },
+      { ok: true, reply: { node: "alpha", credential: bare } },
+      bare,
       expected,
     ];
-    for (const form of forms) assert.deepEqual(credentialFrom(form, readNodePrivateKey(state)), expected, JSON.stringify(Object.keys(form)));
+    const seeds = () => readNodeSeeds(state);
+    for (const form of forms) assert.deepEqual(credentialFrom(form, seeds), expected, JSON.stringify(Object.keys(form)));
   });
 
-  it("R3: an enrol reply sealed to another key is refused, naming no secret", () => {
+  it("R3 R64: a reply naming a key this node does not hold is refused, naming no secret", () => {
     const mine = join(root, "mine");
     const theirs = join(root, "theirs");
     initHostKeys(mine);
-    const { publicKey } = initHostKeys(theirs);
-    const password = newPassword();
-    const reply = { node: "x", credential: { address: "nats://127.0.0.1:4222", user: "node-x", sealedPassword: sealToNode(publicKey, password) } };
-    assert.throws(() => credentialFrom(reply, readNodePrivateKey(mine)), (e: unknown) => e instanceof HostStateError && e.code === "bad-credential" && !e.message.includes(password));
+    const { nkey } = initHostKeys(theirs);
+    const reply = { node: "x", credential: { address: "nats://127.0.0.1:4222", user: "node-x", nkey } };
+    const seed = readFileSync(join(mine, "node.seed"), "utf8").trim();
+    assert.throws(() => credentialFrom(reply, () => readNodeSeeds(mine)), (e: unknown) => e instanceof HostStateError && e.code === "bad-credential" && !e.message.includes(seed));
+  });
+
+  it("R50 R64: host rotate-key makes a pending seed (0600) and prints its key; a reply naming it makes it the node's current seed", async () => {
+    const state = join(root, "rotate");
+    const { nkey: first } = initHostKeys(state);
+    const firstSeed = readFileSync(join(state, "node.seed"), "utf8").trim();
+    saveNodeCredential(state, { node: "r", credential: { address: "nats://127.0.0.1:4222", user: "node-r", nkey: first } });
+    const io = memoryIo();
+    assert.equal(await runCli(["host", "rotate-key", "--state", state], io), EXIT_OK);
+    const next = io.out().trim();
+    const pending = readFileSync(join(state, "node.seed.next"), "utf8").trim();
+    assert.equal(statSync(join(state, "node.seed.next")).mode & 0o777, 0o600);
+    assert.equal(publicKeyOfSeed(pending), next);
+    assert.ok(!io.out().includes(pending) && !io.err().includes(pending), "the seed is never printed");
+    assert.equal(rotateNodeKey(state).nkey, next, "asked again, the pending key is kept (it may be recorded already)");
+    assert.equal(JSON.parse(readFileSync(join(state, "credential.json"), "utf8")).seed, firstSeed, "the node dials with its current seed meanwhile");
+    saveNodeCredential(state, { credential: { address: "nats://127.0.0.1:4222", user: "node-r", nkey: next } });
+    assert.equal(JSON.parse(readFileSync(join(state, "credential.json"), "utf8")).seed, pending);
+    assert.equal(readFileSync(join(state, "node.seed"), "utf8").trim(), pending);
+    assert.equal(readFileSync(join(state, "node.nkey"), "utf8").trim(), next);
+    assert.equal(existsSync(join(state, "node.seed.next")), false);
   });
 
   it("R11: the broker's holder needs all four --bus-* options together", async () => {
@@ -274,12 +302,13 @@ describe("user-list parts: stored as they arrive, installed only complete and ma
 describe("the broker's report of its installed list (R44)", () => {
   it("R44: usersOfListText names every user of a rendered list, quoted or plain", async () => {
     const { renderUserList } = await import("../../src/compose/index.ts");
-    const { usersOfListText } = await import("../../src/host/declaration.ts");
+    const { keysOfListText, usersOfListText } = await import("../../src/host/declaration.ts");
     const permissions = { publish: { allow: ["a"] }, subscribe: { allow: ["b"] } };
     const text = renderUserList({ users: [
-      { user: "node-alpha", password: "$2a$10$x", permissions, principal: { kind: "node", name: "alpha" } },
-      { user: "module-a b", password: "$2a$10$y", permissions, principal: { kind: "module", name: "a" } },
+      { user: "node-alpha", nkey: `U${"A".repeat(55)}`, permissions, principal: { kind: "node", name: "alpha" } },
+      { user: "module-a", nkey: `U${"B".repeat(55)}`, permissions, principal: { kind: "module", name: "a" } },
     ] });
-    assert.deepEqual(usersOfListText(text), ["module-a b", "node-alpha"]);
+    assert.deepEqual(usersOfListText(text), ["module-a", "node-alpha"]);
+    assert.deepEqual(keysOfListText(text), { "module-a": `U${"B".repeat(55)}`, "node-alpha": `U${"A".repeat(55)}` }, "R64: each name's key");
   });
 });

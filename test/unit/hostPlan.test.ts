@@ -12,10 +12,13 @@ import { declarationSubject, userListPartSubject } from "../../src/names.ts";
  * these out over the bus and on disk (test/bus/host.test.ts).
  */
 
-const self = { address: "tls://bus.example:4222", user: "node-alpha", sealed: "sealed-self", fingerprint: "AA:BB" };
+const self = { address: "tls://bus.example:4222", user: "node-alpha", nkey: `U${"A".repeat(55)}`, fingerprint: "AA:BB" };
 const list = { digest: "f".repeat(64), bytes: 10, parts: 2 };
 const declared = (extra: Record<string, unknown> = {}): Declaration => Declaration.parse({ node: "alpha", digest: "d".repeat(64), ...extra });
-const LIST_TEXT = `{user: "node-alpha", password: "$2a$x"}\n{user: "module-broker", password: "$2a$y"}\n`;
+const KEY_A = `U${"A".repeat(55)}`;
+const KEY_B = `U${"B".repeat(55)}`;
+const LIST_TEXT = `    {nkey: "${KEY_A}", permissions: {}}  # node-alpha\n    {nkey: "${KEY_B}", permissions: {}}  # module-broker\n`;
+const LISTED = { users: ["node-alpha", "module-broker"], keys: { "node-alpha": KEY_A, "module-broker": KEY_B } };
 
 describe("host plan: messages and declarations", () => {
   it("a message on the node's declaration subject is its declaration; anything else its filter brings is a user-list part", () => {
@@ -52,9 +55,9 @@ describe("host plan: messages and declarations", () => {
 });
 
 describe("host plan: reports (R32, R43, R44, R55)", () => {
-  it("R43 R44: an applied report carries the records' sequence and, with a list installed, its users", () => {
+  it("R43 R44: an applied report carries the records' sequence and, with a list installed, its users and their keys (R64)", () => {
     assert.deepEqual(appliedReport("alpha", declared()), { node: "alpha", digest: "d".repeat(64), ok: true });
-    assert.deepEqual(appliedReport("alpha", declared({ recordsSequence: 12 }), LIST_TEXT), { node: "alpha", digest: "d".repeat(64), ok: true, recordsSequence: 12, users: ["node-alpha", "module-broker"] });
+    assert.deepEqual(appliedReport("alpha", declared({ recordsSequence: 12 }), LIST_TEXT), { node: "alpha", digest: "d".repeat(64), ok: true, recordsSequence: 12, ...LISTED });
   });
 
   it("R32: a failed report has its error's first line and the missing parts, if any", () => {
@@ -67,7 +70,7 @@ describe("host plan: reports (R32, R43, R44, R55)", () => {
   it("R43 R44: at start the host restates its own last declaration (and its list's users), nothing when it holds none or another node's", () => {
     assert.equal(restatedReport("alpha", null), null);
     assert.equal(restatedReport("alpha", { node: "beta", digest: "x" }), null);
-    assert.deepEqual(restatedReport("alpha", { node: "alpha", digest: "x", recordsSequence: 4 }, LIST_TEXT), { node: "alpha", digest: "x", ok: true, recordsSequence: 4, users: ["node-alpha", "module-broker"] });
+    assert.deepEqual(restatedReport("alpha", { node: "alpha", digest: "x", recordsSequence: 4 }, LIST_TEXT), { node: "alpha", digest: "x", ok: true, recordsSequence: 4, ...LISTED });
     assert.deepEqual(restatedReport("alpha", { node: "alpha", digest: "x" }), { node: "alpha", digest: "x", ok: true });
   });
 

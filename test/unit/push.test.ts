@@ -19,7 +19,7 @@ const meshKey = newMeshKey();
 const secret = "module-password-never-printed";
 const declaration = (): Declaration => ({
   node: "alpha",
-  self: { address: "tls://bus:4222", user: "node-alpha", sealed: sealWithMeshKey(meshKey, "node-secret"), fingerprint: "AB" },
+  self: { address: "tls://bus:4222", user: "node-alpha", nkey: `U${"A".repeat(55)}`, fingerprint: "AB" },
   modules: [{
     module: "web", version: "1", run: {},
     credential: { address: "tls://bus:4222", user: "module-web", sealed: sealWithMeshKey(meshKey, secret), fingerprint: "AB" },
@@ -47,8 +47,7 @@ describe("push helpers", () => {
     assert.equal(sent.digest, original.digest);
     assert.equal(openAsNode(keys.privateKey, sent.modules[0]!.credential.sealed), secret);
     assert.equal(openAsNode(keys.privateKey, sent.modules[0]!.provisions[0]!.sealed), "db-secret");
-    assert.equal(openAsNode(keys.privateKey, sent.self!.sealed), "node-secret", "the node's own credential too");
-    assert.notEqual(sent.self!.sealed, original.self!.sealed, "sealed again, the mesh-key form left as composed");
+    assert.deepEqual(sent.self, original.self, "R64: the node's own credential holds no secret: sent as composed");
     assert.notEqual(sent.modules[0]!.credential.sealed, original.modules[0]!.credential.sealed);
     // A second push reuses the node-sealed form of an unchanged secret.
     const again = sealForNode(original, keys.publicKey, meshKey, new Map(), cache);
@@ -127,10 +126,10 @@ describe("push verb: named nodes must be enrolled (R31)", () => {
 
 describe("userListUndelivered (R49)", () => {
   const broker = { name: "broker", version: "1", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
-  const held = stateOf([GENESIS, ...enrolment("alpha", 1), ...enrolment("beta", 2), registration(broker), { type: "ModuleAssigned", module: "broker", node: "alpha" }]);
+  const held = stateOf([GENESIS, ...enrolment("alpha"), ...enrolment("beta"), registration(broker), { type: "ModuleAssigned", module: "broker", node: "alpha" }]);
 
   it("R49: nothing holds mesh-broker: no-broker-holder, whatever was sent", () => {
-    const none = stateOf([GENESIS, ...enrolment("alpha", 1)]);
+    const none = stateOf([GENESIS, ...enrolment("alpha")]);
     assert.equal(userListUndelivered(none, [{ node: "alpha", outcome: "sent" }])?.code, "no-broker-holder");
   });
 

@@ -22,3 +22,36 @@ describe("sealing to nodes", () => {
     assert.throws(() => nodePublicKey(Buffer.alloc(44, 1).toString("base64")));
   });
 });
+
+describe("nkey user keys (R63)", () => {
+  it("R63: a key pair made with node's ed25519 is the one the nkeys library reads, and the library's seeds give the library's public keys here", async () => {
+    const { fromSeed, fromPublic, createUser } = await import("@nats-io/nkeys");
+    const { newUserKey, publicKeyOfSeed } = await import("../../src/crypto/secrets.ts");
+    for (let i = 0; i < 5; i += 1) {
+      const ours = newUserKey();
+      assert.match(ours.seed, /^SU[A-Z2-7]{56}$/);
+      assert.match(ours.publicKey, /^U[A-Z2-7]{55}$/);
+      assert.equal(fromSeed(new TextEncoder().encode(ours.seed)).getPublicKey(), ours.publicKey);
+      assert.equal(fromPublic(ours.publicKey).getPublicKey(), ours.publicKey, "the checksum holds");
+      assert.equal(publicKeyOfSeed(ours.seed), ours.publicKey);
+      const theirs = createUser();
+      assert.equal(publicKeyOfSeed(new TextDecoder().decode(theirs.getSeed())), theirs.getPublicKey());
+    }
+  });
+
+  it("R63: a seed with a wrong checksum or of another shape is refused", async () => {
+    const { newUserKey, publicKeyOfSeed } = await import("../../src/crypto/secrets.ts");
+    const { seed } = newUserKey();
+    const altered = `${seed.slice(0, 10)}${seed[10] === "A" ? "B" : "A"}${seed.slice(11)}`;
+    assert.throws(() => publicKeyOfSeed(altered), /checksum/);
+    assert.throws(() => publicKeyOfSeed("SAAA"), /not an nkey user seed/);
+  });
+});
+
+describe("the genesis key (R13, R63)", () => {
+  it("R13: BOOTSTRAP_NKEY, written out in src/genesis.ts, is the public key of BOOTSTRAP_SEED", async () => {
+    const { BOOTSTRAP_NKEY, BOOTSTRAP_SEED } = await import("../../src/genesis.ts");
+    const { publicKeyOfSeed } = await import("../../src/crypto/secrets.ts");
+    assert.equal(publicKeyOfSeed(BOOTSTRAP_SEED), BOOTSTRAP_NKEY);
+  });
+});

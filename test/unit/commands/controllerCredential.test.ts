@@ -19,10 +19,10 @@ const CONTROLLER_USER = busUser("controller", CONTROLLER_NAME);
 const BOOTSTRAP = fakeSecret(100);
 const ROTATED = fakeSecret(200);
 const FRESH = fakeSecret(300);
-const IN_USE = { user: CONTROLLER_USER, address: GENESIS_ADDRESS, hash: FRESH.hash, sealed: FRESH.sealed };
+const IN_USE = { user: CONTROLLER_USER, address: GENESIS_ADDRESS, nkey: FRESH.nkey, sealed: FRESH.sealed };
 
-const controllerRecord = (secret: { hash: string; sealed: string }): EventBody => ({
-  type: "CredentialMinted", principal: { ...CONTROLLER_PRINCIPAL }, user: CONTROLLER_USER, hash: secret.hash, sealed: secret.sealed, address: GENESIS_ADDRESS,
+const controllerRecord = (secret: { nkey: string; sealed: string }): EventBody => ({
+  type: "CredentialMinted", principal: { ...CONTROLLER_PRINCIPAL }, user: CONTROLLER_USER, nkey: secret.nkey, sealed: secret.sealed, address: GENESIS_ADDRESS,
 });
 const broker = { name: "broker", version: "1", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
 const withBroker: EventBody[] = [...enrolment("alpha"), registration(broker), { type: "ModuleAssigned", module: "broker", node: "alpha" }];
@@ -53,24 +53,24 @@ describe("decideRecordControllerCredential (R14, start)", () => {
     });
   }
 
-  it("R14: the record is a CredentialMinted of the controller with the hash in use, and a second start records nothing over it", () => {
+  it("R14 R63: the record is a CredentialMinted of the controller with the public key in use, and a second start records nothing over it", () => {
     const state = stateOf([GENESIS]);
     const decision = decideRecordControllerCredential(state, IN_USE, envelope);
     assert.ok(decision.ok && !decision.unchanged);
     assert.deepEqual(decision.entity, { kind: "controller", id: CONTROLLER_NAME });
     assert.deepEqual(decision.events, [{
       actor: envelope.actor, commandId: envelope.commandId, at: NOW, type: "CredentialMinted",
-      principal: { kind: "controller", name: CONTROLLER_NAME }, user: CONTROLLER_USER, hash: FRESH.hash, sealed: FRESH.sealed, address: GENESIS_ADDRESS,
+      principal: { kind: "controller", name: CONTROLLER_NAME }, user: CONTROLLER_USER, nkey: FRESH.nkey, sealed: FRESH.sealed, address: GENESIS_ADDRESS,
     }]);
     const next = after(state, decision);
-    assert.equal(credentialOf(next.credentials, CONTROLLER_PRINCIPAL)?.hash, FRESH.hash);
-    const restart = decideRecordControllerCredential(next, { ...IN_USE, hash: BOOTSTRAP.hash, sealed: BOOTSTRAP.sealed }, envelope);
+    assert.equal(credentialOf(next.credentials, CONTROLLER_PRINCIPAL)?.nkey, FRESH.nkey);
+    const restart = decideRecordControllerCredential(next, { ...IN_USE, nkey: BOOTSTRAP.nkey, sealed: BOOTSTRAP.sealed }, envelope);
     assert.equal(code(restart), "already-recorded", "a restart with the bootstrap password does not put it back");
   });
 });
 
 describe("decideBootstrapRotation (R14, push)", () => {
-  const input = { bootstrapHash: BOOTSTRAP.hash, fresh: { hash: FRESH.hash, sealed: FRESH.sealed } };
+  const input = { bootstrapKey: BOOTSTRAP.nkey, fresh: { nkey: FRESH.nkey, sealed: FRESH.sealed } };
   const cases: Array<{ name: string; given: EventBody[]; expected: string }> = [
     { name: "no broker holder, no controller credential", given: [GENESIS], expected: "no-broker-holder" },
     { name: "no broker holder, the bootstrap credential", given: [GENESIS, controllerRecord(BOOTSTRAP)], expected: "no-broker-holder" },
@@ -88,17 +88,17 @@ describe("decideBootstrapRotation (R14, push)", () => {
     });
   }
 
-  it("R14: the rotation keeps the controller's user and address, carries the fresh hash and seal, and happens once", () => {
+  it("R14: the rotation keeps the controller's user and address, carries the fresh key and seal, and happens once", () => {
     const state = stateOf([GENESIS, controllerRecord(BOOTSTRAP), ...withBroker]);
     const decision = decideBootstrapRotation(state, input, envelope);
     assert.ok(decision.ok && !decision.unchanged);
     assert.deepEqual(decision.entity, { kind: "controller", id: CONTROLLER_NAME });
     assert.deepEqual(decision.events, [{
       actor: envelope.actor, commandId: envelope.commandId, at: NOW, type: "CredentialRotated",
-      principal: { kind: "controller", name: CONTROLLER_NAME }, user: CONTROLLER_USER, hash: FRESH.hash, sealed: FRESH.sealed, address: GENESIS_ADDRESS,
+      principal: { kind: "controller", name: CONTROLLER_NAME }, user: CONTROLLER_USER, nkey: FRESH.nkey, sealed: FRESH.sealed, address: GENESIS_ADDRESS,
     }]);
     const next = after(state, decision);
-    assert.equal(credentialOf(next.credentials, CONTROLLER_PRINCIPAL)?.hash, FRESH.hash);
+    assert.equal(credentialOf(next.credentials, CONTROLLER_PRINCIPAL)?.nkey, FRESH.nkey);
     assert.equal(code(decideBootstrapRotation(next, input, envelope)), "already-rotated", "the next push does not rotate again");
   });
 });

@@ -4,15 +4,15 @@ import { given, GENESIS, GENESIS_ADDRESS, FINGERPRINT, enrolment, registration, 
 
 const app = { name: "app", version: "1" };
 const overlay: EventBody[] = [
-  ...enrolment("hub", 1),
+  ...enrolment("hub"),
   { type: "OverlayPlaced", node: "hub", hub: true, overlayName: "hub.internal" },
-  ...enrolment("alpha", 2),
+  ...enrolment("alpha"),
   { type: "OverlayPlaced", node: "alpha", hub: false, overlayName: "alpha.internal" },
-  ...enrolment("beta", 3),
+  ...enrolment("beta"),
 ];
 const minted = (address: string): EventBody[] => [
   { type: "ModuleIssued", module: "app" },
-  { type: "CredentialMinted", principal: { kind: "module", name: "app" }, user: "module-app", hash: fakeSecret(1).hash, sealed: "sealed-1", address },
+  { type: "CredentialMinted", principal: { kind: "module", name: "app" }, user: "module-app", nkey: fakeSecret(1).nkey, sealed: "sealed-1", address },
 ];
 
 describe("module.issue", () => {

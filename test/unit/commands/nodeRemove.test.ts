@@ -29,14 +29,14 @@ const broker = { name: "broker", version: "1", seats: { "mesh-broker": { protoco
 const controllerModule = { name: "mesh-controller", version: "1", seats: { "the-controller": { protocol: "mesh-command" } }, claims: ["the-controller"] };
 const issued = (module: string, n: number): EventBody[] => [
   { type: "ModuleIssued", module },
-  { type: "CredentialMinted", principal: { kind: "module", name: module }, user: busUser("module", module), hash: fakeSecret(n).hash, sealed: `sealed-${n}`, address: GENESIS_ADDRESS },
+  { type: "CredentialMinted", principal: { kind: "module", name: module }, user: busUser("module", module), nkey: fakeSecret(n).nkey, sealed: `sealed-${n}`, address: GENESIS_ADDRESS },
 ];
 const rotatedTo = (principal: { kind: "module" | "controller"; name: string }, n: number): EventBody => ({
-  type: "CredentialRotated", principal, user: busUser(principal.kind, principal.name), hash: fakeSecret(n).hash, sealed: `sealed-${n}`, address: GENESIS_ADDRESS,
+  type: "CredentialRotated", principal, user: busUser(principal.kind, principal.name), nkey: fakeSecret(n).nkey, sealed: `sealed-${n}`, address: GENESIS_ADDRESS,
 });
 /** A mesh with a broker on hub, and relay issued and assigned to w2. */
 const withRelay: EventBody[] = [
-  GENESIS, ...enrolment("hub", 7), ...enrolment("w2", 8), registration(broker), ...issued("broker", 9),
+  GENESIS, ...enrolment("hub"), ...enrolment("w2"), registration(broker), ...issued("broker", 9),
   { type: "ModuleAssigned", module: "broker", node: "hub" },
   registration(relay), ...issued("relay", 10), { type: "ModuleAssigned", module: "relay", node: "w2" },
 ];
@@ -46,7 +46,7 @@ describe("node.remove: every credential delivered to the node ends with it (R48)
     const outcome = given(...withRelay).when("node.remove", { node: "w2" });
     outcome.then([{ type: "NodeRemoved", node: "w2" }, rotatedTo({ kind: "module", name: "relay" }, 1)], { kind: "node", id: "w2" });
     const after = outcome.after();
-    assert.equal(after.credentials["module:relay"]?.hash, fakeSecret(1).hash, "the records hold the fresh credential only");
+    assert.equal(after.credentials["module:relay"]?.nkey, fakeSecret(1).nkey, "the records hold the fresh credential only");
     assert.deepEqual(outcome.reply(), { node: "w2", freshCredentials: [{ kind: "module", name: "relay" }] });
   });
 
@@ -72,7 +72,7 @@ describe("node.remove: every credential delivered to the node ends with it (R48)
 
   it("R48: the controller's credential is replaced when mesh-controller ran on the node", () => {
     const controller: EventBody[] = [
-      { type: "CredentialMinted", principal: { kind: "controller", name: "mesh-controller" }, user: busUser("controller", "mesh-controller"), hash: fakeSecret(12).hash, sealed: "sealed-12", address: GENESIS_ADDRESS },
+      { type: "CredentialMinted", principal: { kind: "controller", name: "mesh-controller" }, user: busUser("controller", "mesh-controller"), nkey: fakeSecret(12).nkey, sealed: "sealed-12", address: GENESIS_ADDRESS },
       registration(controllerModule), { type: "ModuleAssigned", module: "mesh-controller", node: "w2" },
     ];
     const outcome = given(...withRelay, ...controller).when("node.remove", { node: "w2" });

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { whereEveryoneIs } from "../../../src/projections/index.ts";
 import { given, GENESIS, GENESIS_ADDRESS, enrolment, type EventBody } from "../../support/givenWhenThen.ts";
 
-const nodes: EventBody[] = [GENESIS, ...enrolment("hub", 1), ...enrolment("alpha", 2)];
+const nodes: EventBody[] = [GENESIS, ...enrolment("hub"), ...enrolment("alpha")];
 const hubPlaced: EventBody = { type: "OverlayPlaced", node: "hub", hub: true, overlayName: "hub.internal" };
 
 describe("overlay.place", () => {

@@ -2,15 +2,15 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { historyOf, queries, parseRequest } from "../../../src/commands/index.ts";
 import type { SequencedCommit } from "../../../src/projections/index.ts";
-import { given, GENESIS, GENESIS_ADDRESS, NOW, NODE_KEY, enrolment, registration, fakeSecret, type EventBody } from "../../support/givenWhenThen.ts";
+import { given, GENESIS, GENESIS_ADDRESS, NOW, NODE_KEY, NODE_NKEY, enrolment, registration, fakeSecret, type EventBody } from "../../support/givenWhenThen.ts";
 
 const broker = { name: "broker", version: "1", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
 const filter = { name: "packet-filter", version: "1", seats: { "packet-filter": { protocol: "", scope: "node" } }, claims: ["packet-filter"] };
 const mesh: EventBody[] = [
-  GENESIS, ...enrolment("hub", 1), ...enrolment("alpha", 2),
+  GENESIS, ...enrolment("hub"), ...enrolment("alpha"),
   registration(broker), registration(filter),
   { type: "ModuleIssued", module: "broker" },
-  { type: "CredentialMinted", principal: { kind: "module", name: "broker" }, user: "module-broker", hash: fakeSecret(3).hash, sealed: "sealed-3", address: GENESIS_ADDRESS },
+  { type: "CredentialMinted", principal: { kind: "module", name: "broker" }, user: "module-broker", nkey: fakeSecret(3).nkey, sealed: "sealed-3", address: GENESIS_ADDRESS },
   { type: "ModuleAssigned", module: "broker", node: "alpha" },
   { type: "SeatAliased", from: "bus", to: "mesh-broker" },
   { type: "OverlayPlaced", node: "hub", hub: true, overlayName: "hub.internal" },
@@ -65,7 +65,7 @@ describe("queries", () => {
   });
 
   it("R3: history answers one entity's events with actor, command id and time, without secrets", () => {
-    const enrol = given(GENESIS).when("node.enrol", { node: "alpha", publicKey: NODE_KEY });
+    const enrol = given(GENESIS).when("node.enrol", { node: "alpha", publicKey: NODE_KEY, nkey: NODE_NKEY });
     assert.ok(enrol.decision.ok);
     const commits: SequencedCommit[] = [
       { sequence: 7, commit: { commandId: "cmd-when", entity: enrol.decision.entity, events: enrol.decision.events } },

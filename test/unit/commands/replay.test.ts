@@ -4,6 +4,7 @@ import { decideVoid } from "../../../src/commands/replay.ts";
 import { InvalidEvent } from "../../../src/records/errors.ts";
 import { RECORDS_ENTITY, principalKey } from "../../../src/names.ts";
 import type { State } from "../../../src/projections/index.ts";
+import { fakeSecret } from "../../support/givenWhenThen.ts";
 
 const busUserOf = (state: State, p: { kind: string; name: string }) => state.credentials[principalKey(p.kind as "operator", p.name)]?.user;
 
@@ -36,7 +37,7 @@ describe("replay --void (R45)", () => {
 
 describe("replay --accept-restore (R44)", () => {
   it("R44 R50: one commit: RecordsRestored (actor, evidence, lost range) and a fresh credential for every principal, the controller's and the asking operator's included", async () => {
-    const { exampleMesh, fakeHash } = await import("../compose/exampleMesh.ts");
+    const { exampleMesh } = await import("../compose/exampleMesh.ts");
     const { restorePrincipals, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
     const { state } = exampleMesh();
     const asker = Object.values(state.credentials).find((c) => c.principal.kind === "operator")!.user;
@@ -45,27 +46,53 @@ describe("replay --accept-restore (R44)", () => {
     assert.equal(principals.length, all, "every principal with a credential");
     assert.ok(principals.some((p) => p.kind === "controller" && p.name === "mesh-controller"), "the controller's too: its pre-restore password must not stay good (R50 switches it at the push)");
     assert.ok(principals.some((p) => p.kind === "operator" && busUserOf(state, p) === asker), "the asker's too: a password it rotated away after the backup is in the records (its reply carries the fresh one, R50)");
-    const secrets = principals.map((_, i) => ({ password: `pw${i}`, hash: fakeHash(`pw${i}`), sealed: `sealed:pw${i}` }));
+    const secrets = principals.map((_, i) => fakeSecret(i + 1));
     const evidence = [{ kind: "records-behind-mark", detail: "the records end at 40, the mark says 52" }];
     const decision = decideAcceptRestore(state, evidence, { from: 41, to: 52 }, { ...envelope, actor: asker, secrets });
     assert.ok(decision.ok && !decision.unchanged);
     assert.deepEqual(decision.entity, { ...RECORDS_ENTITY });
     assert.deepEqual(decision.events[0], { type: "RecordsRestored", actor: asker, commandId: "void-1", at: envelope.now, evidence, lost: { from: 41, to: 52 } });
     const rotated = decision.events.slice(1);
-    assert.deepEqual(rotated.map((e) => e.type === "CredentialRotated" && `${e.principal.kind}:${e.principal.name}`), principals.map((p) => `${p.kind}:${p.name}`));
-    assert.deepEqual(rotated.map((e) => e.type === "CredentialRotated" && e.hash), secrets.map((s) => s.hash));
+    // R64: a node's key is its own; without a report of the list the bus ran, nodes keep theirs.
+    const minted = principals.map((p, i) => ({ p, s: secrets[i]! })).filter(({ p }) => p.kind !== "node");
+    assert.ok(minted.length < principals.length, "the example has nodes");
+    assert.deepEqual(rotated.map((e) => e.type === "CredentialRotated" && `${e.principal.kind}:${e.principal.name}`), minted.map(({ p }) => `${p.kind}:${p.name}`));
+    assert.deepEqual(rotated.map((e) => e.type === "CredentialRotated" && e.nkey), minted.map(({ s }) => s.nkey));
+  });
+
+  it("R44 R64: a node's key after a restore is the one the list the bus ran holds: a different one is taken, a missing node is revoked, the same key is left alone", async () => {
+    const { exampleMesh } = await import("../compose/exampleMesh.ts");
+    const { restorePrincipals, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
+    const { nodeNkeyOf } = await import("../../support/givenWhenThen.ts");
+    const { state } = exampleMesh();
+    const principals = restorePrincipals(state);
+    const secrets = principals.map((_, i) => fakeSecret(i + 1));
+    const key = (node: string) => state.credentials[principalKey("node", node)]!.nkey!;
+    const rotatedAway = nodeNkeyOf("alpha, rotated after the backup");
+    // The bus ran alpha on a key it rotated to after the backup, beta on the backup's key, and no gamma (removed after it).
+    const installed = { "node-alpha": rotatedAway, "node-beta": key("beta") };
+    const decision = decideAcceptRestore(state, [], null, { ...envelope, secrets }, installed);
+    assert.ok(decision.ok && !decision.unchanged);
+    const nodeEvents = decision.events.filter((e) => (e.type === "CredentialRotated" || e.type === "CredentialRevoked") && e.principal.kind === "node");
+    assert.deepEqual(nodeEvents.map((e) => [e.type, e.type === "CredentialRotated" || e.type === "CredentialRevoked" ? e.principal.name : ""]), [
+      ["CredentialRotated", "alpha"], ["CredentialRevoked", "gamma"],
+    ]);
+    const alpha = nodeEvents[0]!;
+    assert.ok(alpha.type === "CredentialRotated");
+    assert.equal(alpha.nkey, rotatedAway, "the backup's key for alpha is on no list again");
+    assert.equal(alpha.sealed, undefined, "no secret recorded for a node");
   });
 });
 
 describe("replay --accept-restore at scale (R44, R59)", () => {
   it("R44: later batches rotate the principals that still have a credential, and nothing when none has", async () => {
-    const { exampleMesh, fakeHash } = await import("../compose/exampleMesh.ts");
+    const { exampleMesh } = await import("../compose/exampleMesh.ts");
     const { restorePrincipals, decideRestoreRotations, ROTATIONS_PER_COMMIT } = await import("../../../src/commands/replay.ts");
     assert.ok(ROTATIONS_PER_COMMIT * 400 < 1024 * 1024, "a batch stays under the bus's 1 MiB message limit");
     const { state } = exampleMesh();
     const some = restorePrincipals(state).slice(0, 2);
     const gone = { kind: "node" as const, name: "gone" };
-    const secrets = [0, 1, 2].map((i) => ({ password: `p${i}`, hash: fakeHash(`p${i}`), sealed: `s${i}` }));
+    const secrets = [1, 2, 3].map(fakeSecret);
     const decision = decideRestoreRotations(state, [some[0]!, gone, some[1]!], { ...envelope, secrets });
     assert.ok(decision.ok && !decision.unchanged);
     assert.deepEqual(decision.events.map((e) => e.type === "CredentialRotated" && e.principal.name), [some[0]!.name, some[1]!.name]);

@@ -5,7 +5,7 @@ import { given, GENESIS, enrolment, registration, type EventBody } from "../../s
 
 const broker = { name: "broker", version: "1", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
 const mesh: EventBody[] = [
-  GENESIS, ...enrolment("alpha", 1), ...enrolment("beta", 2), registration(broker),
+  GENESIS, ...enrolment("alpha"), ...enrolment("beta"), registration(broker),
   { type: "ModuleAssigned", module: "broker", node: "alpha" },
 ];
 

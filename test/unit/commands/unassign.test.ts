@@ -8,7 +8,7 @@ const store = { name: "store", version: "1", seats: { "mesh-store": { protocol: 
 
 describe("unassign", () => {
   it("R17: takes a module off a node, which stops holding its seats", () => {
-    const outcome = given(GENESIS, ...enrolment("alpha"), ...enrolment("beta", 2), registration(broker), registration(store),
+    const outcome = given(GENESIS, ...enrolment("alpha"), ...enrolment("beta"), registration(broker), registration(store),
       { type: "ModuleAssigned", module: "broker", node: "beta" }, { type: "ModuleAssigned", module: "store", node: "alpha" })
       .when("unassign", { module: "store", node: "alpha" });
     outcome.then([{ type: "ModuleUnassigned", module: "store", node: "alpha" }], { kind: "module", id: "store" });
@@ -24,7 +24,7 @@ describe("unassign", () => {
 
   it("R49: unassigning one of two holders of mesh-broker is accepted, and so is any module on a mesh that keeps its broker", () => {
     const two: EventBody[] = [
-      GENESIS, ...enrolment("alpha", 1), ...enrolment("beta", 2), registration(broker),
+      GENESIS, ...enrolment("alpha"), ...enrolment("beta"), registration(broker),
       { type: "ModuleAssigned", module: "broker", node: "alpha" }, { type: "ModuleAssigned", module: "broker", node: "beta" },
     ];
     given(...two).when("unassign", { module: "broker", node: "alpha" }).then([{ type: "ModuleUnassigned", module: "broker", node: "alpha" }]);

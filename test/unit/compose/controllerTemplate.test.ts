@@ -7,7 +7,8 @@ import { CATALOGUE_ERASE_SUBJECTS, CATALOGUE_STREAM, CONTROLLER_NAME, busUser, i
 import { evolve, initialState } from "../../../src/projections/index.ts";
 import { carriedControllerPermissions, carriedUsers, GENESIS_COMPOSE_CONFIG } from "../../../installer/carried.ts";
 import { decideGenesis } from "../../../src/commands/genesis.ts";
-import { EXAMPLE_CONFIG, exampleMesh, fakeHash } from "./exampleMesh.ts";
+import { EXAMPLE_CONFIG, exampleMesh } from "./exampleMesh.ts";
+import { fakeSecret } from "../../support/givenWhenThen.ts";
 
 const templateFile = fileURLToPath(new URL("../../../installer/controller-permissions.json", import.meta.url));
 type Template = {
@@ -47,7 +48,7 @@ describe("the controller's carried permissions", () => {
   });
 
   it("R13 R15: the list carried at genesis grants the controller replies to the genesis operator's inbox, as composition derives them", () => {
-    const secret = { password: "pw", hash: fakeHash("pw"), sealed: "sealed:pw" };
+    const secret = fakeSecret(1);
     const decision = decideGenesis(initialState, {
       genesisAddress: "tls://127.0.0.1:4222", fingerprint: "AA", bootstrapUser: busUser("controller", CONTROLLER_NAME),
       operator: "admin", operatorSecret: secret, now: "2026-01-01T00:00:00.000Z",
@@ -68,7 +69,7 @@ describe("the controller's carried permissions", () => {
     assert.ok(derived.publish.deny!.includes(`$JS.API.STREAM.DELETE.${CATALOGUE_STREAM}`));
     assert.deepEqual(template.publish.deny, derived.publish.deny);
     assert.deepEqual(carriedControllerPermissions(state).publish.deny, derived.publish.deny);
-    assert.match(renderUserList({ users: [{ user: "u", password: "p", principal: { kind: "controller", name: CONTROLLER_NAME }, permissions: derived }] }), /deny: \["\$JS\.API\.STREAM\.DELETE\.CATALOGUE"/);
+    assert.match(renderUserList({ users: [{ user: "u", nkey: `U${"A".repeat(55)}`, principal: { kind: "controller", name: CONTROLLER_NAME }, permissions: derived }] }), /deny: \["\$JS\.API\.STREAM\.DELETE\.CATALOGUE"/);
   });
 
   it("R15: every wildcard of the template is explained", () => {

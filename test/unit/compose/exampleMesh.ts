@@ -5,9 +5,11 @@
  * showcase that uses mesh-build, follows its `built` and offers a tool), plus the controller's own
  * module claiming the-controller.
  *
- * `hash` makes the bcrypt hash of each password: unit tests pass a cheap stand-in, the bus test
- * passes hashPassword. Passwords are returned by bus user, for clients to dial with.
+ * Every principal gets a real nkey key pair (R63; ed25519, cheap): its public key in the records,
+ * its seed returned by bus user (`secrets`) for clients to dial with. Given `hash`, credentials are
+ * minted as before nkeys instead (a password and its bcrypt hash, `hash(password)`): the transition.
  */
+import { createUser } from "@nats-io/nkeys";
 import { evolve, initialState, type State, type SequencedCommit } from "../../../src/projections/index.ts";
 import type { Commit, MeshEvent } from "../../../src/events/index.ts";
 import { Manifest } from "../../../src/manifest/manifest.ts";
@@ -37,7 +39,7 @@ export const manifests = {
   [CONTROLLER_NAME]: { name: CONTROLLER_NAME, version: "0.1.0", seats: { "the-controller": { protocol: "mesh-command/1" } }, claims: ["the-controller"] },
 } as const;
 
-export type ExampleMesh = { state: State; passwords: Record<string, string>; commits: SequencedCommit[] };
+export type ExampleMesh = { state: State; secrets: Record<string, string>; commits: SequencedCommit[] };
 
 /** The seats the controller submits to in the example (the configuration's default, R19). */
 export const EXAMPLE_CONFIG = { controllerSubmits: ["mesh-build"] } as const;
@@ -45,8 +47,9 @@ export const EXAMPLE_CONFIG = { controllerSubmits: ["mesh-build"] } as const;
 /** Builds commits from event bodies (meta filled in) and folds them; returns the builder for more. */
 export class MeshBuilder {
   commits: SequencedCommit[] = [];
-  passwords: Record<string, string> = {};
-  constructor(private readonly hash: (password: string) => string) {}
+  /** Each bus user's secret: its nkey seed, or its password when built with `hash`. */
+  secrets: Record<string, string> = {};
+  constructor(private readonly hash?: (password: string) => string) {}
 
   commit(kind: string, id: string, ...events: Array<Record<string, unknown> & { type: MeshEvent["type"] }>): this {
     const commandId = `cmd-${this.commits.length + 1}`;
@@ -57,9 +60,15 @@ export class MeshBuilder {
   }
   credential(kind: PrincipalKind, name: string, address = "tls://bus.example.net:4222"): Record<string, unknown> & { type: "CredentialMinted" } {
     const user = busUser(kind, name);
-    const password = `pw-${user}`;
-    this.passwords[user] = password;
-    return { type: "CredentialMinted", principal: { kind, name }, user, hash: this.hash(password), sealed: `sealed:${user}`, address };
+    if (this.hash) {
+      const password = `pw-${user}`;
+      this.secrets[user] = password;
+      return { type: "CredentialMinted", principal: { kind, name }, user, hash: this.hash(password), sealed: `sealed:${user}`, address };
+    }
+    const pair = keyOf(user);
+    this.secrets[user] = pair.seed;
+    // A node's key is generated on the node (R64): the records hold its public key and no secret.
+    return { type: "CredentialMinted", principal: { kind, name }, user, nkey: pair.publicKey, ...(kind === "node" ? {} : { sealed: `sealed:${user}` }), address };
   }
   genesis(): this {
     return this.commit("mesh", "mesh", { type: "MeshCreated", genesisAddress: "tls://bus.example.net:4222", fingerprint: FINGERPRINT, bootstrapUser: busUser("controller", CONTROLLER_NAME) });
@@ -89,6 +98,21 @@ export class MeshBuilder {
   state(): State { return evolve(initialState, this.commits); }
 }
 
+/**
+ * One key pair per bus user for the whole test process: two example meshes built alike hold the
+ * same records (compose is compared across builds), as they did when passwords were `pw-<user>`.
+ */
+const keys = new Map<string, { seed: string; publicKey: string }>();
+function keyOf(user: string): { seed: string; publicKey: string } {
+  let pair = keys.get(user);
+  if (!pair) {
+    const made = createUser();
+    pair = { seed: new TextDecoder().decode(made.getSeed()), publicKey: made.getPublicKey() };
+    keys.set(user, pair);
+  }
+  return pair;
+}
+
 /** A bcrypt-shaped stand-in for unit tests (compose never checks a hash). */
 export function fakeHash(password: string): string {
   return `$2a$06$${password.padEnd(53, "x").slice(0, 53)}`;
@@ -99,7 +123,7 @@ export function fakeHash(password: string): string {
  * mesh-controller), beta (build-machine, packet-filter, git-server) and gamma (showcase,
  * packet-filter, artifact-store); npm-registry registered and issued but not assigned.
  */
-export function exampleMesh(hash: (password: string) => string = fakeHash): ExampleMesh {
+export function exampleMesh(hash?: (password: string) => string): ExampleMesh {
   const b = new MeshBuilder(hash).genesis().controller().operator("ada").builder("ci");
   for (const node of ["alpha", "beta", "gamma"]) b.node(node);
   for (const manifest of Object.values(manifests)) b.register(manifest);
@@ -109,5 +133,5 @@ export function exampleMesh(hash: (password: string) => string = fakeHash): Exam
     .assign("showcase", "gamma").assign("packet-filter", "gamma").assign("artifact-store", "gamma")
     .provision("git", "git", "showcase")
     .place("alpha", true).place("beta").place("gamma");
-  return { state: b.state(), passwords: b.passwords, commits: b.commits };
+  return { state: b.state(), secrets: b.secrets, commits: b.commits };
 }

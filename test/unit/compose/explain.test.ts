@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { explain, covers } from "../../../src/compose/index.ts";
 import { eventSubject, inboxSubjects, workSubject, toolSubject } from "../../../src/names.ts";
-import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash } from "./exampleMesh.ts";
+import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh } from "./exampleMesh.ts";
 
 describe("explain", () => {
   const { state } = exampleMesh();
@@ -26,7 +26,7 @@ describe("explain", () => {
   });
 
   it("R12: a principal without a credential is explained as not on the bus", () => {
-    const b = new MeshBuilder(fakeHash).genesis().register({ name: "t", version: "1", tools: [{ name: "x" }] });
+    const b = new MeshBuilder().genesis().register({ name: "t", version: "1", tools: [{ name: "x" }] });
     const e = explain(b.state(), { kind: "module", name: "t" }, "sub", toolSubject("t", "x"), EXAMPLE_CONFIG);
     assert.equal(e.allowed, true);
     assert.equal(e.onTheBus, false);

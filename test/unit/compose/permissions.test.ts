@@ -7,7 +7,7 @@ import {
   workConsumer, workStream, workSubject, COMMAND_SUBJECTS, commandSubject, commandSubjects,
 } from "../../../src/names.ts";
 import type { Principal } from "../../../src/events/index.ts";
-import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash, manifests } from "./exampleMesh.ts";
+import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, manifests } from "./exampleMesh.ts";
 
 const { state } = exampleMesh();
 const all = (p: Permissions) => [...p.publish.allow, ...p.subscribe.allow];
@@ -32,7 +32,7 @@ describe("permissions per principal", () => {
   });
 
   it("R33: the controller replies by explicit grants on the inbox of every operator with a credential, not by allow_responses (a reload forgets it)", () => {
-    const b = new MeshBuilder(fakeHash).genesis().controller().operator("ada").operator("bob").node("alpha").builder("ci")
+    const b = new MeshBuilder().genesis().controller().operator("ada").operator("bob").node("alpha").builder("ci")
       .register(manifests.showcase).issue("showcase");
     const mesh = b.state();
     assert.deepEqual(controllerReplyInboxes(mesh), [inboxSubjects("operator-ada"), inboxSubjects("operator-bob")]);
@@ -40,7 +40,7 @@ describe("permissions per principal", () => {
     assert.deepEqual(p.publish.allow.filter((s) => s.startsWith("_INBOX")), controllerReplyInboxes(mesh));
     assert.equal(p.allow_responses, undefined);
     // an operator without a credential is not on the bus: no grant on its inbox
-    const bare = new MeshBuilder(fakeHash).genesis().controller().state();
+    const bare = new MeshBuilder().genesis().controller().state();
     assert.deepEqual(controllerReplyInboxes(bare), []);
     // the modules still answer their tools by allow_responses and publish into no inbox
     const showcase = permissionsOf(mesh, { kind: "module", name: "showcase" }, EXAMPLE_CONFIG);
@@ -91,7 +91,7 @@ describe("permissions per principal", () => {
       eventSubject("mesh-build", "built"),
     ].sort());
     // a second module claiming the same seat shares the same consumer
-    const b = new MeshBuilder(fakeHash).genesis();
+    const b = new MeshBuilder().genesis();
     for (const m of Object.values(manifests)) b.register(m);
     b.register({ name: "build-two", version: "1", claims: ["mesh-build"] });
     const two = permissionsOf(b.state(), { kind: "module", name: "build-two" }, EXAMPLE_CONFIG);
@@ -143,7 +143,7 @@ describe("permissions per principal", () => {
   });
 
   it("R20: a role that accepts work gives its holder a queue the same way as any seat", () => {
-    const b = new MeshBuilder(fakeHash).genesis()
+    const b = new MeshBuilder().genesis()
       .register({ name: CONTROLLER_NAME, version: "1", seats: { "the-controller": { protocol: "p", accepts: ["audit"], emits: ["audited"] } }, claims: ["the-controller"] });
     const p = permissionsOf(b.state(), { kind: "controller", name: CONTROLLER_NAME }, { controllerSubmits: [] });
     for (const s of pullGrants(workStream("the-controller"), workConsumer("the-controller")).publish) assert.ok(p.publish.allow.includes(s), s);
@@ -151,7 +151,7 @@ describe("permissions per principal", () => {
   });
 
   it("R27: seat names resolve through aliases at every lookup", () => {
-    const b = new MeshBuilder(fakeHash).genesis()
+    const b = new MeshBuilder().genesis()
       .register({ name: "old-builder", version: "1", seats: { "old-build": { protocol: "b", accepts: ["build"] } }, claims: ["old-build"] })
       .register({ name: "new-builder", version: "1", seats: { "new-build": { protocol: "b", accepts: ["compile"] } }, claims: ["new-build"] })
       .register({ name: "client", version: "1", uses: ["old-build"], follows: [{ seat: "old-build", event: "done" }] })

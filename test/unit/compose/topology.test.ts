@@ -5,7 +5,7 @@ import {
   CATALOGUE_STREAM, CONTROL_STREAM, EVENTS_STREAM, declarationConsumer, declarationFilter, declarationSubject, eventSubject, followConsumer,
   userListPartSubject, workConsumer, workStream,
 } from "../../../src/names.ts";
-import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash, manifests } from "./exampleMesh.ts";
+import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, manifests } from "./exampleMesh.ts";
 
 describe("the bus topology", () => {
   const { state } = exampleMesh();
@@ -38,7 +38,7 @@ describe("the bus topology", () => {
   });
 
   it("R16: a seat that accepts work has its queue and one shared consumer whether or not anyone holds it", () => {
-    const b = new MeshBuilder(fakeHash).genesis().register(manifests["build-machine"]);
+    const b = new MeshBuilder().genesis().register(manifests["build-machine"]);
     const t = composeTopology(b.state(), EXAMPLE_CONFIG);
     const stream = t.streams.find((s) => s.name === workStream("mesh-build"))!;
     assert.equal(stream.retention, "workqueue");
