@@ -123,7 +123,8 @@ export const DryRunReply = z
 export type DryRunReply = z.infer<typeof DryRunReply>;
 
 /** A credential's public part as a reply shows it: where it dials, its user, the bus certificate's fingerprint. */
-const CredentialPublic = { address: z.string(), user: z.string(), fingerprint: z.string() };
+/** `addresses`: on a cluster every server, the address first (R62); absent on one server. */
+const CredentialPublic = { address: z.string(), addresses: z.array(z.string()).optional(), user: z.string(), fingerprint: z.string() };
 
 // ---------------------------------------------------------------------------------------------
 // Commands: they change the records.

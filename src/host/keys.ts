@@ -55,7 +55,7 @@ export function readNodePrivateKey(stateDir: string): string {
 /** The reply of `mesh node enrol`: the node's password sealed to its public key. */
 export type EnrolReply = {
   node?: string;
-  credential: { address: string; user: string; sealedPassword: string; fingerprint?: string };
+  credential: { address: string; addresses?: string[]; user: string; sealedPassword: string; fingerprint?: string };
 };
 
 function isEnrolReply(value: unknown): value is EnrolReply {
@@ -78,7 +78,7 @@ export function credentialFrom(value: unknown, privateKey: string | (() => strin
   // The bare credential `mesh credential rotate node` prints for the node ({address, user, sealedPassword, ...}).
   if (!isEnrolReply(candidate) && isEnrolReply({ credential: candidate })) candidate = { credential: candidate };
   if (isEnrolReply(candidate)) {
-    const { address, user, sealedPassword, fingerprint } = candidate.credential;
+    const { address, addresses, user, sealedPassword, fingerprint } = candidate.credential;
     let password: string;
     try {
       password = openAsNode(typeof privateKey === "function" ? privateKey() : privateKey, sealedPassword);
@@ -86,7 +86,8 @@ export function credentialFrom(value: unknown, privateKey: string | (() => strin
       if (error instanceof HostStateError) throw error;
       throw new HostStateError("bad-credential", "the enrol reply's password does not open with this node's key: was the node enrolled with another key?", { cause: error });
     }
-    candidate = { address, user, password, ...(fingerprint ? { fingerprint } : {}) };
+    // R62: a cluster's reply lists every server; the credential keeps them all.
+    candidate = { address, ...(addresses ? { addresses } : {}), user, password, ...(fingerprint ? { fingerprint } : {}) };
   } else if (candidate && typeof candidate === "object" && (candidate as { fingerprint?: unknown }).fingerprint === "") {
     const { fingerprint: _empty, ...rest } = candidate as Record<string, unknown>;
     candidate = rest;
