@@ -501,6 +501,10 @@ export const PushReply = z
     rounds: z.number().int().nonnegative(),
     boundHit: z.boolean(),
     declarations: z.array(Declaration).optional(),
+    /** R60, on a cluster: each server's outcome of the list a broker holder applied in this push. */
+    servers: z.array(z.object({
+      node: z.string(), server: z.string(), ok: z.boolean(), changed: z.boolean().optional(), error: z.string().optional(),
+    }).strict()).optional(),
     counts: z.partialRecord(NodeOutcome, z.number().int().nonnegative()),
     omitted: z.record(z.string(), Omitted).optional(),
   })
