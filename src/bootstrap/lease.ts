@@ -87,7 +87,8 @@ async function readLease(kv: KV): Promise<LeaseEntry> {
  * `leaseMs` from then on. A standby polls every quarter of the lease (at most every 500 ms), so it
  * takes over within the lease plus one poll of the holder's last renewal. A renewal that loses
  * the compare-and-set, or that cannot be made before the lease's own time passes, calls `onLost`
- * once and stops renewing. Throws what the bucket's creation throws.
+ * once and stops renewing. Throws what the bucket's creation throws, and an Error when the
+ * connection closes while standing by (a standby being stopped).
  */
 export async function acquireLease(nc: NatsConnection, options: LeaseOptions): Promise<HeldLease> {
   const now = options.now ?? Date.now;
@@ -97,6 +98,7 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
   let expiresAt = 0;
   let waitingOn = "";
   for (;;) {
+    if (nc.isClosed()) throw new Error("the bus connection closed while standing by for the controllers' lease (R61)");
     try {
       const step = decideLease(await readLease(kv), options.holder, now(), options.leaseMs);
       if (step.kind === "wait") {

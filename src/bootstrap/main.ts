@@ -57,6 +57,11 @@ export type StartOptions = {
   log: ControllerLog;
   /** Milliseconds to wait for the bus on the first connect (default 5,000). */
   connectTimeoutMs?: number;
+  /**
+   * Aborting it closes the connection: a standby still waiting for the lease (R61) stops waiting
+   * and the start rejects; a started controller is stopped with `stop()` instead.
+   */
+  signal?: AbortSignal;
 };
 
 /** Commits folded since the last snapshot before a push saves another. */
@@ -84,6 +89,26 @@ async function connect(config: ControllerConfig, credential: ControllerCredentia
     log.info(`connected to the bus at ${address} as ${credential.current().user} with the rotated password; the credential file is updated`);
     return nc;
   }
+}
+
+/**
+ * Seen on a 2.9.10 cluster (issue 14): after the reload of a user list that changed the
+ * controller's own password, the reconnected connection could get no JetStream answer for a
+ * minute while core messages flowed (its lease then lapsed, R61); a fresh connection answers at
+ * once. So after each reconnect JetStream is asked (account info, 2 s); no answer, twice: dial
+ * again. Never throws.
+ */
+async function checkJetStreamAfterReconnect(nc: NatsConnection, log: ControllerLog): Promise<void> {
+  for (let attempt = 1; attempt <= 2; attempt += 1) {
+    try {
+      await (await jetstreamManager(nc, { checkAPI: false, timeout: 2_000 })).getAccountInfo();
+      return;
+    } catch {
+      if (nc.isClosed()) return;
+    }
+  }
+  log.error("JetStream did not answer on the reconnected connection: dialling the bus again");
+  await nc.reconnect().catch(() => undefined);
 }
 
 /**
@@ -123,18 +148,24 @@ async function recordCredential(catalogue: Catalogue, config: ControllerConfig, 
  * credential, InvalidEvent when the records hold an invalid commit. Raise refusals are logged,
  * not thrown: the controller still serves, and the next push reports them again.
  */
-export async function startController(config: ControllerConfig, { log, connectTimeoutMs = 5_000 }: StartOptions): Promise<Controller> {
+export async function startController(config: ControllerConfig, { log, connectTimeoutMs = 5_000, signal }: StartOptions): Promise<Controller> {
   // 1. Configuration: parsed once by parseControllerConfig and passed in.
   const compose: ComposeConfig = { controllerSubmits: config.controllerSubmits, replicas: config.replicas };
   const credential = controllerCredential(config.credential, config.credentialFile);
 
   // 2. Connect (R34 pinned, R3 address only).
   const nc = await connect(config, credential, log, connectTimeoutMs);
+  const abandon = () => { void nc.close().catch(() => undefined); };
+  if (signal?.aborted) abandon();
+  signal?.addEventListener("abort", abandon, { once: true });
   const address = credential.current().address;
   void (async () => {
     for await (const status of nc.status()) {
       if (status.type === "disconnect") log.info(`disconnected from the bus at ${address}`);
-      else if (status.type === "reconnect") log.info(`reconnected to the bus at ${address}`);
+      else if (status.type === "reconnect") {
+        log.info(`reconnected to the bus at ${address}`);
+        void checkJetStreamAfterReconnect(nc, log);
+      }
       else if (status.type === "error") log.error(`bus connection error at ${address}: ${status.error.message.split("\n")[0]}`);
     }
   })();
@@ -150,6 +181,9 @@ export async function startController(config: ControllerConfig, { log, connectTi
         onLost: () => onLeaseLost(),
       });
     }
+
+    signal?.removeEventListener("abort", abandon);
+    if (nc.isClosed()) throw new Error("stopped before it held the controllers' lease (R61)");
 
     // 3. Load the snapshot and catch up.
     // A commit no fold can read (R45) does not stop the start: the controller serves `replay` to

@@ -11,7 +11,7 @@ import { parseControllerConfig } from "../config.ts";
 import { startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../host/index.ts";
 import { startController } from "../bootstrap/main.ts";
 import { meshPaths, readEnvFile, type MeshPaths } from "../../installer/genesis.ts";
-import { HOST_DIR, LOCAL_NODE_FILE, busReloadOptions, type Launcher } from "./up.ts";
+import { HOST_DIR, LOCAL_NODE_FILE, busReloadOptions, hasStandby, type Launcher } from "./up.ts";
 
 /** A part of the mesh running in this process. */
 export type Running = { stop(): Promise<void> };
@@ -20,10 +20,12 @@ export type Running = { stop(): Promise<void> };
  * Starts the controller of the mesh in `paths` in this process: its configuration is the mesh's
  * controller.env, parsed once (R35). Throws ConfigError (one line) for bad configuration.
  */
-export async function runController(paths: MeshPaths, log: (line: string) => void): Promise<Running> {
+export async function runController(paths: MeshPaths, log: (line: string) => void, options: { name?: string; signal?: AbortSignal } = {}): Promise<Running> {
   const config = parseControllerConfig(readEnvFile(paths.controllerEnv));
+  const name = options.name ?? "controller";
   const controller = await startController(config, {
-    log: { info: (line) => log(`controller: ${line}`), error: (line) => log(`controller: error: ${line}`) },
+    log: { info: (line) => log(`${name}: ${line}`), error: (line) => log(`${name}: error: ${line}`) },
+    ...(options.signal ? { signal: options.signal } : {}),
   });
   return { stop: () => controller.stop() };
 }
@@ -87,22 +89,38 @@ export type InProcessLauncher = Launcher & {
 /** A launcher running the controller and the host in this process, logging to `log`. */
 export function inProcessLauncher(log: (line: string) => void): InProcessLauncher {
   let controller: Running | undefined;
+  /** On a cluster, the standby (R61): its start resolves only once it holds the lease. */
+  let standby: { abort: AbortController; started: Promise<Running | undefined> } | undefined;
   let host: Host | undefined;
+  const stopStandby = async () => {
+    if (!standby) return;
+    const { abort, started } = standby;
+    standby = undefined;
+    abort.abort();
+    await (await started)?.stop();
+  };
   return {
     get hostAgent() { return host; },
     async controller(paths) {
       controller ??= await runController(paths, log);
+      if (!standby && hasStandby(paths)) {
+        const abort = new AbortController();
+        const started = runController(paths, log, { name: "controller-2", signal: abort.signal }).catch(() => undefined);
+        standby = { abort, started };
+      }
     },
     async host(paths) {
       host ??= runHost(paths, log);
     },
     async stopController() {
+      await stopStandby();
       await controller?.stop();
       controller = undefined;
     },
     async stop() {
       await host?.stop();
       host = undefined;
+      await stopStandby();
       await controller?.stop();
       controller = undefined;
     },
