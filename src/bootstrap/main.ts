@@ -62,6 +62,8 @@ export type StartOptions = {
    * and the start rejects; a started controller is stopped with `stop()` instead.
    */
   signal?: AbortSignal;
+  /** Called once when this controller lost the lease while serving (R61): it serves nothing more. */
+  onLeaseLost?: () => void;
 };
 
 /** Commits folded since the last snapshot before a push saves another. */
@@ -95,13 +97,13 @@ async function connect(config: ControllerConfig, credential: ControllerCredentia
  * Seen on a 2.9.10 cluster (issue 14): after the reload of a user list that changed the
  * controller's own password, the reconnected connection could get no JetStream answer for a
  * minute while core messages flowed (its lease then lapsed, R61); a fresh connection answers at
- * once. So after each reconnect JetStream is asked (account info, 2 s); no answer, twice: dial
- * again. Never throws.
+ * once. So after each reconnect JetStream is asked (account info, 1.5 s each); no answer, twice:
+ * dial again, well within a lease. Never throws.
  */
 async function checkJetStreamAfterReconnect(nc: NatsConnection, log: ControllerLog): Promise<void> {
   for (let attempt = 1; attempt <= 2; attempt += 1) {
     try {
-      await (await jetstreamManager(nc, { checkAPI: false, timeout: 2_000 })).getAccountInfo();
+      await (await jetstreamManager(nc, { checkAPI: false, timeout: 1_500 })).getAccountInfo();
       return;
     } catch {
       if (nc.isClosed()) return;
@@ -148,7 +150,7 @@ async function recordCredential(catalogue: Catalogue, config: ControllerConfig, 
  * credential, InvalidEvent when the records hold an invalid commit. Raise refusals are logged,
  * not thrown: the controller still serves, and the next push reports them again.
  */
-export async function startController(config: ControllerConfig, { log, connectTimeoutMs = 5_000, signal }: StartOptions): Promise<Controller> {
+export async function startController(config: ControllerConfig, { log, connectTimeoutMs = 5_000, signal, onLeaseLost: lostHook }: StartOptions): Promise<Controller> {
   // 1. Configuration: parsed once by parseControllerConfig and passed in.
   const compose: ComposeConfig = { controllerSubmits: config.controllerSubmits, replicas: config.replicas };
   const credential = controllerCredential(config.credential, config.credentialFile);
@@ -257,7 +259,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
     await nc.flush(); // the subscription is on the server before start returns
     log.info(`serving commands at ${address}`);
     // A controller that lost the lease serves nothing more: another is active (R61).
-    onLeaseLost = () => { void server.stop(); reports.stop(); };
+    onLeaseLost = () => { void server.stop(); reports.stop(); lostHook?.(); };
 
     let stopped = false;
     return {

@@ -157,7 +157,9 @@ export type ServerListLine = { node: string; server: string; ok: boolean; change
 export async function missedServersOf(jsm: JetStreamManager, holders: readonly string[]): Promise<Set<string>> {
   const missed = new Set<string>();
   await Promise.all(holders.map(async (node) => {
-    const stored = await jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) }).catch(() => null);
+    // A server that just came back may leave JetStream answering late for a moment: retried.
+    const stored = await retryJetStream(`reading ${node}'s last report`, () => jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) }))
+      .catch(() => null);
     if (!stored) return;
     try {
       const report = stored.json<HostReport>();

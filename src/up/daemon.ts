@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import { parseControllerConfig } from "../config.ts";
 import { startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../host/index.ts";
-import { startController } from "../bootstrap/main.ts";
+import { startController, type Controller } from "../bootstrap/main.ts";
 import { meshPaths, readEnvFile, type MeshPaths } from "../../installer/genesis.ts";
 import { HOST_DIR, LOCAL_NODE_FILE, busReloadOptions, hasStandby, type Launcher } from "./up.ts";
 
@@ -23,11 +23,38 @@ export type Running = { stop(): Promise<void> };
 export async function runController(paths: MeshPaths, log: (line: string) => void, options: { name?: string; signal?: AbortSignal } = {}): Promise<Running> {
   const config = parseControllerConfig(readEnvFile(paths.controllerEnv));
   const name = options.name ?? "controller";
-  const controller = await startController(config, {
+  let stopped = false;
+  let current: Controller | undefined;
+  let abort = new AbortController();
+  let restarting: Promise<void> = Promise.resolve();
+  // R61: a controller that lost the lease (it could not renew it in time) stops serving and stands
+  // by again, so the mesh keeps a standby.
+  const launch = (signal?: AbortSignal): Promise<Controller> => startController(config, {
     log: { info: (line) => log(`${name}: ${line}`), error: (line) => log(`${name}: error: ${line}`) },
-    ...(options.signal ? { signal: options.signal } : {}),
+    ...(signal ? { signal } : {}),
+    onLeaseLost: () => {
+      if (stopped) return;
+      log(`${name}: standing by again (R61)`);
+      const lost = current;
+      current = undefined;
+      abort = new AbortController();
+      const again = abort.signal;
+      restarting = (async () => {
+        await lost?.stop().catch(() => undefined);
+        if (stopped) return;
+        current = await launch(again).catch(() => undefined);
+      })();
+    },
   });
-  return { stop: () => controller.stop() };
+  current = await launch(options.signal);
+  return {
+    stop: async () => {
+      stopped = true;
+      abort.abort();
+      await restarting;
+      await current?.stop();
+    },
+  };
 }
 
 /**

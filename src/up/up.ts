@@ -315,7 +315,9 @@ export async function up(options: UpOptions): Promise<UpResult> {
     const push = await pushAndWait(nc, asker, timeoutMs);
     for (const line of pushLines(push)) log(line);
 
-    // 5. the summary.
+    // 5. the summary. On a cluster the lease may have moved to the standby meanwhile (R61): it is
+    // waited for like a starting controller.
+    await whenControllerAnswers(nc, asker, timeoutMs);
     const summary = await readSummary(paths, nc, timeoutMs);
     return { paths, node, summary, push };
   } finally {

@@ -195,7 +195,7 @@ describe("mesh up --cluster 3 (issue 14)", () => {
       await restartStopped();
       const repaired = await push();
       const again = (repaired.servers ?? []).find((s) => s.server === third.name);
-      assert.equal(again?.ok, true, `the next push installs it: ${JSON.stringify(repaired.servers)}`);
+      assert.equal(again?.ok, true, `the next push installs it: ${JSON.stringify(repaired)}\n${logs.slice(-25).join("\n")}`);
       assert.equal(again?.changed, true, "it was written and reloaded");
       assert.equal(readFileSync(third.userList, "utf8"), readFileSync(servers()[0]!.userList, "utf8"), "the same list as the others");
       // The server admits the node the list it missed added.
