@@ -16,7 +16,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { startNatsCluster } from "../../test/support/natsCluster.ts";
 import { TEST_FINGERPRINT } from "../../test/support/commandMesh.ts";
-import { openCatalogue } from "../../src/events/catalogue.ts";
+import { openCatalogue } from "../../src/records/catalogue.ts";
 import { serveCommands } from "../../src/commands/server.ts";
 import { sendCommand } from "../../src/client/send.ts";
 import { newMeshKey, newNodeKeyPair, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
