@@ -770,6 +770,10 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       const refusedToSeal = new Map<string, string>();
       const purgeErrors: string[] = [];
       const failures = await timed(ctx.timings, "publish", () => publishAll(js, jsm, sends, refusedToSeal, ctx.timings, options.progress ?? ctx.progress, purgeErrors));
+      // Seen on a 2.9.10 cluster after a server died under the controller's connection: the
+      // reconnected connection's publishes got no acknowledgement while core messages flowed; the
+      // next round goes out on a fresh connection (R62).
+      if ([...failures.values()].some((error) => /timeout/i.test(error))) await ctx.nc.reconnect().catch(() => undefined);
       for (const line of purgeErrors) ctx.log.error(`push ${pushId}: stale user-list parts not purged for ${line}`);
       const settled = settleRound(plan.sends, failures, refusedToSeal);
       for (const line of settled.lines) outcomes.set(line.node, line);
