@@ -13,7 +13,8 @@ import type { Commit } from "../src/events/index.ts";
 import { InstallerError, makeBusCertificate, TLS_CERT_FILE, TLS_KEY_FILE } from "./tls.ts";
 import { makeFolderDurable, readBusCredential, renameDurable, writeBusCredential, writeFileDurable } from "../src/files/index.ts";
 import {
-  assertPortFree, findNatsServer, renderServerConfig, testServerConfig, SERVER_CONFIG_FILE, STORE_DIR, USER_LIST_FILE,
+  assertPortFree, clusterServerConfigs, clusterServerDir, findNatsServer, freePort, renderServerConfig, testServerConfig,
+  SERVER_CONFIG_FILE, STORE_DIR, USER_LIST_FILE,
 } from "./serverConfig.ts";
 import { CARRIED_CONTROLLER_SUBMITS, carriedUsers } from "./carried.ts";
 import { BOOTSTRAP_SEED, BOOTSTRAP_USER } from "../src/genesis.ts";
@@ -39,6 +40,11 @@ import { pidFile, startBus, stopPid, systemdUnit, controllerUnit, hostUnit, isAl
  *                     node's key, opened by `mesh host credential --from`
  *   mesh-*.service    with `systemd`: units for the bus, the controller and the genesis node's host
  *   logs/, run/       process logs and pid files of `mesh up`
+ *
+ * With `cluster` (issue 14, R60..R62) the bus is N servers on this machine: `bus-<n>/` holds each
+ * one's bus.conf, its own copy of the user list (users.conf: each server reads only its own), its
+ * store and its pid file; mesh.json lists them (`servers`); there is no top-level bus.conf,
+ * users.conf or store.
  */
 
 export const MESH_FILE = "mesh.json";
@@ -70,9 +76,56 @@ export const MeshFile = z
     port: z.number().int(),
     monitorPort: z.number().int(),
     createdAt: z.string(),
+    /** A cluster's servers (issue 14), in order; the first is the genesis address's. Absent on one server. */
+    servers: z.array(z.object({
+      name: z.string(),
+      port: z.number().int(),
+      routePort: z.number().int(),
+      monitorPort: z.number().int(),
+    }).strict()).optional(),
   })
   .strict();
 export type MeshFile = z.infer<typeof MeshFile>;
+
+/** One server of the mesh's bus as `mesh up`, `down`, `status` and the broker's host see it. */
+export type BusServer = {
+  /** `mesh-bus` on one server; `mesh-bus-<n>` on a cluster (its server_name). */
+  name: string;
+  /** The pid file `mesh up` records it under: `<dir>/run/<process>.pid` (`bus`, or `bus-<n>`). */
+  process: string;
+  /** Its client address, `tls://<local host>:<port>`. */
+  address: string;
+  port: number;
+  configFile: string;
+  userList: string;
+  /** The pid file nats-server itself writes (the host agent signals it to reload). */
+  serverPidFile: string;
+  monitorUrl: string;
+  logFile: string;
+};
+
+/**
+ * Every server of the bus of the mesh in `paths` (one, or a cluster's, in order). Pure apart from
+ * nothing: `mesh` is mesh.json as read.
+ */
+export function busServers(paths: MeshPaths, mesh: MeshFile): BusServer[] {
+  const host = localHost(mesh.listenHost);
+  if (!mesh.servers) {
+    return [{
+      name: "mesh-bus", process: "bus", address: `tls://${host}:${mesh.port}`, port: mesh.port,
+      configFile: paths.serverConfig, userList: paths.userList, serverPidFile: pidFile(paths.dir, "bus"),
+      monitorUrl: `http://127.0.0.1:${mesh.monitorPort}`, logFile: join(paths.logs, "bus.log"),
+    }];
+  }
+  return mesh.servers.map((server, i) => {
+    const folder = join(paths.dir, clusterServerDir(i));
+    return {
+      name: server.name, process: clusterServerDir(i), address: `tls://${host}:${server.port}`, port: server.port,
+      configFile: join(folder, SERVER_CONFIG_FILE), userList: join(folder, USER_LIST_FILE), serverPidFile: join(folder, "bus.pid"),
+      monitorUrl: `http://127.0.0.1:${server.monitorPort}`, logFile: join(paths.logs, `${clusterServerDir(i)}.log`),
+    };
+  });
+}
 
 /** Every path of a mesh folder, absolute. */
 export type MeshPaths = {
@@ -124,13 +177,15 @@ export function readMeshFile(dir: string): MeshFile {
 }
 
 /** The controller's configuration as environment lines, the MESH_* variables parseControllerConfig reads. */
-export function controllerEnvironment(paths: MeshPaths, genesisAddress: string): Record<string, string> {
+export function controllerEnvironment(paths: MeshPaths, genesisAddress: string, replicas = 1): Record<string, string> {
   return {
     MESH_BROKER_ADDRESS: genesisAddress,
     MESH_BROKER_CERTIFICATE: paths.tlsCert,
     MESH_KEY_FILE: paths.meshKey,
     MESH_CONTROLLER_CREDENTIAL: paths.controllerCredential,
     MESH_CONTROLLER_SUBMITS: CARRIED_CONTROLLER_SUBMITS.join(","),
+    // A cluster: every stream, store and the lease bucket with a copy on each server (R61, R62).
+    ...(replicas > 1 ? { MESH_CATALOGUE_REPLICAS: String(replicas) } : {}),
   };
 }
 
@@ -181,13 +236,21 @@ export type GenesisOptions = {
   searchPath?: string;
   /** Time for the genesis commit (ISO 8601); default now. */
   now?: string;
+  /**
+   * A cluster of this many servers on this machine (issue 14; 3, or at least 2): server 1 listens
+   * on the genesis address's port, the others on free ports the OS picks; routes between them over
+   * TLS with the mesh certificate; every stream with this many replicas. Not with `systemd`.
+   */
+  cluster?: number;
 };
 
 export type GenesisResult = {
   paths: MeshPaths;
   mesh: MeshFile;
-  /** The running bus (the embedded default); undefined with `systemd`. */
+  /** The running bus (the embedded default; a cluster's first server); undefined with `systemd`. */
   bus?: BusProcess;
+  /** Every running server of the bus, in order (one, or a cluster's). */
+  buses?: BusProcess[];
   /** The bus's systemd unit text, with `systemd`. */
   unit?: string;
   /** Every unit file written, with `systemd` (bus, controller, and the genesis node's host). */
@@ -264,9 +327,17 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
   const operator = options.operator ?? "admin";
   const node = options.node ? genesisNode(options.node) : undefined;
   const keep = node && dirname(node.stateDir) === paths.dir ? basename(node.stateDir) : null;
+  const size = options.cluster ?? 1;
+  if (!Number.isInteger(size) || size < 1 || size > 9) throw new InstallerError(`--cluster ${size}: give the number of servers, 3 (2 to 9)`);
+  if (size > 1 && options.systemd) {
+    throw new InstallerError("--cluster runs every server of the bus on this machine (the embedded default) and writes no systemd units: leave out --systemd or --cluster");
+  }
   rejectUnlessEmptyOrForced(paths, options.force ?? false, keep);
   await assertPortFree(listenHost, address.port, source);
   if (monitorPort > 0) await assertPortFree("127.0.0.1", monitorPort);
+  const servers = size > 1 ? await clusterPorts(size, listenHost, address.port, monitorPort) : undefined;
+  /** Every server's client address on a cluster, the genesis address first (R62). */
+  const addresses = servers?.map((s) => formatBusAddress({ ...address, port: s.port }));
 
   const temp = join(dirname(paths.dir), `.${basename(paths.dir)}.genesis-${process.pid}-${randomBytes(4).toString("hex")}`);
   makeFolderDurable(temp);
@@ -285,6 +356,7 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
     const operatorSecret = newFreshSecret((seed) => sealWithMeshKey(meshKey, seed));
     const decision = decideGenesis(initialState, {
       genesisAddress, fingerprint: tls.fingerprint, bootstrapUser: BOOTSTRAP_USER, operator, operatorSecret, now,
+      ...(addresses ? { addresses } : {}),
     });
     if (!decision.ok) throw new InstallerError(decision.refusal.message);
     commits.push({ commandId: GENESIS_COMMAND_ID, entity: decision.entity, events: decision.events });
@@ -302,30 +374,53 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
       enrolReply = enrolReplyFile(paths.dir, node.name);
       writeFileDurable(join(temp, basename(enrolReply)), `${JSON.stringify(reply, null, 2)}\n`, { mode: 0o600 });
     }
-    writeFileDurable(join(temp, USER_LIST_FILE), renderUserList({ users: carriedUsers(genesisState) }), { mode: 0o644 });
+    const carriedList = renderUserList({ users: carriedUsers(genesisState) });
+    if (servers) {
+      // R60: each server reads its own configuration, so each gets its own copy of the one list.
+      const configs = (root: string) => clusterServerConfigs({
+        size, root, listenHost, clientPorts: servers.map((s) => s.port), routePorts: servers.map((s) => s.routePort),
+        monitorPorts: servers.map((s) => s.monitorPort), certFile: join(root, TLS_CERT_FILE), keyFile: join(root, TLS_KEY_FILE),
+      });
+      const inTemp = configs(temp);
+      const inPlace = configs(paths.dir);
+      for (let i = 0; i < size; i += 1) {
+        const folder = join(temp, clusterServerDir(i));
+        mkdirSync(join(folder, STORE_DIR), { recursive: true });
+        writeFileDurable(join(folder, USER_LIST_FILE), carriedList, { mode: 0o644 });
+        writeFileDurable(join(folder, SERVER_CONFIG_FILE), renderServerConfig(inTemp[i]!), { mode: 0o644 });
+        testServerConfig(binary, join(folder, SERVER_CONFIG_FILE));
+        writeFileDurable(join(folder, SERVER_CONFIG_FILE), renderServerConfig(inPlace[i]!), { mode: 0o644 });
+      }
+    } else {
+      writeFileDurable(join(temp, USER_LIST_FILE), carriedList, { mode: 0o644 });
+      const serverOptions = (root: string) => ({
+        listenHost, port: address.port, monitorPort,
+        certFile: join(root, TLS_CERT_FILE), keyFile: join(root, TLS_KEY_FILE), storeDir: join(root, STORE_DIR),
+        userListFile: USER_LIST_FILE, pidFile: join(root, "run", "bus.pid"),
+      });
+      writeFileDurable(join(temp, SERVER_CONFIG_FILE), renderServerConfig(serverOptions(temp)), { mode: 0o644 });
+      testServerConfig(binary, join(temp, SERVER_CONFIG_FILE));
+      writeFileDurable(join(temp, SERVER_CONFIG_FILE), renderServerConfig(serverOptions(paths.dir)), { mode: 0o644 });
+    }
 
-    const serverOptions = (root: string) => ({
-      listenHost, port: address.port, monitorPort,
-      certFile: join(root, TLS_CERT_FILE), keyFile: join(root, TLS_KEY_FILE), storeDir: join(root, STORE_DIR),
-      userListFile: USER_LIST_FILE, pidFile: join(root, "run", "bus.pid"),
-    });
-    writeFileDurable(join(temp, SERVER_CONFIG_FILE), renderServerConfig(serverOptions(temp)), { mode: 0o644 });
-    testServerConfig(binary, join(temp, SERVER_CONFIG_FILE));
-    writeFileDurable(join(temp, SERVER_CONFIG_FILE), renderServerConfig(serverOptions(paths.dir)), { mode: 0o644 });
-
-    const env = controllerEnvironment(paths, genesisAddress);
+    const env = controllerEnvironment(paths, genesisAddress, size);
     writeFileDurable(
       join(temp, CONTROLLER_ENV_FILE),
       ["# The controller's configuration, written at genesis (read by `mesh controller` and `mesh up`).",
         ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ""].join("\n"),
       { mode: 0o600 },
     );
-    writeBusCredential(join(temp, CONTROLLER_CREDENTIAL_FILE), { address: genesisAddress, user: BOOTSTRAP_USER, seed: BOOTSTRAP_SEED, fingerprint: tls.fingerprint });
-    writeBusCredential(join(temp, OPERATOR_CREDENTIAL_FILE), { address: genesisAddress, user: `operator-${operator}`, seed: operatorSecret.seed, fingerprint: tls.fingerprint });
-    const mesh: MeshFile = { genesisAddress, fingerprint: tls.fingerprint, operator, listenHost, port: address.port, monitorPort, createdAt: now };
+    // R62: on a cluster every credential lists every server.
+    const dialled = { address: genesisAddress, ...(addresses ? { addresses } : {}) };
+    writeBusCredential(join(temp, CONTROLLER_CREDENTIAL_FILE), { ...dialled, user: BOOTSTRAP_USER, seed: BOOTSTRAP_SEED, fingerprint: tls.fingerprint });
+    writeBusCredential(join(temp, OPERATOR_CREDENTIAL_FILE), { ...dialled, user: `operator-${operator}`, seed: operatorSecret.seed, fingerprint: tls.fingerprint });
+    const mesh: MeshFile = {
+      genesisAddress, fingerprint: tls.fingerprint, operator, listenHost, port: address.port, monitorPort, createdAt: now,
+      ...(servers ? { servers } : {}),
+    };
     mkdirSync(join(temp, "logs"));
     mkdirSync(join(temp, "run"));
-    mkdirSync(join(temp, STORE_DIR));
+    if (!servers) mkdirSync(join(temp, STORE_DIR));
     writeFileDurable(join(temp, MESH_FILE), `${JSON.stringify(mesh, null, 2)}\n`, { mode: 0o644 });
 
     if (existsSync(paths.dir)) {
@@ -341,18 +436,23 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
   }
 
   let bus: BusProcess | undefined;
+  const buses: BusProcess[] = [];
   try {
-    const fingerprint = readMeshFile(paths.dir).fingerprint;
-    log(`genesis: starting the bus on ${genesisAddress} (certificate ${fingerprint})`);
-    bus = await startBus({
-      binary, configFile: paths.serverConfig, logFile: join(paths.logs, "bus.log"),
-      host: localHost(listenHost), port: address.port, fingerprint, detached: options.detachBus ?? true,
-    });
-    writeFileDurable(pidFile(paths.dir, "bus"), `${bus.pid}\n`, { mode: 0o644 });
-    log("genesis: recording the genesis commit as the controller (bootstrap account)");
-    await recordGenesis(paths, formatBusAddress({ scheme: "tls", host: localHost(listenHost), port: address.port }), commits);
     const mesh = readMeshFile(paths.dir);
-    if (options.systemd) {
+    const fingerprint = mesh.fingerprint;
+    for (const server of busServers(paths, mesh)) {
+      log(`genesis: starting the bus${servers ? ` server ${server.name}` : ""} on ${server.address} (certificate ${fingerprint})`);
+      const started = await startBus({
+        binary, configFile: server.configFile, logFile: server.logFile,
+        host: localHost(listenHost), port: server.port, fingerprint, detached: options.detachBus ?? true,
+      });
+      buses.push(started);
+      bus ??= started;
+      writeFileDurable(pidFile(paths.dir, server.process), `${started.pid}\n`, { mode: 0o644 });
+    }
+    log("genesis: recording the genesis commit as the controller (bootstrap account)");
+    await recordGenesis(paths, busServers(paths, mesh).map((s) => s.address), commits, size);
+    if (options.systemd && bus) {
       await bus.stop();
       rmSync(pidFile(paths.dir, "bus"), { force: true });
       const unit = systemdUnit(binary, paths.serverConfig);
@@ -366,9 +466,9 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
       return { paths, mesh, unit, unitFiles, ...(enrolReply ? { enrolReply } : {}) };
     }
     log(`genesis: mesh created; operator credential in ${paths.operatorCredential} (0600)`);
-    return { paths, mesh, bus, ...(enrolReply ? { enrolReply } : {}) };
+    return { paths, mesh, ...(bus ? { bus } : {}), buses, ...(enrolReply ? { enrolReply } : {}) };
   } catch (error) {
-    if (bus) await bus.stop();
+    for (const one of buses) await one.stop();
     rmSync(paths.dir, { recursive: true, force: true });
     throw error;
   }
@@ -415,19 +515,57 @@ export function localHost(listenHost: string): string {
  * records adapter (which also raises the CATALOGUE stream). A genesis already recorded (same
  * command id) appends nothing.
  */
-async function recordGenesis(paths: MeshPaths, localAddress: string, commits: readonly Commit[]): Promise<void> {
+async function recordGenesis(paths: MeshPaths, localAddresses: readonly string[], commits: readonly Commit[], replicas: number): Promise<void> {
   const credential = readBusCredential(paths.controllerCredential);
+  const { addresses: _recorded, ...single } = credential;
   const nc = await connectToBus(
-    { ...credential, address: localAddress },
-    { name: "mesh-installer", reconnect: false },
+    { ...single, address: localAddresses[0]!, ...(localAddresses.length > 1 ? { addresses: [...localAddresses] } : {}) },
+    { name: "mesh-installer", reconnect: replicas > 1 },
   );
   try {
-    const catalogue = await openCatalogue(nc);
-    for (const commit of commits) {
-      const result = await catalogue.transact(commit.commandId, () => ({ ok: true, entity: commit.entity, events: commit.events }));
-      if (!result.ok) throw new InstallerError(`the genesis commit ${commit.commandId} was refused: ${result.refusal.message}`);
+    // A cluster places a stream of `replicas` copies once its servers have elected a JetStream
+    // leader and know each other (until then: "no suitable peers"); the commits are idempotent by
+    // command id, so the whole is tried again, bounded.
+    const deadline = Date.now() + (replicas > 1 ? 60_000 : 0);
+    for (;;) {
+      try {
+        const catalogue = await openCatalogue(nc, { replicas });
+        for (const commit of commits) {
+          const result = await catalogue.transact(commit.commandId, () => ({ ok: true, entity: commit.entity, events: commit.events }));
+          if (!result.ok) throw new InstallerError(`the genesis commit ${commit.commandId} was refused: ${result.refusal.message}`);
+        }
+        return;
+      } catch (error) {
+        if (error instanceof InstallerError || Date.now() > deadline) throw error;
+        await new Promise((r) => setTimeout(r, 250));
+      }
     }
   } finally {
     await nc.close();
   }
+}
+
+/**
+ * The ports of a local cluster's servers (issue 14): server 1 takes the genesis address's client
+ * port and `monitorPort` (a free one when 0); every other port is one the OS picks, each distinct.
+ */
+async function clusterPorts(size: number, listenHost: string, port: number, monitorPort: number): Promise<NonNullable<MeshFile["servers"]>> {
+  const taken = new Set<number>([port, monitorPort]);
+  const pick = async (host: string): Promise<number> => {
+    for (;;) {
+      const one = await freePort(host);
+      if (!taken.has(one)) { taken.add(one); return one; }
+    }
+  };
+  const host = localHost(listenHost);
+  const servers: NonNullable<MeshFile["servers"]> = [];
+  for (let i = 0; i < size; i += 1) {
+    servers.push({
+      name: `mesh-bus-${i + 1}`,
+      port: i === 0 ? port : await pick(host),
+      routePort: await pick(host),
+      monitorPort: i === 0 && monitorPort > 0 ? monitorPort : await pick("127.0.0.1"),
+    });
+  }
+  return servers;
 }

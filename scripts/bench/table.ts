@@ -4,7 +4,7 @@
  * same server (the machine is shared and noisy, so absolute times mean little alone), and printed
  * as `bench | measured | goal | met?`.
  *
- * Rows (names for --only): command, fenced, replay, start, compose, push, broker, fleet. `--quick` shrinks the sizes (the goals then speak of other sizes:
+ * Rows (names for --only): command, fenced, replay, start, compose, push, broker, fleet, memory, cluster (issue 14). `--quick` shrinks the sizes (the goals then speak of other sizes:
  * the row says which were used) and leaves out `broker`. `fleet` (fleet.ts: a user-list reload and a
  * reconnect storm with N real connections) runs at `--fleet 1000` by default, `--fleet 1000,10000`
  * on request (200 with --quick); `memory` (memory.ts: the controller's RSS in a fresh child process)
@@ -25,6 +25,7 @@ import { one as measurePush, broker as measureBroker } from "./push.ts";
 import { rawRead } from "./records.ts";
 import { measureFleet, type FleetRow } from "./fleet.ts";
 import { measureMemory } from "./memory.ts";
+import { measureCluster } from "./cluster.ts";
 
 /** One line of the table: what was measured, against what, the goal and whether it is met. */
 export type TableRow = { bench: string; measured: string; baseline: string; goal: string; met: boolean | null };
@@ -269,6 +270,27 @@ function fleetRows(row: FleetRow): TableRow[] {
   ];
 }
 
+/**
+ * Issue 14, on a three-server cluster in one run: the command p50 against raw publish+ack p50 to a
+ * stream of three replicas, and the failover (the records' leader's server killed → first command
+ * acknowledged) beside the same run's election time.
+ */
+async function clusterRows(quick: boolean): Promise<TableRow[]> {
+  const row = await measureCluster(quick ? 200 : 1000);
+  return [
+    {
+      bench: `command p50 on a 3-server cluster / raw R3 publish+ack p50, ${row.count} round trips`,
+      measured: `${ratio(row.commandP50 / row.rawP50)} (${ms(row.commandP50)})`,
+      baseline: `raw R3 ${ms(row.rawP50)}`, goal: "-", met: null,
+    },
+    {
+      bench: "failover: the records' leader's server killed → first command acknowledged",
+      measured: s(row.failoverMs),
+      baseline: `election ${s(row.electionMs)}`, goal: "-", met: null,
+    },
+  ];
+}
+
 /** Prints rows as a markdown table (so the README can take it as printed). */
 export function printTable(title: string, rows: readonly TableRow[]): void {
   console.log(`\n${title}\n`);
@@ -279,7 +301,7 @@ export function printTable(title: string, rows: readonly TableRow[]): void {
 
 export async function run(args: string[]): Promise<void> {
   const quick = args.includes("--quick");
-  const known = ["command", "fenced", "replay", "start", "compose", "push", "broker", "fleet", "memory"];
+  const known = ["command", "fenced", "replay", "start", "compose", "push", "broker", "fleet", "memory", "cluster"];
   const only = option(args, "--only")?.split(",");
   const unknown = only?.filter((name) => !known.includes(name)) ?? [];
   if (unknown.length > 0) throw new Error(`--only takes ${known.join(",")}; not ${unknown.join(",")}`);
@@ -333,6 +355,7 @@ export async function run(args: string[]): Promise<void> {
       };
     });
   }
+  if (wanted("cluster")) await attempt("the mesh on a 3-server cluster", () => clusterRows(quick));
 
   if (args.includes("--json")) console.log(JSON.stringify(rows, null, 2));
   else printTable(`issue 13 performance table${quick ? " (--quick sizes)" : ""}: ${Math.round((performance.now() - started) / 1000)} s`, rows);

@@ -89,7 +89,8 @@ async function readLease(kv: KV): Promise<LeaseEntry> {
  * `leaseMs` from then on. A standby polls every quarter of the lease (at most every 500 ms), so it
  * takes over within the lease plus one poll of the holder's last renewal. A renewal that loses
  * the compare-and-set, or that cannot be made before the lease's own time passes, calls `onLost`
- * once and stops renewing. Throws what the bucket's creation throws.
+ * once and stops renewing. Throws what the bucket's creation throws, and an Error when the
+ * connection closes while standing by (a standby being stopped).
  */
 export async function acquireLease(nc: NatsConnection, options: LeaseOptions): Promise<HeldLease> {
   const now = options.now ?? Date.now;
@@ -99,6 +100,8 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
   // A standby has no deadline: it waits as long as another controller holds the lease. A throw
   // (another controller won the compare-and-set, or the bus is between leaders) reads again.
   const taken = await pollUntil(async () => {
+    // A standby being stopped: its connection closed, so stop polling (said below).
+    if (nc.isClosed()) return { closed: true as const };
     const step = decideLease(await readLease(kv), options.holder, now(), options.leaseMs);
     if (step.kind === "wait") {
       if (waitingOn !== step.holder) options.log.info(`standing by: controller ${step.holder} holds the lease (R61)`);
@@ -107,8 +110,9 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
     }
     const body = JSON.stringify(step.value);
     const written = step.kind === "create" ? await kv.create(CONTROLLER_LEASE_KEY, body) : await kv.update(CONTROLLER_LEASE_KEY, body, step.revision);
-    return { revision: written, expiresAt: step.value.expiresAt };
+    return { closed: false as const, revision: written, expiresAt: step.value.expiresAt };
   }, { everyMs: pollMs, what: "the controllers' lease is free" });
+  if (taken.closed) throw new Error("the bus connection closed while standing by for the controllers' lease (R61)");
   let revision = taken.revision;
   let expiresAt = taken.expiresAt;
   options.log.info(`holding the controllers' lease as ${options.holder} (R61)`);

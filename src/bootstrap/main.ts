@@ -57,6 +57,13 @@ export type StartOptions = {
   log: ControllerLog;
   /** Milliseconds to wait for the bus on the first connect (default 5,000). */
   connectTimeoutMs?: number;
+  /**
+   * Aborting it closes the connection: a standby still waiting for the lease (R61) stops waiting
+   * and the start rejects; a started controller is stopped with `stop()` instead.
+   */
+  signal?: AbortSignal;
+  /** Called once when this controller lost the lease while serving (R61): it serves nothing more. */
+  onLeaseLost?: () => void;
 };
 
 /** Commits folded since the last snapshot before a push saves another. */
@@ -85,6 +92,26 @@ async function connect(config: ControllerConfig, credential: ControllerCredentia
     log.info(`connected to the bus at ${address} as ${credential.current().user} with the rotated password; the credential file is updated`);
     return nc;
   }
+}
+
+/**
+ * Seen on a 2.9.10 cluster (issue 14): after the reload of a user list that changed the
+ * controller's own password, the reconnected connection could get no JetStream answer for a
+ * minute while core messages flowed (its lease then lapsed, R61); a fresh connection answers at
+ * once. So after each reconnect JetStream is asked (account info, 1.5 s each); no answer, twice:
+ * dial again, well within a lease. Never throws.
+ */
+async function checkJetStreamAfterReconnect(nc: NatsConnection, log: ControllerLog): Promise<void> {
+  for (let attempt = 1; attempt <= 2; attempt += 1) {
+    try {
+      await (await jetstreamManager(nc, { checkAPI: false, timeout: 1_500 })).getAccountInfo();
+      return;
+    } catch {
+      if (nc.isClosed()) return;
+    }
+  }
+  log.error("JetStream did not answer on the reconnected connection: dialling the bus again");
+  await nc.reconnect().catch(() => undefined);
 }
 
 /**
@@ -130,18 +157,24 @@ async function recordCredential(catalogue: Catalogue, config: ControllerConfig, 
  * credential, InvalidEvent when the records hold an invalid commit. Raise refusals are logged,
  * not thrown: the controller still serves, and the next push reports them again.
  */
-export async function startController(config: ControllerConfig, { log, connectTimeoutMs = 5_000 }: StartOptions): Promise<Controller> {
+export async function startController(config: ControllerConfig, { log, connectTimeoutMs = 5_000, signal, onLeaseLost: lostHook }: StartOptions): Promise<Controller> {
   // 1. Configuration: parsed once by parseControllerConfig and passed in.
   const compose: ComposeConfig = { controllerSubmits: config.controllerSubmits, replicas: config.replicas };
   const credential = controllerCredential(config.credential, config.credentialFile);
 
   // 2. Connect (R34 pinned, R3 address only).
   const nc = await connect(config, credential, log, connectTimeoutMs);
+  const abandon = () => { void nc.close().catch(() => undefined); };
+  if (signal?.aborted) abandon();
+  signal?.addEventListener("abort", abandon, { once: true });
   const address = credential.current().address;
   void (async () => {
     for await (const status of nc.status()) {
       if (status.type === "disconnect") log.info(`disconnected from the bus at ${address}`);
-      else if (status.type === "reconnect") log.info(`reconnected to the bus at ${address}`);
+      else if (status.type === "reconnect") {
+        log.info(`reconnected to the bus at ${address}`);
+        void checkJetStreamAfterReconnect(nc, log);
+      }
       else if (status.type === "error") log.error(`bus connection error at ${address}: ${status.error.message.split("\n")[0]}`);
     }
   })();
@@ -157,6 +190,9 @@ export async function startController(config: ControllerConfig, { log, connectTi
         onLost: () => onLeaseLost(),
       });
     }
+
+    signal?.removeEventListener("abort", abandon);
+    if (nc.isClosed()) throw new Error("stopped before it held the controllers' lease (R61)");
 
     // 3. Load the snapshot and catch up.
     // A commit no fold can read (R45) does not stop the start: the controller serves `replay` to
@@ -230,7 +266,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
     await nc.flush(); // the subscription is on the server before start returns
     log.info(`serving commands at ${address}`);
     // A controller that lost the lease serves nothing more: another is active (R61).
-    onLeaseLost = () => { void server.stop(); reports.stop(); };
+    onLeaseLost = () => { void server.stop(); reports.stop(); lostHook?.(); };
 
     let stopped = false;
     return {

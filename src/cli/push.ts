@@ -72,6 +72,9 @@ export function renderPush(report: PushShown): string[] {
   if (report.provisionsMinted > 0) lines.push(`minted ${report.provisionsMinted} provision(s)`);
   const fresh = report.freshCredentials ?? [];
   if (fresh.length > 0) lines.push(`fresh credentials in this user list (their old passwords are refused): ${fresh.map((p) => `${p.kind} ${p.name}`).join(", ")}`);
+  const servers = report.servers ?? [];
+  if (servers.length > 0) lines.push(`user list on each server (R60): ${servers.map((s) => `${s.server} ${s.ok ? (s.changed === false ? "unchanged" : "reloaded") : "MISSED"}`).join(", ")}`);
+  for (const s of servers.filter((one) => !one.ok)) lines.push(`server ${s.server} missed the user list: ${s.error ?? "no reason given"}; the next push sends it again`);
   if (report.controllerRotation) lines.push(`the controller's own rotated password: ${report.controllerRotation}`);
   for (const refused of report.raised.refused) lines.push(`not raised: ${refused.reason}`);
   if (report.timedOut.length > 0) lines.push(`no report from: ${report.timedOut.join(", ")}`);
@@ -84,10 +87,12 @@ export function renderPush(report: PushShown): string[] {
 
 /**
  * Exit code of a push: 1 when a node was refused, failed or timed out, a module was left out of its
- * node's declaration (it has no credential yet), or no user list reached the bus (R49), else 0.
+ * node's declaration (it has no credential yet), no user list reached the bus (R49), or a server of
+ * a cluster missed the list (R60), else 0.
  */
 export function exitOf(report: PushShown): number {
   if (report.userList !== undefined && !report.dryRun) return EXIT_REFUSED;
+  if ((report.servers ?? []).some((s) => !s.ok)) return EXIT_REFUSED;
   if (report.nodes.some((n) => (n.modulesLeftOut?.length ?? 0) > 0)) return EXIT_REFUSED;
   // A cut reply (R59) keeps those nodes first, and its counts cover every node.
   const { refused = 0, failed = 0, "timed-out": timedOut = 0 } = report.counts ?? {};

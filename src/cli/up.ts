@@ -6,7 +6,7 @@ import { BusConnectError } from "../bus/connect.ts";
 import type { CliVerb } from "./verbs.ts";
 import { up, detachedLauncher, readSummary, UpError, DEFAULT_UP_ADDRESS, pidFile } from "../up/up.ts";
 import { renderSummary, type UpSummary } from "../up/summary.ts";
-import { runningPid, stopAll, PROCESSES } from "../up/processes.ts";
+import { runningPid, stopAll, processesOf, STANDBY_CONTROLLER } from "../up/processes.ts";
 import { genesis, hasMesh, meshPaths, readMeshFile } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { ConfigError } from "../config.ts";
@@ -21,6 +21,19 @@ const DIR_OPTION = { flags: "--dir <folder>", description: "the mesh folder (def
 
 function dirOf(options: Readonly<Record<string, unknown>>): string {
   return typeof options.dir === "string" ? options.dir : ".mesh";
+}
+
+const CLUSTER_OPTION = {
+  flags: "--cluster <servers>",
+  description: "at genesis: a bus of this many nats-servers on this machine (3), routed over TLS, every stream with as many replicas, two controllers (one active, the other standing by)",
+};
+
+/** `--cluster <n>` as a number of servers, or undefined when not given; UsageError naming it otherwise. */
+function clusterOf(options: Readonly<Record<string, unknown>>): number | undefined {
+  if (options.cluster === undefined) return undefined;
+  const size = Number(options.cluster);
+  if (!Number.isInteger(size) || size < 1 || size > 9) throw new UsageError(`--cluster ${String(options.cluster)}: give the number of servers, 3 (1 to 9)`);
+  return size;
 }
 
 /** One line for the failures `up` expects (bad configuration, a refused step), exit 2. */
@@ -40,9 +53,11 @@ const upVerb: CliVerb = {
     DIR_OPTION,
     { flags: "--address <tls://host:port>", description: `the genesis address when the folder holds no mesh yet (default ${DEFAULT_UP_ADDRESS}, or a free port the OS picks when 4222 is taken; a taken --address fails)` },
     { flags: "--node <name>", description: "the local node's name (default: this machine's host name)" },
+    CLUSTER_OPTION,
   ],
   async run(ctx, _args, options) {
     const dir = dirOf(options);
+    const cluster = clusterOf(options);
     try {
       const result = await up({
         dir,
@@ -50,6 +65,7 @@ const upVerb: CliVerb = {
         launcher: detachedLauncher(ctx.io.env),
         ...(typeof options.address === "string" ? { brokerAddress: options.address, addressSource: "--address" } : {}),
         ...(typeof options.node === "string" ? { node: options.node } : {}),
+        ...(cluster === undefined ? {} : { cluster }),
       });
       if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, node: result.node, summary: summaryJson(result.summary), push: result.push }, null, 2));
       else {
@@ -87,7 +103,7 @@ const downVerb: CliVerb = {
  */
 function managedProcesses(dir: string): Record<string, number | null> {
   if (!existsSync(pidFile(dir, "controller"))) return {};
-  return Object.fromEntries(PROCESSES.map((name) => [name, runningPid(dir, name)]));
+  return Object.fromEntries(processesOf(dir).map((name) => [name, runningPid(dir, name)]));
 }
 
 /**
@@ -102,7 +118,7 @@ export function summaryJson(summary: UpSummary): Omit<UpSummary, "processes"> & 
 export type ProcessView = { name: string; pid: number | null; running: boolean };
 
 function processList(processes: Record<string, number | null>): ProcessView[] {
-  return PROCESSES.filter((name) => name in processes).map((name) => ({ name, pid: processes[name] ?? null, running: processes[name] !== null }));
+  return Object.keys(processes).map((name) => ({ name, pid: processes[name] ?? null, running: processes[name] !== null }));
 }
 
 /**
@@ -122,7 +138,7 @@ const statusVerb: CliVerb = {
     const here = hasMesh(paths.dir);
     const processes = managedProcesses(paths.dir);
     const credentialFile = existsSync(paths.operatorCredential) ? paths.operatorCredential : ctx.globals.credential;
-    const running = (line: Record<string, number | null>) => PROCESSES.filter((n) => n in line).map((n) => `${n} ${line[n] === null ? "stopped" : `pid ${line[n]}`}`).join(", ");
+    const running = (line: Record<string, number | null>) => Object.keys(line).map((n) => `${n} ${line[n] === null ? "stopped" : `pid ${line[n]}`}`).join(", ");
     const base = (genesisAddress: string | null) => ({ dir: paths.dir, genesisAddress, processes: processList(processes) });
     /** Not ok: the same shape under --json (summary null, the error's code), a line on stderr otherwise; exit 1. */
     const notOk = (genesisAddress: string | null, code: string, message: string): number => {
@@ -131,7 +147,11 @@ const statusVerb: CliVerb = {
       return EXIT_REFUSED;
     };
     // `mesh up`'s own mesh, stopped (`mesh down`): nothing answers; `mesh up` resumes it here.
-    if (here && (processes.bus === null || processes.controller === null)) {
+    // On a cluster: stopped when no server of the bus runs, or neither controller does (R61, R62).
+    const buses = Object.keys(processes).filter((n) => n === "bus" || n.startsWith("bus-"));
+    const busStopped = buses.length > 0 && buses.every((n) => processes[n] === null);
+    const controllerStopped = "controller" in processes && processes.controller === null && (processes[STANDBY_CONTROLLER] ?? null) === null;
+    if (here && (busStopped || controllerStopped)) {
       const mesh = readMeshFile(paths.dir);
       if (!ctx.globals.json) ctx.out(`mesh at ${mesh.genesisAddress}: ${running(processes)}`);
       return notOk(mesh.genesisAddress, "not-running", `the mesh in ${paths.dir} is stopped: \`mesh up --dir ${paths.dir}\` starts it`);
@@ -186,8 +206,10 @@ const genesisVerb: CliVerb = {
     { flags: "--node-state <dir>", description: "the genesis node's state folder, where `mesh host init` wrote node.pub (with --node)" },
     { flags: "--systemd", description: "leave the bus stopped and write systemd units: <dir>/mesh-bus.service, mesh-controller.service, and mesh-host.service with --node" },
     { flags: "--force", description: "replace the mesh in the folder (its records are lost)" },
+    CLUSTER_OPTION,
   ],
   async run(ctx, _args, options) {
+    const cluster = clusterOf(options);
     const node = typeof options.node === "string" ? options.node : undefined;
     const nodeState = typeof options.nodeState === "string" ? options.nodeState : undefined;
     if ((node === undefined) !== (nodeState === undefined)) {
@@ -204,6 +226,7 @@ const genesisVerb: CliVerb = {
         ...(typeof options.name === "string" ? { extraNames: options.name.split(",").map((n) => n.trim()).filter(Boolean) } : {}),
         ...(typeof options.operator === "string" ? { operator: options.operator } : {}),
         ...(node !== undefined && nodeState !== undefined ? { node: { name: node, stateDir: nodeState } } : {}),
+        ...(cluster === undefined || cluster <= 1 ? {} : { cluster }),
       });
       ctx.out(`mesh created in ${made.paths.dir}: controller settings in ${made.paths.controllerEnv}, operator credential in ${made.paths.operatorCredential}`);
       if (made.enrolReply) ctx.out(`genesis node ${node} enrolled: open its credential with \`mesh host credential --state ${nodeState} --from ${made.enrolReply}\``);

@@ -1,6 +1,6 @@
 import { CredentialRotateRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialRotated, MeshEvent } from "../events/index.ts";
-import { credentialOf, type State } from "../projections/index.ts";
+import { busAddressesOf, credentialOf, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, holderOfNkey, secretAt } from "./shared.ts";
@@ -76,8 +76,10 @@ export type CredentialRotateReply = BodyOf<"credential.rotate">;
 export function reply(state: State, events: readonly MeshEvent[], tools: ReplyTools): CredentialRotateReply {
   const rotated = events.find((e): e is CredentialRotated => e.type === "CredentialRotated");
   if (!rotated) throw new Error("credential.rotate reply: the commit has no CredentialRotated");
+  const addresses = busAddressesOf(state, rotated.address);
   const credential: CredentialRotateReply["credential"] = {
     address: rotated.address,
+    ...(addresses ? { addresses } : {}),
     user: rotated.user,
     nkey: rotated.nkey ?? "",
     fingerprint: state.mesh?.fingerprint ?? "",

@@ -17,6 +17,8 @@ export type GenesisFacts = {
   operator: string;
   /** The first operator's fresh password: its hash and sealed form go in the records, never the password. */
   operatorSecret: FreshSecret;
+  /** Every server's client address on a cluster, the genesis address first (R62); absent on one server. */
+  addresses?: readonly string[];
   /** ISO 8601 time of genesis. */
   now: string;
 };
@@ -36,7 +38,8 @@ export function decideGenesis(state: State, facts: GenesisFacts): Decision {
     ok: true,
     entity: { kind: "mesh", id: "genesis" },
     events: [
-      { ...meta, type: "MeshCreated", genesisAddress: facts.genesisAddress, fingerprint: facts.fingerprint, bootstrapUser: facts.bootstrapUser },
+      { ...meta, type: "MeshCreated", genesisAddress: facts.genesisAddress, fingerprint: facts.fingerprint, bootstrapUser: facts.bootstrapUser,
+        ...(facts.addresses ? { addresses: [...facts.addresses] } : {}) },
       {
         ...meta,
         type: "CredentialMinted",

@@ -1,6 +1,6 @@
 import { ModuleIssueRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialMinted, MeshEvent } from "../events/index.ts";
-import type { State } from "../projections/index.ts";
+import { busAddressesOf, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
@@ -59,9 +59,10 @@ export type ModuleIssueReply = BodyOf<"module.issue">;
 export function reply(state: State, events: readonly MeshEvent[]): ModuleIssueReply {
   const minted = events.find((e): e is CredentialMinted => e.type === "CredentialMinted");
   if (!minted) throw new Error("module.issue reply: the commit has no CredentialMinted");
+  const addresses = busAddressesOf(state, minted.address);
   return {
     module: minted.principal.name,
-    credential: { address: minted.address, user: minted.user, fingerprint: state.mesh?.fingerprint ?? "" },
+    credential: { address: minted.address, ...(addresses ? { addresses } : {}), user: minted.user, fingerprint: state.mesh?.fingerprint ?? "" },
   };
 }
 

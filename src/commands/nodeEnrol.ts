@@ -1,6 +1,6 @@
 import { NodeEnrolRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialMinted, MeshEvent, NodeEnrolled } from "../events/index.ts";
-import { brokerReachableAt, type State } from "../projections/index.ts";
+import { brokerReachableAt, busAddressesOf, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
 import { NO_MESH_MESSAGE, holderOfNkey } from "./shared.ts";
@@ -54,10 +54,12 @@ export function reply(state: State, events: readonly MeshEvent[], _tools: ReplyT
   const enrolled = events.find((e): e is NodeEnrolled => e.type === "NodeEnrolled");
   const minted = events.find((e): e is CredentialMinted => e.type === "CredentialMinted");
   if (!enrolled || !minted) throw new Error("node.enrol reply: the commit has no NodeEnrolled and CredentialMinted");
+  const addresses = busAddressesOf(state, minted.address);
   return {
     node: enrolled.node,
     credential: {
       address: minted.address,
+      ...(addresses ? { addresses } : {}),
       user: minted.user,
       nkey: minted.nkey ?? "",
       fingerprint: state.mesh?.fingerprint ?? "",

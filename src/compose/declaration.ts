@@ -1,5 +1,5 @@
 import type { State } from "../projections/index.ts";
-import { brokerReachableAt, credentialOf, holdersOf, principalOfModule, provisionKey, resolveSeat, seatOf } from "../projections/index.ts";
+import { brokerReachableAt, busAddressesOf, credentialOf, holdersOf, principalOfModule, provisionKey, resolveSeat, seatOf } from "../projections/index.ts";
 import { BROKER_SEAT } from "../names.ts";
 import { CONTRACT_VERSIONS } from "../contracts/version.ts";
 import {
@@ -205,11 +205,13 @@ export function composeDeclaration(
     // recorded when the credential was minted: the order of issue, assign and overlay place
     // cannot change what a module dials, and a placement moves it at the next push.
     const address = reachable ??= prepared.reachableAt(node);
+    // R62: on a cluster the credential lists every server, so the module reconnects to a survivor.
+    const addresses = busAddressesOf(state, address);
     modules.push({
       module,
       version: manifest.version,
       run: manifest.run,
-      credential: { address, user: credential.user, sealed, fingerprint },
+      credential: { address, ...(addresses ? { addresses } : {}), user: credential.user, sealed, fingerprint },
       env: moduleEnvironment(state, module, address, credential.user, fingerprint),
       provisions: received.sort((a, b) => compare(`${a.seat}/${a.provision}`, `${b.seat}/${b.provision}`)),
     });

@@ -2,7 +2,7 @@ import type { State } from "../projections/index.ts";
 import { credentialOf, resolveSeat, seatOf } from "../projections/index.ts";
 import {
   ALL_SUBJECTS, BUILD_SEAT, CATALOGUE_ERASE_SUBJECTS, CATALOGUE_SUBJECTS, COMMAND_SUBJECTS, CONTROL_STREAM, CONTROL_SUBJECTS,
-  CONTROLLER_NAME, EVENTS_STREAM, commandSubjects, JS_API_SUBJECTS, REPORT_SUBJECTS, SHARED_INBOX_SUBJECTS, SNAPSHOT_BUCKET,
+  CONTROLLER_NAME, EVENTS_STREAM, commandSubjects, JS_API_SUBJECTS, REPORT_SUBJECTS, SHARED_INBOX_SUBJECTS, SNAPSHOT_BUCKET, CONTROLLER_LEASE_BUCKET,
   SNAPSHOT_OBJECTS, busUser, declarationConsumer, eventSubject, flowControlSubjects,
   followConsumer, inboxPrefix, inboxSubjects, kvStream, kvSubjects, objectStoreStream, objectStoreSubjects,
   pullGrants, reportSubject, toolSubject, workConsumer, workStream, workSubject,
@@ -155,6 +155,7 @@ function derive(state: State, principal: Principal, config: ComposeConfig, add: 
       fixed("sub", REPORT_SUBJECTS, "controller: hears which declaration each node applied");
       fixed("pub", JS_API_SUBJECTS, "controller: raises streams and consumers (the controller only, field notes)");
       fixed("pub", kvSubjects(SNAPSHOT_BUCKET), "controller: writes its snapshot pointer");
+      fixed("pub", kvSubjects(CONTROLLER_LEASE_BUCKET), "controller: creates, renews and releases the controllers' lease (R61)");
       fixed("pub", objectStoreSubjects(SNAPSHOT_OBJECTS), "controller: writes snapshot bodies");
       fixed("pub", flowControlSubjects(kvStream(SNAPSHOT_BUCKET)), "controller: flow control of its snapshot pointer's ordered consumers");
       fixed("pub", flowControlSubjects(objectStoreStream(SNAPSHOT_OBJECTS)), "controller: flow control of its snapshot reads");

@@ -19,6 +19,8 @@ import { UserListRef } from "./userList.ts";
 export const DeclaredCredential = z
   .object({
     address: z.string().min(1),
+    /** On a cluster every server's address, `address` first (R62); absent on one server. */
+    addresses: z.array(z.string().min(1)).optional(),
     user: z.string().min(1),
     sealed: z.string().min(1),
     fingerprint: z.string(),

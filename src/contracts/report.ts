@@ -34,9 +34,17 @@ export const HostReport = z
      * under the state folder, sorted). Present only on a report a re-check published.
      */
     drift: z.array(z.string()).optional(),
+    /**
+     * R60: on the broker's holder of a cluster, each server's outcome of the user list this report's
+     * declaration carried, in server order: installed (`changed` when written and reloaded) or
+     * missed (`error` says why; the next push sends it again). Absent when no list was installed.
+     */
+    servers: z.array(z.object({ server: z.string(), ok: z.boolean(), changed: z.boolean().optional(), error: z.string().optional() })).optional(),
   })
   .loose();
 export type HostReport = z.infer<typeof HostReport>;
+/** One server's outcome of a user list (R60). */
+export type ServerListOutcome = NonNullable<HostReport["servers"]>[number];
 
 /**
  * A report as received (the parsed JSON of a report message), checked against the contract.

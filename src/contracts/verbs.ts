@@ -132,7 +132,8 @@ export const DryRunReply = z
 export type DryRunReply = z.infer<typeof DryRunReply>;
 
 /** A credential's public part as a reply shows it: where it dials, its user, the bus certificate's fingerprint. */
-const CredentialPublic = { address: z.string(), user: z.string(), fingerprint: z.string() };
+/** `addresses`: on a cluster every server, the address first (R62); absent on one server. */
+const CredentialPublic = { address: z.string(), addresses: z.array(z.string()).optional(), user: z.string(), fingerprint: z.string() };
 
 // ---------------------------------------------------------------------------------------------
 // Commands: they change the records.
@@ -519,6 +520,10 @@ export const PushReply = z
     rounds: z.number().int().nonnegative(),
     boundHit: z.boolean(),
     declarations: z.array(Declaration).optional(),
+    /** R60, on a cluster: each server's outcome of the list a broker holder applied in this push. */
+    servers: z.array(z.object({
+      node: z.string(), server: z.string(), ok: z.boolean(), changed: z.boolean().optional(), error: z.string().optional(),
+    }).strict()).optional(),
     counts: z.partialRecord(NodeOutcome, z.number().int().nonnegative()),
     omitted: z.record(z.string(), Omitted).optional(),
   })

@@ -76,9 +76,25 @@ export function controllerCredential(initial: BusCredential, file: string): Cont
     current: () => withSecret(initial, password),
     password: () => password,
     dialPassword() {
-      if (!staged || previous === null || previous === password) return password;
+      if (staged) {
+        if (previous === null || previous === password) return password;
+        attempts += 1;
+        return attempts % 2 === 1 ? password : previous;
+      }
+      // R61: a standby shares this credential with the active controller, which rotates it (R14,
+      // R50) and drops the standby's connection at the reload: the file's committed password is
+      // adopted, and one pending beside it (staged by the active one, about to be installed) is
+      // tried in turn, first.
+      try {
+        const committed = secretOf(readBusCredential(file));
+        if (committed !== password && readBusCredential(file).user === initial.user) password = committed;
+      } catch {
+        // no readable file: the password in memory
+      }
+      const next = pendingPassword(file, initial.user);
+      if (next === null || next === password) return password;
       attempts += 1;
-      return attempts % 2 === 1 ? password : previous;
+      return attempts % 2 === 1 ? next : password;
     },
     stage(next) {
       if (!staged) previous = password;

@@ -10,5 +10,10 @@ export const MeshCreated = EventMeta.extend({
   fingerprint: z.string().regex(/^[0-9A-F]{2}(:[0-9A-F]{2}){31}$/, "SHA-256 fingerprint, AA:BB:..."),
   /** The bus user the installer carried at a well-known bootstrap password (R13). */
   bootstrapUser: z.string().min(1),
+  /**
+   * On a cluster (issue 14, R62): every server's client address, `tls://host:port`, the genesis
+   * address first. Credentials whose address is the genesis address carry them all. Absent on one server.
+   */
+  addresses: z.array(z.string().min(1)).min(1).optional(),
 }).strict();
 export type MeshCreated = z.infer<typeof MeshCreated>;

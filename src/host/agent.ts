@@ -7,7 +7,7 @@ import { CONTROL_STREAM, declarationConsumer, reportSubject } from "../names.ts"
 import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
 import type { Declaration as HostDeclaration, NodeSelf } from "../contracts/declaration.ts";
-import { stampReport, type HostReport } from "../contracts/report.ts";
+import { stampReport, type HostReport, type ServerListOutcome } from "../contracts/report.ts";
 import {
   appliedReport, backoffDelay, driftedReport, failedReport, messageKind, planApply, planList, readDeclaration, restatedReport,
 } from "./plan.ts";
@@ -57,8 +57,12 @@ export type HostOptions = {
    * every reconnect reads it from there. Default: `<stateDir>/credential.json`.
    */
   credentialFile?: string;
-  /** Present on the node holding mesh-broker: where the user list goes and how the bus reloads. */
-  bus?: BusReloadOptions;
+  /**
+   * Present on the node holding mesh-broker: where the user list goes and how the bus reloads. On
+   * a cluster every server's (R60): each is installed and reloaded in turn, and the report names
+   * each one's outcome (`servers`); the list counts as applied when at least one server took it.
+   */
+  bus?: BusReloadOptions | readonly BusReloadOptions[];
   /** One line per event (connected, applied, retrying); never a password (R3). Default: stderr. */
   log?: (line: string) => void;
   /** Called after each declaration was handled and its report published. */
@@ -240,7 +244,8 @@ export function startHost(options: HostOptions): Host {
     restated = true;
     try {
       const owned = readOwned(stateDir);
-      const listText = owned?.node === node && options.bus && existsSync(options.bus.includeFile) ? readFileSync(options.bus.includeFile, "utf8") : undefined;
+      const first = busTargets[0];
+      const listText = owned?.node === node && first && existsSync(first.includeFile) ? readFileSync(first.includeFile, "utf8") : undefined;
       const report = restatedReport(node, owned, listText);
       if (report) nc.publish(reportSubject(node), JSON.stringify(stampReport(report)));
     } catch (error) {
@@ -248,6 +253,33 @@ export function startHost(options: HostOptions): Host {
     }
   };
 
+  /** The servers the user list goes to (none off the broker's node; several on a cluster, R60). */
+  const busTargets: readonly BusReloadOptions[] = options.bus === undefined ? [] : Array.isArray(options.bus) ? options.bus : [options.bus as BusReloadOptions];
+  /**
+   * Installs `text` on every server in turn (R60). One server: its refusal is thrown as it is. A
+   * cluster: each server's outcome is in `servers`, and only a list no server took is thrown; a
+   * server that missed it keeps its old file, so the next push, which sends the list again to a
+   * holder whose last report names a missed server, repairs it.
+   */
+  const installOnEveryServer = async (text: string): Promise<{ installed?: UserListInstalled; servers?: ServerListOutcome[] }> => {
+    if (!Array.isArray(options.bus)) return { installed: await installUserList(text, busTargets[0]!) };
+    const servers: ServerListOutcome[] = [];
+    let installed: UserListInstalled | undefined;
+    for (const [index, target] of busTargets.entries()) {
+      const server = target.server ?? `server ${index + 1}`;
+      try {
+        const done = await installUserList(text, target);
+        installed ??= done;
+        servers.push({ server, ok: true, changed: done.changed });
+      } catch (error) {
+        const why = error instanceof Error ? error.message.split("\n")[0]! : String(error);
+        log(`host ${node}: server ${server} missed the user list: ${why}`);
+        servers.push({ server, ok: false, error: why });
+      }
+    }
+    if (installed === undefined) throw new Error(`no server took the user list: ${servers.map((s) => `${s.server}: ${s.error}`).join("; ")}`);
+    return { installed, servers };
+  };
   const parts = new UserListParts(stateDir);
   /** The latest declaration whose user list lacked parts, applied again when they arrive. */
   let pending: HostDeclaration | undefined;
@@ -281,9 +313,9 @@ export function startHost(options: HostOptions): Host {
             parts.discard(list.discard);
             throw new Error(list.error);
           }
-          const installed = await installUserList(list.text, options.bus!);
+          const { installed, servers } = await installOnEveryServer(list.text);
           parts.discardExcept();
-          return { report: appliedReport(node, declaration, list.text), applied, installed };
+          return { report: { ...appliedReport(node, declaration, list.text), ...(servers ? { servers } : {}) }, applied, ...(installed ? { installed } : {}) };
         }
       }
     } catch (error) {

@@ -16,6 +16,8 @@ import { pollUntil, PollTimeout } from "../bus/retry.ts";
 
 /** Where the bus is and how to reload it. */
 export type BusReloadOptions = {
+  /** The server's name, as a push names it (R60: each server of a cluster is installed and reported). */
+  server?: string;
   /** The include file the bus's configuration includes, which receives the user list. */
   includeFile: string;
   /** The bus's configuration file (it includes `includeFile`), validated with `nats-server -t`. */

@@ -132,7 +132,7 @@ export function promotePendingSeed(stateDir: string, credentialFile: string = jo
  */
 export type EnrolReply = {
   node?: string;
-  credential: { address: string; user: string; nkey: string; fingerprint?: string };
+  credential: { address: string; addresses?: string[]; user: string; nkey: string; fingerprint?: string };
 };
 
 function isEnrolReply(value: unknown): value is EnrolReply {
@@ -165,14 +165,15 @@ function credentialAndPromotion(value: unknown, seeds: NodeSeeds): { credential:
   // The bare credential `mesh credential rotate node` prints ({address, user, nkey, ...}).
   if (!isEnrolReply(candidate) && isEnrolReply({ credential: candidate })) candidate = { credential: candidate };
   if (isEnrolReply(candidate)) {
-    const { address, user, nkey, fingerprint } = candidate.credential;
+    const { address, addresses, user, nkey, fingerprint } = candidate.credential;
     if (!NKEY_USER.test(nkey)) throw new HostStateError("bad-credential", "the reply's nkey is not an nkey user public key (U...)");
     const { current, pending } = seeds();
     let seed: string;
     if (current !== undefined && publicKeyOfSeed(current) === nkey) seed = current;
     else if (pending !== undefined && publicKeyOfSeed(pending) === nkey) { seed = pending; promoted = true; }
     else throw new HostStateError("bad-credential", `the reply names nkey ${nkey}, which is not this node's (neither node.seed nor a pending node.seed.next): was the node enrolled with another folder's key?`);
-    candidate = { address, user, seed, ...(fingerprint ? { fingerprint } : {}) };
+    // R62: a cluster's reply lists every server; the credential keeps them all.
+    candidate = { address, ...(addresses ? { addresses } : {}), user, seed, ...(fingerprint ? { fingerprint } : {}) };
   } else if (candidate && typeof candidate === "object" && (candidate as { fingerprint?: unknown }).fingerprint === "") {
     const { fingerprint: _empty, ...rest } = candidate as Record<string, unknown>;
     candidate = rest;

@@ -8,6 +8,8 @@ export type MeshState = {
   fingerprint: string;
   bootstrapUser: string;
   createdAt: string;
+  /** Every server's client address on a cluster (MeshCreated.addresses, R62); absent on one server. */
+  addresses?: string[];
   /**
    * The last sequence the world had seen when a restore was accepted (RecordsRestored's lost
    * range, R44): host reports up to it predate the restore and are no evidence (R43).
@@ -26,6 +28,7 @@ export function evolveMesh(draft: Draft<MeshState>, event: MeshEvent): MeshState
         fingerprint: event.fingerprint,
         bootstrapUser: event.bootstrapUser,
         createdAt: event.at,
+        ...(event.addresses ? { addresses: [...event.addresses] } : {}),
       };
     case "NodeEnrolled": case "NodeRemoved": case "CredentialMinted": case "CredentialRotated":
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":

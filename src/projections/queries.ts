@@ -64,6 +64,20 @@ export function brokerReachableAt(state: State, node: string): string {
 }
 
 /**
+ * The servers a credential whose address is `address` dials (issue 14, R62): on a cluster
+ * (MeshCreated.addresses) a credential pointing at one of its servers lists every server, `address`
+ * first; any other address (an overlay name, R7) and a one-server mesh list nothing more
+ * (undefined: the credential carries `address` alone). Pure.
+ */
+export function busAddressesOf(state: State, address: string): string[] | undefined {
+  const servers = state.mesh?.addresses;
+  if (!servers || servers.length < 2) return undefined;
+  const formatted = servers.map((one) => formatBusAddress(parseBusAddress(one)));
+  if (!formatted.includes(address)) return undefined;
+  return [address, ...formatted.filter((one) => one !== address)];
+}
+
+/**
  * Every principal whose current credential may be on `node`'s disk (R48), sorted by principal key:
  * the credentials of the modules assigned there now (the controller's own for `mesh-controller`)
  * and every credential whose `deliveredTo` names the node (a module that ran there since its

@@ -47,6 +47,8 @@ export const MINTED_PER_COMMIT = 1000;
 export const PUBLISH_WINDOW = 256;
 /** Entries a seal cache keeps before it is cleared. */
 export const SEAL_CACHE_LIMIT = 200_000;
+/** Pauses before the append of what a push sent is tried again (about 12 s in all: a cluster electing leaders, R62). */
+export const RECORD_RETRY_DELAYS_MS: readonly number[] = [100, 250, 500, 1_000, 1_500, 2_500, 3_000, 3_000];
 /** Default milliseconds `--wait` waits for reports. */
 export const DEFAULT_WAIT_MS = 30_000;
 
@@ -134,7 +136,40 @@ export type PushReport = {
   boundHit: boolean;
   /** Dry run only: each composition, secrets redacted. */
   declarations?: Declaration[];
+  /**
+   * R60, on a cluster: each server's outcome of the user list a broker holder applied in this push
+   * (installed, or missed with why), in server order. A missed server is named here, and the next
+   * push sends that holder its list again (missedServersOf), which repairs it.
+   */
+  servers?: ServerListLine[];
 };
+
+/** One server's outcome of a user list in a push report (R60), with the broker holder that installed it. */
+export type ServerListLine = { node: string; server: string; ok: boolean; changed?: boolean; error?: string };
+
+
+/**
+ * R60: the holders among `holders` whose last stored report names a server that missed its user
+ * list (`servers` with one not ok). A push sends them their declaration again even when it is not
+ * behind, so the server that was down takes the list it missed. A holder with no stored report,
+ * or one that does not parse, is not resent for this.
+ */
+export async function missedServersOf(jsm: JetStreamManager, holders: readonly string[]): Promise<Set<string>> {
+  const missed = new Set<string>();
+  await Promise.all(holders.map(async (node) => {
+    // A server that just came back may leave JetStream answering late for a moment: retried.
+    const stored = await retryJetStream(`reading ${node}'s last report`, () => jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) }))
+      .catch(() => null);
+    if (!stored) return;
+    try {
+      const report = stored.json<HostReport>();
+      if (report?.servers?.some((server) => server.ok !== true)) missed.add(node);
+    } catch {
+      // not a report
+    }
+  }));
+  return missed;
+}
 
 /** sha256 hex: the digest composition takes over canonical JSON. */
 export function sha256(text: string): string {
@@ -438,7 +473,17 @@ async function recordSent(
     const commandId = `${pushId}-sent-${round}-${batch}`;
     const input = { pushId, sent: sent.slice(start, start + SENT_PER_COMMIT), recordsSequence };
     const envelope: Envelope = { commandId, actor, now, secrets: [] };
-    const result = await ctx.catalogue.transact(commandId, (state) => decideDeclarationsSent(state, input, envelope));
+    // After the broker's reload a cluster's servers may answer JetStream late for seconds (leaders
+    // moving, R62): the append is retried, with its command id, so it never lands twice.
+    const result = await retryJetStream(`recording what push ${pushId} sent`,
+      () => ctx.catalogue.transact(commandId, (state) => decideDeclarationsSent(state, input, envelope)),
+      {
+        delaysMs: RECORD_RETRY_DELAYS_MS,
+        // Seen on a 2.9.10 cluster: after the reload that changed the controller's password, its
+        // reconnected connection got no JetStream answers while core messages flowed; a fresh
+        // connection does. So the third failure in a row dials again.
+        onRetry: (attempt) => { if (attempt === 3) void ctx.nc.reconnect().catch(() => undefined); },
+      });
     if (!result.ok) throw new Error(`push ${pushId}: recording sent declarations was refused: ${result.refusal.code}`);
   }
 }
@@ -649,6 +694,11 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
    */
   const appliedBefore = new Map<string, { digest: string; at: string }>();
   if (options.wait && watch) await watch.markFrom();
+  // R60: a broker holder whose last report names a server that missed its list is sent it again.
+  const repair = await missedServersOf(jsm, holdersOf(state, BROKER_SEAT));
+  for (const node of repair) ctx.log.info(`push ${pushId}: ${node}'s last report names a server that missed the user list: sending it again (R60)`);
+  /** The broker holders' reports of what this push sent them (R60: their servers' outcomes). */
+  const lastReports = new Map<string, HostReport>();
   let rotated = false;
   /**
    * R14: waits for the broker's report of the declaration carrying the controller's rotated
@@ -700,7 +750,8 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       // holder's list in parts first. The race left: a node offline during the push, or one slower
       // to apply than the holder's reload, is refused with its old password and cannot fetch its
       // declaration any more; it needs the operator's rotate reply (`mesh host credential --from`).
-      const plan = planRound(state, declarations as DeclarationResult[], named, round);
+      // R60: a broker holder whose last report names a missed server is sent as if named.
+      const plan = planRound(state, declarations as DeclarationResult[], repair.size === 0 ? named : new Set([...named, ...repair]), round);
       takePlan(plan);
       if (plan.sends.length === 0) break;
       const opened = new Map<string, string>();
@@ -732,6 +783,10 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       const refusedToSeal = new Map<string, string>();
       const purgeErrors: string[] = [];
       const failures = await timed(ctx.timings, "publish", () => publishAll(js, jsm, sends, refusedToSeal, ctx.timings, options.progress ?? ctx.progress, purgeErrors));
+      // Seen on a 2.9.10 cluster after a server died under the controller's connection: the
+      // reconnected connection's publishes got no acknowledgement while core messages flowed; the
+      // next round goes out on a fresh connection (R62).
+      if ([...failures.values()].some((error) => /timeout/i.test(error))) await ctx.nc.reconnect().catch(() => undefined);
       for (const line of purgeErrors) ctx.log.error(`push ${pushId}: stale user-list parts not purged for ${line}`);
       const settled = settleRound(plan.sends, failures, refusedToSeal);
       for (const line of settled.lines) outcomes.set(line.node, line);
@@ -772,6 +827,10 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       judgeWait(outcomes, seen);
       if (missing.length > 0) ctx.log.error(`push ${pushId}: no report within ${options.timeoutMs ?? DEFAULT_WAIT_MS} ms from ${missing.join(", ")}`);
     }
+    for (const node of holdersOf(state, BROKER_SEAT)) {
+      const answer = watch?.report(node);
+      if (answer && answer.digest === sentDigests.get(node)) lastReports.set(node, answer);
+    }
   } finally {
     watch?.close();
   }
@@ -780,6 +839,16 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   for (const [node, modules] of leftOutByNode) {
     ctx.log.info(`push ${pushId}: ${node}: left out ${modules.map((m) => `${m.module} (${m.reason})`).join(", ")}`);
   }
+  // R60: each server's outcome of the list a broker holder applied in this push.
+  const servers: ServerListLine[] = [];
+  for (const node of holdersOf(state, BROKER_SEAT)) {
+    if (!sentDigests.has(node)) continue;
+    for (const one of lastReports.get(node)?.servers ?? []) {
+      servers.push({ node, server: one.server, ok: one.ok === true, ...(one.changed === undefined ? {} : { changed: one.changed }), ...(one.error ? { error: one.error } : {}) });
+    }
+  }
+  if (servers.length > 0) report.servers = servers;
+  for (const line of servers.filter((s) => !s.ok)) ctx.log.error(`push ${pushId}: server ${line.server} missed the user list (${line.error ?? "no reason given"}): the next push sends it again (R60)`);
   const undelivered = userListUndelivered(state, report.nodes);
   if (undelivered && !report.userList) {
     report.userList = undelivered;

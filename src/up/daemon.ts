@@ -9,9 +9,9 @@ import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import { parseControllerConfig } from "../config.ts";
 import { startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../host/index.ts";
-import { startController } from "../bootstrap/main.ts";
+import { startController, type Controller } from "../bootstrap/main.ts";
 import { meshPaths, readEnvFile, type MeshPaths } from "../../installer/genesis.ts";
-import { HOST_DIR, LOCAL_NODE_FILE, busReloadOptions, type Launcher } from "./up.ts";
+import { HOST_DIR, LOCAL_NODE_FILE, busReloadOptions, hasStandby, type Launcher } from "./up.ts";
 
 /** A part of the mesh running in this process. */
 export type Running = { stop(): Promise<void> };
@@ -20,12 +20,41 @@ export type Running = { stop(): Promise<void> };
  * Starts the controller of the mesh in `paths` in this process: its configuration is the mesh's
  * controller.env, parsed once (R35). Throws ConfigError (one line) for bad configuration.
  */
-export async function runController(paths: MeshPaths, log: (line: string) => void): Promise<Running> {
+export async function runController(paths: MeshPaths, log: (line: string) => void, options: { name?: string; signal?: AbortSignal } = {}): Promise<Running> {
   const config = parseControllerConfig(readEnvFile(paths.controllerEnv));
-  const controller = await startController(config, {
-    log: { info: (line) => log(`controller: ${line}`), error: (line) => log(`controller: error: ${line}`) },
+  const name = options.name ?? "controller";
+  let stopped = false;
+  let current: Controller | undefined;
+  let abort = new AbortController();
+  let restarting: Promise<void> = Promise.resolve();
+  // R61: a controller that lost the lease (it could not renew it in time) stops serving and stands
+  // by again, so the mesh keeps a standby.
+  const launch = (signal?: AbortSignal): Promise<Controller> => startController(config, {
+    log: { info: (line) => log(`${name}: ${line}`), error: (line) => log(`${name}: error: ${line}`) },
+    ...(signal ? { signal } : {}),
+    onLeaseLost: () => {
+      if (stopped) return;
+      log(`${name}: standing by again (R61)`);
+      const lost = current;
+      current = undefined;
+      abort = new AbortController();
+      const again = abort.signal;
+      restarting = (async () => {
+        await lost?.stop().catch(() => undefined);
+        if (stopped) return;
+        current = await launch(again).catch(() => undefined);
+      })();
+    },
   });
-  return { stop: () => controller.stop() };
+  current = await launch(options.signal);
+  return {
+    stop: async () => {
+      stopped = true;
+      abort.abort();
+      await restarting;
+      await current?.stop();
+    },
+  };
 }
 
 /**
@@ -87,22 +116,38 @@ export type InProcessLauncher = Launcher & {
 /** A launcher running the controller and the host in this process, logging to `log`. */
 export function inProcessLauncher(log: (line: string) => void): InProcessLauncher {
   let controller: Running | undefined;
+  /** On a cluster, the standby (R61): its start resolves only once it holds the lease. */
+  let standby: { abort: AbortController; started: Promise<Running | undefined> } | undefined;
   let host: Host | undefined;
+  const stopStandby = async () => {
+    if (!standby) return;
+    const { abort, started } = standby;
+    standby = undefined;
+    abort.abort();
+    await (await started)?.stop();
+  };
   return {
     get hostAgent() { return host; },
     async controller(paths) {
       controller ??= await runController(paths, log);
+      if (!standby && hasStandby(paths)) {
+        const abort = new AbortController();
+        const started = runController(paths, log, { name: "controller-2", signal: abort.signal }).catch(() => undefined);
+        standby = { abort, started };
+      }
     },
     async host(paths) {
       host ??= runHost(paths, log);
     },
     async stopController() {
+      await stopStandby();
       await controller?.stop();
       controller = undefined;
     },
     async stop() {
       await host?.stop();
       host = undefined;
+      await stopStandby();
       await controller?.stop();
       controller = undefined;
     },

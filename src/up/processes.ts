@@ -13,7 +13,30 @@ import { isAlive, pidFile, stopPid } from "../../installer/bus.ts";
 
 /** The processes `mesh up` runs, in the order they start (`mesh down` stops them in reverse). */
 export const PROCESSES = ["bus", "controller", "host"] as const;
-export type ProcessName = (typeof PROCESSES)[number];
+/** A process of `mesh up`: one of PROCESSES, or on a cluster `bus-<n>` and the standby `controller-2`. */
+export type ProcessName = string;
+/** The standby controller's process on a cluster (R61): it serves once the active one's lease lapses. */
+export const STANDBY_CONTROLLER = "controller-2";
+
+/**
+ * The processes `mesh up` runs for a bus of `servers` servers, in start order: PROCESSES on one
+ * server; on a cluster every server (`bus-1` ... `bus-<n>`), the active and the standby controller
+ * (R61), the host.
+ */
+export function processesFor(servers: number): string[] {
+  if (servers <= 1) return [...PROCESSES];
+  return [...Array.from({ length: servers }, (_, i) => `bus-${i + 1}`), "controller", STANDBY_CONTROLLER, "host"];
+}
+
+/** The processes of the mesh in `dir` (processesFor its mesh.json's servers; PROCESSES without one). */
+export function processesOf(dir: string): string[] {
+  try {
+    const mesh = JSON.parse(readFileSync(join(dir, "mesh.json"), "utf8")) as { servers?: unknown[] };
+    return processesFor(Array.isArray(mesh.servers) ? mesh.servers.length : 1);
+  } catch {
+    return [...PROCESSES];
+  }
+}
 
 /** The repository's root (where `tsx` resolves from). */
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -39,9 +62,9 @@ export function recordPid(dir: string, name: ProcessName, pid: number): void {
  * `<dir>/logs/<role>.log`, and records its pid. `env` is the environment it gets (the caller's
  * own, passed in: nothing here reads process.env). Returns the pid.
  */
-export function spawnDaemon(dir: string, role: "controller" | "host", env: Readonly<Record<string, string | undefined>>): number {
+export function spawnDaemon(dir: string, role: "controller" | "host", env: Readonly<Record<string, string | undefined>>, name: ProcessName = role): number {
   mkdirSync(join(dir, "logs"), { recursive: true });
-  const out = openSync(join(dir, "logs", `${role}.log`), "a");
+  const out = openSync(join(dir, "logs", `${name}.log`), "a");
   const child = spawn(process.execPath, ["--import", "tsx", DAEMON, role, dir], {
     cwd: ROOT,
     detached: true,
@@ -51,17 +74,17 @@ export function spawnDaemon(dir: string, role: "controller" | "host", env: Reado
   closeSync(out);
   child.unref();
   if (child.pid === undefined) throw new Error(`could not start the ${role}`);
-  recordPid(dir, role, child.pid);
+  recordPid(dir, name, child.pid);
   return child.pid;
 }
 
 /**
- * Stops every process recorded in `<dir>/run` (host, then controller, then bus) and removes their
+ * Stops every process recorded in `<dir>/run` (host, then the controllers, then the bus's servers: processesOf) and removes their
  * pid files. Returns the names of those that were running.
  */
 export async function stopAll(dir: string): Promise<ProcessName[]> {
   const stopped: ProcessName[] = [];
-  for (const name of [...PROCESSES].reverse()) {
+  for (const name of processesOf(dir).reverse()) {
     const pid = runningPid(dir, name);
     if (pid !== null) {
       await stopPid(pid);

@@ -6,7 +6,8 @@ import type { CredentialView, LastReport, NodeView, SeatView } from "../contract
  */
 
 export type UpSummary = {
-  mesh: { genesisAddress: string; fingerprint: string; dir: string };
+  /** `servers`: a cluster's servers, in order (issue 14); absent on one server. */
+  mesh: { genesisAddress: string; fingerprint: string; dir: string; servers?: Array<{ name: string; address: string }> };
   nodes: Array<{ name: string; overlayName: string | null; hub: boolean; modules: string[]; credentialAddress: string | null; lastSent: string | null }>;
   seats: Array<{ name: string; protocol: string; holders: string[]; accepts: string[] }>;
   /** The users of the bus's user-list file, with the principal of each when the records know it. */
@@ -35,6 +36,7 @@ function table(rows: readonly string[][], header: readonly string[]): string[] {
 export function renderSummary(summary: UpSummary): string[] {
   const lines: string[] = [];
   lines.push(`mesh at ${summary.mesh.genesisAddress} (certificate ${summary.mesh.fingerprint})${summary.mesh.dir ? `, records in ${summary.mesh.dir}` : ""}`);
+  if (summary.mesh.servers) lines.push(`bus servers: ${summary.mesh.servers.map((s) => `${s.name} ${s.address}`).join(", ")}`);
   const processes = Object.entries(summary.processes).map(([name, pid]) => `${name} ${pid === null ? "stopped" : `pid ${pid}`}`);
   if (processes.length > 0) lines.push(`processes: ${processes.join(", ")}`);
   lines.push("", "nodes:");

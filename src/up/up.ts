@@ -15,13 +15,13 @@ import {
   type BusReloadOptions,
 } from "../host/index.ts";
 import { NAME_PATTERN } from "../names.ts";
-import { enrolReplyFile, genesis, hasMesh, meshPaths, readMeshFile, type MeshPaths } from "../../installer/genesis.ts";
+import { busServers, enrolReplyFile, genesis, hasMesh, meshPaths, readMeshFile, type MeshPaths } from "../../installer/genesis.ts";
 import { findNatsServer, freePort, isPortFree, testServerConfig } from "../../installer/serverConfig.ts";
 import { startBus, pidFile } from "../../installer/bus.ts";
 import { readUserList } from "../../installer/carried.ts";
 import { localHost } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
-import { runningPid, recordPid, spawnDaemon, PROCESSES } from "./processes.ts";
+import { runningPid, recordPid, spawnDaemon, processesOf, STANDBY_CONTROLLER } from "./processes.ts";
 import { appliedOf, nodesOf, principalsByUser, seatsOf, type NodeLastReport, type UpSummary } from "./summary.ts";
 import { REPORTS_PAGE } from "../push/reports.ts";
 import { planIssueAndAssign, planPlacement, planRegistrations, pushLines, type UpCommand } from "./plan.ts";
@@ -118,6 +118,12 @@ export type UpOptions = {
   searchPath?: string;
   /** The bus runs detached (default true); in-process tests pass false to own it. */
   detachBus?: boolean;
+  /**
+   * At genesis: a bus of this many servers on this machine (`mesh up --cluster 3`, issue 14), every
+   * stream with as many replicas, and two controllers, one active (R60..R62). Ignored when the
+   * folder holds a mesh already (it resumes as it was made).
+   */
+  cluster?: number;
 };
 
 export type UpResult = {
@@ -168,17 +174,28 @@ export class UpError extends Error {
   }
 }
 
-/** Starts the bus of the mesh in `paths` unless it runs (checks its configuration first). */
-async function ensureBus(paths: MeshPaths, binary: string, detached: boolean, log: (line: string) => void): Promise<void> {
-  if (runningPid(paths.dir, "bus") !== null) return;
+/**
+ * Starts each server of the bus of the mesh in `paths` that is not running (one, or a cluster's,
+ * busServers), checking its configuration first.
+ */
+export async function ensureBus(paths: MeshPaths, binary: string, detached: boolean, log: (line: string) => void): Promise<void> {
   const mesh = readMeshFile(paths.dir);
-  testServerConfig(binary, paths.serverConfig);
-  log(`up: starting the bus on ${mesh.genesisAddress}`);
-  const bus = await startBus({
-    binary, configFile: paths.serverConfig, logFile: join(paths.logs, "bus.log"),
-    host: localHost(mesh.listenHost), port: mesh.port, fingerprint: mesh.fingerprint, detached,
-  });
-  recordPid(paths.dir, "bus", bus.pid);
+  const servers = busServers(paths, mesh);
+  for (const server of servers) {
+    if (runningPid(paths.dir, server.process) !== null) continue;
+    testServerConfig(binary, server.configFile);
+    log(`up: starting the bus${servers.length > 1 ? ` server ${server.name}` : ""} on ${server.address}`);
+    const bus = await startBus({
+      binary, configFile: server.configFile, logFile: server.logFile,
+      host: localHost(mesh.listenHost), port: server.port, fingerprint: mesh.fingerprint, detached,
+    });
+    recordPid(paths.dir, server.process, bus.pid);
+  }
+}
+
+/** True when the mesh in `paths` runs a standby controller beside the active one (a cluster, R61). */
+export function hasStandby(paths: MeshPaths): boolean {
+  return processesOf(paths.dir).includes(STANDBY_CONTROLLER);
 }
 
 /** Asks until the controller answers (it may be starting, or catching up), up to `timeoutMs`. */
@@ -228,6 +245,7 @@ export async function up(options: UpOptions): Promise<UpResult> {
       ...(options.addressSource === undefined ? {} : { addressSource: options.addressSource }),
       detachBus: detached,
       node: { name, stateDir: hostDir },
+      ...(options.cluster === undefined || options.cluster <= 1 ? {} : { cluster: options.cluster }),
       ...(options.searchPath === undefined ? {} : { searchPath: options.searchPath }),
     });
   } else {
@@ -293,7 +311,9 @@ export async function up(options: UpOptions): Promise<UpResult> {
     const push = await pushAndWait(nc, asker, timeoutMs);
     for (const line of pushLines(push)) log(line);
 
-    // 5. the summary.
+    // 5. the summary. On a cluster the lease may have moved to the standby meanwhile (R61): it is
+    // waited for like a starting controller.
+    await whenControllerAnswers(nc, asker, timeoutMs);
     const summary = await readSummary(paths, nc, timeoutMs);
     return { paths, node, summary, push };
   } finally {
@@ -305,13 +325,20 @@ export async function up(options: UpOptions): Promise<UpResult> {
  * Where the local host agent writes the user list and how it has the bus reload it: the bus's
  * include file and configuration, its pid file and its monitoring endpoint on 127.0.0.1.
  */
-export function busReloadOptions(paths: MeshPaths): BusReloadOptions {
-  return {
-    includeFile: paths.userList,
-    configFile: paths.serverConfig,
-    pid: pidFile(paths.dir, "bus"),
-    monitorUrl: `http://127.0.0.1:${readMeshFile(paths.dir).monitorPort}`,
-  };
+export function busReloadOptions(paths: MeshPaths): BusReloadOptions | BusReloadOptions[] {
+  const mesh = readMeshFile(paths.dir);
+  if (!mesh.servers) {
+    return {
+      includeFile: paths.userList,
+      configFile: paths.serverConfig,
+      pid: pidFile(paths.dir, "bus"),
+      monitorUrl: `http://127.0.0.1:${mesh.monitorPort}`,
+    };
+  }
+  // R60: on a cluster every server gets the list, each its own copy, reloaded and reported.
+  return busServers(paths, mesh).map((server) => ({
+    server: server.name, includeFile: server.userList, configFile: server.configFile, pid: server.serverPidFile, monitorUrl: server.monitorUrl,
+  }));
 }
 
 /**
@@ -349,8 +376,10 @@ export async function readSummary(
   const nodes = nodesOf(ok("nodes", await client.nodes()));
   const seats = seatsOf(ok("seats", await client.seats()));
   const principals = principalsByUser(ok("credentials", await client.credentials()));
-  const listHere = existsSync(paths.userList);
-  const listed = listHere ? readUserList(readFileSync(paths.userList, "utf8")) : [];
+  // The first server's list: on a cluster every server runs the same one (R60).
+  const listFile = hasMesh(paths.dir) ? busServers(paths, readMeshFile(paths.dir))[0]!.userList : paths.userList;
+  const listHere = existsSync(listFile);
+  const listed = listHere ? readUserList(readFileSync(listFile, "utf8")) : [];
   const hostDir = join(paths.dir, HOST_DIR);
   const localNode = existsSync(join(hostDir, LOCAL_NODE_FILE)) ? readFileSync(join(hostDir, LOCAL_NODE_FILE), "utf8").trim() : null;
   const owned = readOwned(hostDir);
@@ -362,7 +391,10 @@ export async function readSummary(
   }
   const applied = appliedOf(nodes, reports, localNode && owned ? { node: localNode, digest: owned.digest, files: owned.files } : null);
   return {
-    mesh: { genesisAddress: mesh.genesisAddress, fingerprint: mesh.fingerprint, dir: seen.mesh === undefined ? paths.dir : "" },
+    mesh: {
+      genesisAddress: mesh.genesisAddress, fingerprint: mesh.fingerprint, dir: seen.mesh === undefined ? paths.dir : "",
+      ...(seen.mesh === undefined && "servers" in mesh && mesh.servers ? { servers: busServers(paths, readMeshFile(paths.dir)).map((s) => ({ name: s.name, address: s.address })) } : {}),
+    },
     nodes,
     seats,
     busUsers: listed.map((u) => ({
@@ -371,7 +403,7 @@ export async function readSummary(
     })),
     ...(listHere ? {} : { busUsersElsewhere: true }),
     applied,
-    processes: seen.processes ?? Object.fromEntries(PROCESSES.map((name) => [name, runningPid(paths.dir, name)])),
+    processes: seen.processes ?? Object.fromEntries(processesOf(paths.dir).map((name) => [name, runningPid(paths.dir, name)])),
   };
 }
 
@@ -383,6 +415,8 @@ export function detachedLauncher(env: Environment): Launcher {
   return {
     async controller(paths) {
       if (runningPid(paths.dir, "controller") === null) spawnDaemon(paths.dir, "controller", env);
+      // R61: on a cluster the standby waits for the active one's lease to lapse, then serves.
+      if (hasStandby(paths) && runningPid(paths.dir, STANDBY_CONTROLLER) === null) spawnDaemon(paths.dir, "controller", env, STANDBY_CONTROLLER);
     },
     async host(paths) {
       if (runningPid(paths.dir, "host") === null) spawnDaemon(paths.dir, "host", env);

@@ -1,0 +1,252 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { up, ensureBus, operatorConnection, operatorUser, HOST_DIR, type UpResult } from "../../src/up/up.ts";
+import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
+import { runningPid, stopAll } from "../../src/up/processes.ts";
+import { busServers, readMeshFile, type BusServer } from "../../installer/genesis.ts";
+import { findNatsServer, freePort } from "../../installer/serverConfig.ts";
+import { isAlive } from "../../installer/bus.ts";
+import { connectToBus, type BusCredential } from "../../src/bus/connect.ts";
+import { readBusCredential } from "../../src/files/index.ts";
+import { sendCommand, CommandTransportError } from "../../src/client/send.ts";
+import { randomUUID } from "node:crypto";
+import { initHostKeys, saveNodeCredential, readCredentialFile, NODE_CREDENTIAL_FILE } from "../../src/host/index.ts";
+import { PUSH_VERB } from "../../src/push/pushCommand.ts";
+import { CATALOGUE_STREAM } from "../../src/names.ts";
+import { waitFor } from "../support/natsServer.ts";
+
+/**
+ * `mesh up --cluster 3` (issue 14, R60..R62): one mesh on three local nats-servers, brought up once
+ * for the suite (the machine is small); each test leaves the three servers running as it found them
+ * (a killed server is started again in its `finally`), so each passes alone too.
+ */
+
+const NODE = "alpha";
+type Row = Record<string, unknown>;
+type ServerLine = { node: string; server: string; ok: boolean; changed?: boolean; error?: string };
+
+describe("mesh up --cluster 3 (issue 14)", () => {
+  let root: string;
+  let dir: string;
+  let launcher: InProcessLauncher;
+  let result: UpResult;
+  let operator: NatsConnection;
+  let asker: string;
+  const logs: string[] = [];
+  const log = (line: string) => { logs.push(line); };
+  const servers = (): BusServer[] => busServers(result.paths, readMeshFile(dir));
+  /**
+   * A command as the operator, as an operator's CLI retries it: while a killed server's streams
+   * elect new leaders (seconds, R62) or the controllers' lease moves (R61), a command may get no
+   * answer, or the append fails (`internal`); it is sent again with the same command id (nothing
+   * is appended twice), bounded.
+   */
+  const ask = async (verb: string, body: Row = {}, timeoutMs = 60_000): Promise<Row> => {
+    const deadline = Date.now() + timeoutMs;
+    const commandId = randomUUID();
+    for (;;) {
+      try {
+        const reply = await sendCommand(operator, asker, verb, { commandId, ...body }, { timeoutMs: verb === PUSH_VERB ? timeoutMs : 15_000 });
+        // A bus between leaders fails the append itself (internal, JetStream unavailable): asked again.
+        if (!reply.ok && reply.error.code === "internal" && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 250));
+          continue;
+        }
+        assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
+        return reply as Row;
+      } catch (error) {
+        const transient = error instanceof CommandTransportError && (error.code === "no-controller" || error.code === "timeout");
+        if (!transient || Date.now() > deadline) throw error;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  };
+  /** A push without --wait: the controller still awaits the broker's report of the list (R60). */
+  const push = async (): Promise<Row & { servers?: ServerLine[] }> => ask(PUSH_VERB, {}, 90_000);
+  /**
+   * A push whose reply carries the broker holder's per-server report (R60). Under load a push may
+   * publish while JetStream still moves leaders and end with the holder `failed` or `timed-out`
+   * (no report, so no server lines); the holder is then behind and the next push sends it: asked
+   * again, at most three times.
+   */
+  const pushReported = async (): Promise<Row & { servers?: ServerLine[] }> => {
+    let last: Row & { servers?: ServerLine[] } = {};
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      last = await push();
+      if ((last.servers ?? []).length > 0) return last;
+    }
+    return last;
+  };
+  /** Kills a server without a goodbye and waits until it is gone. */
+  const kill = async (server: BusServer): Promise<void> => {
+    const pid = runningPid(dir, server.process);
+    assert.ok(pid !== null, `${server.name} runs`);
+    process.kill(pid, "SIGKILL");
+    await waitFor(() => !isAlive(pid), { timeoutMs: 10_000, name: `${server.name} gone` });
+  };
+  /**
+   * Waits until every stream (the records, CONTROL, the stores) has a leader on a live server:
+   * after a kill the cluster elects new ones within seconds (R62), and a push publishing meanwhile
+   * has its publishes time out. Read as the controller (operators hold no JetStream grants).
+   */
+  const leadersElected = async (killed: BusServer): Promise<void> => {
+    const controller = await connectToBus(readBusCredential(result.paths.controllerCredential), { name: "test-leaders", reconnectWaitMs: 100 });
+    try {
+      const jsm = await jetstreamManager(controller, { checkAPI: false });
+      await waitFor(async () => {
+        try {
+          const streams = await jsm.streams.list().next();
+          return streams.length > 0 && streams.every((info) => info.cluster?.leader !== undefined && info.cluster.leader !== killed.name);
+        } catch {
+          return false;
+        }
+      }, { timeoutMs: 60_000, intervalMs: 250, name: `every stream led by a server other than ${killed.name}` });
+    } finally {
+      await controller.close();
+    }
+  };
+  /** Starts every server that is not running (over its own folder and configuration). */
+  const restartStopped = () => ensureBus(result.paths, findNatsServer(), false, log);
+  /** A new node enrolled with a key of its own, and its credential opened as its host would. */
+  const enrolNode = async (name: string): Promise<{ reply: Row; credential: BusCredential }> => {
+    const state = join(root, name);
+    const { publicKey } = initHostKeys(state);
+    const reply = await ask("node.enrol", { node: name, publicKey });
+    saveNodeCredential(state, reply);
+    return { reply, credential: readCredentialFile(join(state, NODE_CREDENTIAL_FILE), state) };
+  };
+
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "mesh-cluster-up-"));
+    dir = join(root, ".mesh");
+    launcher = inProcessLauncher(log);
+    const port = await freePort();
+    result = await up({ dir, log, launcher, brokerAddress: `tls://127.0.0.1:${port}`, node: NODE, detachBus: false, timeoutMs: 60_000, cluster: 3 })
+      .catch((error: unknown) => { throw new Error(`${String(error)}\n${logs.slice(-60).join("\n")}`); });
+    operator = await operatorConnection(result.paths);
+    asker = operatorUser(result.paths);
+  });
+  after(async () => {
+    await operator?.close().catch(() => undefined);
+    await launcher?.stop();
+    if (dir) await stopAll(dir);
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  it("R60, R61, R62: brings a mesh up on three servers: the node applied, the same list installed on every server, every stream with three replicas, a standby controller, and modules working through servers that do not lead the records", async () => {
+    const { summary } = result;
+    assert.deepEqual(summary.nodes.map((n) => n.name), [NODE]);
+    assert.ok(summary.applied.find((a) => a.node === NODE)?.ok, "the local node applied its declaration");
+    assert.deepEqual(summary.mesh.servers?.map((s) => s.name), ["mesh-bus-1", "mesh-bus-2", "mesh-bus-3"]);
+    assert.deepEqual(Object.keys(summary.processes), ["bus-1", "bus-2", "bus-3", "controller", "controller-2", "host"]);
+    // R60: the genesis push installed the list on each server, and each holds the same one.
+    const lines = (result.push.servers ?? []) as ServerLine[];
+    assert.deepEqual(lines.map((s) => [s.server, s.ok]), [["mesh-bus-1", true], ["mesh-bus-2", true], ["mesh-bus-3", true]]);
+    const lists = servers().map((s) => readFileSync(s.userList, "utf8"));
+    assert.ok(lists[0]!.includes(`node-${NODE}`), "the composed list is installed");
+    assert.equal(new Set(lists).size, 1, "every server runs the same list");
+    // R61: the second controller stands by while the first holds the lease.
+    assert.ok(logs.some((l) => l.startsWith("controller-2: standing by")), "the second controller stands by");
+    // R62: every stream (the records, the KV and object stores among them) with three replicas.
+    // (read as the controller: operators hold no JetStream grants)
+    const controller = await connectToBus(readBusCredential(result.paths.controllerCredential), { name: "test-controller-view", reconnect: false });
+    const streams = await (await jetstreamManager(controller, { checkAPI: false })).streams.list().next().finally(() => controller.close());
+    for (const info of streams) assert.equal(info.config.num_replicas, 3, info.config.name);
+    assert.ok(streams.some((s) => s.config.name === CATALOGUE_STREAM));
+    const leader = streams.find((s) => s.config.name === CATALOGUE_STREAM)!.cluster?.leader;
+    const others = servers().filter((s) => s.name !== leader);
+    assert.equal(others.length, 2, `the records' leader ${leader} is one of the three`);
+
+    // Modules dial the servers that do not lead the records, each pinned to one of them: the
+    // showcase submits work (a replicated publish, acknowledged), the builder pulls it.
+    const modules = join(dir, HOST_DIR, "modules");
+    const moduleCredential = (module: string): BusCredential => readBusCredential(join(modules, module, "credential.json"));
+    const env = (module: string): Record<string, string> => Object.fromEntries(readFileSync(join(modules, module, "env"), "utf8")
+      .split("\n").filter((l) => l.includes("=")).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    assert.deepEqual(moduleCredential("builder").addresses, servers().map((s) => s.address), "a module's credential lists every server");
+    const only = (credential: BusCredential, server: BusServer): BusCredential => {
+      const { addresses: _all, ...rest } = credential;
+      return { ...rest, address: server.address };
+    };
+    const showcase = await connectToBus(only(moduleCredential("showcase"), others[0]!), { name: "test-showcase", reconnect: false });
+    const builder = await connectToBus(only(moduleCredential("builder"), others[1]!), { name: "test-builder", reconnect: false });
+    try {
+      assert.equal(serverOf(showcase), others[0]!.name);
+      assert.equal(serverOf(builder), others[1]!.name);
+      const [work] = JSON.parse(env("builder").MESH_WORK!) as Array<{ stream: string; consumer: string }>;
+      const [submit] = JSON.parse(env("showcase").MESH_SUBMITS!) as Array<{ subject: string }>;
+      const job = `cluster-${Date.now()}`;
+      const ack = await jetstream(showcase).publish(submit!.subject, JSON.stringify({ job }));
+      assert.ok(ack.seq > 0, "the work was stored on the three replicas' stream");
+      const consumer = await jetstream(builder).consumers.get(work!.stream, work!.consumer);
+      const message = await consumer.next({ expires: 10_000 });
+      assert.deepEqual(message?.json(), { job }, "the builder pulled it through another server");
+      await message!.ackAck();
+    } finally {
+      await showcase.close();
+      await builder.close();
+    }
+  });
+
+  it("R60: a server that was down during a push is named in the push's reply, and the next push installs the list on it", async () => {
+    const third = servers()[2]!;
+    await kill(third);
+    try {
+      await leadersElected(third);
+      const late = await enrolNode(`late-${process.pid}`);
+      const missed = await pushReported();
+      const byServer = new Map((missed.servers ?? []).map((s) => [s.server, s]));
+      assert.equal(byServer.get(third.name)?.ok, false, `${third.name} is named as missed: ${JSON.stringify(missed)}`);
+      assert.equal(byServer.get("mesh-bus-1")?.ok, true);
+      assert.equal(byServer.get("mesh-bus-2")?.ok, true);
+      assert.ok(!readFileSync(third.userList, "utf8").includes(late.credential.user), "the stopped server kept its old list");
+
+      await restartStopped();
+      const repaired = await pushReported();
+      const again = (repaired.servers ?? []).find((s) => s.server === third.name);
+      assert.equal(again?.ok, true, `the next push installs it: ${JSON.stringify(repaired)}\n${logs.slice(-25).join("\n")}`);
+      assert.equal(again?.changed, true, "it was written and reloaded");
+      assert.equal(readFileSync(third.userList, "utf8"), readFileSync(servers()[0]!.userList, "utf8"), "the same list as the others");
+      // The server admits the node the list it missed added.
+      const { addresses: _all, ...single } = late.credential;
+      const nc = await connectToBus({ ...single, address: third.address }, { name: "test-late", reconnect: false });
+      assert.equal(serverOf(nc), third.name);
+      await nc.close();
+    } finally {
+      await restartStopped();
+    }
+  });
+
+  it("R62: a credential minted after genesis lists every server's address, and still connects when a server is killed", async () => {
+    const node = `after-${process.pid}`;
+    const { reply, credential } = await enrolNode(node);
+    const all = servers().map((s) => s.address);
+    const minted = (reply.credential ?? {}) as { address?: string; addresses?: string[] };
+    assert.deepEqual(minted.addresses, all, "the enrol reply lists every server, its address first");
+    assert.equal(minted.address, all[0]);
+    assert.deepEqual(credential.addresses, all, "the node's credential file keeps them");
+    await push(); // the node's account reaches every server's list
+    const first = servers()[0]!;
+    await kill(first);
+    try {
+      await leadersElected(first);
+      const nc = await connectToBus(credential, { name: "test-after", reconnect: false });
+      assert.notEqual(serverOf(nc), first.name, "it dialled a surviving server");
+      await nc.flush();
+      await nc.close();
+    } finally {
+      await restartStopped();
+    }
+  });
+
+});
+
+/** The server name the connection is on now. */
+function serverOf(nc: NatsConnection): string {
+  return (nc as unknown as { info?: { server_name?: string } }).info?.server_name ?? "";
+}
