@@ -4,9 +4,9 @@ import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError, connectWithCredentialFil
 import { CommandTransportError } from "../client/send.ts";
 import { BusConnectError } from "../bus/connect.ts";
 import type { CliVerb } from "./verbs.ts";
-import { up, detachedLauncher, readSummary, UpError, DEFAULT_UP_ADDRESS, pidFile } from "../up/up.ts";
+import { up, detachedLauncher, readSummary, UpError, DEFAULT_UP_ADDRESS } from "../up/up.ts";
 import { renderSummary, type UpSummary } from "../up/summary.ts";
-import { runningPid, stopAll, processesOf, STANDBY_CONTROLLER } from "../up/processes.ts";
+import { runningPid, startedByUp, stopAll, processesOf, STANDBY_CONTROLLER } from "../up/processes.ts";
 import { genesis, hasMesh, meshPaths, readMeshFile } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { ConfigError } from "../config.ts";
@@ -96,13 +96,12 @@ const downVerb: CliVerb = {
 
 /**
  * The processes `mesh up` started from `dir` and their pids (null: stopped), or none when `mesh up`
- * never ran there. Only `mesh up` records the controller's pid (`<dir>/run/controller.pid`); the bus
- * writes its own pid file however it was started (a systemd unit included), so that one proves
- * nothing. Processes started otherwise are not `mesh up`'s to report: status asks the controller
+ * never ran there (startedByUp: a marker `mesh down` keeps; the bus writes its own pid file however
+ * it was started, a systemd unit included, so that one proves nothing). Processes started otherwise are not `mesh up`'s to report: status asks the controller
  * itself over the bus instead.
  */
 function managedProcesses(dir: string): Record<string, number | null> {
-  if (!existsSync(pidFile(dir, "controller"))) return {};
+  if (!startedByUp(dir)) return {};
   return Object.fromEntries(processesOf(dir).map((name) => [name, runningPid(dir, name)]));
 }
 

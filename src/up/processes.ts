@@ -51,6 +51,27 @@ export function runningPid(dir: string, name: ProcessName): number | null {
   return Number.isInteger(pid) && pid > 0 && isAlive(pid) ? pid : null;
 }
 
+/**
+ * `<dir>/run/up`: written when `mesh up` starts a process of its own there and kept by `mesh down`,
+ * so `mesh status` can tell `mesh up`'s mesh, stopped, from a mesh run otherwise (the bus writes its
+ * own pid file in `run/` however it was started, a systemd unit included).
+ */
+function upMarker(dir: string): string {
+  return join(dir, "run", "up");
+}
+
+/** Whether `mesh up` ever started its processes in `dir` (running or stopped since by `mesh down`). */
+export function startedByUp(dir: string): boolean {
+  return existsSync(upMarker(dir));
+}
+
+/** Marks `dir` as `mesh up`'s (startedByUp), once. */
+export function markStartedByUp(dir: string): void {
+  if (startedByUp(dir)) return;
+  mkdirSync(join(dir, "run"), { recursive: true });
+  writeFileDurable(upMarker(dir), "mesh up started its processes here; mesh down keeps this file\n", { mode: 0o644 });
+}
+
 /** Records `pid` as `name`'s in `dir`. */
 export function recordPid(dir: string, name: ProcessName, pid: number): void {
   mkdirSync(join(dir, "run"), { recursive: true });
@@ -75,6 +96,7 @@ export function spawnDaemon(dir: string, role: "controller" | "host", env: Reado
   child.unref();
   if (child.pid === undefined) throw new Error(`could not start the ${role}`);
   recordPid(dir, name, child.pid);
+  markStartedByUp(dir);
   return child.pid;
 }
 

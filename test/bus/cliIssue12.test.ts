@@ -14,7 +14,7 @@ import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
 import { newNodeKeyPair, newUserKey } from "../../src/crypto/secrets.ts";
 import { pidFile } from "../../src/up/up.ts";
-import { PROCESSES } from "../../src/up/processes.ts";
+import { PROCESSES, markStartedByUp, stopAll } from "../../src/up/processes.ts";
 import { runMesh, type CliRun } from "../support/cli.ts";
 
 const OPERATOR = "operator-ann";
@@ -138,10 +138,12 @@ describe("mesh status of a stopped mesh", () => {
     // --systemd leaves the bus stopped: a mesh with nothing running.
     const io: CliIo = { stdout: { write: () => true }, stderr: { write: () => true }, env: {} };
     assert.equal(await runCli(["genesis", "--dir", join(dir, "m"), "--address", "tls://127.0.0.1:4999", "--systemd"], io), EXIT_OK);
-    // As `mesh up` then `mesh down` leave it: pid files of processes that are gone.
+    // As `mesh up` then `mesh down` leave it: `mesh up`'s mark, and no pid file (down removes them).
     const gone = spawnSync(process.execPath, ["-e", ""]).pid;
     mkdirSync(join(dir, "m", "run"), { recursive: true });
     for (const name of PROCESSES) writeFileSync(pidFile(join(dir, "m"), name), `${gone}\n`);
+    markStartedByUp(join(dir, "m"));
+    await stopAll(join(dir, "m"));
   });
   after(() => { if (dir) rmSync(dir, { recursive: true, force: true }); });
 
