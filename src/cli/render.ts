@@ -4,6 +4,7 @@
  */
 
 import type { Omitted } from "../commands/fit.ts";
+import { HISTORY_LIMIT } from "../contracts/verbs.ts";
 type Row = Record<string, unknown>;
 
 /**
@@ -109,7 +110,11 @@ export function renderHistory(reply: Row): string[] {
   const entity = reply.entity as Row | undefined;
   if (events.length === 0) return [`no records about ${entity ? `${String(entity.kind)} ${String(entity.id)}` : "that entity"}`];
   const lines = table(events, ["sequence", "at", "actor", "type", "summary"]);
-  if (reply.truncated === true) lines.push(`(the newest ${events.length} of ${String(reply.total)} events: pass --limit for fewer, or read the records for all)`);
+  if (reply.truncated === true) {
+    // Left out by --limit (more can be asked for) or by the reply's size (only the records hold more).
+    const more = events.length < HISTORY_LIMIT ? `pass a larger --limit (up to ${HISTORY_LIMIT}) for more, or` : "older ones:";
+    lines.push(`(the newest ${events.length} of ${String(reply.total)} events: ${more} read the records for all)`);
+  }
   return lines;
 }
 
