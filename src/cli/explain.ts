@@ -28,7 +28,7 @@ export const EXPLAIN_ARGUMENTS: readonly ArgumentSpec[] = [
 export function explainBody(args: readonly unknown[]): Row {
   const [kind, name, direction, subject] = args.map((a) => (a === undefined ? undefined : String(a)));
   if (direction === undefined) return { kind, name };
-  if (direction !== "pub" && direction !== "sub") throw new UsageError(`mesh explain: the direction is pub or sub, not "${direction}"`);
+  if (direction !== "pub" && direction !== "sub") throw new UsageError(`explain: the direction is pub or sub, not "${direction}"`);
   if (subject === undefined) throw new UsageError("mesh explain: give the subject after the direction, or neither to list every grant");
   return { kind, name, direction, subject };
 }

@@ -211,7 +211,7 @@ const host: CliVerb = {
     const action = text(args[0]);
     if (action === undefined) return runAgent(ctx, options);
     const run = ACTIONS[action];
-    if (!run) throw new UsageError(`mesh host ${action}: unknown action (use init, rotate-key, credential, unit, or none to run the agent)`);
+    if (!run) throw new UsageError(`host ${action}: unknown action (use init, rotate-key, credential, unit, or none to run the agent)`);
     return run(ctx, options);
   },
 };

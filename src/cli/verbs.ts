@@ -3,7 +3,7 @@
  * command or query sent to the controller, or a plain CliVerb with its own `run` for verbs that do
  * something else (`up`, `host`, `push`, ...). runCli builds the argument parser from this list.
  */
-import { HISTORY_LIMIT, PAGE_LIMIT_MAX, type AnyReply as Reply, type LastReport, type ReplyOf, type RequestOf, type Verb } from "../contracts/verbs.ts";
+import { HISTORY_LIMIT, PAGE_LIMIT_MAX, VERBS, VERBS_VERSION, type AnyReply as Reply, type LastReport, type ReplyOf, type RequestOf, type Verb } from "../contracts/verbs.ts";
 import { ENTITY_KINDS } from "../names.ts";
 import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, loadCredential, type CliContext, type GlobalOptionName } from "./context.ts";
 import { writeBusCredential } from "../files/index.ts";
@@ -44,6 +44,19 @@ export type CliVerb = {
 };
 
 type Row = Record<string, unknown>;
+
+/**
+ * Holds what the person typed to the verb's request contract before anything is sent: what the
+ * controller would refuse as invalid-request is a usage error here (exit 2), naming the argument
+ * or option as typed (`spelled`, else the field) and the contract's words. Throws UsageError.
+ */
+function checkLocally(verb: Verb, request: Readonly<Record<string, unknown>>, spelled: Readonly<Record<string, string>>): void {
+  const checked = VERBS[verb].request.safeParse({ ...request, v: VERBS_VERSION });
+  if (checked.success) return;
+  const issue = checked.error.issues[0]!;
+  const field = issue.path.map(String).join(".");
+  throw new UsageError(`${verb.replace(".", " ")}: ${spelled[field] ?? (field || "the request")}: ${issue.message}`);
+}
 
 /**
  * Prints a reply (JSON with --json, else readable lines) and returns its exit code. `spelled`
@@ -132,6 +145,7 @@ export function busVerb<V extends Verb>(spec: {
       const { dryRun: _dry, ...rest } = options;
       // What the person typed, as the verb's fields: the controller judges them (invalid-request naming the field).
       const request = spec.body(args, rest) as RequestOf<V>;
+      checkLocally(spec.verb, request, spec.spelled ?? {});
       const call = commandId === undefined ? {} : { commandId };
       const client = await clientOf(ctx);
       // A list verb (R59) follows every page unless --limit / --continue ask for one.
@@ -255,7 +269,7 @@ function pageArguments(verb: string, options: Readonly<Record<string, unknown>>)
   const page: Row = {};
   if (options.limit !== undefined) {
     const n = Number(options.limit);
-    if (!Number.isInteger(n) || n < 1 || n > PAGE_LIMIT_MAX) throw new UsageError(`mesh ${verb}: --limit takes a whole number from 1 to ${PAGE_LIMIT_MAX}`);
+    if (!Number.isInteger(n) || n < 1 || n > PAGE_LIMIT_MAX) throw new UsageError(`${verb}: --limit takes a whole number from 1 to ${PAGE_LIMIT_MAX}`);
     page.limit = n;
   }
   if (options.continue !== undefined) page.continue = String(options.continue);
@@ -265,7 +279,7 @@ function pageArguments(verb: string, options: Readonly<Record<string, unknown>>)
 /** `--limit <n>` of `mesh history`: a whole number from 1 to HISTORY_LIMIT, else a usage error. */
 function historyLimit(value: unknown): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > HISTORY_LIMIT) throw new UsageError(`mesh history: --limit takes a whole number from 1 to ${HISTORY_LIMIT}`);
+  if (!Number.isInteger(n) || n < 1 || n > HISTORY_LIMIT) throw new UsageError(`history: --limit takes a whole number from 1 to ${HISTORY_LIMIT}`);
   return n;
 }
 

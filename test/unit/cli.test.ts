@@ -98,6 +98,17 @@ describe("mesh CLI without a server", () => {
     assert.ok(!/\n\s+at /.test(io.err()), "no stack trace");
   });
 
+  it("what the request contract refuses is a usage error before dialling (exit 2), naming the argument and the choices (found by a new-user trial)", async () => {
+    const file = join(dir, "operator-contract.json");
+    const address = `nats://127.0.0.1:${closedPort}`;
+    writeFileSync(file, JSON.stringify({ address, user: "operator-ann", password: "never-printed" }));
+    const io = memoryIo({ MESH_CREDENTIAL: file });
+    assert.equal(await runCli(["credential", "rotate", "nosuch", "x", "--timeout", "2000"], io), EXIT_USAGE);
+    assert.match(io.err(), /^mesh: credential rotate: kind: .*"controller".*"module"/);
+    assert.ok(!io.err().includes(address), `nothing was dialled: ${io.err()}`);
+    assert.ok(!io.err().includes("command id"), "no command was sent");
+  });
+
   it("R23: a manifest file that is not JSON is refused before dialling (exit 2), naming the file", async () => {
     const file = join(dir, "broken.json");
     writeFileSync(file, "{ name: ");

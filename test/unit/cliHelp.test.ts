@@ -192,12 +192,12 @@ describe("a busy command names its command id", () => {
     };
     return { ctx, bodies, out, err };
   }
-  const enrol = CLI_VERBS.find((v) => v.path.join(" ") === "node enrol")!;
+  const remove = CLI_VERBS.find((v) => v.path.join(" ") === "node remove")!;
   const busy = { ok: false, error: { code: "busy-retry", message: "another controller kept writing the records" } };
 
   it("a busy-retry refusal prints the command id it sent, for --command-id (exit 1)", async () => {
     const { ctx, bodies, err } = answering(busy, false);
-    assert.equal(await enrol.run(ctx, ["n1"], { key: "k" }), EXIT_REFUSED);
+    assert.equal(await remove.run(ctx, ["n1"], {}), EXIT_REFUSED);
     const sent = bodies[0]!.commandId;
     assert.equal(typeof sent, "string");
     assert.ok(err.join("\n").includes(`--command-id ${String(sent)}`), err.join("\n"));
@@ -205,7 +205,7 @@ describe("a busy command names its command id", () => {
 
   it("under --json the refusal carries the command id it sent", async () => {
     const { ctx, bodies, out } = answering(busy, true);
-    assert.equal(await enrol.run(ctx, ["n1"], { key: "k" }), EXIT_REFUSED);
+    assert.equal(await remove.run(ctx, ["n1"], {}), EXIT_REFUSED);
     const printed = JSON.parse(out.join("\n")) as { ok: boolean; error: { code: string }; commandId: string };
     assert.equal(printed.error.code, "busy-retry");
     assert.equal(printed.commandId, bodies[0]!.commandId);
