@@ -115,8 +115,8 @@ describe("mesh up --cluster 3 (issue 14)", () => {
   /** A new node enrolled with a key of its own, and its credential opened as its host would. */
   const enrolNode = async (name: string): Promise<{ reply: Row; credential: BusCredential }> => {
     const state = join(root, name);
-    const { publicKey } = initHostKeys(state);
-    const reply = await ask("node.enrol", { node: name, publicKey });
+    const { publicKey, nkey } = initHostKeys(state);
+    const reply = await ask("node.enrol", { node: name, publicKey, nkey });
     saveNodeCredential(state, reply);
     return { reply, credential: readCredentialFile(join(state, NODE_CREDENTIAL_FILE), state) };
   };

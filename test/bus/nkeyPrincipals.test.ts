@@ -119,7 +119,8 @@ describe("rotated-away and removed keys are refused by the bus (R48, R50, R64)",
     writeFileSync(join(server.dir, "users.conf"), text);
     server.reload();
     const controller = busUser("controller", CONTROLLER_NAME);
-    await waitFor(async () => refused(server, controller, before_[controller]!), { name: "the reloaded list refuses the controller's old key" });
+    // While the server reloads it may drop a dial before answering it (EPIPE): that is no answer yet.
+    await waitFor(async () => refused(server, controller, before_[controller]!).catch(() => false), { name: "the reloaded list refuses the controller's old key" });
   });
   after(async () => { await server?.stop(); });
 
