@@ -150,10 +150,10 @@ describe("mesh CLI over a real server", () => {
     assert.equal((await mesh_("history", "node", "alpha", "--limit", "0")).code, EXIT_USAGE);
   });
 
-  it("history refuses a mistyped kind (invalid-request, exit 1), naming the valid kinds", async () => {
-    const error = await refusedWith("invalid-request", "history", "nde", "alpha");
-    assert.equal(error.field, "kind");
-    assert.match(String(error.message), /node/);
+  it("history refuses a mistyped kind before asking (a usage error, exit 2), naming the valid kinds", async () => {
+    const run = await mesh_("history", "nde", "alpha");
+    assert.equal(run.code, EXIT_USAGE, run.err);
+    assert.match(run.err, /kind: .*node/);
   });
 
   it("re-registering the example mesh unchanged appends nothing and says so", async () => {

@@ -8,6 +8,7 @@ import { runCli } from "../../src/cli/run.ts";
 import { EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
 import { pushTimeoutMessage, PUSH_REPLY_MARGIN_MS } from "../../src/cli/push.ts";
 import { commandSubject } from "../../src/names.ts";
+import { newNodeKeyPair, newUserKey } from "../../src/crypto/secrets.ts";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 
 /**
@@ -37,7 +38,7 @@ describe("mesh CLI when the controller does not answer", () => {
   it("R33: a timed-out command names the command id it sent, for a safe retry with --command-id", async () => {
     let err = "";
     const io: CliIo = { stdout: { write: () => undefined }, stderr: { write: (s: string) => { err += s; } }, env: { MESH_CREDENTIAL: join(dir, "operator.json") } };
-    assert.equal(await runCli(["node", "enrol", "n2", "--key", "k", "--nkey", "k", "--timeout", "300"], io), EXIT_USAGE);
+    assert.equal(await runCli(["node", "enrol", "n2", "--key", newNodeKeyPair().publicKey, "--nkey", newUserKey().publicKey, "--timeout", "300"], io), EXIT_USAGE);
     await waitFor(() => bodies.length === 1, { timeoutMs: 5_000, name: "the request arrived" });
     const sent = bodies[0]!.commandId;
     assert.equal(typeof sent, "string");
