@@ -72,6 +72,16 @@ describe("push", () => {
     m.ack();
   });
 
+  it("R5: a module's consumers are raised at every push, not only when it was registered or issued: deleted by hand, the next push raises it again", async () => {
+    await fixture.send("module.register", { manifest: builder });
+    await controller.push();
+    const jsm = await jetstreamManager(fixture.operator);
+    await jsm.consumers.delete(workStream("mesh-build"), workConsumer("mesh-build"));
+    const again = await controller.push();
+    assert.equal(again.raised.created, 1, JSON.stringify(again.raised));
+    assert.equal((await jsm.consumers.info(workStream("mesh-build"), workConsumer("mesh-build"))).name, workConsumer("mesh-build"));
+  });
+
   it("R29: an empty declaration is sent, and secrets travel sealed to the node's key only", async () => {
     keys["idle-1"] = await fixture.enrol("idle-1");
     keys["seal-1"] = await fixture.enrol("seal-1");
