@@ -197,6 +197,11 @@ export function reportSubject(node: string): string {
   return `mesh.report.${node}`;
 }
 export const REPORT_SUBJECTS = "mesh.report.>";
+/** The node a report subject names (the inverse of reportSubject), or null when it is not one. */
+export function nodeOfReportSubject(subject: string): string | null {
+  const prefix = reportSubject("");
+  return subject.startsWith(prefix) && subject.length > prefix.length ? subject.slice(prefix.length) : null;
+}
 /**
  * Stream keeping each node's latest report (max one per subject), so `push --wait` still sees a
  * report published while the controller was reconnecting (a user-list reload drops it).

@@ -7,7 +7,7 @@ import { Declaration } from "./declaration.ts";
 import { CONTRACT_VERSIONS, versionField } from "./version.ts";
 
 /**
- * The controller's verbs as they cross the bus (`mesh.command.<asker>.<verb>`, R51): for each verb
+ * The controller's verbs as they cross the bus (on `commandSubject(asker, verb)`, R51): for each verb
  * the request (the verb's fields, strict: an unknown field is refused naming it) and the reply the
  * controller answers when it accepts (the verb's body inside the envelope every command or query
  * reply has). The controller parses requests with these schemas and builds replies of these types;

@@ -11,7 +11,7 @@ import { z } from "zod";
 
 /** The seams whose messages carry a version, each with the one version this build speaks. */
 export const CONTRACT_VERSIONS = {
-  /** Requests and replies of the controller's verbs (`mesh.command.<asker>.<verb>`, R51). */
+  /** Requests and replies of the controller's verbs (on `commandSubject(asker, verb)`, R51). */
   verbs: 1,
   /** A node's declaration on `declarationSubject(node)`. */
   declaration: 1,

@@ -6,7 +6,7 @@ import { inboxPrefix } from "../names.ts";
 import { fitReply, type BoundedList, type Omitted } from "../commands/fit.ts";
 import type { NodeOutcome, NodeReport, PushLog, PushOptions, PushReport } from "./push.ts";
 
-/** The verb of a push request: `mesh.command.<asker>.push` (R51). */
+/** The verb of a push request, sent on `commandSubject(asker, PUSH_VERB)` (R51). */
 export const PUSH_VERB = "push";
 
 /** The bus's max payload when the connection does not say (nats-server's default, 1 MiB). */

@@ -4,7 +4,7 @@ import { parseHostReport } from "../contracts/report.ts";
 import type { Reply } from "../commands/envelope.ts";
 import type { ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
-import { REPORTS_STREAM, REPORT_SUBJECTS, reportSubject } from "../names.ts";
+import { REPORTS_STREAM, REPORT_SUBJECTS, nodeOfReportSubject, reportSubject } from "../names.ts";
 
 /**
  * R55: every node's last report, read from the REPORTS stream (which keeps the last report per
@@ -12,16 +12,10 @@ import { REPORTS_STREAM, REPORT_SUBJECTS, reportSubject } from "../names.ts";
  * status` show it. Served by the controller (it holds the JetStream grants; operators have none).
  */
 
-/** The verb: `mesh.command.<asker>.reports` (R51). */
+/** The verb, sent on `commandSubject(asker, REPORTS_VERB)` (R51). */
 export const REPORTS_VERB = "reports";
 
 export { REPORTS_PAGE, ReportsRequest, type LastReport, type ReportsReply };
-
-/** The node a report subject names (`mesh.report.<node>`), or null. */
-function nodeOfSubject(subject: string): string | null {
-  const prefix = reportSubject("");
-  return subject.startsWith(prefix) && subject.length > prefix.length ? subject.slice(prefix.length) : null;
-}
 
 /**
  * Reads the last stored report of each of `nodes` (in that order; a node with no stored report,
@@ -48,7 +42,7 @@ export async function readLastReports(jsm: JetStreamManager, nodes: readonly str
 /** Every node with a stored report, sorted by name. */
 async function reportingNodes(jsm: JetStreamManager): Promise<string[]> {
   const info = await jsm.streams.info(REPORTS_STREAM, { subjects_filter: REPORT_SUBJECTS });
-  return Object.keys(info.state.subjects ?? {}).map(nodeOfSubject).filter((n): n is string => n !== null).sort();
+  return Object.keys(info.state.subjects ?? {}).map(nodeOfReportSubject).filter((n): n is string => n !== null).sort();
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { NAME_PATTERN, busUser, declarationConsumer, eventSubject, followConsumer, principalKey, toolSubject, workConsumer, workStream, workSubject, PRINCIPAL_KINDS } from "../../src/names.ts";
+import { NAME_PATTERN, busUser, nodeOfReportSubject, reportSubject, declarationConsumer, eventSubject, followConsumer, principalKey, toolSubject, workConsumer, workStream, workSubject, PRINCIPAL_KINDS } from "../../src/names.ts";
 
 /** Every mesh name of up to `max` characters over a dash-heavy alphabet ("a", "b", "-"). */
 function names(max: number): string[] {
@@ -54,5 +54,14 @@ describe("composed names (R52)", () => {
     const forbidden = /[.*>\s/\\]/;
     for (const [a, b, c] of triples().slice(0, 5000)) assert.doesNotMatch(followConsumer(a!, b!, c!), forbidden);
     for (const n of NAMES) for (const s of [workStream(n), workConsumer(n), declarationConsumer(n)]) assert.doesNotMatch(s, forbidden);
+  });
+});
+
+describe("report subjects", () => {
+  it("R55: nodeOfReportSubject is the inverse of reportSubject, and null for any other subject", () => {
+    for (const node of ["alpha", "build-1", "a"]) assert.equal(nodeOfReportSubject(reportSubject(node)), node);
+    assert.equal(nodeOfReportSubject(reportSubject("")), null);
+    assert.equal(nodeOfReportSubject("mesh.reports.alpha"), null);
+    assert.equal(nodeOfReportSubject("mesh.declaration.alpha"), null);
   });
 });
