@@ -1,9 +1,8 @@
-import { describe, it, before, after } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, statSync, writeFileSync, existsSync } from "node:fs";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
-import { controllerFixture, type ControllerFixture } from "../support/controller.ts";
+import { freshControllerSuite } from "../support/controller.ts";
 import { busObjects } from "../support/busObjects.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import { credentialOf } from "../../src/projections/index.ts";
@@ -24,32 +23,23 @@ const broker = { name: "broker", version: "2.9.10", seats: { "mesh-broker": { pr
 
 
 describe("controller start: raising the bus", () => {
-  let server: NatsServer;
-  let fixture: ControllerFixture;
-  before(async () => {
-    server = await startNatsServer();
-    fixture = await controllerFixture(server);
-  });
-  after(async () => {
-    await fixture?.close();
-    await server?.stop();
-  });
+  const suite = freshControllerSuite();
 
   it("R21 R22: a stream deleted by hand is back with its consumers after a restart, records intact; asserting twice changes nothing", async () => {
-    const first = await fixture.start();
-    await fixture.enrol("alpha");
-    await fixture.enrol("beta");
-    await fixture.send("module.register", { manifest: builder });
+    const first = await suite.fixture.start();
+    await suite.fixture.enrol("alpha");
+    await suite.fixture.enrol("beta");
+    await suite.fixture.send("module.register", { manifest: builder });
     await first.push();
     const records = canonicalJson(first.catalogue.state);
     await first.stop();
 
-    const jsm = await jetstreamManager(fixture.operator);
+    const jsm = await jetstreamManager(suite.fixture.operator);
     await jsm.streams.delete(CONTROL_STREAM);
     await jsm.streams.delete(workStream("mesh-build"));
     await assert.rejects(jsm.streams.info(CONTROL_STREAM));
 
-    const second = await fixture.start();
+    const second = await suite.fixture.start();
     assert.deepEqual(second.raised.refused, []);
     assert.ok(second.raised.created.includes(CONTROL_STREAM));
     for (const node of ["alpha", "beta"]) {
@@ -62,7 +52,7 @@ describe("controller start: raising the bus", () => {
     const raisedBus = await busObjects(jsm);
     await second.stop();
 
-    const third = await fixture.start();
+    const third = await suite.fixture.start();
     assert.deepEqual(third.raised.created, []);
     assert.deepEqual(third.raised.updated, []);
     assert.equal(await busObjects(jsm), raisedBus, "a second raise changes no stream or consumer");
@@ -71,19 +61,10 @@ describe("controller start: raising the bus", () => {
 });
 
 describe("controller start: its own credential (R14)", () => {
-  let server: NatsServer;
-  let fixture: ControllerFixture;
-  before(async () => {
-    server = await startNatsServer();
-    fixture = await controllerFixture(server);
-  });
-  after(async () => {
-    await fixture?.close();
-    await server?.stop();
-  });
+  const suite = freshControllerSuite();
 
   it("R14: the start records the hash of the credential in use, only if none is recorded", async () => {
-    const first = await fixture.start();
+    const first = await suite.fixture.start();
     const recorded = credentialOf(first.catalogue.state.credentials, controllerPrincipal);
     assert.ok(recorded, "the controller's credential is recorded");
     assert.equal(recorded.user, BOOTSTRAP_USER);
@@ -91,7 +72,7 @@ describe("controller start: its own credential (R14)", () => {
     const sequence = first.catalogue.state.sequence;
     await first.stop();
 
-    const second = await fixture.start();
+    const second = await suite.fixture.start();
     assert.equal(second.catalogue.state.sequence, sequence, "a restart records nothing new");
     assert.equal(credentialOf(second.catalogue.state.credentials, controllerPrincipal)?.nkey, recorded.nkey);
     assert.ok(recorded.nkey, "an nkey credential (R63)");
@@ -99,20 +80,20 @@ describe("controller start: its own credential (R14)", () => {
   });
 
   it("R14: the first push with a broker rotates the bootstrap password; a restart keeps the rotated one", async () => {
-    const controller = await fixture.start();
-    await fixture.enrol("bus");
-    await fixture.send("module.register", { manifest: broker });
-    await fixture.send("module.issue", { module: "broker" });
-    await fixture.send("assign", { module: "broker", node: "bus" });
+    const controller = await suite.fixture.start();
+    await suite.fixture.enrol("bus");
+    await suite.fixture.send("module.register", { manifest: broker });
+    await suite.fixture.send("module.issue", { module: "broker" });
+    await suite.fixture.send("assign", { module: "broker", node: "bus" });
 
     // The broker's host applies the list and reports it (the host agent's job, reduced).
     const answering = (async () => {
       for (;;) {
-        const found = await fixture.drain("bus");
+        const found = await suite.fixture.drain("bus");
         const declaration = found.at(-1);
         if (declaration) {
           assert.match(String(declaration.userListText), /controller-mesh-controller/);
-          fixture.report("bus", String(declaration.digest));
+          suite.fixture.report("bus", String(declaration.digest));
           return;
         }
       }
@@ -122,25 +103,25 @@ describe("controller start: its own credential (R14)", () => {
     assert.equal(report.controllerRotation, "applied");
     const rotated = credentialOf(controller.catalogue.state.credentials, controllerPrincipal)!;
     assert.equal(secretMatches(BOOTSTRAP_SEED, rotated), false, "the records no longer hold the bootstrap password");
-    const file = JSON.parse(readFileSync(fixture.credentialFile, "utf8")) as { seed: string };
+    const file = JSON.parse(readFileSync(suite.fixture.credentialFile, "utf8")) as { seed: string };
     assert.notEqual(file.seed, BOOTSTRAP_SEED);
     assert.ok(secretMatches(file.seed, rotated), "the credential file holds the rotated password");
-    assert.equal(statSync(fixture.credentialFile).mode & 0o777, 0o600);
-    assert.equal(existsSync(pendingCredentialFile(fixture.credentialFile)), false);
+    assert.equal(statSync(suite.fixture.credentialFile).mode & 0o777, 0o600);
+    assert.equal(existsSync(pendingCredentialFile(suite.fixture.credentialFile)), false);
     assert.ok(controller.lines.every((line) => !line.includes(file.seed) && !line.includes(BOOTSTRAP_SEED)), "no log line holds a password (R3)");
     const sequence = controller.catalogue.state.sequence;
     await controller.stop();
 
     // A restart with the rotated file: nothing recorded again.
-    const restarted = await fixture.start();
+    const restarted = await suite.fixture.start();
     assert.equal(restarted.credential.password(), file.seed);
     assert.equal(restarted.catalogue.state.sequence, sequence);
     await restarted.stop();
 
     // A restart from a bootstrap credential file (an old copy put back): the records' rotated
     // password wins; the bootstrap one is not recorded again.
-    writeFileSync(fixture.credentialFile, JSON.stringify({ address: server.url, user: BOOTSTRAP_USER, seed: BOOTSTRAP_SEED }), { mode: 0o600 });
-    const fromOld = await fixture.start();
+    writeFileSync(suite.fixture.credentialFile, JSON.stringify({ address: suite.server.url, user: BOOTSTRAP_USER, seed: BOOTSTRAP_SEED }), { mode: 0o600 });
+    const fromOld = await suite.fixture.start();
     assert.equal(fromOld.credential.password(), file.seed, "the rotated password is used, not the bootstrap one");
     assert.equal(fromOld.catalogue.state.sequence, sequence);
     assert.ok(secretMatches(file.seed, credentialOf(fromOld.catalogue.state.credentials, controllerPrincipal)!));

@@ -2,11 +2,11 @@
  * Issue 10: records that defend themselves (R43..R47), against a real nats-server and a real
  * controller (test/support/controller.ts). One server per describe: CATALOGUE is a fixed name.
  */
-import { describe, it, before, after } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
-import { controllerFixture, type ControllerFixture } from "../support/controller.ts";
+import { waitFor } from "../support/natsServer.ts";
+import { freshControllerSuite } from "../support/controller.ts";
 import { ensureCatalogueStream, RecordsUnsafe, replay } from "../../src/records/catalogue.ts";
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { CATALOGUE_STREAM, catalogueSubject, reportSubject } from "../../src/names.ts";
@@ -34,46 +34,28 @@ function codeOf(reply: Reply): string {
 }
 
 describe("R47: the controller refuses to serve on records that erase commits", () => {
-  let server: NatsServer;
-  let fixture: ControllerFixture;
-  before(async () => {
-    server = await startNatsServer();
-    fixture = await controllerFixture(server);
-  });
-  after(async () => {
-    await fixture?.close();
-    await server?.stop();
-  });
+  const suite = freshControllerSuite();
 
   it("R47: max_msgs: 5 set by hand on CATALOGUE stops the start, naming max_msgs; nothing is lifted silently", async () => {
-    const first = await fixture.start();
-    await fixture.enrol("alpha");
+    const first = await suite.fixture.start();
+    await suite.fixture.enrol("alpha");
     await first.stop();
-    const jsm = await jetstreamManager(fixture.operator);
+    const jsm = await jetstreamManager(suite.fixture.operator);
     const config = (await jsm.streams.info(CATALOGUE_STREAM)).config;
     await jsm.streams.update(CATALOGUE_STREAM, { ...config, max_msgs: 5 });
-    await assert.rejects(fixture.start(), (error: unknown) => error instanceof RecordsUnsafe && error.setting === "max_msgs");
+    await assert.rejects(suite.fixture.start(), (error: unknown) => error instanceof RecordsUnsafe && error.setting === "max_msgs");
     assert.equal((await jsm.streams.info(CATALOGUE_STREAM)).config.max_msgs, 5, "the controller did not change the setting behind the operator's back");
   });
 });
 
 describe("R45: a commit no fold can read has a way out", () => {
-  let server: NatsServer;
-  let fixture: ControllerFixture;
-  before(async () => {
-    server = await startNatsServer();
-    fixture = await controllerFixture(server);
-  });
-  after(async () => {
-    await fixture?.close();
-    await server?.stop();
-  });
+  const suite = freshControllerSuite();
 
   it("R45: an unknown event type stops every verb naming its sequence and type; mesh replay --void appends a voiding commit; the mesh serves; replay and snapshot + tail agree", async () => {
-    const send = (verb: string, body: Record<string, unknown>) => askAs(fixture.operator, "operator-test", verb, body);
-    const first = await fixture.start();
-    await fixture.enrol("alpha");
-    const ack = await jetstream(fixture.operator).publish(catalogueSubject("node", "alpha"), unknownCommit());
+    const send = (verb: string, body: Record<string, unknown>) => askAs(suite.fixture.operator, "operator-test", verb, body);
+    const first = await suite.fixture.start();
+    await suite.fixture.enrol("alpha");
+    const ack = await jetstream(suite.fixture.operator).publish(catalogueSubject("node", "alpha"), unknownCommit());
     const bad = ack.seq;
 
     for (const [verb, body] of [["nodes", {}], ["node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey }], ["push", {}]] as const) {
@@ -86,7 +68,7 @@ describe("R45: a commit no fold can read has a way out", () => {
     await first.stop();
 
     // A restart does not die on it: it serves replay only, and its log line names both, whole.
-    const second = await fixture.start();
+    const second = await suite.fixture.start();
     const line = second.lines.find((l) => l.includes(`sequence ${bad}`));
     assert.ok(line && line.includes("NodeRenamed") && line.includes("mesh replay --void"), `one whole log line: ${line}`);
     assert.equal(codeOf(await send("nodes", {})), "invalid-records");
@@ -109,47 +91,38 @@ describe("R45: a commit no fold can read has a way out", () => {
     assert.equal(healthy.matchesServing, true);
     await second.stop(); // saves a snapshot past the voided commit
 
-    const third = await fixture.start();
+    const third = await suite.fixture.start();
     assert.ok(third.catalogue.startedFrom > bad, "the third start folds from a snapshot past the voided commit");
-    assert.equal(canonicalJson(third.catalogue.state), canonicalJson(await replay(fixture.operator)), "snapshot + tail = replay (R41)");
+    assert.equal(canonicalJson(third.catalogue.state), canonicalJson(await replay(suite.fixture.operator)), "snapshot + tail = replay (R41)");
     assert.equal(third.catalogue.held, null);
   });
 });
 
 describe("issue 12: mesh replay --void --dry-run", () => {
-  let server: NatsServer;
-  let fixture: ControllerFixture;
-  before(async () => {
-    server = await startNatsServer();
-    fixture = await controllerFixture(server);
-  });
-  after(async () => {
-    await fixture?.close();
-    await server?.stop();
-  });
+  const suite = freshControllerSuite();
 
   it("issue 12: replay --void --dry-run answers the voiding commit it would append and appends nothing; a bare report takes no dry run", async () => {
-    const client = meshClient(fixture.operator, "operator-test", { timeoutMs: 20_000 });
-    const controller = await fixture.start();
-    await fixture.enrol("gamma");
-    const bad = (await jetstream(fixture.operator).publish(catalogueSubject("node", "gamma"), unknownCommit())).seq;
-    const before = await lastSequence(fixture.operator);
+    const client = meshClient(suite.fixture.operator, "operator-test", { timeoutMs: 20_000 });
+    const controller = await suite.fixture.start();
+    await suite.fixture.enrol("gamma");
+    const bad = (await jetstream(suite.fixture.operator).publish(catalogueSubject("node", "gamma"), unknownCommit())).seq;
+    const before = await lastSequence(suite.fixture.operator);
     const dry = await client.dryRun("replay", { void: bad, reason: "rolled back" });
     assert.ok(dry.ok && dry.dryRun, JSON.stringify(dry));
     assert.equal(dry.wouldAppendAfter, bad);
     assert.deepEqual(dry.events.map((e) => [e.type, e.sequence]), [["CommitVoided", bad]], JSON.stringify(dry.events));
-    assert.equal(await lastSequence(fixture.operator), before, "a dry run appends nothing");
+    assert.equal(await lastSequence(suite.fixture.operator), before, "a dry run appends nothing");
     assert.equal(controller.catalogue.held?.sequence, bad, "the commit is still held");
     const refused = await client.dryRun("replay", { void: bad - 1, reason: "wrong one" });
     assert.equal(refused.ok ? "ok" : refused.error.code, "not-voidable", "the refusal the real void would get");
     const report = await client.dryRun("replay", {});
     assert.deepEqual(report.ok ? ["ok"] : [report.error.code, report.error.field], ["invalid-request", "dryRun"]);
-    const credential = join(fixture.dir, "operator.json");
-    writeFileSync(credential, JSON.stringify({ address: server.url, user: "operator-test", password: "unused" }));
+    const credential = join(suite.fixture.dir, "operator.json");
+    writeFileSync(credential, JSON.stringify({ address: suite.server.url, user: "operator-test", password: "unused" }));
     const cli = await runMesh(["replay", "--void", String(bad), "--reason", "rolled back", "--dry-run"], { MESH_CREDENTIAL: credential });
     assert.equal(cli.code, 0, cli.err);
     assert.match(cli.out, /CommitVoided/);
-    assert.equal(await lastSequence(fixture.operator), before, "nor does the CLI's");
+    assert.equal(await lastSequence(suite.fixture.operator), before, "nor does the CLI's");
     await controller.stop();
   });
 });
@@ -178,89 +151,71 @@ async function lastSequence(nc: NatsConnection): Promise<number> {
 }
 
 describe("R43: records behind the world are detected, at start and while running", () => {
-  let server: NatsServer;
-  let fixture: ControllerFixture;
-  before(async () => {
-    server = await startNatsServer();
-    fixture = await controllerFixture(server);
-  });
-  after(async () => {
-    await fixture?.close();
-    await server?.stop();
-  });
+  const suite = freshControllerSuite();
 
   it("R43: records that go back under a running controller: every command and push answers records-behind naming the evidence (never busy-retry), nothing is appended; a restart appends nothing over the lost sequences and loads no snapshot from the lost future", async () => {
-    const send = (verb: string, body: Record<string, unknown>) => askAs(fixture.operator, "operator-test", verb, body);
-    const controller = await fixture.start();
-    await fixture.enrol("alpha");
-    const backup = await lastSequence(fixture.operator);
-    await fixture.enrol("beta");
-    await fixture.enrol("gamma");
+    const send = (verb: string, body: Record<string, unknown>) => askAs(suite.fixture.operator, "operator-test", verb, body);
+    const controller = await suite.fixture.start();
+    await suite.fixture.enrol("alpha");
+    const backup = await lastSequence(suite.fixture.operator);
+    await suite.fixture.enrol("beta");
+    await suite.fixture.enrol("gamma");
     await controller.catalogue.snapshot(); // a snapshot in what will be the lost future
-    await rollBackRecords(fixture.operator, backup);
+    await rollBackRecords(suite.fixture.operator, backup);
 
     for (const [verb, body] of [["node.enrol", { node: "delta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey }], ["nodes", {}], ["push", {}]] as const) {
       const reply = await send(verb, body);
       assert.equal(codeOf(reply), "records-behind", verb);
     }
-    assert.equal(await lastSequence(fixture.operator), backup, "nothing appended over the lost sequences");
+    assert.equal(await lastSequence(suite.fixture.operator), backup, "nothing appended over the lost sequences");
     const report = await send("replay", {});
     assert.equal(codeOf(report), "ok", "mesh replay is served");
     await controller.stop();
 
-    const restarted = await fixture.start();
+    const restarted = await suite.fixture.start();
     assert.ok(restarted.catalogue.behind && restarted.catalogue.behind.length > 0, "behind at start, from the mark kept outside the records");
     assert.equal(restarted.catalogue.startedFrom, 0, "the snapshot from the lost future is not loaded");
     assert.ok(restarted.lines.some((l) => l.includes("mesh replay")), "the start says what to run");
     assert.equal(codeOf(await send("node.enrol", { node: "delta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey })), "records-behind");
-    assert.equal(await lastSequence(fixture.operator), backup, "a restart appends nothing (not even the controller's own credential)");
+    assert.equal(await lastSequence(suite.fixture.operator), backup, "a restart appends nothing (not even the controller's own credential)");
     await restarted.stop();
   });
 });
 
 describe("R44: mesh replay, and accepting a restore", () => {
-  let server: NatsServer;
-  let fixture: ControllerFixture;
-  before(async () => {
-    server = await startNatsServer();
-    fixture = await controllerFixture(server);
-  });
-  after(async () => {
-    await fixture?.close();
-    await server?.stop();
-  });
+  const suite = freshControllerSuite();
 
   it("R44: replay on a healthy mesh changes nothing and says so; after a restore, --accept-restore appends RecordsRestored with the lost range, rotates every credential (the controller's and the asker's too, R50; the asker gets its seed; a node onto the key the bus ran, R64), unlatches, and the next push works", async () => {
-    const send = (verb: string, body: Record<string, unknown>) => askAs(fixture.operator, "operator-test", verb, body);
-    const controller = await fixture.start();
-    await fixture.enrol("alpha");
-    const before = await lastSequence(fixture.operator);
+    const send = (verb: string, body: Record<string, unknown>) => askAs(suite.fixture.operator, "operator-test", verb, body);
+    const controller = await suite.fixture.start();
+    await suite.fixture.enrol("alpha");
+    const before = await lastSequence(suite.fixture.operator);
     const healthy = await send("replay", {}) as Record<string, unknown>;
     assert.deepEqual([healthy.ok, healthy.valid, healthy.matchesServing, healthy.changed, healthy.behind], [true, true, true, false, undefined]);
-    assert.equal(await lastSequence(fixture.operator), before, "a healthy replay appends nothing");
+    assert.equal(await lastSequence(suite.fixture.operator), before, "a healthy replay appends nothing");
 
     const hashAt = (name: string) => Object.values(controller.catalogue.state.credentials).find((c) => c.principal.kind === "node" && c.principal.name === name)?.nkey;
-    const backup = await lastSequence(fixture.operator);
+    const backup = await lastSequence(suite.fixture.operator);
     const backupHash = hashAt("alpha");
     await send("credential.rotate", { kind: "node", name: "alpha", nkey: newUserKey().publicKey });
     const rotatedAway = hashAt("alpha");
-    await fixture.enrol("late");
-    const seen = await lastSequence(fixture.operator);
+    await suite.fixture.enrol("late");
+    const seen = await lastSequence(suite.fixture.operator);
     // An offline node's last report, from the future the restore loses: evidence now, not after acceptance.
-    fixture.operator.publish(reportSubject("alpha"), JSON.stringify({ node: "alpha", digest: "d", ok: true, recordsSequence: seen + 5, users: ["node-alpha", "node-late"], keys: { "node-alpha": rotatedAway, "node-late": hashAt("late") } }));
-    await fixture.operator.flush();
+    suite.fixture.operator.publish(reportSubject("alpha"), JSON.stringify({ node: "alpha", digest: "d", ok: true, recordsSequence: seen + 5, users: ["node-alpha", "node-late"], keys: { "node-alpha": rotatedAway, "node-late": hashAt("late") } }));
+    await suite.fixture.operator.flush();
     await controller.stop();
-    await rollBackRecords(fixture.operator, backup);
+    await rollBackRecords(suite.fixture.operator, backup);
 
-    const restarted = await fixture.start();
+    const restarted = await suite.fixture.start();
     assert.ok(restarted.catalogue.behind);
     // issue 12: the dry run answers the commit it would append, appends nothing and stays latched.
-    const dry = await meshClient(fixture.operator, "operator-test", { timeoutMs: 20_000 }).dryRun("replay", { acceptRestore: true });
+    const dry = await meshClient(suite.fixture.operator, "operator-test", { timeoutMs: 20_000 }).dryRun("replay", { acceptRestore: true });
     assert.ok(dry.ok && dry.dryRun, JSON.stringify(dry));
     assert.deepEqual([...new Set(dry.events.map((e) => e.type))], ["RecordsRestored", "CredentialRotated"]);
     assert.deepEqual(dry.events[0]?.lost, { from: backup + 1, to: seen + 5 });
     assert.ok(dry.events.every((e) => !("hash" in e) && !("sealed" in e)), "no secret in a dry run's events (R3)");
-    assert.equal(await lastSequence(fixture.operator), backup, "a dry run appends nothing");
+    assert.equal(await lastSequence(suite.fixture.operator), backup, "a dry run appends nothing");
     assert.ok(restarted.catalogue.behind, "and unlatches nothing");
     const accepted = await send("replay", { acceptRestore: true }) as Record<string, unknown>;
     assert.equal(accepted.ok, true, JSON.stringify(accepted));
@@ -282,43 +237,34 @@ describe("R44: mesh replay, and accepting a restore", () => {
     assert.equal(codeOf(await send("push", {})), "ok");
     await restarted.stop();
 
-    const again = await fixture.start();
+    const again = await suite.fixture.start();
     assert.equal(again.catalogue.behind, null, "the mark moved to the accepted records, and a report from before the restore is no evidence: a restart serves");
     await again.stop();
   });
 });
 
 describe("R43: a host reporting a declaration the records never sent", () => {
-  let server: NatsServer;
-  let fixture: ControllerFixture;
-  before(async () => {
-    server = await startNatsServer();
-    fixture = await controllerFixture(server);
-  });
-  after(async () => {
-    await fixture?.close();
-    await server?.stop();
-  });
+  const suite = freshControllerSuite();
 
   it("R43: pushed declarations carry their records sequence and hosts report it; a report ahead of the records refuses every command records-behind, live and at the next start", async () => {
-    const send = (verb: string, body: Record<string, unknown>) => askAs(fixture.operator, "operator-test", verb, body);
-    const controller = await fixture.start();
-    await fixture.enrol("alpha");
+    const send = (verb: string, body: Record<string, unknown>) => askAs(suite.fixture.operator, "operator-test", verb, body);
+    const controller = await suite.fixture.start();
+    await suite.fixture.enrol("alpha");
     await controller.push();
-    const [declaration] = (await fixture.drain("alpha")).slice(-1);
+    const [declaration] = (await suite.fixture.drain("alpha")).slice(-1);
     assert.equal(typeof declaration!.recordsSequence, "number", "the declaration names the records' sequence it was composed from");
     assert.equal(codeOf(await send("nodes", {})), "ok");
 
-    const last = await lastSequence(fixture.operator);
-    fixture.operator.publish(reportSubject("alpha"), JSON.stringify({ node: "alpha", digest: String(declaration!.digest), ok: true, recordsSequence: last + 40 }));
-    await fixture.operator.flush();
+    const last = await lastSequence(suite.fixture.operator);
+    suite.fixture.operator.publish(reportSubject("alpha"), JSON.stringify({ node: "alpha", digest: String(declaration!.digest), ok: true, recordsSequence: last + 40 }));
+    await suite.fixture.operator.flush();
     // The report is heard asynchronously: wait until a command sees it.
     await waitFor(async () => codeOf(await send("nodes", {})) === "records-behind", { name: "nodes answers records-behind" });
     assert.equal(codeOf(await send("node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey })), "records-behind");
-    assert.equal(await lastSequence(fixture.operator), last, "nothing appended");
+    assert.equal(await lastSequence(suite.fixture.operator), last, "nothing appended");
     await controller.stop();
 
-    const again = await fixture.start();
+    const again = await suite.fixture.start();
     assert.ok(again.catalogue.behind?.some((e) => e.kind === "host-report-ahead"), "the stored report is evidence at the next start");
     assert.equal(codeOf(await send("nodes", {})), "records-behind");
     await again.stop();

@@ -1,3 +1,4 @@
+import { before, after } from "node:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,7 +17,7 @@ import {
 } from "../../src/names.ts";
 import { BOOTSTRAP_SEED, BOOTSTRAP_USER } from "../../src/genesis.ts";
 import { GENESIS_COMMAND_ID, decideGenesis } from "../../src/commands/genesis.ts";
-import type { NatsServer } from "./natsServer.ts";
+import { startNatsServer, type NatsServer } from "./natsServer.ts";
 
 /**
  * A controller over a test nats-server (no TLS, no authorization: the bus's own checks are the
@@ -54,6 +55,23 @@ export type ControllerFixtureOptions = {
   /** Copies of the records (the genesis commit creates CATALOGUE with them); default 1. */
   replicas?: number;
 };
+
+/**
+ * A suite's fresh nats-server and controller fixture on it: started in the suite's `before`,
+ * closed and stopped in its `after`. Read `server` and `fixture` inside tests (set once `before` ran).
+ */
+export function freshControllerSuite(): { readonly server: NatsServer; readonly fixture: ControllerFixture } {
+  const suite = { server: undefined as unknown as NatsServer, fixture: undefined as unknown as ControllerFixture };
+  before(async () => {
+    suite.server = await startNatsServer();
+    suite.fixture = await controllerFixture(suite.server);
+  });
+  after(async () => {
+    await suite.fixture?.close();
+    await suite.server?.stop();
+  });
+  return suite;
+}
 
 /** Builds the fixture on `server` (genesis recorded). Call close() from `after`. */
 export async function controllerFixture(server: Pick<NatsServer, "url">, options: ControllerFixtureOptions = {}): Promise<ControllerFixture> {
