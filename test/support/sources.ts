@@ -1,7 +1,22 @@
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
 /**
  * Reading the project's sources as text, for the tests that pin how the code is laid out (purity,
  * layering, where events are built): comments stripped, imports listed.
  */
+
+/**
+ * The TypeScript sources under `folder` (.ts, not .d.ts; every subfolder too unless `recursive` is
+ * false), or none when it does not exist.
+ */
+export function tsFiles(folder: string, recursive = true): string[] {
+  if (!existsSync(folder)) return [];
+  return readdirSync(folder).flatMap((name) => {
+    const path = join(folder, name);
+    if (statSync(path).isDirectory()) return recursive ? tsFiles(path, true) : [];
+    return name.endsWith(".ts") && !name.endsWith(".d.ts") ? [path] : [];
+  });
+}
 
 /** The source without its comments (strings kept), so a docstring may mention Date.now. */
 export function stripComments(source: string): string {

@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { stripComments } from "../support/sources.ts";
+import { stripComments, tsFiles } from "../support/sources.ts";
 
 /**
  * Every decision is a decide (issue 12): an event is built only inside a pure decide under
@@ -14,14 +14,6 @@ import { stripComments } from "../support/sources.ts";
 const ROOT = resolve(import.meta.dirname, "../..");
 const SRC = join(ROOT, "src");
 
-function tsFiles(folder: string): string[] {
-  if (!existsSync(folder)) return [];
-  return readdirSync(folder).flatMap((name) => {
-    const path = join(folder, name);
-    if (statSync(path).isDirectory()) return tsFiles(path);
-    return name.endsWith(".ts") && !name.endsWith(".d.ts") ? [path] : [];
-  });
-}
 
 /** The event names: one schema file per event in src/events, named as the event (STYLE.md 1). */
 function eventNames(): string[] {

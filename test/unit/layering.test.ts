@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
-import { importsOf } from "../support/sources.ts";
+import { importsOf, tsFiles } from "../support/sources.ts";
 
 /**
  * How the folders of src/ lean on each other (issue 12): the schemas, the pure core and the types
@@ -12,14 +12,6 @@ import { importsOf } from "../support/sources.ts";
  */
 const ROOT = resolve(import.meta.dirname, "../..");
 
-function tsFiles(folder: string): string[] {
-  if (!existsSync(folder)) return [];
-  return readdirSync(folder).flatMap((name) => {
-    const path = join(folder, name);
-    if (statSync(path).isDirectory()) return tsFiles(path);
-    return name.endsWith(".ts") && !name.endsWith(".d.ts") ? [path] : [];
-  });
-}
 
 /** Each project file imported by a file under `folder` (relative to the repository: `src/push/push.ts`), by importer. */
 function projectImports(folder: string): Array<{ from: string; to: string }> {

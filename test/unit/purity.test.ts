@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { importsOf, stripComments } from "../support/sources.ts";
+import { importsOf, stripComments, tsFiles } from "../support/sources.ts";
 
 /**
  * Pure code (decide, evolve, compose) imports no @nats-io/* and no node:*, and reads no clock and
@@ -11,14 +11,6 @@ import { importsOf, stripComments } from "../support/sources.ts";
  */
 const ROOT = resolve(import.meta.dirname, "../..");
 
-function tsFiles(folder: string, recursive: boolean): string[] {
-  if (!existsSync(folder)) return [];
-  return readdirSync(folder).flatMap((name) => {
-    const path = join(folder, name);
-    if (statSync(path).isDirectory()) return recursive ? tsFiles(path, true) : [];
-    return name.endsWith(".ts") && !name.endsWith(".d.ts") ? [path] : [];
-  });
-}
 
 /**
  * The pure files: src/projections, src/compose and src/contracts (all of them), src/commands/*.ts but its server
