@@ -9,7 +9,7 @@ import { installUserList, type BusReloadOptions, type UserListInstalled } from "
 import type { Declaration as HostDeclaration, NodeSelf } from "../contracts/declaration.ts";
 import { stampReport, type HostReport, type ServerListOutcome } from "../contracts/report.ts";
 import {
-  appliedReport, backoffDelay, driftedReport, failedReport, messageKind, planApply, planList, readDeclaration, restatedReport,
+  appliedReport, backoffDelay, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
 } from "./plan.ts";
 import { publicKeyOfSeed } from "../crypto/secrets.ts";
 import { NODE_CREDENTIAL_FILE, promotePendingSeed, readCredentialFile, readNodePrivateKey, readNodeSeeds } from "./keys.ts";
@@ -36,8 +36,9 @@ import { isAuthorizationRefusal, isConsumerNotFound, isStreamNotFound } from "..
  * A declaration's `self` names the node's own current nkey (R64: the node generated the pair, the
  * mesh holds only the public key). A rotation (`mesh host rotate-key` made a pending seed, `mesh
  * credential rotate node --nkey` recorded its key) is taken in two steps that never lock the node
- * out (R50): while a pending seed exists, every (re)connect attempt alternates between the current
- * seed and the pending one, so whichever key the bus's list holds admits it, even when the broker
+ * out (R50): while a pending seed exists, (re)connect attempts present the current seed until the
+ * bus refuses it, then the pending one (and back on a refusal of that), so whichever key the
+ * bus's list holds admits it within one refused attempt, even when the broker
  * installed the new list before this node's own declaration arrived; and the declaration naming
  * the pending key makes it the current one (saved to HostOptions.credentialFile) BEFORE any user
  * list is installed.
@@ -152,25 +153,30 @@ export function startHost(options: HostOptions): Host {
   };
   /** The secret (seed) the connection presents at each (re)connect (the last one read, should a read fail). */
   let lastPassword: string | undefined;
-  /** Which of the current and the pending seed the next attempt presents, while one is pending. */
-  let tryPending = false;
+  /** While a seed is pending, whether the next attempt presents it (presentedSeed, seedAfterRefusal). */
+  let preferPending = false;
+  /** Whether the last attempt presented the pending seed. */
+  let presentedPending = false;
+  /** The bus refused what was presented: while a seed is pending, present the other one next. */
+  const refusedSeed = () => { preferPending = seedAfterRefusal(presentedPending); };
   const passwordNow = (): string => {
     try {
       lastPassword = secretOf(credentialOf());
     } catch (error) {
       if (lastPassword === undefined) throw error;
     }
-    // A rotation under way (R50, R64): the bus may hold either key, so attempts alternate, the
-    // current seed first; the declaration naming the new key ends it (adoptOwnCredential).
+    // A rotation under way (R50, R64): the bus may hold either key; the current seed first, the
+    // other once the bus refuses it; the declaration naming the new key ends it (adoptOwnCredential).
     let pending: string | undefined;
     try {
       pending = readNodeSeeds(stateDir).pending;
     } catch {
       pending = undefined;
     }
-    if (pending === undefined || pending === lastPassword) return lastPassword;
-    tryPending = !tryPending;
-    return tryPending ? lastPassword : pending;
+    const presented = presentedSeed(lastPassword, pending, preferPending);
+    preferPending = presented.preferPending;
+    presentedPending = presented.isPending;
+    return presented.seed;
   };
   /**
    * Follows the declaration's own credential (R64): when it names the pending seed's key, that seed
@@ -401,6 +407,7 @@ export function startHost(options: HostOptions): Host {
     void (async () => {
       for await (const status of nc.status()) {
         if (status.type === "error" && isAuthorizationRefusal((status as { error?: unknown }).error)) {
+          refusedSeed();
           const advice = refusedAdvice(node, stateDir, true);
           log(`host ${node}: ${advice}`);
           options.onRefused?.(advice);
@@ -485,6 +492,7 @@ export function startHost(options: HostOptions): Host {
       if (stopped) break;
       const delay = backoffDelay(attempt, initialMs, maxMs);
       if (isAuthorizationRefusal(failure)) {
+        refusedSeed();
         const advice = refusedAdvice(node, stateDir, everAdmitted);
         log(`host ${node}: attempt ${attempt} failed: ${failure instanceof Error ? failure.message.split("\n")[0]! : String(failure)}; ${advice}; retrying in ${delay} ms`);
         options.onRefused?.(advice);

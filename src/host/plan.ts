@@ -135,3 +135,24 @@ export function driftedReport(node: string, last: HostReport, drift: readonly st
 export function credentialChanged(now: { user: string; secret: string; fingerprint?: string | undefined }, next: { user: string; secret: string; fingerprint?: string | undefined }): boolean {
   return !(now.user === next.user && now.secret === next.secret && (now.fingerprint ?? "") === (next.fingerprint ?? ""));
 }
+
+/**
+ * R50 R64: which seed a (re)connect attempt presents while a rotation may be under way. `pending`
+ * is the pending seed (`node.seed.next`) or undefined; `preferPending` is what the bus's last
+ * refusal said (seedAfterRefusal). Without a pending seed (or one equal to the current) the current
+ * seed, and no preference carried into the next rotation. Returns the seed, whether it is the
+ * pending one, and the preference to keep.
+ */
+export function presentedSeed(current: string, pending: string | undefined, preferPending: boolean): { seed: string; isPending: boolean; preferPending: boolean } {
+  if (pending === undefined || pending === current) return { seed: current, isPending: false, preferPending: false };
+  return preferPending ? { seed: pending, isPending: true, preferPending } : { seed: current, isPending: false, preferPending };
+}
+
+/**
+ * R50: the preference after the bus refused the seed an attempt presented: the other one. Only a
+ * refusal turns it: an attempt that failed before authorization (a TLS timeout) says nothing of
+ * which key the bus's list holds.
+ */
+export function seedAfterRefusal(presentedPending: boolean): boolean {
+  return !presentedPending;
+}

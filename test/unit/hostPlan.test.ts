@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  appliedReport, backoffDelay, credentialChanged, driftedReport, failedReport, messageKind, planApply, planList, readDeclaration, restatedReport,
+  appliedReport, backoffDelay, credentialChanged, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
 } from "../../src/host/plan.ts";
 import { Declaration } from "../../src/contracts/declaration.ts";
 import { declarationSubject, userListPartSubject } from "../../src/names.ts";
@@ -94,5 +94,29 @@ describe("host plan: connection and credential", () => {
     assert.equal(credentialChanged(now, { ...now, user: "node-beta" }), true);
     assert.equal(credentialChanged(now, { ...now, fingerprint: "BB" }), true);
     assert.equal(credentialChanged({ user: "u", secret: "s" }, { user: "u", secret: "s", fingerprint: "" }), false);
+  });
+});
+
+describe("host plan: which seed a (re)connect presents during a rotation (R50, R64)", () => {
+  /** The seeds a run of attempts presents, each followed by the bus's verdict ("refused" turns it, "failed" is no verdict). */
+  function attempts(verdicts: ReadonlyArray<"refused" | "failed">, pending: string | null = "new"): string[] {
+    let prefer = false;
+    return verdicts.map((verdict) => {
+      const presented = presentedSeed("old", pending ?? undefined, prefer);
+      prefer = verdict === "refused" ? seedAfterRefusal(presented.isPending) : presented.preferPending;
+      return presented.seed;
+    });
+  }
+  it("R50: the current seed until the bus refuses it, then the pending one, and back on a refusal of that", () => {
+    assert.deepEqual(attempts(["refused", "refused", "refused"]), ["old", "new", "old"]);
+  });
+  it("R50: attempts that fail before authorization (a TLS timeout under load) do not use up the pending seed's turn", () => {
+    assert.deepEqual(attempts(["refused", "failed", "failed"]), ["old", "new", "new"]);
+    assert.deepEqual(attempts(["failed", "failed", "refused", "failed"]), ["old", "old", "old", "new"]);
+  });
+  it("R50: without a pending seed the current one, and no preference carried into the next rotation", () => {
+    assert.deepEqual(attempts(["refused", "refused"], null), ["old", "old"]);
+    assert.deepEqual(presentedSeed("old", undefined, true), { seed: "old", isPending: false, preferPending: false });
+    assert.deepEqual(presentedSeed("same", "same", true).seed, "same");
   });
 });
