@@ -11,6 +11,7 @@
  *
  * Times in milliseconds; p50 of the round trips after a warm-up.
  */
+import { enrolRequest } from "../../test/support/enrol.ts";
 import { randomUUID } from "node:crypto";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
@@ -19,7 +20,7 @@ import { TEST_FINGERPRINT } from "../../test/support/commandMesh.ts";
 import { openCatalogue } from "../../src/records/catalogue.ts";
 import { serveCommands } from "../../src/commands/server.ts";
 import { sendCommand } from "../../src/client/send.ts";
-import { newMeshKey, newNodeKeyPair, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
+import { newMeshKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser, inboxPrefix } from "../../src/names.ts";
 
 /** What one run measured. */
@@ -86,7 +87,7 @@ export async function measureCluster(count: number): Promise<ClusterResult> {
       const reply = await sendCommand(client, OPERATOR, verb, body, { timeoutMs });
       if (!reply.ok) throw new Error(`${verb} refused during the bench: ${reply.error.code}: ${reply.error.message}`);
     };
-    await ask("node.enrol", { node: "alpha", publicKey: newNodeKeyPair().publicKey });
+    await ask("node.enrol", enrolRequest("alpha"));
     await ask("module.register", { manifest: { name: "bench", version: "1" } });
 
     // Raw: a stream of three replicas of its own, file storage, a body the size of a commit.

@@ -6,11 +6,11 @@
  * The commands alternate `assign` and `unassign` of one module on one node, so every one appends
  * one commit. Each side warms up first; times are per round trip, in milliseconds.
  */
+import { enrolRequest } from "../../test/support/enrol.ts";
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { startCommandMesh } from "../../test/support/commandMesh.ts";
 import { sendCommand } from "../../src/client/send.ts";
-import { newNodeKeyPair } from "../../src/crypto/secrets.ts";
 import { inboxPrefix } from "../../src/names.ts";
 import { evolve } from "../../src/projections/index.ts";
 
@@ -50,7 +50,7 @@ export async function measureCommands(count: number): Promise<CommandsResult> {
   const client = await connect({ servers: mesh.server.url, inboxPrefix: inboxPrefix("operator-bench"), name: "bench-operator" });
   try {
     // The mesh the commands act on: one node, one module.
-    const enrolled = await sendCommand(client, "operator-bench", "node.enrol", { node: "alpha", publicKey: newNodeKeyPair().publicKey });
+    const enrolled = await sendCommand(client, "operator-bench", "node.enrol", enrolRequest("alpha"));
     const registered = await sendCommand(client, "operator-bench", "module.register", { manifest: { name: "bench", version: "1" } });
     if (!enrolled.ok || !registered.ok) throw new Error(`bench setup refused: ${JSON.stringify(enrolled.ok ? registered : enrolled)}`);
 

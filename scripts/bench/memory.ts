@@ -12,10 +12,10 @@
  * Baseline, in the same run: the same child process that only dials the bus (Node, tsx and the
  * NATS client loaded, one connection), and the bytes of the records it folds (CATALOGUE).
  */
+import { enrolRequest } from "../../test/support/enrol.ts";
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { newNodeKeyPair } from "../../src/crypto/secrets.ts";
 import { CATALOGUE_STREAM } from "../../src/names.ts";
 import { startNatsServer } from "../../test/support/natsServer.ts";
 import { controllerFixture } from "../../test/support/controller.ts";
@@ -92,7 +92,7 @@ export async function measureMemory(nodes: number, log: (line: string) => void =
     let t = performance.now();
     let next = 0;
     const worker = async () => {
-      for (let i = next++; i < nodes; i = next++) await fixture.send("node.enrol", { node: `n${i}`, publicKey: newNodeKeyPair().publicKey });
+      for (let i = next++; i < nodes; i = next++) await fixture.send("node.enrol", enrolRequest(`n${i}`));
     };
     await Promise.all(Array.from({ length: 16 }, worker));
     log(`  memory: ${nodes} nodes enrolled in ${Math.round(performance.now() - t)} ms`);

@@ -1,3 +1,4 @@
+import { enrolRequest } from "../support/enrol.ts";
 import { describe, it, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -195,7 +196,7 @@ describe("a mesh on a three-server cluster", () => {
     let standbyStarted = false;
     const standbyStart = fixture.start(env).then((c) => { standbyStarted = true; return c; });
     defer(async () => { await (await standbyStart.catch(() => undefined))?.stop(); });
-    const before = await fixture.send("node.enrol", { node: "lease-a", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey });
+    const before = await fixture.send("node.enrol", enrolRequest("lease-a"));
     assert.equal(before.ok, true);
     await new Promise((r) => setTimeout(r, LEASE_MS)); // a whole lease: renewed, not lapsed
     assert.equal(standbyStarted, false, "the standby serves nothing while the active controller renews its lease");
@@ -206,7 +207,7 @@ describe("a mesh on a three-server cluster", () => {
     await active.nc.close();
     const standby = await standbyStart;
     const tookOver = Date.now();
-    const after = await fixture.send("node.enrol", { node: "lease-b", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey });
+    const after = await fixture.send("node.enrol", enrolRequest("lease-b"));
     const served = Date.now();
     assert.equal(after.ok, true);
     assert.ok(standby.lines.some((l) => /holding the controllers' lease/.test(l)), standby.lines.join("\n"));

@@ -1,3 +1,4 @@
+import { enrolRequest } from "../support/enrol.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -63,7 +64,7 @@ describe("command server", () => {
   });
 
   it("R3: history and credentials answer actor, command id, time and sequence, never a hash or a sealed secret", async () => {
-    const enrolled = await askAs(client, OPERATOR, "node.enrol", { node: "r3-node", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey });
+    const enrolled = await askAs(client, OPERATOR, "node.enrol", enrolRequest("r3-node"));
     assert.ok(enrolled.ok, JSON.stringify(enrolled));
     const history = await askAs(client, OPERATOR, "history", { kind: "node", id: "r3-node" }) as Ok & { events: Array<Record<string, unknown>> };
     assert.ok(history.events.length > 0);
@@ -166,7 +167,7 @@ describe("command server", () => {
     try {
       const before = await mesh.lastSequence();
       const overheard = anonymous.subscribe("_INBOX.forged.>");
-      anonymous.publish(commandSubject(OPERATOR, "node.enrol"), JSON.stringify({ node: "delta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey }), { reply: "_INBOX.forged.1" });
+      anonymous.publish(commandSubject(OPERATOR, "node.enrol"), JSON.stringify(enrolRequest("delta")), { reply: "_INBOX.forged.1" });
       await anonymous.flush();
       // Served in arrival order: once the next request is answered, the forged one was handled.
       assert.ok((await askAs(client, OPERATOR, "where", {})).ok);
@@ -244,7 +245,7 @@ describe("command server", () => {
   });
 
   it("keeps serving after a request fails and logs no secret", async () => {
-    const enrolled = await askAs(client, OPERATOR, "node.enrol", { node: "served", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey });
+    const enrolled = await askAs(client, OPERATOR, "node.enrol", enrolRequest("served"));
     assert.ok(enrolled.ok, JSON.stringify(enrolled));
     assert.equal(await refused("node.enrol", "{not json"), "invalid-json");
     assert.equal(await refused("node.frobnicate", "{}"), "unknown-verb");

@@ -4,6 +4,7 @@
  * ~6,000 nodes do under the default 1 MiB: the lists come in pages with a `continue` token, and the
  * CLI follows them.
  */
+import { enrolRequest } from "../support/enrol.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -14,7 +15,6 @@ import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
 import { askAs } from "../support/client.ts";
 import { EXIT_OK } from "../../src/cli/context.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
-import { newNodeKeyPair, newUserKey } from "../../src/crypto/secrets.ts";
 import { inboxPrefix } from "../../src/names.ts";
 import { runMesh, type CliRun } from "../support/cli.ts";
 
@@ -35,7 +35,7 @@ describe("R59: list replies past the bus's max payload", () => {
     mesh = await startCommandMesh({ server: { config: `max_payload: ${MAX_PAYLOAD}` } });
     nc = await connect({ servers: mesh.server.url, inboxPrefix: inboxPrefix(OPERATOR) });
     for (const node of names) {
-      const reply = await askAs(nc, OPERATOR, "node.enrol", { node, publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey });
+      const reply = await askAs(nc, OPERATOR, "node.enrol", enrolRequest(node));
       assert.ok(reply.ok, JSON.stringify(reply));
     }
     dir = mkdtempSync(join(tmpdir(), "mesh-paging-"));
@@ -84,7 +84,7 @@ describe("R59: list replies past the bus's max payload", () => {
     assert.equal(typeof first.continue, "string");
     // A node enrolled before the position, and the last one handed out removed: the token still
     // names the position, so the next page starts at the first node after it.
-    assert.ok((await askAs(nc, OPERATOR, "node.enrol", { node: "node-000a", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey })).ok);
+    assert.ok((await askAs(nc, OPERATOR, "node.enrol", enrolRequest("node-000a"))).ok);
     assert.ok((await askAs(nc, OPERATOR, "node.remove", { node: names[2] })).ok);
     const second = await askAs(nc, OPERATOR, "nodes", { limit: 3, continue: first.continue }) as Ok;
     assert.deepEqual((second.nodes as Array<{ name: string }>).map((n) => n.name), names.slice(3, 6));
@@ -100,7 +100,7 @@ describe("R59: list replies past the bus's max payload", () => {
     assert.equal(badLimit.error.field, "limit");
     // Put the mesh back as the other tests expect it.
     assert.ok((await askAs(nc, OPERATOR, "node.remove", { node: "node-000a" })).ok);
-    assert.ok((await askAs(nc, OPERATOR, "node.enrol", { node: names[2], publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey })).ok);
+    assert.ok((await askAs(nc, OPERATOR, "node.enrol", enrolRequest(names[2]!))).ok);
   });
 
   it("R59: the CLI follows pages by default (--json: one array); --limit and --continue give one page and its token", async () => {

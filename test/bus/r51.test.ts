@@ -7,6 +7,7 @@
  * whose reply points anywhere else is logged and dropped: nothing is appended, nothing is sent
  * there. `mesh explain` through the same controller says what the server does.
  */
+import { enrolRequest } from "../support/enrol.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -18,7 +19,7 @@ import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
 import { askAs } from "../support/client.ts";
-import { newMeshKey, newNodeKeyPair, newUserKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
+import { newMeshKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser, catalogueSubject, commandSubject, inboxPrefix, inboxSubjects } from "../../src/names.ts";
 import { watchViolations } from "../support/violations.ts";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
@@ -103,11 +104,11 @@ describe("R51: a command's actor is a fact the bus enforces", () => {
 
     const ada = await dial(ADA);
     const forged = `${inboxPrefix(VM)}.x`;
-    ada.nc.publish(commandSubject(ADA, "node.enrol"), JSON.stringify({ node: "intruder", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey }), { reply: forged });
+    ada.nc.publish(commandSubject(ADA, "node.enrol"), JSON.stringify(enrolRequest("intruder")), { reply: forged });
     await ada.nc.flush();
     // Requests are served one at a time in arrival order: once ada's next command is answered,
     // the forged one has been handled.
-    const next = await askAs(ada.nc, ADA, "node.enrol", { node: "honest", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey }, 10_000);
+    const next = await askAs(ada.nc, ADA, "node.enrol", enrolRequest("honest"), 10_000);
     assert.ok(next.ok, JSON.stringify(next));
     await vm.nc.flush();
 
@@ -149,7 +150,7 @@ describe("R51: a command's actor is a fact the bus enforces", () => {
 
   it("R51: the recorded actor is the subject's principal", async () => {
     const node = `n${randomUUID().slice(0, 8)}`;
-    const reply = await ask(BOB, "node.enrol", { node, publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey });
+    const reply = await ask(BOB, "node.enrol", enrolRequest(node));
     assert.ok(reply.ok, JSON.stringify(reply));
     const events = await historyOf(node);
     assert.ok(events.length > 0);

@@ -5,6 +5,7 @@
  * (as ~10,000 do under the default 1 MiB): each reply still fits, the growing list cut, with how
  * many were left out and where to read them.
  */
+import { enrolRequest } from "../support/enrol.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -12,7 +13,6 @@ import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
 import { askAs } from "../support/client.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import type { Omitted } from "../../src/commands/fit.ts";
-import { newNodeKeyPair, newUserKey } from "../../src/crypto/secrets.ts";
 import { inboxPrefix } from "../../src/names.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -38,7 +38,7 @@ describe("R59: command replies past the bus's max payload", () => {
     mesh = await startCommandMesh({ server: { config: `max_payload: ${MAX_PAYLOAD}` } });
     nc = await connect({ servers: mesh.server.url, inboxPrefix: inboxPrefix(OPERATOR) });
     for (const node of names) {
-      const reply = await askAs(nc, OPERATOR, "node.enrol", { node, publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey });
+      const reply = await askAs(nc, OPERATOR, "node.enrol", enrolRequest(node));
       assert.ok(reply.ok, JSON.stringify(reply));
     }
     const registered = await askAs(nc, OPERATOR, "module.register", { manifest: { name: "web", version: "1.0.0" } });

@@ -2,6 +2,7 @@
  * Issue 10: records that defend themselves (R43..R47), against a real nats-server and a real
  * controller (test/support/controller.ts). One server per describe: CATALOGUE is a fixed name.
  */
+import { enrolRequest } from "../support/enrol.ts";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -17,7 +18,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
-import { newNodeKeyPair, newUserKey, secretMatches } from "../../src/crypto/secrets.ts";
+import { newUserKey, secretMatches } from "../../src/crypto/secrets.ts";
 
 /** A commit of an event type this release does not know (as a newer release, rolled back, wrote it). */
 function unknownCommit(): string {
@@ -58,7 +59,7 @@ describe("R45: a commit no fold can read has a way out", () => {
     const ack = await jetstream(suite.fixture.operator).publish(catalogueSubject("node", "alpha"), unknownCommit());
     const bad = ack.seq;
 
-    for (const [verb, body] of [["nodes", {}], ["node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey }], ["push", {}]] as const) {
+    for (const [verb, body] of [["nodes", {}], ["node.enrol", enrolRequest("beta")], ["push", {}]] as const) {
       const reply = await send(verb, body);
       assert.equal(codeOf(reply), "invalid-records", verb);
       if (!reply.ok) {
@@ -85,7 +86,7 @@ describe("R45: a commit no fold can read has a way out", () => {
     assert.equal((voided as Record<string, unknown>).stoppedAt, null);
 
     assert.equal(codeOf(await send("nodes", {})), "ok");
-    assert.equal(codeOf(await send("node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey })), "ok");
+    assert.equal(codeOf(await send("node.enrol", enrolRequest("beta"))), "ok");
     const healthy = await send("replay", {}) as Record<string, unknown>;
     assert.equal(healthy.valid, true);
     assert.equal(healthy.matchesServing, true);
@@ -163,7 +164,7 @@ describe("R43: records behind the world are detected, at start and while running
     await controller.catalogue.snapshot(); // a snapshot in what will be the lost future
     await rollBackRecords(suite.fixture.operator, backup);
 
-    for (const [verb, body] of [["node.enrol", { node: "delta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey }], ["nodes", {}], ["push", {}]] as const) {
+    for (const [verb, body] of [["node.enrol", enrolRequest("delta")], ["nodes", {}], ["push", {}]] as const) {
       const reply = await send(verb, body);
       assert.equal(codeOf(reply), "records-behind", verb);
     }
@@ -176,7 +177,7 @@ describe("R43: records behind the world are detected, at start and while running
     assert.ok(restarted.catalogue.behind && restarted.catalogue.behind.length > 0, "behind at start, from the mark kept outside the records");
     assert.equal(restarted.catalogue.startedFrom, 0, "the snapshot from the lost future is not loaded");
     assert.ok(restarted.lines.some((l) => l.includes("mesh replay")), "the start says what to run");
-    assert.equal(codeOf(await send("node.enrol", { node: "delta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey })), "records-behind");
+    assert.equal(codeOf(await send("node.enrol", enrolRequest("delta"))), "records-behind");
     assert.equal(await lastSequence(suite.fixture.operator), backup, "a restart appends nothing (not even the controller's own credential)");
     await restarted.stop();
   });
@@ -260,7 +261,7 @@ describe("R43: a host reporting a declaration the records never sent", () => {
     await suite.fixture.operator.flush();
     // The report is heard asynchronously: wait until a command sees it.
     await waitFor(async () => codeOf(await send("nodes", {})) === "records-behind", { name: "nodes answers records-behind" });
-    assert.equal(codeOf(await send("node.enrol", { node: "beta", publicKey: newNodeKeyPair().publicKey, nkey: newUserKey().publicKey })), "records-behind");
+    assert.equal(codeOf(await send("node.enrol", enrolRequest("beta"))), "records-behind");
     assert.equal(await lastSequence(suite.fixture.operator), last, "nothing appended");
     await controller.stop();
 
