@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
 import { connectToBus, isSeed, secretOf, type BusCredential } from "../bus/connect.ts";
-import { CONTROL_STREAM, declarationConsumer, reportSubject } from "../names.ts";
+import { CONTROL_STREAM, REPORTS_STREAM, declarationConsumer, reportSubject } from "../names.ts";
 import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
 import type { Declaration as HostDeclaration, NodeSelf } from "../contracts/declaration.ts";
@@ -228,9 +229,49 @@ export function startHost(options: HostOptions): Host {
       wakeSleeper = () => { clearTimeout(timer); wakeSleeper = undefined; resolve(); };
     });
 
+  /**
+   * R32: the latest report the REPORTS stream has not acknowledged yet, with its Nats-Msg-Id (a
+   * report published twice is stored once). A push waits for the stored report, so one the bus
+   * did not take (the connection dropped under it as a reload took the node's old key away, or
+   * JetStream could not answer for a moment) is published again until the stream holds it. The
+   * stream keeps one report per node, so a newer report replaces one still waiting.
+   */
+  let unstored: { data: string; id: string } | undefined;
+  let retrying = false;
+  /** One JetStream publish of `waiting`; true when the stream acknowledged it. */
+  const storeReport = async (nc: NatsConnection, waiting: { data: string; id: string }): Promise<boolean> => {
+    try {
+      await jetstream(nc).publish(reportSubject(node), waiting.data, { msgID: waiting.id });
+      if (unstored === waiting) unstored = undefined;
+      return true;
+    } catch (error) {
+      if (waiting === unstored) log(`host ${node}: its report was not stored in ${REPORTS_STREAM} (${error instanceof Error ? error.message.split("\n")[0]! : String(error)}): publishing it again until it is`);
+      return false;
+    }
+  };
+  /** Publishes the waiting report again, with backoff, until it is stored, the connection closes or the host stops (one loop at a time). */
+  const storeWaitingReport = async (nc: NatsConnection): Promise<void> => {
+    if (retrying) return;
+    retrying = true;
+    try {
+      for (let attempt = 1; unstored !== undefined && !stopped && !nc.isClosed(); attempt += 1) {
+        await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt, initialMs, maxMs)));
+        const waiting = unstored;
+        if (waiting !== undefined && !stopped && !nc.isClosed()) await storeReport(nc, waiting);
+      }
+    } finally {
+      retrying = false;
+    }
+  };
+  /** Sends `report` to the REPORTS stream: one attempt now, and again in the background until stored. */
+  const sendReport = async (nc: NatsConnection, report: HostReport): Promise<void> => {
+    const waiting = { data: JSON.stringify(stampReport(report)), id: randomUUID() };
+    unstored = waiting;
+    if (!(await storeReport(nc, waiting))) void storeWaitingReport(nc);
+  };
+
   const publishReport = async (nc: NatsConnection, report: HostReport, applied: Applied | undefined) => {
-    nc.publish(reportSubject(node), JSON.stringify(stampReport(report)));
-    await nc.flush().catch(() => undefined);
+    await sendReport(nc, report);
     reports.push(report);
     notify();
     options.onReport?.(report, applied);
@@ -253,7 +294,7 @@ export function startHost(options: HostOptions): Host {
       const first = busTargets[0];
       const listText = owned?.node === node && first && existsSync(first.includeFile) ? readFileSync(first.includeFile, "utf8") : undefined;
       const report = restatedReport(node, owned, listText);
-      if (report) nc.publish(reportSubject(node), JSON.stringify(stampReport(report)));
+      if (report) void sendReport(nc, report);
     } catch (error) {
       log(`host ${node}: its last declaration is not reported again at start: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
     }
@@ -422,6 +463,8 @@ export function startHost(options: HostOptions): Host {
     })().catch(() => undefined);
     log(`host ${node}: bound ${CONTROL_STREAM}/${declarationConsumer(node)}, waiting for declarations`);
     restate(nc);
+    // A report the last connection could not get stored goes again on this one (R32).
+    if (unstored !== undefined) void storeWaitingReport(nc);
     // R55: drift a re-check found while not bound goes after the restated report (REPORTS keeps the last)
     if (driftReport) {
       const report = driftReport;
@@ -458,8 +501,7 @@ export function startHost(options: HostOptions): Host {
   };
   /** Publishes a re-check's report (R55); not a declaration's, so neither `reports` nor onReport hear it. */
   const publishDrift = async (nc: NatsConnection, report: HostReport): Promise<void> => {
-    nc.publish(reportSubject(node), JSON.stringify(stampReport(report)));
-    await nc.flush().catch(() => undefined);
+    await sendReport(nc, report);
   };
   /** The bus certificate as PEM, pinned at the last connect: written beside each module (R57). */
   let certificatePem: string | undefined;

@@ -5,10 +5,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, nkeyAuthenticator, type NatsConnection } from "@nats-io/transport-node";
-import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, type JetStreamManager } from "@nats-io/jetstream";
+import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager } from "@nats-io/jetstream";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import {
-  CONTROL_STREAM, CONTROL_SUBJECTS, busUser, declarationConsumer, declarationFilter, declarationSubject, inboxPrefix, reportSubject,
+  CONTROL_STREAM, CONTROL_SUBJECTS, REPORTS_STREAM, busUser, declarationConsumer, declarationFilter, declarationSubject, inboxPrefix, reportSubject,
   userListPartSubject,
 } from "../../src/names.ts";
 import { splitUserList, userListPartHeaders } from "../../src/push/push.ts";
@@ -16,6 +16,7 @@ import { newUserKey, publicKeyOfSeed, sealToNode } from "../../src/crypto/secret
 import { canonicalJson, moduleEnvironment, permissionsOf, renderUserList, type BusUser, type Declaration } from "../../src/compose/index.ts";
 import type { DeclarationBody } from "../../src/contracts/declaration.ts";
 import { initialState } from "../../src/projections/state.ts";
+import { reportsStreamSpec } from "../../src/controller/planRaise.ts";
 import { initHostKeys, lastGoodFile, startHost, type Host } from "../../src/host/index.ts";
 import type { HostReport } from "../../src/contracts/report.ts";
 import { keysOfListText, usersOfListText } from "../../src/host/declaration.ts";
@@ -459,6 +460,49 @@ describe("host agent: the broker's user list", () => {
   it("R3: no log line of any host holds a password", () => {
     for (const running of hosts) assertNoPassword(running.lines);
     assertNoPassword(server.log().split("\n"));
+  });
+});
+
+describe("host agent: its reports reach the REPORTS stream (R32)", () => {
+  let server: NatsServer;
+  let admin: NatsConnection;
+  let root: string;
+  let alpha: Running;
+  const adminPassword = mint();
+
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "mesh-host-reports-"));
+    const prepared = prepareNode(root, "alpha");
+    const users = renderUserList({ users: [adminUser(adminPassword), nodeUser("alpha", prepared.password)] });
+    server = await startNatsServer({ files: { "users.conf": users }, config: `include "users.conf"` });
+    admin = await connect({ servers: server.url, authenticator: nkeyAuthenticator(new TextEncoder().encode(adminPassword)) });
+    const jsm = await jetstreamManager(admin);
+    await raiseControl(jsm);
+    await raiseConsumer(jsm, "alpha");
+    alpha = runHost(server, "alpha", prepared);
+  });
+  after(async () => {
+    await alpha?.host.stop();
+    await admin?.close();
+    await server?.stop();
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  // A report the bus did not store (the connection dropped under it as a reload removed the node's
+  // old key, or JetStream could not take it for a moment) would leave a push waiting until it
+  // times out: the host publishes it again until the REPORTS stream acknowledges it.
+  it("R32: a report the REPORTS stream could not take when it was made is published again until the stream holds it", async () => {
+    const d = declaration("alpha", alpha.publicKey, [{ module: "cache", password: mint() }]);
+    await publishDeclaration(admin, d);
+    assert.equal((await alpha.host.waitForReport(d.digest)).ok, true);
+    const jsm = await jetstreamManager(admin);
+    const spec = reportsStreamSpec(1);
+    await jsm.streams.add({ ...spec, retention: RetentionPolicy.Limits, storage: StorageType.File });
+    const stored = await waitFor(async () => {
+      const last = await jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject("alpha") }).catch(() => null);
+      return last?.json<HostReport>().digest === d.digest ? last : undefined;
+    }, { timeoutMs: 15_000, name: "alpha's report stored in REPORTS" });
+    assert.equal(stored.json<HostReport>().ok, true);
   });
 });
 
