@@ -3,7 +3,7 @@ import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { CONTROLLER_LEASE_BUCKET, CONTROLLER_LEASE_KEY } from "../names.ts";
 import type { ControllerLog } from "./log.ts";
-import { isWrongLastSequence } from "../bus/errors.ts";
+import { isTimeout, isWrongLastSequence } from "../bus/errors.ts";
 import { pollUntil } from "../bus/retry.ts";
 
 /**
@@ -72,6 +72,13 @@ export type LeaseOptions = {
   log: ControllerLog;
   /** Called once when the lease is lost while held (another took it, or it ran out unrenewed). */
   onLost: (reason: string) => void;
+  /**
+   * Called when a read or a renewal of the lease got no answer while the connection is up: on a
+   * 2.9.10 cluster, a connection that reconnected during a user-list reload can stop getting
+   * JetStream replies from the other servers for good, while a fresh connection gets them at once.
+   * The caller dials again; without it, a standby would wait forever and a holder lose its lease.
+   */
+  onStalled?: (what: string) => void;
   /** Test clock (default Date.now). */
   now?: () => number;
 };
@@ -96,13 +103,22 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
   const now = options.now ?? Date.now;
   const kv = await new Kvm(nc).create(CONTROLLER_LEASE_BUCKET, { history: 1, replicas: options.replicas, storage: StorageType.File });
   const pollMs = Math.min(500, Math.floor(options.leaseMs / 4));
+  /** `operation`, with a timeout on a connection that is up said to onStalled (see LeaseOptions). */
+  const stalled = async <T>(operation: Promise<T>, what: string): Promise<T> => {
+    try {
+      return await operation;
+    } catch (error) {
+      if (isTimeout(error) && !nc.isClosed()) options.onStalled?.(`${what} the controllers' lease got no answer`);
+      throw error;
+    }
+  };
   let waitingOn = "";
   // A standby has no deadline: it waits as long as another controller holds the lease. A throw
   // (another controller won the compare-and-set, or the bus is between leaders) reads again.
   const taken = await pollUntil(async () => {
     // A standby being stopped: its connection closed, so stop polling (said below).
     if (nc.isClosed()) return { closed: true as const };
-    const step = decideLease(await readLease(kv), options.holder, now(), options.leaseMs);
+    const step = decideLease(await stalled(readLease(kv), "reading"), options.holder, now(), options.leaseMs);
     if (step.kind === "wait") {
       if (waitingOn !== step.holder) options.log.info(`standing by: controller ${step.holder} holds the lease (R61)`);
       waitingOn = step.holder;
@@ -132,13 +148,24 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
     void (async () => {
       const value: LeaseValue = { holder: options.holder, expiresAt: now() + options.leaseMs };
       try {
-        revision = await kv.update(CONTROLLER_LEASE_KEY, JSON.stringify(value), revision);
+        revision = await stalled(kv.update(CONTROLLER_LEASE_KEY, JSON.stringify(value), revision), "renewing");
         expiresAt = value.expiresAt;
       } catch (error) {
         // A revision mismatch: someone else holds it. Anything else (no bus) is tried again next
         // tick, until the lease's own time has passed.
-        if (isWrongLastSequence(error)) lost("another controller holds it");
-        else if (now() >= expiresAt) lost("it could not be renewed before it ran out");
+        if (isWrongLastSequence(error)) {
+          // A renewal whose answer was lost (a stalled connection) still moved the revision: the
+          // lease is still this controller's when the bucket names it.
+          const entry = await readLease(kv).catch(() => null);
+          if (entry?.value?.holder === options.holder && entry.value.expiresAt > now()) {
+            revision = entry.revision;
+            expiresAt = entry.value.expiresAt;
+          } else {
+            lost("another controller holds it");
+          }
+        } else if (now() >= expiresAt) {
+          lost("it could not be renewed before it ran out");
+        }
       } finally {
         renewing = false;
       }
@@ -153,7 +180,7 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
       state = "released";
       clearInterval(timer);
       // Ends it now so a standby need not wait; compare-and-set, so a lease already lost stays.
-      await kv.update(CONTROLLER_LEASE_KEY, JSON.stringify({ holder: options.holder, expiresAt: 0 }), revision).catch(() => undefined);
+      await stalled(kv.update(CONTROLLER_LEASE_KEY, JSON.stringify({ holder: options.holder, expiresAt: 0 }), revision), "releasing").catch(() => undefined);
     },
   };
 }

@@ -179,6 +179,14 @@ export async function startController(config: ControllerConfig, { log, connectTi
     }
   })();
 
+  /** Dials the bus again (once at a time) when JetStream stopped answering on a connection that is up. */
+  let redialling = false;
+  const redial = (why: string) => {
+    if (redialling || nc.isClosed()) return;
+    redialling = true;
+    log.error(`${why}: dialling the bus again`);
+    void nc.reconnect().catch(() => undefined).finally(() => { redialling = false; });
+  };
   let lease: HeldLease | null = null;
   /** What losing the lease stops (set once serving). */
   let onLeaseLost: () => void = () => undefined;
@@ -188,6 +196,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
       lease = await acquireLease(nc, {
         holder: `${CONTROLLER_NAME}-${randomUUID().slice(0, 8)}`, leaseMs: config.leaseMs, replicas: config.replicas, log,
         onLost: () => onLeaseLost(),
+        onStalled: (what) => redial(what),
       });
     }
 
@@ -280,10 +289,12 @@ export async function startController(config: ControllerConfig, { log, connectTi
         stopped = true;
         await server.stop();
         reports.stop();
+        // The lease first (R61): a standby takes over now, not after a snapshot that may be slow
+        // (a snapshot is only a shortcut for the next start, and any controller may write one).
+        await lease?.release();
         if (catalogue.state.sequence > snapshotAt && !catalogue.behind) await catalogue.snapshot().catch((error: unknown) => {
           log.error(`snapshot on stop failed: ${error instanceof Error ? error.message : String(error)}`);
         });
-        await lease?.release();
         await nc.drain().catch(() => undefined);
         log.info(`stopped; disconnected from ${address}`);
       },
