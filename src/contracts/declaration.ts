@@ -110,8 +110,12 @@ export type DeclaredModule = z.infer<typeof DeclaredModule>;
  * empty declaration is still applied, R29). `userList` is present only on the node holding
  * mesh-broker (R11) and names the list that travels beside it in parts (UserListRef). `digest` is
  * `digest(canonicalJson(the rest))`, `v` included, and is what the node reports back (R32).
- * `recordsSequence` is the records' sequence it was composed from, added by push outside the
- * digest and reported back (R43).
+ * `recordsSequence` is the records' sequence it was composed from and `recordsTag` the
+ * controller's tag on (node, digest, recordsSequence) under a key only the controller holds
+ * (recordsTag in src/crypto/secrets.ts), both added by push outside the digest and reported back
+ * (R43): a report of a sequence past the records' end is evidence only with a tag that verifies.
+ * Optional fields, so `v` stays 1: a declaration from before the tag existed reads as before (a
+ * host reporting it carries no tag, and its sequence is then no evidence).
  */
 export const Declaration = z
   .object({
@@ -123,6 +127,7 @@ export const Declaration = z
     userList: UserListRef.optional(),
     digest: z.string().min(1),
     recordsSequence: z.number().int().nonnegative().optional(),
+    recordsTag: z.string().min(1).optional(),
   })
   .loose();
 export type Declaration = z.infer<typeof Declaration>;
@@ -131,7 +136,7 @@ export type Declaration = z.infer<typeof Declaration>;
 type KnownFields = z.infer<ReturnType<(typeof Declaration)["strict"]>>;
 
 /** A declaration before its digest is taken: what compose hashes (`v` included). */
-export type DeclarationBody = Omit<KnownFields, "digest" | "recordsSequence">;
+export type DeclarationBody = Omit<KnownFields, "digest" | "recordsSequence" | "recordsTag">;
 
 /**
  * A declaration as received (the parsed JSON of a declaration message), checked against the

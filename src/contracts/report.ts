@@ -6,6 +6,14 @@ import { CONTRACT_VERSIONS, parseContract, versionField } from "./version.ts";
  * applied or refused, and after a re-check that wrote drifted files back (R55). The host writes
  * it; the controller reads it (push waits on it, the REPORTS stream keeps the last per node and the
  * `reports` verb serves it, R43 watches its `recordsSequence`). Pure.
+ *
+ * What a reader may believe of it: only what its sender can know and is entitled to say. The bus
+ * lets a node publish on its own report subject alone, so the node a report speaks for is the node
+ * of its subject (nodeOfReportSubject); a body whose `node` names another is not a report of
+ * anyone's. `recordsSequence` is evidence that the records are behind only with the controller's
+ * `recordsTag` on it (R43); `users` and `keys` count only from a node holding mesh-broker in the
+ * records (R44). `recordsTag` is an optional field, so `v` stays 1 and a report from before it
+ * existed reads as before.
  */
 export const HostReport = z
   .object({
@@ -22,6 +30,12 @@ export const HostReport = z
      * a report ahead of the records shows them restored or their tail lost (R43).
      */
     recordsSequence: z.number().int().nonnegative().optional(),
+    /**
+     * The declaration's `recordsTag` as it came (R43): the controller's tag on (node, digest,
+     * recordsSequence). A node cannot make one: without it, or with one that does not verify, the
+     * report's `recordsSequence` is no evidence.
+     */
+    recordsTag: z.string().optional(),
     /** The users on the installed list, by name (the broker's holder, after installing one, R43/R44). */
     users: z.array(z.string()).optional(),
     /**

@@ -1,6 +1,6 @@
 import {
-  randomBytes, createCipheriv, createDecipheriv, generateKeyPairSync, createPublicKey, createPrivateKey,
-  diffieHellman, hkdfSync, X509Certificate, type KeyObject,
+  randomBytes, createCipheriv, createDecipheriv, createHmac, generateKeyPairSync, createPublicKey, createPrivateKey,
+  diffieHellman, hkdfSync, timingSafeEqual, X509Certificate, type KeyObject,
 } from "node:crypto";
 import bcrypt from "bcryptjs";
 
@@ -182,6 +182,53 @@ export function sealWithMeshKey(meshKey: string, secret: string): string {
 /** Opens a secret sealed with the mesh key. Throws when the key is wrong or the data altered. */
 export function openWithMeshKey(meshKey: string, sealed: string): string {
   return aeadOpen(meshKeyBytes(meshKey), sealed);
+}
+
+/**
+ * What a declaration says of the records, as the controller vouches for it (R43): the node it was
+ * composed for, its digest, and the records' sequence it was composed from.
+ */
+export type RecordsFact = { node: string; digest: string; recordsSequence: number };
+
+/** The label the records tag's key is derived under: it is never the key that seals secrets. */
+const RECORDS_TAG_INFO = "mesh-controller records tag 1";
+let recordsTagKey: { meshKey: string; key: Buffer } | undefined;
+
+function recordsTagKeyOf(meshKey: string): Buffer {
+  if (recordsTagKey?.meshKey !== meshKey) {
+    recordsTagKey = { meshKey, key: Buffer.from(hkdfSync("sha256", meshKeyBytes(meshKey), Buffer.alloc(0), RECORDS_TAG_INFO, 32)) };
+  }
+  return recordsTagKey.key;
+}
+
+/**
+ * R43: the controller's tag on a declaration's RecordsFact: HMAC-SHA256 (base64url, 43
+ * characters) under a key derived from the mesh key by HKDF with its own label, so the key that
+ * seals the records' secrets is never used for anything else. Push adds it to every declaration;
+ * the host echoes it in its reports; a report's records sequence is evidence that the records are
+ * behind only when its tag verifies (recordsTagVerifies) for the node of the report's subject.
+ * The mesh key is the controller's alone (no host holds it, no reply carries it) and lives outside
+ * the records and the bus's store (MESH_KEY_FILE): restoring an older backup brings back older
+ * records under the same key (their sealed secrets open only with it), so a tag the controller made
+ * before the restore still verifies after it, which is what makes it evidence of the lost records.
+ * Throws when the mesh key is not 32 bytes of base64.
+ */
+export function recordsTag(meshKey: string, fact: RecordsFact): string {
+  // A JSON array: no two facts share a text (a node name cannot run into the digest).
+  const text = JSON.stringify([RECORDS_TAG_INFO, fact.node, fact.digest, fact.recordsSequence]);
+  return createHmac("sha256", recordsTagKeyOf(meshKey)).update(text).digest("base64url");
+}
+
+/**
+ * True when `tag` is the controller's recordsTag on `fact` under `meshKey`; false for any other
+ * tag, fact or shape, never a throw (a report is data from a node). Constant-time comparison.
+ */
+export function recordsTagVerifies(meshKey: string, fact: RecordsFact, tag: unknown): boolean {
+  if (typeof tag !== "string" || !/^[A-Za-z0-9_-]{43}$/.test(tag)) return false;
+  if (!Number.isSafeInteger(fact.recordsSequence) || fact.recordsSequence < 0) return false;
+  const expected = Buffer.from(recordsTag(meshKey, fact), "base64url");
+  const given = Buffer.from(tag, "base64url");
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 /** A node's key pair: X25519, public as base64 SPKI DER, private as base64 PKCS#8 DER. */

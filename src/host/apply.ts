@@ -27,7 +27,7 @@ const MESH_FOLDERS = ["modules", "provisions"] as const;
  * and the records' sequence that declaration was composed from (when it named one), which the host
  * reports again when it starts (R43).
  */
-export type Owned = { node: string; digest: string; files: string[]; userList?: string; recordsSequence?: number };
+export type Owned = { node: string; digest: string; files: string[]; userList?: string; recordsSequence?: number; recordsTag?: string };
 
 /** A declaration the host cannot apply (a secret that does not open, an unsafe name). */
 export class DeclarationRefused extends Error {
@@ -251,6 +251,7 @@ export function applyDeclaration(stateDir: string, declaration: Declaration, pri
   const record: Owned = {
     node: declaration.node, digest: declaration.digest, files: nowOwned,
     ...(declaration.recordsSequence === undefined ? {} : { recordsSequence: declaration.recordsSequence }),
+    ...(declaration.recordsTag === undefined ? {} : { recordsTag: declaration.recordsTag }),
   };
   writeFileDurable(join(stateDir, OWNED_FILE), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
   const kept = MESH_FOLDERS.flatMap((folder) => filesUnder(stateDir, folder)).filter((file) => !desired.has(file)).sort();

@@ -88,9 +88,15 @@ export function planList(assembled: AssembledList, ref: NamedList):
   return { kind: "refuse", discard: ref.digest, error: assembled.message };
 }
 
-/** R43: the records' sequence a declaration was composed from, carried back in every report about it. */
-function fromOf(declaration: { recordsSequence?: number | undefined }): { recordsSequence?: number } {
-  return declaration.recordsSequence === undefined ? {} : { recordsSequence: declaration.recordsSequence };
+/**
+ * R43: the records' sequence a declaration was composed from and the controller's tag on it, carried
+ * back as they came in every report about it (the host cannot make a tag, nor needs to read one).
+ */
+function fromOf(declaration: { recordsSequence?: number | undefined; recordsTag?: string | undefined }): { recordsSequence?: number; recordsTag?: string } {
+  return {
+    ...(declaration.recordsSequence === undefined ? {} : { recordsSequence: declaration.recordsSequence }),
+    ...(declaration.recordsTag === undefined ? {} : { recordsTag: declaration.recordsTag }),
+  };
 }
 
 /** The report of a declaration applied (R32): its digest, `ok`, the records' sequence and, with a list installed, the list's users and their keys (R44, R64). */
@@ -108,7 +114,7 @@ export function failedReport(node: string, declaration: HostDeclaration, error: 
  * applied (`owned`, null when none or another node's: nothing to restate) and, on the broker's
  * node, the users of the list the bus runs (`listText`).
  */
-export function restatedReport(node: string, owned: { node: string; digest: string; recordsSequence?: number } | null, listText?: string): HostReport | null {
+export function restatedReport(node: string, owned: { node: string; digest: string; recordsSequence?: number; recordsTag?: string } | null, listText?: string): HostReport | null {
   if (owned === null || owned.node !== node) return null;
   return { node, digest: owned.digest, ok: true, ...fromOf(owned), ...(listText === undefined ? {} : { users: usersOfListText(listText), keys: keysOfListText(listText) }) };
 }

@@ -12,7 +12,7 @@ import {
 import { requiredProvisions } from "../compose/provisions.ts";
 import type { ComposeConfig, LeftOut, Principal } from "../compose/types.ts";
 import { CONTROLLER_PRINCIPAL, credentialOf, holdersOf, provisionKey, type State } from "../projections/index.ts";
-import { newFreshSecret, newPassword, openWithMeshKey, passwordMatches, secretMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
+import { newFreshSecret, newPassword, openWithMeshKey, passwordMatches, recordsTag, secretMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
 import {
   BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, REPORT_SUBJECTS, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER,
   declarationSubject, reportSubject, userListPartSubject, userListPartsFilter,
@@ -759,7 +759,12 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       const sends: Send[] = plan.sends.map((planned) => {
         const send: Send = {
           node: planned.node, digest: planned.digest,
-          payload: () => JSON.stringify({ ...sealForNode(planned.declaration, planned.publicKey, ctx.meshKey, opened, ctx.sealCache), recordsSequence: planned.recordsSequence }),
+          // R43: the records' sequence, and the controller's tag on it that the host echoes.
+          payload: () => JSON.stringify({
+            ...sealForNode(planned.declaration, planned.publicKey, ctx.meshKey, opened, ctx.sealCache),
+            recordsSequence: planned.recordsSequence,
+            recordsTag: recordsTag(ctx.meshKey, { node: planned.node, digest: planned.digest, recordsSequence: planned.recordsSequence }),
+          }),
         };
         const ref = planned.declaration.userList;
         if (ref && planned.userListText !== undefined) {

@@ -279,6 +279,23 @@ describe("contracts: a peer of another version is refused naming v", () => {
     assert.throws(() => parseHostReport({ ...report, v: CONTRACT_VERSIONS.report + 1 }), (error: unknown) =>
       error instanceof ContractError && error.code === "unsupported-version" && error.field === "v" && error.seam === "report");
   });
+
+  it("R43: the controller's records tag is an optional field of version 1 of both contracts: a declaration or report from before it existed reads as before, one with it keeps it", () => {
+    assert.equal(CONTRACT_VERSIONS.declaration, 1);
+    assert.equal(CONTRACT_VERSIONS.report, 1);
+    const { state } = exampleMesh();
+    const composed = composeDeclarations(state, EXAMPLE_CONFIG, sha256).declarations.find((d) => d.ok);
+    assert.ok(composed?.ok);
+    const sent = { ...composed.declaration, recordsSequence: 7 };
+    assert.deepEqual(parseDeclaration(sent), sent, "as push sent it before the tag");
+    const { v: _v, ...unversioned } = sent;
+    assert.deepEqual(parseDeclaration(unversioned).recordsTag, undefined, "as a host saved it before the contracts");
+    assert.equal(parseDeclaration({ ...sent, recordsTag: "t".repeat(43) }).recordsTag, "t".repeat(43));
+    const before = { node: "alpha", digest: "d", ok: true, recordsSequence: 7 };
+    assert.deepEqual(parseHostReport(before), before, "a report stored before the tag");
+    assert.deepEqual(parseHostReport({ ...before, v: 1, recordsTag: "t".repeat(43) }), { ...before, v: 1, recordsTag: "t".repeat(43) });
+    assert.throws(() => parseHostReport({ ...before, recordsTag: 12 }), (error: unknown) => error instanceof ContractError && error.field === "recordsTag");
+  });
 });
 
 describe("contracts: one definition per message", () => {

@@ -60,6 +60,15 @@ describe("host plan: reports (R32, R43, R44, R55)", () => {
     assert.deepEqual(appliedReport("alpha", declared({ recordsSequence: 12 }), LIST_TEXT), { node: "alpha", digest: "d".repeat(64), ok: true, recordsSequence: 12, ...LISTED });
   });
 
+  it("R43: every report about a declaration echoes the controller's tag on it as it came, and none when the declaration carried none (before the tag existed)", () => {
+    const tagged = declared({ recordsSequence: 12, recordsTag: "t".repeat(43) });
+    const echoed = { recordsSequence: 12, recordsTag: "t".repeat(43) };
+    assert.deepEqual(appliedReport("alpha", tagged), { node: "alpha", digest: "d".repeat(64), ok: true, ...echoed });
+    assert.deepEqual(failedReport("alpha", tagged, "no"), { node: "alpha", digest: "d".repeat(64), ok: false, error: "no", ...echoed });
+    assert.deepEqual(restatedReport("alpha", { node: "alpha", digest: "x", ...echoed }), { node: "alpha", digest: "x", ok: true, ...echoed });
+    assert.ok(!("recordsTag" in appliedReport("alpha", declared({ recordsSequence: 12 }))));
+  });
+
   it("R32: a failed report has its error's first line and the missing parts, if any", () => {
     assert.deepEqual(failedReport("alpha", declared({ recordsSequence: 3 }), new Error("first\nsecond"), [0, 2]), {
       node: "alpha", digest: "d".repeat(64), ok: false, error: "first", recordsSequence: 3, missingParts: [0, 2],

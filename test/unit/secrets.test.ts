@@ -55,3 +55,40 @@ describe("the genesis key (R13, R63)", () => {
     assert.equal(publicKeyOfSeed(BOOTSTRAP_SEED), BOOTSTRAP_NKEY);
   });
 });
+
+describe("the controller's records tag (R43)", () => {
+  it("R43: a tag verifies for exactly the node, digest and records sequence it was made on, under the mesh key it was made with", async () => {
+    const { newMeshKey, recordsTag, recordsTagVerifies } = await import("../../src/crypto/secrets.ts");
+    const meshKey = newMeshKey();
+    const fact = { node: "vm", digest: "d".repeat(64), recordsSequence: 46 };
+    const tag = recordsTag(meshKey, fact);
+    assert.match(tag, /^[A-Za-z0-9_-]{43}$/);
+    assert.equal(recordsTag(meshKey, fact), tag, "the same fact, the same tag (a restated report echoes it unchanged)");
+    assert.equal(recordsTagVerifies(meshKey, fact, tag), true);
+    // Every way of changing one part of the claim, or the key: none verifies.
+    const others = [
+      { ...fact, node: "evil" }, { ...fact, node: "vm2" }, { ...fact, node: "" },
+      { ...fact, digest: "e".repeat(64) }, { ...fact, digest: "" },
+      { ...fact, recordsSequence: 45 }, { ...fact, recordsSequence: 47 }, { ...fact, recordsSequence: 999999 }, { ...fact, recordsSequence: 0 },
+      { ...fact, recordsSequence: -46 }, { ...fact, recordsSequence: 46.5 }, { ...fact, recordsSequence: Number.NaN },
+      // No two facts share a text: a name running into the digest is another fact.
+      { node: "v", digest: `m${"d".repeat(64)}`, recordsSequence: 46 },
+    ];
+    for (const other of others) assert.equal(recordsTagVerifies(meshKey, other, tag), false, JSON.stringify(other));
+    assert.equal(recordsTagVerifies(newMeshKey(), fact, tag), false, "another mesh's key");
+    for (const bad of [undefined, null, 12, "", "x", `${tag}A`, tag.slice(1), `${tag.slice(0, 10)}${tag[10] === "A" ? "B" : "A"}${tag.slice(11)}`, recordsTag(meshKey, { ...fact, node: "evil" })]) {
+      assert.equal(recordsTagVerifies(meshKey, fact, bad), false, String(bad));
+    }
+  });
+
+  it("R43: the tag's key is derived from the mesh key under its own label: a tag is no HMAC under the mesh key itself, and the mesh key still seals and opens as before", async () => {
+    const { createHmac } = await import("node:crypto");
+    const { newMeshKey, recordsTag, openWithMeshKey, sealWithMeshKey } = await import("../../src/crypto/secrets.ts");
+    const meshKey = newMeshKey();
+    const fact = { node: "vm", digest: "d", recordsSequence: 1 };
+    const text = JSON.stringify(["mesh-controller records tag 1", fact.node, fact.digest, fact.recordsSequence]);
+    assert.notEqual(recordsTag(meshKey, fact), createHmac("sha256", Buffer.from(meshKey, "base64")).update(text).digest("base64url"));
+    assert.equal(openWithMeshKey(meshKey, sealWithMeshKey(meshKey, "secret")), "secret");
+    assert.throws(() => recordsTag("c2hvcnQ=", fact), /32 bytes/);
+  });
+});
