@@ -26,7 +26,7 @@ import type { Envelope } from "../commands/envelope.ts";
 import { decideRecordControllerCredential } from "../commands/controllerCredential.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 import { credentialOf } from "../projections/index.ts";
-import { hashPassword, isSeedSecret, openWithMeshKey, publicKeyOfSeed, secretMatches, sealWithMeshKey } from "../crypto/secrets.ts";
+import { hashPassword, isSeedSecret, openWithMeshKey, publicKeyOfSeed, recordsTagVerifies, secretMatches, sealWithMeshKey } from "../crypto/secrets.ts";
 import { CONTROLLER_NAME } from "../names.ts";
 import { push, type PushContext, type PushOptions, type PushReport } from "../push/push.ts";
 import { PUSH_VERB, pushVerb } from "../push/pushCommand.ts";
@@ -216,7 +216,8 @@ export async function startController(config: ControllerConfig, { log, connectTi
     if (catalogue.behind) log.error(`${new RecordsBehind(catalogue.behind).message}; serving \`mesh replay\` only until then`);
     else if (!catalogue.held) writeRecordsMark(config.stateDir, { lastSequence: catalogue.state.sequence, streamCreated: catalogue.streamCreated });
     // R43: the hosts' reports are evidence too (a declaration composed from records the stream lacks).
-    const reports = await watchReports(nc, catalogue, log);
+    // Only a claim carrying the controller's own tag counts (recordsTag: under the mesh key, which no host holds).
+    const reports = await watchReports(nc, catalogue, log, (fact, tag) => recordsTagVerifies(config.meshKey, fact, tag));
     const blocked = () => catalogue.held !== null || catalogue.behind !== null;
     let snapshotAt = catalogue.state.sequence;
 
@@ -267,7 +268,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
           nc, catalogue, log, now: () => new Date(), newId: () => randomUUID(),
           sealSecret: (password) => sealWithMeshKey(config.meshKey, password),
           openSecret: (sealed) => openWithMeshKey(config.meshKey, sealed),
-          installedUsers: () => reports.installedUsers(), installedKeys: () => reports.installedKeys(), compose,
+          installedList: (state) => reports.installedList(state), compose,
         }),
         [REPORTS_VERB]: reportsVerb(jsm),
       },

@@ -20,6 +20,7 @@ import type { CredentialRevoked, CredentialRotated, MeshEvent } from "../events/
 import { newFreshSecret } from "../crypto/secrets.ts";
 import { busUser } from "../names.ts";
 import type { ControllerLog } from "./log.ts";
+import type { InstalledList } from "./reportWatch.ts";
 import { composeBusUsers } from "../compose/index.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 
@@ -91,10 +92,13 @@ export type ReplayDependencies = {
   sealSecret(password: string): string;
   /** Opens a mesh-key-sealed secret (to seal a node's fresh password to the node for the reply). */
   openSecret(sealed: string): string;
-  /** The users on the broker's installed list as its host last reported them (undefined: no report). */
-  installedUsers?(): string[] | undefined;
-  /** The nkey of each user on that list, by name (undefined: no report): a node's key after a restore (R44, R64). */
-  installedKeys?(): Record<string, string> | undefined;
+  /**
+   * The list the bus runs, as the broker's holder in `state` last reported it (undefined: no such
+   * report; watchReports' installedListOf): its users (named when a restore is accepted) and their
+   * keys (a node's key after a restore, R44, R64). Only a holder of mesh-broker in the records
+   * being accepted is asked: no other node's word names a key.
+   */
+  installedList?(state: State): InstalledList | undefined;
   /** To compose the user list the accepted records give (the users they know). */
   compose?: ComposeConfig;
 };
@@ -177,7 +181,7 @@ async function dryRunRestore(deps: ReplayDependencies, commandId: string, actor:
   const result = await deps.catalogue.acceptRestore(commandId, (state, evidence, lost) => {
     const needed = Math.min(restorePrincipals(state).length, ROTATIONS_PER_COMMIT);
     const secrets = Array.from({ length: needed }, (): FreshSecret => ({ seed: "", nkey: "", sealed: "" }));
-    return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets }, deps.installedKeys?.());
+    return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets }, deps.installedList?.(state)?.keys);
   }, recorded, { dryRun: true });
   return dryRunReplyOf(commandId, result);
 }
@@ -202,14 +206,19 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
   const at = deps.now().toISOString();
   let all: Principal[] = [];
   let secrets: FreshSecret[] = [];
-  const installedKeys = deps.installedKeys?.();
+  // R44 R64: the list the bus ran, from the broker's holder in the records being accepted.
+  let installed: InstalledList | undefined;
   const result = await deps.catalogue.acceptRestore(commandId, (state, evidence, lost) => {
     all = restorePrincipals(state);
+    installed = deps.installedList?.(state);
     const needed = Math.min(all.length, ROTATIONS_PER_COMMIT);
     if (secrets.length < needed) secrets = [...secrets, ...freshSecrets(needed - secrets.length)];
-    return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets }, installedKeys);
+    return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets }, installed?.keys);
   }, recorded);
   if (!result.ok) return { ok: false, error: result.refusal };
+  // A retried id decides nothing: the list is read over the records as accepted then.
+  installed ??= deps.installedList?.(deps.catalogue.state);
+  const installedKeys = installed?.keys;
   // The rest of the fresh credentials, a commit each batch (a retried id appends nothing twice).
   const further: MeshEvent[] = [];
   for (let from = ROTATIONS_PER_COMMIT, batch = 1; from < all.length && !result.duplicate; from += ROTATIONS_PER_COMMIT, batch += 1) {
@@ -228,15 +237,15 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
   // R44: what the world runs, from the broker holder's last report, against what the records compose.
   const composed = deps.compose === undefined ? undefined : composeBusUsers(state, deps.compose);
   const known = composed?.ok ? new Set(composed.users.map((u) => u.user)) : undefined;
-  const installed = deps.installedUsers?.();
+  const installedUsers = installed?.users;
   // Principals the world admits and the records do not know (enrolled after the backup, say).
-  const unknownToRecords = known === undefined ? [] : (installed ?? []).filter((u) => !known.has(u)).sort();
+  const unknownToRecords = known === undefined ? [] : (installedUsers ?? []).filter((u) => !known.has(u)).sort();
   // Principals the records hold and the installed list does not (removed after the backup, or
   // never pushed): freshly minted like all, but their credential is never handed out here.
   // A node revoked by this acceptance (the bus ran without it, R64) is absent too, though no
   // longer on the records' list.
   const absent = [
-    ...(composed?.ok ? absentFromInstalledList(composed.users, installed, actor) : []),
+    ...(composed?.ok ? absentFromInstalledList(composed.users, installedUsers, actor) : []),
     ...revoked.map((p) => ({ kind: p.kind, name: p.name, user: busUser(p.kind, p.name) })),
   ].sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
   // R50: the asking operator's fresh password, to its own inbox alone (R33) as `credential rotate`
@@ -256,7 +265,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
     lost: restored?.type === "RecordsRestored" ? restored.lost : null,
     rotated: rotated.length > 1000 ? { count: rotated.length } : rotated.map((e) => e.principal),
     ...(revoked.length > 0 ? { revoked: revoked.length > 1000 ? { count: revoked.length } : revoked } : {}),
-    ...(installedKeys === undefined ? { nodeKeys: "unchecked: no report of the list the bus ran; each node keeps its recorded key" } : {}),
+    ...(installedKeys === undefined ? { nodeKeys: "unchecked: no holder of mesh-broker reported the list the bus ran; each node keeps its recorded key" } : {}),
     unknownToRecords,
     ...(absent.length > ABSENT_IN_REPLY ? { absentLeftOut: absent.length - ABSENT_IN_REPLY } : {}),
     absentFromInstalledList: absent.slice(0, ABSENT_IN_REPLY).map((p) => ({

@@ -15,7 +15,7 @@ import { CONTROLLER_PRINCIPAL, credentialOf, holdersOf, provisionKey, type State
 import { newFreshSecret, newPassword, openWithMeshKey, passwordMatches, recordsTag, secretMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
 import {
   BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, REPORT_SUBJECTS, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER,
-  declarationSubject, reportSubject, userListPartSubject, userListPartsFilter,
+  declarationSubject, nodeOfReportSubject, reportSubject, userListPartSubject, userListPartsFilter,
 } from "../names.ts";
 import { parseHostReport, type HostReport } from "../contracts/report.ts";
 import { partHeaderValue } from "../contracts/userList.ts";
@@ -513,9 +513,10 @@ class ReportWatch {
     this.#subscription = nc.subscribe(REPORT_SUBJECTS, {
       callback: (error, m) => {
         if (error) return;
+        const node = nodeOfReportSubject(m.subject);
+        if (node === null) return;
         try {
-          const report = parseHostReport(m.json());
-          if (typeof report?.node === "string" && typeof report.digest === "string") this.#take(report);
+          this.#take(node, parseHostReport(m.json()));
         } catch {
           // not a report: ignored
         }
@@ -523,12 +524,17 @@ class ReportWatch {
     });
   }
 
-  #take(report: HostReport, stored?: { seq: number; time: Date }): void {
-    if (this.#expected.get(report.node) !== report.digest) return;
-    if (stored !== undefined && this.#fresh.has(report.node) && stored.seq <= this.#from) return;
-    this.#received.set(report.node, report);
-    if (stored !== undefined) this.#storedAt.set(report.node, stored.time.toISOString());
-    else this.#storedAt.delete(report.node);
+  /**
+   * Takes `report`, heard on `node`'s report subject, when it is the expected digest. The bus lets
+   * a node publish on its own report subject alone, so a body naming another node is nobody's
+   * report (R32, R43): another node's word that this one applied is never taken.
+   */
+  #take(node: string, report: HostReport, stored?: { seq: number; time: Date }): void {
+    if (report.node !== node || this.#expected.get(node) !== report.digest) return;
+    if (stored !== undefined && this.#fresh.has(node) && stored.seq <= this.#from) return;
+    this.#received.set(node, report);
+    if (stored !== undefined) this.#storedAt.set(node, stored.time.toISOString());
+    else this.#storedAt.delete(node);
     this.#wake?.();
   }
 
@@ -558,7 +564,7 @@ class ReportWatch {
     if (!stored) return undefined;
     try {
       const r = parseHostReport(stored.json());
-      return r?.digest === digest && r.ok === true ? stored.time.toISOString() : undefined;
+      return r.node === node && r.digest === digest && r.ok === true ? stored.time.toISOString() : undefined;
     } catch {
       return undefined;
     }
@@ -588,7 +594,7 @@ class ReportWatch {
       await Promise.all(nodes.slice(i, i + REPORT_READS_AT_ONCE).map(async (node) => {
         try {
           const stored = await this.#jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) });
-          if (stored) this.#take(parseHostReport(stored.json()), stored);
+          if (stored) this.#take(node, parseHostReport(stored.json()), stored);
         } catch {
           // no stored report
         }

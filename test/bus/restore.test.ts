@@ -14,11 +14,32 @@ import { CATALOGUE_STREAM, catalogueSubject, reportSubject } from "../../src/nam
 import { askAs } from "../support/client.ts";
 import { meshClient } from "../../src/client/client.ts";
 import { runMesh } from "../support/cli.ts";
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
-import { newUserKey, secretMatches } from "../../src/crypto/secrets.ts";
+import { newUserKey, recordsTag, secretMatches } from "../../src/crypto/secrets.ts";
+import type { ControllerFixture } from "../support/controller.ts";
+
+const BROKER = JSON.parse(readFileSync(fileURLToPath(new URL("../../examples/broker.json", import.meta.url)), "utf8")) as Record<string, unknown>;
+
+/**
+ * Answers as `node`'s host agent would, until `stop()`: reports each declaration it is sent as
+ * applied, its digest, records sequence and the controller's tag echoed (R32, R43).
+ */
+function answerAsHost(fixture: ControllerFixture, node: string): { stop(): Promise<void> } {
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      for (const d of await fixture.drain(node)) {
+        fixture.operator.publish(reportSubject(node), JSON.stringify({ node, digest: d.digest, ok: true, recordsSequence: d.recordsSequence, recordsTag: d.recordsTag }));
+      }
+    }
+  })();
+  return { stop: async () => { stopped = true; await loop; } };
+}
 
 /** A commit of an event type this release does not know (as a newer release, rolled back, wrote it). */
 function unknownCommit(): string {
@@ -147,6 +168,11 @@ async function rollBackRecords(nc: NatsConnection, keep: number): Promise<void> 
   }
 }
 
+/** The kinds of evidence a catalogue holds that its records are behind (R43), none when it serves. */
+function evidenceKinds(catalogue: { readonly behind: ReadonlyArray<{ kind: string }> | null }): string[] {
+  return (catalogue.behind ?? []).map((e) => e.kind);
+}
+
 async function lastSequence(nc: NatsConnection): Promise<number> {
   return (await (await jetstreamManager(nc)).streams.info(CATALOGUE_STREAM)).state.last_seq;
 }
@@ -190,6 +216,9 @@ describe("R44: mesh replay, and accepting a restore", () => {
     const send = (verb: string, body: Record<string, unknown>) => askAs(suite.fixture.operator, "operator-test", verb, body);
     const controller = await suite.fixture.start();
     await suite.fixture.enrol("alpha");
+    // alpha holds mesh-broker: its report of the list its bus runs is the one that counts (R44).
+    await suite.fixture.send("module.register", { manifest: BROKER });
+    await suite.fixture.send("assign", { module: "broker", node: "alpha" });
     const before = await lastSequence(suite.fixture.operator);
     const healthy = await send("replay", {}) as Record<string, unknown>;
     assert.deepEqual([healthy.ok, healthy.valid, healthy.matchesServing, healthy.changed, healthy.behind], [true, true, true, false, undefined]);
@@ -202,8 +231,11 @@ describe("R44: mesh replay, and accepting a restore", () => {
     const rotatedAway = hashAt("alpha");
     await suite.fixture.enrol("late");
     const seen = await lastSequence(suite.fixture.operator);
-    // An offline node's last report, from the future the restore loses: evidence now, not after acceptance.
-    suite.fixture.operator.publish(reportSubject("alpha"), JSON.stringify({ node: "alpha", digest: "d", ok: true, recordsSequence: seen + 5, users: ["node-alpha", "node-late"], keys: { "node-alpha": rotatedAway, "node-late": hashAt("late") } }));
+    // An offline node's last report, from the future the restore loses: evidence now, not after
+    // acceptance. Its declaration was composed from records sequence seen + 5 by the controller of
+    // that future, which tagged it (the test holds the mesh key, and stands in for it).
+    const tag = recordsTag(suite.fixture.meshKey, { node: "alpha", digest: "d", recordsSequence: seen + 5 });
+    suite.fixture.operator.publish(reportSubject("alpha"), JSON.stringify({ node: "alpha", digest: "d", ok: true, recordsSequence: seen + 5, recordsTag: tag, users: ["node-alpha", "node-late"], keys: { "node-alpha": rotatedAway, "node-late": hashAt("late") } }));
     await suite.fixture.operator.flush();
     await controller.stop();
     await rollBackRecords(suite.fixture.operator, backup);
@@ -235,7 +267,13 @@ describe("R44: mesh replay, and accepting a restore", () => {
     assert.equal(alpha.sealed, undefined, "still no node secret in the records");
     assert.equal(restarted.catalogue.state.nodes.late, undefined, "the node enrolled after the backup is not in the records");
     assert.equal(codeOf(await send("nodes", {})), "ok");
-    assert.equal(codeOf(await send("push", {})), "ok");
+    // alpha's host answers: the push waits for the broker's report of the controller's fresh key (R50).
+    const alphaHost = answerAsHost(suite.fixture, "alpha");
+    try {
+      assert.equal(codeOf(await send("push", {})), "ok");
+    } finally {
+      await alphaHost.stop();
+    }
     await restarted.stop();
 
     const again = await suite.fixture.start();
@@ -247,26 +285,48 @@ describe("R44: mesh replay, and accepting a restore", () => {
 describe("R43: a host reporting a declaration the records never sent", () => {
   const suite = freshControllerSuite();
 
-  it("R43: pushed declarations carry their records sequence and hosts report it; a report ahead of the records refuses every command records-behind, live and at the next start", async () => {
+  it("R43: pushed declarations carry their records sequence and the controller's tag, and hosts report both; after the records lose their tail under a controller that kept no mark, the host's report of that declaration refuses every command records-behind, live and at the next start; the same claim with no tag, or the tag moved to another sequence, is no evidence", async () => {
     const send = (verb: string, body: Record<string, unknown>) => askAs(suite.fixture.operator, "operator-test", verb, body);
-    const controller = await suite.fixture.start();
+    const first = await suite.fixture.start();
     await suite.fixture.enrol("alpha");
-    await controller.push();
+    await suite.fixture.enrol("beta");
+    await first.push();
     const [declaration] = (await suite.fixture.drain("alpha")).slice(-1);
+    const sequence = Number(declaration!.recordsSequence);
     assert.equal(typeof declaration!.recordsSequence, "number", "the declaration names the records' sequence it was composed from");
+    assert.equal(typeof declaration!.recordsTag, "string", "and carries the controller's tag on it");
+    const digest = String(declaration!.digest);
+
+    // What alpha's host would report; and two claims it could make up, neither of them evidence.
+    const genuine = { node: "alpha", digest, ok: true, recordsSequence: sequence, recordsTag: declaration!.recordsTag };
+    const moved = { ...genuine, recordsSequence: sequence + 40 };
+    const untagged = { node: "alpha", digest, ok: true, recordsSequence: sequence + 41 };
+    for (const report of [moved, untagged]) suite.fixture.operator.publish(reportSubject("alpha"), JSON.stringify(report));
+    await suite.fixture.operator.flush();
+    await waitFor(() => first.lines.some((l) => l.includes(String(sequence + 41))), { name: "the untagged claim is heard and logged" });
+    assert.equal(first.catalogue.behind, null, "no evidence from either");
     assert.equal(codeOf(await send("nodes", {})), "ok");
 
-    const last = await lastSequence(suite.fixture.operator);
-    suite.fixture.operator.publish(reportSubject("alpha"), JSON.stringify({ node: "alpha", digest: String(declaration!.digest), ok: true, recordsSequence: last + 40 }));
-    await suite.fixture.operator.flush();
-    // The report is heard asynchronously: wait until a command sees it.
-    await waitFor(async () => codeOf(await send("nodes", {})) === "records-behind", { name: "nodes answers records-behind" });
-    assert.equal(codeOf(await send("node.enrol", enrolRequest("beta"))), "records-behind");
-    assert.equal(await lastSequence(suite.fixture.operator), last, "nothing appended");
-    await controller.stop();
+    // The controller's machine dies (no snapshot, no goodbye) and the bus's records lose their tail:
+    // beta's enrolment and what followed. A new controller, with a state folder of its own (no mark).
+    await first.nc.close();
+    await rollBackRecords(suite.fixture.operator, sequence - 1);
+    const fresh = { ...suite.fixture.env, MESH_CONTROLLER_STATE_DIR: mkdtempSync(join(tmpdir(), "mesh-state-")) };
+    const second = await suite.fixture.start(fresh);
+    assert.deepEqual(evidenceKinds(second.catalogue), [], "nothing the controller holds says so, and the stored report is the untagged one");
+    assert.equal(codeOf(await send("nodes", {})), "ok");
 
-    const again = await suite.fixture.start();
-    assert.ok(again.catalogue.behind?.some((e) => e.kind === "host-report-ahead"), "the stored report is evidence at the next start");
+    // alpha's host restates what it applied: the controller sent it from records the stream no longer has.
+    suite.fixture.operator.publish(reportSubject("alpha"), JSON.stringify(genuine));
+    await suite.fixture.operator.flush();
+    await waitFor(async () => codeOf(await send("nodes", {})) === "records-behind", { name: "nodes answers records-behind" });
+    assert.deepEqual(evidenceKinds(second.catalogue), ["host-report-ahead"], "the host's report is the evidence");
+    assert.equal(codeOf(await send("node.enrol", enrolRequest("gamma"))), "records-behind");
+    assert.equal(await lastSequence(suite.fixture.operator), sequence - 1, "nothing appended");
+    await second.stop();
+
+    const again = await suite.fixture.start(fresh);
+    assert.deepEqual(evidenceKinds(again.catalogue), ["host-report-ahead"], "the stored report is evidence at the next start");
     assert.equal(codeOf(await send("nodes", {})), "records-behind");
     await again.stop();
   });
