@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { installedListOf, judgeReport, reportAhead, type InstalledList, type ReportJudgement } from "../../src/bootstrap/reportWatch.ts";
 import type { HostReport } from "../../src/contracts/report.ts";
 import type { RecordsFact } from "../../src/crypto/secrets.ts";
-import { reportSubject } from "../../src/names.ts";
+import { declarationSubject, reportSubject, toolSubject } from "../../src/names.ts";
 import { GENESIS, enrolment, registration, stateOf } from "../support/givenWhenThen.ts";
 
 /** A stand-in for the mesh key's tag: what only the controller could write for `fact`. */
@@ -18,7 +18,7 @@ const verify = (fact: RecordsFact, tag: string) => tag === tagOf(fact);
 describe("judgeReport (R43): a report speaks for the node of its subject, and claims records only with the controller's tag", () => {
   it("R43 R64: every combination of subject, named node, records sequence and tag is judged as the rules say", () => {
     const KNOWN = 46;
-    const subjects = [reportSubject("vm"), reportSubject("evil"), reportSubject(""), "mesh.declaration.vm", "mesh.reportvm"];
+    const subjects = [reportSubject("vm"), reportSubject("evil"), reportSubject(""), declarationSubject("vm"), toolSubject("vm", "report")];
     const named = ["vm", "evil", "web2"];
     const sequences = [undefined, 0, KNOWN - 1, KNOWN, KNOWN + 1, 999999];
     const digests = ["x", "y"];
