@@ -10,7 +10,7 @@ import { installUserList, type BusReloadOptions, type UserListInstalled } from "
 import type { Declaration as HostDeclaration, NodeSelf } from "../contracts/declaration.ts";
 import { stampReport, type HostReport, type ServerListOutcome } from "../contracts/report.ts";
 import {
-  appliedReport, backoffDelay, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
+  appliedReport, backoffBound, backoffDelay, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
 } from "./plan.ts";
 import { publicKeyOfSeed } from "../crypto/secrets.ts";
 import { NODE_CREDENTIAL_FILE, promotePendingSeed, readCredentialFile, readNodePrivateKey, readNodeSeeds } from "./keys.ts";
@@ -69,7 +69,10 @@ export type HostOptions = {
   log?: (line: string) => void;
   /** Called after each declaration was handled and its report published. */
   onReport?: (report: HostReport, applied: Applied | undefined) => void;
-  /** Retry delays in milliseconds: first, doubled per attempt up to max (default 500 and 30,000). */
+  /**
+   * Retry delays in milliseconds: first, doubled per attempt up to max (default 500 and 30,000;
+   * at most NEW_NODE_BACKOFF_MAX_MS until the bus first admitted the node, R1).
+   */
   backoff?: { initialMs?: number; maxMs?: number };
   /** Milliseconds to wait for one connection (default 5,000). */
   connectTimeoutMs?: number;
@@ -487,6 +490,14 @@ export function startHost(options: HostOptions): Host {
   };
 
   let everAdmitted = false;
+  /** Whether this node applied a declaration in an earlier run (the bus admitted it then). */
+  const appliedBefore = (() => {
+    try {
+      return readOwned(stateDir) !== null;
+    } catch {
+      return false;
+    }
+  })();
   /** True while a declaration is being handled (a re-check waits for the next turn). */
   let busy = false;
   /** A drift report found while not bound, published at the next bind (R55). */
@@ -532,7 +543,8 @@ export function startHost(options: HostOptions): Host {
         await nc?.close().catch(() => undefined);
       }
       if (stopped) break;
-      const delay = backoffDelay(attempt, initialMs, maxMs);
+      // R1: a node the bus never admitted waits for the push composing its key: retried sooner.
+      const delay = backoffDelay(attempt, initialMs, backoffBound(maxMs, everAdmitted || appliedBefore));
       if (isAuthorizationRefusal(failure)) {
         refusedSeed();
         const advice = refusedAdvice(node, stateDir, everAdmitted);

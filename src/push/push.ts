@@ -24,7 +24,7 @@ import type { ControllerCredential } from "../controller/credential.ts";
 import { BOOTSTRAP_NKEY, BOOTSTRAP_PASSWORD } from "../genesis.ts";
 import { retryJetStream } from "../bus/retry.ts";
 import {
-  awaitedNodes, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, userListUndelivered,
+  awaitedNodes, firstDeclarations, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, userListUndelivered,
   withModulesLeftOut, type NodeReport, type RoundPlan,
 } from "./plan.ts";
 
@@ -656,6 +656,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
 
   let state = await ctx.catalogue.catchUp();
   const lastListSequence = lastUserListSequence(state);
+  const firstSent = firstDeclarations(state);
   /** Per node, the modules its last composition left out (no credential yet): said in its report line. */
   const leftOutByNode = new Map<string, ModuleLeftOut[]>();
   /** Takes a round plan's refusals, unchanged nodes and modules left out into the report's lines. */
@@ -821,7 +822,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       // Not sent by this push: its stored report counts, however old.
       for (const node of unconfirmed) watch.expect(node, outcomes.get(node)!.digest!, false);
       await watch.readStored(unconfirmed);
-      const seen = { sentDigests, appliedBefore, unconfirmed, report: (node: string) => watch.report(node), storedAt: (node: string) => watch.storedAt(node) };
+      const seen = { sentDigests, appliedBefore, unconfirmed, firstSent, report: (node: string) => watch.report(node), storedAt: (node: string) => watch.storedAt(node) };
       const missing = await watch.wait(awaitedNodes(seen), options.timeoutMs ?? DEFAULT_WAIT_MS);
       report.timedOut = missing.sort();
       judgeWait(outcomes, seen);
