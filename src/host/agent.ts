@@ -65,7 +65,7 @@ export type HostOptions = {
    * each one's outcome (`servers`); the list counts as applied when at least one server took it.
    */
   bus?: BusReloadOptions | readonly BusReloadOptions[];
-  /** One line per event (connected, applied, retrying); never a password (R3). Default: stderr. */
+  /** One line per event (connected, applied, retrying); never a seed (R3). Default: stderr. */
   log?: (line: string) => void;
   /** Called after each declaration was handled and its report published. */
   onReport?: (report: HostReport, applied: Applied | undefined) => void;
@@ -92,11 +92,12 @@ export type HostOptions = {
 /**
  * What to do about a refused credential. Before it was ever admitted: it is not on the list yet
  * (a push composes it, R1). Once admitted: the node was removed (`mesh node remove`: stop this
- * agent) or its credential rotated while it was away (open the rotate reply with `mesh host
- * credential --state <stateDir> --from <reply>`, R50).
+ * agent) or its key rotated: the agent presents its pending seed by itself (R50), and when the
+ * mesh recorded a key this host does not hold, a new pair is made here and recorded (`mesh host
+ * rotate-key`, then `mesh credential rotate node <node> --nkey`, R64).
  */
 export function refusedAdvice(node: string, stateDir: string, everAdmitted: boolean): string {
-  const rotated = `if its credential was rotated (\`mesh credential rotate node ${node}\`), open the reply with \`mesh host credential --state ${stateDir} --from <reply>\``;
+  const rotated = `if its key was rotated, this agent presents its pending seed by itself; if the mesh recorded a key this host does not hold, make one here (\`mesh host rotate-key --state ${stateDir}\`), record it (\`mesh credential rotate node ${node} --nkey <the key it prints>\`) and push`;
   return everAdmitted
     ? `the bus refuses node ${node}'s credential: if the node was removed (\`mesh node remove ${node}\`), stop this agent; ${rotated}`
     : `the bus refuses node ${node}'s credential: it is not on the bus's user list (a push composes it, R1; the genesis node is carried by \`mesh genesis --node\`, R56); if the node was removed, stop this agent; ${rotated}`;
@@ -446,8 +447,8 @@ export function startHost(options: HostOptions): Host {
     current = { nc, stop: () => { void messages.stop(); } };
     void nc.closed().then(() => { void messages.stop(); });
     isBound = true;
-    // A dropped connection (a reload that changed this node's password) reconnects by itself, with
-    // the password read again (passwordNow); bound() is false meanwhile.
+    // A dropped connection (a reload that changed this node's key) reconnects by itself, with
+    // the seed read again (passwordNow); bound() is false meanwhile.
     void (async () => {
       for await (const status of nc.status()) {
         if (status.type === "error" && isAuthorizationRefusal((status as { error?: unknown }).error)) {

@@ -63,7 +63,7 @@ export type NamedList = { digest: string; bytes: number; parts: number };
 /**
  * What applying one declaration takes, in order: refuse it (another node's); else adopt the
  * node's own credential when it carries one (before any user list: this node may hold the broker,
- * and its reload drops the connection, which must come back with the new password); apply the
+ * and its reload drops the connection, which must come back with the new key); apply the
  * files (R29); then the user list: none (every stored part is discarded), `no-bus` (this node
  * holds mesh-broker but the host was given no bus to reload: an error after the files), or the
  * list to assemble from its parts.

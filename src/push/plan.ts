@@ -73,7 +73,7 @@ export type RoundPlan = {
  * composed digest differs from what the records say it was last sent, and in round 0 every named
  * node besides, is sent, empty declarations included (R29); a node that cannot be composed is
  * refused and the rest go on (R30). Broker holders go last (a stable order otherwise): their list
- * reloads the bus, and a node whose credential was rotated should hold its new password (its
+ * reloads the bus, and a node whose credential was rotated should hold its new key (its
  * declaration's `self`) before that reload drops the old one.
  */
 export function planRound(state: State, declarations: readonly DeclarationResult[], named: ReadonlySet<string>, round: number): RoundPlan {
@@ -128,7 +128,7 @@ export function settleRound(
 }
 
 /**
- * R14: the broker holders whose report confirms the controller's rotated password, each with the
+ * R14: the broker holders whose report confirms the controller's rotated key, each with the
  * digest it must report: the declaration this push sent it, else the one it was sent before (which
  * carries the list). A holder never sent anything is left out: it cannot confirm.
  */

@@ -365,11 +365,11 @@ export function busReloadOptions(paths: MeshPaths): BusReloadOptions | BusReload
  * `push {wait: true, ...body}` asked over `nc` (an operator's connection); resolves with the push's
  * report once every sent node applied its declaration or `timeoutMs` passed (R32). One request:
  * its reply survives the reload of the user list the push causes and the controller's reconnect
- * with its rotated password (R14), because the controller answers by an explicit grant on the
+ * with its rotated key (R14), because the controller answers by an explicit grant on the
  * operator's inbox, which neither forgets (R33; allow_responses did). The waits that remain are
  * the controller's own (src/push/push.ts): after sending the broker a new list it awaits the
  * broker's report (the bus reloaded; its JetStream requests in flight would fail) and, for the
- * rotation, its confirmation of the new password; so nothing is left to wait for here. Throws UpError for a refused push, CommandTransportError when the controller does
+ * rotation, its confirmation of the new key; so nothing is left to wait for here. Throws UpError for a refused push, CommandTransportError when the controller does
  * not answer within `timeoutMs` plus PUSH_REPLY_MARGIN_MS (the CLI's `mesh push --wait` margin).
  */
 export async function pushAndWait(nc: NatsConnection, asker: string, timeoutMs: number, body: RequestOf<"push"> = {}): Promise<ReplyOf<"push">> {
