@@ -43,11 +43,11 @@ export function renderReplay(r: Row): string[] {
     const absent = (r.absentFromInstalledList ?? []) as Array<{ kind: string; name: string; why: string; next: string }>;
     if (absent.length > 0) {
       const said = [
-        ...(absent.some((p) => p.kind !== "node") ? ["each gets a fresh key, handed to nobody here"] : []),
+        ...(absent.some((p) => p.kind !== "node") ? ["a module, operator or builder gets a fresh key, handed to nobody here"] : []),
         // R64: nobody can mint a node a key: the node makes one itself, and its line says what to run.
-        ...(absent.some((p) => p.kind === "node") ? ["a node gets none from the mesh (it makes its own, R64): its key is revoked"] : []),
+        ...(absent.some((p) => p.kind === "node") ? ["a node gets no key from the mesh (it makes its own, R64) and its key is revoked"] : []),
       ];
-      lines.push(`in the records but NOT on the list the bus runs (removed after the backup, or enrolled and never pushed): ${said.join("; ")}:`);
+      lines.push(`in the records but NOT on the list the bus runs (removed after the backup, or enrolled and never pushed); ${said.join("; ")}:`);
       for (const p of absent) lines.push(`  ${p.kind} ${p.name}: ${p.next}`);
       if (typeof r.absentLeftOut === "number") lines.push(`  and ${r.absentLeftOut} more`);
     }
