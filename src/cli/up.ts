@@ -46,10 +46,20 @@ export function upExitCode(error: InstallerError | UpError | ConfigError): numbe
   return error instanceof UpError && error.code !== undefined ? EXIT_REFUSED : EXIT_USAGE;
 }
 
-/** One line for the failures `up` expects (bad configuration, a refused step), exit upExitCode. */
+/**
+ * One line for the failures `up` expects (bad configuration, a refused step), exit upExitCode; with
+ * `--json` also one object on stdout, as every verb prints its failures: `{ ok: false, error: {
+ * code, message } }`, the code the controller's refusal (`records-behind`), `config`, `setup`
+ * (installation) or `up` (a controller that did not answer or exited, a step up cannot take).
+ */
 function failed(ctx: CliContext, error: unknown): number {
   if (error instanceof InstallerError || error instanceof UpError || error instanceof ConfigError) {
-    ctx.err(`mesh: ${error.message.split("\n")[0]}`);
+    const message = error.message.split("\n")[0]!;
+    ctx.err(`mesh: ${message}`);
+    if (ctx.globals.json) {
+      const code = error instanceof UpError ? error.code ?? "up" : error instanceof ConfigError ? "config" : "setup";
+      ctx.out(JSON.stringify({ ok: false, error: { code, message } }, null, 2));
+    }
     return upExitCode(error);
   }
   throw error;

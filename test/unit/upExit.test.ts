@@ -5,7 +5,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { upExitCode } from "../../src/cli/up.ts";
-import { EXIT_REFUSED, EXIT_USAGE } from "../../src/cli/context.ts";
+import { EXIT_REFUSED, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
+import { runCli } from "../../src/cli/run.ts";
 import { UpError } from "../../src/up/up.ts";
 import { controllerExit, recordPid } from "../../src/up/processes.ts";
 import { InstallerError } from "../../installer/tls.ts";
@@ -58,5 +59,21 @@ describe("mesh up: a controller that exited", () => {
     recordPid(running, "controller", process.pid);
     assert.equal(controllerExit(running), undefined);
     assert.equal(controllerExit(join(dir, "never")), undefined);
+  });
+});
+
+describe("mesh up --json when a step fails", () => {
+  let dir: string;
+  before(() => { dir = mkdtempSync(join(tmpdir(), "mesh-up-json-")); });
+  after(() => { rmSync(dir, { recursive: true, force: true }); });
+
+  it("prints one JSON object with ok false and the error's code, as every verb does, and never the password typed in the address (R3)", async () => {
+    let out = "";
+    const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => true }, env: {} };
+    assert.equal(await runCli(["up", "--dir", join(dir, "m"), "--address", "tls://u:hunter2secret@h.example:4222", "--json"], io), EXIT_USAGE);
+    const printed = JSON.parse(out) as { ok: boolean; error: { code: string; message: string } };
+    assert.equal(printed.ok, false);
+    assert.equal(printed.error.code, "setup");
+    assert.ok(!out.includes("hunter2secret"));
   });
 });
