@@ -46,7 +46,7 @@ export function controllerTemplatePermissions(file = CONTROLLER_PERMISSIONS_FILE
  * the genesis commit): the template (controllerTemplatePermissions) plus a PUBLISH grant on the
  * inbox of every operator of `state`, built by composition's own controllerReplyInboxes (R15: one
  * function for both). Those grants let the controller's replies survive a reload of the user list
- * and its reconnect with a rotated password (R14), which forget allow_responses (R33). Throws as
+ * and its reconnect with a rotated key (R14), which forget allow_responses (R33). Throws as
  * controllerTemplatePermissions.
  */
 export function carriedControllerPermissions(state: State, file = CONTROLLER_PERMISSIONS_FILE): Permissions {

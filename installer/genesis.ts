@@ -34,10 +34,10 @@ import { pidFile, startBus, stopPid, systemdUnit, controllerUnit, hostUnit, isAl
  *   bus.conf          nats-server configuration; users.conf its user list (include file)
  *   store/            the JetStream store
  *   controller.env    the controller's configuration (MESH_* variables, 0600)
- *   controller.json   the controller's credential, at the bootstrap password until rotated (0600)
+ *   controller.json   the controller's credential, at the genesis seed until rotated (0600)
  *   operator.json     the first operator's credential (0600): `mesh` finds it at ./.mesh/operator.json
- *   <node>.enrol.json the genesis node's enrol reply (with `node`, R56): its password sealed to the
- *                     node's key, opened by `mesh host credential --from`
+ *   <node>.enrol.json the genesis node's enrol reply (with `node`, R56): address, user and public
+ *                     key, no secret: `mesh host credential --from` joins it with the node's seed
  *   mesh-*.service    with `systemd`: units for the bus, the controller and the genesis node's host
  *   logs/, run/       process logs and pid files of `mesh up`
  *
@@ -287,10 +287,10 @@ async function stopRecordedProcesses(paths: MeshPaths): Promise<void> {
  * `force`) and the port is free; in a temporary folder make the mesh key, the bus's TLS key and
  * certificate (SANs: the genesis host, localhost, 127.0.0.1, `extraNames`), the first user list
  * (R13: the controller at BOOTSTRAP_SEED's public key with the template's permissions, R15; the operator at
- * a fresh password), the nats-server configuration (checked with `nats-server -t`), the
+ * a fresh key), the nats-server configuration (checked with `nats-server -t`), the
  * controller's configuration and both credentials (0600); rename it into place; start the bus;
  * record the genesis commit (MeshCreated, the operator's CredentialMinted) as the controller at the
- * bootstrap password. With `systemd`, the bus is stopped again after recording and a unit is
+ * genesis seed. With `systemd`, the bus is stopped again after recording and a unit is
  * written to `<dir>/mesh-bus.service` and returned.
  *
  * Throws InstallerError with one line for each bad configuration: nats-server or openssl missing,
@@ -511,7 +511,7 @@ export function localHost(listenHost: string): string {
 }
 
 /**
- * Appends the genesis commits (the genesis node's enrolment after the genesis commit) as the controller at the bootstrap password (R13), through the
+ * Appends the genesis commits (the genesis node's enrolment after the genesis commit) as the controller at the genesis seed (R13), through the
  * records adapter (which also raises the CATALOGUE stream). A genesis already recorded (same
  * command id) appends nothing.
  */

@@ -44,7 +44,7 @@ const ClientSchema = z.object({
 
 /** The `mesh` CLI's settings. */
 export type ClientConfig = Readonly<{
-  /** The operator's credential file, JSON `{ address, user, password, fingerprint }` (MESH_CREDENTIAL). */
+  /** The operator's credential file, JSON `{ address, user, seed, fingerprint }` (MESH_CREDENTIAL). */
   credentialFile: string;
   /** Milliseconds to wait for a reply (MESH_TIMEOUT_MS). */
   timeoutMs: number;
@@ -82,7 +82,7 @@ export const DEFAULT_CONTROLLER_SUBMITS = "mesh-build";
 
 /**
  * The controller's configuration: read once from the environment by parseControllerConfig, with
- * the files it names already read. Frozen. Never printed whole: `credential.password` and
+ * the files it names already read. Frozen. Never printed whole: `credential.seed` and
  * `meshKey` are secrets (R3).
  */
 export type ControllerConfig = Readonly<{
@@ -92,7 +92,7 @@ export type ControllerConfig = Readonly<{
   fingerprint: string | null;
   /** Path of the controller's credential file (MESH_CONTROLLER_CREDENTIAL), rewritten on rotation (R14). */
   credentialFile: string;
-  /** What the controller dials: address (MESH_BUS_URL, else the file's), user, password, fingerprint. */
+  /** What the controller dials: address (MESH_BUS_URL, else the file's), user, seed, fingerprint. */
   credential: Readonly<BusCredential>;
   /** The mesh key, base64 of 32 bytes (MESH_KEY_FILE). */
   meshKey: string;
@@ -174,7 +174,7 @@ function normalAddress(address: string): string | null {
  * ControllerConfig.
  *
  * Variables: MESH_CONTROLLER_CREDENTIAL (required: the credential JSON file
- * `{address,user,password,fingerprint?}`), MESH_KEY_FILE (required: base64 of 32 bytes),
+ * `{address,user,seed,fingerprint?}`), MESH_KEY_FILE (required: base64 of 32 bytes),
  * MESH_BROKER_ADDRESS (the genesis address; a port-less one gets 4222, R8), MESH_BROKER_CERTIFICATE
  * (a PEM file whose SHA-256 fingerprint is pinned, or that fingerprint itself, R34) and/or MESH_BROKER_FINGERPRINT, MESH_BUS_URL
  * (what the controller dials instead of the credential's address), MESH_CONTROLLER_SUBMITS (comma

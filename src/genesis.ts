@@ -1,8 +1,8 @@
 import { CONTROLLER_NAME, busUser } from "./names.ts";
 
 /**
- * What genesis fixes for every mesh, read by the controller (push rotates the bootstrap password
- * away, R14) and by the installer (it carries the first user list, R13): domain constants live
+ * What genesis fixes for every mesh, read by the controller (push rotates the genesis key away,
+ * R14) and by the installer (it carries the first user list, R13): domain constants live
  * here, and the installer imports them, not the other way.
  */
 

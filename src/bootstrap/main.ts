@@ -3,14 +3,14 @@
  *
  * 1. read configuration: once, by parseControllerConfig (R35), passed in;
  * 2. connect: the controller's credential, TLS pinned to the bus certificate (R34), the address
- *    alone in every log line (R3); a rotated password still pending beside the credential file is
+ *    alone in every log line (R3); a rotated seed still pending beside the credential file is
  *    tried when the file's is refused (R14); then, with a lease configured (a cluster), wait as a
  *    standby until this controller holds it (R61): nothing below runs on a standby;
  * 3. load the snapshot and catch up (openCatalogue: the CATALOGUE stream first, it holds the
  *    records every other object is derived from);
  * 4. raise streams, then consumers, from the records (R5, R21, R22);
- * 5. record the hash of the credential in use, only if none is recorded (R14); when the records
- *    hold a rotated one, use its password instead of the file's (never the bootstrap one back);
+ * 5. record the public key of the credential in use, only if none is recorded (R14); when the
+ *    records hold a rotated one, use its seed instead of the file's (never the genesis one back);
  * 6. serve commands, `push` among them (every push raises again, R21).
  */
 import { randomUUID } from "node:crypto";
@@ -69,12 +69,12 @@ export type StartOptions = {
 /** Commits folded since the last snapshot before a push saves another. */
 export const SNAPSHOT_EVERY = 5_000;
 
-/** The bus refused the dialled password (BusConnectError of kind `unauthorized`): a pending rotated one may be the right one. */
+/** The bus refused the dialled seed (BusConnectError of kind `unauthorized`): a pending rotated one may be the right one. */
 function isAuthorizationRefusal(error: unknown): boolean {
   return error instanceof BusConnectError && error.kind === "unauthorized";
 }
 
-/** Step 2: dial with the file's password, else with a pending rotated one (then kept, R14). */
+/** Step 2: dial with the file's seed, else with a pending rotated one (then kept, R14). */
 async function connect(config: ControllerConfig, credential: ControllerCredential, log: ControllerLog, timeoutMs: number): Promise<NatsConnection> {
   const address = credential.current().address;
   const dial = () => connectToBus(credential.current(), { name: CONTROLLER_NAME, timeoutMs, secret: credential.dialPassword });
@@ -85,18 +85,18 @@ async function connect(config: ControllerConfig, credential: ControllerCredentia
   } catch (error) {
     const pending = pendingPassword(config.credentialFile, credential.current().user);
     if (!isAuthorizationRefusal(error) || pending === null) throw error;
-    log.info(`the bus at ${address} refused the credential file's password; trying the rotated one pending beside it (R14)`);
+    log.info(`the bus at ${address} refused the credential file's key; trying the rotated one pending beside it (R14)`);
     credential.stage(pending);
     const nc = await dial();
     credential.commit();
-    log.info(`connected to the bus at ${address} as ${credential.current().user} with the rotated password; the credential file is updated`);
+    log.info(`connected to the bus at ${address} as ${credential.current().user} with the rotated key; the credential file is updated`);
     return nc;
   }
 }
 
 /**
  * Seen on a 2.9.10 cluster (issue 14): after the reload of a user list that changed the
- * controller's own password, the reconnected connection could get no JetStream answer for a
+ * controller's own key, the reconnected connection could get no JetStream answer for a
  * minute while core messages flowed (its lease then lapsed, R61); a fresh connection answers at
  * once. So after each reconnect JetStream is asked (account info, 1.5 s each); no answer, twice:
  * dial again, well within a lease. Never throws.
@@ -115,11 +115,11 @@ async function checkJetStreamAfterReconnect(nc: NatsConnection, log: ControllerL
 }
 
 /**
- * Step 5 (R14): records a CredentialMinted for the controller with the hash of the password in use,
- * only when the records hold no controller credential. When they hold one that is not the password
- * in use (rotated by a push whose confirmation this controller did not see), opens its sealed
+ * Step 5 (R14): records a CredentialMinted for the controller with the public key of the seed in use
+ * (a password's hash, from before nkeys), only when the records hold no controller credential. When
+ * they hold one that is not the seed in use (rotated by a push whose confirmation this controller did not see), opens its sealed
  * secret with the mesh key and dials with that from now on, staged until the bus confirms it:
- * a restart never puts the bootstrap password back over a rotated one.
+ * a restart never puts the genesis key back over a rotated one.
  */
 async function recordCredential(catalogue: Catalogue, config: ControllerConfig, credential: ControllerCredential, log: ControllerLog): Promise<void> {
   const principal = { kind: "controller" as const, name: CONTROLLER_NAME };

@@ -12,7 +12,8 @@ type NodeTlsOptions = NonNullable<NodeConnectionOptions["tls"]>;
  * Node calls `checkServerIdentity` only after the chain verified, which a self-signed certificate
  * fails; so the client first reads the certificate (probeCertificate), compares its fingerprint
  * with the pin, and then connects trusting exactly that certificate as its only CA, with an
- * identity check that compares the fingerprint again on every (re)connect.
+ * identity check that compares the fingerprint again on every (re)connect. connectToBus keeps a
+ * certificate that matched its pin, so a process probes once per pin, not once per dial.
  */
 
 /** `aa:bb:...` or `AA:BB:...` → `AA:BB:...`, the form Node's `fingerprint256` uses. */
@@ -22,8 +23,9 @@ export function normalizeFingerprint(fingerprint: string): string {
 
 /**
  * Reads the certificate a nats-server at `host:port` presents: connects in the clear, reads the
- * server's INFO line, starts TLS without verifying anything, takes the peer certificate and hangs
- * up before sending a CONNECT (no credential leaves the client). Returns its SHA-256 fingerprint
+ * server's INFO line, starts TLS without verifying anything, takes the peer certificate and closes
+ * the TLS session cleanly before sending a CONNECT (no credential leaves the client; the bus logs
+ * no handshake error). Returns its SHA-256 fingerprint
  * (`AA:BB:...`) and PEM. Throws an Error (one line) when the server is unreachable, does not speak
  * NATS, does not offer TLS, or `timeoutMs` (milliseconds) pass.
  */
@@ -40,8 +42,17 @@ export function probeCertificate(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      secure?.destroy();
-      socket.destroy();
+      if (error === null && secure) {
+        // Ended, not destroyed: destroying the socket at secureConnect dropped the client's TLS
+        // Finished before it was written, and the bus logged `TLS handshake error: EOF` for every
+        // dial. end() writes it and a close_notify, so the bus sees a finished handshake and a
+        // client that left; the socket is destroyed should the bus never close its side.
+        secure.end();
+        setTimeout(() => secure!.destroy(), timeoutMs).unref();
+      } else {
+        secure?.destroy();
+        socket.destroy();
+      }
       if (error) reject(error);
       else resolve(value!);
     };

@@ -62,8 +62,8 @@ export class UsageError extends Error {
 }
 
 /**
- * Reads and validates a credential file, JSON `{ address, user, password, fingerprint }`.
- * Throws UsageError naming the file and the bad field (never the password's value).
+ * Reads and validates a credential file, JSON `{ address, user, seed, fingerprint }`.
+ * Throws UsageError naming the file and the bad field (never the seed's value).
  */
 export function loadCredential(file: string): BusCredential {
   try {
@@ -76,12 +76,12 @@ export function loadCredential(file: string): BusCredential {
 }
 
 /**
- * Dials the bus with the credential file `file` (R50). While a rotated password of the same user is
+ * Dials the bus with the credential file `file` (R50). While a rotated seed of the same user is
  * pending beside it (`<file>.next`, kept by `mesh credential rotate operator <me>`), the bus may
- * swap lists under this very command (the push that installs the new password drops this
+ * swap lists under this very command (the push that installs the new key drops this
  * connection): the connection then reconnects (up to PENDING_RECONNECTS times), with the file's
- * and the pending password in turn, so the command's reply still arrives. When the bus refuses the
- * file's password (Authorization Violation) at the first dial, the pending one is dialled, and once
+ * and the pending seed in turn, so the command's reply still arrives. When the bus refuses the
+ * file's seed (Authorization Violation) at the first dial, the pending one is dialled, and once
  * it is admitted it replaces the file (rename, durably: R54). Throws what connectToBus throws (one line, the
  * address alone, R3), or UsageError for an unreadable file.
  */
@@ -94,7 +94,7 @@ export async function connectWithCredentialFile(file: string, options: BusConnec
       const read = loadCredential(pendingFile);
       if (read.user === credential.user) pending = read;
     } catch {
-      // an unreadable pending file is ignored: the file's password alone is dialled
+      // an unreadable pending file is ignored: the file's seed alone is dialled
     }
   }
   let turn = 0;
@@ -112,7 +112,7 @@ export async function connectWithCredentialFile(file: string, options: BusConnec
   }
 }
 
-/** Reconnect attempts of a CLI connection while a rotated password is pending (see connectWithCredentialFile). */
+/** Reconnect attempts of a CLI connection while a rotated seed is pending (see connectWithCredentialFile). */
 export const PENDING_RECONNECTS = 100;
 /** Milliseconds between those attempts: short, to be back on the inbox before the reply is sent. */
 export const PENDING_RECONNECT_WAIT_MS = 20;

@@ -51,7 +51,7 @@ export function renderExplain(reply: Row): string[] {
     if (reply.onTheBus !== true) lines.push("note: it has no credential: it is not in the user list at all (R12)");
   }
   if (typeof reply.credentialSince === "string") {
-    lines.push(`with its credential of ${reply.credentialSince}: a password it replaced is refused once a push carries the new one (R48, R50)`);
+    lines.push(`with its credential of ${reply.credentialSince}: a key it replaced is refused once a push carries the new one (R48, R50)`);
   }
   if (typeof reply.assumed === "string") lines.push(`note: ${reply.assumed}`);
   return lines;

@@ -121,13 +121,14 @@ const runAgent: Run = async (ctx, options) => {
 
 /**
  * `mesh host init`: the node's key pairs (R64); prints the X25519 public key on the first line and
- * the nkey public key on the second (stdout) for `mesh node enrol --key --nkey`.
+ * the nkey public key on the second (stdout) for `mesh node enrol --key --nkey`; with `--json`,
+ * `{ ok: true, publicKey, nkey, keyFile }` (a local verb's object: `ok`, no `v`, as `mesh down`).
  */
 const init: Run = async (ctx, options) => {
     const stateDir = required(options, "state", "--state <dir>");
     const { publicKey, nkey, keyFile } = hostState(() => initHostKeys(stateDir, { force: options.force === true }));
     if (ctx.globals.json) {
-      ctx.out(JSON.stringify({ publicKey, nkey, keyFile }, null, 2));
+      ctx.out(JSON.stringify({ ok: true, publicKey, nkey, keyFile }, null, 2));
     } else {
       ctx.out(`${publicKey}\n${nkey}`);
       ctx.err(`private keys written under ${stateDir} (0600, they never leave this machine); enrol this node with: mesh node enrol <name> --key ${publicKey} --nkey ${nkey}`);
@@ -137,14 +138,14 @@ const init: Run = async (ctx, options) => {
 
 /**
  * `mesh host rotate-key`: a pending nkey pair for this node (R50, R64); prints its public key
- * (stdout) for `mesh credential rotate node <name> --nkey`. The running agent switches to it by
- * itself once the mesh installs it.
+ * (stdout) for `mesh credential rotate node <name> --nkey` (`--json`: `{ ok: true, nkey, file }`).
+ * The running agent switches to it by itself once the mesh installs it.
  */
 const rotateKey: Run = async (ctx, options) => {
     const stateDir = required(options, "state", "--state <dir>");
     const { nkey, file } = hostState(() => rotateNodeKey(stateDir, { force: options.force === true }));
     if (ctx.globals.json) {
-      ctx.out(JSON.stringify({ nkey, file }, null, 2));
+      ctx.out(JSON.stringify({ ok: true, nkey, file }, null, 2));
     } else {
       ctx.out(nkey);
       ctx.err(`pending seed written to ${file} (0600); record it with: mesh credential rotate node <name> --nkey ${nkey}`);
@@ -152,7 +153,7 @@ const rotateKey: Run = async (ctx, options) => {
     return EXIT_OK;
 };
 
-/** `mesh host credential`: joins the enrol reply with the node's own seed, keeps `<state>/credential.json`. */
+/** `mesh host credential`: joins the enrol reply with the node's own seed, keeps `<state>/credential.json` (`--json`: `{ ok: true, file, address, user }`). */
 const credential: Run = async (ctx, options) => {
     const stateDir = required(options, "state", "--state <dir>");
     const from = required(options, "from", "--from <file>");
@@ -164,7 +165,7 @@ const credential: Run = async (ctx, options) => {
     }
     if (jsonDepthOver(value)) throw new UsageError(`${from} nests arrays or objects more than ${MAX_JSON_DEPTH} deep: it is not an enrol reply or credential`);
     const saved = hostState(() => saveNodeCredential(stateDir, value));
-    if (ctx.globals.json) ctx.out(JSON.stringify(saved, null, 2));
+    if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, ...saved }, null, 2));
     else ctx.out(`credential of ${saved.user} for ${saved.address} kept in ${saved.file}`);
     return EXIT_OK;
 };

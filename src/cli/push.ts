@@ -70,12 +70,15 @@ export function renderPush(report: PushShown): string[] {
   for (const left of report.leftOut) lines.push(`left out of the user list: ${left.principal.kind} ${left.principal.name}: ${left.reason}`);
   if (report.userList) lines.push(`user list refused (${report.userList.code}): ${report.userList.message}`);
   if (report.provisionsMinted > 0) lines.push(`minted ${report.provisionsMinted} provision(s)`);
-  const fresh = report.freshCredentials ?? [];
-  if (fresh.length > 0) lines.push(`fresh credentials in this user list (their old passwords are refused): ${fresh.map((p) => `${p.kind} ${p.name}`).join(", ")}`);
+  const fresh = (report.freshCredentials ?? []).map((p) => `${p.kind} ${p.name}`).join(", ");
+  // The old keys are refused only once a list carrying the new ones reached the bus (R44, R50).
+  if (fresh && report.dryRun) lines.push(`fresh keys this user list would carry: ${fresh}`);
+  else if (fresh && report.userList === undefined) lines.push(`fresh keys in this user list (the bus refuses the old ones): ${fresh}`);
+  else if (fresh) lines.push(`fresh keys waiting for a user list to reach the bus (it still admits the old ones): ${fresh}`);
   const servers = report.servers ?? [];
   if (servers.length > 0) lines.push(`user list on each server (R60): ${servers.map((s) => `${s.server} ${s.ok ? (s.changed === false ? "unchanged" : "reloaded") : "MISSED"}`).join(", ")}`);
   for (const s of servers.filter((one) => !one.ok)) lines.push(`server ${s.server} missed the user list: ${s.error ?? "no reason given"}; the next push sends it again`);
-  if (report.controllerRotation) lines.push(`the controller's own rotated password: ${report.controllerRotation}`);
+  if (report.controllerRotation) lines.push(`the controller's own rotated key: ${report.controllerRotation}`);
   for (const refused of report.raised.refused) lines.push(`not raised: ${refused.reason}`);
   if (report.timedOut.length > 0) lines.push(`no report from: ${report.timedOut.join(", ")}`);
   if (report.boundHit) lines.push(`stopped after ${report.rounds} rounds: the records kept changing (bounded by the node count)`);

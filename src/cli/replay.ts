@@ -26,7 +26,15 @@ export function renderReplay(r: Row): string[] {
     const rotated = (Array.isArray(r.rotated) ? r.rotated : []) as Array<{ kind: string; name: string }>;
     const count = Array.isArray(r.rotated) ? rotated.length : Number((r.rotated as { count?: number } | undefined)?.count ?? 0);
     lines.push(`accepted the records as restored (commit at ${String(r.sequence)})${lost ? `: sequences ${lost.from}..${lost.to} are lost` : ""}`);
-    lines.push(`fresh credentials for ${count} principal(s), installed by the next push${rotated.length ? `: ${rotated.map((p) => `${p.kind} ${p.name}`).join(", ")}` : ""}`);
+    // R64: a node is minted no key; the acceptance keeps the one the list the bus ran holds for it.
+    const minted = rotated.filter((p) => p.kind !== "node");
+    const nodes = rotated.filter((p) => p.kind === "node");
+    if (Array.isArray(r.rotated)) {
+      lines.push(`fresh keys for ${minted.length} principal(s), installed by the next push${minted.length ? `: ${minted.map((p) => `${p.kind} ${p.name}`).join(", ")}` : ""}`);
+      if (nodes.length > 0) lines.push(`nodes keep their own key, the one the list the bus ran holds (R64): ${nodes.map((p) => `node ${p.name}`).join(", ")}`);
+    } else {
+      lines.push(`fresh keys for ${count} principal(s) (nodes keep their own), installed by the next push`);
+    }
     const revoked = (Array.isArray(r.revoked) ? r.revoked : []) as Array<{ kind: string; name: string }>;
     if (revoked.length > 0) lines.push(`revoked (the bus ran without them): ${revoked.map((p) => `${p.kind} ${p.name}`).join(", ")}`);
     if (typeof r.nodeKeys === "string") lines.push(`node keys ${r.nodeKeys}`);
@@ -34,7 +42,12 @@ export function renderReplay(r: Row): string[] {
     if (typeof r.saved === "string") lines.push(`your new seed is kept in ${r.saved}: the bus takes it from the next push, and mesh switches to it then`);
     const absent = (r.absentFromInstalledList ?? []) as Array<{ kind: string; name: string; why: string; next: string }>;
     if (absent.length > 0) {
-      lines.push(`in the records but NOT on the list the bus runs (removed after the backup, or enrolled and never pushed): fresh credentials minted, none handed out here:`);
+      const said = [
+        ...(absent.some((p) => p.kind !== "node") ? ["a module, operator or builder gets a fresh key, handed to nobody here"] : []),
+        // R64: nobody can mint a node a key: the node makes one itself, and its line says what to run.
+        ...(absent.some((p) => p.kind === "node") ? ["a node gets no key from the mesh (it makes its own, R64) and its key is revoked"] : []),
+      ];
+      lines.push(`in the records but NOT on the list the bus runs (removed after the backup, or enrolled and never pushed); ${said.join("; ")}:`);
       for (const p of absent) lines.push(`  ${p.kind} ${p.name}: ${p.next}`);
       if (typeof r.absentLeftOut === "number") lines.push(`  and ${r.absentLeftOut} more`);
     }
@@ -54,7 +67,7 @@ export function renderReplay(r: Row): string[] {
   if (behind && behind.length > 0) {
     lines.push("the records are behind what the world has seen (R43):");
     for (const e of behind) lines.push(`  ${e.kind}: ${e.detail}`);
-    lines.push("accept them as they are with `mesh replay --accept-restore`: every principal gets a fresh credential at the next push (R44)");
+    lines.push("accept them as they are with `mesh replay --accept-restore`: every principal gets a fresh key at the next push (R44), but the nodes, which keep their own (R64)");
   }
   if (stopped) {
     lines.push(`stopped at sequence ${stopped.sequence} (${stopped.types.join(", ") || "no event type"}): ${stopped.reason}`);
@@ -71,7 +84,7 @@ export const REPLAY_CLI_VERB: CliVerb = busVerb({
   options: [
     { flags: "--void <seq>", description: "void the commit at this sequence (the one the fold stops at); needs --reason" },
     { flags: "--reason <why>", description: "why it is voided (kept in the records)" },
-    { flags: "--accept-restore", description: "accept the records as they are after a restore: every principal gets a fresh credential at the next push" },
+    { flags: "--accept-restore", description: "accept the records as they are after a restore: every principal but the nodes (they keep their own key) gets a fresh key at the next push" },
   ],
   body: (_a, o) => {
     if (o.acceptRestore === true) return { acceptRestore: true };

@@ -6,7 +6,7 @@ import { BusConnectError } from "../bus/connect.ts";
 import type { CliVerb } from "./verbs.ts";
 import { up, detachedLauncher, readSummary, UpError, DEFAULT_UP_ADDRESS } from "../up/up.ts";
 import { renderSummary, type UpSummary } from "../up/summary.ts";
-import { runningPid, startedByUp, stopAll, processesOf, STANDBY_CONTROLLER } from "../up/processes.ts";
+import { controllerExit, logFile, runningPid, startedByUp, stopAll, processesOf, STANDBY_CONTROLLER } from "../up/processes.ts";
 import { genesis, hasMesh, meshPaths, readMeshFile } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { ConfigError } from "../config.ts";
@@ -36,11 +36,31 @@ function clusterOf(options: Readonly<Record<string, unknown>>): number | undefin
   return size;
 }
 
-/** One line for the failures `up` expects (bad configuration, a refused step), exit 2. */
+/**
+ * The exit code of a failed `mesh up` or `mesh genesis` (the README's exit codes): 1 when the
+ * controller answered and refused a step (an UpError carrying its refusal code: `records-behind`
+ * after a restore, R43), 2 for everything else `up` expects: an installation or configuration
+ * error, a controller that did not answer or exited.
+ */
+export function upExitCode(error: InstallerError | UpError | ConfigError): number {
+  return error instanceof UpError && error.code !== undefined ? EXIT_REFUSED : EXIT_USAGE;
+}
+
+/**
+ * One line for the failures `up` expects (bad configuration, a refused step), exit upExitCode; with
+ * `--json` also one object on stdout, as every verb prints its failures: `{ ok: false, error: {
+ * code, message } }`, the code the controller's refusal (`records-behind`), `config`, `setup`
+ * (installation) or `up` (a controller that did not answer or exited, a step up cannot take).
+ */
 function failed(ctx: CliContext, error: unknown): number {
   if (error instanceof InstallerError || error instanceof UpError || error instanceof ConfigError) {
-    ctx.err(`mesh: ${error.message.split("\n")[0]}`);
-    return EXIT_USAGE;
+    const message = error.message.split("\n")[0]!;
+    ctx.err(`mesh: ${message}`);
+    if (ctx.globals.json) {
+      const code = error instanceof UpError ? error.code ?? "up" : error instanceof ConfigError ? "config" : "setup";
+      ctx.out(JSON.stringify({ ok: false, error: { code, message } }, null, 2));
+    }
+    return upExitCode(error);
   }
   throw error;
 }
@@ -122,10 +142,12 @@ function processList(processes: Record<string, number | null>): ProcessView[] {
 
 /**
  * `mesh status`: exit 0 when the controller answered (with the summary); 1 when `mesh up`'s own
- * mesh is stopped, the bus did not admit the operator, or the controller did not answer; 2 when
- * there is neither a mesh here nor a credential to ask one elsewhere. `--json` has one shape in
- * every case: `{ ok, dir, genesisAddress, processes: [{ name, pid, running }], summary: {...} | null }`,
- * plus `error: { code, message }` when not ok (`not-running`, `connection`, or the transport's code).
+ * mesh is stopped, its controller is not running beside a running bus (its last log line says
+ * why), the bus did not admit the operator, or the controller did not answer; 2 when there is
+ * neither a mesh here nor a credential to ask one elsewhere. `--json` has one shape in every case:
+ * `{ ok, dir, genesisAddress, processes: [{ name, pid, running }], summary: {...} | null }`, plus
+ * `error: { code, message }` when not ok (`not-running`, `controller-not-running`, `connection`,
+ * or the transport's code).
  */
 const statusVerb: CliVerb = {
   path: ["status"],
@@ -153,7 +175,10 @@ const statusVerb: CliVerb = {
     if (here && (busStopped || controllerStopped)) {
       const mesh = readMeshFile(paths.dir);
       if (!ctx.globals.json) ctx.out(`mesh at ${mesh.genesisAddress}: ${running(processes)}`);
-      return notOk(mesh.genesisAddress, "not-running", `the mesh in ${paths.dir} is stopped: \`mesh up --dir ${paths.dir}\` starts it`);
+      if (busStopped) return notOk(mesh.genesisAddress, "not-running", `the mesh in ${paths.dir} is stopped: \`mesh up --dir ${paths.dir}\` starts it`);
+      // The bus runs: the controller alone stopped (it could not start, or it died); its log says why.
+      const why = controllerExit(paths.dir) ?? `the controller is not running (its log: ${logFile(paths.dir, "controller")})`;
+      return notOk(mesh.genesisAddress, "controller-not-running", `the bus of the mesh in ${paths.dir} runs but ${why.replace(/^the /, "its ")}; \`mesh up --dir ${paths.dir}\` starts it again`);
     }
     if (!existsSync(credentialFile)) {
       throw new UsageError(here

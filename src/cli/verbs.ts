@@ -116,7 +116,7 @@ export function busVerb<V extends Verb>(spec: {
   exitCode?(reply: ReplyOf<V>): number;
   /**
    * Takes what an ok reply carries for this machine before anything is printed, and returns the
-   * reply to print (`credential rotate`: saves the asking operator's new password, then drops it, R3).
+   * reply to print (`credential rotate`: saves the asking operator's new seed, then drops it, R3).
    */
   receive?(ctx: CliContext, reply: ReplyOf<V>): Row;
   /** How each request field is typed on the command line, where the two differ (`publicKey: "--key"`). */
@@ -236,12 +236,12 @@ function renderNodes(reply: Row): string[] {
 }
 
 /**
- * `credential rotate operator <me>` (R50): the reply carries the asking operator's new password.
+ * `credential rotate operator <me>` (R50): the reply carries the asking operator's new seed.
  * It is kept beside the credential file this CLI dialled with, as `<file>.next` (0600, atomically;
  * pendingCredentialFile), and taken out of the reply so that nothing prints it (R3). The bus admits
- * the old password until the next push installs the list carrying the new one, so the file keeps
- * the old one for now; a CLI whose file's password is refused dials with the pending one and moves
- * it over the file (connectWithCredentialFile). Any other reply passes through without a password.
+ * the old key until the next push installs the list carrying the new one, so the file keeps
+ * the old seed for now; a CLI whose file's seed is refused dials with the pending one and moves
+ * it over the file (connectWithCredentialFile). Any other reply passes through without a seed.
  */
 export function saveOwnRotation(ctx: CliContext, reply: Row): Row {
   const credential = (reply.credential ?? {}) as Row;

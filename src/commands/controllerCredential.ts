@@ -23,8 +23,8 @@ export type ControllerCredentialInput = { user: string; address: string; nkey?: 
 /**
  * R14 (start): records a CredentialMinted for the controller with the public key of the seed it is
  * actually using, only if the records hold no controller credential: a restart never puts the
- * bootstrap password back over a rotated one. Refusals, in order: `no-mesh` before genesis;
- * `already-recorded` when a controller credential is recorded (whatever its hash). Pure.
+ * genesis key back over a rotated one. Refusals, in order: `no-mesh` before genesis;
+ * `already-recorded` when a controller credential is recorded (whatever its key). Pure.
  */
 export function decideRecordControllerCredential(state: State, input: ControllerCredentialInput, envelope: Envelope): Decision {
   if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
@@ -53,14 +53,14 @@ export type BootstrapRotationInput = { bootstrapKey: string; fresh: { nkey: stri
  * R14 (push): once a node holds mesh-broker, the controller's recorded credential must not be the
  * bootstrap one: a CredentialRotated for the controller (same user and address, the fresh key and
  * seal) decided before composing, so the user list sent carries it. Refusals, in order:
- * `no-broker-holder` when no node holds mesh-broker (no list is installed, the bootstrap password
+ * `no-broker-holder` when no node holds mesh-broker (no list is installed, the genesis key
  * stays good); `no-credential` when no controller credential is recorded; `already-rotated` when
  * the recorded key is no longer the one the shell found to be the bootstrap's (rotated
  * meanwhile). Pure.
  */
 export function decideBootstrapRotation(state: State, input: BootstrapRotationInput, envelope: Envelope): Decision {
   if (holdersOf(state, BROKER_SEAT).length === 0) {
-    return refuse("no-broker-holder", `no node holds ${BROKER_SEAT}: no user list is installed, so the bootstrap password stays in use`);
+    return refuse("no-broker-holder", `no node holds ${BROKER_SEAT}: no user list is installed, so the controller's genesis key stays in use`);
   }
   const record = credentialOf(state.credentials, CONTROLLER_PRINCIPAL);
   if (!record) return refuse("no-credential", "the records hold no controller credential to rotate");

@@ -11,11 +11,11 @@ export type GenesisFacts = {
   genesisAddress: string;
   /** SHA-256 fingerprint of the bus certificate, `AA:BB:...` (R34). */
   fingerprint: string;
-  /** The controller's bus user the installer carried at the bootstrap password (R13). */
+  /** The controller's bus user the installer carried at the genesis seed (R13). */
   bootstrapUser: string;
   /** The first operator's name; its bus user is `operator-<name>`. */
   operator: string;
-  /** The first operator's fresh password: its hash and sealed form go in the records, never the password. */
+  /** The first operator's fresh key pair: its public key and sealed seed go in the records, never the seed in the clear. */
   operatorSecret: FreshSecret;
   /** Every server's client address on a cluster, the genesis address first (R62); absent on one server. */
   addresses?: readonly string[];
@@ -26,7 +26,7 @@ export type GenesisFacts = {
 /**
  * The genesis commit, decided like every other (the installer appends it; issue 12: no event is
  * built outside a decide), pure (no clock, no randomness): MeshCreated and the first operator's
- * CredentialMinted (hash and secret sealed with the mesh key, never the password), about entity
+ * CredentialMinted (public key and seed sealed with the mesh key, never the seed in the clear), about entity
  * `mesh/genesis`. Refuses `mesh-exists` when the records already have a genesis.
  */
 export function decideGenesis(state: State, facts: GenesisFacts): Decision {

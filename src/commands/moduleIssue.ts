@@ -51,8 +51,8 @@ export function decide(state: State, command: ModuleIssueRequest, envelope: Enve
 }
 
 /**
- * What `module.issue` answers: the module's user, address and fingerprint. No password: the
- * module receives it, sealed, in its node's declaration (R3).
+ * What `module.issue` answers: the module's user, address and fingerprint. No seed: the
+ * module receives it, sealed, in its node's declaration (R3, R64).
  */
 export type ModuleIssueReply = BodyOf<"module.issue">;
 

@@ -13,7 +13,7 @@ import { addressResolver, refuseLosingBroker, secretAt, stateAfter } from "./sha
  * credential was minted; the controller's own when `mesh-controller` ran there), sorted by principal
  * key, at the address `addressFor` gives once the node is gone (R7). R48: the credentials the
  * removed machine held end with it; the next push's user list carries the fresh ones and refuses
- * the old passwords, and the nodes still running those modules receive the fresh ones in their
+ * the old keys, and the nodes still running those modules receive the fresh ones in their
  * declarations, sent before the broker's (R31). Deciding the rotations in the removal's own commit
  * leaves no moment where the records say the node is gone while its credentials still stand, and
  * lets the reply name them.

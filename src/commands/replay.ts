@@ -55,9 +55,9 @@ export type Evidence = { kind: string; detail: string };
 /**
  * The principals an accepted restore gives a fresh credential (R44): every principal with a
  * credential in the records, sorted by kind and name, the controller's own included (its
- * pre-restore password must not stay good either; the next push switches it by the one R50
+ * pre-restore key must not stay good either; the next push switches it by the one R50
  * mechanism, push's adoptControllerCredential: staged, sent in the list, committed once the broker
- * applies it), and the asking operator's (a password it rotated away after the backup is the one
+ * applies it), and the asking operator's (a key it rotated away after the backup is the one
  * the records hold; its fresh one comes back in the reply, kept by its CLI like any own rotation,
  * R50, and the old one is admitted until that push, which it sends). Pure.
  */
@@ -75,7 +75,7 @@ export type AbsentPrincipal = { kind: Principal["kind"]; name: string; user: str
  * composed list holds (`records`, each user with its principal) but the list the bus actually runs
  * (`installed`, the broker holder's last report) lacks. The likely causes: removed after the backup
  * (the records put it back), or enrolled/issued and never pushed. Their fresh credentials are
- * minted like every other (every old password dies) but never handed out in the reply: the
+ * minted like every other (every old key dies) but never handed out in the reply: the
  * operator removes them again or rotates them deliberately. The asker (`asker`, its bus user) and
  * the controller are on the bus by evidence (one sent this command, the other serves it), so they
  * are never named. `installed` undefined (no report): no evidence, nothing named. Sorted by kind,

@@ -11,7 +11,7 @@ import { EVENTS_STREAM, eventSubject, followConsumer, inboxPrefix, toolSubject, 
  *
  * - `MESH_BROKER_ADDRESS`: `tls://host:port`, where its node reaches the broker (R7, R10);
  * - `MESH_BROKER_CERTIFICATE`: the bus certificate's SHA-256 fingerprint (R34);
- * - `MESH_USER`: its bus user (the host adds `MESH_PASSWORD`, opened with the node's key, and
+ * - `MESH_USER`: its bus user (the host adds `MESH_NKEY_SEED`, opened with the node's key, and
  *   `MESH_BROKER_CERTIFICATE_FILE`, the certificate as PEM, for clients that verify against a file);
  * - `MESH_INBOX_PREFIX`: the only inbox it may use (R33): a client's default `_INBOX.` is refused;
  * - `MESH_WORK`: `[{seat, stream, consumer, subjects}]`, the shared work queue of each seat it

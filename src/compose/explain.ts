@@ -19,7 +19,7 @@ export type Explanation = {
   onTheBus: boolean;
   /**
    * When the principal's current credential was minted or rotated (ISO 8601): the answer is about
-   * that credential alone; a password it replaced (a rotation, a removed node's copy, R48) is
+   * that credential alone; a key it replaced (a rotation, a removed node's copy, R48) is
    * refused by the bus once the push that carries the new one is applied.
    */
   credentialSince?: string;

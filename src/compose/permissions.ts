@@ -39,7 +39,7 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  * principal that may send it commands: every operator with a credential (controllerReplyInboxes).
  * Why not `allow_responses`: nats-server forgets which requests a connection may still answer when
  * it reloads its configuration, and a reconnected connection never knew; a push changes the user
- * list (a reload) and the R14 rotation push also reconnects the controller with its new password,
+ * list (a reload) and the R14 rotation push also reconnects the controller with its new key,
  * so the reply owed across them was refused ("Permissions Violation for Publish to _INBOX_..."). The
  * grant is named exactly per operator, so R33 holds: a reply still reaches only its asker's inbox,
  * which only the asker subscribes. The controller keeps no `allow_responses`: every principal that

@@ -565,7 +565,7 @@ export const ReplayRequest = z
     v,
     void: z.number().int().positive().optional().describe("the sequence of the commit to void (the one the fold stopped at, R45)"),
     reason: z.string().trim().min(1).max(1000).optional().describe("why the commit is voided (required with void)"),
-    acceptRestore: z.boolean().optional().describe("accept the records as they are after a restore: every principal gets a fresh credential (R44)"),
+    acceptRestore: z.boolean().optional().describe("accept the records as they are after a restore: every principal but the nodes (they keep their own key, R64) gets a fresh key (R44)"),
   })
   .strict();
 export type ReplayRequest = z.infer<typeof ReplayRequest>;

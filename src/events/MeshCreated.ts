@@ -8,7 +8,7 @@ export const MeshCreated = EventMeta.extend({
   genesisAddress: z.string().min(1),
   /** SHA-256 fingerprint of the bus certificate every client pins (R34). */
   fingerprint: z.string().regex(/^[0-9A-F]{2}(:[0-9A-F]{2}){31}$/, "SHA-256 fingerprint, AA:BB:..."),
-  /** The bus user the installer carried at a well-known bootstrap password (R13). */
+  /** The bus user the installer carried at the well-known genesis seed (R13; a bootstrap password before nkeys). */
   bootstrapUser: z.string().min(1),
   /**
    * On a cluster (issue 14, R62): every server's client address, `tls://host:port`, the genesis

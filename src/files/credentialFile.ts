@@ -4,13 +4,13 @@ import { BusCredential } from "../bus/connect.ts";
 import { writeFileDurable, PRIVATE_FILE_MODE, type DurableFs } from "./durable.ts";
 
 /**
- * The one reader and writer of credential files (R3, R54): JSON `{address, user, password,
- * fingerprint?}` (BusCredential, DESIGN.md section 5a), written 0600 atomically and durably
+ * The one reader and writer of credential files (R3, R54): JSON `{address, user, seed,
+ * fingerprint?}` (`password` instead of `seed` in a file written before nkeys, R63) (BusCredential, DESIGN.md section 5a), written 0600 atomically and durably
  * (writeFileDurable), read and checked the same way everywhere: the controller's file, an
  * operator's, the pending `<file>.next` of a rotation, a node's `credential.json`.
  */
 
-/** Why a credential file could not be read or written. `code` is stable; the message never holds the password (R3). */
+/** Why a credential file could not be read or written. `code` is stable; the message never holds the seed (R3). */
 export class CredentialFileError extends Error {
   override readonly name = "CredentialFileError";
   /** `unreadable`: missing or not permitted; `not-json`; `invalid`: not the credential shape. */
@@ -68,8 +68,8 @@ export function readBusCredential(path: string, options: ReadCredentialOptions =
   try {
     json = JSON.parse(text);
   } catch {
-    // The parser's message may quote the text (the password): only its kind is kept.
-    throw new CredentialFileError("not-json", path, `is not JSON: it holds { "address", "user", "password", "fingerprint" }`);
+    // The parser's message may quote the text (the seed): only its kind is kept.
+    throw new CredentialFileError("not-json", path, `is not JSON: it holds { "address", "user", "seed", "fingerprint" }`);
   }
   const parsed = BusCredential.safeParse(options.open ? options.open(json) : json);
   if (!parsed.success) throw invalid(path, parsed.error);

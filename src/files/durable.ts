@@ -13,7 +13,7 @@ import { basename, dirname, join } from "node:path";
  * 2. the bytes written, then the file fsynced (its data is on disk before its name is);
  * 3. renamed over the target (readers see the old file or the new one, never a part);
  * 4. the folder fsynced (the rename itself is on disk: without it, after a power cut the new user
- *    list can be there while the node's new password is not).
+ *    list can be there while the node's new key is not).
  *
  * On any failure before the rename the temporary file is removed and the target is untouched.
  * The file system calls come through a `DurableFs` adapter (node:fs by default) so a test can

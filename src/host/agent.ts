@@ -10,7 +10,7 @@ import { installUserList, type BusReloadOptions, type UserListInstalled } from "
 import type { Declaration as HostDeclaration, NodeSelf } from "../contracts/declaration.ts";
 import { stampReport, type HostReport, type ServerListOutcome } from "../contracts/report.ts";
 import {
-  appliedReport, backoffDelay, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
+  appliedReport, backoffBound, backoffDelay, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
 } from "./plan.ts";
 import { publicKeyOfSeed } from "../crypto/secrets.ts";
 import { NODE_CREDENTIAL_FILE, promotePendingSeed, readCredentialFile, readNodePrivateKey, readNodeSeeds } from "./keys.ts";
@@ -65,11 +65,14 @@ export type HostOptions = {
    * each one's outcome (`servers`); the list counts as applied when at least one server took it.
    */
   bus?: BusReloadOptions | readonly BusReloadOptions[];
-  /** One line per event (connected, applied, retrying); never a password (R3). Default: stderr. */
+  /** One line per event (connected, applied, retrying); never a seed (R3). Default: stderr. */
   log?: (line: string) => void;
   /** Called after each declaration was handled and its report published. */
   onReport?: (report: HostReport, applied: Applied | undefined) => void;
-  /** Retry delays in milliseconds: first, doubled per attempt up to max (default 500 and 30,000). */
+  /**
+   * Retry delays in milliseconds: first, doubled per attempt up to max (default 500 and 30,000;
+   * at most NEW_NODE_BACKOFF_MAX_MS until the bus first admitted the node, R1).
+   */
   backoff?: { initialMs?: number; maxMs?: number };
   /** Milliseconds to wait for one connection (default 5,000). */
   connectTimeoutMs?: number;
@@ -89,11 +92,12 @@ export type HostOptions = {
 /**
  * What to do about a refused credential. Before it was ever admitted: it is not on the list yet
  * (a push composes it, R1). Once admitted: the node was removed (`mesh node remove`: stop this
- * agent) or its credential rotated while it was away (open the rotate reply with `mesh host
- * credential --state <stateDir> --from <reply>`, R50).
+ * agent) or its key rotated: the agent presents its pending seed by itself (R50), and when the
+ * mesh recorded a key this host does not hold, a new pair is made here and recorded (`mesh host
+ * rotate-key`, then `mesh credential rotate node <node> --nkey`, R64).
  */
 export function refusedAdvice(node: string, stateDir: string, everAdmitted: boolean): string {
-  const rotated = `if its credential was rotated (\`mesh credential rotate node ${node}\`), open the reply with \`mesh host credential --state ${stateDir} --from <reply>\``;
+  const rotated = `if its key was rotated, this agent presents its pending seed by itself; if the mesh recorded a key this host does not hold, make one here (\`mesh host rotate-key --state ${stateDir}\`), record it (\`mesh credential rotate node ${node} --nkey <the key it prints>\`) and push`;
   return everAdmitted
     ? `the bus refuses node ${node}'s credential: if the node was removed (\`mesh node remove ${node}\`), stop this agent; ${rotated}`
     : `the bus refuses node ${node}'s credential: it is not on the bus's user list (a push composes it, R1; the genesis node is carried by \`mesh genesis --node\`, R56); if the node was removed, stop this agent; ${rotated}`;
@@ -443,8 +447,8 @@ export function startHost(options: HostOptions): Host {
     current = { nc, stop: () => { void messages.stop(); } };
     void nc.closed().then(() => { void messages.stop(); });
     isBound = true;
-    // A dropped connection (a reload that changed this node's password) reconnects by itself, with
-    // the password read again (passwordNow); bound() is false meanwhile.
+    // A dropped connection (a reload that changed this node's key) reconnects by itself, with
+    // the seed read again (passwordNow); bound() is false meanwhile.
     void (async () => {
       for await (const status of nc.status()) {
         if (status.type === "error" && isAuthorizationRefusal((status as { error?: unknown }).error)) {
@@ -487,6 +491,14 @@ export function startHost(options: HostOptions): Host {
   };
 
   let everAdmitted = false;
+  /** Whether this node applied a declaration in an earlier run (the bus admitted it then). */
+  const appliedBefore = (() => {
+    try {
+      return readOwned(stateDir) !== null;
+    } catch {
+      return false;
+    }
+  })();
   /** True while a declaration is being handled (a re-check waits for the next turn). */
   let busy = false;
   /** A drift report found while not bound, published at the next bind (R55). */
@@ -532,7 +544,8 @@ export function startHost(options: HostOptions): Host {
         await nc?.close().catch(() => undefined);
       }
       if (stopped) break;
-      const delay = backoffDelay(attempt, initialMs, maxMs);
+      // R1: a node the bus never admitted waits for the push composing its key: retried sooner.
+      const delay = backoffDelay(attempt, initialMs, backoffBound(maxMs, everAdmitted || appliedBefore));
       if (isAuthorizationRefusal(failure)) {
         refusedSeed();
         const advice = refusedAdvice(node, stateDir, everAdmitted);

@@ -145,9 +145,11 @@ function json(value: unknown): string {
 /**
  * The files a declaration names, path (relative, `/`-separated) → content and mode:
  * - `modules/<module>/module.json` (module, version, run and any further public field);
- * - `modules/<module>/credential.json` (0600): `{address, user, password, fingerprint?}`, the form
- *   connectToBus reads (an empty fingerprint, a `nats://` bus, is left out);
- * - `modules/<module>/env` (0600): the declared environment plus `MESH_PASSWORD`, and
+ * - `modules/<module>/credential.json` (0600): `{address, user, seed, fingerprint?}`, the form
+ *   connectToBus reads (an empty fingerprint, a `nats://` bus, is left out; `password` for a
+ *   credential minted before nkeys);
+ * - `modules/<module>/env` (0600): the declared environment plus `MESH_NKEY_SEED` (or
+ *   `MESH_PASSWORD`, before nkeys), and
  *   `MESH_BROKER_CERTIFICATE_FILE` naming the next file when the host knows the PEM, `KEY=value` lines;
  * - `modules/<module>/certificate.pem` (0644): the bus certificate the host pinned, for clients
  *   that verify against a file (R57), when `local.certificatePem` is given;

@@ -10,7 +10,7 @@ import { pollUntil, PollTimeout } from "../bus/retry.ts";
  * Field notes this follows (nats-server 2.9.10): `nats-server --signal reload` exits 0 even when the
  * new file is invalid, so the whole configuration is validated with `nats-server -t` first and the
  * reload is confirmed afterwards by the monitoring endpoint's `/varz` `config_load_time` advancing.
- * A reload re-checks every connection's bcrypt hash and resets `allow_responses` tracking, so an
+ * A reload re-checks every connection's authorization and resets `allow_responses` tracking, so an
  * unchanged list is not rewritten and not reloaded.
  */
 
@@ -110,7 +110,7 @@ function keepLastGood(includeFile: string): void {
 
 /**
  * Installs `text` (nats-server include text, composed) as the bus's user list:
- * 1. unchanged from the file in place: nothing is done (no reload, no bcrypt re-check);
+ * 1. unchanged from the file in place: nothing is done (no reload);
  * 2. reads `config_load_time` (the bus must be observable before anything is touched);
  * 3. keeps the file in place as `<file>.last-good`, writes the new one beside it and swaps it in
  *    atomically, keeping the old file's mode (0600 for a new file); every one of these writes is

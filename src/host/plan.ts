@@ -18,6 +18,23 @@ export function backoffDelay(attempt: number, initialMs: number, maxMs: number):
   return Math.min(maxMs, initialMs * 2 ** Math.min(attempt - 1, 20));
 }
 
+/**
+ * R1: the longest pause, in milliseconds, between the connection attempts of a host the bus never
+ * admitted (it applied no declaration yet): a new node's agent is refused until the push that
+ * composes its key, and that push waits for its report (10 s by default, `mesh push --wait`); at
+ * the usual 30 s bound the report came after the wait. A push names it when a first declaration
+ * timed out.
+ */
+export const NEW_NODE_BACKOFF_MAX_MS = 5_000;
+
+/**
+ * The bound of a host's backoff between connection attempts: `maxMs` once the bus admitted it (or
+ * it applied a declaration before, in an earlier run), else at most NEW_NODE_BACKOFF_MAX_MS.
+ */
+export function backoffBound(maxMs: number, admitted: boolean): number {
+  return admitted ? maxMs : Math.min(maxMs, NEW_NODE_BACKOFF_MAX_MS);
+}
+
 /** A message from the node's CONTROL consumer: its declaration, or a part of a user list (the filter brings both). */
 export function messageKind(subject: string, node: string): "declaration" | "part" {
   return subject === declarationSubject(node) ? "declaration" : "part";
@@ -46,7 +63,7 @@ export type NamedList = { digest: string; bytes: number; parts: number };
 /**
  * What applying one declaration takes, in order: refuse it (another node's); else adopt the
  * node's own credential when it carries one (before any user list: this node may hold the broker,
- * and its reload drops the connection, which must come back with the new password); apply the
+ * and its reload drops the connection, which must come back with the new key); apply the
  * files (R29); then the user list: none (every stored part is discarded), `no-bus` (this node
  * holds mesh-broker but the host was given no bus to reload: an error after the files), or the
  * list to assemble from its parts.

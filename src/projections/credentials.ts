@@ -3,7 +3,7 @@ import type { MeshEvent, Principal } from "../events/index.ts";
 import { CONTROLLER_NAME, principalKey } from "../names.ts";
 import { assertNever } from "./assertNever.ts";
 
-/** A principal's current credential as the records hold it (never the password in the clear). */
+/** A principal's current credential as the records hold it (never a seed or password in the clear). */
 export type CredentialRecord = {
   principal: Principal;
   user: string;

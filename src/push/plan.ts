@@ -9,6 +9,7 @@ import type { Declaration, DeclarationResult, ModuleLeftOut } from "../compose/d
 import type { Principal } from "../compose/types.ts";
 import { holdersOf, lastSent, type State } from "../projections/index.ts";
 import { BROKER_SEAT } from "../names.ts";
+import { NEW_NODE_BACKOFF_MAX_MS } from "../host/plan.ts";
 
 export type NodeOutcome = "sent" | "unchanged" | "refused" | "applied" | "failed" | "timed-out";
 
@@ -72,7 +73,7 @@ export type RoundPlan = {
  * composed digest differs from what the records say it was last sent, and in round 0 every named
  * node besides, is sent, empty declarations included (R29); a node that cannot be composed is
  * refused and the rest go on (R30). Broker holders go last (a stable order otherwise): their list
- * reloads the bus, and a node whose credential was rotated should hold its new password (its
+ * reloads the bus, and a node whose credential was rotated should hold its new key (its
  * declaration's `self`) before that reload drops the old one.
  */
 export function planRound(state: State, declarations: readonly DeclarationResult[], named: ReadonlySet<string>, round: number): RoundPlan {
@@ -127,7 +128,7 @@ export function settleRound(
 }
 
 /**
- * R14: the broker holders whose report confirms the controller's rotated password, each with the
+ * R14: the broker holders whose report confirms the controller's rotated key, each with the
  * digest it must report: the declaration this push sent it, else the one it was sent before (which
  * carries the list). A holder never sent anything is left out: it cannot confirm.
  */
@@ -148,6 +149,24 @@ export function unconfirmedNodes(lines: Iterable<NodeReport>, sentDigests: Reado
   return out;
 }
 
+/**
+ * R1: the nodes a push sends their first declaration: never sent one, so no user list the bus ran
+ * held their key before this push's (the broker's holders aside: genesis carries the genesis
+ * node's key in the first list, R56). Their agents were refused until this push's list and retry
+ * with backoff (NEW_NODE_BACKOFF_MAX_MS at most), which judgeWait names when one timed out.
+ */
+export function firstDeclarations(state: State): Set<string> {
+  const brokers = new Set(holdersOf(state, BROKER_SEAT));
+  return new Set(Object.keys(state.nodes).filter((node) => !brokers.has(node) && lastSent(state.sent, node) === undefined));
+}
+
+/** Why a sent node gave no report within the wait: its first declaration (firstDeclarations), or any other. */
+function noReportWhy(first: boolean): string {
+  return first
+    ? `no report yet of its first declaration: the bus admits this node's key only since this push's user list, and its agent, refused until then, retries every ${NEW_NODE_BACKOFF_MAX_MS / 1000} s at most: \`mesh push --wait\` again waits for it (is its agent running? its log says)`
+    : "no report of this declaration within the wait: is its agent running? (`mesh nodes` shows its last report)";
+}
+
 /** A node's report of a declaration, as judgeWait reads it. */
 export type AppliedReport = { ok: boolean; error?: string };
 
@@ -159,6 +178,8 @@ export type WaitSeen = {
   appliedBefore: ReadonlyMap<string, { digest: string; at: string }>;
   /** unconfirmedNodes (R55). */
   unconfirmed: readonly string[];
+  /** firstDeclarations of the state the push started from (R1). */
+  firstSent: ReadonlySet<string>;
   /** The report of the expected digest received from a node, if any. */
   report(node: string): AppliedReport | undefined;
   /** When the bus stored that report, when it came from the stream. */
@@ -180,7 +201,8 @@ function firstLine(error: string | undefined): string {
  * R32, R55: each line after the wait, updated in `lines` (by node). A sent node: `unchanged` with
  * `reportedAt` when it was sent again what a report stored before the push says it applied (a
  * stopped agent cannot make a stale report look like a fresh apply); else `applied`, `failed`
- * (its error's first line) or `timed-out` by its report. An unconfirmed node: `timed-out` saying
+ * (its error's first line) or `timed-out` by its report, saying why (a first declaration: the
+ * node's backoff, R1). An unconfirmed node: `timed-out` saying
  * no report shows its agent applied it, `failed` by its report, or still `unchanged` with when its
  * report was stored.
  */
@@ -194,8 +216,10 @@ export function judgeWait(lines: Map<string, NodeReport>, seen: WaitSeen): void 
       continue;
     }
     const answer = seen.report(node);
-    if (!answer) line.outcome = "timed-out";
-    else if (answer.ok) line.outcome = "applied";
+    if (!answer) {
+      line.outcome = "timed-out";
+      line.error = noReportWhy(seen.firstSent.has(node));
+    } else if (answer.ok) line.outcome = "applied";
     else {
       line.outcome = "failed";
       line.error = firstLine(answer.error);

@@ -24,7 +24,7 @@ import type { ControllerCredential } from "../controller/credential.ts";
 import { BOOTSTRAP_NKEY, BOOTSTRAP_PASSWORD } from "../genesis.ts";
 import { retryJetStream } from "../bus/retry.ts";
 import {
-  awaitedNodes, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, userListUndelivered,
+  awaitedNodes, firstDeclarations, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, userListUndelivered,
   withModulesLeftOut, type NodeReport, type RoundPlan,
 } from "./plan.ts";
 
@@ -65,9 +65,9 @@ export type PushContext = {
   log: PushLog;
   now?: () => Date;
   newId?: () => string;
-  /** The controller's own credential: rotated off the bootstrap password on the first push with a broker (R14), switched by any rotation of it (R50). */
+  /** The controller's own credential: rotated off the genesis key on the first push with a broker (R14), switched by any rotation of it (R50). */
   controller?: ControllerCredential;
-  /** Milliseconds to wait for the broker's report before keeping a rotated password pending (default DEFAULT_WAIT_MS). */
+  /** Milliseconds to wait for the broker's report before keeping a rotated key pending (default DEFAULT_WAIT_MS). */
   rotationWaitMs?: number;
   /** Called for progress on long pushes: `done` of `total` declarations sent. */
   progress?: (done: number, total: number) => void;
@@ -118,13 +118,13 @@ export type PushReport = {
   /**
    * Principals whose credential was rotated after the records sequence the broker's last user list
    * was composed from: this push's list is the first to carry their fresh credentials, and the bus
-   * refuses their old passwords once it is installed (R48, R50). Sorted by kind, then name.
+   * refuses their old keys once it is installed (R48, R50). Sorted by kind, then name.
    */
   freshCredentials: Principal[];
   /** Provisions minted before composing (R31). */
   provisionsMinted: number;
   /**
-   * The controller switched to a rotated password of its own (R14, R50): `applied` once the broker
+   * The controller switched to a rotated key of its own (R14, R50): `applied` once the broker
    * applied the list carrying it (the credential file then holds it), `pending` until then.
    */
   controllerRotation?: "applied" | "pending";
@@ -290,7 +290,7 @@ async function rotateBootstrap(ctx: PushContext, pushId: string, actor: string, 
   const bootstrapKey = recorded.nkey ?? recorded.hash ?? "";
   const result = await ctx.catalogue.transact(commandId, (current) => decideBootstrapRotation(current, { bootstrapKey, fresh: { nkey: fresh.nkey, sealed: fresh.sealed } }, envelope));
   if (!result.ok) return false;
-  ctx.log.info(`push ${pushId}: the controller's bootstrap password is replaced in the records; the broker's next user list carries it (R14)`);
+  ctx.log.info(`push ${pushId}: the controller's genesis key is replaced in the records by a key of its own; the broker's next user list carries it (R14)`);
   return true;
 }
 
@@ -307,16 +307,16 @@ function isBootstrapCredential(recorded: { nkey?: string | undefined; hash?: str
 const matched = new WeakMap<ControllerCredential, { key: string; password: string }>();
 
 /**
- * R14 R50: the one way the controller switches to a new password of its own, whoever decided it
- * (the first push off the bootstrap password, `mesh credential rotate controller`, a node removal
+ * R14 R50: the one way the controller switches to a new key of its own, whoever decided it
+ * (the first push off the genesis key, `mesh credential rotate controller`, a node removal
  * that ended a copy of it, R48, a restore's fresh credentials). Run by every push before it
- * composes, while the bus still runs the list that admits the current password: when the records'
- * controller credential is not the password the controller dials with, its sealed secret is opened
+ * composes, while the bus still runs the list that admits the current key: when the records'
+ * controller credential is not the key the controller dials with, its sealed secret is opened
  * with the mesh key and staged (ControllerCredential.stage: kept beside the credential file, tried
  * at reconnects in turn with the old one). The list this push sends to the broker carries the new
- * hash; when the broker reports it applied, the push commits the password into the file
+ * public key; when the broker reports it applied, the push commits the seed into the file
  * (confirmRotation). Only while a node holds mesh-broker: without one no list is installed, and
- * the old password stays good. Returns true when a rotation is pending after it (staged now or
+ * the old key stays good. Returns true when a rotation is pending after it (staged now or
  * before and not yet confirmed).
  */
 async function adoptControllerCredential(ctx: PushContext, pushId: string, actor: string, now: string): Promise<boolean> {
@@ -340,7 +340,7 @@ async function adoptControllerCredential(ctx: PushContext, pushId: string, actor
   const password = openWithMeshKey(ctx.meshKey, recorded.sealed);
   controller.stage(password);
   matched.set(controller, { key, password });
-  ctx.log.info(`push ${pushId}: the records hold a new controller credential: staged before the list that refuses the old password is sent (R50)`);
+  ctx.log.info(`push ${pushId}: the records hold a new controller credential: staged before the list that refuses the old key is sent (R50)`);
   return true;
 }
 
@@ -479,7 +479,7 @@ async function recordSent(
       () => ctx.catalogue.transact(commandId, (state) => decideDeclarationsSent(state, input, envelope)),
       {
         delaysMs: RECORD_RETRY_DELAYS_MS,
-        // Seen on a 2.9.10 cluster: after the reload that changed the controller's password, its
+        // Seen on a 2.9.10 cluster: after the reload that changed the controller's key, its
         // reconnected connection got no JetStream answers while core messages flowed; a fresh
         // connection does. So the third failure in a row dials again.
         onRetry: (attempt) => { if (attempt === 3) void ctx.nc.reconnect().catch(() => undefined); },
@@ -633,7 +633,7 @@ class ReportWatch {
  * One push. Steps (each round, at most one round per node plus one, R31):
  * 1. catch up; raise streams and consumers (R5, R21);
  * 2. mint the provisions compositions need (R31); on the first push with a broker, replace the
- *    controller's bootstrap password (R14); stage the records' controller password when it is not
+ *    controller's genesis key (R14); stage the records' controller key when it is not
  *    the one in use, before the list that refuses the old one is sent (adoptControllerCredential, R50);
  * 3. compose every node (composeDeclarations): a node that cannot be composed is refused in the
  *    report and the rest go on (R30);
@@ -645,7 +645,7 @@ class ReportWatch {
  *    next round; the bound is the node count, and the report says when it was hit.
  * With `wait`, reports are subscribed before sending and each sent node's report of the digest is
  * awaited (R32): applied, failed (its error), or timed out (named in `timedOut`). The broker's
- * report also confirms a controller rotation, whose password is then written to the credential
+ * report also confirms a controller rotation, whose seed is then written to the credential
  * file (0600). `dryRun` composes and reports with secrets redacted, and changes nothing.
  * Throws only for bus failures (the records or JetStream unreachable).
  */
@@ -662,6 +662,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
 
   let state = await ctx.catalogue.catchUp();
   const lastListSequence = lastUserListSequence(state);
+  const firstSent = firstDeclarations(state);
   /** Per node, the modules its last composition left out (no credential yet): said in its report line. */
   const leftOutByNode = new Map<string, ModuleLeftOut[]>();
   /** Takes a round plan's refusals, unchanged nodes and modules left out into the report's lines. */
@@ -708,8 +709,8 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   let rotated = false;
   /**
    * R14: waits for the broker's report of the declaration carrying the controller's rotated
-   * password: the broker's one sent now, or (not behind) the one sent before, which carries the
-   * list. Applied: the password goes into the credential file. Sets report.controllerRotation.
+   * key: the broker's one sent now, or (not behind) the one sent before, which carries the
+   * list. Applied: the seed goes into the credential file. Sets report.controllerRotation.
    */
   const confirmRotation = async (watch: ReportWatch, current: State): Promise<void> => {
     const expected = rotationBrokers(current, sentDigests);
@@ -719,9 +720,9 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
     const applied = missing.length === 0 && brokers.every((n) => watch.report(n)?.ok === true);
     if (applied) {
       ctx.controller!.commit();
-      ctx.log.info(`push ${pushId}: the bus took the controller's new password; the credential file is updated`);
+      ctx.log.info(`push ${pushId}: the bus took the controller's new key; the credential file is updated`);
     } else {
-      ctx.log.error(`push ${pushId}: the broker did not confirm the controller's new password: it stays pending beside the credential file`);
+      ctx.log.error(`push ${pushId}: the broker did not confirm the controller's new key: it stays pending beside the credential file`);
     }
     report.controllerRotation = applied ? "applied" : "pending";
   };
@@ -754,8 +755,8 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       else report.userList = users.refusal;
       // 4. Send the named and the behind (R29, R31), broker holders last (planRound); a broker
       // holder's list in parts first. The race left: a node offline during the push, or one slower
-      // to apply than the holder's reload, is refused with its old password and cannot fetch its
-      // declaration any more; it needs the operator's rotate reply (`mesh host credential --from`).
+      // to apply than the holder's reload, is refused with its old key; its agent then presents
+      // the pending seed its host made (R50), so it still fetches its declaration.
       // R60: a broker holder whose last report names a missed server is sent as if named.
       const plan = planRound(state, declarations as DeclarationResult[], repair.size === 0 ? named : new Set([...named, ...repair]), round);
       takePlan(plan);
@@ -805,10 +806,10 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       for (const s of sent) sentDigests.set(s.node, s.digest);
       // The bus reloads when the broker's holder applies a new user list, and a reload fails the
       // JetStream requests in flight (503 "jetstream not enabled", or no reply); when the list
-      // carries the controller's rotated password it also drops this connection (R14, R50). So the
+      // carries the controller's rotated key it also drops this connection (R14, R50). So the
       // broker's report is awaited here, before the next request (recording what was sent
       // included): once it arrived, the bus has reloaded (and the controller dials with its new
-      // password).
+      // key).
       const brokers = new Set(holdersOf(state, BROKER_SEAT));
       const toBroker = sent.filter((s) => brokers.has(s.node)).map((s) => s.node);
       if (watch && toBroker.length > 0) {
@@ -821,7 +822,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
     }
 
-    // R14: the broker applying the list that carries the rotated password confirms it.
+    // R14: the broker applying the list that carries the rotated key confirms it.
     if (ctx.controller?.pending() && watch && report.controllerRotation === undefined) await confirmRotation(watch, state);
 
     // R32: wait for each sent node's report. R55: a node this push did not send, whose last sent
@@ -832,7 +833,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       // Not sent by this push: its stored report counts, however old.
       for (const node of unconfirmed) watch.expect(node, outcomes.get(node)!.digest!, false);
       await watch.readStored(unconfirmed);
-      const seen = { sentDigests, appliedBefore, unconfirmed, report: (node: string) => watch.report(node), storedAt: (node: string) => watch.storedAt(node) };
+      const seen = { sentDigests, appliedBefore, unconfirmed, firstSent, report: (node: string) => watch.report(node), storedAt: (node: string) => watch.storedAt(node) };
       const missing = await watch.wait(awaitedNodes(seen), options.timeoutMs ?? DEFAULT_WAIT_MS);
       report.timedOut = missing.sort();
       judgeWait(outcomes, seen);

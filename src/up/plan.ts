@@ -37,6 +37,6 @@ export function planPlacement(nodes: ReadonlyArray<{ name: string; overlayName: 
 /** One line per node of a push report (`up: push: <node> <outcome> <digest> [: error]`), then the controller's rotation, if any. */
 export function pushLines(push: Pick<PushReply, "nodes" | "controllerRotation">): string[] {
   const lines = push.nodes.map((n) => `up: push: ${n.node} ${n.outcome}${n.digest ? ` ${n.digest.slice(0, 12)}` : ""}${n.error ? `: ${n.error}` : ""}`);
-  if (push.controllerRotation) lines.push(`up: push: the controller switched to its rotated password (${push.controllerRotation})`);
+  if (push.controllerRotation) lines.push(`up: push: the controller switched to its rotated key (${push.controllerRotation})`);
   return lines;
 }

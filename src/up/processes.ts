@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, readdirSync, rmSync } from "node:fs";
 import { writeFileDurable } from "../files/index.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -51,6 +51,44 @@ export function runningPid(dir: string, name: ProcessName): number | null {
   return Number.isInteger(pid) && pid > 0 && isAlive(pid) ? pid : null;
 }
 
+/** `<dir>/logs/<name>.log`: where a detached process of `mesh up` writes its lines. */
+export function logFile(dir: string, name: ProcessName): string {
+  return join(dir, "logs", `${name}.log`);
+}
+
+/**
+ * The last line `name` wrote to its log in `dir`, without the time stamp the daemon puts first;
+ * undefined when there is no log or it is empty. Reads the log's last 16 KiB only.
+ */
+export function lastLogLine(dir: string, name: ProcessName): string | undefined {
+  const file = logFile(dir, name);
+  if (!existsSync(file)) return undefined;
+  const fd = openSync(file, "r");
+  try {
+    const size = fstatSync(fd).size;
+    const length = Math.min(size, 16 * 1024);
+    const tail = Buffer.alloc(length);
+    readSync(fd, tail, 0, length, size - length);
+    const last = tail.toString("utf8").split("\n").map((line) => line.trim()).filter(Boolean).at(-1);
+    return last?.replace(/^\d{4}-\d\d-\d\dT\S+Z /, "");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Why `mesh up`'s controller in `dir` is not running: one line with its log's last line (the
+ * daemon writes why it could not start there, `controller: cannot start: ...`) and the log's path.
+ * Undefined while a controller of `dir` runs (the active one, or on a cluster the standby, R61),
+ * and where none was recorded (never started, or stopped by `mesh down`, which removes the pids).
+ */
+export function controllerExit(dir: string): string | undefined {
+  const controllers = ["controller", STANDBY_CONTROLLER].filter((name) => existsSync(pidFile(dir, name)));
+  if (controllers.length === 0 || controllers.some((name) => runningPid(dir, name) !== null)) return undefined;
+  const last = lastLogLine(dir, "controller");
+  return `the controller exited: ${last ?? "its log is empty"} (its log: ${logFile(dir, "controller")})`;
+}
+
 /**
  * `<dir>/run/up`: written when `mesh up` starts a process of its own there and kept by `mesh down`,
  * so `mesh status` can tell `mesh up`'s mesh, stopped, from a mesh run otherwise (the bus writes its
@@ -85,7 +123,7 @@ export function recordPid(dir: string, name: ProcessName, pid: number): void {
  */
 export function spawnDaemon(dir: string, role: "controller" | "host", env: Readonly<Record<string, string | undefined>>, name: ProcessName = role): number {
   mkdirSync(join(dir, "logs"), { recursive: true });
-  const out = openSync(join(dir, "logs", `${name}.log`), "a");
+  const out = openSync(logFile(dir, name), "a");
   const child = spawn(process.execPath, ["--import", "tsx", DAEMON, role, dir], {
     cwd: ROOT,
     detached: true,

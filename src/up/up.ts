@@ -21,7 +21,7 @@ import { startBus, pidFile } from "../../installer/bus.ts";
 import { readUserList } from "../../installer/carried.ts";
 import { localHost } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
-import { runningPid, recordPid, spawnDaemon, processesOf, STANDBY_CONTROLLER } from "./processes.ts";
+import { controllerExit, runningPid, recordPid, spawnDaemon, processesOf, STANDBY_CONTROLLER } from "./processes.ts";
 import { appliedOf, nodesOf, principalsByUser, seatsOf, type NodeLastReport, type UpSummary } from "./summary.ts";
 import { REPORTS_PAGE } from "../push/reports.ts";
 import { planIssueAndAssign, planPlacement, planRegistrations, pushLines, type UpCommand } from "./plan.ts";
@@ -91,6 +91,13 @@ export type Launcher = {
   controller(paths: MeshPaths): Promise<void>;
   /** Starts the local host agent for `node` unless it runs. */
   host(paths: MeshPaths, node: string): Promise<void>;
+  /**
+   * When the controller it started is no longer running: one line saying so with the last line of
+   * its log (why it stopped); undefined while it runs. `up` asks it while it waits for the
+   * controller's answer, so a controller that exited is reported at once. A launcher that cannot
+   * tell leaves it out.
+   */
+  exited?(paths: MeshPaths): string | undefined;
 };
 
 export type UpOptions = {
@@ -198,15 +205,27 @@ export function hasStandby(paths: MeshPaths): boolean {
   return processesOf(paths.dir).includes(STANDBY_CONTROLLER);
 }
 
-/** Asks until the controller answers (it may be starting, or catching up), up to `timeoutMs`. */
-async function whenControllerAnswers(nc: NatsConnection, asker: string, timeoutMs: number): Promise<void> {
+/**
+ * Asks until the controller answers (it may be starting, or catching up), up to `timeoutMs`.
+ * Throws UpError (no code: nothing refused, exit 2) at once when `exited` says the controller is
+ * no longer running (its last log line), or when it did not answer in time. Either way the bus
+ * keeps running: what the controller said may need the bus to fix (a stream's limits, R47).
+ */
+async function whenControllerAnswers(nc: NatsConnection, asker: string, timeoutMs: number, paths: MeshPaths, exited?: () => string | undefined): Promise<void> {
+  const leftRunning = `the bus still runs (\`mesh down --dir ${paths.dir}\` stops it)`;
+  let gone: string | undefined;
   try {
-    await pollUntil(async () => meshClient(nc, asker).nodes({}, { timeoutMs: 2_000 }), { everyMs: 200, timeoutMs, what: "the controller answers" });
+    await pollUntil(async () => {
+      gone = exited?.();
+      if (gone !== undefined) return "exited";
+      return meshClient(nc, asker).nodes({}, { timeoutMs: 2_000 });
+    }, { everyMs: 200, timeoutMs, what: "the controller answers" });
   } catch (error) {
     if (!(error instanceof PollTimeout)) throw error;
     const last = error.cause instanceof Error ? error.cause.message : String(error.cause ?? "no answer");
-    throw new UpError(`mesh up: the controller did not answer within ${timeoutMs} ms (${last}): see its log`);
+    throw new UpError(`mesh up: the controller did not answer within ${timeoutMs} ms (${last}): see its log; ${leftRunning}`);
   }
+  if (gone !== undefined) throw new UpError(`mesh up: ${gone}; ${leftRunning}`);
 }
 
 /**
@@ -271,7 +290,8 @@ export async function up(options: UpOptions): Promise<UpResult> {
   try {
     log("up: waiting for the controller to answer");
     const asker = operatorUser(paths);
-    await whenControllerAnswers(nc, asker, timeoutMs);
+    const exited = options.launcher.exited === undefined ? undefined : () => options.launcher.exited!(paths);
+    await whenControllerAnswers(nc, asker, timeoutMs, paths, exited);
     const client = meshClient(nc, asker, { timeoutMs });
 
     // 4. the local node's host agent: enrolled at genesis, its account carried in the first list (R56).
@@ -313,7 +333,7 @@ export async function up(options: UpOptions): Promise<UpResult> {
 
     // 5. the summary. On a cluster the lease may have moved to the standby meanwhile (R61): it is
     // waited for like a starting controller.
-    await whenControllerAnswers(nc, asker, timeoutMs);
+    await whenControllerAnswers(nc, asker, timeoutMs, paths, exited);
     const summary = await readSummary(paths, nc, timeoutMs);
     return { paths, node, summary, push };
   } finally {
@@ -345,11 +365,11 @@ export function busReloadOptions(paths: MeshPaths): BusReloadOptions | BusReload
  * `push {wait: true, ...body}` asked over `nc` (an operator's connection); resolves with the push's
  * report once every sent node applied its declaration or `timeoutMs` passed (R32). One request:
  * its reply survives the reload of the user list the push causes and the controller's reconnect
- * with its rotated password (R14), because the controller answers by an explicit grant on the
+ * with its rotated key (R14), because the controller answers by an explicit grant on the
  * operator's inbox, which neither forgets (R33; allow_responses did). The waits that remain are
  * the controller's own (src/push/push.ts): after sending the broker a new list it awaits the
  * broker's report (the bus reloaded; its JetStream requests in flight would fail) and, for the
- * rotation, its confirmation of the new password; so nothing is left to wait for here. Throws UpError for a refused push, CommandTransportError when the controller does
+ * rotation, its confirmation of the new key; so nothing is left to wait for here. Throws UpError for a refused push, CommandTransportError when the controller does
  * not answer within `timeoutMs` plus PUSH_REPLY_MARGIN_MS (the CLI's `mesh push --wait` margin).
  */
 export async function pushAndWait(nc: NatsConnection, asker: string, timeoutMs: number, body: RequestOf<"push"> = {}): Promise<ReplyOf<"push">> {
@@ -421,6 +441,7 @@ export function detachedLauncher(env: Environment): Launcher {
     async host(paths) {
       if (runningPid(paths.dir, "host") === null) spawnDaemon(paths.dir, "host", env);
     },
+    exited: (paths) => controllerExit(paths.dir),
   };
 }
 

@@ -5,7 +5,7 @@
  */
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,7 +14,7 @@ import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
 import { newNodeKeyPair, newUserKey } from "../../src/crypto/secrets.ts";
 import { pidFile } from "../../src/up/up.ts";
-import { PROCESSES, markStartedByUp, stopAll } from "../../src/up/processes.ts";
+import { PROCESSES, markStartedByUp, recordPid, stopAll } from "../../src/up/processes.ts";
 import { runMesh, type CliRun } from "../support/cli.ts";
 
 const OPERATOR = "operator-ann";
@@ -157,5 +157,38 @@ describe("mesh status of a stopped mesh", () => {
     assert.deepEqual(Object.keys(printed).filter((k) => k !== "error").sort(), ["dir", "genesisAddress", "ok", "processes", "summary"]);
     assert.equal(printed.summary, null);
     assert.deepEqual((printed.processes as Array<{ name: string; running: boolean }>).map((p) => p.running), [false, false, false]);
+  });
+});
+
+describe("mesh status of a mesh whose controller exited while its bus runs", () => {
+  let dir: string;
+  let bus: ChildProcess | undefined;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "mesh-status-"));
+    const io: CliIo = { stdout: { write: () => true }, stderr: { write: () => true }, env: {} };
+    assert.equal(await runCli(["genesis", "--dir", join(dir, "m"), "--address", "tls://127.0.0.1:4999", "--systemd"], io), EXIT_OK);
+    // As `mesh up` leaves it when the controller could not start: the bus's pid alive (a stand-in
+    // process), the controller's recorded and gone, its log ending with why.
+    bus = spawn(process.execPath, ["-e", "setTimeout(() => undefined, 600_000)"], { stdio: "ignore" });
+    markStartedByUp(join(dir, "m"));
+    recordPid(join(dir, "m"), "bus", bus.pid!);
+    recordPid(join(dir, "m"), "controller", spawnSync(process.execPath, ["-e", ""]).pid);
+    mkdirSync(join(dir, "m", "logs"), { recursive: true });
+    writeFileSync(join(dir, "m", "logs", "controller.log"), "2026-12-01T10:05:00.000Z controller: cannot start: CATALOGUE max_msgs is 3: set it to -1\n");
+  });
+  after(() => {
+    bus?.kill("SIGKILL");
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("exits 1 naming the controller and its last log line (controller-not-running), not a stopped mesh", async () => {
+    let out = "";
+    const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => true }, env: {} };
+    assert.equal(await runCli(["status", "--dir", join(dir, "m"), "--json"], io), EXIT_REFUSED);
+    const printed = JSON.parse(out) as { ok: boolean; error: { code: string; message: string }; processes: Array<{ name: string; running: boolean }> };
+    assert.equal(printed.ok, false);
+    assert.equal(printed.error.code, "controller-not-running");
+    assert.match(printed.error.message, /max_msgs is 3/);
+    assert.deepEqual(printed.processes.map((p) => [p.name, p.running]), [["bus", true], ["controller", false], ["host", false]]);
   });
 });

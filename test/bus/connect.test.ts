@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
-import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
+import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { connectToBus, BusConnectError, CertificateMismatch } from "../../src/bus/connect.ts";
 import { certificateFingerprint } from "../../src/crypto/secrets.ts";
 import { inboxPrefix } from "../../src/names.ts";
@@ -140,5 +140,73 @@ describe("connectToBus", () => {
     } finally {
       await nc.close();
     }
+  });
+
+  describe("one bus certificate, dialled twice", () => {
+    let ownDir: string;
+    let ownPem: string;
+    let own: NatsServer;
+    before(async () => {
+      // A certificate of its own: no dial in this process has met its pin yet.
+      ownDir = mkdtempSync(join(tmpdir(), "mesh-cert-"));
+      ownPem = selfSignedCertificate(ownDir).cert;
+      own = await startNatsServer({ config: `tls { cert_file: "${join(ownDir, "bus.crt")}", key_file: "${join(ownDir, "bus.key")}" }` });
+    });
+    after(async () => {
+      await own?.stop();
+      if (ownDir) rmSync(ownDir, { recursive: true, force: true });
+    });
+    const monitor = async <T>(path: string): Promise<T> => (await fetch(`http://127.0.0.1:${own.monitorPort}${path}`)).json() as Promise<T>;
+    const dial = () => connectToBus({ address: `tls://127.0.0.1:${own.port}`, user: "node-a", password: "pw", fingerprint: certificateFingerprint(ownPem) }, { reconnect: false });
+
+    it("R34: a dial closes its certificate probe cleanly: the bus logs no TLS handshake error and ends no connection as a TLS failure", async () => {
+      const nc = await dial();
+      await nc.close();
+      type Closed = { connections: Array<{ cid: number; reason: string }> };
+      // The probe's connection and the dial's own, both closed.
+      const closed = await waitFor(async () => {
+        const seen = await monitor<Closed>("/connz?state=closed");
+        return seen.connections.length >= 2 && seen.connections;
+      }, { timeoutMs: 10_000, name: "both connections closed" });
+      assert.deepEqual(closed.filter((c) => /TLS/i.test(c.reason)), [], "no connection ended in a TLS handshake failure");
+      assert.doesNotMatch(own.log(), /TLS handshake error/);
+    });
+
+    it("R34: a certificate that matched its pin is trusted again in this process without a second probe: one TLS connection per dial", async () => {
+      await (await dial()).close();
+      const before = (await monitor<{ total_connections: number }>("/varz")).total_connections;
+      const nc = await dial();
+      try {
+        await nc.flush();
+        const after = (await monitor<{ total_connections: number }>("/varz")).total_connections;
+        assert.equal(after - before, 1, "the second dial opened one connection, not a probe and a connection");
+      } finally {
+        await nc.close();
+      }
+    });
+  });
+
+  describe("a bus that changed its certificate", () => {
+    let dirs: string[] = [];
+    let servers: NatsServer[] = [];
+    before(() => { dirs = [mkdtempSync(join(tmpdir(), "mesh-cert-")), mkdtempSync(join(tmpdir(), "mesh-cert-"))]; });
+    after(async () => {
+      for (const server of servers) await server.stop();
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("R34: a certificate trusted by an earlier dial is not trusted blindly: the bus presenting another one on the same address is refused naming both", async () => {
+      const [first, second] = dirs.map((dir) => selfSignedCertificate(dir).cert) as [string, string];
+      const tls = (dir: string) => `tls { cert_file: "${join(dir, "bus.crt")}", key_file: "${join(dir, "bus.key")}" }`;
+      const old = await startNatsServer({ config: tls(dirs[0]!) });
+      servers.push(old);
+      const credential = { address: `tls://127.0.0.1:${old.port}`, user: "node-a", password: "pw", fingerprint: certificateFingerprint(first) };
+      await (await connectToBus(credential, { reconnect: false })).close();
+      await old.stop();
+      servers = [await startNatsServer({ config: tls(dirs[1]!), port: old.port })];
+      const error = await connectToBus(credential, { reconnect: false }).then(() => null, (e: unknown) => e);
+      assert.ok(error instanceof CertificateMismatch, `expected CertificateMismatch, got ${String(error)}`);
+      assert.equal(error.presented, certificateFingerprint(second));
+    });
   });
 });

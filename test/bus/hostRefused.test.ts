@@ -28,7 +28,7 @@ describe("a host agent the bus refuses", () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  it("R50: `mesh host --once` refused by the bus exits non-zero and says what to do (stop it if removed; `mesh host credential --from` if rotated)", { timeout: 60_000 }, async () => {
+  it("R50: `mesh host --once` refused by the bus exits non-zero and says what to do (stop it if removed; `mesh host rotate-key` and `mesh credential rotate node --nkey` if the mesh recorded a key it does not hold)", { timeout: 60_000 }, async () => {
     const state = join(root, "ghost");
     initHostKeys(state);
     const credential = join(state, "credential.json");
@@ -37,7 +37,7 @@ describe("a host agent the bus refuses", () => {
     const io: CliIo = { stdout: { write: () => undefined }, stderr: { write: (s: string) => { err += s; } }, env: {} };
     const code = await runCli(["host", "--state", state, "--node", "ghost", "--once"], io);
     assert.equal(code, EXIT_REFUSED);
-    assert.match(err, /mesh host credential --state/);
+    assert.match(err, /mesh host rotate-key --state/);
     assert.match(err, /stop this agent/);
   });
 
@@ -82,7 +82,7 @@ describe("a host agent the bus refuses", () => {
       assert.equal(code, EXIT_REFUSED, err);
       assert.match(err, /refuses node ghost's credential/);
       assert.match(err, /mesh node remove ghost/);
-      assert.match(err, /mesh host credential --state/);
+      assert.match(err, /mesh host rotate-key --state/);
     } finally {
       await bus.stop();
       await cli?.catch(() => undefined);

@@ -100,7 +100,7 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     rmSync(join(dir, "store"), { recursive: true, force: true });
     cpSync(join(root, "backup-store"), join(dir, "store"), { recursive: true });
     const resumed = mesh("up", "--dir", dir);
-    assert.notEqual(resumed.status, 0, "mesh up does not resume silently");
+    assert.equal(resumed.status, 1, `mesh up does not resume silently: a refusal by the controller exits 1: ${resumed.err}`);
     assert.match(resumed.err, /records-behind/);
     assert.doesNotMatch(resumed.err, /unexpected error/);
     assert.equal(resumed.err.split("\n").filter((line) => line.startsWith("mesh:")).length, 1, `one line explains it: ${resumed.err}`);

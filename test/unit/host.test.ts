@@ -144,6 +144,24 @@ describe("host state: keys and credentials", () => {
     assert.equal(existsSync(join(state, "node.seed.next")), false);
   });
 
+  it("host init, rotate-key and credential --json print one object with ok, as every verb does", async () => {
+    const state = join(root, "json");
+    const init = memoryIo();
+    assert.equal(await runCli(["host", "init", "--state", state, "--json"], init), EXIT_OK);
+    const made = JSON.parse(init.out()) as { ok: boolean; publicKey: string; nkey: string };
+    assert.equal(made.ok, true);
+    assert.equal(made.nkey, readFileSync(join(state, "node.nkey"), "utf8").trim());
+    writeFileSync(join(root, "json-reply.json"), JSON.stringify({ node: "j", credential: { address: "nats://127.0.0.1:4222", user: "node-j", nkey: made.nkey } }));
+    const kept = memoryIo();
+    assert.equal(await runCli(["host", "credential", "--state", state, "--from", join(root, "json-reply.json"), "--json"], kept), EXIT_OK);
+    assert.equal((JSON.parse(kept.out()) as { ok: boolean }).ok, true);
+    const rotated = memoryIo();
+    assert.equal(await runCli(["host", "rotate-key", "--state", state, "--json"], rotated), EXIT_OK);
+    const pending = JSON.parse(rotated.out()) as { ok: boolean; nkey: string };
+    assert.equal(pending.ok, true);
+    assert.equal(pending.nkey, publicKeyOfSeed(readFileSync(join(state, "node.seed.next"), "utf8").trim()));
+  });
+
   it("R11: the broker's holder needs all four --bus-* options together", async () => {
     const state = join(root, "bus");
     initHostKeys(state);

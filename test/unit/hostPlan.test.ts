@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  appliedReport, backoffDelay, credentialChanged, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
+  appliedReport, backoffBound, backoffDelay, credentialChanged, NEW_NODE_BACKOFF_MAX_MS, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
 } from "../../src/host/plan.ts";
 import { Declaration } from "../../src/contracts/declaration.ts";
 import { declarationSubject, userListPartSubject } from "../../src/names.ts";
@@ -94,6 +94,14 @@ describe("host plan: reports (R32, R43, R44, R55)", () => {
 describe("host plan: connection and credential", () => {
   it("the backoff doubles from its first delay up to its bound", () => {
     assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 100].map((n) => backoffDelay(n, 500, 30_000)), [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+  });
+
+  it("R1: a host the bus never admitted (nothing applied yet) waits at most NEW_NODE_BACKOFF_MAX_MS between attempts, so the first push's wait sees its report; once admitted, up to its own bound", () => {
+    assert.equal(NEW_NODE_BACKOFF_MAX_MS, 5_000);
+    assert.equal(backoffBound(30_000, false), NEW_NODE_BACKOFF_MAX_MS);
+    assert.equal(backoffBound(30_000, true), 30_000);
+    assert.equal(backoffBound(400, false), 400, "a smaller bound the caller set is kept");
+    assert.deepEqual([1, 5, 100].map((n) => backoffDelay(n, 500, backoffBound(30_000, false))), [500, 5000, 5000]);
   });
 
   it("R50: the own credential is saved only when user, secret or pin differ", () => {

@@ -1,12 +1,14 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  awaitedNodes, judgeWait, planRound, rotationBrokers, roundBound, settleRound, unconfirmedNodes, unknownNamed,
+  awaitedNodes, firstDeclarations, judgeWait, planRound, rotationBrokers, roundBound, settleRound, unconfirmedNodes, unknownNamed,
   type NodeReport, type PlannedSend, type WaitSeen,
 } from "../../src/push/plan.ts";
 import { composeDeclarations, type DeclarationResult } from "../../src/compose/declaration.ts";
-import { evolve, type State } from "../../src/projections/index.ts";
+import { evolve, holdersOf, type State } from "../../src/projections/index.ts";
+import { BROKER_SEAT } from "../../src/names.ts";
 import { sha256 } from "../../src/push/push.ts";
+import { NEW_NODE_BACKOFF_MAX_MS } from "../../src/host/plan.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash, manifests } from "./compose/exampleMesh.ts";
 
 /**
@@ -33,6 +35,15 @@ describe("push plan: planRound (R29, R30, R31)", () => {
     const second = planRound(after, composed(after), new Set(), 1);
     assert.deepEqual(second.sends, []);
     assert.deepEqual(second.unchanged.map((u) => u.node), ["alpha", "beta", "gamma"]);
+  });
+
+  it("R1: a push's first declarations go to the nodes never sent one, the broker's holders aside (genesis carries the genesis node, R56); none once recorded", () => {
+    const { state } = exampleMesh();
+    const brokers = holdersOf(state, BROKER_SEAT);
+    assert.ok(brokers.length > 0, "the example mesh has a broker holder");
+    assert.deepEqual([...firstDeclarations(state)].sort(), ["alpha", "beta", "gamma"].filter((n) => !brokers.includes(n)));
+    const after = recorded(state, planRound(state, composed(state), new Set(), 0).sends);
+    assert.deepEqual([...firstDeclarations(after)], []);
   });
 
   it("R31: a named node not behind is sent in round 0 only (behind: false); the behind ones are sent with it", () => {
@@ -118,31 +129,35 @@ describe("push plan: settleRound and judgeWait (R32, R55)", () => {
       ["applied", { node: "applied", outcome: "sent", digest: "d2" }],
       ["failed", { node: "failed", outcome: "sent", digest: "d3" }],
       ["silent", { node: "silent", outcome: "sent", digest: "d4" }],
+      ["new", { node: "new", outcome: "sent", digest: "d9" }],
       ["old-ok", { node: "old-ok", outcome: "unchanged", digest: "d5" }],
       ["old-live", { node: "old-live", outcome: "unchanged", digest: "d6" }],
       ["old-failed", { node: "old-failed", outcome: "unchanged", digest: "d7" }],
       ["old-silent", { node: "old-silent", outcome: "unchanged", digest: "d8abcdef01234567" }],
       ["refused", { node: "refused", outcome: "refused" }],
     ]);
-    const sentDigests = new Map([["again", "d1"], ["applied", "d2"], ["failed", "d3"], ["silent", "d4"]]);
+    const sentDigests = new Map([["again", "d1"], ["applied", "d2"], ["failed", "d3"], ["silent", "d4"], ["new", "d9"]]);
     const unconfirmed = unconfirmedNodes(lines.values(), sentDigests);
     assert.deepEqual(unconfirmed, ["old-ok", "old-live", "old-failed", "old-silent"]);
     const reports: Record<string, { ok: boolean; error?: string }> = {
       applied: { ok: true }, failed: { ok: false, error: "first line\nsecond" }, "old-ok": { ok: true }, "old-live": { ok: true }, "old-failed": { ok: false },
     };
     const seen: WaitSeen = {
-      sentDigests, unconfirmed,
+      sentDigests, unconfirmed, firstSent: new Set(["new"]),
       appliedBefore: new Map([["again", { digest: "d1", at: "2026-01-01T00:00:00.000Z" }], ["applied", { digest: "older", at: "x" }]]),
       report: (node) => reports[node],
       storedAt: (node) => (node === "old-ok" ? "2025-12-31T00:00:00.000Z" : undefined),
     };
-    assert.deepEqual(awaitedNodes(seen), ["applied", "failed", "silent", ...unconfirmed], "a node sent again what it reported applying is not waited for");
+    assert.deepEqual(awaitedNodes(seen), ["applied", "failed", "silent", "new", ...unconfirmed], "a node sent again what it reported applying is not waited for");
     judgeWait(lines, seen);
     const by = (node: string) => { const l = lines.get(node)!; return [l.outcome, l.reportedAt ?? l.error ?? ""]; };
     assert.deepEqual(by("again"), ["unchanged", "2026-01-01T00:00:00.000Z"]);
     assert.deepEqual(by("applied"), ["applied", ""]);
     assert.deepEqual(by("failed"), ["failed", "first line"]);
-    assert.deepEqual(by("silent"), ["timed-out", ""]);
+    assert.equal(by("silent")[0], "timed-out");
+    assert.match(String(by("silent")[1]), /agent/, "a sent node without a report says why");
+    assert.equal(by("new")[0], "timed-out");
+    assert.ok(String(by("new")[1]).includes("first declaration") && String(by("new")[1]).includes(`${NEW_NODE_BACKOFF_MAX_MS / 1000} s`), "R1: a node sent its first declaration: the bus admits it only since this push's list, and its agent's backoff");
     assert.deepEqual(by("old-ok"), ["unchanged", "2025-12-31T00:00:00.000Z"]);
     assert.deepEqual(by("old-live"), ["unchanged", ""]);
     assert.deepEqual(by("old-failed"), ["failed", "the node could not apply it"]);

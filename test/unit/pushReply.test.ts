@@ -48,3 +48,26 @@ describe("pushReply", () => {
     assert.equal(exitOf(many), EXIT_OK);
   });
 });
+
+describe("renderPush: fresh keys and the controller's rotation", () => {
+  const fresh = [{ kind: "module" as const, name: "web" }, { kind: "node" as const, name: "vm" }];
+  const broker = (outcome: NodeReport["outcome"]): NodeReport => ({ node: "vm", outcome, digest: "d".repeat(64) });
+
+  it("R44 R50: names the fresh keys as refusing the old ones only when the user list reached the bus", () => {
+    const installed = renderPush({ ...reportOf([broker("applied")]), freshCredentials: fresh });
+    const line = installed.find((l) => l.includes("module web"));
+    assert.ok(line !== undefined && /the bus refuses the old ones/.test(line) && !/password/.test(line), installed.join("\n"));
+    const undelivered = renderPush({
+      ...reportOf([broker("refused")]), freshCredentials: fresh,
+      userList: { code: "user-list-undelivered", message: "the user list reached no holder of mesh-broker" },
+    });
+    const pending = undelivered.find((l) => l.includes("module web"));
+    assert.ok(pending !== undefined && !/refuse/.test(pending) && /still admit/.test(pending), undelivered.join("\n"));
+  });
+
+  it("R14 R50: says the controller's own rotated key, not a password", () => {
+    const lines = renderPush({ ...reportOf([broker("applied")]), controllerRotation: "applied" });
+    assert.ok(lines.some((l) => /controller's own rotated key: applied/.test(l)), lines.join("\n"));
+    assert.ok(!lines.some((l) => /password/.test(l)));
+  });
+});

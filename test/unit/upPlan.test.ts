@@ -48,7 +48,7 @@ describe("mesh up plan: the example mesh", () => {
 
   it("R32: a line per node of the push report, and the controller's rotation when it switched", () => {
     assert.deepEqual(pushLines({ nodes: [{ node: "a", outcome: "applied", digest: "0123456789abcdef" }, { node: "b", outcome: "failed", error: "no" }], controllerRotation: "applied" }), [
-      "up: push: a applied 0123456789ab", "up: push: b failed: no", "up: push: the controller switched to its rotated password (applied)",
+      "up: push: a applied 0123456789ab", "up: push: b failed: no", "up: push: the controller switched to its rotated key (applied)",
     ]);
     assert.deepEqual(pushLines({ nodes: [] }), []);
   });
