@@ -60,6 +60,25 @@ export type ClusterOptions = {
 /** The default cluster name of a mesh's bus. */
 export const CLUSTER_NAME = "mesh";
 
+/**
+ * Seconds the bus gives a client's TLS handshake (nats-server's `tls { timeout }`; its
+ * authorization timeout is one second more, the server's default over TLS). After a bus restart
+ * every agent's handshake arrives within seconds and, on a busy machine, they all progress together
+ * and slowly: one given up half done is work thrown away and tried again, and with 5 s a fleet's
+ * storm never ended (`npm run bench -- fleet`). A host agent waits as long (host/agent.ts
+ * HOST_DIAL_TIMEOUT_MS). What it costs: a client stalling its handshake holds a socket this long
+ * (max_connections bounds them).
+ */
+export const CLIENT_TLS_TIMEOUT_SECONDS = 30;
+
+/**
+ * The client port's TLS block: the mesh's own certificate (R34) and CLIENT_TLS_TIMEOUT_SECONDS for
+ * the handshake. Pure; the fleet bench gives its mesh side's server the same block.
+ */
+export function clientTlsLines(certFile: string, keyFile: string): string[] {
+  return [`tls {`, `  cert_file: "${certFile}"`, `  key_file: "${keyFile}"`, `  timeout: ${CLIENT_TLS_TIMEOUT_SECONDS}`, `}`];
+}
+
 /** The nats-server configuration text. Pure. */
 export function renderServerConfig(options: ServerConfigOptions): string {
   const lines = [
@@ -73,11 +92,7 @@ export function renderServerConfig(options: ServerConfigOptions): string {
     `max_connections: 65536`,
     `max_control_line: 4096`,
     `write_deadline: "10s"`,
-    `tls {`,
-    `  cert_file: "${options.certFile}"`,
-    `  key_file: "${options.keyFile}"`,
-    `  timeout: 5`,
-    `}`,
+    ...clientTlsLines(options.certFile, options.keyFile),
     ...(options.cluster ? [
       `cluster {`,
       `  name: "${options.cluster.name}"`,

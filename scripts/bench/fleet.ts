@@ -4,36 +4,40 @@
  * over TLS, each beside its raw figure measured in the same run.
  *
  * For each size N, two sides, one after the other, each on a server of its own (TLS with a
- * certificate made like the installer's, the user list as an include file, a pid file, monitoring):
- * - mesh: N nodes enrolled through the command server (`node.enrol`, as an operator sends it), each
- *   node's reply opened with its own key as a host does (host/keys credentialFrom), kept as a
- *   credential file (files/credentialFile.ts) and read back from it; the user list composed from
- *   the records (composeBusUsers + renderUserList) and installed as the broker's host installs it
- *   (host/busList installUserList: durable write, `nats-server -t`, SIGHUP, `/varz`
- *   `config_load_time`). N connections dialled through connectToBus with those credentials,
- *   whatever their kind (a password from before nkeys, or an nkey seed).
- * - raw: the same principals' keys (the composed list's bcrypt hashes or nkey public keys, no
- *   permissions) written by hand into the list, N plain nats.js connections verifying the
- *   certificate (an nkey signing natively, as nats.go does: nats.js's own nkeyAuthenticator signs
- *   in JavaScript and is no floor, see src/bus/nkeySigner.ts), SIGHUP by hand.
+ * certificate made like the installer's, the user list as an include file, a pid file, monitoring)
+ * and each with its N connections held by FLEET_WORKERS child processes (fleetClients.ts: one
+ * event loop doing 10,000 TLS handshakes measured itself, not the bus):
+ * - mesh: the server's client TLS as the mesh's servers have it (installer/serverConfig.ts
+ *   clientTlsLines); N nodes enrolled through the command server (`node.enrol`, as an operator
+ *   sends it), each node's reply opened with its own key as a host does (host/keys credentialFrom),
+ *   kept as a credential file (files/credentialFile.ts) and read back from it; the user list
+ *   composed from the records (composeBusUsers + renderUserList) and installed as the broker's host
+ *   installs it (host/busList installUserList). The N connections dial as host agents do
+ *   (connectToBus with host/agent hostDialOptions).
+ * - raw: the server's TLS as written by hand before (`timeout: 5`); the same principals' nkey
+ *   public keys written by hand into the list (no permissions), N plain nats.js connections
+ *   verifying the certificate, the nonce signed natively as nats.go does (src/bus/nkeySigner.ts),
+ *   reconnecting through authorization errors with nats.js's own pacing; SIGHUP by hand.
  *
  * Measured on each side:
- * 1. first connect of the N (64 at a time);
+ * 1. first connect of the N (64 at a time in all);
  * 2. reload: one principal changes (mesh: `credential.rotate` of one node recorded, then compose,
- *    install, reload; raw: that user's entry replaced by a fresh key of the same kind, write,
- *    SIGHUP), timed from the list's composition (raw: its write) until the new key is admitted, with
- *    the reload alone (SIGHUP to `config_load_time` moving) beside it; and how many of the N - 1
- *    others were dropped (disconnect events seen until 2 s after the change was live);
+ *    render, install; raw: that user's entry replaced by a fresh key, the list rendered, written,
+ *    SIGHUP and `/varz` polled), timed from the list's composition (raw: its rendering) until the
+ *    new key is admitted, proven on both sides by the same dial (one nats.js connection verifying
+ *    the certificate, the nonce signed natively: connectToBus's certificate probe is a first
+ *    connect's cost, in row 1, not the reload's); its parts beside it; the old key must be refused
+ *    and none of the N - 1 others dropped (watched until 2 s after the change was live). Raw also
+ *    reloads the mesh's own list by hand (its permissions, one key changed the same way): what the
+ *    permissions cost the server, apart from what the mesh does around the reload;
  * 3. storm: kill -9 of the server and a restart on the same port and store: from the restart to
- *    every connection back, how many authorization errors and timeouts the server logged after the
- *    restart, the peak reconnect rate per second, and any connection not back within the bound.
- *    Both sides reconnect through authorization errors as a host agent does (connectToBus with
- *    `secret`; nats.js's default gives a connection up after two: at 10,000 bcrypt users that
- *    lost 9,842 of them in this storm).
+ *    every connection back, how many authorization errors and TLS handshake failures the server
+ *    logged, the dial attempts made, the peak reconnects per second, and any connection not back
+ *    within the bound.
  *
  * Sizes: `--fleet 1000` by default; 10,000 on request (the machine is shared: a 10,000 run takes
- * minutes). `ulimit -n` must be above N + 500 (each side's server holds N sockets, and so does this
- * process; the server inherits the limit).
+ * about 15 minutes). `ulimit -n` must be above N + 500 (the server holds N sockets and inherits the
+ * limit; the workers hold N / FLEET_WORKERS each).
  */
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -42,7 +46,7 @@ import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { createUser } from "@nats-io/nkeys";
-import { connectToBus, isSeed, secretOf, withSecret, type BusCredential } from "../../src/bus/connect.ts";
+import { connectToBus, secretOf, type BusCredential } from "../../src/bus/connect.ts";
 import { nkeySigner } from "../../src/bus/nkeySigner.ts";
 import { readBusCredential, writeBusCredential } from "../../src/files/credentialFile.ts";
 import { credentialFrom } from "../../src/host/keys.ts";
@@ -52,29 +56,36 @@ import type { BusUser } from "../../src/compose/types.ts";
 import { openCatalogue } from "../../src/records/catalogue.ts";
 import { serveCommands } from "../../src/commands/server.ts";
 import { sendCommand } from "../../src/client/send.ts";
-import { hashPassword, newMeshKey, newNodeKeyPair, newPassword, newUserKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
+import { newMeshKey, newNodeKeyPair, newUserKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CONTROLLER_NAME } from "../../src/names.ts";
 import { makeBusCertificate } from "../../installer/tls.ts";
+import { clientTlsLines } from "../../installer/serverConfig.ts";
 import { startNatsServer, type NatsServer } from "../../test/support/natsServer.ts";
+import { CONCURRENCY, startFleet, type ClientFleet } from "./fleetClients.ts";
+import { epochNow } from "./fleetWorker.ts";
 
 /** The operator the bench sends its commands as (R51: the subject names the asker). */
 const OPERATOR = "operator-bench";
-/** Dials opened at once while connecting the fleet. */
-const CONCURRENCY = 64;
+/** Child processes holding each side's connections (the same number on both sides). */
+export const FLEET_WORKERS = 4;
 /** How long after a change is live the others are still watched for a drop. */
 const SETTLE_MS = 2_000;
 
 /** One side's figures at one size (milliseconds unless named otherwise). */
 export type FleetSide = {
-  /** `nkey` or `bcrypt`: what the composed list holds (raw uses the same kind). */
+  /** `nkey`: what the list holds. */
   kind: string;
   connectMs: number;
   /** First dials that failed and were tried again (a TLS handshake past the server's timeout under load). */
   connectRetries: number;
-  /** From the list's composition (raw: its write) until the changed principal's new key is admitted. */
+  /** From the list's composition (raw: its rendering) until the changed principal's new key is admitted. */
   toLiveMs: number;
   /** SIGHUP until `/varz` `config_load_time` moved. */
   reloadMs: number;
+  /** The parts of toLiveMs, in order (mesh: compose, render, install (its reload included), dial; raw: render, write, reload, dial). */
+  parts: Record<string, number>;
+  /** Raw only: the mesh's own list (its permissions), one key changed, written and reloaded by hand. */
+  withMeshList?: { toLiveMs: number; reloadMs: number };
   /** The changed principal's old key refused after the change (it must be). */
   oldKeyRefused: boolean;
   /** Others dropped by the reload (must be 0). */
@@ -83,8 +94,10 @@ export type FleetSide = {
   stormMs: number | null;
   /** Connections not back within the storm's bound. */
   stormLost: number;
-  /** Authorization errors and timeouts in the server's log during the storm. */
+  /** Authorization errors and TLS handshake failures in the server's log during the storm. */
   stormAuthFailures: number;
+  /** Dial attempts the clients made from the kill until the storm ended. */
+  stormAttempts: number;
   /** Most reconnects seen in one second of the storm. */
   stormPeakPerSecond: number;
   /** Of the connections not back, how many the client had closed (gave up) rather than still trying. */
@@ -95,75 +108,27 @@ export type FleetSide = {
 
 /** A side that could not be measured: why (the other side's figures are kept). */
 export type FleetFailure = { failed: string };
-export type FleetRow = { size: number; mesh: FleetSide; raw: FleetSide | FleetFailure };
-
-/** A fleet connection and what its status stream said. */
-type Watched = { nc: NatsConnection; disconnects: number; reconnects: number; lastReconnectAt: number; closed: boolean };
-
-function watch(nc: NatsConnection): Watched {
-  const watched: Watched = { nc, disconnects: 0, reconnects: 0, lastReconnectAt: 0, closed: false };
-  void (async () => {
-    for await (const status of nc.status()) {
-      if (status.type === "disconnect") watched.disconnects += 1;
-      else if (status.type === "reconnect") {
-        watched.reconnects += 1;
-        watched.lastReconnectAt = performance.now();
-      }
-    }
-  })().catch(() => undefined);
-  void nc.closed().then(() => { watched.closed = true; });
-  return watched;
-}
-
-/**
- * Dials once more after a failure, up to 5 attempts: on a loaded machine a TLS handshake can pass
- * the server's 5 s timeout. Each retry is counted in `retries.count` (reported beside the time).
- */
-async function dialWithRetries<T>(dial: () => Promise<T>, retries: { count: number }): Promise<T> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await dial();
-    } catch (error) {
-      if (attempt >= 5) throw error;
-      retries.count += 1;
-      await sleep(200 * attempt);
-    }
-  }
-}
-
-/** Runs `dial(i)` for i in [0, count) with at most `CONCURRENCY` in flight; results in order. */
-async function bounded<T>(count: number, dial: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array<T>(count);
-  let next = 0;
-  const worker = async () => {
-    for (;;) {
-      const i = next;
-      next += 1;
-      if (i >= count) return;
-      out[i] = await dial(i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, count) }, worker));
-  return out;
-}
+export type FleetRow = { size: number; workers: number; mesh: FleetSide; raw: FleetSide | FleetFailure };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const round = (ms: number) => Math.round(ms);
 
 /** A bus server with TLS and an include file for its users, restartable on the same port and store. */
 type Bus = {
-  server: NatsServer; dir: string; usersFile: string; pidFile: string; monitorUrl: string; certFile: string; fingerprint: string;
+  server: NatsServer; dir: string; usersFile: string; pidFile: string; monitorUrl: string; certFile: string; pem: string; fingerprint: string;
   restart(): Promise<void>;
   stop(): Promise<void>;
 };
 
-async function startBus(label: string, firstList: string): Promise<Bus> {
+/** `tls`: the server's client TLS block, given the certificate and key files. */
+async function startBus(label: string, firstList: string, tls: (certFile: string, keyFile: string) => string[]): Promise<Bus> {
   const dir = mkdtempSync(join(tmpdir(), `mesh-bench-fleet-${label}-`));
-  const tls = makeBusCertificate(dir, []);
+  const certificate = makeBusCertificate(dir, []);
   const usersFile = join(dir, "users.conf");
   const pidFile = join(dir, "server.pid");
   writeFileSync(usersFile, firstList, { mode: 0o600 });
   const config = [
-    `tls { cert_file: "${tls.certFile}", key_file: "${tls.keyFile}", timeout: 5 }`,
+    ...tls(certificate.certFile, certificate.keyFile),
     `pid_file: "${pidFile}"`,
     `max_connections: 65536`,
     `write_deadline: "10s"`,
@@ -171,7 +136,7 @@ async function startBus(label: string, firstList: string): Promise<Bus> {
   ].join("\n");
   let server = await startNatsServer({ dir, config });
   const bus: Bus = {
-    server, dir, usersFile, pidFile, certFile: tls.certFile, fingerprint: tls.fingerprint,
+    server, dir, usersFile, pidFile, certFile: certificate.certFile, pem: readFileSync(certificate.certFile, "utf8"), fingerprint: certificate.fingerprint,
     monitorUrl: `http://127.0.0.1:${server.monitorPort}`,
     async restart() {
       server = await startNatsServer({ dir, config, port: bus.server.port });
@@ -186,136 +151,142 @@ async function startBus(label: string, firstList: string): Promise<Bus> {
   return bus;
 }
 
+/** The raw side's server TLS: as the bench wrote it by hand before the mesh chose its own. */
+const rawTls = (certFile: string, keyFile: string) => [`tls { cert_file: "${certFile}", key_file: "${keyFile}", timeout: 5 }`];
+
 /** The admin users of both sides (the bench's own connections: all subjects), nkey users (R63) with their seeds. */
-function admins(): { users: BusUser[]; passwords: Record<string, string> } {
+function admins(): { users: BusUser[]; seeds: Record<string, string> } {
   const all = { publish: { allow: [">"] }, subscribe: { allow: [">"] } };
   const keys = { "bench-admin": newUserKey(), [OPERATOR]: newUserKey() };
   return {
-    passwords: Object.fromEntries(Object.entries(keys).map(([user, key]) => [user, key.seed])),
+    seeds: Object.fromEntries(Object.entries(keys).map(([user, key]) => [user, key.seed])),
     users: Object.entries(keys).map(([user, key]) => ({
       user, nkey: key.publicKey, permissions: all, principal: { kind: "controller" as const, name: CONTROLLER_NAME },
     })),
   };
 }
 
-/** The list's kind: what the composed users hold (an nkey public key, or a bcrypt hash). */
-function kindOf(users: readonly BusUser[]): string {
-  return users.some((u) => "nkey" in u && typeof (u as { nkey?: unknown }).nkey === "string") ? "nkey" : "bcrypt";
+/** A hand-written user list: each user's nkey alone, no permissions (the raw baseline). */
+function rawList(keys: readonly string[]): string {
+  return ["authorization {", "  users = [", ...keys.map((key) => `    {nkey: "${key}"}`), "  ]", "}", ""].join("\n");
 }
 
-/** A hand-written user list: each user's key alone, no permissions (the raw baseline). */
-function rawList(entries: ReadonlyArray<{ user: string; key: string }>): string {
-  const lines = entries.map((e) => (/^U[A-Z2-7]{55}$/.test(e.key) ? `    {nkey: "${e.key}"}` : `    {user: "${e.user}", password: "${e.key}"}`));
-  return ["authorization {", "  users = [", ...lines, "  ]", "}", ""].join("\n");
+/**
+ * The dial that proves a key is admitted, the same on both sides: one nats.js connection verifying
+ * the bus certificate, the nonce signed natively, no reconnect. Throws when refused.
+ */
+async function dialOnce(bus: Bus, seed: string): Promise<void> {
+  const signer = nkeySigner(seed);
+  const nc: NatsConnection = await connect({
+    servers: `127.0.0.1:${bus.server.port}`, tls: { ca: bus.pem },
+    authenticator: (nonce?: string) => ({ nkey: signer.publicKey, sig: nonce ? signer.sign(nonce) : "" }),
+    timeout: 10_000, reconnect: false, maxReconnectAttempts: 0,
+  });
+  await nc.close();
 }
 
-/** The key a composed user holds in the list: its nkey public key, or its bcrypt hash. */
-function keyOf(user: BusUser): string {
-  const nkey = (user as { nkey?: unknown }).nkey;
-  return typeof nkey === "string" ? nkey : (user as { password?: string }).password ?? "";
-}
-
-/** Sends SIGHUP to the bus and waits for `/varz` `config_load_time` to move; returns the milliseconds. */
-async function reloadByHand(bus: Bus): Promise<number> {
-  const before = await configLoadTime(bus.monitorUrl);
+/** Dials until `seed` is admitted (bounded); returns the milliseconds it took. */
+async function admitted(bus: Bus, seed: string, timeoutMs: number): Promise<number> {
   const t = performance.now();
-  process.kill(Number(readFileSync(bus.pidFile, "utf8").trim()), "SIGHUP");
-  while ((await configLoadTime(bus.monitorUrl).catch(() => before)) === before) await sleep(10);
-  return performance.now() - t;
-}
-
-/** Dials once until admitted (a reload may still be under way); returns when it was. */
-async function admitted(dial: () => Promise<NatsConnection>, timeoutMs: number): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
   for (;;) {
     try {
-      const nc = await dial();
-      await nc.close();
-      return;
+      await dialOnce(bus, seed);
+      return performance.now() - t;
     } catch (error) {
-      if (performance.now() > deadline) throw error;
+      if (performance.now() - t > timeoutMs) throw error;
       await sleep(20);
     }
   }
 }
 
-async function refused(dial: () => Promise<NatsConnection>): Promise<boolean> {
-  try {
-    const nc = await dial();
-    await nc.close();
-    return false;
-  } catch {
-    return true;
-  }
+async function refused(bus: Bus, seed: string): Promise<boolean> {
+  return dialOnce(bus, seed).then(() => false, () => true);
+}
+
+/**
+ * Reads `/varz` `config_load_time`, sends SIGHUP to the bus and waits for it to move (polled every
+ * 10 ms, as installUserList does); returns the milliseconds from the signal (`reloadMs`) and from
+ * the first read (`totalMs`).
+ */
+async function reloadByHand(bus: Bus): Promise<{ reloadMs: number; totalMs: number }> {
+  const t0 = performance.now();
+  const before = await configLoadTime(bus.monitorUrl);
+  const t = performance.now();
+  process.kill(Number(readFileSync(bus.pidFile, "utf8").trim()), "SIGHUP");
+  while ((await configLoadTime(bus.monitorUrl).catch(() => before)) === before) await sleep(10);
+  const end = performance.now();
+  return { reloadMs: end - t, totalMs: end - t0 };
 }
 
 /** kill -9, restart on the same port and store, and wait (bounded) for every connection to be back. */
-async function storm(bus: Bus, fleet: readonly Watched[], boundMs: number): Promise<Pick<FleetSide, "stormMs" | "stormLost" | "stormAuthFailures" | "stormPeakPerSecond" | "stormClosed" | "stormAuthSample">> {
-  const before = fleet.map((w) => w.reconnects);
-  const lost = fleet.map((w) => w.disconnects);
+async function storm(bus: Bus, fleet: ClientFleet, boundMs: number): Promise<Pick<FleetSide, "stormMs" | "stormLost" | "stormAuthFailures" | "stormAttempts" | "stormPeakPerSecond" | "stormClosed" | "stormAuthSample">> {
   const logFile = join(bus.dir, "server.log");
   await bus.server.kill();
   const logBefore = readFileSync(logFile, "utf8").length;
   // Every client has noticed the loss before the restart (the raw and the mesh side alike).
   const noticed = performance.now() + 10_000;
-  while (fleet.some((w, i) => w.disconnects === lost[i] && !w.closed) && performance.now() < noticed) await sleep(20);
-  const t = performance.now();
+  while ((await fleet.status()).unaware > 0 && performance.now() < noticed) await sleep(50);
+  const t = epochNow();
   await bus.restart();
-  const back = () => fleet.filter((w, i) => w.reconnects > before[i]!).length;
-  const deadline = t + boundMs;
-  while (back() < fleet.length && performance.now() < deadline && !fleet.every((w, i) => w.closed || w.reconnects > before[i]!)) await sleep(50);
-  const count = back();
-  const last = Math.max(...fleet.map((w, i) => (w.reconnects > before[i]! ? w.lastReconnectAt : 0)));
-  const buckets = new Map<number, number>();
-  for (const [i, w] of fleet.entries()) {
-    if (w.reconnects <= before[i]!) continue;
-    const second = Math.floor((w.lastReconnectAt - t) / 1000);
-    buckets.set(second, (buckets.get(second) ?? 0) + 1);
+  const deadline = performance.now() + boundMs;
+  let status = await fleet.status(t);
+  while (status.back < status.size && status.back + status.closedNotBack < status.size && performance.now() < deadline) {
+    await sleep(250);
+    status = await fleet.status(t);
   }
   const log = readFileSync(logFile, "utf8").slice(logBefore);
   const authLines = log.split("\n").filter((line) => /authoriz|authentication timeout|TLS handshake (error|timeout)/i.test(line));
   return {
-    stormMs: count === fleet.length ? Math.round(last - t) : null,
-    stormLost: fleet.length - count,
+    stormMs: status.back === status.size ? round(status.lastBackAt - t) : null,
+    stormLost: status.size - status.back,
     stormAuthFailures: authLines.length,
-    stormPeakPerSecond: Math.max(0, ...buckets.values()),
-    stormClosed: fleet.filter((w, i) => w.closed && w.reconnects <= before[i]!).length,
+    stormAttempts: status.attempts,
+    stormPeakPerSecond: Math.max(0, ...status.perSecond),
+    stormClosed: status.closedNotBack,
     // The log line without its time and client address: what kind of failure it was.
     stormAuthSample: [...new Set(authLines.map((line) => line.replace(/^.*?\[(?:ERR|WRN|INF|DBG|TRC)\] /, "").replace(/ - cid:\d+/g, "").replace(/\d+\.\d+\.\d+\.\d+:\d+/g, "<address>")))].slice(0, 3),
   };
 }
 
-/** One side's measures once its fleet is connected (see the module comment). */
+/** What a change gives measureSide: its parts' times, and the seeds that must now be admitted and refused. */
+type Made = { parts: Record<string, number>; reloadMs: number; newSeed: string; oldSeed: string };
+
+/** One side's measures once its fleet is connected (see the module comment); `changed` is left out of the drops and the storm. */
 async function measureSide(
-  kind: string, connectMs: number, connectRetries: number, bus: Bus, fleet: Watched[], changed: number,
-  change: () => Promise<() => Promise<{ reloadMs: number; dialNew: () => Promise<NatsConnection>; dialOld: () => Promise<NatsConnection> }>>,
-  stormBoundMs: number,
+  kind: string, bus: Bus, fleet: ClientFleet, changed: number, prepare: () => Promise<() => Promise<Made>>, stormBoundMs: number,
+  extra?: () => Promise<FleetSide["withMeshList"]>,
 ): Promise<FleetSide> {
-  const others = fleet.filter((_, i) => i !== changed);
-  const dropsBefore = others.reduce((sum, w) => sum + w.disconnects, 0);
-  const apply = await change(); // the change recorded (mesh) or made (raw): not timed
+  await fleet.mark([changed]);
+  const change = await prepare(); // the change recorded (mesh) or its key made (raw): not timed
   const t = performance.now();
-  const made = await apply();
-  await admitted(made.dialNew, 60_000);
+  const made = await change();
+  const dialMs = await admitted(bus, made.newSeed, 60_000);
   const toLiveMs = performance.now() - t;
   await sleep(SETTLE_MS);
-  const droppedByReload = others.reduce((sum, w) => sum + w.disconnects, 0) - dropsBefore;
-  const oldKeyRefused = await refused(made.dialOld);
-  const stormed = await storm(bus, others, stormBoundMs);
-  return { kind, connectMs: Math.round(connectMs), connectRetries, toLiveMs: Math.round(toLiveMs), reloadMs: Math.round(made.reloadMs), oldKeyRefused, droppedByReload, ...stormed };
+  const droppedByReload = (await fleet.status()).dropped;
+  const oldKeyRefused = await refused(bus, made.oldSeed);
+  const withMeshList = extra ? await extra() : undefined;
+  await fleet.mark([changed]);
+  const stormed = await storm(bus, fleet, stormBoundMs);
+  return {
+    kind, connectMs: round(fleet.connectMs), connectRetries: fleet.retries, toLiveMs: round(toLiveMs), reloadMs: round(made.reloadMs),
+    parts: Object.fromEntries(Object.entries({ ...made.parts, dial: dialMs }).map(([k, v]) => [k, round(v)])),
+    ...(withMeshList ? { withMeshList } : {}),
+    oldKeyRefused, droppedByReload, ...stormed,
+  };
 }
 
-/** The mesh side at `size` nodes; returns its figures and what the raw side reuses (keys, secrets). */
-async function meshSide(size: number, stormBoundMs: number, log: (line: string) => void): Promise<{ side: FleetSide; users: BusUser[]; credentials: BusCredential[] }> {
+/** The mesh side at `size` nodes; returns its figures and what the raw side reuses (credentials, the installed list). */
+async function meshSide(size: number, stormBoundMs: number, log: (line: string) => void): Promise<{ side: FleetSide; credentials: BusCredential[]; listText: string; changed: number }> {
   const admin = admins();
-  const bus = await startBus("mesh", renderUserList({ users: admin.users }));
+  const bus = await startBus("mesh", renderUserList({ users: admin.users }), clientTlsLines);
   const credentialsDir = join(bus.dir, "credentials");
   mkdirSync(credentialsDir, { mode: 0o700 });
   const address = `tls://127.0.0.1:${bus.server.port}`;
-  const dialAdmin = (user: string) => connectToBus({ address, user, seed: admin.passwords[user]!, fingerprint: bus.fingerprint }, { name: user });
+  const dialAdmin = (user: string) => connectToBus({ address, user, seed: admin.seeds[user]!, fingerprint: bus.fingerprint }, { name: user });
   const controllerNc = await dialAdmin("bench-admin");
   const operatorNc = await dialAdmin(OPERATOR);
-  const fleet: Watched[] = [];
+  let fleet: ClientFleet | undefined;
   try {
     const catalogue = await openCatalogue(controllerNc);
     const genesis = await catalogue.transact("genesis", () => ({
@@ -334,119 +305,123 @@ async function meshSide(size: number, stormBoundMs: number, log: (line: string) 
     });
     await controllerNc.flush(); // the command subscription is on the server before the first request
     // Enrol every node as a host would: its own key pair, the reply opened with it, the credential kept in a file.
-    let t = performance.now();
-    const privateKeys: string[] = [];
+    const t = performance.now();
     const seeds: string[] = [];
-    const files = await bounded(size, async (i) => {
-      const node = `n${i}`;
-      // Its keys are generated here, as its host would (R64): the reply carries none.
-      const keys = newNodeKeyPair();
-      const user = newUserKey();
-      privateKeys[i] = keys.privateKey;
-      seeds[i] = user.seed;
-      const reply = await sendCommand(operatorNc, OPERATOR, "node.enrol", { node, publicKey: keys.publicKey, nkey: user.publicKey }, { timeoutMs: 60_000 });
-      if (!reply.ok) throw new Error(`node.enrol ${node} refused: ${reply.error.code}`);
-      const file = join(credentialsDir, `${node}.json`);
-      writeBusCredential(file, credentialFrom(reply, () => ({ current: user.seed, pending: undefined })));
-      return file;
-    });
-    log(`  mesh: ${size} nodes enrolled in ${Math.round(performance.now() - t)} ms`);
-    const compose = { controllerSubmits: [] as string[] };
+    const files: string[] = [];
+    let next = 0;
+    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, size) }, async () => {
+      for (let i = next++; i < size; i = next++) {
+        const node = `n${i}`;
+        // Its keys are generated here, as its host would (R64): the reply carries none.
+        const keys = newNodeKeyPair();
+        const user = newUserKey();
+        seeds[i] = user.seed;
+        const reply = await sendCommand(operatorNc, OPERATOR, "node.enrol", { node, publicKey: keys.publicKey, nkey: user.publicKey }, { timeoutMs: 60_000 });
+        if (!reply.ok) throw new Error(`node.enrol ${node} refused: ${reply.error.code}`);
+        files[i] = join(credentialsDir, `${node}.json`);
+        writeBusCredential(files[i]!, credentialFrom(reply, () => ({ current: user.seed, pending: undefined })));
+      }
+    }));
+    log(`  mesh: ${size} nodes enrolled in ${round(performance.now() - t)} ms`);
     const composeList = () => {
-      const composed = composeBusUsers(catalogue.state, compose);
+      const composed = composeBusUsers(catalogue.state, { controllerSubmits: [] });
       if (!composed.ok) throw new Error(`the user list is refused: ${composed.refusal.code}`);
       return composed.users;
     };
     const reload = { includeFile: bus.usersFile, configFile: bus.server.configFile, pid: bus.pidFile, monitorUrl: bus.monitorUrl, reloadTimeoutMs: 300_000 };
-    const users = composeList();
-    await installUserList(renderUserList({ users: [...admin.users, ...users] }), reload);
-    const kind = kindOf(users);
+    const firstUsers = composeList();
+    await installUserList(renderUserList({ users: [...admin.users, ...firstUsers] }), reload);
+    const kind = firstUsers.every((u) => typeof u.nkey === "string") ? "nkey" : "mixed";
 
     const credentials = files.map((file) => readBusCredential(file));
-    // As a host agent dials (host/agent.ts): its current secret read at every reconnect, so an
-    // authorization error (a timeout in a storm, a list not yet reloaded) does not end reconnecting.
-    // Its 5 s dial timeout too (the host's default): it bounds every reconnect attempt, and a
-    // storm's attempt whose TLS handshake the server dropped waits that long before the next.
-    const agentOptions = (i: number) => ({ name: `n${i}`, timeoutMs: 5_000, secret: () => secretOf(credentials[i]!) });
-    t = performance.now();
-    const retries = { count: 0 };
-    fleet.push(...(await bounded(size, async (i) => watch(await dialWithRetries(() => connectToBus(credentials[i]!, agentOptions(i)), retries)))));
-    const connectMs = performance.now() - t;
-    log(`  mesh: ${size} connected (${kind}) in ${Math.round(connectMs)} ms, ${retries.count} dials retried`);
+    fleet = await startFleet(FLEET_WORKERS, credentials, { side: "mesh" });
+    log(`  mesh: ${size} connected (${kind}) in ${round(fleet.connectMs)} ms, ${fleet.retries} dials retried`);
 
     const changed = Math.floor(size / 2);
     const node = `n${changed}`;
-    const side = await measureSide(kind, connectMs, retries.count, bus, fleet, changed, async () => {
-      // The change is recorded first (a rotation, R48); the push's half is timed from composition on.
-      const next = newUserKey(); // made on the node (mesh host rotate-key, R64)
-      const reply = await sendCommand(operatorNc, OPERATOR, "credential.rotate", { kind: "node", name: node, nkey: next.publicKey }, { timeoutMs: 60_000 });
-      if (!reply.ok) throw new Error(`credential.rotate ${node} refused: ${reply.error.code}`);
-      const file = join(credentialsDir, `${node}.json`);
-      const old = readBusCredential(file);
-      writeBusCredential(file, credentialFrom(reply, () => ({ current: seeds[changed], pending: next.seed })));
-      await catalogue.catchUp();
-      return async () => {
-        const installed = await installUserList(renderUserList({ users: [...admin.users, ...composeList()] }), reload);
-        return {
-          reloadMs: installed.reloadMs ?? Number.NaN,
-          dialNew: () => connectToBus(readBusCredential(file), { reconnect: false }),
-          dialOld: () => connectToBus(old, { reconnect: false }),
-        };
+    // The change is recorded first (a rotation, R48: its key made on the node, R64); not timed.
+    const rotated = newUserKey();
+    const reply = await sendCommand(operatorNc, OPERATOR, "credential.rotate", { kind: "node", name: node, nkey: rotated.publicKey }, { timeoutMs: 60_000 });
+    if (!reply.ok) throw new Error(`credential.rotate ${node} refused: ${reply.error.code}`);
+    writeBusCredential(files[changed]!, credentialFrom(reply, () => ({ current: seeds[changed], pending: rotated.seed })));
+    await catalogue.catchUp();
+    let listText = "";
+    const side = await measureSide(kind, bus, fleet, changed, async () => async () => {
+      const t0 = performance.now();
+      const users = composeList();
+      const t1 = performance.now();
+      listText = renderUserList({ users: [...admin.users, ...users] });
+      const t2 = performance.now();
+      const installed = await installUserList(listText, reload);
+      const t3 = performance.now();
+      return {
+        parts: { compose: t1 - t0, render: t2 - t1, install: t3 - t2 },
+        reloadMs: installed.reloadMs ?? Number.NaN,
+        newSeed: secretOf(readBusCredential(files[changed]!)),
+        oldSeed: seeds[changed]!,
       };
     }, stormBoundMs);
     await commands.stop();
-    return { side, users, credentials };
+    return { side, credentials, listText, changed };
   } finally {
-    await Promise.all(fleet.map((w) => w.nc.close().catch(() => undefined)));
+    await fleet?.close();
     await controllerNc.close().catch(() => undefined);
     await operatorNc.close().catch(() => undefined);
     await bus.stop();
   }
 }
 
-/** The raw side: the same keys by hand, plain nats.js clients, SIGHUP by hand. */
-async function rawSide(users: readonly BusUser[], credentials: readonly BusCredential[], kind: string, stormBoundMs: number, log: (line: string) => void): Promise<FleetSide> {
-  const byUser = new Map(users.map((u) => [u.user, keyOf(u)]));
-  const entries = credentials.map((c) => ({ user: c.user, key: byUser.get(c.user) ?? "" }));
-  const bus = await startBus("raw", rawList(entries));
-  const fleet: Watched[] = [];
-  const pem = readFileSync(bus.certFile, "utf8");
-  const dial = (credential: BusCredential, reconnect = true) => {
-    const secret = secretOf(credential);
-    // An nkey signs natively, as nats.go does (nats.js's nkeyAuthenticator signs in JavaScript, ~35x slower: see nkeySigner.ts).
-    const signer = isSeed(secret) ? nkeySigner(secret) : undefined;
-    const auth = signer ? { authenticator: (nonce?: string) => ({ nkey: signer.publicKey, sig: nonce ? signer.sign(nonce) : "" }) } : { user: credential.user, pass: secret };
-    // Reconnecting through authorization errors, as the mesh's agents do (ignoreAuthErrorAbort).
-    return connect({ servers: `127.0.0.1:${bus.server.port}`, tls: { ca: pem }, ...auth, timeout: 5_000, reconnect, maxReconnectAttempts: reconnect ? -1 : 0, ignoreAuthErrorAbort: reconnect });
-  };
+/**
+ * The raw side: the same nodes' keys by hand, plain nats.js clients, SIGHUP by hand; then the
+ * mesh's own installed list (`meshList`), with the changed node's key replaced the same way.
+ */
+async function rawSide(credentials: readonly BusCredential[], meshList: string, changed: number, stormBoundMs: number, log: (line: string) => void): Promise<FleetSide> {
+  const seeds = credentials.map((c) => secretOf(c));
+  const keys = seeds.map((seed) => nkeySigner(seed).publicKey);
+  const bus = await startBus("raw", rawList(keys), rawTls);
+  let fleet: ClientFleet | undefined;
   try {
-    const t = performance.now();
-    const retries = { count: 0 };
-    fleet.push(...(await bounded(credentials.length, async (i) => watch(await dialWithRetries(() => dial(credentials[i]!), retries)))));
-    const connectMs = performance.now() - t;
-    log(`  raw: ${credentials.length} connected in ${Math.round(connectMs)} ms, ${retries.count} dials retried`);
-    const changed = Math.floor(credentials.length / 2);
-    return await measureSide(kind, connectMs, retries.count, bus, fleet, changed, async () => {
-      // A fresh key of the same kind for the changed user, written by hand.
-      const old = credentials[changed]!;
-      let fresh: BusCredential;
-      if (isSeed(secretOf(old))) {
-        const pair = createUser();
-        fresh = withSecret(old, new TextDecoder().decode(pair.getSeed()));
-        entries[changed] = { user: old.user, key: pair.getPublicKey() };
-      } else {
-        const password = newPassword();
-        fresh = withSecret(old, password);
-        entries[changed] = { user: old.user, key: hashPassword(password) };
-      }
+    fleet = await startFleet(FLEET_WORKERS, credentials, { side: "raw", port: bus.server.port, pem: bus.pem });
+    log(`  raw: ${credentials.length} connected in ${round(fleet.connectMs)} ms, ${fleet.retries} dials retried`);
+    const fresh = () => {
+      const pair = createUser();
+      return { seed: new TextDecoder().decode(pair.getSeed()), publicKey: pair.getPublicKey() };
+    };
+    const byHand = async (text: string) => {
+      const t0 = performance.now();
+      writeFileSync(bus.usersFile, text);
+      const write = performance.now() - t0;
+      return { write, ...(await reloadByHand(bus)) };
+    };
+    // The mesh's list, the changed node's key swapped for a fresh one: written and reloaded by hand.
+    const withMeshList = async () => {
+      const swap = fresh();
+      const t = performance.now();
+      const line = new RegExp(`\\{nkey: "U[A-Z2-7]{55}"(?=[^\\n]*# node-n${changed}\\n)`);
+      const replaced = meshList.replace(line, `{nkey: "${swap.publicKey}"`);
+      if (replaced === meshList) throw new Error(`node n${changed} is not on the mesh's list`);
+      const { reloadMs } = await byHand(replaced);
+      await admitted(bus, swap.seed, 60_000);
+      return { toLiveMs: round(performance.now() - t), reloadMs: round(reloadMs) };
+    };
+    const side = await measureSide("nkey", bus, fleet, changed, async () => {
+      const swap = fresh();
       return async () => {
-        writeFileSync(bus.usersFile, rawList(entries));
-        const reloadMs = await reloadByHand(bus);
-        return { reloadMs, dialNew: () => dial(fresh, false), dialOld: () => dial(old, false) };
+        const t0 = performance.now();
+        const text = rawList(keys.map((key, i) => (i === changed ? swap.publicKey : key)));
+        const t1 = performance.now();
+        const { write, reloadMs, totalMs } = await byHand(text);
+        return { parts: { render: t1 - t0, write, reload: totalMs }, reloadMs, newSeed: swap.seed, oldSeed: seeds[changed]! };
       };
-    }, stormBoundMs);
+    }, stormBoundMs, async () => {
+      const figures = await withMeshList();
+      // The storm is raw's own: the hand-written list (no permissions) back in place.
+      await byHand(rawList(keys));
+      return figures;
+    });
+    return side;
   } finally {
-    await Promise.all(fleet.map((w) => w.nc.close().catch(() => undefined)));
+    await fleet?.close();
     await bus.stop();
   }
 }
@@ -455,7 +430,7 @@ async function rawSide(users: readonly BusUser[], credentials: readonly BusCrede
 export async function measureFleet(size: number, log: (line: string) => void = (line) => console.error(line)): Promise<FleetRow> {
   const limit = Number(execFileSync("sh", ["-c", "ulimit -n"], { encoding: "utf8" }).trim());
   if (Number.isFinite(limit) && limit < size + 500) {
-    throw new Error(`ulimit -n is ${limit}: ${size} connections need at least ${size + 500} (the server and this process each hold one socket per connection, and inherit this limit); raise it (ulimit -n ${2 * size}) and run again`);
+    throw new Error(`ulimit -n is ${limit}: ${size} connections need at least ${size + 500} (the server holds one socket per connection and inherits this limit); raise it (ulimit -n ${2 * size}) and run again`);
   }
   const stormBoundMs = Math.max(60_000, size * 10);
   log(`fleet ${size}: mesh side`);
@@ -464,12 +439,12 @@ export async function measureFleet(size: number, log: (line: string) => void = (
   log(`fleet ${size}: raw side (${mesh.side.kind})`);
   let raw: FleetSide | FleetFailure;
   try {
-    raw = await rawSide(mesh.users, mesh.credentials, mesh.side.kind, stormBoundMs, log);
+    raw = await rawSide(mesh.credentials, mesh.listText, mesh.changed, stormBoundMs, log);
     log(`fleet ${size}: raw ${JSON.stringify(raw)}`);
   } catch (error) {
     raw = { failed: error instanceof Error ? error.message.split("\n")[0]! : String(error) };
   }
-  return { size, mesh: mesh.side, raw };
+  return { size, workers: FLEET_WORKERS, mesh: mesh.side, raw };
 }
 
 /** `--fleet 1000,10000` (default 1000); `--json` prints the rows as JSON. */

@@ -1,8 +1,8 @@
 /**
  * What an error from the NATS client means, in one place (issue 12): classified by the client's own
  * error classes (`errors.AuthorizationError`, `errors.TimeoutError`, ...) and the JetStream API's
- * error codes (`JetStreamApiError.code`, the server's `err_code`), never by message text (the one
- * exception, max_payload, says why). Each function walks the `cause` chain, so an error wrapped by
+ * error codes (`JetStreamApiError.code`, the server's `err_code`), never by message text (the two
+ * exceptions, max_payload and the authentication timeout, say why). Each function walks the `cause` chain, so an error wrapped by
  * our own adapters (BusConnectError, CommandTransportError) is classified by what it wraps. Pure.
  */
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
@@ -24,8 +24,27 @@ function* causes(error: unknown): Generator<unknown> {
   }
 }
 
-/** True when `error` (or its cause chain) is the bus refusing the credential: AuthorizationError or UserAuthenticationExpiredError. */
+/**
+ * True when `error` (or its cause chain) is the bus's `Authentication Timeout`: it closed the
+ * connection because the client's CONNECT (the signed nonce) came too late, as in a reconnect storm
+ * on a loaded machine. nats.js gives it the AuthorizationError class (AuthorizationError.parse
+ * matches "authentication timeout"), so only its text tells it apart: matched here alone, as the
+ * server writes it. No verdict on the credential (isAuthorizationRefusal is false for it).
+ */
+export function isAuthenticationTimeout(error: unknown): boolean {
+  for (const e of causes(error)) {
+    if (e instanceof errors.AuthorizationError && /authentication timeout/i.test(e.message)) return true;
+  }
+  return false;
+}
+
+/**
+ * True when `error` (or its cause chain) is the bus refusing the credential: AuthorizationError or
+ * UserAuthenticationExpiredError, but not an authentication timeout (isAuthenticationTimeout: the
+ * credential was not looked at in time, which says nothing of whether the list holds its key, R50).
+ */
 export function isAuthorizationRefusal(error: unknown): boolean {
+  if (isAuthenticationTimeout(error)) return false;
   for (const e of causes(error)) {
     if (e instanceof errors.AuthorizationError || e instanceof errors.UserAuthenticationExpiredError) return true;
     if ((e as { kind?: unknown }).kind === "unauthorized") return true; // a BusConnectError of that kind
@@ -54,6 +73,7 @@ function isConnectionRefused(error: unknown): boolean {
  */
 export function dialFailureOf(error: unknown): { kind: BusConnectKind; reason: string } {
   if (isConnectionRefused(error)) return { kind: "refused", reason: "connection refused (is the bus running at this address?)" };
+  if (isAuthenticationTimeout(error)) return { kind: "timeout", reason: "the bus did not get the credential in time (Authentication Timeout: the bus or this machine is overloaded)" };
   if (isAuthorizationRefusal(error)) return { kind: "unauthorized", reason: "the bus refused the credential's key or password (Authorization Violation)" };
   if (isTimeout(error)) return { kind: "timeout", reason: "timed out (is the address reachable?)" };
   if (!(error instanceof Error)) return { kind: "other", reason: "unknown error" };

@@ -23,7 +23,7 @@ import { basename, dirname, join } from "node:path";
 /** The node:fs calls this module makes (synchronous; a test passes a spying or failing copy). */
 export type DurableFs = Pick<
   typeof nodeFs,
-  "openSync" | "writeSync" | "fsyncSync" | "fchmodSync" | "closeSync" | "renameSync" | "unlinkSync" | "mkdirSync" | "existsSync"
+  "openSync" | "writeSync" | "fsyncSync" | "fchmodSync" | "closeSync" | "renameSync" | "unlinkSync" | "mkdirSync" | "existsSync" | "linkSync"
 >;
 
 /** Caller settings of writeFileDurable. */
@@ -97,6 +97,28 @@ export function renameDurable(from: string, to: string, fs: DurableFs = nodeFs):
   fs.renameSync(from, to);
   syncFolder(dirname(to), fs);
   if (dirname(from) !== dirname(to)) syncFolder(dirname(from), fs);
+}
+
+/**
+ * Gives the file `from` a second name `to` (a hard link: no byte is copied or fsynced again),
+ * atomically and durably (R54): the link is made under a temporary name beside `to`, renamed over
+ * it (readers of `to` see the old file or `from`, never neither), and `to`'s folder fsynced. For a
+ * file already written durably (writeFileDurable) that must also be kept under another name (the
+ * user list's last good copy). The two names share one file: a later writeFileDurable of either
+ * replaces that name's file and leaves the other's alone. Throws the file system's error (EPERM
+ * or ENOTSUP where hard links are not supported, EXDEV across file systems) with `to` untouched
+ * and no temporary name left behind.
+ */
+export function linkDurable(from: string, to: string, fs: DurableFs = nodeFs): void {
+  const temporary = temporaryBeside(to);
+  fs.linkSync(from, temporary);
+  try {
+    fs.renameSync(temporary, to);
+  } catch (error) {
+    try { fs.unlinkSync(temporary); } catch { /* the rename's own error is the one to report */ }
+    throw error;
+  }
+  syncFolder(dirname(to), fs);
 }
 
 /** Removes the file `path` when it exists and fsyncs its folder (R54). Returns whether it existed. */

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
-import { connectToBus, isSeed, secretOf, type BusCredential } from "../bus/connect.ts";
+import { connectToBus, isSeed, secretOf, type BusConnectOptions, type BusCredential } from "../bus/connect.ts";
 import { CONTROL_STREAM, REPORTS_STREAM, declarationConsumer, reportSubject } from "../names.ts";
 import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
@@ -74,7 +74,7 @@ export type HostOptions = {
    * at most NEW_NODE_BACKOFF_MAX_MS until the bus first admitted the node, R1).
    */
   backoff?: { initialMs?: number; maxMs?: number };
-  /** Milliseconds to wait for one connection (default 5,000). */
+  /** Milliseconds to wait for one connection (default HOST_DIAL_TIMEOUT_MS, 30,000). */
   connectTimeoutMs?: number;
   /**
    * Called each time the bus refuses this node's credential (authorization), with the line saying
@@ -101,6 +101,26 @@ export function refusedAdvice(node: string, stateDir: string, everAdmitted: bool
   return everAdmitted
     ? `the bus refuses node ${node}'s credential: if the node was removed (\`mesh node remove ${node}\`), stop this agent; ${rotated}`
     : `the bus refuses node ${node}'s credential: it is not on the bus's user list (a push composes it, R1; the genesis node is carried by \`mesh genesis --node\`, R56); if the node was removed, stop this agent; ${rotated}`;
+}
+
+/**
+ * Milliseconds a host agent gives one dial (TCP, TLS handshake, CONNECT answered), the first and
+ * every reconnect: as long as the bus gives a TLS handshake (installer/serverConfig.ts
+ * CLIENT_TLS_TIMEOUT_SECONDS, 30 s), so that in a reconnect storm a handshake the bus is still
+ * working through is not given up and tried again (with 5 s a fleet of 2,000 never came back on a
+ * loaded machine). What it costs: a dial to an address that does not answer at all waits this long
+ * before the next attempt.
+ */
+export const HOST_DIAL_TIMEOUT_MS = 30_000;
+
+/**
+ * How a host agent dials the bus (connectToBus): named `mesh-host-<node>`, each dial bounded by
+ * `connectTimeoutMs` (HOST_DIAL_TIMEOUT_MS), and `secret` read at every (re)connect, so an
+ * authorization error never ends reconnecting (a rotation, R50; a list not yet reloaded). One
+ * place: the fleet bench dials its mesh side with it.
+ */
+export function hostDialOptions(node: string, secret: () => string, connectTimeoutMs = HOST_DIAL_TIMEOUT_MS): BusConnectOptions {
+  return { name: `mesh-host-${node}`, timeoutMs: connectTimeoutMs, secret };
 }
 
 /** A running host. */
@@ -527,7 +547,7 @@ export function startHost(options: HostOptions): Host {
         const credential = credentialOf();
         lastPassword = secretOf(credential);
         nc = await connectToBus(credential, {
-          name: `mesh-host-${node}`, timeoutMs: options.connectTimeoutMs ?? 5_000, secret: passwordNow,
+          ...hostDialOptions(node, passwordNow, options.connectTimeoutMs),
           onCertificate: (pem) => { certificatePem = pem; },
         });
         current = { nc, stop: () => undefined };

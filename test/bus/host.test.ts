@@ -362,7 +362,7 @@ describe("host agent: the broker's user list", () => {
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
-  it("R11: the broker's holder writes the list, validates it, reloads the bus, and a new user can connect", async () => {
+  it("R11: the broker's holder writes the list, reloads the bus, and a new user can connect", async () => {
     const fresh = mint();
     assert.equal(await canConnect(server, "newcomer", fresh), false, "the new user is refused before the list carries it");
     const userList = renderUserList({ users: [...baseUsers, { ...adminUser(fresh), user: "newcomer" }] });
@@ -386,8 +386,9 @@ describe("host agent: the broker's user list", () => {
     assert.equal(report.ok, false);
     assert.equal(readFileSync(join(dir, "users.conf"), "utf8"), before, "the last good file is back");
     assert.equal(await canConnect(server, "admin", adminPassword), true, "the bus still accepts the old users");
-    // The refusal was caught before any reload: the server's log shows no failed reload.
-    assert.ok(!/reload.*error|error.*reload/i.test(server.log()));
+    // The bus itself was asked and refused the file as a whole (host/busList.ts): its log says so.
+    assert.match(server.log(), /Failed to reload server configuration/);
+    assert.match(report.error ?? "", /refused/);
   });
 
   it("R11: a user list over the bus's 1 MiB message limit (5,000 users) arrives in parts, is installed, and a new user connects", async () => {

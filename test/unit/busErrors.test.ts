@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { errors } from "@nats-io/nats-core";
 import { JetStreamApiError } from "@nats-io/jetstream";
 import {
-  dialFailureOf, isAuthorizationRefusal, isConsumerNotFound, isPayloadTooLarge, isStreamNotFound, isTimeout, isWrongLastSequence, jetStreamCodeOf,
+  dialFailureOf, isAuthenticationTimeout, isAuthorizationRefusal, isConsumerNotFound, isPayloadTooLarge, isStreamNotFound, isTimeout, isWrongLastSequence, jetStreamCodeOf,
 } from "../../src/bus/errors.ts";
 import { BusConnectError, CertificateMismatch, connectToBus } from "../../src/bus/connect.ts";
 import { ConfigError, parseControllerConfig } from "../../src/config.ts";
@@ -25,6 +25,19 @@ describe("issue 12: bus errors by class and code, not by text", () => {
     assert.equal(isAuthorizationRefusal(new BusConnectError("nats://x:4222", "refused", { cause: violation, kind: "unauthorized" })), true);
     assert.equal(isAuthorizationRefusal(new Error("authorization violation in a message a module wrote")), false);
     assert.equal(isAuthorizationRefusal(new errors.PermissionViolationError("Permissions Violation", "publish", "a.b")), false);
+  });
+
+  it("R50: an authentication timeout (the bus waited too long for the signed nonce: a reconnect storm, a loaded machine) is no refusal, though nats.js gives it the AuthorizationError class", () => {
+    // The server's -ERR as nats.js parses it (ProtocolHandler.toError: AuthorizationError.parse).
+    const late = errors.AuthorizationError.parse("'Authentication Timeout'")!;
+    assert.ok(late instanceof errors.AuthorizationError);
+    assert.equal(isAuthenticationTimeout(late), true);
+    assert.equal(isAuthenticationTimeout(new Error("wrapped", { cause: late })), true);
+    assert.equal(isAuthorizationRefusal(late), false, "it says nothing of which key the bus's list holds");
+    assert.equal(isAuthorizationRefusal(new Error("wrapped", { cause: late })), false);
+    assert.equal(dialFailureOf(late).kind, "timeout");
+    assert.equal(isAuthenticationTimeout(errors.AuthorizationError.parse("Authorization Violation")), false);
+    assert.equal(isAuthenticationTimeout(new Error("Authentication Timeout in a plain error")), false);
   });
 
   it("a dial's failure gets its kind: unauthorized, refused, timeout, other; the reason never echoes options", () => {

@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  writeFileDurable, removeFileDurable, renameDurable, makeFolderDurable, readBusCredential, writeBusCredential,
+  writeFileDurable, removeFileDurable, renameDurable, linkDurable, makeFolderDurable, readBusCredential, writeBusCredential,
   CredentialFileError, type DurableFs,
 } from "../../../src/files/index.ts";
 
@@ -51,6 +51,7 @@ function spyFs(fail?: { call: keyof DurableFs; error?: NodeJS.ErrnoException }):
     unlinkSync: (path) => { maybeFail("unlinkSync"); calls.push({ call: "unlink", path: String(path) }); fs.unlinkSync(path); },
     mkdirSync: ((path: fs.PathLike, options?: fs.MakeDirectoryOptions) => { calls.push({ call: "mkdir", path: String(path) }); return fs.mkdirSync(path, options); }) as DurableFs["mkdirSync"],
     existsSync: (path) => fs.existsSync(path),
+    linkSync: (existing, name) => { maybeFail("linkSync"); calls.push({ call: "link", path: `${String(existing)} -> ${String(name)}` }); fs.linkSync(existing, name); },
   };
   return spy;
 }
@@ -159,6 +160,37 @@ describe("R54: durable files", () => {
     assert.equal(spy.calls[1]!.path, dir);
   });
 
+  it("R54: a second name is a hard link made beside it, renamed over it, its folder fsynced; the two names share one file until either is written again", () => {
+    const sub = mkdtempSync(join(dir, "link-"));
+    const list = join(sub, "users.conf");
+    const kept = join(sub, "users.conf.last-good");
+    writeFileDurable(list, "the list\n");
+    writeFileSync(kept, "an older list\n");
+    const spy = spyFs();
+    linkDurable(list, kept, spy);
+    assert.deepEqual(spy.calls.map((c) => c.call), ["link", "rename", "open", "fsync", "close"]);
+    const temporary = spy.calls[0]!.path!.split(" -> ")[1]!;
+    assert.equal(join(temporary, ".."), sub, "the link is made in the target's own folder");
+    assert.equal(spy.calls[1]!.path, `${temporary} -> ${kept}`);
+    assert.equal(spy.calls[2]!.path, sub);
+    assert.equal(statSync(kept).ino, statSync(list).ino, "one file, two names: no byte copied");
+    writeFileDurable(list, "the next list\n");
+    assert.equal(readFileSync(kept, "utf8"), "the list\n", "writing one name again leaves the other's file alone");
+    assert.deepEqual(readdirSync(sub).sort(), ["users.conf", "users.conf.last-good"]);
+  });
+
+  it("R54: a link that cannot be made (no hard links here) or renamed leaves the target untouched and no temporary name", () => {
+    const sub = mkdtempSync(join(dir, "link-fail-"));
+    const list = join(sub, "users.conf");
+    const kept = join(sub, "users.conf.last-good");
+    writeFileSync(list, "the list\n");
+    writeFileSync(kept, "the kept list\n");
+    assert.throws(() => linkDurable(list, kept, spyFs({ call: "linkSync", error: Object.assign(new Error("not supported"), { code: "EPERM" }) })), { code: "EPERM" });
+    assert.throws(() => linkDurable(list, kept, spyFs({ call: "renameSync" })), { code: "EIO" });
+    assert.equal(readFileSync(kept, "utf8"), "the kept list\n");
+    assert.deepEqual(readdirSync(sub).sort(), ["users.conf", "users.conf.last-good"]);
+  });
+
   it("R54: a new folder is made 0700 and the folder above each new one fsynced", () => {
     const spy = spyFs();
     const deep = join(dir, "a", "b");
@@ -232,7 +264,7 @@ describe("R54: one writer", () => {
     readdirSync(join(root, folder), { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts")).map((f) => join(folder, f));
 
   it("R54: no file outside src/files writes, renames, copies or chmods a file by hand", () => {
-    const handRolled = /\b(writeFileSync|writeFile|appendFileSync|renameSync|rename|copyFileSync|copyFile|chmodSync|chmod|unlinkSync)\b/;
+    const handRolled = /\b(writeFileSync|writeFile|appendFileSync|renameSync|rename|copyFileSync|copyFile|chmodSync|chmod|unlinkSync|linkSync)\b/;
     const offenders = [...files("src"), ...files("installer")]
       .filter((file) => !file.startsWith(join("src", "files")))
       .flatMap((file) =>
@@ -240,7 +272,7 @@ describe("R54: one writer", () => {
           const code = line.replace(/\/\/.*$/, "");
           return /^\s*(\*|\/\*)/.test(line) || !handRolled.test(code) || !/(from "node:fs|fs\.|Sync\(|\w\()/.test(code) ? [] : [`${file}:${i + 1}: ${line.trim()}`];
         }));
-    assert.deepEqual(offenders, [], "use writeFileDurable / writeBusCredential / renameDurable / removeFileDurable (src/files)");
+    assert.deepEqual(offenders, [], "use writeFileDurable / writeBusCredential / renameDurable / linkDurable / removeFileDurable (src/files)");
   });
 
   it("R54: credential files are read by the one reader (readBusCredential), not parsed by hand", () => {
