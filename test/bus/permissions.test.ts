@@ -261,6 +261,18 @@ describe("composed permissions enforced by nats-server", () => {
     } finally { await close(again); }
   });
 
+  it("R47: the controller's own credential cannot change CATALOGUE's configuration (a limit of max_msgs: 3 is refused by the bus), nor create it again with another", async () => {
+    const controller = await dial(CONTROLLER);
+    try {
+      const jsm = await jetstreamManager(controller.nc);
+      const config = (await jsm.streams.info(CATALOGUE_STREAM)).config;
+      await assert.rejects(jsm.streams.update(CATALOGUE_STREAM, { ...config, max_msgs: 3 }));
+      await waitFor(() => controller.violations.find((v) => v.operation === "publish" && v.subject === `$JS.API.STREAM.UPDATE.${CATALOGUE_STREAM}`), { name: "update CATALOGUE refused" });
+      await assert.rejects(jsm.streams.add({ ...config, max_msgs: 3 }), "the server refuses a second CATALOGUE with another configuration (name in use)");
+      assert.equal((await jsm.streams.info(CATALOGUE_STREAM)).config.max_msgs, -1, "the records keep no limit");
+    } finally { await close(controller); }
+  });
+
   it("R24: a module with nothing to publish is refused every publish", async () => {
     await refusedPub(PACKET_FILTER, eventSubject("packet-filter", "anything"));
     await refusedPub(PACKET_FILTER, commandSubject(PACKET_FILTER, "node.enrol"));
