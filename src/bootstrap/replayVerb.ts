@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { InvalidEvent, RecordsBehind, replay, type Catalogue } from "../records/catalogue.ts";
+import { InvalidEvent, RecordsBehind, RecordsUnsafe, replay, type Catalogue } from "../records/catalogue.ts";
 import { canonicalJson } from "../projections/canonical.ts";
 import type { State } from "../projections/index.ts";
 import type { FreshSecret, Reply } from "../commands/envelope.ts";
@@ -45,13 +45,19 @@ export function countsOf(state: State): Record<string, number> {
  * voided ones skipped), `lastSequence`, `digest`, `counts`, and `stoppedAt` (sequence, event
  * types, one-line reason) when a commit stops the fold. `matchesServing` says whether the state the
  * controller serves from (snapshot + tail) is the same state, byte for byte (R41); `behind` is the
- * world's evidence that the records are behind it (R43), absent when there is none.
+ * world's evidence that the records are behind it (R43), absent when there is none; `unsafe`
+ * (the setting and the whole line with its fix) when the stream erases commits or erased some
+ * (R47): then the fold from sequence 1 is not `valid`, whatever it read.
  */
 export async function replayReport(nc: NatsConnection, catalogue: Catalogue): Promise<Record<string, unknown>> {
   await catalogue.catchUp().catch((error: unknown) => {
-    if (!(error instanceof InvalidEvent || error instanceof RecordsBehind)) throw error;
+    if (!(error instanceof InvalidEvent || error instanceof RecordsBehind || error instanceof RecordsUnsafe)) throw error;
   });
-  const behind = catalogue.behind === null ? {} : { behind: catalogue.behind };
+  const unsafe = catalogue.unsafe;
+  const behind = {
+    ...(catalogue.behind === null ? {} : { behind: catalogue.behind }),
+    ...(unsafe === null ? {} : { unsafe: { setting: unsafe.setting, message: unsafe.message } }),
+  };
   let state: State;
   try {
     state = await replay(nc);
@@ -68,7 +74,7 @@ export async function replayReport(nc: NatsConnection, catalogue: Catalogue): Pr
   }
   const digest = stateDigest(state);
   return {
-    valid: true,
+    valid: unsafe === null,
     lastSequence: state.sequence,
     digest,
     counts: countsOf(state),

@@ -59,10 +59,13 @@ export function renderReplay(r: Row): string[] {
     lines.push(`voided the commit at sequence ${String(r.voided)} (voiding commit at ${String(r.sequence)}); the records fold to ${String(r.lastSequence)}`);
   } else {
     const counts = (r.counts ?? {}) as Record<string, number>;
-    lines.push(`records folded from sequence 1 (snapshots ignored) to sequence ${String(r.lastSequence)}: ${r.valid === true ? "every commit valid" : "a commit stops the fold"}`);
+    const verdict = r.valid === true ? "every commit valid" : r.unsafe !== undefined && r.stoppedAt === undefined ? "NOT valid: the records erase commits" : "a commit stops the fold";
+    lines.push(`records folded from sequence 1 (snapshots ignored) to sequence ${String(r.lastSequence)}: ${verdict}`);
     if (typeof r.digest === "string") lines.push(`state digest: ${r.digest}${r.matchesServing === true ? " (the controller serves the same state)" : r.matchesServing === false ? " (DIFFERS from the state the controller serves)" : ""}`);
     lines.push(`counts: ${Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ")}`);
   }
+  const unsafe = r.unsafe as { setting: string; message: string } | undefined;
+  if (unsafe) lines.push(unsafe.message);
   const behind = r.behind as Array<{ kind: string; detail: string }> | undefined;
   if (behind && behind.length > 0) {
     lines.push("the records are behind what the world has seen (R43):");

@@ -589,6 +589,8 @@ export const ReplayReportReply = z
     matchesServing: z.boolean().optional(),
     stoppedAt: StoppedAt.optional(),
     behind: z.unknown().optional(),
+    /** R47: the records erase commits or erased some: the stream setting, and the whole line with its fix. */
+    unsafe: z.object({ setting: z.string(), message: z.string() }).strict().optional(),
     changed: z.literal(false),
   })
   .strict();

@@ -21,7 +21,7 @@ import { composeBusUsers, composeTopology, renderUserList, type BusUsers } from 
 import {
   ALL_SUBJECTS, CATALOGUE_STREAM, CONTROL_STREAM, CONTROLLER_NAME, EVENTS_STREAM, SHARED_INBOX_SUBJECTS, busUser, commandSubject,
   declarationConsumer, declarationSubject, deliverSubject, userListPartSubject, eventSubject, followConsumer, inboxPrefix, inboxSubjects,
-  pullGrants, reportSubject, toolSubject, workConsumer, workStream, workSubject,
+  pullGrants, reportSubject, streamUpdatedAdvisory, toolSubject, workConsumer, workStream, workSubject,
 } from "../../src/names.ts";
 import { natsServerBinary, startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh } from "../unit/compose/exampleMesh.ts";
@@ -271,6 +271,11 @@ describe("composed permissions enforced by nats-server", () => {
       await assert.rejects(jsm.streams.add({ ...config, max_msgs: 3 }), "the server refuses a second CATALOGUE with another configuration (name in use)");
       assert.equal((await jsm.streams.info(CATALOGUE_STREAM)).config.max_msgs, -1, "the records keep no limit");
     } finally { await close(controller); }
+  });
+
+  it("R47: the controller hears when CATALOGUE's configuration changes (the stream's update advisory); a module does not", async () => {
+    await allowedSub(CONTROLLER, streamUpdatedAdvisory(CATALOGUE_STREAM));
+    await refusedSub(SHOWCASE, streamUpdatedAdvisory(CATALOGUE_STREAM));
   });
 
   it("R24: a module with nothing to publish is refused every publish", async () => {
