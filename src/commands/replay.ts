@@ -12,6 +12,7 @@
 import { ReplayRequest } from "../contracts/verbs.ts";
 import type { MeshEvent, Principal } from "../events/index.ts";
 import { busUser, principalKey, RECORDS_ENTITY } from "../names.ts";
+import { BOOTSTRAP_NKEY } from "../genesis.ts";
 import type { State } from "../projections/index.ts";
 import { metaOf, refuse, type Decision, type Envelope } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
@@ -115,15 +116,18 @@ export type InstalledKeys = Readonly<Record<string, string>> | undefined;
  * one (CredentialRotated onto it, the backup's key is on no list again); no entry means the bus ran
  * without the node (removed after the backup, or never pushed): CredentialRevoked, so its key from
  * the backup is refused (the way back is `mesh node remove` and a new enrolment); the same key, or
- * no report at all (no evidence): unchanged. Pure.
+ * no report at all (no evidence): unchanged. A node whose key would be the genesis bootstrap key
+ * (enrolled on it before enrolment refused it, R13: its seed is public) is revoked either way.
+ * Pure.
  */
 function nodeRestore(state: State, node: string, installed: InstalledKeys, meta: ReturnType<typeof metaOf>): MeshEvent | undefined {
   const principal: Principal = { kind: "node", name: node };
   const recorded = state.credentials[principalKey("node", node)];
-  if (!recorded || installed === undefined) return undefined;
+  if (!recorded) return undefined;
   const user = busUser("node", node);
+  if (installed === undefined) return recorded.nkey === BOOTSTRAP_NKEY ? { ...meta, type: "CredentialRevoked", principal } : undefined;
   const key = installed[user];
-  if (key === undefined) return { ...meta, type: "CredentialRevoked", principal };
+  if (key === undefined || key === BOOTSTRAP_NKEY) return { ...meta, type: "CredentialRevoked", principal };
   if (key === recorded.nkey) return undefined;
   return { ...meta, type: "CredentialRotated", principal, user, nkey: key, address: addressFor(state, principal) };
 }

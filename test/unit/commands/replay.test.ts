@@ -84,6 +84,29 @@ describe("replay --accept-restore (R44)", () => {
   });
 });
 
+describe("replay --accept-restore and the genesis bootstrap key (R13, R44, R63)", () => {
+  it("R44 R63: a node the bus ran on the genesis bootstrap key, or recorded on it, is revoked: its seed is public in the source", async () => {
+    const { exampleMesh } = await import("../compose/exampleMesh.ts");
+    const { restorePrincipals, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
+    const { BOOTSTRAP_NKEY } = await import("../../../src/genesis.ts");
+    const { evolve } = await import("../../../src/projections/index.ts");
+    const { state: example } = exampleMesh();
+    // beta enrolled on the bootstrap key before decides refused it (the records hold it).
+    const state = evolve(example, [{ sequence: example.sequence + 1, commit: { commandId: "old", entity: { kind: "node", id: "beta" }, events: [
+      { type: "CredentialRotated", actor: "operator-ada", commandId: "old", at: "2026-01-01T00:00:00.000Z", principal: { kind: "node", name: "beta" }, user: "node-beta", nkey: BOOTSTRAP_NKEY, address: "tls://bus.example.net:4222" },
+    ] } }]);
+    const key = (node: string) => state.credentials[principalKey("node", node)]!.nkey!;
+    const secrets = restorePrincipals(state).map((_, i) => fakeSecret(i + 1));
+    for (const installed of [{ "node-alpha": BOOTSTRAP_NKEY, "node-beta": BOOTSTRAP_NKEY, "node-gamma": key("gamma") }, undefined]) {
+      const decision = decideAcceptRestore(state, [], null, { ...envelope, secrets }, installed);
+      assert.ok(decision.ok && !decision.unchanged);
+      const revoked = decision.events.flatMap((e) => (e.type === "CredentialRevoked" ? [e.principal.name] : []));
+      assert.deepEqual(revoked, installed ? ["alpha", "beta"] : ["beta"], JSON.stringify(installed));
+      assert.ok(!decision.events.some((e) => e.type === "CredentialRotated" && e.nkey === BOOTSTRAP_NKEY), "nobody is rotated onto it");
+    }
+  });
+});
+
 describe("replay --accept-restore at scale (R44, R59)", () => {
   it("R44: later batches rotate the principals that still have a credential, and nothing when none has", async () => {
     const { exampleMesh } = await import("../compose/exampleMesh.ts");
