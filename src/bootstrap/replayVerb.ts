@@ -14,9 +14,11 @@ import { CommandId, withoutSecrets, type ExtraVerb } from "../commands/server.ts
 import { parseRequest } from "../commands/validation.ts";
 import { commandRequest, type CommandRequest } from "../records/reuse.ts";
 import type { TransactResult } from "../records/catalogue.ts";
-import { REPLAY_VERB, ROTATIONS_PER_COMMIT, ReplayRequest, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals, absentFromInstalledList } from "../commands/replay.ts";
+import {
+  REPLAY_VERB, ROTATIONS_PER_COMMIT, ReplayRequest, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals, restoreSecretsNeeded, absentFromInstalledList,
+} from "../commands/replay.ts";
 import type { Principal } from "../events/index.ts";
-import type { CredentialRevoked, CredentialRotated, MeshEvent } from "../events/index.ts";
+import type { CredentialRevoked, CredentialRotated, MeshEvent, ProvisionRotated } from "../events/index.ts";
 import { newFreshSecret } from "../crypto/secrets.ts";
 import { busUser } from "../names.ts";
 import type { ControllerLog } from "./log.ts";
@@ -185,8 +187,7 @@ export function dryRunReplyOf(commandId: string, result: TransactResult): Reply 
 async function dryRunRestore(deps: ReplayDependencies, commandId: string, actor: string, recorded: CommandRequest): Promise<Reply> {
   const at = deps.now().toISOString();
   const result = await deps.catalogue.acceptRestore(commandId, (state, evidence, lost) => {
-    const needed = Math.min(restorePrincipals(state).length, ROTATIONS_PER_COMMIT);
-    const secrets = Array.from({ length: needed }, (): FreshSecret => ({ seed: "", nkey: "", sealed: "" }));
+    const secrets = Array.from({ length: restoreSecretsNeeded(state) }, (): FreshSecret => ({ seed: "", nkey: "", sealed: "" }));
     return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets }, deps.installedList?.(state)?.keys);
   }, recorded, { dryRun: true });
   return dryRunReplyOf(commandId, result);
@@ -217,7 +218,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
   const result = await deps.catalogue.acceptRestore(commandId, (state, evidence, lost) => {
     all = restorePrincipals(state);
     installed = deps.installedList?.(state);
-    const needed = Math.min(all.length, ROTATIONS_PER_COMMIT);
+    const needed = restoreSecretsNeeded(state);
     if (secrets.length < needed) secrets = [...secrets, ...freshSecrets(needed - secrets.length)];
     return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets }, installed?.keys);
   }, recorded);
@@ -239,6 +240,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
   const all2 = [...result.events, ...further];
   const rotated = all2.filter((e): e is CredentialRotated => e.type === "CredentialRotated");
   const revoked = all2.filter((e): e is CredentialRevoked => e.type === "CredentialRevoked").map((e) => e.principal);
+  const provisions = all2.filter((e): e is ProvisionRotated => e.type === "ProvisionRotated").map((e) => ({ seat: e.seat, provision: e.provision, consumer: e.consumer }));
   const state = deps.catalogue.state;
   // R44: what the world runs, from the broker holder's last report, against what the records compose.
   const composed = deps.compose === undefined ? undefined : composeBusUsers(state, deps.compose);
@@ -271,6 +273,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
     lost: restored?.type === "RecordsRestored" ? restored.lost : null,
     rotated: rotated.length > 1000 ? { count: rotated.length } : rotated.map((e) => e.principal),
     ...(revoked.length > 0 ? { revoked: revoked.length > 1000 ? { count: revoked.length } : revoked } : {}),
+    freshProvisions: provisions.length > 1000 ? { count: provisions.length } : provisions,
     ...(installedKeys === undefined ? { nodeKeys: "unchecked: no holder of mesh-broker reported the list the bus ran; each node keeps its recorded key" } : {}),
     unknownToRecords,
     ...(absent.length > ABSENT_IN_REPLY ? { absentLeftOut: absent.length - ABSENT_IN_REPLY } : {}),

@@ -35,6 +35,11 @@ export function renderReplay(r: Row): string[] {
     } else {
       lines.push(`fresh keys for ${count} principal(s) (nodes keep their own), installed by the next push`);
     }
+    const provisions = (Array.isArray(r.freshProvisions) ? r.freshProvisions : []) as Array<{ seat: string; provision: string; consumer: string }>;
+    const provisionCount = Array.isArray(r.freshProvisions) ? provisions.length : Number((r.freshProvisions as { count?: number } | undefined)?.count ?? 0);
+    if (provisionCount > 0) {
+      lines.push(`fresh provision secrets for ${provisionCount} provision(s), delivered by the next push${provisions.length ? `: ${provisions.map((p) => `${p.provision} of ${p.seat} for ${p.consumer}`).join(", ")}` : ""}`);
+    }
     const revoked = (Array.isArray(r.revoked) ? r.revoked : []) as Array<{ kind: string; name: string }>;
     if (revoked.length > 0) lines.push(`revoked (the bus ran without them): ${revoked.map((p) => `${p.kind} ${p.name}`).join(", ")}`);
     if (typeof r.nodeKeys === "string") lines.push(`node keys ${r.nodeKeys}`);

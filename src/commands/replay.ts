@@ -6,8 +6,9 @@
  * - `{}`: fold from sequence 1 ignoring snapshots, validate every commit, report (changes nothing);
  * - `{ void: <seq>, reason }`: void the commit the fold stopped at (CommitVoided, R45);
  * - `{ acceptRestore: true }`: accept the records as they are (RecordsRestored, R44) and give every
- *   principal a fresh credential in the same commit (decideAcceptRestore); a node's key, generated
- *   on the node, is taken from the list the bus ran instead (R64).
+ *   principal a fresh credential and every provision a fresh secret in the same commit
+ *   (decideAcceptRestore); a node's key, generated on the node, is taken from the list the bus ran
+ *   instead (R64).
  */
 import { ReplayRequest } from "../contracts/verbs.ts";
 import type { MeshEvent, Principal } from "../events/index.ts";
@@ -155,6 +156,26 @@ function rotations(state: State, principals: readonly Principal[], envelope: Env
 }
 
 /**
+ * The fresh secrets an accepted restore's first commit takes (decideAcceptRestore): one per
+ * principal of its first ROTATIONS_PER_COMMIT, then one per minted provision. Pure.
+ */
+export function restoreSecretsNeeded(state: State): number {
+  return Math.min(restorePrincipals(state).length, ROTATIONS_PER_COMMIT) + Object.keys(state.provisions).length;
+}
+
+/**
+ * A ProvisionRotated for every minted provision, sorted by its key, the i-th taking the sealed
+ * seed of secret #(first + i) as its new secret (32 random bytes, as a minted provision's). Pure.
+ */
+function provisionRotations(state: State, envelope: Envelope, first: number): MeshEvent[] {
+  const meta = metaOf(envelope);
+  return Object.keys(state.provisions).sort().map((key, i) => {
+    const p = state.provisions[key]!;
+    return { ...meta, type: "ProvisionRotated", seat: p.seat, provision: p.provision, consumer: p.consumer, user: p.user, sealed: secretAt(envelope, first + i).sealed };
+  });
+}
+
+/**
  * Decides an accepted restore (R44): one commit about the records holding RecordsRestored (actor,
  * evidence, lost range) and a CredentialRotated for each of the first ROTATIONS_PER_COMMIT of
  * restorePrincipals, secret #i for the i-th, at the address each would be minted at now
@@ -162,7 +183,10 @@ function rotations(state: State, principals: readonly Principal[], envelope: Env
  * credentials are usable from the next push, which installs the user list without any key the
  * backup held (removed principals are not in the records at all). Nodes are not minted a key (it
  * is generated on the node, R64): `installed`, the keys of the list the bus ran, decides theirs
- * (nodeRestore). Refusals: `no-mesh`. Pure.
+ * (nodeRestore). Then a ProvisionRotated for every minted provision, with the secrets after the
+ * principals' (restoreSecretsNeeded): the records cannot know which provision secrets reached a
+ * node removed after the backup, so none is kept; the next push delivers the fresh ones to the
+ * consumer's and the provider's nodes. Refusals: `no-mesh`. Pure.
  */
 export function decideAcceptRestore(
   state: State,
@@ -174,7 +198,11 @@ export function decideAcceptRestore(
   if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
   const restored: MeshEvent = { ...metaOf(envelope), type: "RecordsRestored", evidence: evidence.map((e) => ({ kind: e.kind, detail: e.detail })), lost };
   const first = restorePrincipals(state).slice(0, ROTATIONS_PER_COMMIT);
-  return { ok: true, entity: { ...RECORDS_ENTITY }, events: [restored, ...rotations(state, first, envelope, installed)] };
+  return {
+    ok: true,
+    entity: { ...RECORDS_ENTITY },
+    events: [restored, ...rotations(state, first, envelope, installed), ...provisionRotations(state, envelope, first.length)],
+  };
 }
 
 /**
