@@ -298,14 +298,28 @@ export const JS_API_SUBJECTS = "$JS.API.>";
 
 /**
  * The JetStream API subjects that would erase the records (R47): deleting the CATALOGUE stream,
- * purging it, deleting one of its messages. Denied to every principal that holds JS_API_SUBJECTS
- * (a deny wins over an allow in nats-server), so not even the controller's credential erases them.
+ * purging it, deleting one of its messages, and changing its configuration (a limit, max_msgs,
+ * max_bytes, max_age or per subject, erases the oldest commits at once and with every append
+ * after). Denied to every principal that holds JS_API_SUBJECTS (a deny wins over an allow in
+ * nats-server), so not even the controller's credential erases them. Creating CATALOGUE stays
+ * granted (genesis does it): the server refuses to create a stream again with another
+ * configuration, so a create cannot change it either.
  */
 export const CATALOGUE_ERASE_SUBJECTS: readonly string[] = [
   `${DEFAULT_JS_API_PREFIX}.STREAM.DELETE.${CATALOGUE_STREAM}`,
   `${DEFAULT_JS_API_PREFIX}.STREAM.MSG.DELETE.${CATALOGUE_STREAM}`,
   `${DEFAULT_JS_API_PREFIX}.STREAM.PURGE.${CATALOGUE_STREAM}`,
+  `${DEFAULT_JS_API_PREFIX}.STREAM.UPDATE.${CATALOGUE_STREAM}`,
 ];
+
+/**
+ * Where the server announces that a stream's configuration changed: `$JS.EVENT.ADVISORY.STREAM.UPDATED.<stream>`.
+ * The controller listens on CATALOGUE's (R47): a change made outside the mesh's credentials (which
+ * may not make one) is seen while it serves, before its next append, not only at its next start.
+ */
+export function streamUpdatedAdvisory(stream: string): string {
+  return `$JS.EVENT.ADVISORY.STREAM.UPDATED.${stream}`;
+}
 
 /** Flow-control replies of every push consumer of one stream (ordered consumers have random names). */
 export function flowControlSubjects(stream: string): string {

@@ -7,7 +7,8 @@
  *    tried when the file's is refused (R14); then, with a lease configured (a cluster), wait as a
  *    standby until this controller holds it (R61): nothing below runs on a standby;
  * 3. load the snapshot and catch up (openCatalogue: the CATALOGUE stream first, it holds the
- *    records every other object is derived from);
+ *    records every other object is derived from; a stream that erases commits stops the start,
+ *    R47), then hear its configuration change while serving (watchRecords);
  * 4. raise streams, then consumers, from the records (R5, R21, R22);
  * 5. record the public key of the credential in use, only if none is recorded (R14); when the
  *    records hold a rotated one, use its seed instead of the file's (never the genesis one back);
@@ -21,6 +22,7 @@ import type { ControllerConfig } from "../config.ts";
 import { openCatalogue, RecordsBehind, type Catalogue } from "../records/catalogue.ts";
 import { readRecordsMark, writeRecordsMark } from "./recordsMark.ts";
 import { watchReports } from "./reportWatch.ts";
+import { watchRecords } from "./recordsWatch.ts";
 import { serveCommands, type CommandServer } from "../commands/server.ts";
 import type { Envelope } from "../commands/envelope.ts";
 import { decideRecordControllerCredential } from "../commands/controllerCredential.ts";
@@ -168,12 +170,15 @@ export async function startController(config: ControllerConfig, { log, connectTi
   if (signal?.aborted) abandon();
   signal?.addEventListener("abort", abandon, { once: true });
   const address = credential.current().address;
+  /** What a reconnect rechecks besides JetStream (set once the records are open). */
+  let onReconnect: () => void = () => undefined;
   void (async () => {
     for await (const status of nc.status()) {
       if (status.type === "disconnect") log.info(`disconnected from the bus at ${address}`);
       else if (status.type === "reconnect") {
         log.info(`reconnected to the bus at ${address}`);
         void checkJetStreamAfterReconnect(nc, log);
+        onReconnect();
       }
       else if (status.type === "error") log.error(`bus connection error at ${address}: ${status.error.message.split("\n")[0]}`);
     }
@@ -218,6 +223,9 @@ export async function startController(config: ControllerConfig, { log, connectTi
     // R43: the hosts' reports are evidence too (a declaration composed from records the stream lacks).
     // Only a claim carrying the controller's own tag counts (recordsTag: under the mesh key, which no host holds).
     const reports = await watchReports(nc, catalogue, log, (fact, tag) => recordsTagVerifies(config.meshKey, fact, tag));
+    // R47: a change of the records' configuration is heard while serving (a reconnect reads it again).
+    const records = watchRecords(nc, catalogue, log);
+    onReconnect = () => { void records.recheck(); };
     const blocked = () => catalogue.held !== null || catalogue.behind !== null;
     let snapshotAt = catalogue.state.sequence;
 
@@ -276,7 +284,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
     await nc.flush(); // the subscription is on the server before start returns
     log.info(`serving commands at ${address}`);
     // A controller that lost the lease serves nothing more: another is active (R61).
-    onLeaseLost = () => { void server.stop(); reports.stop(); lostHook?.(); };
+    onLeaseLost = () => { void server.stop(); reports.stop(); records.stop(); lostHook?.(); };
 
     let stopped = false;
     return {
@@ -290,6 +298,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
         stopped = true;
         await server.stop();
         reports.stop();
+        records.stop();
         // The lease first (R61): a standby takes over now, not after a snapshot that may be slow
         // (a snapshot is only a shortcut for the next start, and any controller may write one).
         await lease?.release();

@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { InvalidEvent, RecordsBehind, replay, type Catalogue } from "../records/catalogue.ts";
+import { InvalidEvent, RecordsBehind, RecordsUnsafe, replay, type Catalogue } from "../records/catalogue.ts";
 import { canonicalJson } from "../projections/canonical.ts";
 import type { State } from "../projections/index.ts";
 import type { FreshSecret, Reply } from "../commands/envelope.ts";
@@ -14,9 +14,11 @@ import { CommandId, withoutSecrets, type ExtraVerb } from "../commands/server.ts
 import { parseRequest } from "../commands/validation.ts";
 import { commandRequest, type CommandRequest } from "../records/reuse.ts";
 import type { TransactResult } from "../records/catalogue.ts";
-import { REPLAY_VERB, ROTATIONS_PER_COMMIT, ReplayRequest, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals, absentFromInstalledList } from "../commands/replay.ts";
+import {
+  REPLAY_VERB, ROTATIONS_PER_COMMIT, ReplayRequest, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals, restoreSecretsNeeded, absentFromInstalledList,
+} from "../commands/replay.ts";
 import type { Principal } from "../events/index.ts";
-import type { CredentialRevoked, CredentialRotated, MeshEvent } from "../events/index.ts";
+import type { CredentialRevoked, CredentialRotated, MeshEvent, ProvisionRotated } from "../events/index.ts";
 import { newFreshSecret } from "../crypto/secrets.ts";
 import { busUser } from "../names.ts";
 import type { ControllerLog } from "./log.ts";
@@ -45,13 +47,19 @@ export function countsOf(state: State): Record<string, number> {
  * voided ones skipped), `lastSequence`, `digest`, `counts`, and `stoppedAt` (sequence, event
  * types, one-line reason) when a commit stops the fold. `matchesServing` says whether the state the
  * controller serves from (snapshot + tail) is the same state, byte for byte (R41); `behind` is the
- * world's evidence that the records are behind it (R43), absent when there is none.
+ * world's evidence that the records are behind it (R43), absent when there is none; `unsafe`
+ * (the setting and the whole line with its fix) when the stream erases commits or erased some
+ * (R47): then the fold from sequence 1 is not `valid`, whatever it read.
  */
 export async function replayReport(nc: NatsConnection, catalogue: Catalogue): Promise<Record<string, unknown>> {
   await catalogue.catchUp().catch((error: unknown) => {
-    if (!(error instanceof InvalidEvent || error instanceof RecordsBehind)) throw error;
+    if (!(error instanceof InvalidEvent || error instanceof RecordsBehind || error instanceof RecordsUnsafe)) throw error;
   });
-  const behind = catalogue.behind === null ? {} : { behind: catalogue.behind };
+  const unsafe = catalogue.unsafe;
+  const behind = {
+    ...(catalogue.behind === null ? {} : { behind: catalogue.behind }),
+    ...(unsafe === null ? {} : { unsafe: { setting: unsafe.setting, message: unsafe.message } }),
+  };
   let state: State;
   try {
     state = await replay(nc);
@@ -68,7 +76,7 @@ export async function replayReport(nc: NatsConnection, catalogue: Catalogue): Pr
   }
   const digest = stateDigest(state);
   return {
-    valid: true,
+    valid: unsafe === null,
     lastSequence: state.sequence,
     digest,
     counts: countsOf(state),
@@ -179,8 +187,7 @@ export function dryRunReplyOf(commandId: string, result: TransactResult): Reply 
 async function dryRunRestore(deps: ReplayDependencies, commandId: string, actor: string, recorded: CommandRequest): Promise<Reply> {
   const at = deps.now().toISOString();
   const result = await deps.catalogue.acceptRestore(commandId, (state, evidence, lost) => {
-    const needed = Math.min(restorePrincipals(state).length, ROTATIONS_PER_COMMIT);
-    const secrets = Array.from({ length: needed }, (): FreshSecret => ({ seed: "", nkey: "", sealed: "" }));
+    const secrets = Array.from({ length: restoreSecretsNeeded(state) }, (): FreshSecret => ({ seed: "", nkey: "", sealed: "" }));
     return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets }, deps.installedList?.(state)?.keys);
   }, recorded, { dryRun: true });
   return dryRunReplyOf(commandId, result);
@@ -211,7 +218,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
   const result = await deps.catalogue.acceptRestore(commandId, (state, evidence, lost) => {
     all = restorePrincipals(state);
     installed = deps.installedList?.(state);
-    const needed = Math.min(all.length, ROTATIONS_PER_COMMIT);
+    const needed = restoreSecretsNeeded(state);
     if (secrets.length < needed) secrets = [...secrets, ...freshSecrets(needed - secrets.length)];
     return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets }, installed?.keys);
   }, recorded);
@@ -233,6 +240,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
   const all2 = [...result.events, ...further];
   const rotated = all2.filter((e): e is CredentialRotated => e.type === "CredentialRotated");
   const revoked = all2.filter((e): e is CredentialRevoked => e.type === "CredentialRevoked").map((e) => e.principal);
+  const provisions = all2.filter((e): e is ProvisionRotated => e.type === "ProvisionRotated").map((e) => ({ seat: e.seat, provision: e.provision, consumer: e.consumer }));
   const state = deps.catalogue.state;
   // R44: what the world runs, from the broker holder's last report, against what the records compose.
   const composed = deps.compose === undefined ? undefined : composeBusUsers(state, deps.compose);
@@ -265,6 +273,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
     lost: restored?.type === "RecordsRestored" ? restored.lost : null,
     rotated: rotated.length > 1000 ? { count: rotated.length } : rotated.map((e) => e.principal),
     ...(revoked.length > 0 ? { revoked: revoked.length > 1000 ? { count: revoked.length } : revoked } : {}),
+    freshProvisions: provisions.length > 1000 ? { count: provisions.length } : provisions,
     ...(installedKeys === undefined ? { nodeKeys: "unchecked: no holder of mesh-broker reported the list the bus ran; each node keeps its recorded key" } : {}),
     unknownToRecords,
     ...(absent.length > ABSENT_IN_REPLY ? { absentLeftOut: absent.length - ABSENT_IN_REPLY } : {}),

@@ -75,6 +75,8 @@ export function renderPush(report: PushShown): string[] {
   if (fresh && report.dryRun) lines.push(`fresh keys this user list would carry: ${fresh}`);
   else if (fresh && report.userList === undefined) lines.push(`fresh keys in this user list (the bus refuses the old ones): ${fresh}`);
   else if (fresh) lines.push(`fresh keys waiting for a user list to reach the bus (it still admits the old ones): ${fresh}`);
+  const provisions = report.freshProvisions ?? [];
+  if (provisions.length > 0) lines.push(`fresh provision secrets in these declarations (the provider grants only them once applied): ${provisions.map((p) => `${p.provision} of ${p.seat} for ${p.consumer}`).join(", ")}`);
   const servers = report.servers ?? [];
   if (servers.length > 0) lines.push(`user list on each server (R60): ${servers.map((s) => `${s.server} ${s.ok ? (s.changed === false ? "unchanged" : "reloaded") : "MISSED"}`).join(", ")}`);
   for (const s of servers.filter((one) => !one.ok)) lines.push(`server ${s.server} missed the user list: ${s.error ?? "no reason given"}; the next push sends it again`);

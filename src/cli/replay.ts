@@ -35,6 +35,11 @@ export function renderReplay(r: Row): string[] {
     } else {
       lines.push(`fresh keys for ${count} principal(s) (nodes keep their own), installed by the next push`);
     }
+    const provisions = (Array.isArray(r.freshProvisions) ? r.freshProvisions : []) as Array<{ seat: string; provision: string; consumer: string }>;
+    const provisionCount = Array.isArray(r.freshProvisions) ? provisions.length : Number((r.freshProvisions as { count?: number } | undefined)?.count ?? 0);
+    if (provisionCount > 0) {
+      lines.push(`fresh provision secrets for ${provisionCount} provision(s), delivered by the next push${provisions.length ? `: ${provisions.map((p) => `${p.provision} of ${p.seat} for ${p.consumer}`).join(", ")}` : ""}`);
+    }
     const revoked = (Array.isArray(r.revoked) ? r.revoked : []) as Array<{ kind: string; name: string }>;
     if (revoked.length > 0) lines.push(`revoked (the bus ran without them): ${revoked.map((p) => `${p.kind} ${p.name}`).join(", ")}`);
     if (typeof r.nodeKeys === "string") lines.push(`node keys ${r.nodeKeys}`);
@@ -59,10 +64,13 @@ export function renderReplay(r: Row): string[] {
     lines.push(`voided the commit at sequence ${String(r.voided)} (voiding commit at ${String(r.sequence)}); the records fold to ${String(r.lastSequence)}`);
   } else {
     const counts = (r.counts ?? {}) as Record<string, number>;
-    lines.push(`records folded from sequence 1 (snapshots ignored) to sequence ${String(r.lastSequence)}: ${r.valid === true ? "every commit valid" : "a commit stops the fold"}`);
+    const verdict = r.valid === true ? "every commit valid" : r.unsafe !== undefined && r.stoppedAt === undefined ? "NOT valid: the records erase commits" : "a commit stops the fold";
+    lines.push(`records folded from sequence 1 (snapshots ignored) to sequence ${String(r.lastSequence)}: ${verdict}`);
     if (typeof r.digest === "string") lines.push(`state digest: ${r.digest}${r.matchesServing === true ? " (the controller serves the same state)" : r.matchesServing === false ? " (DIFFERS from the state the controller serves)" : ""}`);
     lines.push(`counts: ${Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ")}`);
   }
+  const unsafe = r.unsafe as { setting: string; message: string } | undefined;
+  if (unsafe) lines.push(unsafe.message);
   const behind = r.behind as Array<{ kind: string; detail: string }> | undefined;
   if (behind && behind.length > 0) {
     lines.push("the records are behind what the world has seen (R43):");

@@ -365,10 +365,14 @@ export const CLI_VERBS: CliVerb[] = [
     ],
   }),
   busVerb({
-    path: ["node", "remove"], verb: "node.remove", summary: "remove a node (its assignments, overlay place and credential go with it)",
+    path: ["node", "remove"], verb: "node.remove", summary: "remove a node (its assignments, overlay place and credential go with it; every credential and provision delivered to it is replaced)",
     arguments: [arg("name", "the enrolled node")],
     body: (a) => ({ node: a[0] }),
-    render: (r) => [`removed node ${r.node}`],
+    render: (r) => [
+      `removed node ${r.node}`,
+      ...(r.freshCredentials.length > 0 ? [`fresh keys, installed by the next push: ${r.freshCredentials.map((p) => `${p.kind} ${p.name}`).join(", ")}`] : []),
+      ...(r.freshProvisions.length > 0 ? [`fresh provision secrets, delivered by the next push: ${r.freshProvisions.map((p) => `${p.provision} of ${p.seat} for ${p.consumer}`).join(", ")}`] : []),
+    ],
   }),
   moduleRegister,
   busVerb({

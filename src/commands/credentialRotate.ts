@@ -3,7 +3,7 @@ import type { CredentialRotated, MeshEvent } from "../events/index.ts";
 import { busAddressesOf, credentialOf, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
-import { NO_MESH_MESSAGE, addressFor, holderOfNkey, secretAt } from "./shared.ts";
+import { NO_MESH_MESSAGE, addressFor, nkeyInUse, secretAt } from "./shared.ts";
 
 /**
  * Refusals, in order: `no-mesh` before genesis; `unknown-principal` for a node not enrolled or a
@@ -12,7 +12,8 @@ import { NO_MESH_MESSAGE, addressFor, holderOfNkey, secretAt } from "./shared.ts
  * (field nkey) for a node without `nkey` (its key is generated on the node, R64: the controller
  * cannot make one for it); `nkey-not-accepted` (field nkey) for any other kind with one (their keys
  * are minted by the controller, which keeps the seed sealed for them); `key-in-use` (field nkey)
- * when any recorded credential, the node's current one included, holds that key. Success:
+ * when any recorded credential, the node's current one included, holds that key, or it is the
+ * genesis bootstrap key, whose seed is public (nkeyInUse, R13). Success:
  * CredentialRotated with the node's new `nkey` and no sealed secret, or fresh secret #1 (key and
  * mesh-sealed seed) for the other kinds, and the address `addressFor` gives now (R7), about
  * `node/<name>` or `module/<name>` for those kinds, else `<kind>/<name>`. The old public key is on
@@ -38,8 +39,8 @@ export function decide(state: State, command: CredentialRotateRequest, envelope:
     return refuse("nkey-not-accepted", `a ${command.kind}'s key is minted by the controller: rotate without --nkey`, "nkey");
   }
   if (command.nkey !== undefined) {
-    const holder = holderOfNkey(state, command.nkey);
-    if (holder !== undefined) return refuse("key-in-use", `${holder} holds this nkey already: \`mesh host rotate-key\` makes a new one`, "nkey");
+    const taken = nkeyInUse(state, command.nkey);
+    if (taken !== undefined) return refuse("key-in-use", `${taken}: \`mesh host rotate-key\` makes a new one`, "nkey");
   }
   const fresh = command.nkey !== undefined ? { nkey: command.nkey } : (() => {
     const secret = secretAt(envelope, 0);

@@ -63,6 +63,7 @@ export function mentions(event: MeshEvent, entity: Entity): boolean {
     case "SeatHandedOver":
       return (kind === "seat" && event.seat === id) || (kind === "node" && (event.from === id || event.to === id));
     case "ProvisionMinted":
+    case "ProvisionRotated":
       return (kind === "seat" && event.seat === id) || (kind === "module" && event.consumer === id);
     default:
       return assertNever(event);
@@ -115,7 +116,8 @@ export function summaryOf(event: MeshEvent): string {
     case "OverlayPlaced":
       return `node ${event.node} placed on the overlay as ${event.overlayName}${event.hub ? " (hub)" : ""}`;
     case "ProvisionMinted":
-      return `provision ${event.provision} of seat ${event.seat} minted for module ${event.consumer} (user ${event.user})`;
+    case "ProvisionRotated":
+      return `provision ${event.provision} of seat ${event.seat} ${event.type === "ProvisionMinted" ? "minted" : "rotated"} for module ${event.consumer} (user ${event.user})`;
     case "DeclarationSent":
       return `declaration sent to node ${event.node} (composed from records sequence ${event.recordsSequence})`;
     case "RecordsRestored":

@@ -3,13 +3,14 @@ import type { CredentialMinted, MeshEvent, NodeEnrolled } from "../events/index.
 import { brokerReachableAt, busAddressesOf, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
-import { NO_MESH_MESSAGE, holderOfNkey } from "./shared.ts";
+import { NO_MESH_MESSAGE, nkeyInUse } from "./shared.ts";
 
 /**
  * Refuses `no-mesh` before genesis, `node-exists` for a name already enrolled, and `key-in-use`
  * (field publicKey) for a public key another enrolled node holds: secrets are sealed to a node's
  * key (R3), so two nodes on one key could each open the other's; and `key-in-use` (field nkey) for
- * an nkey public key any recorded credential holds (one key, one principal on the list). Otherwise
+ * an nkey public key any recorded credential holds (one key, one principal on the list) or the
+ * genesis bootstrap key, whose seed is public (nkeyInUse, R13). Otherwise
  * one commit about `node/<node>`: NodeEnrolled and CredentialMinted for principal `node:<node>`,
  * user `busUser("node", node)`, the node's own `nkey` and no sealed secret (R64: the seed was
  * generated on the node and stays there), address `brokerReachableAt(state, node)` (R1, R7).
@@ -24,9 +25,9 @@ export function decide(state: State, command: NodeEnrolRequest, envelope: Envelo
   if (holder) {
     return refuse("key-in-use", `node "${holder.name}" is enrolled with this public key: each node enrols with its own (\`mesh host init\` on the new machine makes one)`, "publicKey");
   }
-  const nkeyHolder = holderOfNkey(state, command.nkey);
-  if (nkeyHolder !== undefined) {
-    return refuse("key-in-use", `${nkeyHolder} holds this nkey: each node enrols with its own (\`mesh host init\` on the new machine makes one)`, "nkey");
+  const taken = nkeyInUse(state, command.nkey);
+  if (taken !== undefined) {
+    return refuse("key-in-use", `${taken}: each node enrols with its own (\`mesh host init\` on the new machine makes one)`, "nkey");
   }
   const meta = metaOf(envelope);
   return {

@@ -1,6 +1,6 @@
 import { NodeRemoveRequest, type BodyOf } from "../contracts/verbs.ts";
-import type { CredentialRotated, MeshEvent } from "../events/index.ts";
-import { credentialOf, credentialsDeliveredTo, type State } from "../projections/index.ts";
+import type { CredentialRotated, MeshEvent, ProvisionRotated } from "../events/index.ts";
+import { credentialOf, credentialsDeliveredTo, provisionsDeliveredTo, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { addressResolver, refuseLosingBroker, secretAt, stateAfter } from "./shared.ts";
 
@@ -11,12 +11,15 @@ import { addressResolver, refuseLosingBroker, secretAt, stateAfter } from "./sha
  * CredentialRotated, with fresh secret #i, for every principal whose credential may be on the
  * node's disk (credentialsDeliveredTo: its modules now and the modules that ran there since their
  * credential was minted; the controller's own when `mesh-controller` ran there), sorted by principal
- * key, at the address `addressFor` gives once the node is gone (R7). R48: the credentials the
- * removed machine held end with it; the next push's user list carries the fresh ones and refuses
- * the old keys, and the nodes still running those modules receive the fresh ones in their
- * declarations, sent before the broker's (R31). Deciding the rotations in the removal's own commit
- * leaves no moment where the records say the node is gone while its credentials still stand, and
- * lets the reply name them.
+ * key, at the address `addressFor` gives once the node is gone (R7); then a ProvisionRotated for
+ * every provision whose secret may be on the node's disk (provisionsDeliveredTo: it ran the
+ * consumer, or held the seat that grants it, now or since the secret was minted), sorted by its
+ * key, its new secret the sealed seed of the next fresh secret (32 random bytes, as a minted
+ * provision's). R48: the credentials the removed machine held end with it; the next push's user
+ * list carries the fresh ones and refuses the old keys, and the nodes still running those
+ * modules, or granting those provisions, receive the fresh ones in their declarations, sent before
+ * the broker's (R31). Deciding the rotations in the removal's own commit leaves no moment where
+ * the records say the node is gone while its credentials still stand, and lets the reply name them.
  */
 export function decide(state: State, command: NodeRemoveRequest, envelope: Envelope): Decision {
   if (!state.nodes[command.node]) {
@@ -39,25 +42,32 @@ export function decide(state: State, command: NodeRemoveRequest, envelope: Envel
       });
     });
   }
+  provisionsDeliveredTo(state, command.node).forEach((p, index) => {
+    const secret = secretAt(envelope, exposed.length + index);
+    events.push({ ...meta, type: "ProvisionRotated", seat: p.seat, provision: p.provision, consumer: p.consumer, user: p.user, sealed: secret.sealed });
+  });
   return { ok: true, entity, events };
 }
 
-/** What `node.remove` answers: the node removed and the principals given fresh credentials (R48). */
+/** What `node.remove` answers: the node removed, the principals given fresh credentials and the provisions given fresh secrets (R48). */
 export type NodeRemoveReply = BodyOf<"node.remove">;
 
 export function reply(_state: State, events: readonly MeshEvent[]): NodeRemoveReply {
   const removed = events.find((e) => e.type === "NodeRemoved");
   if (!removed || removed.type !== "NodeRemoved") throw new Error("node.remove reply: the commit has no NodeRemoved");
   const fresh = events.filter((e): e is CredentialRotated => e.type === "CredentialRotated").map((e) => ({ kind: e.principal.kind, name: e.principal.name }));
-  return { node: removed.node, freshCredentials: fresh };
+  const provisions = events.filter((e): e is ProvisionRotated => e.type === "ProvisionRotated").map((e) => ({ seat: e.seat, provision: e.provision, consumer: e.consumer }));
+  return { node: removed.node, freshCredentials: fresh, freshProvisions: provisions };
 }
 
 export const nodeRemove: CommandDefinition<typeof NodeRemoveRequest> = {
   kind: "command",
   verb: "node.remove",
-  summary: "remove a node: its assignments, overlay place and credential go with it, and every credential delivered to it is replaced (R48)",
+  summary: "remove a node: its assignments, overlay place and credential go with it, and every credential and provision delivered to it is replaced (R48)",
   schema: NodeRemoveRequest,
-  secretsNeeded: (state, command) => (state.nodes[command.node] ? credentialsDeliveredTo(state, command.node).length : 0),
+  secretsNeeded: (state, command) => (state.nodes[command.node]
+    ? credentialsDeliveredTo(state, command.node).length + provisionsDeliveredTo(state, command.node).length
+    : 0),
   decide,
   reply,
 };

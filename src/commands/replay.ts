@@ -6,12 +6,14 @@
  * - `{}`: fold from sequence 1 ignoring snapshots, validate every commit, report (changes nothing);
  * - `{ void: <seq>, reason }`: void the commit the fold stopped at (CommitVoided, R45);
  * - `{ acceptRestore: true }`: accept the records as they are (RecordsRestored, R44) and give every
- *   principal a fresh credential in the same commit (decideAcceptRestore); a node's key, generated
- *   on the node, is taken from the list the bus ran instead (R64).
+ *   principal a fresh credential and every provision a fresh secret in the same commit
+ *   (decideAcceptRestore); a node's key, generated on the node, is taken from the list the bus ran
+ *   instead (R64).
  */
 import { ReplayRequest } from "../contracts/verbs.ts";
 import type { MeshEvent, Principal } from "../events/index.ts";
 import { busUser, principalKey, RECORDS_ENTITY } from "../names.ts";
+import { BOOTSTRAP_NKEY } from "../genesis.ts";
 import type { State } from "../projections/index.ts";
 import { metaOf, refuse, type Decision, type Envelope } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
@@ -115,15 +117,18 @@ export type InstalledKeys = Readonly<Record<string, string>> | undefined;
  * one (CredentialRotated onto it, the backup's key is on no list again); no entry means the bus ran
  * without the node (removed after the backup, or never pushed): CredentialRevoked, so its key from
  * the backup is refused (the way back is `mesh node remove` and a new enrolment); the same key, or
- * no report at all (no evidence): unchanged. Pure.
+ * no report at all (no evidence): unchanged. A node whose key would be the genesis bootstrap key
+ * (enrolled on it before enrolment refused it, R13: its seed is public) is revoked either way.
+ * Pure.
  */
 function nodeRestore(state: State, node: string, installed: InstalledKeys, meta: ReturnType<typeof metaOf>): MeshEvent | undefined {
   const principal: Principal = { kind: "node", name: node };
   const recorded = state.credentials[principalKey("node", node)];
-  if (!recorded || installed === undefined) return undefined;
+  if (!recorded) return undefined;
   const user = busUser("node", node);
+  if (installed === undefined) return recorded.nkey === BOOTSTRAP_NKEY ? { ...meta, type: "CredentialRevoked", principal } : undefined;
   const key = installed[user];
-  if (key === undefined) return { ...meta, type: "CredentialRevoked", principal };
+  if (key === undefined || key === BOOTSTRAP_NKEY) return { ...meta, type: "CredentialRevoked", principal };
   if (key === recorded.nkey) return undefined;
   return { ...meta, type: "CredentialRotated", principal, user, nkey: key, address: addressFor(state, principal) };
 }
@@ -151,6 +156,26 @@ function rotations(state: State, principals: readonly Principal[], envelope: Env
 }
 
 /**
+ * The fresh secrets an accepted restore's first commit takes (decideAcceptRestore): one per
+ * principal of its first ROTATIONS_PER_COMMIT, then one per minted provision. Pure.
+ */
+export function restoreSecretsNeeded(state: State): number {
+  return Math.min(restorePrincipals(state).length, ROTATIONS_PER_COMMIT) + Object.keys(state.provisions).length;
+}
+
+/**
+ * A ProvisionRotated for every minted provision, sorted by its key, the i-th taking the sealed
+ * seed of secret #(first + i) as its new secret (32 random bytes, as a minted provision's). Pure.
+ */
+function provisionRotations(state: State, envelope: Envelope, first: number): MeshEvent[] {
+  const meta = metaOf(envelope);
+  return Object.keys(state.provisions).sort().map((key, i) => {
+    const p = state.provisions[key]!;
+    return { ...meta, type: "ProvisionRotated", seat: p.seat, provision: p.provision, consumer: p.consumer, user: p.user, sealed: secretAt(envelope, first + i).sealed };
+  });
+}
+
+/**
  * Decides an accepted restore (R44): one commit about the records holding RecordsRestored (actor,
  * evidence, lost range) and a CredentialRotated for each of the first ROTATIONS_PER_COMMIT of
  * restorePrincipals, secret #i for the i-th, at the address each would be minted at now
@@ -158,7 +183,10 @@ function rotations(state: State, principals: readonly Principal[], envelope: Env
  * credentials are usable from the next push, which installs the user list without any key the
  * backup held (removed principals are not in the records at all). Nodes are not minted a key (it
  * is generated on the node, R64): `installed`, the keys of the list the bus ran, decides theirs
- * (nodeRestore). Refusals: `no-mesh`. Pure.
+ * (nodeRestore). Then a ProvisionRotated for every minted provision, with the secrets after the
+ * principals' (restoreSecretsNeeded): the records cannot know which provision secrets reached a
+ * node removed after the backup, so none is kept; the next push delivers the fresh ones to the
+ * consumer's and the provider's nodes. Refusals: `no-mesh`. Pure.
  */
 export function decideAcceptRestore(
   state: State,
@@ -170,7 +198,11 @@ export function decideAcceptRestore(
   if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
   const restored: MeshEvent = { ...metaOf(envelope), type: "RecordsRestored", evidence: evidence.map((e) => ({ kind: e.kind, detail: e.detail })), lost };
   const first = restorePrincipals(state).slice(0, ROTATIONS_PER_COMMIT);
-  return { ok: true, entity: { ...RECORDS_ENTITY }, events: [restored, ...rotations(state, first, envelope, installed)] };
+  return {
+    ok: true,
+    entity: { ...RECORDS_ENTITY },
+    events: [restored, ...rotations(state, first, envelope, installed), ...provisionRotations(state, envelope, first.length)],
+  };
 }
 
 /**

@@ -17,7 +17,7 @@ import {
 } from "../names.ts";
 import type { Commit } from "../events/index.ts";
 import { readCommits, type Catalogue } from "../records/catalogue.ts";
-import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind } from "../records/errors.ts";
+import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind, RecordsUnsafe } from "../records/errors.ts";
 import type { SequencedCommit } from "../projections/index.ts";
 import { isNodePublicKey, newFreshSecret, sealToNode } from "../crypto/secrets.ts";
 import type { ComposeConfig } from "../compose/types.ts";
@@ -80,7 +80,8 @@ export function replyInAskersInbox(principal: string, reply: string | undefined)
 /**
  * The one place adapter errors become reply codes (STYLE.md 3): a fenced-out append is
  * `busy-retry` (retry the same command id), an invalid record is `invalid-records`, records behind
- * the world (R43) are `records-behind` naming the evidence and `mesh replay`, a read of the records
+ * the world (R43) are `records-behind` naming the evidence and `mesh replay`, records that erase
+ * commits or erased some (R47) are `records-unsafe` naming the setting and its fix, a read of the records
  * that could not go on (the bus away past the read's stall limit, R58) is `records-unavailable`, the JetStream API unavailable through retryJetStream's bound is
  * `bus-unavailable`, anything else
  * `internal` with a generic message; the detail goes to the log only, never to the asker.
@@ -89,6 +90,10 @@ export function replyErrorOf(error: unknown): Refusal {
   if (error instanceof RecordsBehind) {
     // R43: never "busy, retry" over records that went back; the evidence and the way out.
     return { code: "records-behind", message: error.message };
+  }
+  if (error instanceof RecordsUnsafe) {
+    // R47: nothing is appended onto records that erase commits; the setting and the way out.
+    return { code: "records-unsafe", message: error.message };
   }
   if (error instanceof FencedAppend || error instanceof FenceRetriesExhausted) {
     return { code: "busy-retry", message: "another controller kept writing the records: send the same command again (same command id)" };

@@ -4,15 +4,22 @@ import {
   brokerNode, brokerReachableAt, evolve, formatBusAddress, holdersOf, nodesOfModule, parseBusAddress,
 } from "../projections/index.ts";
 import { BROKER_SEAT, CONTROLLER_SEAT } from "../names.ts";
+import { BOOTSTRAP_NKEY } from "../genesis.ts";
 import { refuse, type Decision, type Envelope, type FreshSecret } from "./envelope.ts";
 
 /**
  * Helpers every command file shares. Pure: no clock, no randomness, no I/O.
  */
 
-/** The principal whose recorded credential holds the nkey public key `nkey`, if any (its key, `<kind>:<name>`). */
-export function holderOfNkey(state: State, nkey: string): string | undefined {
-  for (const key in state.credentials) if (state.credentials[key]!.nkey === nkey) return key;
+/**
+ * Why the nkey public key `nkey` cannot be a new key of anyone's, in words, or undefined when it
+ * is free (one key, one principal on the list, R63): the genesis bootstrap key (BOOTSTRAP_NKEY),
+ * whoever holds it now, because its seed is public in the source (R13) and anyone could dial as a
+ * principal listed with it; or the principal whose recorded credential holds it (`<kind>:<name>`).
+ */
+export function nkeyInUse(state: State, nkey: string): string | undefined {
+  if (nkey === BOOTSTRAP_NKEY) return "this nkey is the genesis bootstrap key, whose seed is public in the source (R13): anyone could dial with it";
+  for (const key in state.credentials) if (state.credentials[key]!.nkey === nkey) return `${key} holds this nkey`;
   return undefined;
 }
 

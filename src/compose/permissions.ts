@@ -1,11 +1,11 @@
 import type { State } from "../projections/index.ts";
 import { credentialOf, resolveSeat, seatOf } from "../projections/index.ts";
 import {
-  ALL_SUBJECTS, BUILD_SEAT, CATALOGUE_ERASE_SUBJECTS, CATALOGUE_SUBJECTS, COMMAND_SUBJECTS, CONTROL_STREAM, CONTROL_SUBJECTS,
+  ALL_SUBJECTS, BUILD_SEAT, CATALOGUE_ERASE_SUBJECTS, CATALOGUE_STREAM, CATALOGUE_SUBJECTS, COMMAND_SUBJECTS, CONTROL_STREAM, CONTROL_SUBJECTS,
   CONTROLLER_NAME, EVENTS_STREAM, commandSubjects, JS_API_SUBJECTS, REPORT_SUBJECTS, SHARED_INBOX_SUBJECTS, SNAPSHOT_BUCKET, CONTROLLER_LEASE_BUCKET,
   SNAPSHOT_OBJECTS, busUser, declarationConsumer, eventSubject, flowControlSubjects,
   followConsumer, inboxPrefix, inboxSubjects, kvStream, kvSubjects, objectStoreStream, objectStoreSubjects,
-  pullGrants, reportSubject, toolSubject, workConsumer, workStream, workSubject,
+  pullGrants, reportSubject, streamUpdatedAdvisory, toolSubject, workConsumer, workStream, workSubject,
 } from "../names.ts";
 import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./types.ts";
 
@@ -16,7 +16,8 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  * - controller: serves commands (sub COMMAND_SUBJECTS), appends records (pub CATALOGUE_SUBJECTS),
  *   publishes declarations (pub CONTROL_SUBJECTS), hears reports (sub REPORT_SUBJECTS), raises
  *   streams and consumers (pub JS_API_SUBJECTS, the controller ONLY, minus CATALOGUE_ERASE_SUBJECTS:
- *   publishSide, R47), keeps its snapshot buckets
+ *   publishSide, R47: no delete, purge or configuration change of the records), hears when the
+ *   records' configuration changes anyway (sub streamUpdatedAdvisory(CATALOGUE), R47), keeps its snapshot buckets
  *   (pub `$KV.<bucket>.>`, `$O.<bucket>.>` and those buckets' flow control), submits the work of
  *   the seats in `config.controllerSubmits` (R19; the submitting half only) and hears their
  *   outcome events named exactly (R15); plus what its own module (`mesh-controller`, claiming
@@ -154,6 +155,7 @@ function derive(state: State, principal: Principal, config: ComposeConfig, add: 
       fixed("pub", CONTROL_SUBJECTS, "controller: publishes every node's declaration");
       fixed("sub", REPORT_SUBJECTS, "controller: hears which declaration each node applied");
       fixed("pub", JS_API_SUBJECTS, "controller: raises streams and consumers (the controller only, field notes)");
+      fixed("sub", streamUpdatedAdvisory(CATALOGUE_STREAM), "controller: hears when the records' configuration changes (R47: it serves nothing on records that erase commits)");
       fixed("pub", kvSubjects(SNAPSHOT_BUCKET), "controller: writes its snapshot pointer");
       fixed("pub", kvSubjects(CONTROLLER_LEASE_BUCKET), "controller: creates, renews and releases the controllers' lease (R61)");
       fixed("pub", objectStoreSubjects(SNAPSHOT_OBJECTS), "controller: writes snapshot bodies");
@@ -232,8 +234,8 @@ export function permissionsFromGrants(grants: readonly Grant[], responder: boole
 
 /**
  * The publish side: the allow list, plus a deny of the records' erasure API (R47) whenever the
- * allow list holds the JetStream API wildcard (the controller): nobody may delete or purge
- * CATALOGUE or delete one of its messages, the controller's own credential included.
+ * allow list holds the JetStream API wildcard (the controller): nobody may delete, purge or
+ * reconfigure CATALOGUE or delete one of its messages, the controller's own credential included.
  */
 function publishSide(allow: string[]): Permissions["publish"] {
   return allow.includes(JS_API_SUBJECTS) ? { allow, deny: [...CATALOGUE_ERASE_SUBJECTS] } : { allow };

@@ -1,6 +1,7 @@
 import type { State } from "../projections/index.ts";
 import { credentialOf } from "../projections/index.ts";
 import { ALL_SUBJECTS, CONTROLLER_NAME, principalKey } from "../names.ts";
+import { BOOTSTRAP_NKEY } from "../genesis.ts";
 import { permissionsOf } from "./permissions.ts";
 import type { BusUser, BusUsers, ComposeConfig, LeftOut, Permissions, Principal } from "./types.ts";
 
@@ -9,7 +10,9 @@ import type { BusUser, BusUsers, ComposeConfig, LeftOut, Permissions, Principal 
  * credential's nkey public key and its derived permissions, never a hash or a secret; the
  * principal's name stays beside its key (`user`, written as a comment on its line). A credential
  * recorded before nkeys (a bcrypt hash, no key) is left out, named with the rotation that gives it
- * a key. Principals that should be on the bus but have no credential are left out and
+ * a key. A principal other than the controller recorded on the genesis bootstrap key (public,
+ * R13: enrolled on it before enrolment refused it) is left out, named with what replaces it.
+ * Principals that should be on the bus but have no credential are left out and
  * named: the controller before it recorded its own (R14), an enrolled node without one, an issued
  * module without one, an assigned module never issued. A second credential with a user already
  * taken is left out too (nats-server refuses duplicate users). A list with no users is refused
@@ -25,6 +28,13 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
     const owner = taken.get(credential.user);
     if (owner !== undefined) {
       leftOut.push({ principal: credential.principal, reason: `its user ${credential.user} is already the user of ${owner}` });
+      continue;
+    }
+    if (credential.nkey === BOOTSTRAP_NKEY && credential.principal.kind !== "controller") {
+      // R13 R63: the bootstrap seed is public; only the controller dials with it, until its first rotation (R14).
+      const { kind, name } = credential.principal;
+      const fix = kind === "node" ? `\`mesh node remove ${name}\`, then enrol it again with the key \`mesh host init\` makes` : `\`mesh credential rotate ${kind} ${name}\``;
+      leftOut.push({ principal: credential.principal, reason: `its key is the genesis bootstrap key, whose seed is public in the source (R13): anyone could dial as it; ${fix}` });
       continue;
     }
     if (credential.nkey === undefined) {

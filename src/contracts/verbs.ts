@@ -161,8 +161,11 @@ export const NodeEnrolReply = commandReply({
 /** `node.remove {node}`: a machine leaves the mesh. */
 export const NodeRemoveRequest = z.object({ v, node: MeshName.describe("the enrolled node to remove") }).strict();
 export type NodeRemoveRequest = z.infer<typeof NodeRemoveRequest>;
-/** The node removed and the principals given fresh credentials (R48). */
-export const NodeRemoveReply = commandReply({ node: z.string(), freshCredentials: z.array(Principal) });
+/** A provision by its key's parts: the seat that grants it, its name, the module receiving it. */
+export const ProvisionName = z.object({ seat: z.string(), provision: z.string(), consumer: z.string() }).strict();
+
+/** The node removed, the principals given fresh credentials and the provisions given fresh secrets (R48). */
+export const NodeRemoveReply = commandReply({ node: z.string(), freshCredentials: z.array(Principal), freshProvisions: z.array(ProvisionName) });
 
 /**
  * `module.register {manifest}`: a module's manifest enters the catalogue, or replaces its earlier
@@ -509,6 +512,8 @@ export const PushReply = z
     leftOut: z.array(z.object({ principal: Principal, reason: z.string() }).strict()),
     userList: Refusal.optional(),
     freshCredentials: z.array(Principal),
+    /** Provisions whose rotated secret this push is the first to carry to a node receiving or granting them (R44, R48). */
+    freshProvisions: z.array(ProvisionName),
     provisionsMinted: z.number().int().nonnegative(),
     controllerRotation: z.enum(["applied", "pending"]).optional(),
     raised: z.object({
@@ -589,6 +594,8 @@ export const ReplayReportReply = z
     matchesServing: z.boolean().optional(),
     stoppedAt: StoppedAt.optional(),
     behind: z.unknown().optional(),
+    /** R47: the records erase commits or erased some: the stream setting, and the whole line with its fix. */
+    unsafe: z.object({ setting: z.string(), message: z.string() }).strict().optional(),
     changed: z.literal(false),
   })
   .strict();
@@ -617,6 +624,8 @@ export const ReplayAcceptReply = z
     lost: z.object({ from: z.number(), to: z.number() }).strict().nullable(),
     rotated: z.union([z.array(Principal), z.object({ count: z.number().int().nonnegative() }).strict()]),
     revoked: z.union([z.array(Principal), z.object({ count: z.number().int().nonnegative() }).strict()]).optional(),
+    /** Every minted provision, given a fresh secret in the accepting commit (R44); a count past 1,000. */
+    freshProvisions: z.union([z.array(ProvisionName), z.object({ count: z.number().int().nonnegative() }).strict()]),
     nodeKeys: z.string().optional(),
     unknownToRecords: z.array(z.string()),
     absentLeftOut: z.number().int().positive().optional(),

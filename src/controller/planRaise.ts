@@ -8,7 +8,7 @@
 import { composeTopology, type ConsumerSpec, type StreamSpec, type Topology } from "../compose/topology.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 import type { State } from "../projections/index.ts";
-import { REPORTS_STREAM, REPORT_SUBJECTS } from "../names.ts";
+import { CATALOGUE_STREAM, REPORTS_STREAM, REPORT_SUBJECTS } from "../names.ts";
 
 /** One object raise did not create or change, and why (one line, names the object). */
 export type RaiseRefusal = { object: string; reason: string };
@@ -137,21 +137,33 @@ export type RaiseOutcome = "created" | "updated" | "unchanged" | RaiseRefusal;
 /**
  * What to do about one stream, given the server's config of it (undefined when it does not exist):
  * add it; leave it (every field the mesh sets agrees); update it in place; or refuse, naming the
- * fields the server cannot change in place (retention, storage) and what to do.
+ * fields the server cannot change in place (retention, storage) and what to do. CATALOGUE is never
+ * updated (R47): no mesh credential may change the records' configuration (the bus refuses it,
+ * CATALOGUE_ERASE_SUBJECTS), so any difference is refused, naming the fields.
  */
 export function planStream(spec: StreamSpec, current: object | undefined): { kind: "add" | "unchanged" | "update" } | { kind: "refuse"; refusal: RaiseRefusal } {
   if (!current) return { kind: "add" };
   const differ = streamDifferences(spec, current);
   if (differ.length === 0) return { kind: "unchanged" };
-  const fixed = differ.filter((field) => FIXED_STREAM_FIELDS.has(field));
-  if (fixed.length === 0) return { kind: "update" };
   const have = current as Record<string, unknown>;
   const want = spec as Record<string, unknown>;
+  const values = (fields: readonly string[]) => fields.map((f) => `${String(have[f])} ≠ ${String(want[f])}`).join(", ");
+  if (spec.name === CATALOGUE_STREAM) {
+    return {
+      kind: "refuse",
+      refusal: {
+        object: spec.name,
+        reason: `stream ${spec.name} exists with another ${differ.join(" and ")} than the mesh's (${values(differ)}); the records' configuration is fixed when genesis creates them and no mesh credential may change it (R47): set the controller's configuration to match (MESH_CATALOGUE_REPLICAS for num_replicas), or change the stream as a bus user outside the mesh's list`,
+      },
+    };
+  }
+  const fixed = differ.filter((field) => FIXED_STREAM_FIELDS.has(field));
+  if (fixed.length === 0) return { kind: "update" };
   return {
     kind: "refuse",
     refusal: {
       object: spec.name,
-      reason: `stream ${spec.name} exists with another ${fixed.join(" and ")} than the mesh's (${fixed.map((f) => `${String(have[f])} ≠ ${String(want[f])}`).join(", ")}); the server cannot change that in place: move its messages and delete it to have it raised again`,
+      reason: `stream ${spec.name} exists with another ${fixed.join(" and ")} than the mesh's (${values(fixed)}); the server cannot change that in place: move its messages and delete it to have it raised again`,
     },
   };
 }

@@ -13,6 +13,7 @@ import { SeatAliased } from "./SeatAliased.ts";
 import { SeatHandedOver } from "./SeatHandedOver.ts";
 import { OverlayPlaced } from "./OverlayPlaced.ts";
 import { ProvisionMinted } from "./ProvisionMinted.ts";
+import { ProvisionRotated } from "./ProvisionRotated.ts";
 import { DeclarationSent } from "./DeclarationSent.ts";
 import { CommitVoided } from "./CommitVoided.ts";
 import { RecordsRestored } from "./RecordsRestored.ts";
@@ -34,6 +35,7 @@ export const MeshEvent = z.discriminatedUnion("type", [
   SeatHandedOver,
   OverlayPlaced,
   ProvisionMinted,
+  ProvisionRotated,
   DeclarationSent,
   CommitVoided,
   RecordsRestored,
@@ -75,6 +77,7 @@ export {
   SeatHandedOver,
   OverlayPlaced,
   ProvisionMinted,
+  ProvisionRotated,
   DeclarationSent,
   CommitVoided,
   RecordsRestored,

@@ -55,7 +55,7 @@ export function evolveAssignments(draft: Draft<AssignmentsState>, event: MeshEve
       return;
     case "MeshCreated": case "NodeEnrolled": case "CredentialMinted": case "CredentialRotated":
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "SeatAliased":
-    case "OverlayPlaced": case "ProvisionMinted": case "DeclarationSent":
+    case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":
       return;
     default:

@@ -133,7 +133,7 @@ export function evolveCredentials(draft: Draft<CredentialsState>, event: MeshEve
     }
     case "MeshCreated": case "NodeEnrolled": case "ModuleRegistered": case "ModuleIssued":
     case "ModuleAssigned": case "SeatAliased": case "SeatHandedOver":
-    case "OverlayPlaced": case "ProvisionMinted": case "DeclarationSent":
+    case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":
       return;
     default:

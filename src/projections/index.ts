@@ -1,5 +1,5 @@
 export { initialState, evolve, startFold, appliedSequence, appliedBucket, type Fold, type State, type SequencedCommit } from "./state.ts";
-export { holdersOf, credentialsDeliveredTo, CONTROLLER_PRINCIPAL, brokerNode, brokerReachableAt, busAddressesOf, parseBusAddress, formatBusAddress, DEFAULT_BUS_PORT } from "./queries.ts";
+export { holdersOf, credentialsDeliveredTo, provisionsDeliveredTo, CONTROLLER_PRINCIPAL, brokerNode, brokerReachableAt, busAddressesOf, parseBusAddress, formatBusAddress, DEFAULT_BUS_PORT } from "./queries.ts";
 export { resolveSeat, seatOf, claimantsOf, type SeatRecord, type ModuleRecord, type ModulesState } from "./modules.ts";
 export { credentialOf, principalOfModule, type CredentialRecord } from "./credentials.ts";
 export { nodesOfModule, modulesOnNode, type Handover } from "./assignments.ts";

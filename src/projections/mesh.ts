@@ -33,7 +33,7 @@ export function evolveMesh(draft: Draft<MeshState>, event: MeshEvent): MeshState
     case "NodeEnrolled": case "NodeRemoved": case "CredentialMinted": case "CredentialRotated":
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
-    case "ProvisionMinted": case "DeclarationSent":
+    case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
     case "CommitVoided":
       return undefined;
     case "RecordsRestored":

@@ -49,7 +49,7 @@ export function evolveModules(draft: Draft<ModulesState>, event: MeshEvent): voi
       return;
     case "MeshCreated": case "NodeEnrolled": case "NodeRemoved": case "CredentialMinted":
     case "CredentialRotated": case "CredentialRevoked": case "ModuleAssigned": case "ModuleUnassigned":
-    case "SeatHandedOver": case "OverlayPlaced": case "ProvisionMinted": case "DeclarationSent":
+    case "SeatHandedOver": case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":
       return;
     default:

@@ -19,7 +19,7 @@ export function evolveNodes(draft: Draft<NodesState>, event: MeshEvent): void {
       return;
     case "MeshCreated": case "CredentialMinted": case "CredentialRotated": case "CredentialRevoked":
     case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned": case "ModuleUnassigned":
-    case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced": case "ProvisionMinted":
+    case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated":
     case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":
       return;

@@ -20,7 +20,7 @@ export function evolveOverlay(draft: Draft<OverlayState>, event: MeshEvent): voi
       return;
     case "MeshCreated": case "NodeEnrolled": case "CredentialMinted": case "CredentialRotated":
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
-    case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "ProvisionMinted":
+    case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "ProvisionMinted": case "ProvisionRotated":
     case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":
       return;

@@ -3,6 +3,7 @@ import { claimantsOf, resolveSeat } from "./modules.ts";
 import { nodesOfModule } from "./assignments.ts";
 import { principalOfModule } from "./credentials.ts";
 import type { Principal } from "../events/index.ts";
+import type { ProvisionRecord } from "./provisions.ts";
 import { BROKER_SEAT, CONTROLLER_NAME, principalKey } from "../names.ts";
 
 /**
@@ -96,6 +97,24 @@ export function credentialsDeliveredTo(state: State, node: string): Principal[] 
     if (record.deliveredTo?.includes(node)) found.set(key, record.principal);
   }
   return [...found.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, principal]) => principal);
+}
+
+/**
+ * Every minted provision whose secret may be on `node`'s disk (R48), sorted by its key: the
+ * provisions its consumer receives there now (the consumer module is assigned to the node), the
+ * ones the node grants (it holds the provision's seat), and every one whose `deliveredTo` names
+ * the node (its consumer or a provider ran there since the secret was minted).
+ * O(provisions × holders).
+ */
+export function provisionsDeliveredTo(state: State, node: string): ProvisionRecord[] {
+  const found: ProvisionRecord[] = [];
+  for (const key of Object.keys(state.provisions).sort()) {
+    const record = state.provisions[key]!;
+    if (nodesOfModule(state.assignments, record.consumer).includes(node)
+      || record.deliveredTo?.includes(node)
+      || holdersOf(state, record.seat).includes(node)) found.push(record);
+  }
+  return found;
 }
 
 /** The controller's own principal (`controller mesh-controller`). */

@@ -27,7 +27,7 @@ export function evolveSent(draft: Draft<SentState>, event: MeshEvent): void {
     case "MeshCreated": case "NodeEnrolled": case "CredentialMinted": case "CredentialRotated":
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
-    case "ProvisionMinted":
+    case "ProvisionMinted": case "ProvisionRotated":
     case "CommitVoided": case "RecordsRestored":
       return;
     default:

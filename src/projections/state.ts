@@ -78,7 +78,7 @@ function applyCommit(draft: Draft<State>, { sequence, commit }: SequencedCommit,
     evolveCredentials(draft.credentials, event, sequence, index);
     evolveAssignments(draft.assignments, event);
     evolveOverlay(draft.overlay, event);
-    evolveProvisions(draft.provisions, event);
+    evolveProvisions(draft.provisions, event, sequence, draft.modules);
     evolveSent(draft.sent, event);
   }
   const [outer, inner] = appliedBucket(commit.commandId);

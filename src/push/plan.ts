@@ -7,7 +7,7 @@
 import type { Refusal } from "../decision.ts";
 import type { Declaration, DeclarationResult, ModuleLeftOut } from "../compose/declaration.ts";
 import type { Principal } from "../compose/types.ts";
-import { holdersOf, lastSent, type State } from "../projections/index.ts";
+import { holdersOf, lastSent, nodesOfModule, type State } from "../projections/index.ts";
 import { BROKER_SEAT } from "../names.ts";
 import { NEW_NODE_BACKOFF_MAX_MS } from "../host/plan.ts";
 
@@ -267,6 +267,32 @@ export function freshSince(state: State, since: number): Principal[] {
     .filter((c) => c.rotatedAt !== undefined && c.rotatedAt > since)
     .map((c) => ({ kind: c.principal.kind, name: c.principal.name }))
     .sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : 1) : a.kind < b.kind ? -1 : 1));
+}
+
+/** A provision named by its key's parts (PushReport.freshProvisions). */
+export type ProvisionName = { seat: string; provision: string; consumer: string };
+
+/**
+ * Provisions whose secret was rotated (R44, R48) after a node that receives or grants it now was
+ * last sent a declaration, as `before` (the records when the push began) says: this push's
+ * declarations are the first to carry the fresh secret to that node, and the provider grants only
+ * it once applied (PushReport.freshProvisions). A provision is carried while its consumer runs
+ * somewhere: to the consumer's nodes and to its seat's holders (in `state`). Sorted by seat,
+ * provision, consumer. Pure.
+ */
+export function freshProvisions(state: State, before: State): ProvisionName[] {
+  const fresh: ProvisionName[] = [];
+  for (const key of Object.keys(state.provisions).sort()) {
+    const p = state.provisions[key]!;
+    if (p.rotatedAt === undefined) continue;
+    const consumers = nodesOfModule(state.assignments, p.consumer);
+    if (consumers.length === 0) continue;
+    const nodes = new Set([...consumers, ...holdersOf(state, p.seat)]);
+    if ([...nodes].some((node) => (lastSent(before.sent, node)?.recordsSequence ?? 0) < p.rotatedAt!)) {
+      fresh.push({ seat: p.seat, provision: p.provision, consumer: p.consumer });
+    }
+  }
+  return fresh;
 }
 
 /**

@@ -24,8 +24,8 @@ import type { ControllerCredential } from "../controller/credential.ts";
 import { BOOTSTRAP_NKEY, BOOTSTRAP_PASSWORD } from "../genesis.ts";
 import { retryJetStream } from "../bus/retry.ts";
 import {
-  awaitedNodes, firstDeclarations, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, userListUndelivered,
-  withModulesLeftOut, type NodeReport, type RoundPlan,
+  awaitedNodes, firstDeclarations, freshProvisions, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, userListUndelivered,
+  withModulesLeftOut, type NodeReport, type ProvisionName, type RoundPlan,
 } from "./plan.ts";
 
 /**
@@ -121,6 +121,12 @@ export type PushReport = {
    * refuses their old keys once it is installed (R48, R50). Sorted by kind, then name.
    */
   freshCredentials: Principal[];
+  /**
+   * Provisions whose secret was rotated (a node removal, an accepted restore: R48, R44) and that
+   * this push's declarations are the first to carry to a node receiving or granting them
+   * (freshProvisions): the provider grants only the fresh secret once it applies. Sorted by key.
+   */
+  freshProvisions: ProvisionName[];
   /** Provisions minted before composing (R31). */
   provisionsMinted: number;
   /**
@@ -656,13 +662,15 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   const named = new Set(options.nodes ?? []);
   const outcomes = new Map<string, NodeReport>();
   const report: PushReport = {
-    pushId, dryRun: options.dryRun === true, recordsSequence: 0, nodes: [], leftOut: [], freshCredentials: [], provisionsMinted: 0,
+    pushId, dryRun: options.dryRun === true, recordsSequence: 0, nodes: [], leftOut: [], freshCredentials: [], freshProvisions: [], provisionsMinted: 0,
     raised: { created: 0, updated: 0, refused: [] }, timedOut: [], rounds: 0, boundHit: false,
   };
 
   let state = await ctx.catalogue.catchUp();
   const lastListSequence = lastUserListSequence(state);
   const firstSent = firstDeclarations(state);
+  /** The records as the push found them: what each node was last sent, before this push. */
+  const found = state;
   /** Per node, the modules its last composition left out (no credential yet): said in its report line. */
   const leftOutByNode = new Map<string, ModuleLeftOut[]>();
   /** Takes a round plan's refusals, unchanged nodes and modules left out into the report's lines. */
@@ -687,6 +695,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
     report.declarations = declarations.flatMap((result) => (result.ok ? [redactDeclaration(result.declaration)] : []));
     report.nodes = withModulesLeftOut(outcomes, leftOutByNode);
     report.freshCredentials = freshSince(state, lastListSequence);
+    report.freshProvisions = freshProvisions(state, found);
     return report;
   }
 
@@ -848,6 +857,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   }
   report.nodes = withModulesLeftOut(outcomes, leftOutByNode);
   report.freshCredentials = freshSince(state, lastListSequence);
+  report.freshProvisions = freshProvisions(state, found);
   for (const [node, modules] of leftOutByNode) {
     ctx.log.info(`push ${pushId}: ${node}: left out ${modules.map((m) => `${m.module} (${m.reason})`).join(", ")}`);
   }

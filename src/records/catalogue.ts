@@ -140,6 +140,18 @@ export interface Catalogue {
   ): Promise<TransactResult>;
   /** The CATALOGUE stream's creation time (ISO 8601) as last read. */
   readonly streamCreated: string;
+  /**
+   * Why the records are not safe to serve on (R47: a limit that erases commits, commits already
+   * erased), as the stream was last read; null when they are. Read again at every catch-up and by
+   * checkSafety; while set, catchUp, transact, appendPastHeld and acceptRestore throw it and
+   * append nothing. Clears by itself when a later read finds the stream safe again.
+   */
+  readonly unsafe: RecordsUnsafe | null;
+  /**
+   * Reads the CATALOGUE stream's configuration and state now and sets `unsafe` from them (R47);
+   * returns it. For a change seen on the bus (the stream's update advisory), between catch-ups.
+   */
+  checkSafety(): Promise<RecordsUnsafe | null>;
 }
 
 export type CatalogueOptions = {
@@ -186,11 +198,11 @@ async function busOf(nc: NatsConnection): Promise<Bus> {
 
 /**
  * Creates the CATALOGUE stream or asserts the one there: file storage, limits retention, no limit
- * that erases commits, deny_delete and deny_purge (R42). A stream missing a deny guard is updated to
- * have it. Throws RecordsUnsafe (R47) naming the setting when the stream there has a limit that
- * erases commits (max_msgs, max_bytes, max_age, max_msgs_per_subject) or shows commits erased (a
- * first sequence other than 1, deleted messages): such a limit is never lifted silently, because
- * what it erased is already gone and the operator must know.
+ * that erases commits, deny_delete and deny_purge (R42). Never changes the configuration of a
+ * stream that exists: no mesh credential may (R47, CATALOGUE_ERASE_SUBJECTS), and a limit that
+ * erased commits must not be lifted silently, because what it erased is already gone and the
+ * operator must know. Throws RecordsUnsafe (R47) naming the setting when the stream there is not
+ * safe to serve on (recordsUnsafe).
  */
 export async function ensureCatalogueStream(jsm: JetStreamManager, options: CatalogueOptions = {}): Promise<void> {
   const config: Partial<StreamConfig> & { name: string } = {
@@ -215,35 +227,43 @@ export async function ensureCatalogueStream(jsm: JetStreamManager, options: Cata
     return;
   }
   assertRecordsSafe(existing);
-  const current = existing.config;
-  if (!current.deny_delete || !current.deny_purge || !current.subjects.includes(CATALOGUE_SUBJECTS)) {
-    await jsm.streams.update(CATALOGUE_STREAM, {
-      ...current,
-      deny_delete: true,
-      deny_purge: true,
-      subjects: [...new Set([...current.subjects, CATALOGUE_SUBJECTS])],
-    });
-  }
 }
 
 /**
- * R47: throws RecordsUnsafe naming the first setting of `info` (CATALOGUE's stream info) that
- * erases commits or shows that some were erased. Pure: a stream info in, nothing out.
+ * R47 R42: why CATALOGUE, as its stream info `info` shows it, is not safe to serve on, or null
+ * when it is: a limit that erases commits (max_msgs, max_bytes, max_age, max_msgs_per_subject), a
+ * first sequence other than 1 or deleted messages (commits were erased), a missing deny_delete or
+ * deny_purge (R42), or subjects that no longer capture the records' (appends would go nowhere).
+ * The fix names what to set and how: nobody in the mesh may change CATALOGUE's configuration, the
+ * controller included, so it is done with a bus user outside the mesh's list. Pure.
  */
-export function assertRecordsSafe(info: Pick<StreamInfo, "config" | "state">): void {
-  const fix = `restore the setting (nats stream edit ${CATALOGUE_STREAM}) or the records from a backup, then run \`mesh replay\``;
+export function recordsUnsafe(info: Pick<StreamInfo, "config" | "state">): RecordsUnsafe | null {
+  const how = `\`nats stream edit ${CATALOGUE_STREAM}\` as a bus user outside the mesh's list (no mesh credential may change it, R47)`;
+  const fix = `restore the setting (${how}) or the records from a backup, then run \`mesh replay\``;
   const limited = (value: number | undefined) => value !== undefined && value > 0;
   const { config, state } = info;
-  if (limited(config.max_msgs)) throw new RecordsUnsafe("max_msgs", `is ${config.max_msgs}: every commit past it erases the oldest`, `set it to -1: ${fix}`);
-  if (limited(config.max_bytes)) throw new RecordsUnsafe("max_bytes", `is ${config.max_bytes}: commits past it erase the oldest`, `set it to -1: ${fix}`);
-  if (limited(config.max_age)) throw new RecordsUnsafe("max_age", `is ${config.max_age} ns: older commits are erased`, `set it to 0: ${fix}`);
+  if (limited(config.max_msgs)) return new RecordsUnsafe("max_msgs", `is ${config.max_msgs}: every commit past it erases the oldest`, `set it to -1: ${fix}`);
+  if (limited(config.max_bytes)) return new RecordsUnsafe("max_bytes", `is ${config.max_bytes}: commits past it erase the oldest`, `set it to -1: ${fix}`);
+  if (limited(config.max_age)) return new RecordsUnsafe("max_age", `is ${config.max_age} ns: older commits are erased`, `set it to 0: ${fix}`);
   if (limited(config.max_msgs_per_subject)) {
-    throw new RecordsUnsafe("max_msgs_per_subject", `is ${config.max_msgs_per_subject}: an entity's older commits are erased`, `set it to -1: ${fix}`);
+    return new RecordsUnsafe("max_msgs_per_subject", `is ${config.max_msgs_per_subject}: an entity's older commits are erased`, `set it to -1: ${fix}`);
   }
   if (state.last_seq > 0 && state.first_seq !== 1) {
-    throw new RecordsUnsafe("first_seq", `is ${state.first_seq}: commits 1..${state.first_seq - 1} were erased`, fix);
+    return new RecordsUnsafe("first_seq", `is ${state.first_seq}: commits 1..${state.first_seq - 1} were erased`, `restore the records from a backup (the erased commits are gone), then run \`mesh replay\``);
   }
-  if ((state.num_deleted ?? 0) > 0) throw new RecordsUnsafe("num_deleted", `is ${state.num_deleted}: commits were deleted`, fix);
+  if ((state.num_deleted ?? 0) > 0) return new RecordsUnsafe("num_deleted", `is ${state.num_deleted}: commits were deleted`, `restore the records from a backup, then run \`mesh replay\``);
+  if (config.deny_delete !== true) return new RecordsUnsafe("deny_delete", "is off: the records' messages can be deleted (R42)", `set it on: ${how}`);
+  if (config.deny_purge !== true) return new RecordsUnsafe("deny_purge", "is off: the records can be purged (R42)", `set it on: ${how}`);
+  if (config.subjects !== undefined && !config.subjects.includes(CATALOGUE_SUBJECTS)) {
+    return new RecordsUnsafe("subjects", `do not include ${CATALOGUE_SUBJECTS}: commits cannot be appended`, `add it: ${how}`);
+  }
+  return null;
+}
+
+/** R47: throws recordsUnsafe(info) when there is one. Pure: a stream info in, nothing out. */
+export function assertRecordsSafe(info: Pick<StreamInfo, "config" | "state">): void {
+  const unsafe = recordsUnsafe(info);
+  if (unsafe) throw unsafe;
 }
 
 /** The event types a stored message names, as far as it can be read (for InvalidEvent, R45). */
@@ -632,6 +652,7 @@ class JetStreamCatalogue implements Catalogue {
   #queue: Promise<unknown> = Promise.resolve();
   #held: InvalidEvent | null = null;
   #behind: BehindEvidence[] | null = null;
+  #unsafe: RecordsUnsafe | null = null;
   /** The highest sequence the world is known to have seen (the mark, a running fold): for the lost range. */
   #seen = 0;
   #created: string;
@@ -655,6 +676,15 @@ class JetStreamCatalogue implements Catalogue {
     return this.#created;
   }
 
+  get unsafe(): RecordsUnsafe | null {
+    return this.#unsafe;
+  }
+
+  async checkSafety(): Promise<RecordsUnsafe | null> {
+    this.#unsafe = recordsUnsafe(await this.#bus.jsm.streams.info(CATALOGUE_STREAM));
+    return this.#unsafe;
+  }
+
   reportBehind(evidence: BehindEvidence): void {
     if (this.#behind?.some((e) => e.detail === evidence.detail)) return;
     this.#behind = [...(this.#behind ?? []), evidence];
@@ -673,6 +703,9 @@ class JetStreamCatalogue implements Catalogue {
   ): Promise<TransactResult> {
     return this.#serial(async () => {
       const info = await this.#bus.jsm.streams.info(CATALOGUE_STREAM);
+      // R47: accepting records that erase commits would append onto what erases the next one.
+      this.#unsafe = recordsUnsafe(info);
+      if (this.#unsafe !== null) throw this.#unsafe;
       // A commit no fold can read does not stop the acceptance: it stays held, to be voided next.
       let state = initialState;
       let held = false;
@@ -714,8 +747,13 @@ class JetStreamCatalogue implements Catalogue {
     if (this.#behind === null) this.#onAdvance({ lastSequence: this.#state.sequence, streamCreated: this.#created });
   }
 
-  /** R43 while running: the stream is shorter than what was folded, or was created anew. */
+  /**
+   * R47 and R43 while running: the stream erases commits or erased some (unsafe, latched until a
+   * read finds it safe again), is shorter than what was folded, or was created anew (behind).
+   */
   #checkStream(info: StreamInfo): void {
+    this.#unsafe = recordsUnsafe(info);
+    if (this.#unsafe !== null) throw this.#unsafe;
     if (info.state.last_seq < this.#state.sequence) {
       this.sawUpTo(this.#state.sequence);
       this.reportBehind({ kind: "records-went-back", detail: `the records end at sequence ${info.state.last_seq}, but this controller folded them to ${this.#state.sequence}` });
@@ -826,6 +864,10 @@ class JetStreamCatalogue implements Catalogue {
 
   async #attempt(commandId: string, decide: (state: State) => Decision, request: CommandRequest | undefined): Promise<TransactResult> {
     if (this.#behind !== null) throw new RecordsBehind(this.#behind);
+    // R47: an append onto records that erase commits erases one more. Latched: read again (the
+    // limit may have been lifted since), which costs a request only while the records are unsafe.
+    const unsafe = this.#unsafe === null ? null : await this.checkSafety();
+    if (unsafe !== null) throw unsafe;
     const applied = appliedSequence(this.#state, commandId);
     if (applied !== undefined) return this.#duplicate(applied, request);
     const decision = decide(this.#state);

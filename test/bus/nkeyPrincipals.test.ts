@@ -17,6 +17,11 @@ import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { CONTROLLER_NAME, busUser, inboxPrefix, inboxSubjects, type PrincipalKind } from "../../src/names.ts";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { EXAMPLE_CONFIG, MeshBuilder } from "../unit/compose/exampleMesh.ts";
+import { freshControllerSuite } from "../support/controller.ts";
+import { askAs } from "../support/client.ts";
+import { newNodeKeyPair } from "../../src/crypto/secrets.ts";
+import { BOOTSTRAP_NKEY, BOOTSTRAP_SEED } from "../../src/genesis.ts";
+import { credentialOf, CONTROLLER_PRINCIPAL } from "../../src/projections/index.ts";
 
 /** One principal of each kind, the module assigned to the node that stays. */
 const KINDS: ReadonlyArray<{ kind: PrincipalKind; name: string }> = [
@@ -135,5 +140,34 @@ describe("rotated-away and removed keys are refused by the bus (R48, R50, R64)",
   it("R48: a removed node's seed is refused", async () => {
     const beta = busUser("node", "beta");
     assert.equal(await refused(server, beta, before_[beta]!), true);
+  });
+});
+
+describe("the genesis bootstrap key is nobody's once the controller left it (R13, R14, R63)", () => {
+  const suite = freshControllerSuite();
+  let server: NatsServer | undefined;
+  after(async () => { await server?.stop(); });
+
+  it("R63: after the first push rotated the controller off the bootstrap key, enrolling a node or rotating one onto it is refused key-in-use (field nkey), and the bus the records compose for refuses the public bootstrap seed", async () => {
+    const send = (verb: string, body: Record<string, unknown>) => askAs(suite.fixture.operator, "operator-test", verb, body);
+    const controller = await suite.fixture.start();
+    await suite.fixture.enrol("hub");
+    await suite.fixture.send("module.register", { manifest: { name: "broker", version: "2.9.10", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] } });
+    await suite.fixture.send("module.issue", { module: "broker" });
+    await suite.fixture.send("assign", { module: "broker", node: "hub" });
+    await controller.push();
+    const rotated = credentialOf((await controller.catalogue.catchUp()).credentials, CONTROLLER_PRINCIPAL);
+    assert.ok(rotated?.nkey !== undefined && rotated.nkey !== BOOTSTRAP_NKEY, "the first push with a broker holder rotated the controller off the bootstrap key (R14)");
+
+    const enrol = await send("node.enrol", { node: "vm3", publicKey: newNodeKeyPair().publicKey, nkey: BOOTSTRAP_NKEY });
+    assert.deepEqual(enrol.ok ? "ok" : [enrol.error.code, enrol.error.field], ["key-in-use", "nkey"], "enrolling a node on the bootstrap key");
+    const rotate = await send("credential.rotate", { kind: "node", name: "hub", nkey: BOOTSTRAP_NKEY });
+    assert.deepEqual(rotate.ok ? "ok" : [rotate.error.code, rotate.error.field], ["key-in-use", "nkey"], "rotating a node onto the bootstrap key");
+
+    const list = composeBusUsers(await controller.catalogue.catchUp(), EXAMPLE_CONFIG);
+    assert.ok(list.ok);
+    server = await startNatsServer({ files: { "users.conf": renderUserList(list) }, config: `include "users.conf"` });
+    assert.equal(await refused(server, busUser("node", "vm3"), BOOTSTRAP_SEED), true, "nobody dials with the seed published in the source");
+    await controller.stop();
   });
 });

@@ -21,7 +21,7 @@ import { composeBusUsers, composeTopology, renderUserList, type BusUsers } from 
 import {
   ALL_SUBJECTS, CATALOGUE_STREAM, CONTROL_STREAM, CONTROLLER_NAME, EVENTS_STREAM, SHARED_INBOX_SUBJECTS, busUser, commandSubject,
   declarationConsumer, declarationSubject, deliverSubject, userListPartSubject, eventSubject, followConsumer, inboxPrefix, inboxSubjects,
-  pullGrants, reportSubject, toolSubject, workConsumer, workStream, workSubject,
+  pullGrants, reportSubject, streamUpdatedAdvisory, toolSubject, workConsumer, workStream, workSubject,
 } from "../../src/names.ts";
 import { natsServerBinary, startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh } from "../unit/compose/exampleMesh.ts";
@@ -259,6 +259,23 @@ describe("composed permissions enforced by nats-server", () => {
       await jsm.streams.add({ name: "R47_SCRATCH", subjects: ["r47.scratch"] });
       assert.equal(await jsm.streams.delete("R47_SCRATCH"), true, "another stream is still the controller's to delete");
     } finally { await close(again); }
+  });
+
+  it("R47: the controller's own credential cannot change CATALOGUE's configuration (a limit of max_msgs: 3 is refused by the bus), nor create it again with another", async () => {
+    const controller = await dial(CONTROLLER);
+    try {
+      const jsm = await jetstreamManager(controller.nc);
+      const config = (await jsm.streams.info(CATALOGUE_STREAM)).config;
+      await assert.rejects(jsm.streams.update(CATALOGUE_STREAM, { ...config, max_msgs: 3 }));
+      await waitFor(() => controller.violations.find((v) => v.operation === "publish" && v.subject === `$JS.API.STREAM.UPDATE.${CATALOGUE_STREAM}`), { name: "update CATALOGUE refused" });
+      await assert.rejects(jsm.streams.add({ ...config, max_msgs: 3 }), "the server refuses a second CATALOGUE with another configuration (name in use)");
+      assert.equal((await jsm.streams.info(CATALOGUE_STREAM)).config.max_msgs, -1, "the records keep no limit");
+    } finally { await close(controller); }
+  });
+
+  it("R47: the controller hears when CATALOGUE's configuration changes (the stream's update advisory); a module does not", async () => {
+    await allowedSub(CONTROLLER, streamUpdatedAdvisory(CATALOGUE_STREAM));
+    await refusedSub(SHOWCASE, streamUpdatedAdvisory(CATALOGUE_STREAM));
   });
 
   it("R24: a module with nothing to publish is refused every publish", async () => {

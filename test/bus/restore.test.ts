@@ -70,6 +70,43 @@ describe("R47: the controller refuses to serve on records that erase commits", (
   });
 });
 
+describe("R47: records changed to erase commits under a running controller", () => {
+  const suite = freshControllerSuite();
+
+  it("R47: max_msgs: 3 set on CATALOGUE while the controller serves (erasing the oldest commits at once): every command, query and push answers records-unsafe naming the setting and nothing is appended; mesh replay reports it; with the limit lifted the erased first sequence is still named", async () => {
+    const send = (verb: string, body: Record<string, unknown>) => askAs(suite.fixture.operator, "operator-test", verb, body);
+    const controller = await suite.fixture.start();
+    for (const node of ["alpha", "beta", "gamma"]) await suite.fixture.enrol(node);
+    const jsm = await jetstreamManager(suite.fixture.operator);
+    const config = (await jsm.streams.info(CATALOGUE_STREAM)).config;
+    await jsm.streams.update(CATALOGUE_STREAM, { ...config, max_msgs: 3 });
+    const last = await lastSequence(suite.fixture.operator);
+    // The controller hears of the change from the bus (the stream's update advisory), not at its next start.
+    await waitFor(() => controller.lines.some((l) => l.includes("R47") && l.includes("max_msgs")), { name: "the controller says the records erase commits" });
+
+    for (const [verb, body] of [["node.enrol", enrolRequest("delta")], ["push", {}], ["nodes", {}]] as const) {
+      const reply = await send(verb, body);
+      assert.equal(codeOf(reply), "records-unsafe", verb);
+      if (!reply.ok) assert.match(reply.error.message, /max_msgs/, `${verb} names the setting`);
+    }
+    assert.equal(await lastSequence(suite.fixture.operator), last, "nothing appended: no append may erase another commit");
+
+    const report = await send("replay", {}) as Record<string, unknown>;
+    assert.equal(codeOf(report as Reply), "ok", "mesh replay is served");
+    assert.equal(report.valid, false, "a fold from sequence 1 of records that lost their first commits is not valid");
+    assert.equal((report.unsafe as { setting: string } | undefined)?.setting, "max_msgs");
+
+    await jsm.streams.update(CATALOGUE_STREAM, { ...config, max_msgs: -1 });
+    await waitFor(() => controller.lines.some((l) => l.includes("R47") && l.includes("first_seq")), { name: "the controller names the erased first sequence" });
+    const after = await send("node.enrol", enrolRequest("delta"));
+    assert.equal(codeOf(after), "records-unsafe");
+    if (!after.ok) assert.match(after.error.message, /first_seq/);
+    assert.equal(((await send("replay", {}) as Record<string, unknown>).unsafe as { setting: string } | undefined)?.setting, "first_seq");
+    assert.equal(await lastSequence(suite.fixture.operator), last);
+    await controller.stop();
+  });
+});
+
 describe("R45: a commit no fold can read has a way out", () => {
   const suite = freshControllerSuite();
 

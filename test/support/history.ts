@@ -28,7 +28,7 @@ export type HistoryOptions = {
 const EVERY_EVENT_TYPE: Record<MeshEventType, true> = {
   MeshCreated: true, NodeEnrolled: true, NodeRemoved: true, CredentialMinted: true, CredentialRotated: true, CredentialRevoked: true,
   ModuleRegistered: true, ModuleIssued: true, ModuleAssigned: true, ModuleUnassigned: true, SeatAliased: true, SeatHandedOver: true,
-  OverlayPlaced: true, ProvisionMinted: true, DeclarationSent: true, CommitVoided: true, RecordsRestored: true,
+  OverlayPlaced: true, ProvisionMinted: true, ProvisionRotated: true, DeclarationSent: true, CommitVoided: true, RecordsRestored: true,
 };
 
 /** Every event type, for tests that check a history covers them all. */
@@ -222,11 +222,21 @@ export function* generateHistory(options: HistoryOptions): Generator<Commit> {
       { type: "ModuleAssigned", module, node: to },
     ]);
   };
+  const provisioned = new Set<string>();
   const provision = (): Commit => {
     const users = [...modules.values()].filter((m) => m.uses.includes(STORE_SEAT));
     const consumer = users.length > 0 ? pick(users).name : CONTROLLER_NAME;
+    provisioned.add(consumer);
     return commit("module", consumer, [{
       type: "ProvisionMinted", seat: STORE_SEAT, provision: "database", consumer,
+      user: `db-${consumer}`, sealed: text(BASE64_ALPHABET, 64),
+    }]);
+  };
+  const rotateProvision = (): Commit => {
+    if (provisioned.size === 0) return provision();
+    const consumer = pick([...provisioned]);
+    return commit("module", consumer, [{
+      type: "ProvisionRotated", seat: STORE_SEAT, provision: "database", consumer,
       user: `db-${consumer}`, sealed: text(BASE64_ALPHABET, 64),
     }]);
   };
@@ -256,7 +266,7 @@ export function* generateHistory(options: HistoryOptions): Generator<Commit> {
     () => register(CONTROLLER_NAME), () => register("broker"), () => register("store"), () => register("firewall"),
     enrol, enrol, enrol, place, place,
     () => assign("broker", nodes[0]), () => assign("store", nodes[1]), () => assign(CONTROLLER_NAME, nodes[0]),
-    issue, () => register("app-0".replace("0", String(++appCounter))), provision, mintBuilder, rotate, revoke, alias,
+    issue, () => register("app-0".replace("0", String(++appCounter))), provision, rotateProvision, mintBuilder, rotate, revoke, alias,
     handOver, unassign, send, removeNode, restored, voided,
   ];
   for (const step of tour) {
@@ -267,7 +277,7 @@ export function* generateHistory(options: HistoryOptions): Generator<Commit> {
   // ---- churn, weighted like a real mesh: mostly pushes ----
   const churn: Array<[number, () => Commit]> = [
     [30, send], [8, enrol], [3, removeNode], [4, place], [2, registerSome], [2, issue], [10, assign], [5, unassign],
-    [4, rotate], [1, mintBuilder], [1, revoke], [1, alias], [2, handOver], [2, provision],
+    [4, rotate], [1, mintBuilder], [1, revoke], [1, alias], [2, handOver], [2, provision], [1, rotateProvision],
   ];
   const total = churn.reduce((sum, [weight]) => sum + weight, 0);
   while (emitted < options.events) {

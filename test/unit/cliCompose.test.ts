@@ -13,7 +13,7 @@ function recordingContext(json: boolean): { ctx: CliContext; requests: Array<{ s
   const lines: string[] = [];
   const report = {
     ok: true, pushId: "p1", dryRun: true, recordsSequence: 7, nodes: [{ node: "alpha", outcome: "sent", digest: "abcdef0123456789" }],
-    leftOut: [], freshCredentials: [], counts: { sent: 1 }, provisionsMinted: 0, raised: { created: 0, updated: 0, refused: [] }, timedOut: [], rounds: 0, boundHit: false,
+    leftOut: [], freshCredentials: [], freshProvisions: [], counts: { sent: 1 }, provisionsMinted: 0, raised: { created: 0, updated: 0, refused: [] }, timedOut: [], rounds: 0, boundHit: false,
     declarations: [{ node: "alpha", modules: [], provisions: [], digest: "abcdef0123456789" }],
   };
   const nc = {

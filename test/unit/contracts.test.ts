@@ -74,6 +74,7 @@ function pushReport(state: State, dryRun: boolean): PushReport {
     leftOut: [{ principal: { kind: "module", name: "npm-registry" }, reason: "not assigned" }],
     userList: { code: "user-list-undelivered", message: "m" },
     freshCredentials: [{ kind: "node", name: "alpha" }],
+    freshProvisions: [{ seat: "artifacts", provision: "artifacts", consumer: "showcase" }],
     provisionsMinted: 1,
     controllerRotation: "pending",
     raised: { created: 1, updated: 0, refused: [{ object: "WORK_x", reason: "r" }] },

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  awaitedNodes, firstDeclarations, judgeWait, planRound, rotationBrokers, roundBound, settleRound, unconfirmedNodes, unknownNamed,
+  awaitedNodes, firstDeclarations, freshProvisions, judgeWait, planRound, rotationBrokers, roundBound, settleRound, unconfirmedNodes, unknownNamed,
   type NodeReport, type PlannedSend, type WaitSeen,
 } from "../../src/push/plan.ts";
 import { composeDeclarations, type DeclarationResult } from "../../src/compose/declaration.ts";
@@ -164,5 +164,25 @@ describe("push plan: settleRound and judgeWait (R32, R55)", () => {
     assert.equal(by("old-silent")[0], "timed-out");
     assert.ok(String(by("old-silent")[1]).includes("d8abcdef0123") && String(by("old-silent")[1]).includes("agent"));
     assert.deepEqual(by("refused"), ["refused", ""]);
+  });
+});
+
+describe("push plan: fresh provisions (R44, R48)", () => {
+  const commit = (state: State, events: Array<Record<string, unknown>>): State =>
+    evolve(state, [{ sequence: state.sequence + 1, commit: { commandId: `c${state.sequence + 1}`, entity: { kind: "test", id: "t" }, events: events.map((e) => ({ actor: "operator-ada", commandId: `c${state.sequence + 1}`, at: "2026-01-01T00:00:00.000Z", ...e })) as never } }]);
+  const rotation = { type: "ProvisionRotated", seat: "git", provision: "git", consumer: "showcase", user: "showcase", sealed: "sealed-fresh" };
+
+  it("R48: a rotated provision is fresh until every node receiving (the consumer's) or granting it (the seat's holders) was sent a declaration composed after it; one whose consumer runs nowhere is carried to no one", () => {
+    const { state } = exampleMesh();
+    const sent = recorded(state, planRound(state, composed(state), new Set(), 0).sends);
+    const rotated = commit(sent, [rotation]);
+    assert.deepEqual(freshProvisions(rotated, rotated), [{ seat: "git", provision: "git", consumer: "showcase" }]);
+    const beta = recorded(rotated, planRound(rotated, composed(rotated), new Set(["beta"]), 0).sends.filter((s) => s.node === "beta"));
+    assert.deepEqual(freshProvisions(beta, beta), [{ seat: "git", provision: "git", consumer: "showcase" }], "gamma (the consumer's node) was not sent it yet");
+    const both = recorded(beta, planRound(beta, composed(beta), new Set(), 0).sends);
+    assert.deepEqual(freshProvisions(both, both), []);
+    assert.deepEqual(freshProvisions(both, beta), [{ seat: "git", provision: "git", consumer: "showcase" }], "judged by what the nodes were sent before the push");
+    const idle = commit(rotated, [{ type: "ModuleUnassigned", module: "showcase", node: "gamma" }]);
+    assert.deepEqual(freshProvisions(idle, idle), []);
   });
 });

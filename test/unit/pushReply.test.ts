@@ -9,7 +9,7 @@ const MIB = 1024 * 1024;
 
 function reportOf(nodes: NodeReport[]): PushReport {
   return {
-    pushId: "push-1", dryRun: false, recordsSequence: 9, nodes, leftOut: [], freshCredentials: [], provisionsMinted: 0,
+    pushId: "push-1", dryRun: false, recordsSequence: 9, nodes, leftOut: [], freshCredentials: [], freshProvisions: [], provisionsMinted: 0,
     raised: { created: 0, updated: 0, refused: [] }, timedOut: nodes.filter((n) => n.outcome === "timed-out").map((n) => n.node), rounds: 1, boundHit: false,
   };
 }

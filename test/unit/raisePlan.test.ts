@@ -4,7 +4,7 @@ import {
   RAISE_INFO_LIMIT, consumerReading, consumersToRead, newRaiseMemo, planConsumer, planStream, raiseReportOf, rememberRaise, specKey, wantedTopology,
   type RaiseOutcome,
 } from "../../src/controller/planRaise.ts";
-import { REPORTS_STREAM } from "../../src/names.ts";
+import { CATALOGUE_STREAM, REPORTS_STREAM } from "../../src/names.ts";
 import { EXAMPLE_CONFIG, exampleMesh } from "./compose/exampleMesh.ts";
 import type { ConsumerSpec, StreamSpec, Topology } from "../../src/compose/topology.ts";
 
@@ -42,6 +42,16 @@ describe("raise plan: streams and consumers (R21, R22)", () => {
     const plan = planStream(stream, serverStream({ retention: "limits", storage: "memory" }));
     assert.equal(plan.kind, "refuse");
     assert.ok(plan.kind === "refuse" && plan.refusal.object === "WORK" && /retention and storage/.test(plan.refusal.reason) && plan.refusal.reason.includes("limits ≠ workqueue"));
+  });
+
+  it("R47: CATALOGUE is created when missing and never updated: a difference (replicas, say) is refused, naming the field and why no mesh credential may change the records' configuration", () => {
+    const { state } = exampleMesh();
+    const records = wantedTopology(state, EXAMPLE_CONFIG).streams.find((s) => s.name === CATALOGUE_STREAM)!;
+    assert.deepEqual(planStream(records, undefined), { kind: "add" });
+    assert.deepEqual(planStream(records, { ...records, max_age: 0 }), { kind: "unchanged" });
+    const plan = planStream({ ...records, num_replicas: 3 }, records);
+    assert.equal(plan.kind, "refuse");
+    assert.ok(plan.kind === "refuse" && plan.refusal.object === CATALOGUE_STREAM && plan.refusal.reason.includes("num_replicas") && plan.refusal.reason.includes("R47"), JSON.stringify(plan));
   });
 
   it("R22: a consumer is added when missing, left when equal (max_deliver unset reads as -1), updated by the fields that differ", () => {

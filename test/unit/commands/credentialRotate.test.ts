@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { given, GENESIS, GENESIS_ADDRESS, FINGERPRINT, FAKE_TOOLS, DEFAULT_ENVELOPE, enrolment, nodeNkeyOf, registration, fakeSecret, type EventBody } from "../../support/givenWhenThen.ts";
+import { BOOTSTRAP_NKEY } from "../../../src/genesis.ts";
 
 /** The key `mesh host rotate-key` printed on the node (R64). */
 const NEW_KEY = nodeNkeyOf("alpha, rotated");
@@ -36,6 +37,10 @@ describe("credential.rotate", () => {
     given(GENESIS, ...enrolment("alpha")).when("credential.rotate", { kind: "node", name: "alpha", nkey: nodeNkeyOf("alpha") }).refused("key-in-use", "nkey");
     given(GENESIS, ...enrolment("alpha"), alice).when("credential.rotate", { kind: "node", name: "alpha", nkey: fakeSecret(9).nkey }).refused("key-in-use", "nkey");
     given(GENESIS, ...enrolment("alpha")).when("credential.rotate", { kind: "node", name: "alpha", nkey: fakeSecret(1).seed }).refused("invalid-request", "nkey");
+  });
+
+  it("R13 R63: a node is never rotated onto the genesis bootstrap key (key-in-use, field nkey): its seed is public in the source", () => {
+    given(GENESIS, ...enrolment("alpha")).when("credential.rotate", { kind: "node", name: "alpha", nkey: BOOTSTRAP_NKEY }).refused("key-in-use", "nkey");
   });
 
   it("rotates an issued module's credential", () => {

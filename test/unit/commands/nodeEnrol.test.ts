@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { given, GENESIS, GENESIS_ADDRESS, NODE_KEY, NODE_NKEY, FINGERPRINT, enrolment, enrolBody, nodeNkeyOf, fakeSecret } from "../../support/givenWhenThen.ts";
+import { BOOTSTRAP_NKEY } from "../../../src/genesis.ts";
 
 describe("node.enrol", () => {
   it("R1 R7 R64: records the node and its credential for the genesis address with the node's own nkey, and no secret", () => {
@@ -59,6 +60,12 @@ describe("node.enrol", () => {
         { type: "NodeEnrolled", node: "beta", publicKey: NODE_KEY },
         { type: "CredentialMinted", principal: { kind: "node", name: "beta" }, user: "node-beta", nkey: NODE_NKEY, address: GENESIS_ADDRESS },
       ]);
+  });
+
+  it("R13 R63: refuses the genesis bootstrap key (key-in-use, field nkey) whoever holds it now: its seed is public in the source", () => {
+    given(GENESIS).when("node.enrol", { node: "vm3", publicKey: NODE_KEY, nkey: BOOTSTRAP_NKEY }).refused("key-in-use", "nkey");
+    const controllerOff = { type: "CredentialMinted", principal: { kind: "controller", name: "mesh-controller" }, user: "controller-mesh-controller", nkey: fakeSecret(3).nkey, sealed: "s", address: GENESIS_ADDRESS } as const;
+    given(GENESIS, controllerOff).when("node.enrol", { node: "vm3", publicKey: NODE_KEY, nkey: BOOTSTRAP_NKEY }).refused("key-in-use", "nkey");
   });
 
   it("accepts a name again after its node was removed", () => {

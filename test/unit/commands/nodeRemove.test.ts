@@ -10,7 +10,7 @@ describe("node.remove", () => {
     const after = outcome.after();
     assert.equal(after.nodes["alpha"], undefined);
     assert.equal(after.credentials["node:alpha"], undefined);
-    assert.deepEqual(outcome.reply(), { node: "alpha", freshCredentials: [] });
+    assert.deepEqual(outcome.reply(), { node: "alpha", freshCredentials: [], freshProvisions: [] });
   });
 
   it("refuses a node that is not enrolled (unknown-node)", () => {
@@ -47,7 +47,7 @@ describe("node.remove: every credential delivered to the node ends with it (R48)
     outcome.then([{ type: "NodeRemoved", node: "w2" }, rotatedTo({ kind: "module", name: "relay" }, 1)], { kind: "node", id: "w2" });
     const after = outcome.after();
     assert.equal(after.credentials["module:relay"]?.nkey, fakeSecret(1).nkey, "the records hold the fresh credential only");
-    assert.deepEqual(outcome.reply(), { node: "w2", freshCredentials: [{ kind: "module", name: "relay" }] });
+    assert.deepEqual(outcome.reply(), { node: "w2", freshCredentials: [{ kind: "module", name: "relay" }], freshProvisions: [] });
   });
 
   it("R48: a module that ran there and moved away since its credential was minted gets a fresh one too", () => {
@@ -90,6 +90,52 @@ describe("node.remove: every credential delivered to the node ends with it (R48)
     given(GENESIS, ...enrolment("w2"), registration(relay), { type: "ModuleAssigned", module: "relay", node: "w2" })
       .when("node.remove", { node: "w2" })
       .then([{ type: "NodeRemoved", node: "w2" }]);
+  });
+});
+
+const store = { name: "store", version: "1", seats: { artifacts: { protocol: "s3", provides: "artifacts" } }, claims: ["artifacts"] };
+const app = { name: "app", version: "1", uses: ["artifacts"] };
+const minted: EventBody = { type: "ProvisionMinted", seat: "artifacts", provision: "artifacts", consumer: "app", user: "app", sealed: "sealed-p" };
+const provisionRotated = (n: number): EventBody => ({ type: "ProvisionRotated", seat: "artifacts", provision: "artifacts", consumer: "app", user: "app", sealed: `sealed-${n}` });
+/** withRelay plus store (the provider of artifacts) on p2 and app (its consumer) on w2, the provision minted. */
+const withProvision: EventBody[] = [
+  ...withRelay, ...enrolment("p2"),
+  registration(store), ...issued("store", 20), { type: "ModuleAssigned", module: "store", node: "p2" },
+  registration(app), ...issued("app", 21), { type: "ModuleAssigned", module: "app", node: "w2" },
+  minted,
+];
+
+describe("node.remove: every provision delivered to the node ends with it (R48)", () => {
+  it("R48: the consumer's node: its module's credential and the provision it received are replaced in the removal's own commit; the reply names both", () => {
+    const outcome = given(...withProvision).when("node.remove", { node: "w2" });
+    outcome.then([
+      { type: "NodeRemoved", node: "w2" },
+      rotatedTo({ kind: "module", name: "app" }, 1),
+      rotatedTo({ kind: "module", name: "relay" }, 2),
+      provisionRotated(3),
+    ]);
+    assert.equal(outcome.after().provisions["artifacts/artifacts/app"]?.sealed, "sealed-3", "the records hold the fresh secret only");
+    assert.deepEqual((outcome.reply() as { freshProvisions: unknown }).freshProvisions, [{ seat: "artifacts", provision: "artifacts", consumer: "app" }]);
+  });
+
+  it("R48: the provider's node (it holds the seat, and grants the provision) gets the provision replaced too", () => {
+    given(...withProvision).when("node.remove", { node: "p2" })
+      .then([{ type: "NodeRemoved", node: "p2" }, rotatedTo({ kind: "module", name: "store" }, 1), provisionRotated(2)]);
+  });
+
+  it("R48: a consumer or a provider that ran there and moved away since the provision was minted leaves it replaced too; one replaced after it left is kept", () => {
+    const moved: EventBody[] = [...withProvision, { type: "ModuleUnassigned", module: "app", node: "w2" }, { type: "ModuleAssigned", module: "app", node: "hub" }];
+    given(...moved, rotatedTo({ kind: "module", name: "app" }, 30)).when("node.remove", { node: "w2" })
+      .then([{ type: "NodeRemoved", node: "w2" }, rotatedTo({ kind: "module", name: "relay" }, 1), provisionRotated(2)]);
+    const providerMoved: EventBody[] = [...withProvision, { type: "ModuleUnassigned", module: "store", node: "p2" }, { type: "ModuleAssigned", module: "store", node: "hub" }];
+    given(...providerMoved).when("node.remove", { node: "p2" })
+      .then([{ type: "NodeRemoved", node: "p2" }, rotatedTo({ kind: "module", name: "store" }, 1), provisionRotated(2)]);
+    given(...moved, rotatedTo({ kind: "module", name: "app" }, 30), provisionRotated(31)).when("node.remove", { node: "w2" })
+      .then([{ type: "NodeRemoved", node: "w2" }, rotatedTo({ kind: "module", name: "relay" }, 1)]);
+  });
+
+  it("R48: a node that never held either side leaves the provision alone", () => {
+    given(...withProvision, ...enrolment("idle")).when("node.remove", { node: "idle" }).then([{ type: "NodeRemoved", node: "idle" }]);
   });
 });
 

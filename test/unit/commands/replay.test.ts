@@ -38,7 +38,7 @@ describe("replay --void (R45)", () => {
 describe("replay --accept-restore (R44)", () => {
   it("R44 R50: one commit: RecordsRestored (actor, evidence, lost range) and a fresh credential for every principal, the controller's and the asking operator's included", async () => {
     const { exampleMesh } = await import("../compose/exampleMesh.ts");
-    const { restorePrincipals, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
+    const { restorePrincipals, restoreSecretsNeeded, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
     const { state } = exampleMesh();
     const asker = Object.values(state.credentials).find((c) => c.principal.kind === "operator")!.user;
     const principals = restorePrincipals(state);
@@ -46,13 +46,13 @@ describe("replay --accept-restore (R44)", () => {
     assert.equal(principals.length, all, "every principal with a credential");
     assert.ok(principals.some((p) => p.kind === "controller" && p.name === "mesh-controller"), "the controller's too: its pre-restore password must not stay good (R50 switches it at the push)");
     assert.ok(principals.some((p) => p.kind === "operator" && busUserOf(state, p) === asker), "the asker's too: a password it rotated away after the backup is in the records (its reply carries the fresh one, R50)");
-    const secrets = principals.map((_, i) => fakeSecret(i + 1));
+    const secrets = Array.from({ length: restoreSecretsNeeded(state) }, (_, i) => fakeSecret(i + 1));
     const evidence = [{ kind: "records-behind-mark", detail: "the records end at 40, the mark says 52" }];
     const decision = decideAcceptRestore(state, evidence, { from: 41, to: 52 }, { ...envelope, actor: asker, secrets });
     assert.ok(decision.ok && !decision.unchanged);
     assert.deepEqual(decision.entity, { ...RECORDS_ENTITY });
     assert.deepEqual(decision.events[0], { type: "RecordsRestored", actor: asker, commandId: "void-1", at: envelope.now, evidence, lost: { from: 41, to: 52 } });
-    const rotated = decision.events.slice(1);
+    const rotated = decision.events.slice(1).filter((e) => e.type === "CredentialRotated");
     // R64: a node's key is its own; without a report of the list the bus ran, nodes keep theirs.
     const minted = principals.map((p, i) => ({ p, s: secrets[i]! })).filter(({ p }) => p.kind !== "node");
     assert.ok(minted.length < principals.length, "the example has nodes");
@@ -62,11 +62,10 @@ describe("replay --accept-restore (R44)", () => {
 
   it("R44 R64: a node's key after a restore is the one the list the bus ran holds: a different one is taken, a missing node is revoked, the same key is left alone", async () => {
     const { exampleMesh } = await import("../compose/exampleMesh.ts");
-    const { restorePrincipals, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
+    const { restoreSecretsNeeded, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
     const { nodeNkeyOf } = await import("../../support/givenWhenThen.ts");
     const { state } = exampleMesh();
-    const principals = restorePrincipals(state);
-    const secrets = principals.map((_, i) => fakeSecret(i + 1));
+    const secrets = Array.from({ length: restoreSecretsNeeded(state) }, (_, i) => fakeSecret(i + 1));
     const key = (node: string) => state.credentials[principalKey("node", node)]!.nkey!;
     const rotatedAway = nodeNkeyOf("alpha, rotated after the backup");
     // The bus ran alpha on a key it rotated to after the backup, beta on the backup's key, and no gamma (removed after it).
@@ -81,6 +80,47 @@ describe("replay --accept-restore (R44)", () => {
     assert.ok(alpha.type === "CredentialRotated");
     assert.equal(alpha.nkey, rotatedAway, "the backup's key for alpha is on no list again");
     assert.equal(alpha.sealed, undefined, "no secret recorded for a node");
+  });
+});
+
+describe("replay --accept-restore and provisions (R44)", () => {
+  it("R44: the accepting commit gives every minted provision a fresh secret too, after the principals' (the next push delivers it to both sides)", async () => {
+    const { exampleMesh } = await import("../compose/exampleMesh.ts");
+    const { restorePrincipals, restoreSecretsNeeded, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
+    const { state } = exampleMesh();
+    const provisions = Object.values(state.provisions);
+    assert.ok(provisions.length > 0, "the example mesh has a provision");
+    const principals = restorePrincipals(state).length;
+    assert.equal(restoreSecretsNeeded(state), principals + provisions.length);
+    const secrets = Array.from({ length: restoreSecretsNeeded(state) }, (_, i) => fakeSecret(i + 1));
+    const decision = decideAcceptRestore(state, [], null, { ...envelope, secrets });
+    assert.ok(decision.ok && !decision.unchanged);
+    const rotated = decision.events.filter((e) => e.type === "ProvisionRotated");
+    assert.deepEqual(rotated.map((e) => e.type === "ProvisionRotated" && [e.seat, e.provision, e.consumer, e.user, e.sealed]),
+      provisions.map((p, i) => [p.seat, p.provision, p.consumer, p.user, fakeSecret(principals + i + 1).sealed]));
+  });
+});
+
+describe("replay --accept-restore and the genesis bootstrap key (R13, R44, R63)", () => {
+  it("R44 R63: a node the bus ran on the genesis bootstrap key, or recorded on it, is revoked: its seed is public in the source", async () => {
+    const { exampleMesh } = await import("../compose/exampleMesh.ts");
+    const { restoreSecretsNeeded, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
+    const { BOOTSTRAP_NKEY } = await import("../../../src/genesis.ts");
+    const { evolve } = await import("../../../src/projections/index.ts");
+    const { state: example } = exampleMesh();
+    // beta enrolled on the bootstrap key before decides refused it (the records hold it).
+    const state = evolve(example, [{ sequence: example.sequence + 1, commit: { commandId: "old", entity: { kind: "node", id: "beta" }, events: [
+      { type: "CredentialRotated", actor: "operator-ada", commandId: "old", at: "2026-01-01T00:00:00.000Z", principal: { kind: "node", name: "beta" }, user: "node-beta", nkey: BOOTSTRAP_NKEY, address: "tls://bus.example.net:4222" },
+    ] } }]);
+    const key = (node: string) => state.credentials[principalKey("node", node)]!.nkey!;
+    const secrets = Array.from({ length: restoreSecretsNeeded(state) }, (_, i) => fakeSecret(i + 1));
+    for (const installed of [{ "node-alpha": BOOTSTRAP_NKEY, "node-beta": BOOTSTRAP_NKEY, "node-gamma": key("gamma") }, undefined]) {
+      const decision = decideAcceptRestore(state, [], null, { ...envelope, secrets }, installed);
+      assert.ok(decision.ok && !decision.unchanged);
+      const revoked = decision.events.flatMap((e) => (e.type === "CredentialRevoked" ? [e.principal.name] : []));
+      assert.deepEqual(revoked, installed ? ["alpha", "beta"] : ["beta"], JSON.stringify(installed));
+      assert.ok(!decision.events.some((e) => e.type === "CredentialRotated" && e.nkey === BOOTSTRAP_NKEY), "nobody is rotated onto it");
+    }
   });
 });
 

@@ -2,7 +2,8 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { composeBusUsers, renderUserList } from "../../../src/compose/index.ts";
 import { evolve, initialState } from "../../../src/projections/index.ts";
-import { CONTROLLER_NAME } from "../../../src/names.ts";
+import { CONTROLLER_NAME, busUser } from "../../../src/names.ts";
+import { BOOTSTRAP_NKEY } from "../../../src/genesis.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash, manifests } from "./exampleMesh.ts";
 import { readUserList } from "../../../installer/carried.ts";
 import { publicKeyOfSeed } from "../../../src/crypto/secrets.ts";
@@ -60,6 +61,17 @@ describe("the bus user list", () => {
     assert.match(list.leftOut.find((l) => l.principal.name === "bob")!.reason, /mesh credential rotate operator bob/);
     const text = renderUserList(list);
     assert.ok(!/password|\$2[aby]\$/.test(text), "no hash in the list");
+  });
+
+  it("R13 R63: a principal other than the controller recorded on the genesis bootstrap key (enrolled before that was refused) is on no list, named; the controller still on it is listed until its rotation (R14)", () => {
+    const b = new MeshBuilder().genesis().operator("ada").node("vm3")
+      .commit("node", "vm3", { type: "CredentialRotated", principal: { kind: "node", name: "vm3" }, user: "node-vm3", nkey: BOOTSTRAP_NKEY, address: "tls://bus.example.net:4222" })
+      .commit("controller", CONTROLLER_NAME, { type: "CredentialMinted", principal: { kind: "controller", name: CONTROLLER_NAME }, user: busUser("controller", CONTROLLER_NAME), nkey: BOOTSTRAP_NKEY, address: "tls://bus.example.net:4222" });
+    const list = composeBusUsers(b.state(), EXAMPLE_CONFIG);
+    assert.ok(list.ok);
+    assert.deepEqual(list.users.map((u) => u.user), [busUser("controller", CONTROLLER_NAME), "operator-ada"]);
+    const vm3 = list.leftOut.find((l) => l.principal.name === "vm3");
+    assert.ok(vm3 && /mesh node remove vm3/.test(vm3.reason), JSON.stringify(list.leftOut));
   });
 
   it("R11: rendering is deterministic: the same records give the same bytes, in any fold order of equal facts", () => {
