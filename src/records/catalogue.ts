@@ -22,6 +22,7 @@ import {
 } from "@nats-io/jetstream";
 import { CATALOGUE_STREAM, CATALOGUE_SUBJECTS, RECORDS_ENTITY, catalogueSubject } from "../names.ts";
 import { Commit, type Entity, type MeshEvent } from "../events/index.ts";
+import { decodeCommit } from "./decode.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind, RecordsUnsafe, type BehindEvidence } from "./errors.ts";
 import { retryFenced } from "./retry.ts";
 import { commandIdReused, type CommandRequest } from "./reuse.ts";
@@ -266,30 +267,6 @@ export function assertRecordsSafe(info: Pick<StreamInfo, "config" | "state">): v
   if (unsafe) throw unsafe;
 }
 
-/** The event types a stored message names, as far as it can be read (for InvalidEvent, R45). */
-function typesNamed(raw: unknown): string[] {
-  const events = (raw as { events?: unknown } | null)?.events;
-  if (!Array.isArray(events)) return [];
-  return events.map((e) => (e !== null && typeof e === "object" && typeof (e as { type?: unknown }).type === "string" ? (e as { type: string }).type : "?"));
-}
-
-/** Parses and validates one stored commit; InvalidEvent naming `sequence` and its event types when it is not one. */
-function decodeCommit(sequence: number, subject: string, data: Uint8Array): Commit {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(decoder.decode(data));
-  } catch (error) {
-    throw new InvalidEvent(sequence, { cause: error });
-  }
-  const parsed = Commit.safeParse(raw);
-  if (!parsed.success) throw new InvalidEvent(sequence, { cause: parsed.error, types: typesNamed(raw) });
-  const commit = parsed.data;
-  if (subject !== catalogueSubject(commit.entity.kind, commit.entity.id)) {
-    throw new InvalidEvent(sequence, { cause: new Error(`commit about ${commit.entity.kind}/${commit.entity.id} stored on ${subject}`), types: typesNamed(raw) });
-  }
-  return commit;
-}
-
 /** The subject of the records' own commits (voids, restores): RECORDS_ENTITY. */
 const RECORDS_SUBJECT = catalogueSubject(RECORDS_ENTITY.kind, RECORDS_ENTITY.id);
 
@@ -316,7 +293,6 @@ async function voidedSequences(bus: Bus): Promise<Set<number>> {
   });
   return voided;
 }
-const decoder = new TextDecoder();
 
 /**
  * Milliseconds the creation of a read's consumer may take before the attempt ends as unavailable
