@@ -15,40 +15,47 @@ export type AssignmentsState = {
 
 export const initialAssignments: AssignmentsState = { byModule: {}, handovers: {} };
 
+/**
+ * Where `node` is or would go in `nodes`, sorted in the order of Array.prototype.sort (UTF-16 code
+ * units): a binary search.
+ */
+function sortedIndex(nodes: readonly string[], node: string): number {
+  let low = 0;
+  let high = nodes.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (nodes[middle]! < node) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** Takes `node` out of `module`'s sorted list `nodes` (in place), and the module out of `byModule` when none is left. */
+function unassign(byModule: Draft<AssignmentsState["byModule"]>, module: string, nodes: string[], node: string): void {
+  const at = sortedIndex(nodes, node);
+  if (nodes[at] !== node) return;
+  if (nodes.length === 1) delete byModule[module];
+  else nodes.splice(at, 1);
+}
+
 /** Fold of assignments, unassignments and handovers. A removed node loses its assignments. */
 export function evolveAssignments(draft: Draft<AssignmentsState>, event: MeshEvent): void {
   switch (event.type) {
     case "ModuleAssigned": {
-      // Binary search in the sorted list (the order of Array.prototype.sort: UTF-16 code units):
-      // a module on 10,000 nodes must not be scanned and re-sorted for each one assigned.
+      // A module on 10,000 nodes must not be scanned and re-sorted for each one assigned.
       const nodes = (draft.byModule[event.module] ??= []);
-      let low = 0;
-      let high = nodes.length;
-      while (low < high) {
-        const middle = (low + high) >>> 1;
-        if (nodes[middle]! < event.node) low = middle + 1;
-        else high = middle;
-      }
-      if (nodes[low] !== event.node) nodes.splice(low, 0, event.node);
+      const at = sortedIndex(nodes, event.node);
+      if (nodes[at] !== event.node) nodes.splice(at, 0, event.node);
       return;
     }
     case "ModuleUnassigned": {
       const nodes = draft.byModule[event.module];
-      if (!nodes) return;
-      const left = nodes.filter((n) => n !== event.node);
-      if (left.length === 0) delete draft.byModule[event.module];
-      else draft.byModule[event.module] = left;
+      if (nodes) unassign(draft.byModule, event.module, nodes, event.node);
       return;
     }
     case "NodeRemoved":
-      // Only the modules on the node are copied: a removal must not rebuild every module's list.
-      for (const module in draft.byModule) {
-        const nodes = draft.byModule[module]!;
-        if (!nodes.includes(event.node)) continue;
-        const left = nodes.filter((n) => n !== event.node);
-        if (left.length === 0) delete draft.byModule[module];
-        else draft.byModule[module] = left;
-      }
+      // Each module's list is searched, not scanned: a removal looks at every module.
+      for (const module in draft.byModule) unassign(draft.byModule, module, draft.byModule[module]!, event.node);
       return;
     case "SeatHandedOver":
       (draft.handovers[event.seat] ??= []).push({ seat: event.seat, from: event.from, to: event.to, at: event.at });

@@ -28,3 +28,14 @@ export function bucketPair(key: string): [string, string] {
 export function bucketOf(key: string): string {
   return BUCKETS[fnv1a(key) & 63]!;
 }
+
+/**
+ * An empty bucket for a map that grows by keys no other object has (command ids, node names): a
+ * plain object, kept by V8 as a hash table from the start. A `{}` filled by such keys gets a new
+ * hidden class for each of its first keys, one per commit in a replay: most of the fold's time.
+ */
+export function newBucket<T>(): Record<string, T> {
+  const bucket = Object.create(null) as Record<string, T>;
+  Object.setPrototypeOf(bucket, Object.prototype);
+  return bucket;
+}

@@ -1,7 +1,7 @@
 import type { Draft } from "immer";
 import type { MeshEvent } from "../events/index.ts";
 import { assertNever } from "./assertNever.ts";
-import { bucketOf } from "./buckets.ts";
+import { bucketOf, newBucket } from "./buckets.ts";
 
 export type SentRecord = { digest: string; recordsSequence: number; at: string };
 /**
@@ -17,7 +17,7 @@ export const initialSent: SentState = {};
 export function evolveSent(draft: Draft<SentState>, event: MeshEvent): void {
   switch (event.type) {
     case "DeclarationSent":
-      (draft[bucketOf(event.node)] ??= {})[event.node] = { digest: event.digest, recordsSequence: event.recordsSequence, at: event.at };
+      (draft[bucketOf(event.node)] ??= newBucket())[event.node] = { digest: event.digest, recordsSequence: event.recordsSequence, at: event.at };
       return;
     case "NodeRemoved": {
       const bucket = draft[bucketOf(event.node)];
