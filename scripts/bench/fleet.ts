@@ -21,15 +21,16 @@
  *
  * Measured on each side:
  * 1. first connect of the N (64 at a time in all);
- * 2. reload: one principal changes (mesh: `credential.rotate` of one node recorded, then compose,
- *    render, install; raw: that user's entry replaced by a fresh key, the list rendered, written,
- *    SIGHUP and `/varz` polled), timed from the list's composition (raw: its rendering) until the
- *    new key is admitted, proven on both sides by the same dial (one nats.js connection verifying
- *    the certificate, the nonce signed natively: connectToBus's certificate probe is a first
- *    connect's cost, in row 1, not the reload's); its parts beside it; the old key must be refused
- *    and none of the N - 1 others dropped (watched until 2 s after the change was live). Raw also
- *    reloads the mesh's own list by hand (its permissions, one key changed the same way): what the
- *    permissions cost the server, apart from what the mesh does around the reload;
+ * 2. reload: RELOADS principals change, one after another (mesh: `credential.rotate` of a node
+ *    recorded, then compose, render, install; raw: that user's entry replaced by a fresh key, the
+ *    list rendered, written, SIGHUP and `/varz` polled), each timed from the list's composition
+ *    (raw: its rendering) until the new key is admitted, proven on both sides by the same dial (one
+ *    nats.js connection verifying the certificate, the nonce signed natively: connectToBus's
+ *    certificate probe is a first connect's cost, in row 1, not the reload's); the medians of the
+ *    changes and of their parts are reported; every old key must be refused and none of the others
+ *    dropped (watched until 2 s after the last change was live). Raw also reloads the mesh's own
+ *    list by hand (its permissions, one key changed the same way, MESH_LIST_RELOADS times): what
+ *    the permissions cost the server, apart from what the mesh does around the reload;
  * 3. storm: kill -9 of the server and a restart on the same port and store: from the restart to
  *    every connection back, how many authorization errors and TLS handshake failures the server
  *    logged, the dial attempts made, the peak reconnects per second, and any connection not back
@@ -68,8 +69,12 @@ import { epochNow } from "./fleetWorker.ts";
 const OPERATOR = "operator-bench";
 /** Child processes holding each side's connections (the same number on both sides). */
 export const FLEET_WORKERS = 4;
-/** How long after a change is live the others are still watched for a drop. */
+/** How long after the changes are live the others are still watched for a drop. */
 const SETTLE_MS = 2_000;
+/** Changes measured per side (each one principal, a different one each time); the figures are their medians. */
+export const RELOADS = 5;
+/** Reloads of the mesh's own list by hand on the raw side (medians). */
+const MESH_LIST_RELOADS = 3;
 
 /** One side's figures at one size (milliseconds unless named otherwise). */
 export type FleetSide = {
@@ -78,15 +83,17 @@ export type FleetSide = {
   connectMs: number;
   /** First dials that failed and were tried again (a TLS handshake past the server's timeout under load). */
   connectRetries: number;
-  /** From the list's composition (raw: its rendering) until the changed principal's new key is admitted. */
+  /** From the list's composition (raw: its rendering) until the changed principal's new key is admitted (median of RELOADS changes). */
   toLiveMs: number;
-  /** SIGHUP until `/varz` `config_load_time` moved. */
+  /** Each change's toLiveMs, in order. */
+  toLiveRunsMs: number[];
+  /** SIGHUP until `/varz` `config_load_time` moved (median). */
   reloadMs: number;
-  /** The parts of toLiveMs, in order (mesh: compose, render, install (its reload included), dial; raw: render, write, reload, dial). */
+  /** The parts of toLiveMs, each its median (mesh: compose, render, install (its reload included), dial; raw: render, write, reload, dial). */
   parts: Record<string, number>;
-  /** Raw only: the mesh's own list (its permissions), one key changed, written and reloaded by hand. */
+  /** Raw only: the mesh's own list (its permissions), one key changed, written and reloaded by hand (medians of MESH_LIST_RELOADS). */
   withMeshList?: { toLiveMs: number; reloadMs: number };
-  /** The changed principal's old key refused after the change (it must be). */
+  /** Every changed principal's old key refused after its change (it must be). */
   oldKeyRefused: boolean;
   /** Others dropped by the reload (must be 0). */
   droppedByReload: number;
@@ -251,33 +258,53 @@ async function storm(bus: Bus, fleet: ClientFleet, boundMs: number): Promise<Pic
 /** What a change gives measureSide: its parts' times, and the seeds that must now be admitted and refused. */
 type Made = { parts: Record<string, number>; reloadMs: number; newSeed: string; oldSeed: string };
 
-/** One side's measures once its fleet is connected (see the module comment); `changed` is left out of the drops and the storm. */
+/** The median of `values` (the lower middle one of an even count). */
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN;
+}
+
+/** The principals the reloads change (one each), left out of the drops and the storm. */
+function changedPrincipals(size: number): number[] {
+  return Array.from({ length: Math.min(RELOADS, size - 1) }, (_, k) => Math.floor(size / 2) + k);
+}
+
+/**
+ * One side's measures once its fleet is connected (see the module comment): `prepare(k)` makes
+ * change k (untimed: the rotation recorded, a key made) and returns the timed half; each change's
+ * new key must be admitted and its old one refused; the figures are the medians over the changes.
+ */
 async function measureSide(
-  kind: string, bus: Bus, fleet: ClientFleet, changed: number, prepare: () => Promise<() => Promise<Made>>, stormBoundMs: number,
+  kind: string, bus: Bus, fleet: ClientFleet, changed: readonly number[], prepare: (k: number) => Promise<() => Promise<Made>>, stormBoundMs: number,
   extra?: () => Promise<FleetSide["withMeshList"]>,
 ): Promise<FleetSide> {
-  await fleet.mark([changed]);
-  const change = await prepare(); // the change recorded (mesh) or its key made (raw): not timed
-  const t = performance.now();
-  const made = await change();
-  const dialMs = await admitted(bus, made.newSeed, 60_000);
-  const toLiveMs = performance.now() - t;
+  await fleet.mark([...changed]);
+  const runs: Array<{ toLiveMs: number; reloadMs: number; parts: Record<string, number>; oldKeyRefused: boolean }> = [];
+  for (const k of changed.keys()) {
+    const change = await prepare(k);
+    const t = performance.now();
+    const made = await change();
+    const dialMs = await admitted(bus, made.newSeed, 60_000);
+    const toLiveMs = performance.now() - t;
+    runs.push({ toLiveMs, reloadMs: made.reloadMs, parts: { ...made.parts, dial: dialMs }, oldKeyRefused: await refused(bus, made.oldSeed) });
+  }
   await sleep(SETTLE_MS);
   const droppedByReload = (await fleet.status()).dropped;
-  const oldKeyRefused = await refused(bus, made.oldSeed);
   const withMeshList = extra ? await extra() : undefined;
-  await fleet.mark([changed]);
+  await fleet.mark([...changed]);
   const stormed = await storm(bus, fleet, stormBoundMs);
   return {
-    kind, connectMs: round(fleet.connectMs), connectRetries: fleet.retries, toLiveMs: round(toLiveMs), reloadMs: round(made.reloadMs),
-    parts: Object.fromEntries(Object.entries({ ...made.parts, dial: dialMs }).map(([k, v]) => [k, round(v)])),
+    kind, connectMs: round(fleet.connectMs), connectRetries: fleet.retries,
+    toLiveMs: round(median(runs.map((r) => r.toLiveMs))), reloadMs: round(median(runs.map((r) => r.reloadMs))),
+    toLiveRunsMs: runs.map((r) => round(r.toLiveMs)),
+    parts: Object.fromEntries(Object.keys(runs[0]?.parts ?? {}).map((name) => [name, round(median(runs.map((r) => r.parts[name] ?? Number.NaN)))])),
     ...(withMeshList ? { withMeshList } : {}),
-    oldKeyRefused, droppedByReload, ...stormed,
+    oldKeyRefused: runs.every((r) => r.oldKeyRefused), droppedByReload, ...stormed,
   };
 }
 
 /** The mesh side at `size` nodes; returns its figures and what the raw side reuses (credentials, the installed list). */
-async function meshSide(size: number, stormBoundMs: number, log: (line: string) => void): Promise<{ side: FleetSide; credentials: BusCredential[]; listText: string; changed: number }> {
+async function meshSide(size: number, stormBoundMs: number, log: (line: string) => void): Promise<{ side: FleetSide; credentials: BusCredential[]; listText: string; changed: number[] }> {
   const admin = admins();
   const bus = await startBus("mesh", renderUserList({ users: admin.users }), clientTlsLines);
   const credentialsDir = join(bus.dir, "credentials");
@@ -337,28 +364,31 @@ async function meshSide(size: number, stormBoundMs: number, log: (line: string) 
     fleet = await startFleet(FLEET_WORKERS, credentials, { side: "mesh" });
     log(`  mesh: ${size} connected (${kind}) in ${round(fleet.connectMs)} ms, ${fleet.retries} dials retried`);
 
-    const changed = Math.floor(size / 2);
-    const node = `n${changed}`;
-    // The change is recorded first (a rotation, R48: its key made on the node, R64); not timed.
-    const rotated = newUserKey();
-    const reply = await sendCommand(operatorNc, OPERATOR, "credential.rotate", { kind: "node", name: node, nkey: rotated.publicKey }, { timeoutMs: 60_000 });
-    if (!reply.ok) throw new Error(`credential.rotate ${node} refused: ${reply.error.code}`);
-    writeBusCredential(files[changed]!, credentialFrom(reply, () => ({ current: seeds[changed], pending: rotated.seed })));
-    await catalogue.catchUp();
+    const changed = changedPrincipals(size);
     let listText = "";
-    const side = await measureSide(kind, bus, fleet, changed, async () => async () => {
-      const t0 = performance.now();
-      const users = composeList();
-      const t1 = performance.now();
-      listText = renderUserList({ users: [...admin.users, ...users] });
-      const t2 = performance.now();
-      const installed = await installUserList(listText, reload);
-      const t3 = performance.now();
-      return {
-        parts: { compose: t1 - t0, render: t2 - t1, install: t3 - t2 },
-        reloadMs: installed.reloadMs ?? Number.NaN,
-        newSeed: secretOf(readBusCredential(files[changed]!)),
-        oldSeed: seeds[changed]!,
+    const side = await measureSide(kind, bus, fleet, changed, async (k) => {
+      // The change is recorded first (a rotation, R48: its key made on the node, R64); not timed.
+      const index = changed[k]!;
+      const node = `n${index}`;
+      const rotated = newUserKey();
+      const reply = await sendCommand(operatorNc, OPERATOR, "credential.rotate", { kind: "node", name: node, nkey: rotated.publicKey }, { timeoutMs: 60_000 });
+      if (!reply.ok) throw new Error(`credential.rotate ${node} refused: ${reply.error.code}`);
+      writeBusCredential(files[index]!, credentialFrom(reply, () => ({ current: seeds[index], pending: rotated.seed })));
+      await catalogue.catchUp();
+      return async () => {
+        const t0 = performance.now();
+        const users = composeList();
+        const t1 = performance.now();
+        listText = renderUserList({ users: [...admin.users, ...users] });
+        const t2 = performance.now();
+        const installed = await installUserList(listText, reload);
+        const t3 = performance.now();
+        return {
+          parts: { compose: t1 - t0, render: t2 - t1, install: t3 - t2 },
+          reloadMs: installed.reloadMs ?? Number.NaN,
+          newSeed: secretOf(readBusCredential(files[index]!)),
+          oldSeed: seeds[index]!,
+        };
       };
     }, stormBoundMs);
     await commands.stop();
@@ -375,7 +405,7 @@ async function meshSide(size: number, stormBoundMs: number, log: (line: string) 
  * The raw side: the same nodes' keys by hand, plain nats.js clients, SIGHUP by hand; then the
  * mesh's own installed list (`meshList`), with the changed node's key replaced the same way.
  */
-async function rawSide(credentials: readonly BusCredential[], meshList: string, changed: number, stormBoundMs: number, log: (line: string) => void): Promise<FleetSide> {
+async function rawSide(credentials: readonly BusCredential[], meshList: string, changed: readonly number[], stormBoundMs: number, log: (line: string) => void): Promise<FleetSide> {
   const seeds = credentials.map((c) => secretOf(c));
   const keys = seeds.map((seed) => nkeySigner(seed).publicKey);
   const bus = await startBus("raw", rawList(keys), rawTls);
@@ -393,25 +423,30 @@ async function rawSide(credentials: readonly BusCredential[], meshList: string, 
       const write = performance.now() - t0;
       return { write, ...(await reloadByHand(bus)) };
     };
-    // The mesh's list, the changed node's key swapped for a fresh one: written and reloaded by hand.
+    // The mesh's list, the first changed node's key swapped for a fresh one each time: written and reloaded by hand.
     const withMeshList = async () => {
-      const swap = fresh();
-      const t = performance.now();
-      const line = new RegExp(`\\{nkey: "U[A-Z2-7]{55}"(?=[^\\n]*# node-n${changed}\\n)`);
-      const replaced = meshList.replace(line, `{nkey: "${swap.publicKey}"`);
-      if (replaced === meshList) throw new Error(`node n${changed} is not on the mesh's list`);
-      const { reloadMs } = await byHand(replaced);
-      await admitted(bus, swap.seed, 60_000);
-      return { toLiveMs: round(performance.now() - t), reloadMs: round(reloadMs) };
+      const runs: Array<{ toLiveMs: number; reloadMs: number }> = [];
+      const line = new RegExp(`\\{nkey: "U[A-Z2-7]{55}"(?=[^\\n]*# node-n${changed[0]}\\n)`);
+      if (!line.test(meshList)) throw new Error(`node n${changed[0]} is not on the mesh's list`);
+      for (let k = 0; k < MESH_LIST_RELOADS; k += 1) {
+        const swap = fresh();
+        const t = performance.now();
+        const { reloadMs } = await byHand(meshList.replace(line, `{nkey: "${swap.publicKey}"`));
+        await admitted(bus, swap.seed, 60_000);
+        runs.push({ toLiveMs: performance.now() - t, reloadMs });
+      }
+      return { toLiveMs: round(median(runs.map((r) => r.toLiveMs))), reloadMs: round(median(runs.map((r) => r.reloadMs))) };
     };
-    const side = await measureSide("nkey", bus, fleet, changed, async () => {
+    const side = await measureSide("nkey", bus, fleet, changed, async (k) => {
+      const index = changed[k]!;
       const swap = fresh();
       return async () => {
         const t0 = performance.now();
-        const text = rawList(keys.map((key, i) => (i === changed ? swap.publicKey : key)));
+        keys[index] = swap.publicKey;
+        const text = rawList(keys);
         const t1 = performance.now();
         const { write, reloadMs, totalMs } = await byHand(text);
-        return { parts: { render: t1 - t0, write, reload: totalMs }, reloadMs, newSeed: swap.seed, oldSeed: seeds[changed]! };
+        return { parts: { render: t1 - t0, write, reload: totalMs }, reloadMs, newSeed: swap.seed, oldSeed: seeds[index]! };
       };
     }, stormBoundMs, async () => {
       const figures = await withMeshList();

@@ -255,7 +255,7 @@ function fleetRows(row: FleetRow): TableRow[] {
     : `${s(side.stormMs)}, lost ${side.stormLost}, auth/TLS errors logged ${side.stormAuthFailures}, ${side.stormAttempts} dials, peak ${side.stormPeakPerSecond}/s`;
   return [
     {
-      bench: `reload with ${size} connected (${mesh.kind}), one user rotated: compose+install until its new key is admitted`,
+      bench: `reload with ${size} connected (${mesh.kind}), one user rotated: compose+install until its new key is admitted (medians of ${mesh.toLiveRunsMs.length} rotations)`,
       measured: `${s(mesh.toLiveMs)}, ${ratio(x)} raw (${parts(mesh)}; SIGHUP to config_load_time ${s(mesh.reloadMs)}; others dropped ${mesh.droppedByReload}; old key refused: ${mesh.oldKeyRefused ? "yes" : "NO"})`,
       baseline: `hand-written list + SIGHUP ${s(raw.toLiveMs)} (${parts(raw)}; dropped ${raw.droppedByReload})` +
         (same ? `; the mesh's own list by hand ${s(same.toLiveMs)} (reload ${s(same.reloadMs)}): mesh ${ratio(mesh.toLiveMs / same.toLiveMs)} of it` : ""),
