@@ -268,7 +268,7 @@ function fleetRows(row: FleetRow): TableRow[] {
       goal: "< 30 s, none lost", met: mesh.stormMs !== null && mesh.stormMs < 30_000 && mesh.stormLost === 0,
     },
     {
-      bench: `first connect of ${size} (${mesh.kind}, ${64} at a time, connectToBus: pinned TLS, the certificate probed once per process)`,
+      bench: `first connect of ${size} (${mesh.kind}, ${64} at a time in ${row.workers} client processes; connectToBus: pinned TLS, the certificate probed once per process)`,
       measured: `${s(mesh.connectMs)} (${mesh.connectRetries} dials retried)`, baseline: `raw nats.js TLS ${s(raw.connectMs)} (${raw.connectRetries} retried)`, goal: "-", met: null,
     },
   ];
