@@ -27,8 +27,8 @@ function startWorker(): Worker {
   const child = fork(join(import.meta.dirname, "fleetWorker.ts"), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const waiting: Array<(reply: WorkerReply) => void> = [];
   child.on("message", (reply: WorkerReply) => waiting.shift()?.(reply));
-  child.on("exit", (code) => {
-    for (const wake of waiting.splice(0)) wake({ type: "failed", error: `the fleet worker exited (${code})` });
+  child.on("exit", (code, signal) => {
+    for (const wake of waiting.splice(0)) wake({ type: "failed", error: `the fleet worker exited (${signal ?? `code ${code}`})` });
   });
   return {
     child,
