@@ -111,6 +111,8 @@ export type FleetSide = {
   stormClosed: number;
   /** The first authorization lines of the server's log during the storm (what the failures were). */
   stormAuthSample: string[];
+  /** Why the storm could not be run to its end (the server not ready again, say). */
+  stormFailed?: string;
 };
 
 /** A side that could not be measured: why (the other side's figures are kept). */
@@ -146,7 +148,8 @@ async function startBus(label: string, firstList: string, tls: (certFile: string
     server, dir, usersFile, pidFile, certFile: certificate.certFile, pem: readFileSync(certificate.certFile, "utf8"), fingerprint: certificate.fingerprint,
     monitorUrl: `http://127.0.0.1:${server.monitorPort}`,
     async restart() {
-      server = await startNatsServer({ dir, config, port: bus.server.port });
+      // Every client dials the port while the server starts (and recovers its store): it is ready late.
+      server = await startNatsServer({ dir, config, port: bus.server.port, readyTimeoutMs: 120_000 });
       bus.server = server;
       bus.monitorUrl = `http://127.0.0.1:${server.monitorPort}`;
     },
@@ -226,7 +229,7 @@ async function reloadByHand(bus: Bus): Promise<{ reloadMs: number; totalMs: numb
 }
 
 /** kill -9, restart on the same port and store, and wait (bounded) for every connection to be back. */
-async function storm(bus: Bus, fleet: ClientFleet, boundMs: number): Promise<Pick<FleetSide, "stormMs" | "stormLost" | "stormAuthFailures" | "stormAttempts" | "stormPeakPerSecond" | "stormClosed" | "stormAuthSample">> {
+async function storm(bus: Bus, fleet: ClientFleet, boundMs: number): Promise<Pick<FleetSide, "stormMs" | "stormLost" | "stormAuthFailures" | "stormAttempts" | "stormPeakPerSecond" | "stormClosed" | "stormAuthSample" | "stormFailed">> {
   const logFile = join(bus.dir, "server.log");
   await bus.server.kill();
   const logBefore = readFileSync(logFile, "utf8").length;
@@ -292,7 +295,11 @@ async function measureSide(
   const droppedByReload = (await fleet.status()).dropped;
   const withMeshList = extra ? await extra() : undefined;
   await fleet.mark([...changed]);
-  const stormed = await storm(bus, fleet, stormBoundMs);
+  // A storm that cannot be run (the server not ready again) is a storm failed, not a side lost.
+  const stormed = await storm(bus, fleet, stormBoundMs).catch((error: unknown) => ({
+    stormMs: null, stormLost: fleet.size - changed.length, stormAuthFailures: 0, stormAttempts: 0, stormPeakPerSecond: 0, stormClosed: 0,
+    stormAuthSample: [], stormFailed: error instanceof Error ? error.message.split("\n")[0]! : String(error),
+  }));
   return {
     kind, connectMs: round(fleet.connectMs), connectRetries: fleet.retries,
     toLiveMs: round(median(runs.map((r) => r.toLiveMs))), reloadMs: round(median(runs.map((r) => r.reloadMs))),

@@ -250,7 +250,9 @@ function fleetRows(row: FleetRow): TableRow[] {
   const raw = row.raw;
   const x = mesh.toLiveMs / raw.toLiveMs;
   const same = raw.withMeshList;
-  const storm = (side: FleetSide) => side.stormMs === null
+  const storm = (side: FleetSide) => side.stormFailed !== undefined
+    ? `failed: ${side.stormFailed}`
+    : side.stormMs === null
     ? `not all back: ${side.stormLost} not back (${side.stormClosed} given up), auth/TLS errors logged ${side.stormAuthFailures}, ${side.stormAttempts} dials`
     : `${s(side.stormMs)}, lost ${side.stormLost}, auth/TLS errors logged ${side.stormAuthFailures}, ${side.stormAttempts} dials, peak ${side.stormPeakPerSecond}/s`;
   return [

@@ -34,6 +34,8 @@ export type NatsServerOptions = {
   dir?: string;
   /** Listen on this client port (a restart on the same address) instead of one the server picks. */
   port?: number;
+  /** Milliseconds to wait for the server to be ready (default 10,000; a restart under a storm of reconnects takes longer). */
+  readyTimeoutMs?: number;
 };
 
 /** The nats-server binary, or a thrown error that says how to install it. */
@@ -79,7 +81,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       if (!text.trim()) return undefined;
       return JSON.parse(text) as { nats: string[]; monitoring: string[] };
     },
-    { timeoutMs: 10_000, name: "nats-server ports file" },
+    { timeoutMs: options.readyTimeoutMs ?? 10_000, name: "nats-server ports file" },
   ).catch((error: unknown) => {
     // A server that never became ready must not outlive the test that started it.
     child.kill("SIGKILL");
