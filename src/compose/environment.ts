@@ -81,15 +81,16 @@ export function moduleEnvironment(state: State, module: string, address: string,
     follows.push({ seat, event: follow.event, subject: eventSubject(seat, follow.event), stream: EVENTS_STREAM, consumer: followConsumer(module, seat, follow.event) });
   }
   for (const tool of manifest?.tools ?? []) tools.push({ tool: tool.name, subject: toolSubject(module, tool.name) });
+  // In sorted order, as a declaration's canonical JSON writes them (the host sorts its env file's lines itself).
   return {
     MESH_BROKER_ADDRESS: address,
     MESH_BROKER_CERTIFICATE: fingerprint,
-    MESH_USER: user,
-    MESH_INBOX_PREFIX: inboxPrefix(user),
-    MESH_WORK: JSON.stringify(work),
-    MESH_SUBMITS: JSON.stringify(submits),
     MESH_EMITS: JSON.stringify(emits),
     MESH_FOLLOWS: JSON.stringify(follows),
+    MESH_INBOX_PREFIX: inboxPrefix(user),
+    MESH_SUBMITS: JSON.stringify(submits),
     MESH_TOOLS: JSON.stringify(tools),
+    MESH_USER: user,
+    MESH_WORK: JSON.stringify(work),
   };
 }
