@@ -10,13 +10,13 @@
  * process's peak RSS. Goals: time(10,000) < 2 s; time(10,000) / time(1,000) ≤ 12 (linear, not
  * quadratic); bcrypt never runs while composing (its functions are counted).
  */
-import { createHash } from "node:crypto";
 import { availableParallelism, loadavg } from "node:os";
 import bcrypt from "bcryptjs";
 import { composeDeclarations, renderUserList } from "../../src/compose/index.ts";
 import { evolve, initialState, type SequencedCommit, type State } from "../../src/projections/index.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
+import { sha256 } from "../../src/push/push.ts";
 import { BROKER_SEAT, BUILD_SEAT, CONTROLLER_NAME, busUser, type PrincipalKind } from "../../src/names.ts";
 
 const MODULES_PER_NODE = 5;
@@ -24,7 +24,6 @@ const FINGERPRINT = Array.from({ length: 32 }, () => "AB").join(":");
 const AT = "2026-01-01T00:00:00.000Z";
 const ADDRESS = "tls://bus.example.net:4222";
 const config = { controllerSubmits: [BUILD_SEAT] };
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 const BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 /** A distinct, well-formed nkey user public key (`U` and 55 base32 characters) for the n-th principal. */
