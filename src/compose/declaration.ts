@@ -8,6 +8,7 @@ import {
 import { USER_LIST_PART_BYTES, type UserListRef } from "../contracts/userList.ts";
 import { canonicalJson, orderedView, type Digest } from "./digest.ts";
 import { moduleEnvironment } from "./environment.ts";
+import { sortStrings } from "./sorting.ts";
 import { composeBusUsers, renderUserList } from "./userList.ts";
 import type { BusUsers, ComposeConfig, Principal, Refusal } from "./types.ts";
 
@@ -66,8 +67,8 @@ export function userListPartCount(bytes: number, partBytes: number = USER_LIST_P
 
 /**
  * Indexes shared by every declaration of one composition, built once so composing every node is
- * linear in the records (not nodes × modules): modules by node, the users of each seat, the broker
- * holders, and the user list (composed on first need).
+ * linear in the records (not nodes × modules): modules by node, the users of each seat that
+ * provides something, the broker holders, and the user list (composed on first need). Lists sorted.
  */
 export type Prepared = {
   modulesByNode: Map<string, string[]>;
@@ -110,7 +111,8 @@ export function prepareComposition(state: State, config: ComposeConfig): Prepare
   const modulesByNode = new Map<string, string[]>();
   const usersOfSeat = new Map<string, string[]>();
   const moduleEntries = new Map<string, Map<string, ModuleComposed>>();
-  for (const module of Object.keys(state.assignments.byModule).sort()) {
+  // The modules in the records' order; each list is sorted once filled (a node's are few).
+  for (const module of Object.keys(state.assignments.byModule)) {
     const nodes = state.assignments.byModule[module]!;
     if (nodes.length === 0) continue;
     if (nodes.length > 1) moduleEntries.set(module, new Map());
@@ -121,12 +123,15 @@ export function prepareComposition(state: State, config: ComposeConfig): Prepare
     }
     for (const use of state.modules.modules[module]?.manifest.uses ?? []) {
       const seat = resolveSeat(state.modules, use);
+      if (seatOf(state.modules, seat)?.provides === undefined) continue;
       const list = usersOfSeat.get(seat);
-      // Each module comes once, in order: a seat used twice (under an old and a new name, R27) ends its list with it.
+      // Each module comes once: a seat used twice (under an old and a new name, R27) ends its list with it.
       if (!list) usersOfSeat.set(seat, [module]);
       else if (list[list.length - 1] !== module) list.push(module);
     }
   }
+  for (const list of modulesByNode.values()) sortStrings(list);
+  for (const list of usersOfSeat.values()) sortStrings(list);
   let users: BusUsers | undefined;
   let text: string | null | undefined;
   const busUsers = (): BusUsers => (users ??= composeBusUsers(state, config));

@@ -46,6 +46,11 @@ export type FollowEntry = { seat: string; event: string; subject: string; stream
 /** A request a module answers. */
 export type ToolEntry = { tool: string; subject: string };
 
+/** JSON.stringify(list); most modules' lists are mostly empty, written without a call. */
+function jsonList(list: readonly unknown[]): string {
+  return list.length === 0 ? "[]" : JSON.stringify(list);
+}
+
 /**
  * The environment of `module` dialling `address` as `user` (see ModuleEnvironment, R57).
  * A module the catalogue does not know gets empty lists. Pure.
@@ -85,12 +90,12 @@ export function moduleEnvironment(state: State, module: string, address: string,
   return {
     MESH_BROKER_ADDRESS: address,
     MESH_BROKER_CERTIFICATE: fingerprint,
-    MESH_EMITS: JSON.stringify(emits),
-    MESH_FOLLOWS: JSON.stringify(follows),
+    MESH_EMITS: jsonList(emits),
+    MESH_FOLLOWS: jsonList(follows),
     MESH_INBOX_PREFIX: inboxPrefix(user),
-    MESH_SUBMITS: JSON.stringify(submits),
-    MESH_TOOLS: JSON.stringify(tools),
+    MESH_SUBMITS: jsonList(submits),
+    MESH_TOOLS: jsonList(tools),
     MESH_USER: user,
-    MESH_WORK: JSON.stringify(work),
+    MESH_WORK: jsonList(work),
   };
 }

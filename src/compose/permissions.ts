@@ -7,6 +7,7 @@ import {
   followConsumer, inboxPrefix, inboxSubjects, kvStream, kvSubjects, objectStoreStream, objectStoreSubjects,
   pullGrants, reportSubject, streamUpdatedAdvisory, toolSubject, workConsumer, workStream, workSubject,
 } from "../names.ts";
+import { sortStrings } from "./sorting.ts";
 import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./types.ts";
 
 /**
@@ -149,9 +150,6 @@ function deriveSubmitter(state: State, seatName: string, sink: Sink, because: st
   for (const event of record.emits) sink.add("sub", eventSubject(seat, event), why ? `${because}: ${renamed(seatName, seat)} emits ${event}` : "");
 }
 
-/** Lists up to this long are sorted by insertion (sortedUnique). */
-const SHORT_LIST = 24;
-
 /** What a derivation says besides its grants: `allow_responses`, its user, the inboxes it replies to. */
 type Derived = { responder: boolean; user: string; replies: string[] };
 
@@ -215,25 +213,9 @@ export function grantsOf(state: State, principal: Principal, config: ComposeConf
   return { grants, ...derived };
 }
 
-/**
- * `values` sorted (by UTF-16 code units, as Array.prototype.sort orders strings) with repeats
- * dropped, in place. A principal's lists are short: they are sorted by insertion, which allocates
- * nothing, where Array.prototype.sort allocates its work arrays for every call (composing 50,000
- * users allocated 90 MiB in it).
- */
+/** `values` sorted (sortStrings) with repeats dropped, in place. */
 function sortedUnique(values: string[]): string[] {
-  if (values.length > SHORT_LIST) values.sort();
-  else {
-    for (let i = 1; i < values.length; i++) {
-      const value = values[i]!;
-      let j = i - 1;
-      while (j >= 0 && values[j]! > value) {
-        values[j + 1] = values[j]!;
-        j--;
-      }
-      values[j + 1] = value;
-    }
-  }
+  sortStrings(values);
   let kept = 0;
   for (let i = 0; i < values.length; i++) {
     if (kept === 0 || values[i] !== values[kept - 1]) values[kept++] = values[i]!;

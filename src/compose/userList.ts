@@ -1,4 +1,4 @@
-import type { CredentialRecord, State } from "../projections/index.ts";
+import { credentialOf, type CredentialRecord, type State } from "../projections/index.ts";
 import { ALL_SUBJECTS, CONTROLLER_NAME, principalKey } from "../names.ts";
 import { BOOTSTRAP_NKEY } from "../genesis.ts";
 import { permissionsOf } from "./permissions.ts";
@@ -16,27 +16,28 @@ import type { BusUser, BusUsers, ComposeConfig, LeftOut, Permissions, Principal 
  * module without one, an assigned module never issued. A second credential with a user already
  * taken is left out too (nats-server refuses duplicate users). A list with no users is refused
  * with code `user-list-empty`: that bus would refuse every connection of the mesh (R12).
- * Users are sorted by user name; O(principals log principals): no map or set of every principal
- * (composing 50,000 users spent more in them than in anything else of the list's own).
+ * Users are sorted by user name; O(principals log principals), with no map or set of every
+ * principal (composing 50,000 users spent more in them than in anything else of the list's own).
  */
 export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
   const leftOut: LeftOut[] = [];
-  // Names with a credential, by kind, each list sorted (the credentials' keys, `<kind>:<name>`,
-  // are sorted, and one kind's keys sort as its names do).
-  const credentialed = new Map<string, string[]>();
   const credentials: CredentialRecord[] = [];
+  // Counted to find who lacks a credential without looking every principal up (below).
+  let nodesWith = 0;
+  let modulesWith = 0;
+  let controllerWith = false;
   for (const key of Object.keys(state.credentials).sort()) {
     const credential = state.credentials[key]!;
     const { kind, name } = credential.principal;
-    const names = credentialed.get(kind);
-    if (names) names.push(name);
-    else credentialed.set(kind, [name]);
+    if (kind === "node" && state.nodes[name] !== undefined) nodesWith += 1;
+    else if (kind === "module" && name !== CONTROLLER_NAME && needsCredential(state, name)) modulesWith += 1;
+    else if (kind === "controller" && name === CONTROLLER_NAME) controllerWith = true;
     credentials.push(credential);
   }
-  // By user, the credentials of one user in key order (a stable sort): the first of them with a
-  // key takes the user; those before it hold no key (recorded before nkeys), those after it are
-  // duplicates (nats-server refuses a user listed twice).
-  credentials.sort((a, b) => compare(a.user, b.user));
+  // By user, the credentials of one user in key order (a stable sort, of a list its keys' order
+  // nearly always sorts already): the first of them with a key takes the user; those before it hold
+  // no key (recorded before nkeys), those after it are duplicates (nats-server refuses a user listed twice).
+  if (!credentials.every((c, i) => i === 0 || compare(credentials[i - 1]!.user, c.user) <= 0)) credentials.sort((a, b) => compare(a.user, b.user));
   const users: BusUser[] = [];
   let owner: CredentialRecord | undefined;
   for (const credential of credentials) {
@@ -66,18 +67,25 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
       principal: credential.principal,
     });
   }
-  if (!credentialed.get("controller")?.includes(CONTROLLER_NAME)) {
+  // Each principal is looked up only when the counts say some lack a credential.
+  if (!controllerWith) {
     leftOut.push({ principal: { kind: "controller", name: CONTROLLER_NAME }, reason: "the controller has recorded no credential yet (R14: it records its own at start)" });
   }
-  eachAbsent(Object.keys(state.nodes).sort(), credentialed.get("node") ?? [], (node) => {
-    leftOut.push({ principal: { kind: "node", name: node }, reason: "enrolled node without a credential" });
-  });
-  eachAbsent(Object.keys(state.modules.modules).sort(), credentialed.get("module") ?? [], (name) => {
-    if (name === CONTROLLER_NAME) return;
-    const principal: Principal = { kind: "module", name };
-    if (state.modules.modules[name]!.issued) leftOut.push({ principal, reason: "issued module without a credential" });
-    else if (state.assignments.byModule[name]?.length) leftOut.push({ principal, reason: "assigned but never issued: run `mesh module issue`" });
-  });
+  const nodes = Object.keys(state.nodes);
+  if (nodesWith < nodes.length) {
+    for (const node of nodes) {
+      if (!credentialOf(state.credentials, { kind: "node", name: node })) leftOut.push({ principal: { kind: "node", name: node }, reason: "enrolled node without a credential" });
+    }
+  }
+  const needing = Object.keys(state.modules.modules).filter((name) => name !== CONTROLLER_NAME && needsCredential(state, name));
+  if (modulesWith < needing.length) {
+    for (const name of needing) {
+      const principal: Principal = { kind: "module", name };
+      if (credentialOf(state.credentials, principal)) continue;
+      if (state.modules.modules[name]!.issued) leftOut.push({ principal, reason: "issued module without a credential" });
+      else leftOut.push({ principal, reason: "assigned but never issued: run `mesh module issue`" });
+    }
+  }
   leftOut.sort((a, b) => compare(principalKey(a.principal.kind, a.principal.name), principalKey(b.principal.kind, b.principal.name)));
   if (users.length === 0) {
     return {
@@ -89,13 +97,10 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
   return { ok: true, users, leftOut };
 }
 
-/** Calls `absent` with each of `names` that `having` lacks; both sorted (by UTF-16 code units). */
-function eachAbsent(names: readonly string[], having: readonly string[], absent: (name: string) => void): void {
-  let j = 0;
-  for (const name of names) {
-    while (j < having.length && having[j]! < name) j++;
-    if (j >= having.length || having[j] !== name) absent(name);
-  }
+/** A module that should be on the bus: registered, and issued or assigned to a node. */
+function needsCredential(state: State, module: string): boolean {
+  const record = state.modules.modules[module];
+  return record !== undefined && (record.issued || (state.assignments.byModule[module]?.length ?? 0) > 0);
 }
 
 function compare(a: string, b: string): number {
