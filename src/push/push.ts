@@ -24,8 +24,8 @@ import type { ControllerCredential } from "../controller/credential.ts";
 import { BOOTSTRAP_NKEY, BOOTSTRAP_PASSWORD } from "../genesis.ts";
 import { retryJetStream } from "../bus/retry.ts";
 import {
-  awaitedNodes, firstDeclarations, freshProvisions, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, userListUndelivered,
-  withModulesLeftOut, type NodeReport, type ProvisionName, type RoundPlan,
+  awaitedNodes, composeAgain, firstDeclarations, freshProvisions, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes,
+  unknownNamed, userListUndelivered, withModulesLeftOut, type NodeReport, type ProvisionName, type RoundPlan,
 } from "./plan.ts";
 
 /**
@@ -473,7 +473,10 @@ async function publishAll(
   return failures;
 }
 
-/** Records what was sent (R31): DeclarationSent events in commits of SENT_PER_COMMIT, entity push/<id>. */
+/**
+ * Records what was sent (R31): DeclarationSent events in commits of SENT_PER_COMMIT, entity
+ * push/<id>. Returns the sequences of those commits, ascending.
+ */
 async function recordSent(
   ctx: PushContext,
   pushId: string,
@@ -482,7 +485,8 @@ async function recordSent(
   recordsSequence: number,
   actor: string,
   now: string,
-): Promise<void> {
+): Promise<number[]> {
+  const sequences: number[] = [];
   for (let start = 0, batch = 0; start < sent.length; start += SENT_PER_COMMIT, batch += 1) {
     const commandId = `${pushId}-sent-${round}-${batch}`;
     const input = { pushId, sent: sent.slice(start, start + SENT_PER_COMMIT), recordsSequence };
@@ -499,7 +503,9 @@ async function recordSent(
         onRetry: (attempt) => { if (attempt === 3) void ctx.nc.reconnect().catch(() => undefined); },
       });
     if (!result.ok) throw new Error(`push ${pushId}: recording sent declarations was refused: ${result.refusal.code}`);
+    sequences.push(result.sequence);
   }
+  return sequences;
 }
 
 /** Stored reports read from the REPORTS stream at once (a batch), at most. */
@@ -655,8 +661,9 @@ class ReportWatch {
  *    declarations included (R29): a pipelined JetStream publish to declarationSubject(node) of the
  *    declaration with its secrets sealed to the node's key, preceded for a broker holder by the
  *    user list in parts (publishAll), then DeclarationSent records;
- * 5. catch up and compose again: a node behind again (records changed meanwhile) is sent in the
- *    next round; the bound is the node count, and the report says when it was hit.
+ * 5. catch up and compose again when the records moved under the round or a node was not sent
+ *    (composeAgain): a node behind again is sent in the next round; the bound is the node count,
+ *    and the report says when it was hit.
  * With `wait`, reports are subscribed before sending and each sent node's report of the digest is
  * awaited (R32): applied, failed (its error), or timed out (named in `timedOut`). The broker's
  * report also confirms a controller rotation, whose seed is then written to the credential
@@ -833,10 +840,12 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
         if (ctx.controller?.pending()) await confirmRotation(watch, state);
         else await watch.wait(toBroker, ctx.rotationWaitMs ?? options.timeoutMs ?? DEFAULT_WAIT_MS);
       }
-      await timed(ctx.timings, "record", () => recordSent(ctx, pushId, round, sent, state.sequence, actor, now));
-      ctx.log.info(`push ${pushId}: round ${round + 1}: sent ${sent.length} declaration(s), ${failures.size} failed, composed from sequence ${state.sequence}`);
-      // 5. Again, while the records moved under the push.
+      const composedAt = state.sequence;
+      const recorded = await timed(ctx.timings, "record", () => recordSent(ctx, pushId, round, sent, composedAt, actor, now));
+      ctx.log.info(`push ${pushId}: round ${round + 1}: sent ${sent.length} declaration(s), ${failures.size} failed, composed from sequence ${composedAt}`);
+      // 5. Again, while the records moved under the push, or a node was not sent (composeAgain).
       state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
+      if (!composeAgain({ composedAt, recorded, foldedTo: state.sequence, unsent: plan.sends.length - sent.length })) break;
     }
 
     // R14: the broker applying the list that carries the rotated key confirms it.
