@@ -45,6 +45,11 @@ export const MINTED_PER_COMMIT = 1000;
  * 10,000 CONTROL consumers, and 2,048 in flight outlived the 5 s publish timeout.
  */
 export const PUBLISH_WINDOW = 256;
+/**
+ * Publishes queued before the publishing loop yields (so nats.js writes them in one go) while the
+ * window has room: small enough that the bus starts on the first ones while the next are sealed.
+ */
+export const PUBLISH_FLUSH = 32;
 /** Entries a seal cache keeps before it is cleared. */
 export const SEAL_CACHE_LIMIT = 200_000;
 /** Pauses before the append of what a push sent is tried again (about 12 s in all: a cluster electing leaders, R62). */
@@ -417,17 +422,37 @@ async function publishAll(
   purgeErrors: string[] = [],
 ): Promise<Map<string, string>> {
   const failures = new Map<string, string>();
-  const inFlight = new Set<Promise<void>>();
+  const all: Array<Promise<void>> = [];
   const firstPartSequence = new Map<string, number>();
   let done = 0;
   let sealMs = 0;
   const fail = (node: string) => (error: unknown) => {
     if (!failures.has(node)) failures.set(node, error instanceof Error ? error.message.split("\n")[0]! : String(error));
   };
-  const track = async (publish: Promise<void>) => {
-    inFlight.add(publish);
-    void publish.finally(() => inFlight.delete(publish));
-    if (inFlight.size >= PUBLISH_WINDOW) await Promise.race(inFlight);
+  // The window: publishes in flight, and the wake-up of a loop waiting for room. The loop yields
+  // only when the window is full or every PUBLISH_FLUSH publishes: nats.js writes what is queued
+  // when the loop yields, so a yield per publish made one socket write per publish, and sealing
+  // the next ones (CPU) could not run while the bus acknowledged the earlier ones.
+  let inFlight = 0;
+  let sinceYield = 0;
+  let room: (() => void) | null = null;
+  const settled = () => {
+    inFlight -= 1;
+    if (room && inFlight < PUBLISH_WINDOW) {
+      const wake = room;
+      room = null;
+      wake();
+    }
+  };
+  const track = (publish: Promise<void>): Promise<void> | undefined => {
+    inFlight += 1;
+    all.push(publish.finally(settled));
+    if (inFlight >= PUBLISH_WINDOW) return new Promise<void>((resolve) => { room = resolve; });
+    if (++sinceYield >= PUBLISH_FLUSH) {
+      sinceYield = 0;
+      return Promise.resolve();
+    }
+    return undefined;
   };
   for (const send of sends) {
     let payload: string;
@@ -444,21 +469,23 @@ async function publishAll(
       const { ref, parts } = send.userList;
       for (let index = 0; index < parts.length; index += 1) {
         const published = js.publish(userListPartSubject(send.node, index), parts[index]!, { headers: userListPartHeaders(ref.digest, index, parts.length) });
-        await track(published.then(
+        const wait = track(published.then(
           (ack: PubAck) => { if (index === 0) firstPartSequence.set(send.node, ack.seq); },
           fail(send.node),
         ));
+        if (wait) await wait;
       }
     }
-    await track(js.publish(declarationSubject(send.node), payload).then(
+    const wait = track(js.publish(declarationSubject(send.node), payload).then(
       (_ack: PubAck) => undefined,
       fail(send.node),
     ).finally(() => {
       done += 1;
       if (progress && (done % 1000 === 0 || done === sends.length)) progress(done, sends.length);
     }));
+    if (wait) await wait;
   }
-  await Promise.all(inFlight);
+  await Promise.all(all);
   for (const [node, seq] of firstPartSequence) {
     // nats-server 2.9.10 reads a purge `seq` of 0 or 1 as "no bound": it would take the new parts
     // too. A first part at sequence 1 has nothing older to purge anyway.
