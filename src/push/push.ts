@@ -84,6 +84,8 @@ export type PushContext = {
   sealCache?: Map<string, string>;
   /** What earlier raises verified (RaiseMemo): the controller keeps one for its life, so a push's raise reads only consumer names. */
   raiseMemo?: RaiseMemo;
+  /** The last composition (CompositionMemo): the controller keeps one for its life, so a push over records that changed nothing composition reads composes nothing. */
+  compositionMemo?: CompositionMemo;
   /** When given, push adds the milliseconds each step took (raise, mint, compose, seal, publish, record, wait). */
   timings?: Record<string, number>;
 };
@@ -251,6 +253,46 @@ export function sealForNode(
     })),
     provisions: declaration.provisions.map((p) => ({ ...p, sealed: reseal(p.sealed) })),
   };
+}
+
+/** What composeDeclarations gives: the user list and every node's declaration. */
+export type Composition = ReturnType<typeof composeDeclarations>;
+
+/**
+ * The last composition and what it was composed from (newCompositionMemo, composeRemembered).
+ * A cache, not a record: it holds nothing the records do not give again.
+ */
+export type CompositionMemo = { last: { inputs: readonly unknown[]; composition: Composition } | null };
+
+/** An empty CompositionMemo. */
+export function newCompositionMemo(): CompositionMemo {
+  return { last: null };
+}
+
+/**
+ * Everything composition reads: the state's slices it derives from (not `sent`, `applied` or
+ * `sequence`), the configuration and the digest function. A fold never changes a slice in place:
+ * evolve is immer's structural sharing (a slice no event touched is the same object, one an event
+ * changed is a new one) and a long fold (startFold "copy") returns objects of its own. So equal
+ * inputs, compared by identity, are the same records as far as composition can see.
+ */
+function compositionInputs(state: State, config: ComposeConfig, digest: (text: string) => string): unknown[] {
+  return [state.mesh, state.nodes, state.modules, state.credentials, state.assignments, state.overlay, state.provisions, config, digest];
+}
+
+/**
+ * composeDeclarations(state, config, sha256), or the memo's last composition when its inputs are
+ * the same objects (compositionInputs): composition is a pure function of them, so it could only
+ * give that result again. A push that recorded only what it sent (DeclarationSent folds into
+ * `sent`) composes nothing the next time. Without a memo, composes.
+ */
+export function composeRemembered(memo: CompositionMemo | undefined, state: State, config: ComposeConfig): Composition {
+  const inputs = compositionInputs(state, config, sha256);
+  const last = memo?.last;
+  if (last && last.inputs.length === inputs.length && last.inputs.every((input, i) => input === inputs[i])) return last.composition;
+  const composition = composeDeclarations(state, config, sha256);
+  if (memo) memo.last = { inputs, composition };
+  return composition;
 }
 
 /** Runs `step`, adding its milliseconds to `timings[name]` when timings are kept. */
@@ -799,9 +841,9 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       rotated = (await timed(ctx.timings, "mint", () => adoptControllerCredential(ctx, pushId, actor, now))) || rotated;
       state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
       // 3. Compose every node (R30).
-      const { users, declarations } = await timed(ctx.timings, "compose", () => composeDeclarations(state, ctx.compose, sha256));
+      const { users, declarations } = await timed(ctx.timings, "compose", () => composeRemembered(ctx.compositionMemo, state, ctx.compose));
       report.recordsSequence = state.sequence;
-      report.leftOut = users.leftOut;
+      report.leftOut = [...users.leftOut]; // the composition may be remembered for the next push: the report keeps its own list
       if (users.ok) delete report.userList;
       else report.userList = users.refusal;
       // 4. Send the named and the behind (R29, R31), broker holders last (planRound); a broker
