@@ -37,6 +37,8 @@ import {
 
 /** DeclarationSent events per commit: ~250 bytes each, so one commit stays far under 1 MiB. */
 export const SENT_PER_COMMIT = 1000;
+/** Acknowledged sends that start a DeclarationSent commit while a round still sends (SentRecorder). */
+export const RECORD_BATCH = 250;
 /** ProvisionMinted events per commit (~400 bytes each). */
 export const MINTED_PER_COMMIT = 1000;
 /**
@@ -452,17 +454,23 @@ type Send = { node: string; digest: string; payload(): string; userList?: UserLi
  * parts older than the new list's first part are purged from the node's part subjects (a shorter
  * list leaves no stale tail behind; best effort, reported in `purgeErrors`).
  * Returns per node the error, if any; `refusedToSeal` collects the nodes whose secrets could not
- * be sealed (not published).
+ * be sealed (not published). `sent` hears each node without a list whose declaration the bus
+ * acknowledged, as it is; `beforeList` is awaited before a user list is published.
  */
 async function publishAll(
   js: JetStreamClient,
   jsm: JetStreamManager,
   sends: readonly Send[],
   refusedToSeal: Map<string, string>,
-  timings: Record<string, number> | undefined,
-  progress?: (done: number, total: number) => void,
-  purgeErrors: string[] = [],
+  options: {
+    timings?: Record<string, number> | undefined;
+    progress?: ((done: number, total: number) => void) | undefined;
+    purgeErrors?: string[];
+    sent?: (node: string, digest: string) => void;
+    beforeList?: () => Promise<void>;
+  } = {},
 ): Promise<Map<string, string>> {
+  const { timings, progress, purgeErrors = [] } = options;
   const failures = new Map<string, string>();
   const all: Array<Promise<void>> = [];
   const firstPartSequence = new Map<string, number>();
@@ -508,6 +516,7 @@ async function publishAll(
       sealMs += performance.now() - sealStart;
     }
     if (send.userList) {
+      await options.beforeList?.();
       const { ref, parts } = send.userList;
       for (let index = 0; index < parts.length; index += 1) {
         const published = js.publish(userListPartSubject(send.node, index), parts[index]!, { headers: userListPartHeaders(ref.digest, index, parts.length) });
@@ -519,7 +528,7 @@ async function publishAll(
       }
     }
     const wait = track(js.publish(declarationSubject(send.node), payload).then(
-      (_ack: PubAck) => undefined,
+      (_ack: PubAck) => { if (!send.userList) options.sent?.(send.node, send.digest); },
       fail(send.node),
     ).finally(() => {
       done += 1;
@@ -543,38 +552,103 @@ async function publishAll(
 }
 
 /**
- * Records what was sent (R31): DeclarationSent events in commits of SENT_PER_COMMIT, entity
- * push/<id>. Returns the sequences of those commits, ascending.
+ * Appends one DeclarationSent commit (R31) for `sent` (at most SENT_PER_COMMIT), entity push/<id>,
+ * command id `commandId`. Returns its sequence. Throws when the append is refused or JetStream
+ * stays unavailable.
  */
-async function recordSent(
+async function appendSent(
   ctx: PushContext,
   pushId: string,
-  round: number,
+  commandId: string,
   sent: ReadonlyArray<{ node: string; digest: string }>,
   recordsSequence: number,
   actor: string,
   now: string,
-): Promise<number[]> {
-  const sequences: number[] = [];
-  for (let start = 0, batch = 0; start < sent.length; start += SENT_PER_COMMIT, batch += 1) {
-    const commandId = `${pushId}-sent-${round}-${batch}`;
-    const input = { pushId, sent: sent.slice(start, start + SENT_PER_COMMIT), recordsSequence };
-    const envelope: Envelope = { commandId, actor, now, secrets: [] };
-    // After the broker's reload a cluster's servers may answer JetStream late for seconds (leaders
-    // moving, R62): the append is retried, with its command id, so it never lands twice.
-    const result = await retryJetStream(`recording what push ${pushId} sent`,
-      () => ctx.catalogue.transact(commandId, (state) => decideDeclarationsSent(state, input, envelope)),
-      {
-        delaysMs: RECORD_RETRY_DELAYS_MS,
-        // Seen on a 2.9.10 cluster: after the reload that changed the controller's key, its
-        // reconnected connection got no JetStream answers while core messages flowed; a fresh
-        // connection does. So the third failure in a row dials again.
-        onRetry: (attempt) => { if (attempt === 3) void ctx.nc.reconnect().catch(() => undefined); },
-      });
-    if (!result.ok) throw new Error(`push ${pushId}: recording sent declarations was refused: ${result.refusal.code}`);
-    sequences.push(result.sequence);
+): Promise<number> {
+  const input = { pushId, sent, recordsSequence };
+  const envelope: Envelope = { commandId, actor, now, secrets: [] };
+  // After the broker's reload a cluster's servers may answer JetStream late for seconds (leaders
+  // moving, R62): the append is retried, with its command id, so it never lands twice.
+  const result = await retryJetStream(`recording what push ${pushId} sent`,
+    () => ctx.catalogue.transact(commandId, (state) => decideDeclarationsSent(state, input, envelope)),
+    {
+      delaysMs: RECORD_RETRY_DELAYS_MS,
+      // Seen on a 2.9.10 cluster: after the reload that changed the controller's key, its
+      // reconnected connection got no JetStream answers while core messages flowed; a fresh
+      // connection does. So the third failure in a row dials again.
+      onRetry: (attempt) => { if (attempt === 3) void ctx.nc.reconnect().catch(() => undefined); },
+    });
+  if (!result.ok) throw new Error(`push ${pushId}: recording sent declarations was refused: ${result.refusal.code}`);
+  return result.sequence;
+}
+
+/**
+ * Records what a round sent (R31) while it sends: each node whose declaration the bus acknowledged
+ * is recorded as sent (DeclarationSent), in commits of up to SENT_PER_COMMIT appended one at a
+ * time, as acknowledgements gather (a commit starts when RECORD_BATCH wait and no append runs), so
+ * the records are appended while later declarations are in flight instead of after the last one.
+ * `settle` waits for the appends running (before a user list goes out: the reload it brings fails
+ * JetStream requests in flight); `finish` records every sent node not recorded yet, in commits
+ * `<push>-sent-<round>-<n>`, and returns the sequences of all the round's commits, ascending. An
+ * append that failed while sending is thrown by `settle` or `finish`.
+ */
+class SentRecorder {
+  readonly #waiting: Array<{ node: string; digest: string }> = [];
+  readonly #recorded = new Set<string>();
+  readonly #sequences: number[] = [];
+  #running: Promise<void> | null = null;
+  #failed: { error: unknown } | null = null;
+  #batch = 0;
+
+  constructor(
+    private readonly ctx: PushContext,
+    private readonly pushId: string,
+    private readonly round: number,
+    private readonly recordsSequence: number,
+    private readonly actor: string,
+    private readonly now: string,
+  ) {}
+
+  /** `node` was sent `digest` and the bus acknowledged it. */
+  sent(node: string, digest: string): void {
+    this.#waiting.push({ node, digest });
+    if (this.#running === null && this.#waiting.length >= RECORD_BATCH) this.#start();
   }
-  return sequences;
+
+  #start(): void {
+    const batch = this.#waiting.splice(0, SENT_PER_COMMIT);
+    for (const s of batch) this.#recorded.add(s.node);
+    this.#running = this.#append(batch).then(
+      () => {
+        this.#running = null;
+        if (this.#failed === null && this.#waiting.length >= RECORD_BATCH) this.#start();
+      },
+      (error: unknown) => {
+        this.#failed ??= { error };
+        this.#running = null;
+      },
+    );
+  }
+
+  async #append(batch: ReadonlyArray<{ node: string; digest: string }>): Promise<void> {
+    const commandId = `${this.pushId}-sent-${this.round}-${this.#batch++}`;
+    this.#sequences.push(await appendSent(this.ctx, this.pushId, commandId, batch, this.recordsSequence, this.actor, this.now));
+  }
+
+  /** Waits until no append runs; throws the error of one that failed. */
+  async settle(): Promise<void> {
+    while (this.#running !== null) await this.#running;
+    if (this.#failed !== null) throw this.#failed.error;
+  }
+
+  /** Records the sent nodes (`sent`: all the round sent) not recorded yet; the round's commit sequences, ascending. */
+  async finish(sent: ReadonlyArray<{ node: string; digest: string }>): Promise<number[]> {
+    await this.settle();
+    this.#waiting.length = 0;
+    const rest = sent.filter((s) => !this.#recorded.has(s.node));
+    for (let start = 0; start < rest.length; start += SENT_PER_COMMIT) await this.#append(rest.slice(start, start + SENT_PER_COMMIT));
+    return [...this.#sequences].sort((a, b) => a - b);
+  }
 }
 
 /** Stored reports read from the REPORTS stream at once (a batch), at most. */
@@ -729,7 +803,8 @@ class ReportWatch {
  * 4. send the named nodes and every node behind (composed digest ≠ last sent, R31), empty
  *    declarations included (R29): a pipelined JetStream publish to declarationSubject(node) of the
  *    declaration with its secrets sealed to the node's key, preceded for a broker holder by the
- *    user list in parts (publishAll), then DeclarationSent records;
+ *    user list in parts (publishAll); DeclarationSent records as the bus acknowledges them
+ *    (SentRecorder; a list holder's once its report came, with `wait` or a controller);
  * 5. catch up and compose again when the records moved under the round or a node was not sent
  *    (composeAgain): a node behind again is sent in the next round; the bound is the node count,
  *    and the report says when it was hit.
@@ -887,7 +962,13 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       for (const s of sends) watch?.expect(s.node, s.digest);
       const refusedToSeal = new Map<string, string>();
       const purgeErrors: string[] = [];
-      const failures = await timed(ctx.timings, "publish", () => publishAll(js, jsm, sends, refusedToSeal, ctx.timings, options.progress ?? ctx.progress, purgeErrors));
+      const composedAt = state.sequence;
+      const recorder = new SentRecorder(ctx, pushId, round, composedAt, actor, now);
+      const failures = await timed(ctx.timings, "publish", () => publishAll(js, jsm, sends, refusedToSeal, {
+        timings: ctx.timings, progress: options.progress ?? ctx.progress, purgeErrors,
+        sent: (node, digest) => recorder.sent(node, digest),
+        beforeList: () => recorder.settle(),
+      }));
       // Seen on a 2.9.10 cluster after a server died under the controller's connection: the
       // reconnected connection's publishes got no acknowledgement while core messages flowed; the
       // next round goes out on a fresh connection (R62).
@@ -909,8 +990,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
         if (ctx.controller?.pending()) await confirmRotation(watch, state);
         else await watch.wait(toBroker, ctx.rotationWaitMs ?? options.timeoutMs ?? DEFAULT_WAIT_MS);
       }
-      const composedAt = state.sequence;
-      const recorded = await timed(ctx.timings, "record", () => recordSent(ctx, pushId, round, sent, composedAt, actor, now));
+      const recorded = await timed(ctx.timings, "record", () => recorder.finish(sent));
       ctx.log.info(`push ${pushId}: round ${round + 1}: sent ${sent.length} declaration(s), ${failures.size} failed, composed from sequence ${composedAt}`);
       // 5. Again, while the records moved under the push, or a node was not sent (composeAgain).
       state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
