@@ -34,12 +34,22 @@ import { openCatalogue } from "../../src/records/catalogue.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
 import { newFreshSecret, newMeshKey, newNodeKeyPair, newUserKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, busUser, inboxPrefix } from "../../src/names.ts";
-import { PUBLISH_WINDOW, push } from "../../src/push/push.ts";
+import { PUBLISH_WINDOW, newCompositionMemo, push } from "../../src/push/push.ts";
 import { newRaiseMemo, raiseMesh } from "../../src/controller/raise.ts";
 import { GENESIS_COMMAND_ID, decideGenesis } from "../../src/commands/genesis.ts";
 import { BOOTSTRAP_USER } from "../../src/genesis.ts";
 
-export type Row = { steps: Record<string, number>; againMs: number; againRatio: number; nodes: number; raiseMs: number; pushMs: number; pushPerSecond: number; rawMs: number; rawPerSecond: number; ratio: number; bytes: number };
+export type Row = {
+  steps: Record<string, number>; againSteps: Record<string, number>; againMs: number; againRatio: number; nodes: number; raiseMs: number; pushMs: number; pushPerSecond: number; rawMs: number; rawPerSecond: number; ratio: number; bytes: number;
+  /** This process's CPU milliseconds (the controller's side; the bus runs apart) during the push, the push again, the raw publish. */
+  cpu: { push: number; again: number; raw: number };
+};
+
+/** CPU milliseconds of this process since `since` (process.cpuUsage). */
+const cpuSince = (since: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(since);
+  return Math.round((used.user + used.system) / 1000);
+};
 
 const at = () => new Date().toISOString();
 
@@ -101,11 +111,14 @@ export async function one(nodes: number): Promise<Row> {
 
     const log = { info: () => undefined, error: (line: string) => console.error(line) };
     t = performance.now();
+    let cpuStart = process.cpuUsage();
     const steps: Record<string, number> = {};
     const sealCache = new Map<string, string>();
-    const report = await push({ nc, catalogue, meshKey, compose, log, newId: () => `bench-push-${nodes}`, timings: steps, sealCache, raiseMemo });
+    const compositionMemo = newCompositionMemo(); // the controller keeps one from its start (main.ts)
+    const report = await push({ nc, catalogue, meshKey, compose, log, newId: () => `bench-push-${nodes}`, timings: steps, sealCache, raiseMemo, compositionMemo });
     for (const key of Object.keys(steps)) steps[key] = Math.round(steps[key]!);
     const pushMs = performance.now() - t;
+    const pushCpu = cpuSince(cpuStart);
     const sent = report.nodes.filter((n) => n.outcome === "sent").length;
     if (sent !== nodes) throw new Error(`push sent ${sent} of ${nodes}`);
     // The row measures a whole push: every principal on the list, the list sent to its holder.
@@ -115,8 +128,11 @@ export async function one(nodes: number): Promise<Row> {
 
     // Again, every node named (sent though unchanged), with the controller's warm seal cache.
     t = performance.now();
-    const again = await push({ nc, catalogue, meshKey, compose, log, newId: () => `bench-again-${nodes}`, sealCache, raiseMemo }, { nodes: names });
+    cpuStart = process.cpuUsage();
+    const againSteps: Record<string, number> = {};
+    const again = await push({ nc, catalogue, meshKey, compose, log, newId: () => `bench-again-${nodes}`, timings: againSteps, sealCache, raiseMemo, compositionMemo }, { nodes: names });
     const againMs = performance.now() - t;
+    const againCpu = cpuSince(cpuStart);
     const againSent = again.nodes.filter((n) => n.outcome === "sent").length;
     if (againSent !== nodes) {
       const other = again.nodes.find((n) => n.outcome !== "sent");
@@ -136,11 +152,14 @@ export async function one(nodes: number): Promise<Row> {
     }
     const bytes = payloads.reduce((sum, p) => sum + p.data.length, 0) / Math.max(1, payloads.length);
     t = performance.now();
+    cpuStart = process.cpuUsage();
     for (let start = 0; start < payloads.length; start += PUBLISH_WINDOW) {
       await Promise.all(payloads.slice(start, start + PUBLISH_WINDOW).map((p) => js.publish(p.subject, p.data)));
     }
     const rawMs = performance.now() - t;
+    const rawCpu = cpuSince(cpuStart);
     return {
+      cpu: { push: pushCpu, again: againCpu, raw: rawCpu }, againSteps: Object.fromEntries(Object.entries(againSteps).map(([k, v]) => [k, Math.round(v)])),
       steps, againMs: Math.round(againMs), againRatio: Number((rawMs / againMs).toFixed(2)), nodes, raiseMs: Math.round(raiseMs), pushMs: Math.round(pushMs), pushPerSecond: Math.round((nodes / pushMs) * 1000),
       rawMs: Math.round(rawMs), rawPerSecond: Math.round((payloads.length / rawMs) * 1000),
       ratio: Number((rawMs / pushMs).toFixed(2)), bytes: Math.round(bytes),
@@ -327,6 +346,8 @@ export async function run(args: string[]): Promise<void> {
     }
     for (const r of rows) console.log(`${r.nodes} nodes, push again (all named, warm seal cache): ${r.againMs} ms, ratio ${r.againRatio}`);
     for (const r of rows) console.log(`${r.nodes} nodes, push steps (ms): ${Object.entries(r.steps).map(([k, v]) => `${k} ${v}`).join(", ")} (seal runs inside publish)`);
+    for (const r of rows) console.log(`${r.nodes} nodes, push again steps (ms): ${Object.entries(r.againSteps).map(([k, v]) => `${k} ${v}`).join(", ")}`);
+    for (const r of rows) console.log(`${r.nodes} nodes, this process's cpu (ms): push ${r.cpu.push}, again ${r.cpu.again}, raw ${r.cpu.raw}`);
     console.log("goal: ratio ≥ 0.9 (issue 13: a raw pipelined JetStream publish of the same payloads, ms, over the push's ms)");
   }
   for (const r of brokerRows) {
