@@ -130,33 +130,37 @@ function take(line: Line): string {
   return text;
 }
 
-/** Appends `text` quoted: between double quotes when it has nothing to escape, else as JSON writes it. */
-function putQuoted(line: Line, text: string): void {
-  if (PLAIN.test(text)) {
-    put(line, '"');
-    put(line, text);
-    put(line, '"');
-  } else put(line, JSON.stringify(text));
-}
-
-/** Appends `[s1, s2, ...]`, each subject quoted. */
+/** Appends `[s1, s2, ...]`, each subject quoted: between double quotes when it has nothing to escape, else as JSON writes it. */
 function putList(line: Line, subjects: readonly string[]): void {
+  if (subjects.every((subject) => PLAIN.test(subject))) {
+    // The usual case, in fewer pieces: `["`, s1, `", "`, s2, ..., `"]`.
+    put(line, '["');
+    for (let i = 0; i < subjects.length; i++) {
+      if (i > 0) put(line, '", "');
+      put(line, subjects[i]!);
+    }
+    put(line, '"]');
+    return;
+  }
   put(line, "[");
   for (let i = 0; i < subjects.length; i++) {
     if (i > 0) put(line, ", ");
-    putQuoted(line, subjects[i]!);
+    put(line, quote(subjects[i]!));
   }
   put(line, "]");
 }
 
-const DENY_ALL: readonly string[] = [ALL_SUBJECTS];
+function quote(text: string): string {
+  return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text);
+}
+
+/** A side that allows nothing: an explicit deny of everything (see putPermissions). */
+const DENY_ALL = `{deny: [${quote(ALL_SUBJECTS)}]}`;
 
 /** Appends one side of a user's permissions (see putPermissions). */
 function putSide(line: Line, allow: readonly string[], deny: readonly string[] | undefined): void {
   if (allow.length === 0) {
-    put(line, "{deny: ");
-    putList(line, DENY_ALL);
-    put(line, "}");
+    put(line, DENY_ALL);
     return;
   }
   put(line, "{allow: ");
@@ -168,17 +172,19 @@ function putSide(line: Line, allow: readonly string[], deny: readonly string[] |
   put(line, "}");
 }
 
+/**
+ * Appends a user's permissions, then the end of its entry: `{publish: ..., subscribe: ...}}`.
+ * nats-server reads an empty allow list as "no restriction": a principal with nothing to publish
+ * gets an explicit deny of everything instead (deny by default). allow_responses still lets a
+ * responder answer the requests it received. A deny list (R47) narrows an allow wildcard:
+ * nats-server lets a deny win over an allow.
+ */
 function putPermissions(line: Line, permissions: Permissions): void {
-  // nats-server reads an empty allow list as "no restriction": a principal with nothing to
-  // publish gets an explicit deny of everything instead (deny by default). allow_responses still
-  // lets a responder answer the requests it received.
-  // A deny list (R47) narrows an allow wildcard: nats-server lets a deny win over an allow.
   put(line, "{publish: ");
   putSide(line, permissions.publish.allow, permissions.publish.deny);
   put(line, ", subscribe: ");
   putSide(line, permissions.subscribe.allow, undefined);
-  if (permissions.allow_responses) put(line, ", allow_responses: true");
-  put(line, "}");
+  put(line, permissions.allow_responses ? ", allow_responses: true}}  # " : "}}  # ");
 }
 
 /**
@@ -203,11 +209,16 @@ export function renderUserList(list: { users: readonly BusUser[] }): string {
   ];
   const line: Line = { pieces: [], n: 0, used: 0 };
   for (const u of users) {
-    put(line, "    {nkey: ");
-    putQuoted(line, u.nkey);
-    put(line, ", permissions: ");
+    if (PLAIN.test(u.nkey)) {
+      put(line, '    {nkey: "');
+      put(line, u.nkey);
+      put(line, '", permissions: ');
+    } else {
+      put(line, "    {nkey: ");
+      put(line, JSON.stringify(u.nkey));
+      put(line, ", permissions: ");
+    }
     putPermissions(line, u.permissions);
-    put(line, "}  # ");
     put(line, COMMENT_SAFE.test(u.user) ? u.user : u.user.replace(/[^A-Za-z0-9_.-]/g, "?"));
     lines.push(take(line));
   }
