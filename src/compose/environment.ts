@@ -62,23 +62,24 @@ export function moduleEnvironment(state: State, module: string, address: string,
   const emits: EmitEntry[] = [];
   const follows: FollowEntry[] = [];
   const tools: ToolEntry[] = [];
-  const seen = new Set<string>();
+  // A manifest names a few seats: the ones seen are kept in a list, not a set.
+  const seen: string[] = [];
   for (const claim of manifest?.claims ?? []) {
     const seat = resolveSeat(state.modules, claim);
     const record = seatOf(state.modules, seat);
-    if (!record || seen.has(seat)) continue;
-    seen.add(seat);
+    if (!record || seen.includes(seat)) continue;
+    seen.push(seat);
     if (record.accepts.length > 0) {
       work.push({ seat, stream: workStream(seat), consumer: workConsumer(seat), subjects: record.accepts.map((kind) => workSubject(seat, kind)) });
     }
     for (const event of record.emits) emits.push({ seat, event, subject: eventSubject(seat, event) });
   }
-  const used = new Set<string>();
+  const used: string[] = [];
   for (const use of manifest?.uses ?? []) {
     const seat = resolveSeat(state.modules, use);
     const record = seatOf(state.modules, seat);
-    if (!record || used.has(seat)) continue;
-    used.add(seat);
+    if (!record || used.includes(seat)) continue;
+    used.push(seat);
     for (const kind of record.accepts) submits.push({ seat, kind, subject: workSubject(seat, kind) });
   }
   for (const follow of manifest?.follows ?? []) {
