@@ -263,6 +263,15 @@ export type Composition = ReturnType<typeof composeDeclarations>;
 /**
  * The last composition and what it was composed from (newCompositionMemo, composeRemembered).
  * A cache, not a record: it holds nothing the records do not give again.
+ *
+ * It rests on one assumption about every fold (evolve, startFold's draft and copy, and any fold
+ * written later in their place): a fold never changes a state slice, or anything reachable from
+ * one, in place. A slice an event touches comes out as a new object; a slice no event touched is
+ * the same object, unchanged. A fold that changed a slice in place and kept its identity would
+ * make this memo hand back the composition of records that are gone. A copy-on-write written by
+ * hand must keep this too: the unit test "over a churning history folded every way the controller
+ * folds ..." (test/unit/push.test.ts) compares the remembered composition with a fresh one after
+ * every batch of a generated history, and fails on the first stale one.
  */
 export type CompositionMemo = { last: { inputs: readonly unknown[]; composition: Composition } | null };
 
@@ -273,10 +282,11 @@ export function newCompositionMemo(): CompositionMemo {
 
 /**
  * Everything composition reads: the state's slices it derives from (not `sent`, `applied` or
- * `sequence`), the configuration and the digest function. A fold never changes a slice in place:
- * evolve is immer's structural sharing (a slice no event touched is the same object, one an event
- * changed is a new one) and a long fold (startFold "copy") returns objects of its own. So equal
- * inputs, compared by identity, are the same records as far as composition can see.
+ * `sequence`), the configuration and the digest function. A fold never changes a slice in place
+ * (CompositionMemo's assumption): evolve is immer's structural sharing (a slice no event touched is
+ * the same object, one an event changed is a new one) and a long fold (startFold "copy") returns
+ * objects of its own. So equal inputs, compared by identity, are the same records as far as
+ * composition can see. A slice composition starts to read must be added here.
  */
 function compositionInputs(state: State, config: ComposeConfig, digest: (text: string) => string): unknown[] {
   return [state.mesh, state.nodes, state.modules, state.credentials, state.assignments, state.overlay, state.provisions, config, digest];

@@ -8,7 +8,8 @@ import {
   composeRemembered, newCompositionMemo, redactDeclaration, sealForNode, sha256, splitUserList, userListPartHeaders, userListParts, userListUndelivered,
 } from "../../src/push/push.ts";
 import { composeDeclarations } from "../../src/compose/declaration.ts";
-import { evolve } from "../../src/projections/index.ts";
+import { evolve, initialState, startFold, type SequencedCommit, type State } from "../../src/projections/index.ts";
+import { generateCommits } from "../support/history.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh } from "./compose/exampleMesh.ts";
 import { controllerCredential, pendingCredentialFile, pendingPassword } from "../../src/controller/credential.ts";
 import { GENESIS, enrolment, registration, stateOf } from "../support/givenWhenThen.ts";
@@ -192,5 +193,28 @@ describe("a push's remembered composition (R11, R31)", () => {
     assert.notEqual(changed, first);
     assert.deepEqual(changed, composeDeclarations(b.state(), EXAMPLE_CONFIG, sha256), "composed anew, as without a memo");
     assert.notEqual(composeRemembered(memo, b.state(), { controllerSubmits: [] }), changed, "another configuration");
+  });
+
+  it("R11 R31: over a churning history folded every way the controller folds (evolve, a draft fold, a copy fold), the remembered composition is always the one composing anew gives: a fold that changed a slice in place would hand back a stale one", () => {
+    const history: SequencedCommit[] = generateCommits({ seed: 13, events: 2500, maxNodes: 12 }).map((commit, i) => ({ sequence: i + 1, commit }));
+    const memo = newCompositionMemo();
+    let state: State = evolve(initialState, history.slice(0, 40));
+    let remembered = 0;
+    for (let at = 40, step = 0; at < history.length; step += 1) {
+      const last = memo.last?.composition;
+      const size = 1 + (step % 7) * 9;
+      const batch = history.slice(at, at + size);
+      at += batch.length;
+      if (step % 3 === 0) state = evolve(state, batch);
+      else {
+        const fold = startFold(state, step % 3 === 1 ? "draft" : "copy");
+        fold.add(batch);
+        state = fold.finish();
+      }
+      const composition = composeRemembered(memo, state, EXAMPLE_CONFIG);
+      if (composition === last) remembered += 1;
+      assert.deepEqual(composition, composeDeclarations(state, EXAMPLE_CONFIG, sha256), `after sequence ${state.sequence}`);
+    }
+    assert.ok(remembered > 0, "some batches changed nothing composition reads, and the memo answered them");
   });
 });
