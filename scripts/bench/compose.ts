@@ -10,13 +10,13 @@
  * process's peak RSS. Goals: time(10,000) < 2 s; time(10,000) / time(1,000) ≤ 12 (linear, not
  * quadratic); bcrypt never runs while composing (its functions are counted).
  */
-import { createHash } from "node:crypto";
 import { availableParallelism, loadavg } from "node:os";
 import bcrypt from "bcryptjs";
 import { composeDeclarations, renderUserList } from "../../src/compose/index.ts";
 import { evolve, initialState, type SequencedCommit, type State } from "../../src/projections/index.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
+import { sha256 } from "../../src/push/push.ts";
 import { BROKER_SEAT, BUILD_SEAT, CONTROLLER_NAME, busUser, type PrincipalKind } from "../../src/names.ts";
 
 const MODULES_PER_NODE = 5;
@@ -24,8 +24,19 @@ const FINGERPRINT = Array.from({ length: 32 }, () => "AB").join(":");
 const AT = "2026-01-01T00:00:00.000Z";
 const ADDRESS = "tls://bus.example.net:4222";
 const config = { controllerSubmits: [BUILD_SEAT] };
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
+const BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+/** A distinct, well-formed nkey user public key (`U` and 55 base32 characters) for the n-th principal. */
+function fakeNkey(n: number): string {
+  let tail = "";
+  for (let rest = n; rest > 0; rest = Math.floor(rest / 32)) tail = BASE32[rest % 32]! + tail;
+  return `U${tail.padStart(55, "A")}`;
+}
+
+/**
+ * Folds a generated mesh of `nodes` nodes (see the module comment) with `evolve`. Every principal
+ * has an nkey credential, so the user list holds all of them (5 x nodes + 5 with --shared off).
+ */
 export function generate(nodes: number, shared = false): State {
   const commits: SequencedCommit[] = [];
   const commit = (kind: string, id: string, events: Array<Record<string, unknown>>) => {
@@ -36,10 +47,12 @@ export function generate(nodes: number, shared = false): State {
     });
   };
   let n = 0;
+  // Every principal is an nkey user (R63): a distinct public key each, as the records hold it; a
+  // node's seed never leaves it (R64), so only the others carry a sealed seed.
   const credential = (kind: PrincipalKind, name: string) => {
     const user = busUser(kind, name);
     n += 1;
-    return { type: "CredentialMinted", principal: { kind, name }, user, hash: `$2a$06$${String(n).padStart(53, "h")}`, sealed: `sealed-${user}`, address: ADDRESS };
+    return { type: "CredentialMinted", principal: { kind, name }, user, nkey: fakeNkey(n), ...(kind === "node" ? {} : { sealed: `sealed-${user}` }), address: ADDRESS };
   };
   const register = (manifest: unknown) => commit("module", (manifest as { name: string }).name, [{ type: "ModuleRegistered", manifest: Manifest.parse(manifest) }]);
   commit("mesh", "mesh", [{ type: "MeshCreated", genesisAddress: ADDRESS, fingerprint: FINGERPRINT, bootstrapUser: busUser("controller", CONTROLLER_NAME) }]);
@@ -128,6 +141,11 @@ export function measure(nodes: number, shared: boolean): Row {
   }
   const sorted = [...runsMs].sort((a, b) => a - b);
   const users = last!.users;
+  // A composition that left its principals out measures nothing of permissions or the list.
+  const refused = last!.declarations.filter((d) => !d.ok).length;
+  if (!users.ok || users.leftOut.length > 0 || refused > 0) {
+    throw new Error(`compose bench: the generated mesh did not compose whole (${users.ok ? users.users.length : 0} users, ${users.leftOut.length} left out, ${refused} declarations refused)`);
+  }
   return {
     nodes,
     modules: Object.keys(state.modules.modules).length,

@@ -30,7 +30,7 @@ import type { ComposeConfig } from "../compose/types.ts";
 import { credentialOf } from "../projections/index.ts";
 import { hashPassword, isSeedSecret, openWithMeshKey, publicKeyOfSeed, recordsTagVerifies, secretMatches, sealWithMeshKey } from "../crypto/secrets.ts";
 import { CONTROLLER_NAME } from "../names.ts";
-import { push, type PushContext, type PushOptions, type PushReport } from "../push/push.ts";
+import { newCompositionMemo, push, type PushContext, type PushOptions, type PushReport } from "../push/push.ts";
 import { PUSH_VERB, pushVerb } from "../push/pushCommand.ts";
 import { REPORTS_VERB, reportsVerb } from "../push/reports.ts";
 import { controllerCredential, pendingPassword, type ControllerCredential } from "../controller/credential.ts";
@@ -244,7 +244,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
     // 6. Serve commands, push among them.
     const pushContext: PushContext = {
       nc, catalogue, meshKey: config.meshKey, compose, log, controller: credential, newId: () => `push-${randomUUID()}`,
-      sealCache: new Map(), raiseMemo,
+      sealCache: new Map(), raiseMemo, compositionMemo: newCompositionMemo(),
     };
     // One push at a time, whether asked over the bus or in-process.
     let queue: Promise<unknown> = Promise.resolve();

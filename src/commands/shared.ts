@@ -63,7 +63,7 @@ export function addressResolver(state: State): (principal: Principal) => string 
     const placement = node === broker ? "broker" : state.overlay.placed[node] !== undefined ? "placed" : "off";
     let address = byPlacement.get(placement);
     if (address === undefined) {
-      address = brokerReachableAt(state, node);
+      address = brokerReachableAt(state, node, broker);
       byPlacement.set(placement, address);
     }
     return address;

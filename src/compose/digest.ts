@@ -46,8 +46,11 @@ function ordered(value: unknown): unknown {
   const keys = Object.keys(record);
   let sorted = true;
   for (let i = 0; i < keys.length; i++) {
-    if (INDEX_LIKE.test(keys[i]!)) return UNORDERABLE;
-    if (i > 0 && keys[i - 1]! > keys[i]!) sorted = false;
+    const key = keys[i]!;
+    // Only a key starting with a digit can be index-like: the rest skip the pattern.
+    const first = key.charCodeAt(0);
+    if (first >= 48 && first <= 57 && INDEX_LIKE.test(key)) return UNORDERABLE;
+    if (i > 0 && keys[i - 1]! > key) sorted = false;
   }
   if (sorted) {
     let copy: Record<string, unknown> | undefined;
@@ -71,6 +74,16 @@ function ordered(value: unknown): unknown {
     if (next !== undefined) copy[key] = next;
   }
   return copy;
+}
+
+/**
+ * `value` with every object's keys in sorted order (parts already in order returned as they are,
+ * not copied), so JSON.stringify writes it as canonicalJson does; undefined when it has an object
+ * with an index-like key, which no key order can make JSON.stringify write sorted.
+ */
+export function orderedView<T>(value: T): T | undefined {
+  const view = ordered(value);
+  return view === UNORDERABLE ? undefined : (view as T);
 }
 
 /**

@@ -46,6 +46,11 @@ export type FollowEntry = { seat: string; event: string; subject: string; stream
 /** A request a module answers. */
 export type ToolEntry = { tool: string; subject: string };
 
+/** JSON.stringify(list); most modules' lists are mostly empty, written without a call. */
+function jsonList(list: readonly unknown[]): string {
+  return list.length === 0 ? "[]" : JSON.stringify(list);
+}
+
 /**
  * The environment of `module` dialling `address` as `user` (see ModuleEnvironment, R57).
  * A module the catalogue does not know gets empty lists. Pure.
@@ -57,23 +62,24 @@ export function moduleEnvironment(state: State, module: string, address: string,
   const emits: EmitEntry[] = [];
   const follows: FollowEntry[] = [];
   const tools: ToolEntry[] = [];
-  const seen = new Set<string>();
+  // A manifest names a few seats: the ones seen are kept in a list, not a set.
+  const seen: string[] = [];
   for (const claim of manifest?.claims ?? []) {
     const seat = resolveSeat(state.modules, claim);
     const record = seatOf(state.modules, seat);
-    if (!record || seen.has(seat)) continue;
-    seen.add(seat);
+    if (!record || seen.includes(seat)) continue;
+    seen.push(seat);
     if (record.accepts.length > 0) {
       work.push({ seat, stream: workStream(seat), consumer: workConsumer(seat), subjects: record.accepts.map((kind) => workSubject(seat, kind)) });
     }
     for (const event of record.emits) emits.push({ seat, event, subject: eventSubject(seat, event) });
   }
-  const used = new Set<string>();
+  const used: string[] = [];
   for (const use of manifest?.uses ?? []) {
     const seat = resolveSeat(state.modules, use);
     const record = seatOf(state.modules, seat);
-    if (!record || used.has(seat)) continue;
-    used.add(seat);
+    if (!record || used.includes(seat)) continue;
+    used.push(seat);
     for (const kind of record.accepts) submits.push({ seat, kind, subject: workSubject(seat, kind) });
   }
   for (const follow of manifest?.follows ?? []) {
@@ -81,15 +87,16 @@ export function moduleEnvironment(state: State, module: string, address: string,
     follows.push({ seat, event: follow.event, subject: eventSubject(seat, follow.event), stream: EVENTS_STREAM, consumer: followConsumer(module, seat, follow.event) });
   }
   for (const tool of manifest?.tools ?? []) tools.push({ tool: tool.name, subject: toolSubject(module, tool.name) });
+  // In sorted order, as a declaration's canonical JSON writes them (the host sorts its env file's lines itself).
   return {
     MESH_BROKER_ADDRESS: address,
     MESH_BROKER_CERTIFICATE: fingerprint,
-    MESH_USER: user,
+    MESH_EMITS: jsonList(emits),
+    MESH_FOLLOWS: jsonList(follows),
     MESH_INBOX_PREFIX: inboxPrefix(user),
-    MESH_WORK: JSON.stringify(work),
-    MESH_SUBMITS: JSON.stringify(submits),
-    MESH_EMITS: JSON.stringify(emits),
-    MESH_FOLLOWS: JSON.stringify(follows),
-    MESH_TOOLS: JSON.stringify(tools),
+    MESH_SUBMITS: jsonList(submits),
+    MESH_TOOLS: jsonList(tools),
+    MESH_USER: user,
+    MESH_WORK: jsonList(work),
   };
 }

@@ -7,6 +7,7 @@ import {
   followConsumer, inboxPrefix, inboxSubjects, kvStream, kvSubjects, objectStoreStream, objectStoreSubjects,
   pullGrants, reportSubject, streamUpdatedAdvisory, toolSubject, workConsumer, workStream, workSubject,
 } from "../names.ts";
+import { sortStrings } from "./sorting.ts";
 import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./types.ts";
 
 /**
@@ -68,41 +69,45 @@ export function userOf(state: State, principal: Principal): string {
  */
 export function controllerReplyInboxes(state: State): string[] {
   const inboxes: string[] = [];
-  for (const credential of Object.values(state.credentials)) {
-    if (credential.principal.kind === "operator") inboxes.push(inboxSubjects(userOf(state, credential.principal)));
+  // By key: Object.values of 50,000 credentials costs several times more.
+  for (const key of Object.keys(state.credentials)) {
+    const credential = state.credentials[key]!;
+    if (credential.principal.kind === "operator") inboxes.push(inboxSubjects(credential.user));
   }
   return sortedUnique(inboxes);
 }
 
 /**
- * Where a derivation puts its grants. Reasons are thunks: composing 50,000 users needs the subjects
- * only, and `mesh explain` asks for the words (grantsOf).
+ * Where a derivation puts its grants. `explains` says whether it wants the reasons (`mesh explain`,
+ * grantsOf) or the subjects alone: composing 50,000 users builds no reason (each is "").
  */
-type Sink = (direction: Direction, subject: string, because: () => string) => void;
+type Sink = { explains: boolean; add(direction: Direction, subject: string, because: string): void };
 
-function pull(add: Sink, stream: string, consumer: string, because: () => string): void {
-  for (const subject of pullGrants(stream, consumer).publish) add("pub", subject, because);
+function pull(sink: Sink, stream: string, consumer: string, because: string): void {
+  const subjects = pullGrants(stream, consumer).publish;
+  for (let i = 0; i < subjects.length; i++) sink.add("pub", subjects[i]!, because);
 }
 
 function renamed(written: string, resolved: string): string {
   return written === resolved ? written : `${written} (now ${resolved})`;
 }
 
-/** Derives a module's manifest grants into `add` (without its inbox); true when it answers requests (tools). */
-function deriveModule(state: State, module: string, add: Sink): boolean {
+/** Derives a module's manifest grants into `sink` (without its inbox); true when it answers requests (tools). */
+function deriveModule(state: State, module: string, sink: Sink): boolean {
   const manifest = state.modules.modules[module]?.manifest;
   if (!manifest) return false;
-  const line = `manifest of ${module}`;
+  const why = sink.explains;
+  const line = why ? `manifest of ${module}` : "";
   for (const claim of manifest.claims) {
     const seat = resolveSeat(state.modules, claim);
     const record = seatOf(state.modules, seat);
     if (!record) continue;
     if (record.accepts.length > 0) {
-      pull(add, workStream(seat), workConsumer(seat),
-        () => `${line}: claims ${renamed(claim, seat)}, which accepts ${record.accepts.join(", ")} (R16: the queue shared by its holders)`);
+      pull(sink, workStream(seat), workConsumer(seat),
+        why ? `${line}: claims ${renamed(claim, seat)}, which accepts ${record.accepts.join(", ")} (R16: the queue shared by its holders)` : "");
     }
     for (const event of record.emits) {
-      add("pub", eventSubject(seat, event), () => `${line}: claims ${renamed(claim, seat)}, which emits ${event}`);
+      sink.add("pub", eventSubject(seat, event), why ? `${line}: claims ${renamed(claim, seat)}, which emits ${event}` : "");
     }
   }
   for (const use of manifest.uses) {
@@ -110,85 +115,90 @@ function deriveModule(state: State, module: string, add: Sink): boolean {
     const record = seatOf(state.modules, seat);
     if (!record) continue;
     for (const kind of record.accepts) {
-      add("pub", workSubject(seat, kind), () => `${line}: uses ${renamed(use, seat)}, which accepts ${kind} (submitting half only)`);
+      sink.add("pub", workSubject(seat, kind), why ? `${line}: uses ${renamed(use, seat)}, which accepts ${kind} (submitting half only)` : "");
     }
   }
   for (const follow of manifest.follows) {
     const seat = resolveSeat(state.modules, follow.seat);
-    pull(add, EVENTS_STREAM, followConsumer(module, seat, follow.event), () => `${line}: follows ${renamed(follow.seat, seat)} ${follow.event} (R4, R18)`);
+    pull(sink, EVENTS_STREAM, followConsumer(module, seat, follow.event), why ? `${line}: follows ${renamed(follow.seat, seat)} ${follow.event} (R4, R18)` : "");
   }
   for (const tool of manifest.tools) {
-    add("sub", toolSubject(module, tool.name), () => `${line}: offers the tool ${tool.name}`);
+    sink.add("sub", toolSubject(module, tool.name), why ? `${line}: offers the tool ${tool.name}` : "");
   }
   return manifest.tools.length > 0;
+}
+
+/** A sink that keeps every grant with its reason. */
+function explaining(grants: Grant[]): Sink {
+  return { explains: true, add: (direction, subject, because) => grants.push({ direction, subject, because }) };
 }
 
 /** What a module's manifest implies on the bus, with reasons, without its inbox. */
 export function moduleGrants(state: State, module: string): { grants: Grant[]; responder: boolean } {
   const grants: Grant[] = [];
-  const responder = deriveModule(state, module, (direction, subject, because) => grants.push({ direction, subject, because: because() }));
+  const responder = deriveModule(state, module, explaining(grants));
   return { grants, responder };
 }
 
 /** The submitting half of a seat (its work kinds) and its outcomes named exactly (R15, R19). */
-function deriveSubmitter(state: State, seatName: string, add: Sink, because: string): void {
+function deriveSubmitter(state: State, seatName: string, sink: Sink, because: string): void {
   const seat = resolveSeat(state.modules, seatName);
   const record = seatOf(state.modules, seat);
   if (!record) return;
-  for (const kind of record.accepts) add("pub", workSubject(seat, kind), () => `${because}: ${renamed(seatName, seat)} accepts ${kind}`);
-  for (const event of record.emits) add("sub", eventSubject(seat, event), () => `${because}: ${renamed(seatName, seat)} emits ${event}`);
+  const why = sink.explains;
+  for (const kind of record.accepts) sink.add("pub", workSubject(seat, kind), why ? `${because}: ${renamed(seatName, seat)} accepts ${kind}` : "");
+  for (const event of record.emits) sink.add("sub", eventSubject(seat, event), why ? `${because}: ${renamed(seatName, seat)} emits ${event}` : "");
 }
 
 /** What a derivation says besides its grants: `allow_responses`, its user, the inboxes it replies to. */
 type Derived = { responder: boolean; user: string; replies: string[] };
 
-/** Derives a principal's grants into `add`; returns whether it answers requests, its user and its reply inboxes. */
-function derive(state: State, principal: Principal, config: ComposeConfig, add: Sink): Derived {
-  const user = userOf(state, principal);
+/** Derives a principal's grants into `sink`; returns whether it answers requests, its user and its reply inboxes. */
+function derive(state: State, principal: Principal, config: ComposeConfig, sink: Sink, user: string = userOf(state, principal)): Derived {
   let responder = false;
   let replies: string[] = [];
+  const why = sink.explains;
   switch (principal.kind) {
     case "controller": {
-      const fixed = (direction: Direction, subject: string, because: string) => add(direction, subject, () => because);
-      fixed("sub", COMMAND_SUBJECTS, "controller: serves every principal's commands; the principal token is the asker, enforced by each principal's publish grant (R51)");
-      fixed("pub", CATALOGUE_SUBJECTS, "controller: appends commits to the records");
-      fixed("pub", CONTROL_SUBJECTS, "controller: publishes every node's declaration");
-      fixed("sub", REPORT_SUBJECTS, "controller: hears which declaration each node applied");
-      fixed("pub", JS_API_SUBJECTS, "controller: raises streams and consumers (the controller only, field notes)");
-      fixed("sub", streamUpdatedAdvisory(CATALOGUE_STREAM), "controller: hears when the records' configuration changes (R47: it serves nothing on records that erase commits)");
-      fixed("pub", kvSubjects(SNAPSHOT_BUCKET), "controller: writes its snapshot pointer");
-      fixed("pub", kvSubjects(CONTROLLER_LEASE_BUCKET), "controller: creates, renews and releases the controllers' lease (R61)");
-      fixed("pub", objectStoreSubjects(SNAPSHOT_OBJECTS), "controller: writes snapshot bodies");
-      fixed("pub", flowControlSubjects(kvStream(SNAPSHOT_BUCKET)), "controller: flow control of its snapshot pointer's ordered consumers");
-      fixed("pub", flowControlSubjects(objectStoreStream(SNAPSHOT_OBJECTS)), "controller: flow control of its snapshot reads");
-      for (const seat of config.controllerSubmits) deriveSubmitter(state, seat, add, "controller configuration: submits to (R19)");
-      deriveModule(state, CONTROLLER_NAME, add);
+      sink.add("sub", COMMAND_SUBJECTS, "controller: serves every principal's commands; the principal token is the asker, enforced by each principal's publish grant (R51)");
+      sink.add("pub", CATALOGUE_SUBJECTS, "controller: appends commits to the records");
+      sink.add("pub", CONTROL_SUBJECTS, "controller: publishes every node's declaration");
+      sink.add("sub", REPORT_SUBJECTS, "controller: hears which declaration each node applied");
+      sink.add("pub", JS_API_SUBJECTS, "controller: raises streams and consumers (the controller only, field notes)");
+      sink.add("sub", streamUpdatedAdvisory(CATALOGUE_STREAM), "controller: hears when the records' configuration changes (R47: it serves nothing on records that erase commits)");
+      sink.add("pub", kvSubjects(SNAPSHOT_BUCKET), "controller: writes its snapshot pointer");
+      sink.add("pub", kvSubjects(CONTROLLER_LEASE_BUCKET), "controller: creates, renews and releases the controllers' lease (R61)");
+      sink.add("pub", objectStoreSubjects(SNAPSHOT_OBJECTS), "controller: writes snapshot bodies");
+      sink.add("pub", flowControlSubjects(kvStream(SNAPSHOT_BUCKET)), "controller: flow control of its snapshot pointer's ordered consumers");
+      sink.add("pub", flowControlSubjects(objectStoreStream(SNAPSHOT_OBJECTS)), "controller: flow control of its snapshot reads");
+      for (const seat of config.controllerSubmits) deriveSubmitter(state, seat, sink, "controller configuration: submits to (R19)");
+      deriveModule(state, CONTROLLER_NAME, sink);
       replies = controllerReplyInboxes(state);
       for (const inbox of replies) {
-        add("pub", inbox, () => `R33: answers the commands of its asker on the asker's own inbox ${inbox} (an explicit grant: a reload of the user list forgets allow_responses)`);
+        sink.add("pub", inbox, why ? `R33: answers the commands of its asker on the asker's own inbox ${inbox} (an explicit grant: a reload of the user list forgets allow_responses)` : "");
       }
       break;
     }
     case "operator":
-      add("pub", commandSubjects(user), () => `operator: sends commands under its own name ${user} and no other's (R51: the bus says who asked)`);
+      sink.add("pub", commandSubjects(user), why ? `operator: sends commands under its own name ${user} and no other's (R51: the bus says who asked)` : "");
       for (const name of Object.keys(state.modules.modules).sort()) {
         for (const tool of state.modules.modules[name]!.manifest.tools) {
-          add("pub", toolSubject(name, tool.name), () => `operator: may call the tool ${tool.name} of ${name} (manifest of ${name})`);
+          sink.add("pub", toolSubject(name, tool.name), why ? `operator: may call the tool ${tool.name} of ${name} (manifest of ${name})` : "");
         }
       }
       break;
     case "node":
-      pull(add, CONTROL_STREAM, declarationConsumer(principal.name), () => `node ${principal.name}: its own CONTROL consumer (R2, R22)`);
-      add("pub", reportSubject(principal.name), () => `node ${principal.name}: reports what it applied`);
+      pull(sink, CONTROL_STREAM, declarationConsumer(principal.name), why ? `node ${principal.name}: its own CONTROL consumer (R2, R22)` : "");
+      sink.add("pub", reportSubject(principal.name), why ? `node ${principal.name}: reports what it applied` : "");
       break;
     case "module":
-      responder = deriveModule(state, principal.name, add);
+      responder = deriveModule(state, principal.name, sink);
       break;
     case "builder":
-      deriveSubmitter(state, BUILD_SEAT, add, `builder ${principal.name}: submits builds to`);
+      deriveSubmitter(state, BUILD_SEAT, sink, why ? `builder ${principal.name}: submits builds to` : "");
       break;
   }
-  add("sub", inboxSubjects(user), () => `R33: the own inbox of ${user} (clients connect with inboxPrefix ${inboxPrefix(user)})`);
+  sink.add("sub", inboxSubjects(user), why ? `R33: the own inbox of ${user} (clients connect with inboxPrefix ${inboxPrefix(user)})` : "");
   return { responder, user, replies };
 }
 
@@ -199,13 +209,19 @@ function derive(state: State, principal: Principal, config: ComposeConfig, add: 
  */
 export function grantsOf(state: State, principal: Principal, config: ComposeConfig): { grants: Grant[] } & Derived {
   const grants: Grant[] = [];
-  const derived = derive(state, principal, config, (direction, subject, because) => grants.push({ direction, subject, because: because() }));
+  const derived = derive(state, principal, config, explaining(grants));
   return { grants, ...derived };
 }
 
+/** `values` sorted (sortStrings) with repeats dropped, in place. */
 function sortedUnique(values: string[]): string[] {
-  values.sort();
-  return values.filter((v, i) => i === 0 || v !== values[i - 1]);
+  sortStrings(values);
+  let kept = 0;
+  for (let i = 0; i < values.length; i++) {
+    if (kept === 0 || values[i] !== values[kept - 1]) values[kept++] = values[i]!;
+  }
+  if (kept < values.length) values.length = kept;
+  return values;
 }
 
 /**
@@ -213,13 +229,15 @@ function sortedUnique(values: string[]): string[] {
  * sorted and deduplicated, with `allow_responses: true` for responders (modules with tools) only.
  * Throws an Error when a derivation would grant `>`, `_INBOX.>`, a subscription on another
  * principal's inbox, or a publish on one other than the controller's reply grants (a bug, never a
- * record: mesh names cannot carry wildcards). O(grants) per principal; operators also O(tools of
- * the catalogue), the controller also O(credentials).
+ * record: mesh names cannot carry wildcards). `user` is the principal's bus user (userOf), passed
+ * by a caller that holds its credential already (composeBusUsers). O(grants) per principal;
+ * operators also O(tools of the catalogue), the controller also O(credentials).
  */
-export function permissionsOf(state: State, principal: Principal, config: ComposeConfig): Permissions {
+export function permissionsOf(state: State, principal: Principal, config: ComposeConfig, user: string = userOf(state, principal)): Permissions {
   const pub: string[] = [];
   const sub: string[] = [];
-  const { responder, user, replies } = derive(state, principal, config, (direction, subject) => (direction === "pub" ? pub : sub).push(subject));
+  const sink: Sink = { explains: false, add: (direction, subject) => (direction === "pub" ? pub : sub).push(subject) };
+  const { responder, replies } = derive(state, principal, config, sink, user);
   return checked({ publish: publishSide(sortedUnique(pub)), subscribe: { allow: sortedUnique(sub) } }, responder, user, replies);
 }
 
@@ -241,6 +259,9 @@ function publishSide(allow: string[]): Permissions["publish"] {
   return allow.includes(JS_API_SUBJECTS) ? { allow, deny: [...CATALOGUE_ERASE_SUBJECTS] } : { allow };
 }
 
+/** The reply grants of every principal but the controller: none. */
+const NO_REPLIES: ReadonlySet<string> = new Set();
+
 /**
  * The R33 guard. Nobody is granted `>` or `_INBOX.>`; nobody subscribes to an inbox but its own
  * (a reply carrying a fresh credential must reach only its asker). Publishing into another's inbox
@@ -251,7 +272,7 @@ function publishSide(allow: string[]): Permissions["publish"] {
 function checked(permissions: Permissions, responder: boolean, user: string, replies: readonly string[]): Permissions {
   if (responder) permissions.allow_responses = true;
   const own = inboxSubjects(user);
-  const mayReplyTo = new Set(replies);
+  const mayReplyTo: ReadonlySet<string> = replies.length === 0 ? NO_REPLIES : new Set(replies);
   const refuse = (subject: string, how: string) => {
     throw new Error(`composition would grant ${user} ${how} on ${subject}: refused (R33)`);
   };

@@ -1,5 +1,4 @@
-import type { State } from "../projections/index.ts";
-import { credentialOf } from "../projections/index.ts";
+import { credentialOf, type CredentialRecord, type State } from "../projections/index.ts";
 import { ALL_SUBJECTS, CONTROLLER_NAME, principalKey } from "../names.ts";
 import { BOOTSTRAP_NKEY } from "../genesis.ts";
 import { permissionsOf } from "./permissions.ts";
@@ -17,17 +16,34 @@ import type { BusUser, BusUsers, ComposeConfig, LeftOut, Permissions, Principal 
  * module without one, an assigned module never issued. A second credential with a user already
  * taken is left out too (nats-server refuses duplicate users). A list with no users is refused
  * with code `user-list-empty`: that bus would refuse every connection of the mesh (R12).
- * Users are sorted by user name; O(principals).
+ * Users are sorted by user name; O(principals log principals), with no map or set of every
+ * principal (composing 50,000 users spent more in them than in anything else of the list's own).
  */
 export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
-  const users: BusUser[] = [];
   const leftOut: LeftOut[] = [];
-  const taken = new Map<string, string>();
+  const credentials: CredentialRecord[] = [];
+  // Counted to find who lacks a credential without looking every principal up (below).
+  let nodesWith = 0;
+  let modulesWith = 0;
+  let controllerWith = false;
   for (const key of Object.keys(state.credentials).sort()) {
     const credential = state.credentials[key]!;
-    const owner = taken.get(credential.user);
-    if (owner !== undefined) {
-      leftOut.push({ principal: credential.principal, reason: `its user ${credential.user} is already the user of ${owner}` });
+    const { kind, name } = credential.principal;
+    if (kind === "node" && state.nodes[name] !== undefined) nodesWith += 1;
+    else if (kind === "module" && name !== CONTROLLER_NAME && needsCredential(state, name)) modulesWith += 1;
+    else if (kind === "controller" && name === CONTROLLER_NAME) controllerWith = true;
+    credentials.push(credential);
+  }
+  // By user, the credentials of one user in key order (a stable sort, of a list its keys' order
+  // nearly always sorts already): the first of them with a key takes the user; those before it hold
+  // no key (recorded before nkeys), those after it are duplicates (nats-server refuses a user listed twice).
+  if (!credentials.every((c, i) => i === 0 || compare(credentials[i - 1]!.user, c.user) <= 0)) credentials.sort((a, b) => compare(a.user, b.user));
+  const users: BusUser[] = [];
+  let owner: CredentialRecord | undefined;
+  for (const credential of credentials) {
+    if (owner !== undefined && owner.user === credential.user) {
+      const { kind, name } = owner.principal;
+      leftOut.push({ principal: credential.principal, reason: `its user ${credential.user} is already the user of ${principalKey(kind, name)}` });
       continue;
     }
     if (credential.nkey === BOOTSTRAP_NKEY && credential.principal.kind !== "controller") {
@@ -43,27 +59,34 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
       leftOut.push({ principal: credential.principal, reason: `its credential was recorded before nkeys and holds no public key (R63): ${fix}` });
       continue;
     }
-    taken.set(credential.user, key);
+    owner = credential;
     users.push({
       user: credential.user,
       nkey: credential.nkey,
-      permissions: permissionsOf(state, credential.principal, config),
+      permissions: permissionsOf(state, credential.principal, config, credential.user),
       principal: credential.principal,
     });
   }
-  const missing = (principal: Principal, reason: string) => {
-    if (!credentialOf(state.credentials, principal)) leftOut.push({ principal, reason });
-  };
-  missing({ kind: "controller", name: CONTROLLER_NAME }, "the controller has recorded no credential yet (R14: it records its own at start)");
-  for (const node of Object.keys(state.nodes).sort()) missing({ kind: "node", name: node }, "enrolled node without a credential");
-  for (const name of Object.keys(state.modules.modules).sort()) {
-    const record = state.modules.modules[name]!;
-    if (name === CONTROLLER_NAME) continue;
-    if (record.issued) missing({ kind: "module", name }, "issued module without a credential");
-    else if (state.assignments.byModule[name]?.length) missing({ kind: "module", name }, "assigned but never issued: run `mesh module issue`");
+  // Each principal is looked up only when the counts say some lack a credential.
+  if (!controllerWith) {
+    leftOut.push({ principal: { kind: "controller", name: CONTROLLER_NAME }, reason: "the controller has recorded no credential yet (R14: it records its own at start)" });
+  }
+  const nodes = Object.keys(state.nodes);
+  if (nodesWith < nodes.length) {
+    for (const node of nodes) {
+      if (!credentialOf(state.credentials, { kind: "node", name: node })) leftOut.push({ principal: { kind: "node", name: node }, reason: "enrolled node without a credential" });
+    }
+  }
+  const needing = Object.keys(state.modules.modules).filter((name) => name !== CONTROLLER_NAME && needsCredential(state, name));
+  if (modulesWith < needing.length) {
+    for (const name of needing) {
+      const principal: Principal = { kind: "module", name };
+      if (credentialOf(state.credentials, principal)) continue;
+      if (state.modules.modules[name]!.issued) leftOut.push({ principal, reason: "issued module without a credential" });
+      else leftOut.push({ principal, reason: "assigned but never issued: run `mesh module issue`" });
+    }
   }
   leftOut.sort((a, b) => compare(principalKey(a.principal.kind, a.principal.name), principalKey(b.principal.kind, b.principal.name)));
-  users.sort((a, b) => compare(a.user, b.user));
   if (users.length === 0) {
     return {
       ok: false,
@@ -74,29 +97,94 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
   return { ok: true, users, leftOut };
 }
 
+/** A module that should be on the bus: registered, and issued or assigned to a node. */
+function needsCredential(state: State, module: string): boolean {
+  const record = state.modules.modules[module];
+  return record !== undefined && (record.issued || (state.assignments.byModule[module]?.length ?? 0) > 0);
+}
+
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
 const PLAIN = /^[A-Za-z0-9_.$>*\-:/+=]*$/;
+/** A user name as its line's comment shows it: anything but these characters becomes `?`. */
+const COMMENT_SAFE = /^[A-Za-z0-9_.-]*$/;
+
+/**
+ * The pieces of one line of the list, written by index into an array kept for every line: an
+ * array emptied by `length = 0` gives up its room and grows again for each of 50,000 lines.
+ */
+type Line = { pieces: string[]; n: number; used: number };
+
+function put(line: Line, text: string): void {
+  line.pieces[line.n++] = text;
+}
+
+/** The line's text; the array is kept, its pieces past this line's emptied. */
+function take(line: Line): string {
+  for (let i = line.n; i < line.used; i++) line.pieces[i] = "";
+  const text = line.pieces.join("");
+  line.used = line.n;
+  line.n = 0;
+  return text;
+}
+
+/** Appends `[s1, s2, ...]`, each subject quoted: between double quotes when it has nothing to escape, else as JSON writes it. */
+function putList(line: Line, subjects: readonly string[]): void {
+  if (subjects.every((subject) => PLAIN.test(subject))) {
+    // The usual case, in fewer pieces: `["`, s1, `", "`, s2, ..., `"]`.
+    put(line, '["');
+    for (let i = 0; i < subjects.length; i++) {
+      if (i > 0) put(line, '", "');
+      put(line, subjects[i]!);
+    }
+    put(line, '"]');
+    return;
+  }
+  put(line, "[");
+  for (let i = 0; i < subjects.length; i++) {
+    if (i > 0) put(line, ", ");
+    put(line, quote(subjects[i]!));
+  }
+  put(line, "]");
+}
+
 function quote(text: string): string {
   return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text);
 }
 
-function list(subjects: readonly string[]): string {
-  return `[${subjects.map(quote).join(", ")}]`;
+/** A side that allows nothing: an explicit deny of everything (see putPermissions). */
+const DENY_ALL = `{deny: [${quote(ALL_SUBJECTS)}]}`;
+
+/** Appends one side of a user's permissions (see putPermissions). */
+function putSide(line: Line, allow: readonly string[], deny: readonly string[] | undefined): void {
+  if (allow.length === 0) {
+    put(line, DENY_ALL);
+    return;
+  }
+  put(line, "{allow: ");
+  putList(line, allow);
+  if (deny !== undefined && deny.length > 0) {
+    put(line, ", deny: ");
+    putList(line, deny);
+  }
+  put(line, "}");
 }
 
-function renderPermissions(permissions: Permissions): string {
-  // nats-server reads an empty allow list as "no restriction": a principal with nothing to
-  // publish gets an explicit deny of everything instead (deny by default). allow_responses still
-  // lets a responder answer the requests it received.
-  // A deny list (R47) narrows an allow wildcard: nats-server lets a deny win over an allow.
-  const side = (allow: readonly string[], deny: readonly string[] = []) =>
-    allow.length > 0 ? `{allow: ${list(allow)}${deny.length > 0 ? `, deny: ${list(deny)}` : ""}}` : `{deny: ${list([ALL_SUBJECTS])}}`;
-  const parts = [`publish: ${side(permissions.publish.allow, permissions.publish.deny)}`, `subscribe: ${side(permissions.subscribe.allow)}`];
-  if (permissions.allow_responses) parts.push("allow_responses: true");
-  return `{${parts.join(", ")}}`;
+/**
+ * Appends a user's permissions, then the end of its entry: `{publish: ..., subscribe: ...}}`.
+ * nats-server reads an empty allow list as "no restriction": a principal with nothing to publish
+ * gets an explicit deny of everything instead (deny by default). allow_responses still lets a
+ * responder answer the requests it received. A deny list (R47) narrows an allow wildcard:
+ * nats-server lets a deny win over an allow.
+ */
+function putPermissions(line: Line, permissions: Permissions): void {
+  put(line, "{publish: ");
+  putSide(line, permissions.publish.allow, permissions.publish.deny);
+  put(line, ", subscribe: ");
+  putSide(line, permissions.subscribe.allow, undefined);
+  put(line, permissions.allow_responses ? ", allow_responses: true}}  # " : "}}  # ");
 }
 
 /**
@@ -105,20 +193,35 @@ function renderPermissions(permissions: Permissions): string {
  * `include "<file>"` at top level. Deterministic: the same users give the same bytes (users sorted
  * by name, subjects sorted, one user per line). Each user is `{nkey: "U...", permissions}` with
  * its name in a comment at the end of its line (readUserList, usersOfListText read it back): no
- * secret, no hash (R3, R63).
+ * secret, no hash (R3, R63). Each line is written from one list of pieces, the subjects themselves
+ * (not a string per side and per quoted subject: 50,000 users make a 20 MiB text).
  */
 export function renderUserList(list: { users: readonly BusUser[] }): string {
-  const lines = [...list.users]
-    .sort((a, b) => compare(a.user, b.user))
-    .map((u) => `    {nkey: ${quote(u.nkey)}, permissions: ${renderPermissions(u.permissions)}}  # ${u.user.replace(/[^A-Za-z0-9_.-]/g, "?")}`);
-  return [
+  // composeBusUsers gives them sorted already: a copy is sorted only when they are not.
+  const users = list.users.every((u, i) => i === 0 || compare(list.users[i - 1]!.user, u.user) <= 0)
+    ? list.users
+    : [...list.users].sort((a, b) => compare(a.user, b.user));
+  const lines: string[] = [
     "# The bus user list, composed by mesh-controller from its records on every push (R11).",
     "# Do not edit: the next push replaces it.",
     "authorization {",
     "  users = [",
-    ...lines,
-    "  ]",
-    "}",
-    "",
-  ].join("\n");
+  ];
+  const line: Line = { pieces: [], n: 0, used: 0 };
+  for (const u of users) {
+    if (PLAIN.test(u.nkey)) {
+      put(line, '    {nkey: "');
+      put(line, u.nkey);
+      put(line, '", permissions: ');
+    } else {
+      put(line, "    {nkey: ");
+      put(line, JSON.stringify(u.nkey));
+      put(line, ", permissions: ");
+    }
+    putPermissions(line, u.permissions);
+    put(line, COMMENT_SAFE.test(u.user) ? u.user : u.user.replace(/[^A-Za-z0-9_.-]/g, "?"));
+    lines.push(take(line));
+  }
+  lines.push("  ]", "}", "");
+  return lines.join("\n");
 }

@@ -62,6 +62,8 @@ export function evolveModules(draft: Draft<ModulesState>, event: MeshEvent): voi
  * the records (which decide refuses) cannot hang a lookup.
  */
 export function resolveSeat(state: ModulesState, seat: string): string {
+  // Most seats were never renamed: composing a large mesh resolves one per grant.
+  if (state.aliases[seat] === undefined) return seat;
   const seen = new Set<string>();
   let name = seat;
   while (state.aliases[name] !== undefined && !seen.has(name)) {
@@ -76,11 +78,21 @@ export function seatOf(state: ModulesState, seat: string): SeatRecord | undefine
   return state.seats[resolveSeat(state, seat)];
 }
 
-/** The names of the modules whose manifest claims `seat` (after aliases), sorted. */
+/**
+ * The names of the modules whose manifest claims `seat` (after aliases), sorted. O(modules): by
+ * their keys, as Object.values of 40,000 modules costs several times more.
+ */
 export function claimantsOf(state: ModulesState, seat: string): string[] {
   const target = resolveSeat(state, seat);
-  return Object.values(state.modules)
-    .filter((m) => m.manifest.claims.some((c) => resolveSeat(state, c) === target))
-    .map((m) => m.manifest.name)
-    .sort();
+  const names: string[] = [];
+  for (const key of Object.keys(state.modules)) {
+    const manifest = state.modules[key]!.manifest;
+    for (const claim of manifest.claims) {
+      if (resolveSeat(state, claim) === target) {
+        names.push(manifest.name);
+        break;
+      }
+    }
+  }
+  return names.sort();
 }

@@ -51,12 +51,13 @@ export function brokerNode(state: State): string | null {
  * gets the broker node's overlay name, when that node is on the overlay too; the broker node itself
  * and any node off the overlay get the genesis address (the bus listens there on the broker's own
  * machine, and on a one-machine mesh no resolver knows `<node>.internal`). The port is the genesis
- * address's, or the standard one (R8). Throws when the mesh has no genesis record.
+ * address's, or the standard one (R8). `broker` is brokerNode(state), passed by a caller that
+ * resolves many nodes against one state (finding it scans the modules). Throws when the mesh has
+ * no genesis record.
  */
-export function brokerReachableAt(state: State, node: string): string {
+export function brokerReachableAt(state: State, node: string, broker: string | null = brokerNode(state)): string {
   if (!state.mesh) throw new Error("the mesh has no genesis record (MeshCreated): run the installer first");
   const genesis = parseBusAddress(state.mesh.genesisAddress);
-  const broker = brokerNode(state);
   const placed = state.overlay.placed;
   if (node !== broker && placed[node] !== undefined && broker !== null && placed[broker] !== undefined) {
     return formatBusAddress({ ...genesis, host: placed[broker]! });

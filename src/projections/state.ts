@@ -89,7 +89,9 @@ function applyCommit(draft: Draft<State>, { sequence, commit }: SequencedCommit,
 /**
  * Folds commits, in stream order, into the state: one immer `produce` for the whole batch.
  * Pure: same state and commits give the same result. Throws nothing for a well-formed commit
- * (commits are validated by the reader before they reach the fold).
+ * (commits are validated by the reader before they reach the fold). No slice of `state` is changed
+ * in place, and a slice no commit touched is the same object in the result: the push's
+ * CompositionMemo compares slices by identity (startFold keeps this too).
  */
 export function evolve(state: State, commits: readonly SequencedCommit[]): State {
   if (commits.length === 0) return state;

@@ -34,6 +34,31 @@ export function roundBound(state: State): number {
   return Object.keys(state.nodes).length + 1;
 }
 
+/** What a round saw after it recorded its sends (composeAgain). */
+export type RoundEnd = {
+  /** The records sequence the round composed from. */
+  composedAt: number;
+  /** The sequences of the round's own DeclarationSent commits, ascending. */
+  recorded: readonly number[];
+  /** The sequence the records are folded to after the round. */
+  foldedTo: number;
+  /** Planned sends that were not sent (their publish failed, or a secret could not be sealed). */
+  unsent: number;
+};
+
+/**
+ * R31: whether a push composes again after a round. Not when every planned send landed and nothing
+ * but the round's own records was folded since it composed: composition reads no record of what
+ * was sent, so composing again would give the same declarations, each now recorded as sent, and
+ * send nothing (a round spent composing 10,000 nodes and raising for nothing). When another commit
+ * came in (the records moved under the push) or a node was not sent, it composes again.
+ */
+export function composeAgain(end: RoundEnd): boolean {
+  if (end.unsent > 0) return true;
+  if (end.foldedTo !== end.composedAt + end.recorded.length) return true;
+  return end.recorded.some((sequence, i) => sequence !== end.composedAt + i + 1);
+}
+
 /** The report lines of named nodes that are not enrolled (`unknown-node`, in the order named). */
 export function unknownNamed(state: State, named: Iterable<string>): NodeReport[] {
   return [...named].filter((node) => !state.nodes[node])

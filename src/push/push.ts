@@ -24,8 +24,8 @@ import type { ControllerCredential } from "../controller/credential.ts";
 import { BOOTSTRAP_NKEY, BOOTSTRAP_PASSWORD } from "../genesis.ts";
 import { retryJetStream } from "../bus/retry.ts";
 import {
-  awaitedNodes, firstDeclarations, freshProvisions, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes, unknownNamed, userListUndelivered,
-  withModulesLeftOut, type NodeReport, type ProvisionName, type RoundPlan,
+  awaitedNodes, composeAgain, firstDeclarations, freshProvisions, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes,
+  unknownNamed, userListUndelivered, withModulesLeftOut, type NodeReport, type ProvisionName, type RoundPlan,
 } from "./plan.ts";
 
 /**
@@ -37,6 +37,8 @@ import {
 
 /** DeclarationSent events per commit: ~250 bytes each, so one commit stays far under 1 MiB. */
 export const SENT_PER_COMMIT = 1000;
+/** Acknowledged sends that start a DeclarationSent commit while a round still sends (SentRecorder). */
+export const RECORD_BATCH = 250;
 /** ProvisionMinted events per commit (~400 bytes each). */
 export const MINTED_PER_COMMIT = 1000;
 /**
@@ -45,6 +47,11 @@ export const MINTED_PER_COMMIT = 1000;
  * 10,000 CONTROL consumers, and 2,048 in flight outlived the 5 s publish timeout.
  */
 export const PUBLISH_WINDOW = 256;
+/**
+ * Publishes queued before the publishing loop yields (so nats.js writes them in one go) while the
+ * window has room: small enough that the bus starts on the first ones while the next are sealed.
+ */
+export const PUBLISH_FLUSH = 32;
 /** Entries a seal cache keeps before it is cleared. */
 export const SEAL_CACHE_LIMIT = 200_000;
 /** Pauses before the append of what a push sent is tried again (about 12 s in all: a cluster electing leaders, R62). */
@@ -79,6 +86,8 @@ export type PushContext = {
   sealCache?: Map<string, string>;
   /** What earlier raises verified (RaiseMemo): the controller keeps one for its life, so a push's raise reads only consumer names. */
   raiseMemo?: RaiseMemo;
+  /** The last composition (CompositionMemo): the controller keeps one for its life, so a push over records that changed nothing composition reads composes nothing. */
+  compositionMemo?: CompositionMemo;
   /** When given, push adds the milliseconds each step took (raise, mint, compose, seal, publish, record, wait). */
   timings?: Record<string, number>;
 };
@@ -177,9 +186,17 @@ export async function missedServersOf(jsm: JetStreamManager, holders: readonly s
   return missed;
 }
 
-/** sha256 hex: the digest composition takes over canonical JSON. */
+/** Texts longer than this are hashed from their UTF-8 bytes (see sha256). */
+const HASH_AS_BYTES = 64 * 1024;
+
+/**
+ * sha256 hex of `text`'s UTF-8 bytes: the digest composition takes over canonical JSON and over a
+ * user list. A long text (a user list of 50,000 users is 20 MiB) is encoded into a Buffer first:
+ * Hash.update with a string that long took five times what encoding it and hashing the bytes take.
+ */
 export function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
+  const hash = createHash("sha256");
+  return (text.length > HASH_AS_BYTES ? hash.update(Buffer.from(text, "utf8")) : hash.update(text)).digest("hex");
 }
 
 const REDACTED = "[redacted]";
@@ -238,6 +255,56 @@ export function sealForNode(
     })),
     provisions: declaration.provisions.map((p) => ({ ...p, sealed: reseal(p.sealed) })),
   };
+}
+
+/** What composeDeclarations gives: the user list and every node's declaration. */
+export type Composition = ReturnType<typeof composeDeclarations>;
+
+/**
+ * The last composition and what it was composed from (newCompositionMemo, composeRemembered).
+ * A cache, not a record: it holds nothing the records do not give again.
+ *
+ * It rests on one assumption about every fold (evolve, startFold's draft and copy, and any fold
+ * written later in their place): a fold never changes a state slice, or anything reachable from
+ * one, in place. A slice an event touches comes out as a new object; a slice no event touched is
+ * the same object, unchanged. A fold that changed a slice in place and kept its identity would
+ * make this memo hand back the composition of records that are gone. A copy-on-write written by
+ * hand must keep this too: the unit test "over a churning history folded every way the controller
+ * folds ..." (test/unit/push.test.ts) compares the remembered composition with a fresh one after
+ * every batch of a generated history, and fails on the first stale one.
+ */
+export type CompositionMemo = { last: { inputs: readonly unknown[]; composition: Composition } | null };
+
+/** An empty CompositionMemo. */
+export function newCompositionMemo(): CompositionMemo {
+  return { last: null };
+}
+
+/**
+ * Everything composition reads: the state's slices it derives from (not `sent`, `applied` or
+ * `sequence`), the configuration and the digest function. A fold never changes a slice in place
+ * (CompositionMemo's assumption): evolve is immer's structural sharing (a slice no event touched is
+ * the same object, one an event changed is a new one) and a long fold (startFold "copy") returns
+ * objects of its own. So equal inputs, compared by identity, are the same records as far as
+ * composition can see. A slice composition starts to read must be added here.
+ */
+function compositionInputs(state: State, config: ComposeConfig, digest: (text: string) => string): unknown[] {
+  return [state.mesh, state.nodes, state.modules, state.credentials, state.assignments, state.overlay, state.provisions, config, digest];
+}
+
+/**
+ * composeDeclarations(state, config, sha256), or the memo's last composition when its inputs are
+ * the same objects (compositionInputs): composition is a pure function of them, so it could only
+ * give that result again. A push that recorded only what it sent (DeclarationSent folds into
+ * `sent`) composes nothing the next time. Without a memo, composes.
+ */
+export function composeRemembered(memo: CompositionMemo | undefined, state: State, config: ComposeConfig): Composition {
+  const inputs = compositionInputs(state, config, sha256);
+  const last = memo?.last;
+  if (last && last.inputs.length === inputs.length && last.inputs.every((input, i) => input === inputs[i])) return last.composition;
+  const composition = composeDeclarations(state, config, sha256);
+  if (memo) memo.last = { inputs, composition };
+  return composition;
 }
 
 /** Runs `step`, adding its milliseconds to `timings[name]` when timings are kept. */
@@ -397,29 +464,55 @@ type Send = { node: string; digest: string; payload(): string; userList?: UserLi
  * parts older than the new list's first part are purged from the node's part subjects (a shorter
  * list leaves no stale tail behind; best effort, reported in `purgeErrors`).
  * Returns per node the error, if any; `refusedToSeal` collects the nodes whose secrets could not
- * be sealed (not published).
+ * be sealed (not published). `sent` hears each node without a list whose declaration the bus
+ * acknowledged, as it is; `beforeList` is awaited before a user list is published.
  */
 async function publishAll(
   js: JetStreamClient,
   jsm: JetStreamManager,
   sends: readonly Send[],
   refusedToSeal: Map<string, string>,
-  timings: Record<string, number> | undefined,
-  progress?: (done: number, total: number) => void,
-  purgeErrors: string[] = [],
+  options: {
+    timings?: Record<string, number> | undefined;
+    progress?: ((done: number, total: number) => void) | undefined;
+    purgeErrors?: string[];
+    sent?: (node: string, digest: string) => void;
+    beforeList?: () => Promise<void>;
+  } = {},
 ): Promise<Map<string, string>> {
+  const { timings, progress, purgeErrors = [] } = options;
   const failures = new Map<string, string>();
-  const inFlight = new Set<Promise<void>>();
+  const all: Array<Promise<void>> = [];
   const firstPartSequence = new Map<string, number>();
   let done = 0;
   let sealMs = 0;
   const fail = (node: string) => (error: unknown) => {
     if (!failures.has(node)) failures.set(node, error instanceof Error ? error.message.split("\n")[0]! : String(error));
   };
-  const track = async (publish: Promise<void>) => {
-    inFlight.add(publish);
-    void publish.finally(() => inFlight.delete(publish));
-    if (inFlight.size >= PUBLISH_WINDOW) await Promise.race(inFlight);
+  // The window: publishes in flight, and the wake-up of a loop waiting for room. The loop yields
+  // only when the window is full or every PUBLISH_FLUSH publishes: nats.js writes what is queued
+  // when the loop yields, so a yield per publish made one socket write per publish, and sealing
+  // the next ones (CPU) could not run while the bus acknowledged the earlier ones.
+  let inFlight = 0;
+  let sinceYield = 0;
+  let room: (() => void) | null = null;
+  const settled = () => {
+    inFlight -= 1;
+    if (room && inFlight < PUBLISH_WINDOW) {
+      const wake = room;
+      room = null;
+      wake();
+    }
+  };
+  const track = (publish: Promise<void>): Promise<void> | undefined => {
+    inFlight += 1;
+    all.push(publish.finally(settled));
+    if (inFlight >= PUBLISH_WINDOW) return new Promise<void>((resolve) => { room = resolve; });
+    if (++sinceYield >= PUBLISH_FLUSH) {
+      sinceYield = 0;
+      return Promise.resolve();
+    }
+    return undefined;
   };
   for (const send of sends) {
     let payload: string;
@@ -433,24 +526,27 @@ async function publishAll(
       sealMs += performance.now() - sealStart;
     }
     if (send.userList) {
+      await options.beforeList?.();
       const { ref, parts } = send.userList;
       for (let index = 0; index < parts.length; index += 1) {
         const published = js.publish(userListPartSubject(send.node, index), parts[index]!, { headers: userListPartHeaders(ref.digest, index, parts.length) });
-        await track(published.then(
+        const wait = track(published.then(
           (ack: PubAck) => { if (index === 0) firstPartSequence.set(send.node, ack.seq); },
           fail(send.node),
         ));
+        if (wait) await wait;
       }
     }
-    await track(js.publish(declarationSubject(send.node), payload).then(
-      (_ack: PubAck) => undefined,
+    const wait = track(js.publish(declarationSubject(send.node), payload).then(
+      (_ack: PubAck) => { if (!send.userList) options.sent?.(send.node, send.digest); },
       fail(send.node),
     ).finally(() => {
       done += 1;
       if (progress && (done % 1000 === 0 || done === sends.length)) progress(done, sends.length);
     }));
+    if (wait) await wait;
   }
-  await Promise.all(inFlight);
+  await Promise.all(all);
   for (const [node, seq] of firstPartSequence) {
     // nats-server 2.9.10 reads a purge `seq` of 0 or 1 as "no bound": it would take the new parts
     // too. A first part at sequence 1 has nothing older to purge anyway.
@@ -465,32 +561,103 @@ async function publishAll(
   return failures;
 }
 
-/** Records what was sent (R31): DeclarationSent events in commits of SENT_PER_COMMIT, entity push/<id>. */
-async function recordSent(
+/**
+ * Appends one DeclarationSent commit (R31) for `sent` (at most SENT_PER_COMMIT), entity push/<id>,
+ * command id `commandId`. Returns its sequence. Throws when the append is refused or JetStream
+ * stays unavailable.
+ */
+async function appendSent(
   ctx: PushContext,
   pushId: string,
-  round: number,
+  commandId: string,
   sent: ReadonlyArray<{ node: string; digest: string }>,
   recordsSequence: number,
   actor: string,
   now: string,
-): Promise<void> {
-  for (let start = 0, batch = 0; start < sent.length; start += SENT_PER_COMMIT, batch += 1) {
-    const commandId = `${pushId}-sent-${round}-${batch}`;
-    const input = { pushId, sent: sent.slice(start, start + SENT_PER_COMMIT), recordsSequence };
-    const envelope: Envelope = { commandId, actor, now, secrets: [] };
-    // After the broker's reload a cluster's servers may answer JetStream late for seconds (leaders
-    // moving, R62): the append is retried, with its command id, so it never lands twice.
-    const result = await retryJetStream(`recording what push ${pushId} sent`,
-      () => ctx.catalogue.transact(commandId, (state) => decideDeclarationsSent(state, input, envelope)),
-      {
-        delaysMs: RECORD_RETRY_DELAYS_MS,
-        // Seen on a 2.9.10 cluster: after the reload that changed the controller's key, its
-        // reconnected connection got no JetStream answers while core messages flowed; a fresh
-        // connection does. So the third failure in a row dials again.
-        onRetry: (attempt) => { if (attempt === 3) void ctx.nc.reconnect().catch(() => undefined); },
-      });
-    if (!result.ok) throw new Error(`push ${pushId}: recording sent declarations was refused: ${result.refusal.code}`);
+): Promise<number> {
+  const input = { pushId, sent, recordsSequence };
+  const envelope: Envelope = { commandId, actor, now, secrets: [] };
+  // After the broker's reload a cluster's servers may answer JetStream late for seconds (leaders
+  // moving, R62): the append is retried, with its command id, so it never lands twice.
+  const result = await retryJetStream(`recording what push ${pushId} sent`,
+    () => ctx.catalogue.transact(commandId, (state) => decideDeclarationsSent(state, input, envelope)),
+    {
+      delaysMs: RECORD_RETRY_DELAYS_MS,
+      // Seen on a 2.9.10 cluster: after the reload that changed the controller's key, its
+      // reconnected connection got no JetStream answers while core messages flowed; a fresh
+      // connection does. So the third failure in a row dials again.
+      onRetry: (attempt) => { if (attempt === 3) void ctx.nc.reconnect().catch(() => undefined); },
+    });
+  if (!result.ok) throw new Error(`push ${pushId}: recording sent declarations was refused: ${result.refusal.code}`);
+  return result.sequence;
+}
+
+/**
+ * Records what a round sent (R31) while it sends: each node whose declaration the bus acknowledged
+ * is recorded as sent (DeclarationSent), in commits of up to SENT_PER_COMMIT appended one at a
+ * time, as acknowledgements gather (a commit starts when RECORD_BATCH wait and no append runs), so
+ * the records are appended while later declarations are in flight instead of after the last one.
+ * `settle` waits for the appends running (before a user list goes out: the reload it brings fails
+ * JetStream requests in flight); `finish` records every sent node not recorded yet, in commits
+ * `<push>-sent-<round>-<n>`, and returns the sequences of all the round's commits, ascending. An
+ * append that failed while sending is thrown by `settle` or `finish`.
+ */
+class SentRecorder {
+  readonly #waiting: Array<{ node: string; digest: string }> = [];
+  readonly #recorded = new Set<string>();
+  readonly #sequences: number[] = [];
+  #running: Promise<void> | null = null;
+  #failed: { error: unknown } | null = null;
+  #batch = 0;
+
+  constructor(
+    private readonly ctx: PushContext,
+    private readonly pushId: string,
+    private readonly round: number,
+    private readonly recordsSequence: number,
+    private readonly actor: string,
+    private readonly now: string,
+  ) {}
+
+  /** `node` was sent `digest` and the bus acknowledged it. */
+  sent(node: string, digest: string): void {
+    this.#waiting.push({ node, digest });
+    if (this.#running === null && this.#waiting.length >= RECORD_BATCH) this.#start();
+  }
+
+  #start(): void {
+    const batch = this.#waiting.splice(0, SENT_PER_COMMIT);
+    for (const s of batch) this.#recorded.add(s.node);
+    this.#running = this.#append(batch).then(
+      () => {
+        this.#running = null;
+        if (this.#failed === null && this.#waiting.length >= RECORD_BATCH) this.#start();
+      },
+      (error: unknown) => {
+        this.#failed ??= { error };
+        this.#running = null;
+      },
+    );
+  }
+
+  async #append(batch: ReadonlyArray<{ node: string; digest: string }>): Promise<void> {
+    const commandId = `${this.pushId}-sent-${this.round}-${this.#batch++}`;
+    this.#sequences.push(await appendSent(this.ctx, this.pushId, commandId, batch, this.recordsSequence, this.actor, this.now));
+  }
+
+  /** Waits until no append runs; throws the error of one that failed. */
+  async settle(): Promise<void> {
+    while (this.#running !== null) await this.#running;
+    if (this.#failed !== null) throw this.#failed.error;
+  }
+
+  /** Records the sent nodes (`sent`: all the round sent) not recorded yet; the round's commit sequences, ascending. */
+  async finish(sent: ReadonlyArray<{ node: string; digest: string }>): Promise<number[]> {
+    await this.settle();
+    this.#waiting.length = 0;
+    const rest = sent.filter((s) => !this.#recorded.has(s.node));
+    for (let start = 0; start < rest.length; start += SENT_PER_COMMIT) await this.#append(rest.slice(start, start + SENT_PER_COMMIT));
+    return [...this.#sequences].sort((a, b) => a - b);
   }
 }
 
@@ -646,9 +813,11 @@ class ReportWatch {
  * 4. send the named nodes and every node behind (composed digest ≠ last sent, R31), empty
  *    declarations included (R29): a pipelined JetStream publish to declarationSubject(node) of the
  *    declaration with its secrets sealed to the node's key, preceded for a broker holder by the
- *    user list in parts (publishAll), then DeclarationSent records;
- * 5. catch up and compose again: a node behind again (records changed meanwhile) is sent in the
- *    next round; the bound is the node count, and the report says when it was hit.
+ *    user list in parts (publishAll); DeclarationSent records as the bus acknowledges them
+ *    (SentRecorder; a list holder's once its report came, with `wait` or a controller);
+ * 5. catch up and compose again when the records moved under the round or a node was not sent
+ *    (composeAgain): a node behind again is sent in the next round; the bound is the node count,
+ *    and the report says when it was hit.
  * With `wait`, reports are subscribed before sending and each sent node's report of the digest is
  * awaited (R32): applied, failed (its error), or timed out (named in `timedOut`). The broker's
  * report also confirms a controller rotation, whose seed is then written to the credential
@@ -757,9 +926,9 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       rotated = (await timed(ctx.timings, "mint", () => adoptControllerCredential(ctx, pushId, actor, now))) || rotated;
       state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
       // 3. Compose every node (R30).
-      const { users, declarations } = await timed(ctx.timings, "compose", () => composeDeclarations(state, ctx.compose, sha256));
+      const { users, declarations } = await timed(ctx.timings, "compose", () => composeRemembered(ctx.compositionMemo, state, ctx.compose));
       report.recordsSequence = state.sequence;
-      report.leftOut = users.leftOut;
+      report.leftOut = [...users.leftOut]; // the composition may be remembered for the next push: the report keeps its own list
       if (users.ok) delete report.userList;
       else report.userList = users.refusal;
       // 4. Send the named and the behind (R29, R31), broker holders last (planRound); a broker
@@ -803,7 +972,13 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       for (const s of sends) watch?.expect(s.node, s.digest);
       const refusedToSeal = new Map<string, string>();
       const purgeErrors: string[] = [];
-      const failures = await timed(ctx.timings, "publish", () => publishAll(js, jsm, sends, refusedToSeal, ctx.timings, options.progress ?? ctx.progress, purgeErrors));
+      const composedAt = state.sequence;
+      const recorder = new SentRecorder(ctx, pushId, round, composedAt, actor, now);
+      const failures = await timed(ctx.timings, "publish", () => publishAll(js, jsm, sends, refusedToSeal, {
+        timings: ctx.timings, progress: options.progress ?? ctx.progress, purgeErrors,
+        sent: (node, digest) => recorder.sent(node, digest),
+        beforeList: () => recorder.settle(),
+      }));
       // Seen on a 2.9.10 cluster after a server died under the controller's connection: the
       // reconnected connection's publishes got no acknowledgement while core messages flowed; the
       // next round goes out on a fresh connection (R62).
@@ -825,10 +1000,11 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
         if (ctx.controller?.pending()) await confirmRotation(watch, state);
         else await watch.wait(toBroker, ctx.rotationWaitMs ?? options.timeoutMs ?? DEFAULT_WAIT_MS);
       }
-      await timed(ctx.timings, "record", () => recordSent(ctx, pushId, round, sent, state.sequence, actor, now));
-      ctx.log.info(`push ${pushId}: round ${round + 1}: sent ${sent.length} declaration(s), ${failures.size} failed, composed from sequence ${state.sequence}`);
-      // 5. Again, while the records moved under the push.
+      const recorded = await timed(ctx.timings, "record", () => recorder.finish(sent));
+      ctx.log.info(`push ${pushId}: round ${round + 1}: sent ${sent.length} declaration(s), ${failures.size} failed, composed from sequence ${composedAt}`);
+      // 5. Again, while the records moved under the push, or a node was not sent (composeAgain).
       state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
+      if (!composeAgain({ composedAt, recorded, foldedTo: state.sequence, unsent: plan.sends.length - sent.length })) break;
     }
 
     // R14: the broker applying the list that carries the rotated key confirms it.

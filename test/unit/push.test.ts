@@ -4,7 +4,13 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { redactDeclaration, sealForNode, splitUserList, userListPartHeaders, userListParts, userListUndelivered } from "../../src/push/push.ts";
+import {
+  composeRemembered, newCompositionMemo, redactDeclaration, sealForNode, sha256, splitUserList, userListPartHeaders, userListParts, userListUndelivered,
+} from "../../src/push/push.ts";
+import { composeDeclarations } from "../../src/compose/declaration.ts";
+import { evolve, initialState, startFold, type SequencedCommit, type State } from "../../src/projections/index.ts";
+import { generateCommits } from "../support/history.ts";
+import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh } from "./compose/exampleMesh.ts";
 import { controllerCredential, pendingCredentialFile, pendingPassword } from "../../src/controller/credential.ts";
 import { GENESIS, enrolment, registration, stateOf } from "../support/givenWhenThen.ts";
 import { USER_LIST_PART_BYTES, userListPartCount } from "../../src/compose/declaration.ts";
@@ -165,5 +171,50 @@ describe("ControllerCredential while a rotation is pending (R50)", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("a push's remembered composition (R11, R31)", () => {
+  it("R31: records that change only what was sent (DeclarationSent) compose nothing again; a record composition reads composes anew, and so does another configuration", () => {
+    const mesh = exampleMesh();
+    const memo = newCompositionMemo();
+    const first = composeRemembered(memo, mesh.state, EXAMPLE_CONFIG);
+    const node = first.declarations[0]!;
+    assert.ok(node.ok);
+    const sent = evolve(mesh.state, [{ sequence: mesh.state.sequence + 1, commit: { commandId: "sent", entity: { kind: "push", id: "p" }, events: [
+      { actor: "controller-mesh-controller", commandId: "sent", at: "2026-01-01T00:00:00.000Z", type: "DeclarationSent", node: node.declaration.node, digest: node.declaration.digest, recordsSequence: mesh.state.sequence },
+    ] } }]);
+    assert.notEqual(sent, mesh.state);
+    assert.equal(composeRemembered(memo, sent, EXAMPLE_CONFIG), first, "the same composition: nothing composition reads changed");
+    const b = new MeshBuilder();
+    for (const c of mesh.commits) b.commit(c.commit.entity.kind, c.commit.entity.id, ...(c.commit.events as never[]));
+    b.node("delta");
+    const changed = composeRemembered(memo, b.state(), EXAMPLE_CONFIG);
+    assert.notEqual(changed, first);
+    assert.deepEqual(changed, composeDeclarations(b.state(), EXAMPLE_CONFIG, sha256), "composed anew, as without a memo");
+    assert.notEqual(composeRemembered(memo, b.state(), { controllerSubmits: [] }), changed, "another configuration");
+  });
+
+  it("R11 R31: over a churning history folded every way the controller folds (evolve, a draft fold, a copy fold), the remembered composition is always the one composing anew gives: a fold that changed a slice in place would hand back a stale one", () => {
+    const history: SequencedCommit[] = generateCommits({ seed: 13, events: 2500, maxNodes: 12 }).map((commit, i) => ({ sequence: i + 1, commit }));
+    const memo = newCompositionMemo();
+    let state: State = evolve(initialState, history.slice(0, 40));
+    let remembered = 0;
+    for (let at = 40, step = 0; at < history.length; step += 1) {
+      const last = memo.last?.composition;
+      const size = 1 + (step % 7) * 9;
+      const batch = history.slice(at, at + size);
+      at += batch.length;
+      if (step % 3 === 0) state = evolve(state, batch);
+      else {
+        const fold = startFold(state, step % 3 === 1 ? "draft" : "copy");
+        fold.add(batch);
+        state = fold.finish();
+      }
+      const composition = composeRemembered(memo, state, EXAMPLE_CONFIG);
+      if (composition === last) remembered += 1;
+      assert.deepEqual(composition, composeDeclarations(state, EXAMPLE_CONFIG, sha256), `after sequence ${state.sequence}`);
+    }
+    assert.ok(remembered > 0, "some batches changed nothing composition reads, and the memo answered them");
   });
 });

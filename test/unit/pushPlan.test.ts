@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  awaitedNodes, firstDeclarations, freshProvisions, judgeWait, planRound, rotationBrokers, roundBound, settleRound, unconfirmedNodes, unknownNamed,
+  awaitedNodes, composeAgain, firstDeclarations, freshProvisions, judgeWait, planRound, rotationBrokers, roundBound, settleRound, unconfirmedNodes, unknownNamed,
   type NodeReport, type PlannedSend, type WaitSeen,
 } from "../../src/push/plan.ts";
 import { composeDeclarations, type DeclarationResult } from "../../src/compose/declaration.ts";
@@ -95,6 +95,23 @@ describe("push plan: planRound (R29, R30, R31)", () => {
     const { state } = exampleMesh();
     assert.equal(roundBound(state), 4);
     assert.deepEqual(unknownNamed(state, ["beta", "nosuch"]).map((l) => [l.node, l.outcome, l.refusal?.code]), [["nosuch", "refused", "unknown-node"]]);
+  });
+
+  it("R31: a round whose sends all landed, with nothing folded since it composed but its own records, needs no next round: composing again would send nothing", () => {
+    const { state } = exampleMesh();
+    const first = planRound(state, composed(state), new Set(), 0);
+    const after = recorded(state, first.sends);
+    assert.deepEqual(planRound(after, composed(after), new Set(), 1).sends, [], "the round it skips would send nothing");
+    assert.equal(composeAgain({ composedAt: state.sequence, recorded: [state.sequence + 1], foldedTo: after.sequence, unsent: 0 }), false);
+    assert.equal(composeAgain({ composedAt: 10, recorded: [11, 12], foldedTo: 12, unsent: 0 }), false, "its records in several commits");
+    assert.equal(composeAgain({ composedAt: 10, recorded: [], foldedTo: 10, unsent: 0 }), false, "nothing to record");
+  });
+
+  it("R31: the records moved under the round (a commit not its own was folded), or a send failed or was refused to seal: it composes again", () => {
+    assert.equal(composeAgain({ composedAt: 10, recorded: [12], foldedTo: 12, unsent: 0 }), true, "another commit before its record");
+    assert.equal(composeAgain({ composedAt: 10, recorded: [11], foldedTo: 12, unsent: 0 }), true, "another commit after its record");
+    assert.equal(composeAgain({ composedAt: 10, recorded: [], foldedTo: 11, unsent: 0 }), true, "another commit, nothing recorded");
+    assert.equal(composeAgain({ composedAt: 10, recorded: [11], foldedTo: 11, unsent: 1 }), true, "a node not sent is still behind");
   });
 
 });

@@ -168,6 +168,33 @@ describe("declarations", () => {
     }
   });
 
+  it("R62 R10: on a cluster, a module on many nodes (its run with image and command), on and off the overlay: each digest is sha256 of the body's canonical JSON, and nodes reaching the broker alike carry equal entries", () => {
+    const servers = ["tls://bus.example.net:4222", "tls://bus2.example.net:4222", "tls://bus3.example.net:4222"];
+    const b = new MeshBuilder()
+      .commit("mesh", "mesh", { type: "MeshCreated", genesisAddress: servers[0], addresses: servers, fingerprint: FINGERPRINT, bootstrapUser: "controller-mesh-controller" })
+      .controller().node("hub").node("on1").node("on2").node("off1").node("off2")
+      .register(manifests.broker).issue("broker").assign("broker", "hub")
+      .register({ name: "agent", version: "3", run: { image: "agent:3", command: ["agent", "--serve"] }, uses: ["mesh-store"] })
+      .register(manifests.store).issue("store").assign("store", "hub").issue("agent")
+      .provision("mesh-store", "database", "agent");
+    for (const node of ["hub", "on1", "on2", "off1", "off2"]) b.assign("agent", node);
+    b.place("hub", true).place("on1").place("on2");
+    const { declarations } = composeDeclarations(b.state(), EXAMPLE_CONFIG, sha256);
+    const byNode = new Map(declarations.map((d) => [d.ok ? d.declaration.node : d.node, d]));
+    for (const d of declarations) {
+      assert.ok(d.ok, JSON.stringify(d));
+      const { digest, ...body } = d.declaration;
+      assert.equal(digest, sha256(canonicalJson(body)), d.declaration.node);
+    }
+    const agent = (node: string) => { const d = byNode.get(node)!; assert.ok(d.ok); return d.declaration.modules.find((m) => m.module === "agent")!; };
+    assert.deepEqual(agent("on1"), agent("on2"));
+    assert.deepEqual(agent("off1"), agent("off2"));
+    assert.equal(agent("on1").credential.address, "tls://hub.internal:4222", "R7: placed nodes reach the broker on the overlay");
+    assert.deepEqual(agent("off1").credential.addresses, servers, "R62: a node off the overlay lists every server");
+    assert.deepEqual(agent("off1").run, { image: "agent:3", command: ["agent", "--serve"] });
+    assert.deepEqual(agent("off1").provisions, [{ seat: "mesh-store", provision: "database", user: "database-agent", sealed: "sealed:database-agent" }]);
+  });
+
   it("R31: a record that changes a node's declaration changes its digest, and only its", () => {
     const b = new MeshBuilder().genesis().controller().node("n1").node("n2").register(manifests["packet-filter"]).issue("packet-filter");
     const before = composeDeclarations(b.state(), EXAMPLE_CONFIG, sha256).declarations;
