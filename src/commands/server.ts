@@ -10,7 +10,7 @@
  * Adapter errors map to reply codes in one function (replyErrorOf). Nothing here logs a password
  * or a hash, and no reply carries a hash or a mesh-key-sealed secret.
  */
-import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import { errors, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { z } from "zod";
 import {
   COMMAND_QUEUE, COMMAND_SUBJECTS, commandOfSubject, inboxPrefix,
@@ -339,6 +339,7 @@ export function serveCommands(
   const inFlight = new Set<Promise<void>>();
   const subscription: Subscription = nc.subscribe(COMMAND_SUBJECTS, { queue: COMMAND_QUEUE });
   const encoder = new TextEncoder();
+  const stopping = new AbortController();
   const respond = (m: Msg, reply: Reply) => {
     try {
       m.respond(encoder.encode(JSON.stringify(stamped(reply))));
@@ -365,9 +366,11 @@ export function serveCommands(
       }
       const extra = Object.hasOwn(extraVerbs, verb) ? extraVerbs[verb] : undefined;
       if (extra) {
-        const running = runExtra(extra, m.data, actor, (line) => deps.log.error(`command ${verb} by ${actor} failed: ${line}`)).then((reply) => {
-          respond(m, reply);
-          deps.log.info(`command ${verb} by ${actor}: ${reply.ok ? "ok" : `refused ${reply.error.code}`}`);
+        const replyTo = m.reply;
+        const running = runExtra(extra, m.data, actor, (line) => deps.log.error(`command ${verb} by ${actor} failed: ${line}`)).then(async (reply) => {
+          const outcome = await deliverReply(nc, replyTo, encodeReply(reply, (line) => deps.log.error(`command ${m.subject}: ${line}`)), stopping.signal);
+          const heard = outcome === "heard" ? "" : outcome === "unheard" ? ` (its reply was not heard: nothing subscribed ${actor}'s reply subject within ${DELIVERY_BOUND_MS} ms)` : " (its reply was still unheard when the server stopped)";
+          deps.log.info(`command ${verb} by ${actor}: ${reply.ok ? "ok" : `refused ${reply.error.code}`}${heard}`);
         });
         inFlight.add(running);
         void running.finally(() => inFlight.delete(running));
@@ -391,9 +394,65 @@ export function serveCommands(
     stop: async () => {
       if (!subscription.isClosed()) await subscription.drain();
       await loop;
+      // A reply nobody hears is not sent again after the stop: the handlers end, not the bound.
+      stopping.abort();
       await Promise.all([...inFlight]);
     },
   };
+}
+
+/** How long a long verb's reply is sent again while nothing subscribes its subject (deliverReply). */
+export const DELIVERY_BOUND_MS = 60_000;
+
+/** How long an attempt waits for the bus to say no one subscribes: no such answer means heard. */
+const HEARD_AFTER_MS = 1_000;
+
+/**
+ * A reply's bytes as on the wire (stamped); a reply that cannot be encoded becomes `internal`,
+ * with the reason in the log (`logError`).
+ */
+function encodeReply(reply: Reply, logError: (line: string) => void): Uint8Array {
+  try {
+    return new TextEncoder().encode(JSON.stringify(stamped(reply)));
+  } catch (error) {
+    logError(`the reply could not be encoded: ${error instanceof Error ? error.message : String(error)}`);
+    return new TextEncoder().encode(JSON.stringify(stamped(failure("internal", "the reply could not be sent: see the controller's log"))));
+  }
+}
+
+/**
+ * Sends a long verb's reply (`data`) to `subject`, the asker's own reply subject (R33), until
+ * something subscribed to it hears it: the reply goes out as a request, which the bus answers at
+ * once with "no responders" when nothing subscribes the subject; then it is sent again after a
+ * pause (0.1 s doubling to 5 s), within DELIVERY_BOUND_MS. Any other outcome (no answer within
+ * HEARD_AFTER_MS: the asker's client took it, and answers nothing) counts as heard.
+ *
+ * Why: a long verb can outlast its asker's connection. A push whose user list rotates away the
+ * asker's own key (R50) ends that connection at the reload; the asker's client dials again with its
+ * new key and subscribes its inbox again, and a reply published in between went nowhere: the
+ * asker waited for its whole timeout on a push that had succeeded. Returns `heard`, `unheard`
+ * (the bound passed) or `stopped` (`signal` aborted: the server stops). Never throws.
+ */
+export async function deliverReply(nc: NatsConnection, subject: string, data: Uint8Array, signal: AbortSignal): Promise<"heard" | "unheard" | "stopped"> {
+  const deadline = Date.now() + DELIVERY_BOUND_MS;
+  for (let pauseMs = 100; ; pauseMs = Math.min(pauseMs * 2, 5_000)) {
+    try {
+      await nc.request(subject, data, { timeout: HEARD_AFTER_MS });
+      return "heard";
+    } catch (error) {
+      if (nc.isClosed()) return "stopped";
+      const nobody = error instanceof errors.NoRespondersError || (error instanceof errors.RequestError && error.isNoResponders());
+      if (!nobody) return "heard";
+    }
+    if (signal.aborted) return "stopped";
+    if (Date.now() + pauseMs > deadline) return "unheard";
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, pauseMs);
+      function done() { clearTimeout(timer); signal.removeEventListener("abort", done); resolve(); }
+      signal.addEventListener("abort", done, { once: true });
+    });
+    if (signal.aborted) return "stopped";
+  }
 }
 
 /**

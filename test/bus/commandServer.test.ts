@@ -1,5 +1,5 @@
 import { enrolRequest } from "../support/enrol.ts";
-import { describe, it, before, after } from "node:test";
+import { describe, it, before, after, beforeEach, afterEach } from "node:test";
 import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
@@ -254,5 +254,51 @@ describe("command server", () => {
     for (const line of [...mesh.infos, ...mesh.errors]) {
       assert.doesNotMatch(line, /SU[A-Z2-7]{56}/, "no seed in a log line (R3)");
     }
+  });
+});
+
+describe("command server: a long verb's reply (R33 R50)", () => {
+  let mesh: CommandMesh;
+  let asker: NatsConnection;
+  let release: () => void;
+  beforeEach(async () => {
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    // A verb that answers only when the test says: a push waiting on its nodes' reports.
+    mesh = await startCommandMesh({ extraVerbs: { slow: async () => { await gate; return { ok: true, duplicate: false, sequence: 0 } as Reply; } } });
+    asker = await connect({ servers: mesh.server.url, inboxPrefix: inboxPrefix(OPERATOR), name: "test-operator" });
+  });
+  afterEach(async () => {
+    release();
+    await asker?.close();
+    await mesh?.stop();
+  });
+
+  it("R33 R50: a reply ready while nothing heard the asker's inbox (its connection dropped by the push's own reload) reaches it once it subscribes again", async () => {
+    const inbox = `${inboxPrefix(OPERATOR)}.away`;
+    const before = asker.subscribe(inbox, { max: 1 });
+    asker.publish(commandSubject(OPERATOR, "slow"), "{}", { reply: inbox });
+    await asker.flush();
+    // The asker is away: nothing subscribes its reply subject when the reply is ready.
+    before.unsubscribe();
+    await asker.flush();
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const back = asker.subscribe(inbox, { max: 1 });
+    const heard = await Promise.race([
+      (async () => { for await (const m of back) return m.json<Reply>(); return undefined; })(),
+      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 10_000)),
+    ]);
+    assert.equal(heard?.ok, true, "the reply was sent again until the asker heard it");
+    await waitFor(() => mesh.infos.some((line) => line.startsWith(`command slow by ${OPERATOR}: ok`)), { name: "the verb's log line" });
+    assert.ok(mesh.infos.some((line) => line === `command slow by ${OPERATOR}: ok`), mesh.infos.join("\n"));
+  });
+
+  it("R33: a reply nobody hears is given up when the server stops, and the log says so", async () => {
+    const inbox = `${inboxPrefix(OPERATOR)}.gone`;
+    asker.publish(commandSubject(OPERATOR, "slow"), "{}", { reply: inbox });
+    await asker.flush();
+    release();
+    await mesh.commands.stop();
+    assert.ok(mesh.infos.some((line) => line.startsWith(`command slow by ${OPERATOR}: ok`) && line.includes("unheard when the server stopped")), mesh.infos.join("\n"));
   });
 });

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
-import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
+import { serveCommands, type CommandServer, type ExtraVerb } from "../../src/commands/server.ts";
 import { newMeshKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser, inboxPrefix } from "../../src/names.ts";
 import { startNatsServer, type NatsServer, type NatsServerOptions } from "./natsServer.ts";
@@ -29,7 +29,7 @@ export type CommandMesh = {
 };
 
 /** Starts a server, opens the catalogue, appends MeshCreated and serves commands. */
-export async function startCommandMesh(options: { server?: NatsServerOptions; duplicateWindowMs?: number } = {}): Promise<CommandMesh> {
+export async function startCommandMesh(options: { server?: NatsServerOptions; duplicateWindowMs?: number; extraVerbs?: Readonly<Record<string, ExtraVerb>> } = {}): Promise<CommandMesh> {
   const server = await startNatsServer(options.server ?? {});
   const controllerUser = busUser("controller", CONTROLLER_NAME);
   const nc = await connect({ servers: server.url, inboxPrefix: inboxPrefix(controllerUser), name: "test-controller" });
@@ -52,7 +52,7 @@ export async function startCommandMesh(options: { server?: NatsServerOptions; du
     now: () => new Date(),
     newId: () => randomUUID(),
     log: { info: (line) => { infos.push(line); }, error: (line) => { errors.push(line); } },
-  });
+  }, options.extraVerbs);
   const jsm = await jetstreamManager(nc);
   return {
     server, nc, catalogue, commands, meshKey, errors, infos,
