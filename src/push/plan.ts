@@ -8,7 +8,7 @@ import type { Refusal } from "../decision.ts";
 import type { Declaration, DeclarationResult, ModuleLeftOut } from "../compose/declaration.ts";
 import type { Principal } from "../compose/types.ts";
 import { holdersOf, lastSent, nodesOfModule, type State } from "../projections/index.ts";
-import { BROKER_SEAT } from "../names.ts";
+import { BROKER_SEAT, principalKey } from "../names.ts";
 import { NEW_NODE_BACKOFF_MAX_MS } from "../host/plan.ts";
 
 export type NodeOutcome = "sent" | "unchanged" | "refused" | "applied" | "failed" | "timed-out";
@@ -97,7 +97,8 @@ export type RoundPlan = {
  * Plans one round of a push from the state and its composition (R29, R30, R31): every node whose
  * composed digest differs from what the records say it was last sent, and in round 0 every named
  * node besides, is sent, empty declarations included (R29); a node that cannot be composed is
- * refused and the rest go on (R30). Broker holders go last (a stable order otherwise): their list
+ * refused and the rest go on (R30), and so is a node without a credential (noCredential, R12).
+ * Broker holders go last (a stable order otherwise): their list
  * reloads the bus, and a node whose credential was rotated should hold its new key (its
  * declaration's `self`) before that reload drops the old one.
  */
@@ -110,6 +111,10 @@ export function planRound(state: State, declarations: readonly DeclarationResult
     }
     const { declaration } = result;
     const { node, digest } = declaration;
+    if (!state.credentials[principalKey("node", node)]) {
+      plan.refused.push({ node, refusal: noCredential(node) });
+      continue;
+    }
     plan.modulesLeftOut.set(node, result.modulesLeftOut ?? null);
     const behind = lastSent(state.sent, node)?.digest !== digest;
     if (!behind && !(round === 0 && named.has(node))) {
@@ -123,6 +128,19 @@ export function planRound(state: State, declarations: readonly DeclarationResult
   const holders = new Set(holdersOf(state, BROKER_SEAT));
   plan.sends.sort((a, b) => Number(holders.has(a.node)) - Number(holders.has(b.node)));
   return plan;
+}
+
+/**
+ * The refusal of a node the records hold no credential for (R12): the bus refuses its host, so
+ * nothing sent to it could be read, and the fresh secrets its declaration carries would be sealed
+ * to a node the mesh no longer admits. An accepted restore revokes a node the bus ran without
+ * (removed after the backup, R44); an operator may have revoked it.
+ */
+function noCredential(node: string): Refusal {
+  return {
+    code: "no-credential",
+    message: `node ${node} has no credential, so the bus refuses it (R12): nothing was sent to it. An accepted restore revokes a node the bus ran without (R44); to bring it back, \`mesh node remove ${node}\` and enrol it again`,
+  };
 }
 
 /**

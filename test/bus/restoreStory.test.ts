@@ -130,7 +130,11 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     assert.ok(accepted.rotated.some((p) => p.kind === "controller" && p.name === "mesh-controller"), "the controller's own credential too (R50)");
     assert.ok(accepted.rotated.some((p) => p.kind === "operator"), "and the asking operator's (its CLI keeps the fresh one beside its file)");
     const pushed = mesh("push", "--wait", "--json"); // old1's agent holds a refused password: it cannot report
-    assert.equal((JSON.parse(pushed.out) as { controllerRotation?: string }).controllerRotation, "applied", pushed.err);
+    const pushReport = JSON.parse(pushed.out) as { controllerRotation?: string; nodes: Array<{ node: string; outcome: string; refusal?: { code: string } }> };
+    assert.equal(pushReport.controllerRotation, "applied", pushed.err);
+    // R12: old1 has no credential: it is neither sealed fresh secrets nor waited for (it could never report).
+    const old1Line = pushReport.nodes.find((line) => line.node === "old1");
+    assert.deepEqual([old1Line?.outcome, old1Line?.refusal?.code], ["refused", "no-credential"], JSON.stringify(old1Line));
 
     const vmNow = credentialAt(join(dir, "host", "credential.json"));
     assert.equal(secretOf(vmNow), secretOf(vmRotated), "R64: vm keeps the key it generated, the one the bus ran before the restore");

@@ -74,6 +74,23 @@ describe("push plan: planRound (R29, R30, R31)", () => {
     assert.deepEqual(plan.sends.map((s) => s.node), ["n3"]);
   });
 
+  it("R12 R44: a node without a credential (revoked by an accepted restore, or by hand) is refused no-credential: nothing is sealed or sent to it, nor waited for; the rest are sent", () => {
+    const b = new MeshBuilder(fakeHash).genesis().controller().node("kept").node("revoked", false).node("sent-before");
+    const state = b.state();
+    const plan = planRound(state, composed(state), new Set(["revoked"]), 0);
+    assert.deepEqual(plan.refused.map((r) => [r.node, r.refusal.code]), [["revoked", "no-credential"]]);
+    assert.match(plan.refused[0]!.refusal.message, /mesh node remove revoked/);
+    assert.deepEqual(plan.sends.map((s) => s.node).sort(), ["kept", "sent-before"]);
+    assert.deepEqual(plan.unchanged, []);
+    // Once recorded as sent, a node whose credential goes is refused too, not counted unchanged.
+    const after = recorded(state, plan.sends);
+    const again = planRound(after, composed(after), new Set(), 1);
+    assert.deepEqual(again.refused.map((r) => r.node), ["revoked"]);
+    assert.deepEqual(again.sends, []);
+    const awaited = awaitedNodes({ sentDigests: new Map(plan.sends.map((s) => [s.node, s.digest])), appliedBefore: new Map(), unconfirmed: [] });
+    assert.ok(!awaited.includes("revoked"), "the wait never names it");
+  });
+
   it("R11: broker holders are sent last, with the user list text their declaration names; nobody else carries one", () => {
     const { state } = exampleMesh();
     const plan = planRound(state, composed(state), new Set(), 0);
