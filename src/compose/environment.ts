@@ -58,9 +58,9 @@ function workEntry(seat: string, kinds: readonly string[]): string {
   return `{"seat":${jsonString(seat)},"stream":${jsonString(workStream(seat))},"consumer":${jsonString(workConsumer(seat))},"subjects":[${subjects}]}`;
 }
 
-/** A JSON array of entries already written (`[]` for none). */
+/** A JSON array of entries already written: `[]` for none, one string for every empty list. */
 function list(entries: string): string {
-  return `[${entries}]`;
+  return entries === "" ? "[]" : `[${entries}]`;
 }
 
 /** `entries` with `entry` added after a comma when it holds one already. */
