@@ -223,7 +223,7 @@ export function composeDeclaration(
         break;
     }
   }
-  provisions.sort((a, b) => compare(`${a.seat}/${a.provision}/${a.consumer}`, `${b.seat}/${b.provision}/${b.consumer}`));
+  provisions.sort(byGrant);
   const own = credentialOf(state.credentials, { kind: "node", name: node });
   // `v` is inside the digest: a declaration of another contract version is another declaration.
   const v = CONTRACT_VERSIONS.declaration;
@@ -300,7 +300,7 @@ function composeModule(state: State, module: string, address: string, fingerprin
     credential: addresses ? { address, addresses, fingerprint, sealed, user: credential.user } : { address, fingerprint, sealed, user: credential.user },
     env: moduleEnvironment(state, module, address, credential.user, fingerprint),
     module,
-    provisions: received.sort((a, b) => compare(`${a.seat}/${a.provision}`, `${b.seat}/${b.provision}`)),
+    provisions: received.length < 2 ? received : received.sort(byReceived),
     run: run ?? manifest.run,
     version: manifest.version,
   };
@@ -323,4 +323,16 @@ export function composeDeclarations(
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+// The orders of a declaration's provisions, declared once: a comparator written in place was a
+// closure made (and named) for every node and module entry.
+/** Grants by seat, provision, consumer (as `seat/provision/consumer` compares). */
+function byGrant(a: ProvisionGrant, b: ProvisionGrant): number {
+  return compare(`${a.seat}/${a.provision}/${a.consumer}`, `${b.seat}/${b.provision}/${b.consumer}`);
+}
+
+/** Received provisions by seat, provision (as `seat/provision` compares). */
+function byReceived(a: ReceivedProvision, b: ReceivedProvision): number {
+  return compare(`${a.seat}/${a.provision}`, `${b.seat}/${b.provision}`);
 }

@@ -132,7 +132,7 @@ function take(line: Line): string {
 
 /** Appends `[s1, s2, ...]`, each subject quoted: between double quotes when it has nothing to escape, else as JSON writes it. */
 function putList(line: Line, subjects: readonly string[]): void {
-  if (subjects.every((subject) => PLAIN.test(subject))) {
+  if (allPlain(subjects)) {
     // The usual case, in fewer pieces: `["`, s1, `", "`, s2, ..., `"]`.
     put(line, '["');
     for (let i = 0; i < subjects.length; i++) {
@@ -148,6 +148,12 @@ function putList(line: Line, subjects: readonly string[]): void {
     put(line, quote(subjects[i]!));
   }
   put(line, "]");
+}
+
+/** Whether every subject is written between double quotes as it is (a loop: `every` with an arrow made a closure per call). */
+function allPlain(subjects: readonly string[]): boolean {
+  for (let i = 0; i < subjects.length; i++) if (!PLAIN.test(subjects[i]!)) return false;
+  return true;
 }
 
 function quote(text: string): string {

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, hash } from "node:crypto";
 import { headers, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
 import type { Catalogue } from "../records/catalogue.ts";
@@ -195,8 +195,9 @@ const HASH_AS_BYTES = 64 * 1024;
  * Hash.update with a string that long took five times what encoding it and hashing the bytes take.
  */
 export function sha256(text: string): string {
-  const hash = createHash("sha256");
-  return (text.length > HASH_AS_BYTES ? hash.update(Buffer.from(text, "utf8")) : hash.update(text)).digest("hex");
+  // A short text (a declaration's canonical JSON) by crypto.hash: one call, no Hash object.
+  if (text.length <= HASH_AS_BYTES) return hash("sha256", text, "hex");
+  return createHash("sha256").update(Buffer.from(text, "utf8")).digest("hex");
 }
 
 const REDACTED = "[redacted]";

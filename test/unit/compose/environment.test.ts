@@ -51,6 +51,29 @@ describe("a module's environment", () => {
     });
   });
 
+  it("R57: its lists are the bytes JSON.stringify writes for the entries, members in the entry types' order (the declaration's digest covers them)", () => {
+    const beta = composeDeclaration(mesh.state, "beta", EXAMPLE_CONFIG, sha256);
+    const gamma = composeDeclaration(mesh.state, "gamma", EXAMPLE_CONFIG, sha256);
+    assert.ok(beta.ok && gamma.ok);
+    const builder = beta.declaration.modules.find((m) => m.module === "build-machine")!.env;
+    const showcase = gamma.declaration.modules.find((m) => m.module === "showcase")!.env;
+    const work: WorkEntry[] = [{ seat: "mesh-build", stream: workStream("mesh-build"), consumer: workConsumer("mesh-build"), subjects: [workSubject("mesh-build", "build")] }];
+    const emits: EmitEntry[] = [{ seat: "mesh-build", event: "built", subject: eventSubject("mesh-build", "built") }];
+    const submits: SubmitEntry[] = [{ seat: "mesh-build", kind: "build", subject: workSubject("mesh-build", "build") }];
+    const follows: FollowEntry[] = [
+      { seat: "mesh-build", event: "built", subject: eventSubject("mesh-build", "built"), stream: EVENTS_STREAM, consumer: followConsumer("showcase", "mesh-build", "built") },
+    ];
+    const tools: ToolEntry[] = [{ tool: "hello", subject: toolSubject("showcase", "hello") }];
+    assert.deepEqual(
+      [builder.MESH_WORK, builder.MESH_EMITS, builder.MESH_SUBMITS, builder.MESH_FOLLOWS, builder.MESH_TOOLS],
+      [JSON.stringify(work), JSON.stringify(emits), "[]", "[]", "[]"],
+    );
+    assert.deepEqual(
+      [showcase.MESH_WORK, showcase.MESH_EMITS, showcase.MESH_SUBMITS, showcase.MESH_FOLLOWS, showcase.MESH_TOOLS],
+      ["[]", "[]", JSON.stringify(submits), JSON.stringify(follows), JSON.stringify(tools)],
+    );
+  });
+
   it("R57 R18: every name a module is told is one its permissions grant and the topology raises", () => {
     const topology = composeTopology(mesh.state, EXAMPLE_CONFIG);
     const consumers = new Set(topology.consumers.map((c) => `${c.stream}/${c.config.durable_name}`));
