@@ -1,6 +1,6 @@
 import { SeatHandoverRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
-import { claimantsOf, holdersOf, nodesOfModule, resolveSeat, type State } from "../projections/index.ts";
+import { claimantsOf, holdersOf, isEnrolled, nodesOfModule, resolveSeat, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { refuseLosingBroker } from "./shared.ts";
 
@@ -18,7 +18,7 @@ export function decide(state: State, command: SeatHandoverRequest, envelope: Env
   if (!state.modules.seats[seat]) {
     return refuse("unknown-seat", `there is no seat "${command.seat}": see \`mesh seats\``, "seat");
   }
-  if (!state.nodes[command.to]) {
+  if (!isEnrolled(state.nodes, command.to)) {
     return refuse("unknown-node", `no node "${command.to}" is enrolled: run \`mesh node enrol\` first`, "to");
   }
   const holders = holdersOf(state, seat);

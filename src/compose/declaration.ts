@@ -1,5 +1,5 @@
 import type { State } from "../projections/index.ts";
-import { brokerReachableAt, busAddressesOf, credentialOf, holdersOf, principalOfModule, provisionKey, resolveSeat, seatOf } from "../projections/index.ts";
+import { brokerReachableAt, busAddressesOf, credentialOf, holdersOf, isEnrolled, nodeNames, overlayNameOf, principalOfModule, provisionKey, resolveSeat, seatOf } from "../projections/index.ts";
 import { BROKER_SEAT } from "../names.ts";
 import { CONTRACT_VERSIONS } from "../contracts/version.ts";
 import {
@@ -155,7 +155,7 @@ export function prepareComposition(state: State, config: ComposeConfig): Prepare
   const broker = holders[0] ?? state.overlay.hub;
   const reachByPlacement = new Map<string, string>();
   const reachableAt = (node: string): string => {
-    const placement = node === broker ? "broker" : state.overlay.placed[node] !== undefined ? "placed" : "off";
+    const placement = node === broker ? "broker" : overlayNameOf(state.overlay, node) !== undefined ? "placed" : "off";
     let address = reachByPlacement.get(placement);
     if (address === undefined) {
       address = brokerReachableAt(state, node, broker);
@@ -190,7 +190,7 @@ export function composeDeclaration(
   prepared: Prepared = prepareComposition(state, config),
 ): DeclarationResult {
   if (!state.mesh) return refusal(node, "mesh-missing", "the mesh has no genesis record (MeshCreated): run the installer first");
-  if (!state.nodes[node]) return refusal(node, "unknown-node", `node ${node} is not enrolled`);
+  if (!isEnrolled(state.nodes, node)) return refusal(node, "unknown-node", `node ${node} is not enrolled`);
   const fingerprint = state.mesh.fingerprint;
   const modules: DeclaredModule[] = [];
   let ordered = true;
@@ -317,7 +317,7 @@ export function composeDeclarations(
   digest: Digest,
 ): { users: BusUsers; declarations: DeclarationResult[] } {
   const prepared = prepareComposition(state, config);
-  const declarations = Object.keys(state.nodes).sort().map((node) => composeDeclaration(state, node, config, digest, prepared));
+  const declarations = nodeNames(state.nodes).map((node) => composeDeclaration(state, node, config, digest, prepared));
   return { users: prepared.busUsers(), declarations };
 }
 

@@ -1,5 +1,5 @@
 import type { State } from "../projections/index.ts";
-import { resolveSeat, seatOf } from "../projections/index.ts";
+import { nodeNames, resolveSeat, seatOf } from "../projections/index.ts";
 import {
   CATALOGUE_STREAM, CATALOGUE_SUBJECTS, CONTROL_STREAM, CONTROL_SUBJECTS, EVENTS_STREAM, EVENTS_SUBJECTS,
   declarationConsumer, declarationFilter, eventSubject, followConsumer, workConsumer, workStream, workStreamSubjects,
@@ -75,7 +75,7 @@ export function composeTopology(state: State, config: ComposeConfig): Topology {
   streams.sort((a, b) => compare(a.name, b.name));
 
   const consumers: ConsumerSpec[] = [];
-  for (const node of Object.keys(state.nodes).sort()) {
+  for (const node of nodeNames(state.nodes)) {
     consumers.push({
       stream: CONTROL_STREAM,
       config: { durable_name: declarationConsumer(node), filter_subject: declarationFilter(node), ack_policy: "explicit", deliver_policy: "all", max_deliver: -1 },

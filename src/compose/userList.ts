@@ -1,4 +1,4 @@
-import { credentialOf, type CredentialRecord, type State } from "../projections/index.ts";
+import { credentialEntries, credentialOf, isEnrolled, nodeNames, type CredentialRecord, type State } from "../projections/index.ts";
 import { ALL_SUBJECTS, CONTROLLER_NAME, principalKey } from "../names.ts";
 import { BOOTSTRAP_NKEY } from "../genesis.ts";
 import { permissionsOf } from "./permissions.ts";
@@ -26,10 +26,9 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
   let nodesWith = 0;
   let modulesWith = 0;
   let controllerWith = false;
-  for (const key of Object.keys(state.credentials).sort()) {
-    const credential = state.credentials[key]!;
+  for (const [, credential] of credentialEntries(state.credentials).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const { kind, name } = credential.principal;
-    if (kind === "node" && state.nodes[name] !== undefined) nodesWith += 1;
+    if (kind === "node" && isEnrolled(state.nodes, name)) nodesWith += 1;
     else if (kind === "module" && name !== CONTROLLER_NAME && needsCredential(state, name)) modulesWith += 1;
     else if (kind === "controller" && name === CONTROLLER_NAME) controllerWith = true;
     credentials.push(credential);
@@ -71,7 +70,7 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
   if (!controllerWith) {
     leftOut.push({ principal: { kind: "controller", name: CONTROLLER_NAME }, reason: "the controller has recorded no credential yet (R14: it records its own at start)" });
   }
-  const nodes = Object.keys(state.nodes);
+  const nodes = nodeNames(state.nodes);
   if (nodesWith < nodes.length) {
     for (const node of nodes) {
       if (!credentialOf(state.credentials, { kind: "node", name: node })) leftOut.push({ principal: { kind: "node", name: node }, reason: "enrolled node without a credential" });

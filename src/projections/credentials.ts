@@ -2,6 +2,7 @@ import type { Draft } from "immer";
 import type { MeshEvent, Principal } from "../events/index.ts";
 import { CONTROLLER_NAME, principalKey } from "../names.ts";
 import { assertNever } from "./assertNever.ts";
+import { deleteIn, emptyBuckets, entriesIn, getIn, keysIn, setIn, valuesIn, type Buckets } from "./buckets.ts";
 
 /** A principal's current credential as the records hold it (never a seed or password in the clear). */
 export type CredentialRecord = {
@@ -32,10 +33,13 @@ export type CredentialRecord = {
    */
   deliveredTo?: string[];
 };
-/** Current credentials by principal key (`<kind>:<name>`). */
-export type CredentialsState = Record<string, CredentialRecord>;
+/**
+ * Current credentials by principal key (`<kind>:<name>`), a bucketed map (buckets.ts): read it
+ * with credentialOf, credentialAt and everyCredential.
+ */
+export type CredentialsState = Buckets<CredentialRecord>;
 
-export const initialCredentials: CredentialsState = {};
+export const initialCredentials: CredentialsState = emptyBuckets();
 
 /**
  * The principal whose credential a module's declaration carries: the controller's own for the
@@ -67,8 +71,8 @@ export function newDeliveryIndex(from?: CredentialsState): DeliveryIndex {
 function deliveriesOf(index: DeliveryIndex, draft: Draft<CredentialsState>): Map<string, Set<string>> {
   if (index.byNode === null) {
     index.byNode = new Map();
-    for (const key in draft) {
-      for (const node of draft[key]!.deliveredTo ?? []) noteDelivery(index.byNode, node, key);
+    for (const [key, record] of entriesIn(draft)) {
+      for (const node of record.deliveredTo ?? []) noteDelivery(index.byNode, node, key);
     }
   }
   return index.byNode;
@@ -90,7 +94,7 @@ export function evolveCredentials(draft: Draft<CredentialsState>, event: MeshEve
   switch (event.type) {
     case "CredentialMinted":
     case "CredentialRotated":
-      draft[principalKey(event.principal.kind, event.principal.name)] = {
+      setIn(draft, principalKey(event.principal.kind, event.principal.name), {
         principal: event.principal,
         user: event.user,
         ...(event.nkey !== undefined ? { nkey: event.nkey } : {}),
@@ -99,12 +103,12 @@ export function evolveCredentials(draft: Draft<CredentialsState>, event: MeshEve
         address: event.address,
         mintedAt: event.at,
         ...(event.type === "CredentialRotated" ? { rotatedAt: sequence } : {}),
-      };
+      });
       return;
     case "ModuleUnassigned": {
       const principal = principalOfModule(event.module);
       const key = principalKey(principal.kind, principal.name);
-      const record = draft[key];
+      const record = getIn(draft, key);
       if (record && !(record.deliveredTo ?? []).includes(event.node)) {
         record.deliveredTo = [...(record.deliveredTo ?? []), event.node].sort();
         if (index?.byNode) noteDelivery(index.byNode, event.node, key);
@@ -112,16 +116,16 @@ export function evolveCredentials(draft: Draft<CredentialsState>, event: MeshEve
       return;
     }
     case "CredentialRevoked":
-      delete draft[principalKey(event.principal.kind, event.principal.name)];
+      deleteIn(draft, principalKey(event.principal.kind, event.principal.name));
       return;
     case "NodeRemoved": {
       // Every credential delivered to the node is rotated in the removal's own commit (R48), so
       // the removed node leaves no one's delivery list.
-      delete draft[principalKey("node", event.node)];
+      deleteIn(draft, principalKey("node", event.node));
       // With an index, only the credentials that may name the node; without, every one.
-      const keys = index ? (deliveriesOf(index, draft).get(event.node) ?? []) : Object.keys(draft);
+      const keys = index ? (deliveriesOf(index, draft).get(event.node) ?? []) : keysIn(draft);
       for (const key of keys) {
-        const record = draft[key];
+        const record = getIn(draft, key);
         if (record?.deliveredTo !== undefined && record.deliveredTo.includes(event.node)) {
           const left = record.deliveredTo.filter((n) => n !== event.node);
           if (left.length === 0) delete record.deliveredTo;
@@ -143,5 +147,20 @@ export function evolveCredentials(draft: Draft<CredentialsState>, event: MeshEve
 
 /** The current credential of a principal, or undefined when it has none. */
 export function credentialOf(state: CredentialsState, principal: Principal): CredentialRecord | undefined {
-  return state[principalKey(principal.kind, principal.name)];
+  return getIn(state, principalKey(principal.kind, principal.name));
+}
+
+/** The credential filed under principal key `key` (`<kind>:<name>`, principalKey), or undefined. */
+export function credentialAt(state: CredentialsState, key: string): CredentialRecord | undefined {
+  return getIn(state, key);
+}
+
+/** Every current credential, in no particular order (sort where the order shows). */
+export function everyCredential(state: CredentialsState): CredentialRecord[] {
+  return valuesIn(state);
+}
+
+/** Every current credential with its principal key, in no particular order (sort where the order shows). */
+export function credentialEntries(state: CredentialsState): [string, CredentialRecord][] {
+  return entriesIn(state);
 }

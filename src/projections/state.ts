@@ -8,18 +8,20 @@ import { evolveAssignments, initialAssignments, type AssignmentsState } from "./
 import { evolveOverlay, initialOverlay, type OverlayState } from "./overlay.ts";
 import { evolveProvisions, initialProvisions, type ProvisionsState } from "./provisions.ts";
 import { evolveSent, initialSent, type SentState } from "./sent.ts";
-import { bucketPair, newBucket } from "./buckets.ts";
+import { emptyBuckets, getIn, setIn, type Buckets } from "./buckets.ts";
 
 /**
  * The folded records: one slice per concern, plus the last folded stream sequence (the fence of
  * the next append, R40) and the command ids already applied with their commit's sequence (so a
  * retried command appends nothing, also after the stream's dedupe window). Plain JSON data.
- * `applied` grows with the whole history, so it is kept in two levels of buckets (appliedBucket):
- * read it with appliedSequence.
+ * `applied` grows with the whole history, so it is a bucketed map (buckets.ts: a commit copies a
+ * few small arrays and one small leaf of it, not every command id): read it with appliedSequence.
+ * So are the other maps that grow with the mesh (nodes, credentials, the overlay's placements, what
+ * was sent): each slice's file has the readers.
  */
 export type State = {
   sequence: number;
-  applied: Record<string, Record<string, Record<string, number>>>;
+  applied: Buckets<number>;
   mesh: MeshState;
   nodes: NodesState;
   modules: ModulesState;
@@ -32,7 +34,7 @@ export type State = {
 
 export const initialState: State = {
   sequence: 0,
-  applied: {},
+  applied: emptyBuckets(),
   mesh: initialMesh,
   nodes: initialNodes,
   modules: initialModules,
@@ -51,19 +53,9 @@ export const initialState: State = {
  */
 const immer = new Immer({ autoFreeze: false });
 
-/**
- * Where a command id is filed in `applied`: two levels of 64 buckets each (`x0`..`x63`), chosen
- * by its FNV-1a hash (buckets.ts). Recording one command then copies two 64-key maps and one small
- * bucket, not every command id ever seen (a plain object of 4096 keys already costs milliseconds to copy).
- */
-export function appliedBucket(commandId: string): [string, string] {
-  return bucketPair(commandId);
-}
-
 /** The stream sequence of the commit that applied `commandId`, or undefined when none did. */
 export function appliedSequence(state: State, commandId: string): number | undefined {
-  const [outer, inner] = appliedBucket(commandId);
-  return state.applied[outer]?.[inner]?.[commandId];
+  return getIn(state.applied, commandId);
 }
 
 /** A commit as read from the stream, with its stream sequence. */
@@ -81,8 +73,7 @@ function applyCommit(draft: Draft<State>, { sequence, commit }: SequencedCommit,
     evolveProvisions(draft.provisions, event, sequence, draft.modules);
     evolveSent(draft.sent, event);
   }
-  const [outer, inner] = appliedBucket(commit.commandId);
-  ((draft.applied[outer] ??= newBucket())[inner] ??= newBucket())[commit.commandId] = sequence;
+  setIn(draft.applied, commit.commandId, sequence);
   draft.sequence = sequence;
 }
 
