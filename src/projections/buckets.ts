@@ -11,26 +11,29 @@ import { current, isDraft } from "immer";
  * fenced append's time. Here a change copies a few arrays of 64 slots (a memory copy each) and one
  * leaf of at most LEAF_KEYS keys, however large the map.
  *
- * Shape: an array of 64 slots (FANOUT), each null, a leaf (a plain object: key → value) or another
- * such array, one level down. A key's slot at depth d is 6 bits of its 32-bit hash (FNV-1a, then
- * mixed), bits 6d..6d+5. A leaf that would take a key past LEAF_KEYS is split into an array of 64
- * slots one level down (never merged back); at depth MAX_DEPTH - 1 the hash has no bits left and a
- * leaf just grows. The shape depends only on the keys set and deleted, in order, so a replay and a
- * snapshot plus its tail build the same one (R41). Plain JSON data: snapshots hold it as it is.
+ * Shape: an array of 64 slots (FANOUT), each null, a leaf or another such array, one level down.
+ * A leaf is two arrays, its keys and their values at the same places: not an object keyed by them,
+ * because every new key of an object (a command id each commit) makes V8 build a new hidden class
+ * and intern the key, which cost more than the rest of a commit's fold. A key's slot at depth d is
+ * 6 bits of its 32-bit hash (FNV-1a, then mixed), bits 6d..6d+5. A leaf that would take a key past
+ * LEAF_KEYS is split into an array of 64 slots one level down (never merged back); at depth
+ * MAX_DEPTH - 1 the hash has no bits left and a leaf just grows. The shape depends only on the keys
+ * set and deleted, in order, so a replay and a snapshot plus its tail build the same one (R41).
+ * Plain JSON data: snapshots hold it as it is.
  *
  * Read and write only through the functions here (getIn, hasIn, setIn, deleteIn, keysIn, valuesIn,
  * entriesIn, sizeIn): they work alike on a plain map (a copy fold changes it in place) and on an
  * immer draft of one (evolve).
  */
 
-/** The keys of one bucket and their values. */
-export type Leaf<V> = { [key: string]: V };
+/** The keys of one bucket, and their values at the same places. */
+export type Leaf<V> = { keys: string[]; values: V[] };
 /** A bucketed map of string keys to V (see the module comment); the empty one is emptyBuckets(). */
 export type Buckets<V> = (Buckets<V> | Leaf<V> | null)[];
 
 /** Slots per array: 6 bits of the hash per level. */
 export const FANOUT = 64;
-/** Keys a leaf holds before it is split (V8 keeps objects this small as fast objects, cheap to copy). */
+/** Keys a leaf holds before it is split (a lookup compares the key with each of a leaf's keys). */
 export const LEAF_KEYS = 16;
 /** Levels of arrays: 5 levels use 30 of the hash's 32 bits. */
 export const MAX_DEPTH = 5;
@@ -71,18 +74,20 @@ function leafOf<V>(map: Buckets<V>, key: string): Leaf<V> | null {
 /** The value of `key`, or undefined when the map does not hold it. */
 export function getIn<V>(map: Buckets<V>, key: string): V | undefined {
   const leaf = leafOf(map, key);
-  return leaf !== null && Object.hasOwn(leaf, key) ? leaf[key] : undefined;
+  if (leaf === null) return undefined;
+  const at = leaf.keys.indexOf(key);
+  return at < 0 ? undefined : leaf.values[at];
 }
 
 /** Whether the map holds `key`. */
 export function hasIn<V>(map: Buckets<V>, key: string): boolean {
   const leaf = leafOf(map, key);
-  return leaf !== null && Object.hasOwn(leaf, key);
+  return leaf !== null && leaf.keys.includes(key);
 }
 
-/** The leaf's keys and values as plain data (a draft's current ones), to be filed again one level down. */
-function plainEntries<V>(leaf: Leaf<V>): [string, V][] {
-  return Object.entries(isDraft(leaf) ? (current(leaf as object) as Leaf<V>) : leaf);
+/** The leaf as plain data (a draft's current one), its keys and values to be filed again one level down. */
+function plainLeaf<V>(leaf: Leaf<V>): Leaf<V> {
+  return isDraft(leaf) ? (current(leaf as object) as Leaf<V>) : leaf;
 }
 
 /**
@@ -96,7 +101,7 @@ export function setIn<V>(map: Buckets<V>, key: string, value: V): void {
     const slot = slotAt(hash, depth);
     const node = branch[slot] ?? null;
     if (node === null) {
-      branch[slot] = { [key]: value };
+      branch[slot] = { keys: [key], values: [value] };
       return;
     }
     if (Array.isArray(node)) {
@@ -104,17 +109,28 @@ export function setIn<V>(map: Buckets<V>, key: string, value: V): void {
       depth += 1;
       continue;
     }
-    if (depth + 1 < MAX_DEPTH && !Object.hasOwn(node, key) && Object.keys(node).length >= LEAF_KEYS) {
+    const at = node.keys.indexOf(key);
+    if (at < 0 && depth + 1 < MAX_DEPTH && node.keys.length >= LEAF_KEYS) {
       const split = emptyBuckets<V>();
-      for (const [k, v] of plainEntries(node)) {
-        const at = slotAt(hashOf(k), depth + 1);
-        const leaf = (split[at] ?? (split[at] = {})) as Leaf<V>;
-        leaf[k] = v;
-      }
+      const { keys, values } = plainLeaf(node);
+      keys.forEach((k, i) => {
+        const into = slotAt(hashOf(k), depth + 1);
+        const leaf = split[into] as Leaf<V> | null;
+        if (leaf === null) split[into] = { keys: [k], values: [values[i]!] };
+        else {
+          leaf.keys.push(k);
+          leaf.values.push(values[i]!);
+        }
+      });
       branch[slot] = split;
       continue; // the slot holds the split array now: file the key in it
     }
-    node[key] = value;
+    if (at < 0) {
+      node.keys.push(key);
+      node.values.push(value);
+    } else {
+      node.values[at] = value;
+    }
     return;
   }
 }
@@ -131,9 +147,14 @@ export function deleteIn<V>(map: Buckets<V>, key: string): void {
       branch = node;
       continue;
     }
-    if (!Object.hasOwn(node, key)) return;
-    delete node[key];
-    if (Object.keys(node).length === 0) branch[slot] = null;
+    const at = node.keys.indexOf(key);
+    if (at < 0) return;
+    if (node.keys.length === 1) {
+      branch[slot] = null;
+      return;
+    }
+    node.keys.splice(at, 1);
+    node.values.splice(at, 1);
     return;
   }
 }
@@ -143,7 +164,7 @@ function eachIn<V>(map: Buckets<V>, visit: (key: string, value: V) => void): voi
   for (const node of map) {
     if (node === null || node === undefined) continue;
     if (Array.isArray(node)) eachIn(node, visit);
-    else for (const key of Object.keys(node)) visit(key, node[key]!);
+    else for (let i = 0; i < node.keys.length; i += 1) visit(node.keys[i]!, node.values[i]!);
   }
 }
 

@@ -42,7 +42,9 @@ function assertShape<V>(map: Buckets<V>, depth = 0, path: number[] = []): void {
       assertShape(node, depth + 1, [...path, slot]);
       return;
     }
-    const keys = Object.keys(node);
+    const { keys, values } = node;
+    assert.equal(values.length, keys.length, "a value for each key");
+    assert.equal(new Set(keys).size, keys.length, "each key once");
     assert.ok(keys.length > 0, `leaf at ${[...path, slot].join("/")} is not empty`);
     if (depth + 1 < MAX_DEPTH) assert.ok(keys.length <= LEAF_KEYS, `leaf at ${[...path, slot].join("/")} holds ${keys.length} keys`);
     for (const key of keys) {
@@ -106,13 +108,13 @@ describe("bucketed maps (projections/buckets.ts)", () => {
 
   it("a leaf splits one level down when a key would take it past LEAF_KEYS, as deep as the keys share their slots", () => {
     // Keys sharing their slot at depths 0 .. 2 (18 bits; finding 17 keys that share 24 bits takes
-    // a minute of hashing): the 17th key splits their leaf until they part.
+    // a minute of hashing): one key past LEAF_KEYS splits their leaf until they part.
     for (const levels of [1, 2, 3]) {
       const keys = colliding("seed", 6 * levels, LEAF_KEYS + 1);
       const map = emptyBuckets<number>();
       keys.slice(0, LEAF_KEYS).forEach((key, i) => setIn(map, key, i));
       const slot0 = map[hashOf(keys[0]!) & 63];
-      assert.ok(!Array.isArray(slot0) && Object.keys(slot0 ?? {}).length === LEAF_KEYS, `levels ${levels}: ${LEAF_KEYS} keys fit one leaf`);
+      assert.ok(!Array.isArray(slot0) && slot0?.keys.length === LEAF_KEYS, `levels ${levels}: ${LEAF_KEYS} keys fit one leaf`);
       setIn(map, keys[LEAF_KEYS]!, LEAF_KEYS);
       assertShape(map);
       // They share their slot for `levels` levels: the leaf was split until they part.
@@ -124,9 +126,9 @@ describe("bucketed maps (projections/buckets.ts)", () => {
       // Setting a key the full leaf already holds replaces its value and splits nothing.
       const full = emptyBuckets<number>();
       keys.slice(0, LEAF_KEYS).forEach((key, i) => setIn(full, key, i));
-      const before = JSON.stringify(full);
+      const whole = JSON.stringify(full);
       setIn(full, keys[0]!, 99);
-      assert.equal(JSON.stringify(full), before.replace(`"${keys[0]}":0`, `"${keys[0]}":99`));
+      assert.equal(JSON.stringify(full), whole.replace('"values":[0,', '"values":[99,'));
     }
   });
 
