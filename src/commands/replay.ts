@@ -14,7 +14,7 @@ import { ReplayRequest } from "../contracts/verbs.ts";
 import type { MeshEvent, Principal } from "../events/index.ts";
 import { busUser, RECORDS_ENTITY } from "../names.ts";
 import { BOOTSTRAP_NKEY } from "../genesis.ts";
-import { credentialOf, everyCredential, type State } from "../projections/index.ts";
+import { credentialOf, everyCredential, everyProvision, provisionsInKeyOrder, type State } from "../projections/index.ts";
 import { metaOf, refuse, type Decision, type Envelope } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
 
@@ -160,7 +160,7 @@ function rotations(state: State, principals: readonly Principal[], envelope: Env
  * principal of its first ROTATIONS_PER_COMMIT, then one per minted provision. Pure.
  */
 export function restoreSecretsNeeded(state: State): number {
-  return Math.min(restorePrincipals(state).length, ROTATIONS_PER_COMMIT) + Object.keys(state.provisions).length;
+  return Math.min(restorePrincipals(state).length, ROTATIONS_PER_COMMIT) + everyProvision(state.provisions).length;
 }
 
 /**
@@ -169,8 +169,7 @@ export function restoreSecretsNeeded(state: State): number {
  */
 function provisionRotations(state: State, envelope: Envelope, first: number): MeshEvent[] {
   const meta = metaOf(envelope);
-  return Object.keys(state.provisions).sort().map((key, i) => {
-    const p = state.provisions[key]!;
+  return provisionsInKeyOrder(state.provisions).map((p, i) => {
     return { ...meta, type: "ProvisionRotated", seat: p.seat, provision: p.provision, consumer: p.consumer, user: p.user, sealed: secretAt(envelope, first + i).sealed };
   });
 }

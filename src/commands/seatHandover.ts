@@ -1,6 +1,6 @@
 import { SeatHandoverRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
-import { claimantsOf, holdersOf, isEnrolled, nodesOfModule, resolveSeat, type State } from "../projections/index.ts";
+import { claimantsOf, declaredSeat, holdersOf, isEnrolled, nodesOfModule, resolveSeat, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { refuseLosingBroker } from "./shared.ts";
 
@@ -15,7 +15,7 @@ import { refuseLosingBroker } from "./shared.ts";
  */
 export function decide(state: State, command: SeatHandoverRequest, envelope: Envelope): Decision {
   const seat = resolveSeat(state.modules, command.seat);
-  if (!state.modules.seats[seat]) {
+  if (!declaredSeat(state.modules, seat)) {
     return refuse("unknown-seat", `there is no seat "${command.seat}": see \`mesh seats\``, "seat");
   }
   if (!isEnrolled(state.nodes, command.to)) {

@@ -1,4 +1,4 @@
-import { credentialEntries, credentialOf, isEnrolled, nodeNames, type CredentialRecord, type State } from "../projections/index.ts";
+import { credentialEntries, credentialOf, isEnrolled, moduleNames, moduleOf, nodeNames, nodesOfModule, type CredentialRecord, type State } from "../projections/index.ts";
 import { ALL_SUBJECTS, CONTROLLER_NAME, principalKey } from "../names.ts";
 import { BOOTSTRAP_NKEY } from "../genesis.ts";
 import { permissionsOf } from "./permissions.ts";
@@ -76,12 +76,12 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
       if (!credentialOf(state.credentials, { kind: "node", name: node })) leftOut.push({ principal: { kind: "node", name: node }, reason: "enrolled node without a credential" });
     }
   }
-  const needing = Object.keys(state.modules.modules).filter((name) => name !== CONTROLLER_NAME && needsCredential(state, name));
+  const needing = moduleNames(state.modules).filter((name) => name !== CONTROLLER_NAME && needsCredential(state, name));
   if (modulesWith < needing.length) {
     for (const name of needing) {
       const principal: Principal = { kind: "module", name };
       if (credentialOf(state.credentials, principal)) continue;
-      if (state.modules.modules[name]!.issued) leftOut.push({ principal, reason: "issued module without a credential" });
+      if (moduleOf(state.modules, name)!.issued) leftOut.push({ principal, reason: "issued module without a credential" });
       else leftOut.push({ principal, reason: "assigned but never issued: run `mesh module issue`" });
     }
   }
@@ -98,8 +98,8 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
 
 /** A module that should be on the bus: registered, and issued or assigned to a node. */
 function needsCredential(state: State, module: string): boolean {
-  const record = state.modules.modules[module];
-  return record !== undefined && (record.issued || (state.assignments.byModule[module]?.length ?? 0) > 0);
+  const record = moduleOf(state.modules, module);
+  return record !== undefined && (record.issued || nodesOfModule(state.assignments, module).length > 0);
 }
 
 function compare(a: string, b: string): number {

@@ -1,8 +1,7 @@
-import { current, isDraft } from "immer";
-
 /**
- * Bucketed maps: the state's maps that grow with the mesh or the history (`applied`, `sent`,
- * `nodes`, `credentials`, the overlay's placements), kept so that changing one key copies little.
+ * Bucketed maps: the state's maps that grow with the mesh or the history (`applied`, `nodes`,
+ * `credentials`, modules and seats, assignments, placements, provisions, what was sent), kept so
+ * that changing one key copies little.
  *
  * evolve never changes the state it is given: each change copies every object on the way from the
  * state to the changed key. A plain object of N keys costs time in proportion to N to copy, and
@@ -21,9 +20,13 @@ import { current, isDraft } from "immer";
  * set and deleted, in order, so a replay and a snapshot plus its tail build the same one (R41).
  * Plain JSON data: snapshots hold it as it is.
  *
- * Read and write only through the functions here (getIn, hasIn, setIn, deleteIn, keysIn, valuesIn,
- * entriesIn, sizeIn): they work alike on a plain map (a copy fold changes it in place) and on an
- * immer draft of one (evolve).
+ * The folds change them by hand, not through immer (a draft's proxy per array and per leaf, and
+ * its traps, cost more than the copies themselves). setIn and deleteIn copy the arrays and the leaf
+ * on the key's way, unless the fold already owns them (`owned`: what this fold made itself, never
+ * seen outside it, or OWN_ALL for a fold over a private copy), which it then changes in place; they
+ * return the map's root, a new one when the root was copied. So a fold is pure (the map it was
+ * given is left as it was) and a long fold copies each array and leaf once, not once per change.
+ * Read with getIn, hasIn, keysIn, valuesIn, entriesIn and sizeIn.
  */
 
 /** The keys of one bucket, and their values at the same places. */
@@ -85,77 +88,105 @@ export function hasIn<V>(map: Buckets<V>, key: string): boolean {
   return leaf !== null && leaf.keys.includes(key);
 }
 
-/** The leaf as plain data (a draft's current one), its keys and values to be filed again one level down. */
-function plainLeaf<V>(leaf: Leaf<V>): Leaf<V> {
-  return isDraft(leaf) ? (current(leaf as object) as Leaf<V>) : leaf;
+/** What a fold may change in place: the arrays and leaves it made itself (a WeakSet, filled by setIn and deleteIn), or OWN_ALL. */
+export type Owned = { has(value: object): boolean; add(value: object): unknown };
+
+/** Ownership of everything: for a fold over a private copy of the state (startFold's "copy"). */
+export const OWN_ALL: Owned = { has: () => true, add: () => undefined };
+
+/** The array `branch` as the fold may change it: itself when owned, else a copy (now owned). */
+function ownedBranch<V>(branch: Buckets<V>, owned: Owned): Buckets<V> {
+  if (owned.has(branch)) return branch;
+  const copy = branch.slice();
+  owned.add(copy);
+  return copy;
+}
+
+/** The leaf as the fold may change it: itself when owned (its two arrays with it), else a copy (now owned). */
+function ownedLeaf<V>(leaf: Leaf<V>, owned: Owned): Leaf<V> {
+  if (owned.has(leaf)) return leaf;
+  const copy = { keys: leaf.keys.slice(), values: leaf.values.slice() };
+  owned.add(copy);
+  return copy;
+}
+
+/** A new leaf of one key, owned by the fold. */
+function newLeaf<V>(key: string, value: V, owned: Owned): Leaf<V> {
+  const leaf = { keys: [key], values: [value] };
+  owned.add(leaf);
+  return leaf;
 }
 
 /**
- * Sets `key` to `value` in `map`, in place: a plain map (a copy fold) or an immer draft (evolve).
- * A leaf that would hold more than LEAF_KEYS keys is first split one level down.
+ * `map` with `key` set to `value` (see the module comment: copies what `owned` does not hold,
+ * changes the rest in place). A leaf that would hold more than LEAF_KEYS keys is split one level
+ * down first. Returns the map's root: `map` itself when owned, else its copy.
  */
-export function setIn<V>(map: Buckets<V>, key: string, value: V): void {
+export function setIn<V>(map: Buckets<V>, key: string, value: V, owned: Owned): Buckets<V> {
   const hash = hashOf(key);
-  let branch = map;
+  const root = ownedBranch(map, owned);
+  let branch = root;
   for (let depth = 0; ; ) {
     const slot = slotAt(hash, depth);
     const node = branch[slot] ?? null;
     if (node === null) {
-      branch[slot] = { keys: [key], values: [value] };
-      return;
+      branch[slot] = newLeaf(key, value, owned);
+      return root;
     }
     if (Array.isArray(node)) {
-      branch = node;
+      branch = branch[slot] = ownedBranch(node, owned);
       depth += 1;
       continue;
     }
     const at = node.keys.indexOf(key);
     if (at < 0 && depth + 1 < MAX_DEPTH && node.keys.length >= LEAF_KEYS) {
       const split = emptyBuckets<V>();
-      const { keys, values } = plainLeaf(node);
-      keys.forEach((k, i) => {
+      owned.add(split);
+      node.keys.forEach((k, i) => {
         const into = slotAt(hashOf(k), depth + 1);
         const leaf = split[into] as Leaf<V> | null;
-        if (leaf === null) split[into] = { keys: [k], values: [values[i]!] };
+        if (leaf === null) split[into] = newLeaf(k, node.values[i]!, owned);
         else {
           leaf.keys.push(k);
-          leaf.values.push(values[i]!);
+          leaf.values.push(node.values[i]!);
         }
       });
       branch[slot] = split;
       continue; // the slot holds the split array now: file the key in it
     }
+    const leaf = (branch[slot] = ownedLeaf(node, owned));
     if (at < 0) {
-      node.keys.push(key);
-      node.values.push(value);
+      leaf.keys.push(key);
+      leaf.values.push(value);
     } else {
-      node.values[at] = value;
+      leaf.values[at] = value;
     }
-    return;
+    return root;
   }
 }
 
-/** Removes `key` from `map` in place (plain or draft); a leaf left empty empties its slot. Nothing when absent. */
-export function deleteIn<V>(map: Buckets<V>, key: string): void {
+/**
+ * `map` without `key` (copies what `owned` does not hold, as setIn); a leaf left empty empties its
+ * slot. Returns the map's root: `map` itself when the key is absent or the root owned.
+ */
+export function deleteIn<V>(map: Buckets<V>, key: string, owned: Owned): Buckets<V> {
+  if (!hasIn(map, key)) return map;
   const hash = hashOf(key);
-  let branch = map;
+  const root = ownedBranch(map, owned);
+  let branch = root;
   for (let depth = 0; ; depth += 1) {
     const slot = slotAt(hash, depth);
-    const node = branch[slot] ?? null;
-    if (node === null) return;
+    const node = branch[slot]!;
     if (Array.isArray(node)) {
-      branch = node;
+      branch = branch[slot] = ownedBranch(node, owned);
       continue;
     }
-    const at = node.keys.indexOf(key);
-    if (at < 0) return;
-    if (node.keys.length === 1) {
-      branch[slot] = null;
-      return;
-    }
-    node.keys.splice(at, 1);
-    node.values.splice(at, 1);
-    return;
+    const leaf = ownedLeaf(node, owned);
+    const at = leaf.keys.indexOf(key);
+    leaf.keys.splice(at, 1);
+    leaf.values.splice(at, 1);
+    branch[slot] = leaf.keys.length === 0 ? null : leaf;
+    return root;
   }
 }
 
@@ -198,7 +229,7 @@ export function sizeIn<V>(map: Buckets<V>): number {
 
 /** A bucketed map holding the keys and values of `record` (fixtures, tests). */
 export function bucketsOf<V>(record: Readonly<Record<string, V>>): Buckets<V> {
-  const map = emptyBuckets<V>();
-  for (const [key, value] of Object.entries(record)) setIn(map, key, value);
+  let map = emptyBuckets<V>();
+  for (const [key, value] of Object.entries(record)) map = setIn(map, key, value, OWN_ALL);
   return map;
 }

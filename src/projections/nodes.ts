@@ -1,7 +1,6 @@
-import type { Draft } from "immer";
 import type { MeshEvent } from "../events/index.ts";
 import { assertNever } from "./assertNever.ts";
-import { deleteIn, emptyBuckets, getIn, keysIn, setIn, sizeIn, valuesIn, type Buckets } from "./buckets.ts";
+import { deleteIn, emptyBuckets, getIn, keysIn, setIn, sizeIn, valuesIn, type Buckets, type Owned } from "./buckets.ts";
 
 export type NodeRecord = { name: string; publicKey: string; enrolledAt: string };
 /** Enrolled nodes by name, a bucketed map (buckets.ts): read it with nodeOf, isEnrolled, nodeNames, everyNode, nodeCount. */
@@ -9,23 +8,21 @@ export type NodesState = Buckets<NodeRecord>;
 
 export const initialNodes: NodesState = emptyBuckets();
 
-/** Fold of enrolments and removals. */
-export function evolveNodes(draft: Draft<NodesState>, event: MeshEvent): void {
+/** Fold of enrolments and removals: the nodes after `event` (`owned`: see buckets.ts setIn). */
+export function evolveNodes(nodes: NodesState, event: MeshEvent, owned: Owned): NodesState {
   switch (event.type) {
     case "NodeEnrolled":
-      setIn(draft, event.node, { name: event.node, publicKey: event.publicKey, enrolledAt: event.at });
-      return;
+      return setIn(nodes, event.node, { name: event.node, publicKey: event.publicKey, enrolledAt: event.at }, owned);
     case "NodeRemoved":
-      deleteIn(draft, event.node);
-      return;
+      return deleteIn(nodes, event.node, owned);
     case "MeshCreated": case "CredentialMinted": case "CredentialRotated": case "CredentialRevoked":
     case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned": case "ModuleUnassigned":
     case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated":
     case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":
-      return;
+      return nodes;
     default:
-      assertNever(event);
+      return assertNever(event);
   }
 }
 

@@ -1,7 +1,6 @@
-import type { Draft } from "immer";
 import type { MeshEvent } from "../events/index.ts";
 import { assertNever } from "./assertNever.ts";
-import { deleteIn, emptyBuckets, entriesIn, getIn, setIn, type Buckets } from "./buckets.ts";
+import { deleteIn, emptyBuckets, entriesIn, getIn, setIn, type Buckets, type Owned } from "./buckets.ts";
 
 /**
  * The overlay: the hub (at most one, R9) and each placed node's overlay name, a bucketed map by
@@ -11,25 +10,27 @@ export type OverlayState = { hub: string | null; placed: Buckets<string> };
 
 export const initialOverlay: OverlayState = { hub: null, placed: emptyBuckets() };
 
-/** Fold of overlay placement. A removed node leaves the overlay (and stops being the hub). */
-export function evolveOverlay(draft: Draft<OverlayState>, event: MeshEvent): void {
+/**
+ * Fold of overlay placement: the overlay after `event`, a new object when it changed (`owned`: see
+ * buckets.ts setIn). A removed node leaves the overlay (and stops being the hub).
+ */
+export function evolveOverlay(overlay: OverlayState, event: MeshEvent, owned: Owned): OverlayState {
   switch (event.type) {
     case "OverlayPlaced":
-      setIn(draft.placed, event.node, event.overlayName);
-      if (event.hub) draft.hub = event.node;
-      return;
-    case "NodeRemoved":
-      deleteIn(draft.placed, event.node);
-      if (draft.hub === event.node) draft.hub = null;
-      return;
+      return { hub: event.hub ? event.node : overlay.hub, placed: setIn(overlay.placed, event.node, event.overlayName, owned) };
+    case "NodeRemoved": {
+      const placed = deleteIn(overlay.placed, event.node, owned);
+      const hub = overlay.hub === event.node ? null : overlay.hub;
+      return placed === overlay.placed && hub === overlay.hub ? overlay : { hub, placed };
+    }
     case "MeshCreated": case "NodeEnrolled": case "CredentialMinted": case "CredentialRotated":
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "ProvisionMinted": case "ProvisionRotated":
     case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":
-      return;
+      return overlay;
     default:
-      assertNever(event);
+      return assertNever(event);
   }
 }
 

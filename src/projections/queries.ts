@@ -1,10 +1,10 @@
 import type { State } from "./state.ts";
 import { claimantsOf, resolveSeat } from "./modules.ts";
-import { nodesOfModule } from "./assignments.ts";
+import { assignedModules, nodesOfModule } from "./assignments.ts";
 import { credentialAt, credentialEntries, principalOfModule } from "./credentials.ts";
 import { overlayNameOf } from "./overlay.ts";
 import type { Principal } from "../events/index.ts";
-import type { ProvisionRecord } from "./provisions.ts";
+import { provisionsInKeyOrder, type ProvisionRecord } from "./provisions.ts";
 import { BROKER_SEAT, CONTROLLER_NAME, principalKey } from "../names.ts";
 
 /**
@@ -89,7 +89,7 @@ export function busAddressesOf(state: State, address: string): string[] | undefi
  */
 export function credentialsDeliveredTo(state: State, node: string): Principal[] {
   const found = new Map<string, Principal>();
-  for (const [module, nodes] of Object.entries(state.assignments.byModule)) {
+  for (const [module, nodes] of assignedModules(state.assignments)) {
     if (!nodes.includes(node)) continue;
     const principal = principalOfModule(module);
     const key = principalKey(principal.kind, principal.name);
@@ -110,8 +110,7 @@ export function credentialsDeliveredTo(state: State, node: string): Principal[] 
  */
 export function provisionsDeliveredTo(state: State, node: string): ProvisionRecord[] {
   const found: ProvisionRecord[] = [];
-  for (const key of Object.keys(state.provisions).sort()) {
-    const record = state.provisions[key]!;
+  for (const record of provisionsInKeyOrder(state.provisions)) {
     if (nodesOfModule(state.assignments, record.consumer).includes(node)
       || record.deliveredTo?.includes(node)
       || holdersOf(state, record.seat).includes(node)) found.push(record);

@@ -1,7 +1,6 @@
-import type { Draft } from "immer";
 import type { MeshEvent } from "../events/index.ts";
 import { assertNever } from "./assertNever.ts";
-import { deleteIn, emptyBuckets, getIn, setIn, type Buckets } from "./buckets.ts";
+import { deleteIn, emptyBuckets, getIn, setIn, type Buckets, type Owned } from "./buckets.ts";
 
 export type SentRecord = { digest: string; recordsSequence: number; at: string };
 /**
@@ -13,23 +12,21 @@ export type SentState = Buckets<SentRecord>;
 
 export const initialSent: SentState = emptyBuckets();
 
-/** Fold of `DeclarationSent`. A removed node's record goes with it. */
-export function evolveSent(draft: Draft<SentState>, event: MeshEvent): void {
+/** Fold of `DeclarationSent`: what was sent after `event` (`owned`: see buckets.ts setIn). A removed node's record goes with it. */
+export function evolveSent(sent: SentState, event: MeshEvent, owned: Owned): SentState {
   switch (event.type) {
     case "DeclarationSent":
-      setIn(draft, event.node, { digest: event.digest, recordsSequence: event.recordsSequence, at: event.at });
-      return;
+      return setIn(sent, event.node, { digest: event.digest, recordsSequence: event.recordsSequence, at: event.at }, owned);
     case "NodeRemoved":
-      deleteIn(draft, event.node);
-      return;
+      return deleteIn(sent, event.node, owned);
     case "MeshCreated": case "NodeEnrolled": case "CredentialMinted": case "CredentialRotated":
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
     case "ProvisionMinted": case "ProvisionRotated":
     case "CommitVoided": case "RecordsRestored":
-      return;
+      return sent;
     default:
-      assertNever(event);
+      return assertNever(event);
   }
 }
 

@@ -7,7 +7,7 @@
 import type { Refusal } from "../decision.ts";
 import type { Declaration, DeclarationResult, ModuleLeftOut } from "../compose/declaration.ts";
 import type { Principal } from "../compose/types.ts";
-import { credentialOf, everyCredential, holdersOf, isEnrolled, lastSent, nodeCount, nodeNames, nodeOf, nodesOfModule, type State } from "../projections/index.ts";
+import { credentialOf, everyCredential, holdersOf, isEnrolled, lastSent, nodeCount, nodeNames, nodeOf, nodesOfModule, provisionsInKeyOrder, type State } from "../projections/index.ts";
 import { BROKER_SEAT } from "../names.ts";
 import { NEW_NODE_BACKOFF_MAX_MS } from "../host/plan.ts";
 
@@ -325,8 +325,7 @@ export type ProvisionName = { seat: string; provision: string; consumer: string 
  */
 export function freshProvisions(state: State, before: State): ProvisionName[] {
   const fresh: ProvisionName[] = [];
-  for (const key of Object.keys(state.provisions).sort()) {
-    const p = state.provisions[key]!;
+  for (const p of provisionsInKeyOrder(state.provisions)) {
     if (p.rotatedAt === undefined) continue;
     const consumers = nodesOfModule(state.assignments, p.consumer);
     if (consumers.length === 0) continue;

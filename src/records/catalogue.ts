@@ -602,8 +602,8 @@ async function foldFrom(
   let fold: Fold | null = null;
   try {
     await readFrom(bus, state.sequence + 1, (batch) => fold!.add(batch), {}, (count) => {
-      // A long read folds into a private copy (no proxies); a short tail into one immer draft.
-      fold = startFold(state, state.sequence === 0 || count >= COPY_FOLD_FROM ? "copy" : "draft");
+      // A long read folds into a private copy, changed in place; a short tail shares what it does not change.
+      fold = startFold(state, state.sequence === 0 || count >= COPY_FOLD_FROM ? "copy" : "share");
     }, onInfo);
   } finally {
     if (fold !== null) onFolded((fold as Fold).finish());

@@ -1,12 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { Immer } from "immer";
 import {
-  FANOUT, LEAF_KEYS, MAX_DEPTH, bucketsOf, deleteIn, emptyBuckets, entriesIn, getIn, hashOf, hasIn, keysIn, setIn, sizeIn, valuesIn,
-  type Buckets,
+  FANOUT, LEAF_KEYS, MAX_DEPTH, OWN_ALL, bucketsOf, deleteIn, emptyBuckets, entriesIn, getIn, hashOf, hasIn, keysIn, setIn, sizeIn, valuesIn,
+  type Buckets, type Owned,
 } from "../../src/projections/buckets.ts";
-
-const immer = new Immer({ autoFreeze: false });
 
 /** mulberry32, for reproducible operation sequences. */
 function prng(seed: number): () => number {
@@ -54,7 +51,7 @@ function assertShape<V>(map: Buckets<V>, depth = 0, path: number[] = []): void {
   });
 }
 
-/** Applies one operation to a plain map in place, to a draft through immer, and to the Map model. */
+/** One change to a map. */
 type Op = { kind: "set"; key: string; value: number } | { kind: "delete"; key: string };
 
 function randomOps(seed: number, count: number, universe: number): Op[] {
@@ -65,9 +62,19 @@ function randomOps(seed: number, count: number, universe: number): Op[] {
   });
 }
 
-function applyOp(map: Buckets<number>, op: Op): void {
-  if (op.kind === "set") setIn(map, op.key, op.value);
-  else deleteIn(map, op.key);
+/** The map after `op`, changing in place what `owned` holds. */
+function applyOp(map: Buckets<number>, op: Op, owned: Owned): Buckets<number> {
+  return op.kind === "set" ? setIn(map, op.key, op.value, owned) : deleteIn(map, op.key, owned);
+}
+
+/** Every array and leaf of the map. */
+function objectsOf(map: Buckets<number>): object[] {
+  const all: object[] = [map];
+  for (const node of map) {
+    if (Array.isArray(node)) all.push(...objectsOf(node));
+    else if (node !== null) all.push(node);
+  }
+  return all;
 }
 
 function assertSameAsModel(map: Buckets<number>, model: Map<string, number>, where: string): void {
@@ -84,17 +91,16 @@ describe("bucketed maps (projections/buckets.ts)", () => {
     assert.equal(getIn(map, "a"), undefined);
     assert.equal(hasIn(map, "a"), false);
     assert.deepEqual(JSON.parse(JSON.stringify(map)), map);
-    deleteIn(map, "a"); // deleting what is not there changes nothing
-    assert.deepEqual(map, emptyBuckets());
+    assert.equal(deleteIn(map, "a", new WeakSet()), map, "deleting what is not there changes nothing");
   });
 
   it("agrees with a Map over random sets and deletes, key by key, and keeps its shape", () => {
     for (const [seed, universe] of [[1, 40], [2, 600], [3, 5000]] as const) {
-      const map = emptyBuckets<number>();
+      let map = emptyBuckets<number>();
       const model = new Map<string, number>();
       const ops = randomOps(seed, universe * 4, universe);
       ops.forEach((op, i) => {
-        applyOp(map, op);
+        map = applyOp(map, op, OWN_ALL);
         if (op.kind === "set") model.set(op.key, op.value);
         else model.delete(op.key);
         assert.equal(getIn(map, op.key), model.get(op.key), `seed ${seed}, op ${i}`);
@@ -111,11 +117,14 @@ describe("bucketed maps (projections/buckets.ts)", () => {
     // a minute of hashing): one key past LEAF_KEYS splits their leaf until they part.
     for (const levels of [1, 2, 3]) {
       const keys = colliding("seed", 6 * levels, LEAF_KEYS + 1);
-      const map = emptyBuckets<number>();
-      keys.slice(0, LEAF_KEYS).forEach((key, i) => setIn(map, key, i));
+      let map = emptyBuckets<number>();
+      keys.slice(0, LEAF_KEYS).forEach((key, i) => { map = setIn(map, key, i, OWN_ALL); });
       const slot0 = map[hashOf(keys[0]!) & 63];
       assert.ok(!Array.isArray(slot0) && slot0?.keys.length === LEAF_KEYS, `levels ${levels}: ${LEAF_KEYS} keys fit one leaf`);
-      setIn(map, keys[LEAF_KEYS]!, LEAF_KEYS);
+      const before = JSON.stringify(map);
+      const split = setIn(map, keys[LEAF_KEYS]!, LEAF_KEYS, new WeakSet());
+      assert.equal(JSON.stringify(map), before, "a split copies too: the map given is left as it was");
+      map = split;
       assertShape(map);
       // They share their slot for `levels` levels: the leaf was split until they part.
       let node: unknown = map;
@@ -124,67 +133,56 @@ describe("bucketed maps (projections/buckets.ts)", () => {
       assert.equal(depth, levels + 1, `levels ${levels}: ${levels + 1} arrays on the way to the first key`);
       keys.forEach((key, i) => assert.equal(getIn(map, key), i, `levels ${levels}: ${key}`));
       // Setting a key the full leaf already holds replaces its value and splits nothing.
-      const full = emptyBuckets<number>();
-      keys.slice(0, LEAF_KEYS).forEach((key, i) => setIn(full, key, i));
+      let full = emptyBuckets<number>();
+      keys.slice(0, LEAF_KEYS).forEach((key, i) => { full = setIn(full, key, i, OWN_ALL); });
       const whole = JSON.stringify(full);
-      setIn(full, keys[0]!, 99);
+      full = setIn(full, keys[0]!, 99, OWN_ALL);
       assert.equal(JSON.stringify(full), whole.replace('"values":[0,', '"values":[99,'));
     }
   });
 
-  it("R41: the same sets and deletes give the same map, byte for byte, on a plain map, through immer, batched or not, and across a JSON round trip", () => {
+  it("R41: the same sets and deletes give the same map, byte for byte, changed in place or copied, in one fold or many, and across a JSON round trip", () => {
     const ops = randomOps(4, 6000, 1500);
-    const plain = emptyBuckets<number>();
-    for (const op of ops) applyOp(plain, op);
+    let inPlace = emptyBuckets<number>();
+    for (const op of ops) inPlace = applyOp(inPlace, op, OWN_ALL);
     let stepwise = emptyBuckets<number>();
-    for (const op of ops) stepwise = immer.produce(stepwise, (draft) => { applyOp(draft as Buckets<number>, op); });
+    for (const op of ops) stepwise = applyOp(stepwise, op, new WeakSet()); // a fold per change: every change copies
     let batched = emptyBuckets<number>();
-    for (let i = 0; i < ops.length; i += 333) batched = immer.produce(batched, (draft) => { for (const op of ops.slice(i, i + 333)) applyOp(draft as Buckets<number>, op); });
+    for (let i = 0; i < ops.length; i += 333) {
+      const owned = new WeakSet<object>(); // a fold per batch: its own copies are changed in place
+      for (const op of ops.slice(i, i + 333)) batched = applyOp(batched, op, owned);
+    }
     let resumed = emptyBuckets<number>();
-    for (const op of ops.slice(0, 3000)) applyOp(resumed, op);
+    for (const op of ops.slice(0, 3000)) resumed = applyOp(resumed, op, OWN_ALL);
     resumed = JSON.parse(JSON.stringify(resumed)) as Buckets<number>;
-    for (const op of ops.slice(3000)) applyOp(resumed, op);
-    assert.equal(JSON.stringify(stepwise), JSON.stringify(plain));
-    assert.equal(JSON.stringify(batched), JSON.stringify(plain));
-    assert.equal(JSON.stringify(resumed), JSON.stringify(plain));
+    for (const op of ops.slice(3000)) resumed = applyOp(resumed, op, OWN_ALL);
+    assert.equal(JSON.stringify(stepwise), JSON.stringify(inPlace));
+    assert.equal(JSON.stringify(batched), JSON.stringify(inPlace));
+    assert.equal(JSON.stringify(resumed), JSON.stringify(inPlace));
   });
 
-  it("a change through immer leaves the map given as it was and copies only the arrays and the leaf on the key's way", () => {
-    const map = emptyBuckets<number>();
-    for (let i = 0; i < 3000; i += 1) setIn(map, `k-${i}`, i);
+  it("a fold leaves the map it was given as it was, copies only the arrays and the leaf on the key's way, and copies each once", () => {
+    let map = emptyBuckets<number>();
+    for (let i = 0; i < 3000; i += 1) map = setIn(map, `k-${i}`, i, OWN_ALL);
     const before = JSON.stringify(map);
-    const next = immer.produce(map, (draft) => { setIn(draft as Buckets<number>, "k-7", -7); });
+    const given = new Set(objectsOf(map));
+    const owned = new WeakSet<object>();
+    const next = setIn(map, "k-7", -7, owned);
     assert.equal(JSON.stringify(map), before, "the map given is left as it was");
     assert.equal(getIn(next, "k-7"), -7);
     assert.equal(getIn(map, "k-7"), 7);
-    // Walk both: every object off the key's path is shared.
-    let copied = 0;
-    const walk = (a: unknown, b: unknown): void => {
-      if (a === b) return;
-      copied += 1;
-      if (Array.isArray(a) && Array.isArray(b)) a.forEach((x, i) => walk(x, b[i]));
-    };
-    walk(next, map);
     const hash = hashOf("k-7");
     let depth = 0;
     for (let node: unknown = map; Array.isArray(node); depth += 1) node = node[(hash >>> (6 * depth)) & 63];
-    assert.equal(copied, depth + 1, `the ${depth} arrays on the way and the leaf are new, nothing else`);
-  });
-
-  it("a split inside a draft keeps every value, the draft's own changes included", () => {
-    const keys = colliding("split", 6, LEAF_KEYS + 1);
-    const map = emptyBuckets<{ n: number }>();
-    keys.slice(0, LEAF_KEYS).forEach((key, i) => setIn(map, key, { n: i }));
-    const next = immer.produce(map, (draft) => {
-      const d = draft as Buckets<{ n: number }>;
-      getIn(d, keys[0]!)!.n = 100; // a change to a value, through the draft, before the split
-      setIn(d, keys[LEAF_KEYS]!, { n: LEAF_KEYS });
-    });
-    assertShape(next);
-    assert.equal(getIn(next, keys[0]!)?.n, 100);
-    keys.slice(1).forEach((key, i) => assert.equal(getIn(next, key)?.n, i + 1));
-    assert.equal(getIn(map, keys[0]!)?.n, 0, "the map given is left as it was");
-    assert.equal(sizeIn(map), LEAF_KEYS);
+    const fresh = objectsOf(next).filter((o) => !given.has(o));
+    assert.equal(fresh.length, depth + 1, `the ${depth} arrays on the way and the leaf are new, nothing else`);
+    assert.ok(fresh.every((o) => owned.has(o)), "and the fold owns them");
+    // The same fold changes what it made in place: no further copies on that way.
+    const again = deleteIn(setIn(next, "k-7", -8, owned), "k-7", owned);
+    assert.equal(again, next, "the root it owns is changed in place");
+    assert.equal(objectsOf(again).filter((o) => !given.has(o)).length, depth + 1);
+    assert.equal(getIn(again, "k-7"), undefined);
+    assert.equal(getIn(map, "k-7"), 7);
   });
 
   it("bucketsOf files a record's keys; keys are read back whatever their spelling", () => {

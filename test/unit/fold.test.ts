@@ -1,10 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { appliedSequence, everyCredential, evolve, initialState, lastSent, startFold, type SequencedCommit, type State } from "../../src/projections/index.ts";
+import { appliedSequence, assignedModules, everyCredential, evolve, initialState, lastSent, startFold, type SequencedCommit, type State } from "../../src/projections/index.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import { MAX_DEPTH } from "../../src/projections/buckets.ts";
-import { generateCommits } from "../support/history.ts";
+import { EVENT_TYPES, generateCommits } from "../support/history.ts";
 
 const commits: SequencedCommit[] = generateCommits({ seed: 11, events: 3000 }).map((commit, i) => ({ sequence: i + 1, commit }));
 
@@ -12,7 +12,7 @@ describe("long folds", () => {
   it("R41: a fold in one draft, a fold into a copy and evolve batch by batch give the same state, byte for byte", () => {
     let stepwise = initialState;
     for (let i = 0; i < commits.length; i += 100) stepwise = evolve(stepwise, commits.slice(i, i + 100));
-    for (const mode of ["draft", "copy"] as const) {
+    for (const mode of ["share", "copy"] as const) {
       const half = Math.floor(commits.length / 2);
       const first = startFold(initialState, mode);
       first.add(commits.slice(0, half));
@@ -66,13 +66,14 @@ describe("long folds", () => {
       assert.ok(unassigned > 0 && removed > 0, `seed ${seed}: the history unassigns modules and removes assigned nodes`);
       const expected = Object.fromEntries([...model].filter(([, nodes]) => nodes.size > 0).map(([module, nodes]) => [module, [...nodes].sort()]));
       const copy = startFold(initialState, "copy");
-      const draft = startFold(initialState, "draft");
+      const share = startFold(initialState, "share");
       for (let i = 0; i < churn.length; i += 113) {
         copy.add(churn.slice(i, i + 113));
-        draft.add(churn.slice(i, i + 113));
+        share.add(churn.slice(i, i + 113));
       }
-      assert.deepEqual(copy.finish().assignments.byModule, expected, `seed ${seed}: copy`);
-      assert.deepEqual(draft.finish().assignments.byModule, expected, `seed ${seed}: draft`);
+      const byModule = (state: State) => Object.fromEntries(assignedModules(state.assignments).map(([module, nodes]) => [module, [...nodes]]));
+      assert.deepEqual(byModule(copy.finish()), expected, `seed ${seed}: copy`);
+      assert.deepEqual(byModule(share.finish()), expected, `seed ${seed}: share`);
     }
   });
 
@@ -131,5 +132,22 @@ describe("long folds", () => {
     const state = evolve(initialState, commits);
     for (const { sequence, commit } of commits) assert.equal(appliedSequence(state, commit.commandId), sequence);
     assert.equal(appliedSequence(state, "never-sent"), undefined);
+  });
+
+  it("R41: evolve and a fold that shares leave every state they are given as it was, over a history with every event type", () => {
+    const history: SequencedCommit[] = generateCommits({ seed: 21, events: 2500, maxNodes: 20 }).map((commit, i) => ({ sequence: i + 1, commit }));
+    assert.deepEqual(new Set(history.flatMap(({ commit }) => commit.events.map((e) => e.type))), new Set(EVENT_TYPES), "every event type is in the history");
+    let state = initialState;
+    for (let i = 0; i < history.length; i += 1) {
+      const given = JSON.stringify(state);
+      const batch = history.slice(i, i + 3); // a batch too: a fold changes its own copies in place, never the state given
+      evolve(state, batch);
+      const shared = startFold(state, "share");
+      shared.add(batch);
+      shared.finish();
+      const next = evolve(state, [history[i]!]);
+      assert.equal(JSON.stringify(state), given, `commit ${i + 1} (${history[i]!.commit.events.map((e) => e.type).join("+")}) changed the state it was given`);
+      state = next;
+    }
   });
 });

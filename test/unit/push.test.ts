@@ -208,7 +208,7 @@ describe("a push's remembered composition (R11, R31)", () => {
       at += batch.length;
       if (step % 3 === 0) state = evolve(state, batch);
       else {
-        const fold = startFold(state, step % 3 === 1 ? "draft" : "copy");
+        const fold = startFold(state, step % 3 === 1 ? "share" : "copy");
         fold.add(batch);
         state = fold.finish();
       }

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { busUser } from "../../../src/names.ts";
 import { given, GENESIS, GENESIS_ADDRESS, enrolment, fakeSecret, registration, type EventBody } from "../../support/givenWhenThen.ts";
-import { credentialAt, nodeOf } from "../../../src/projections/index.ts";
+import { credentialAt, nodeOf, provisionOf } from "../../../src/projections/index.ts";
 
 describe("node.remove", () => {
   it("removes an enrolled node; its credential goes with it", () => {
@@ -115,7 +115,7 @@ describe("node.remove: every provision delivered to the node ends with it (R48)"
       rotatedTo({ kind: "module", name: "relay" }, 2),
       provisionRotated(3),
     ]);
-    assert.equal(outcome.after().provisions["artifacts/artifacts/app"]?.sealed, "sealed-3", "the records hold the fresh secret only");
+    assert.equal(provisionOf(outcome.after().provisions, "artifacts", "artifacts", "app")?.sealed, "sealed-3", "the records hold the fresh secret only");
     assert.deepEqual((outcome.reply() as { freshProvisions: unknown }).freshProvisions, [{ seat: "artifacts", provision: "artifacts", consumer: "app" }]);
   });
 

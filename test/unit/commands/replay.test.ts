@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { decideVoid } from "../../../src/commands/replay.ts";
 import { InvalidEvent } from "../../../src/records/errors.ts";
 import { RECORDS_ENTITY, principalKey } from "../../../src/names.ts";
-import { credentialAt, everyCredential, type State } from "../../../src/projections/index.ts";
+import { credentialAt, everyCredential, provisionsInKeyOrder, type State } from "../../../src/projections/index.ts";
 import { fakeSecret } from "../../support/givenWhenThen.ts";
 
 const busUserOf = (state: State, p: { kind: string; name: string }) => credentialAt(state.credentials, principalKey(p.kind as "operator", p.name))?.user;
@@ -88,7 +88,7 @@ describe("replay --accept-restore and provisions (R44)", () => {
     const { exampleMesh } = await import("../compose/exampleMesh.ts");
     const { restorePrincipals, restoreSecretsNeeded, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
     const { state } = exampleMesh();
-    const provisions = Object.values(state.provisions);
+    const provisions = provisionsInKeyOrder(state.provisions);
     assert.ok(provisions.length > 0, "the example mesh has a provision");
     const principals = restorePrincipals(state).length;
     assert.equal(restoreSecretsNeeded(state), principals + provisions.length);
