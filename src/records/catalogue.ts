@@ -22,8 +22,8 @@ import {
   type StreamInfo,
 } from "@nats-io/jetstream";
 import { CATALOGUE_STREAM, CATALOGUE_SUBJECTS, RECORDS_ENTITY, catalogueSubject } from "../names.ts";
-import { Commit, type Entity, type MeshEvent } from "../events/index.ts";
-import { decodeCommit } from "./decode.ts";
+import type { Commit, Entity, MeshEvent } from "../events/index.ts";
+import { decodeCommit, parseCommit } from "./decode.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind, RecordsUnsafe, type BehindEvidence } from "./errors.ts";
 import { retryFenced } from "./retry.ts";
 import { commandIdReused, type CommandRequest } from "./reuse.ts";
@@ -623,7 +623,7 @@ async function commitAt(bus: Bus, sequence: number): Promise<Commit> {
  * 4); throws InvalidEvent (sequence 0) when the decided events do not parse.
  */
 function validCommit(commandId: string, decision: { entity: Entity; events: MeshEvent[] }, request: CommandRequest | undefined): Commit {
-  const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events, ...(request === undefined ? {} : { request }) });
+  const parsed = parseCommit({ commandId, entity: decision.entity, events: decision.events, ...(request === undefined ? {} : { request }) });
   if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
   return parsed.data;
 }
