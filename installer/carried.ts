@@ -5,7 +5,7 @@ import type { BusUser, ComposeConfig, Permissions } from "../src/compose/types.t
 import { controllerReplyInboxes, permissionsOf } from "../src/compose/permissions.ts";
 import { CONTROLLER_NAME } from "../src/names.ts";
 import { BOOTSTRAP_NKEY, BOOTSTRAP_USER } from "../src/genesis.ts";
-import type { State } from "../src/projections/index.ts";
+import { everyCredential, type State } from "../src/projections/index.ts";
 
 /**
  * The first user list the installer carries (R13): the controller's account at the well-known
@@ -80,7 +80,7 @@ export function carriedUsers(state: State, config: ComposeConfig = GENESIS_COMPO
       principal: { kind: "controller", name: CONTROLLER_NAME },
     },
   ];
-  for (const credential of Object.values(state.credentials)) {
+  for (const credential of everyCredential(state.credentials)) {
     // The first operator, and the genesis node (R56): its agent must dial the bus to receive the
     // first composed list, so its account is carried as the controller's is (R13).
     if (credential.principal.kind !== "operator" && credential.principal.kind !== "node") continue;

@@ -13,6 +13,7 @@ import { startCommandMesh } from "../../test/support/commandMesh.ts";
 import { sendCommand } from "../../src/client/send.ts";
 import { inboxPrefix } from "../../src/names.ts";
 import { evolve } from "../../src/projections/index.ts";
+import { sizeIn } from "../../src/projections/buckets.ts";
 
 type Stats = { name: string; count: number; p50: number; p90: number; p99: number; mean: number; max: number };
 
@@ -104,7 +105,7 @@ export async function measureCommands(count: number): Promise<CommandsResult> {
       stats("raw JetStream publish+ack", raw),
       stats("command round trip (assign/unassign)", command),
       stats("core request/reply echo (the command's extra hop)", echo),
-      stats(`evolve of one commit (state with ${Object.keys(state.applied).length} applied ids)`, fold),
+      stats(`evolve of one commit (state with ${sizeIn(state.applied)} applied ids)`, fold),
     ];
     const ratio = Math.round((rows[1]!.p50 / rows[0]!.p50) * 100) / 100;
     const floor = Math.round(((rows[0]!.p50 + rows[2]!.p50) / rows[0]!.p50) * 100) / 100;

@@ -13,7 +13,7 @@
 import { availableParallelism, loadavg } from "node:os";
 import bcrypt from "bcryptjs";
 import { composeDeclarations, renderUserList } from "../../src/compose/index.ts";
-import { evolve, initialState, type SequencedCommit, type State } from "../../src/projections/index.ts";
+import { everyModule, evolve, initialState, type SequencedCommit, type State } from "../../src/projections/index.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
 import { sha256 } from "../../src/push/push.ts";
@@ -148,7 +148,7 @@ export function measure(nodes: number, shared: boolean): Row {
   }
   return {
     nodes,
-    modules: Object.keys(state.modules.modules).length,
+    modules: everyModule(state.modules).length,
     users: users.ok ? users.users.length : 0,
     declarations: last!.declarations.filter((d) => d.ok).length,
     refused: last!.declarations.filter((d) => !d.ok).length,

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { InvalidEvent, RecordsBehind, RecordsUnsafe, replay, type Catalogue } from "../records/catalogue.ts";
 import { canonicalJson } from "../projections/canonical.ts";
-import type { State } from "../projections/index.ts";
+import { assignedModules, everyCredential, everyModule, nodeCount, seatNames, type State } from "../projections/index.ts";
 import type { FreshSecret, Reply } from "../commands/envelope.ts";
 import { CommandId, withoutSecrets, type ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
@@ -34,11 +34,11 @@ export function stateDigest(state: State): string {
 /** What the records hold, counted (a replay's report). */
 export function countsOf(state: State): Record<string, number> {
   return {
-    nodes: Object.keys(state.nodes).length,
-    modules: Object.keys(state.modules.modules).length,
-    seats: Object.keys(state.modules.seats).length,
-    credentials: Object.keys(state.credentials).length,
-    assignments: Object.values(state.assignments.byModule).reduce((n, nodes) => n + nodes.length, 0),
+    nodes: nodeCount(state.nodes),
+    modules: everyModule(state.modules).length,
+    seats: seatNames(state.modules).length,
+    credentials: everyCredential(state.credentials).length,
+    assignments: assignedModules(state.assignments).reduce((n, [, nodes]) => n + nodes.length, 0),
   };
 }
 

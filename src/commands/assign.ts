@@ -1,6 +1,6 @@
 import { AssignRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
-import { nodesOfModule, type State } from "../projections/index.ts";
+import { isEnrolled, moduleOf, nodesOfModule, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 
 /**
@@ -9,10 +9,10 @@ import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } 
  * module claims (R17).
  */
 export function decide(state: State, command: AssignRequest, envelope: Envelope): Decision {
-  if (!state.modules.modules[command.module]) {
+  if (!moduleOf(state.modules, command.module)) {
     return refuse("unknown-module", `no module "${command.module}" is registered: run \`mesh module register\` first`, "module");
   }
-  if (!state.nodes[command.node]) {
+  if (!isEnrolled(state.nodes, command.node)) {
     return refuse("unknown-node", `no node "${command.node}" is enrolled: run \`mesh node enrol\` first`, "node");
   }
   if (nodesOfModule(state.assignments, command.module).includes(command.node)) {

@@ -1,6 +1,6 @@
 import { CredentialRotateRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialRotated, MeshEvent } from "../events/index.ts";
-import { busAddressesOf, credentialOf, type State } from "../projections/index.ts";
+import { busAddressesOf, credentialOf, isEnrolled, moduleOf, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, nkeyInUse, secretAt } from "./shared.ts";
@@ -22,10 +22,10 @@ import { NO_MESH_MESSAGE, addressFor, nkeyInUse, secretAt } from "./shared.ts";
 export function decide(state: State, command: CredentialRotateRequest, envelope: Envelope): Decision {
   if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
   const principal = { kind: command.kind, name: command.name };
-  if (command.kind === "node" && !state.nodes[command.name]) {
+  if (command.kind === "node" && !isEnrolled(state.nodes, command.name)) {
     return refuse("unknown-principal", `no node "${command.name}" is enrolled`, "name");
   }
-  if (command.kind === "module" && !state.modules.modules[command.name]) {
+  if (command.kind === "module" && !moduleOf(state.modules, command.name)) {
     return refuse("unknown-principal", `no module "${command.name}" is registered`, "name");
   }
   if (!credentialOf(state.credentials, principal)) {

@@ -1,11 +1,11 @@
 import { CredentialsRequest, type BodyOf, type CredentialView } from "../contracts/verbs.ts";
-import type { State } from "../projections/index.ts";
+import { everyCredential, type State } from "../projections/index.ts";
 import type { QueryDefinition } from "./envelope.ts";
 
 /** Each credential, sorted by user; fields picked one by one so a secret cannot slip through. */
 export function answer(state: State): BodyOf<"credentials"> {
   return {
-    credentials: Object.values(state.credentials)
+    credentials: everyCredential(state.credentials)
       .map((c) => ({ principal: { kind: c.principal.kind, name: c.principal.name }, user: c.user, address: c.address, mintedAt: c.mintedAt }))
       .sort((a, b) => a.user.localeCompare(b.user)),
   };

@@ -1,5 +1,5 @@
 import { ExplainRequest, type BodyOf, type GrantsAnswer } from "../contracts/verbs.ts";
-import { credentialOf, type State } from "../projections/index.ts";
+import { credentialOf, isEnrolled, moduleOf, type State } from "../projections/index.ts";
 import { explain as explainGrants, grantsOf, type ComposeConfig, type Explanation } from "../compose/index.ts";
 import { notFound, type QueryContext, type QueryDefinition, type QueryRefused } from "./envelope.ts";
 
@@ -24,8 +24,8 @@ export { ExplainRequest, type GrantsAnswer };
 export function principalKnown(state: State, principal: { kind: ExplainRequest["kind"]; name: string }): boolean {
   if (principal.kind === "controller") return true;
   if (credentialOf(state.credentials, principal) !== undefined) return true;
-  if (principal.kind === "node") return Object.hasOwn(state.nodes, principal.name);
-  if (principal.kind === "module") return Object.hasOwn(state.modules.modules, principal.name);
+  if (principal.kind === "node") return isEnrolled(state.nodes, principal.name);
+  if (principal.kind === "module") return moduleOf(state.modules, principal.name) !== undefined;
   return false;
 }
 

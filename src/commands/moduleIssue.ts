@@ -1,6 +1,6 @@
 import { ModuleIssueRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialMinted, MeshEvent } from "../events/index.ts";
-import { busAddressesOf, type State } from "../projections/index.ts";
+import { busAddressesOf, moduleOf, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
@@ -22,7 +22,7 @@ import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
  */
 export function decide(state: State, command: ModuleIssueRequest, envelope: Envelope): Decision {
   if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
-  const module = state.modules.modules[command.module];
+  const module = moduleOf(state.modules, command.module);
   if (!module) {
     return refuse("unknown-module", `no module "${command.module}" is registered: run \`mesh module register\` first`, "module");
   }

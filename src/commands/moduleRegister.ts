@@ -1,7 +1,7 @@
 import { ModuleRegisterRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
 import { Manifest, type SeatDeclaration } from "../manifest/manifest.ts";
-import { resolveSeat, type State } from "../projections/index.ts";
+import { aliasOf, declaredSeat, everyModule, everySeat, moduleOf, resolveSeat, type State } from "../projections/index.ts";
 import { canonicalJson } from "../projections/canonical.ts";
 import type { Entity } from "../events/index.ts";
 import { metaOf, refuse, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
@@ -37,7 +37,7 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
   const catalogue = state.modules;
   const entity = { kind: "module", id: manifest.name };
 
-  const registered = catalogue.modules[manifest.name]?.manifest;
+  const registered = moduleOf(catalogue, manifest.name)?.manifest;
   if (registered && canonicalJson(registered) === canonicalJson(manifest)) return unchanged(entity);
   if (registered && registered.version === manifest.version) {
     return refuse(
@@ -48,11 +48,11 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
   }
 
   for (const seat of Object.keys(manifest.seats)) {
-    const aliasOf = catalogue.aliases[seat];
-    if (aliasOf !== undefined) {
-      return refuse("seat-is-alias", `seat "${seat}" is an alias of "${aliasOf}": declare it under another name`, `manifest.seats.${seat}`);
+    const aliased = aliasOf(catalogue, seat);
+    if (aliased !== undefined) {
+      return refuse("seat-is-alias", `seat "${seat}" is an alias of "${aliased}": declare it under another name`, `manifest.seats.${seat}`);
     }
-    const existing = catalogue.seats[seat];
+    const existing = declaredSeat(catalogue, seat);
     if (existing && existing.declaredBy !== manifest.name) {
       return refuse(
         "seat-declared-elsewhere",
@@ -63,9 +63,10 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
   }
 
   // A new version replaces what the old one declared: seats it no longer declares disappear.
-  for (const [seat, record] of Object.entries(catalogue.seats)) {
+  for (const record of everySeat(catalogue)) {
+    const seat = record.name;
     if (record.declaredBy !== manifest.name || manifest.seats[seat] !== undefined) continue;
-    const dependant = Object.values(catalogue.modules).find((m) => {
+    const dependant = everyModule(catalogue).find((m) => {
       if (m.manifest.name === manifest.name) return false;
       const names = [...m.manifest.claims, ...m.manifest.uses, ...m.manifest.follows.map((f) => f.seat)];
       return names.some((name) => resolveSeat(catalogue, name) === seat);
@@ -84,7 +85,7 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
     if (manifest.seats[name]) return manifest.seats[name];
     const resolved = resolveSeat(catalogue, name);
     if (manifest.seats[resolved]) return manifest.seats[resolved];
-    const record = catalogue.seats[resolved];
+    const record = declaredSeat(catalogue, resolved);
     return record && record.declaredBy !== manifest.name ? record : undefined;
   };
   const unknownSeat = (name: string, field: string): Decision =>
@@ -124,7 +125,7 @@ export type ModuleRegisterReply = BodyOf<"module.register">;
 export function reply(state: State, events: readonly MeshEvent[], _tools?: unknown, entity?: Entity): ModuleRegisterReply {
   const registered = events.find((e) => e.type === "ModuleRegistered");
   const recorded = registered?.type === "ModuleRegistered" ? registered : undefined;
-  const manifest = recorded?.manifest ?? (entity ? state.modules.modules[entity.id]?.manifest : undefined);
+  const manifest = recorded?.manifest ?? (entity ? moduleOf(state.modules, entity.id)?.manifest : undefined);
   if (!manifest) throw new Error("module.register reply: the commit has no ModuleRegistered and the module is not registered");
   const answer: ModuleRegisterReply = { module: manifest.name, version: manifest.version, declares: Object.keys(manifest.seats).sort(), claims: manifest.claims };
   if (recorded?.replaces !== undefined) answer.replaced = recorded.replaces;

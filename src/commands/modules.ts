@@ -1,11 +1,11 @@
 import { ModulesRequest, type BodyOf, type ModuleView } from "../contracts/verbs.ts";
-import { nodesOfModule, type State } from "../projections/index.ts";
+import { everyModule, nodesOfModule, type State } from "../projections/index.ts";
 import type { QueryDefinition } from "./envelope.ts";
 
 /** Each module (sorted): version, whether issued, the nodes it is on, and what its manifest states. */
 export function answer(state: State): BodyOf<"modules"> {
   return {
-    modules: Object.values(state.modules.modules)
+    modules: everyModule(state.modules)
       .sort((a, b) => a.manifest.name.localeCompare(b.manifest.name))
       .map(({ manifest, registeredAt, issued }) => ({
         name: manifest.name,

@@ -1,6 +1,6 @@
 import { NodeEnrolRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialMinted, MeshEvent, NodeEnrolled } from "../events/index.ts";
-import { brokerReachableAt, busAddressesOf, type State } from "../projections/index.ts";
+import { brokerReachableAt, busAddressesOf, everyNode, isEnrolled, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
 import { NO_MESH_MESSAGE, nkeyInUse } from "./shared.ts";
@@ -18,10 +18,10 @@ import { NO_MESH_MESSAGE, nkeyInUse } from "./shared.ts";
  */
 export function decide(state: State, command: NodeEnrolRequest, envelope: Envelope): Decision {
   if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
-  if (state.nodes[command.node]) {
+  if (isEnrolled(state.nodes, command.node)) {
     return refuse("node-exists", `node "${command.node}" is already enrolled: remove it first or choose another name`, "node");
   }
-  const holder = Object.values(state.nodes).find((node) => node.publicKey === command.publicKey);
+  const holder = everyNode(state.nodes).find((node) => node.publicKey === command.publicKey);
   if (holder) {
     return refuse("key-in-use", `node "${holder.name}" is enrolled with this public key: each node enrols with its own (\`mesh host init\` on the new machine makes one)`, "publicKey");
   }

@@ -1,6 +1,6 @@
 import { NodeRemoveRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialRotated, MeshEvent, ProvisionRotated } from "../events/index.ts";
-import { credentialOf, credentialsDeliveredTo, provisionsDeliveredTo, type State } from "../projections/index.ts";
+import { credentialOf, credentialsDeliveredTo, isEnrolled, provisionsDeliveredTo, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { addressResolver, refuseLosingBroker, secretAt, stateAfter } from "./shared.ts";
 
@@ -22,7 +22,7 @@ import { addressResolver, refuseLosingBroker, secretAt, stateAfter } from "./sha
  * the records say the node is gone while its credentials still stand, and lets the reply name them.
  */
 export function decide(state: State, command: NodeRemoveRequest, envelope: Envelope): Decision {
-  if (!state.nodes[command.node]) {
+  if (!isEnrolled(state.nodes, command.node)) {
     return refuse("unknown-node", `no node "${command.node}" is enrolled: see \`mesh nodes\``, "node");
   }
   const meta = metaOf(envelope);
@@ -65,7 +65,7 @@ export const nodeRemove: CommandDefinition<typeof NodeRemoveRequest> = {
   verb: "node.remove",
   summary: "remove a node: its assignments, overlay place and credential go with it, and every credential and provision delivered to it is replaced (R48)",
   schema: NodeRemoveRequest,
-  secretsNeeded: (state, command) => (state.nodes[command.node]
+  secretsNeeded: (state, command) => (isEnrolled(state.nodes, command.node)
     ? credentialsDeliveredTo(state, command.node).length + provisionsDeliveredTo(state, command.node).length
     : 0),
   decide,

@@ -1,6 +1,5 @@
 import { NodesRequest, type BodyOf, type NodeView } from "../contracts/verbs.ts";
-import { lastSent, modulesOnNode, nodeNames, type State } from "../projections/index.ts";
-import { principalKey } from "../names.ts";
+import { credentialOf, lastSent, modulesOnNode, nodeNames, nodeOf, overlayNameOf, type State } from "../projections/index.ts";
 import type { QueryDefinition } from "./envelope.ts";
 
 /** Each node (sorted): overlay place, modules, its credential's address (never a secret) and what it was last sent. */
@@ -10,11 +9,11 @@ export function answer(state: State): BodyOf<"nodes"> {
       const sent = lastSent(state.sent, name);
       return {
         name,
-        enrolledAt: state.nodes[name]!.enrolledAt,
-        overlayName: state.overlay.placed[name] ?? null,
+        enrolledAt: nodeOf(state.nodes, name)!.enrolledAt,
+        overlayName: overlayNameOf(state.overlay, name) ?? null,
         hub: state.overlay.hub === name,
         modules: modulesOnNode(state.assignments, name),
-        credentialAddress: state.credentials[principalKey("node", name)]?.address ?? null,
+        credentialAddress: credentialOf(state.credentials, { kind: "node", name })?.address ?? null,
         lastSent: sent ? { digest: sent.digest, at: sent.at } : null,
       };
     }),

@@ -1,6 +1,6 @@
 import { OverlayPlaceRequest, type BodyOf, type StaleCredential } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
-import type { State } from "../projections/index.ts";
+import { everyCredential, isEnrolled, overlayNameOf, type State } from "../projections/index.ts";
 import { overlayName } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { addressResolver } from "./shared.ts";
@@ -12,15 +12,16 @@ import { addressResolver } from "./shared.ts";
  * Success: OverlayPlaced {node, hub, overlayName: `<node>.internal`} about `node/<node>`.
  */
 export function decide(state: State, command: OverlayPlaceRequest, envelope: Envelope): Decision {
-  if (!state.nodes[command.node]) {
+  if (!isEnrolled(state.nodes, command.node)) {
     return refuse("unknown-node", `no node "${command.node}" is enrolled: run \`mesh node enrol\` first`, "node");
   }
   const hub = command.hub === true;
   if (hub && state.overlay.hub !== null) {
     return refuse("hub-exists", `the overlay already has a hub: node "${state.overlay.hub}"; place "${command.node}" without --hub`, "hub");
   }
-  if (!hub && state.overlay.placed[command.node] !== undefined) {
-    return refuse("already-placed", `node "${command.node}" is already on the overlay as ${state.overlay.placed[command.node]}`, "node");
+  const placedAs = overlayNameOf(state.overlay, command.node);
+  if (!hub && placedAs !== undefined) {
+    return refuse("already-placed", `node "${command.node}" is already on the overlay as ${placedAs}`, "node");
   }
   return {
     ok: true,
@@ -47,7 +48,7 @@ export function reply(state: State, events: readonly MeshEvent[]): OverlayPlaceR
   const staleCredentials: StaleCredential[] = [];
   if (state.mesh) {
     const addressFor = addressResolver(state);
-    for (const credential of Object.values(state.credentials)) {
+    for (const credential of everyCredential(state.credentials)) {
       const addressNow = addressFor(credential.principal);
       if (addressNow !== credential.address) {
         staleCredentials.push({ principal: credential.principal, user: credential.user, address: credential.address, addressNow });

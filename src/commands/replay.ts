@@ -12,9 +12,9 @@
  */
 import { ReplayRequest } from "../contracts/verbs.ts";
 import type { MeshEvent, Principal } from "../events/index.ts";
-import { busUser, principalKey, RECORDS_ENTITY } from "../names.ts";
+import { busUser, RECORDS_ENTITY } from "../names.ts";
 import { BOOTSTRAP_NKEY } from "../genesis.ts";
-import type { State } from "../projections/index.ts";
+import { credentialOf, everyCredential, everyProvision, provisionsInKeyOrder, type State } from "../projections/index.ts";
 import { metaOf, refuse, type Decision, type Envelope } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
 
@@ -64,7 +64,7 @@ export type Evidence = { kind: string; detail: string };
  * R50, and the old one is admitted until that push, which it sends). Pure.
  */
 export function restorePrincipals(state: State): Principal[] {
-  return Object.values(state.credentials)
+  return everyCredential(state.credentials)
     .map(({ principal }) => ({ kind: principal.kind, name: principal.name }))
     .sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
 }
@@ -123,7 +123,7 @@ export type InstalledKeys = Readonly<Record<string, string>> | undefined;
  */
 function nodeRestore(state: State, node: string, installed: InstalledKeys, meta: ReturnType<typeof metaOf>): MeshEvent | undefined {
   const principal: Principal = { kind: "node", name: node };
-  const recorded = state.credentials[principalKey("node", node)];
+  const recorded = credentialOf(state.credentials, principal);
   if (!recorded) return undefined;
   const user = busUser("node", node);
   if (installed === undefined) return recorded.nkey === BOOTSTRAP_NKEY ? { ...meta, type: "CredentialRevoked", principal } : undefined;
@@ -160,7 +160,7 @@ function rotations(state: State, principals: readonly Principal[], envelope: Env
  * principal of its first ROTATIONS_PER_COMMIT, then one per minted provision. Pure.
  */
 export function restoreSecretsNeeded(state: State): number {
-  return Math.min(restorePrincipals(state).length, ROTATIONS_PER_COMMIT) + Object.keys(state.provisions).length;
+  return Math.min(restorePrincipals(state).length, ROTATIONS_PER_COMMIT) + everyProvision(state.provisions).length;
 }
 
 /**
@@ -169,8 +169,7 @@ export function restoreSecretsNeeded(state: State): number {
  */
 function provisionRotations(state: State, envelope: Envelope, first: number): MeshEvent[] {
   const meta = metaOf(envelope);
-  return Object.keys(state.provisions).sort().map((key, i) => {
-    const p = state.provisions[key]!;
+  return provisionsInKeyOrder(state.provisions).map((p, i) => {
     return { ...meta, type: "ProvisionRotated", seat: p.seat, provision: p.provision, consumer: p.consumer, user: p.user, sealed: secretAt(envelope, first + i).sealed };
   });
 }
@@ -211,7 +210,7 @@ export function decideAcceptRestore(
  * when none has. Pure.
  */
 export function decideRestoreRotations(state: State, principals: readonly Principal[], envelope: Envelope, installed: InstalledKeys = undefined): Decision {
-  const still = principals.filter((p) => state.credentials[principalKey(p.kind, p.name)] !== undefined);
+  const still = principals.filter((p) => credentialOf(state.credentials, p) !== undefined);
   const events = rotations(state, still, envelope, installed);
   if (events.length === 0) return { ok: true, unchanged: true, entity: { ...RECORDS_ENTITY }, events: [] };
   return { ok: true, entity: { ...RECORDS_ENTITY }, events };

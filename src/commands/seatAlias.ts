@@ -1,6 +1,6 @@
 import { SeatAliasRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
-import { resolveSeat, type State } from "../projections/index.ts";
+import { aliasOf, declaredSeat, resolveSeat, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 
 /**
@@ -12,17 +12,17 @@ import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } 
 export function decide(state: State, command: SeatAliasRequest, envelope: Envelope): Decision {
   const catalogue = state.modules;
   const seen = new Set<string>();
-  for (let name: string | undefined = command.to; name !== undefined && !seen.has(name); name = catalogue.aliases[name]) {
+  for (let name: string | undefined = command.to; name !== undefined && !seen.has(name); name = aliasOf(catalogue, name)) {
     if (name === command.from) {
       return refuse("alias-cycle", `aliasing "${command.from}" to "${command.to}" would make a cycle: "${command.to}" already leads back to "${command.from}"`, "to");
     }
     seen.add(name);
   }
-  const declared = catalogue.seats[command.from];
+  const declared = declaredSeat(catalogue, command.from);
   if (declared) {
     return refuse("seat-exists", `"${command.from}" is a seat declared by module "${declared.declaredBy}": alias only a name no module declares any more`, "from");
   }
-  if (!catalogue.seats[resolveSeat(catalogue, command.to)]) {
+  if (!declaredSeat(catalogue, resolveSeat(catalogue, command.to))) {
     return refuse("unknown-seat", `there is no seat "${command.to}" to alias to: see \`mesh seats\``, "to");
   }
   return {

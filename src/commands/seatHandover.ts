@@ -1,6 +1,6 @@
 import { SeatHandoverRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
-import { claimantsOf, holdersOf, nodesOfModule, resolveSeat, type State } from "../projections/index.ts";
+import { claimantsOf, declaredSeat, holdersOf, isEnrolled, nodesOfModule, resolveSeat, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { refuseLosingBroker } from "./shared.ts";
 
@@ -15,10 +15,10 @@ import { refuseLosingBroker } from "./shared.ts";
  */
 export function decide(state: State, command: SeatHandoverRequest, envelope: Envelope): Decision {
   const seat = resolveSeat(state.modules, command.seat);
-  if (!state.modules.seats[seat]) {
+  if (!declaredSeat(state.modules, seat)) {
     return refuse("unknown-seat", `there is no seat "${command.seat}": see \`mesh seats\``, "seat");
   }
-  if (!state.nodes[command.to]) {
+  if (!isEnrolled(state.nodes, command.to)) {
     return refuse("unknown-node", `no node "${command.to}" is enrolled: run \`mesh node enrol\` first`, "to");
   }
   const holders = holdersOf(state, seat);

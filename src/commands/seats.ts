@@ -1,12 +1,12 @@
 import { SeatsRequest, type BodyOf, type SeatView } from "../contracts/verbs.ts";
-import { claimantsOf, holdersOf, type State } from "../projections/index.ts";
+import { claimantsOf, everyAlias, everySeat, holdersOf, type State } from "../projections/index.ts";
 import type { QueryDefinition } from "./envelope.ts";
 
 /** Each seat (sorted by name): its declaration, claimants, holders (R17) and the aliases resolving to it (R27). */
 export function answer(state: State): BodyOf<"seats"> {
-  const { seats, aliases } = state.modules;
+  const aliases = everyAlias(state.modules);
   return {
-    seats: Object.values(seats)
+    seats: everySeat(state.modules)
       .sort((a, b) => a.name.localeCompare(b.name))
       .map((seat) => ({
         name: seat.name,
@@ -19,7 +19,7 @@ export function answer(state: State): BodyOf<"seats"> {
         scope: seat.scope,
         claimants: claimantsOf(state.modules, seat.name),
         holders: holdersOf(state, seat.name),
-        aliases: Object.keys(aliases).filter((from) => aliases[from] === seat.name).sort(),
+        aliases: aliases.filter(([, to]) => to === seat.name).map(([from]) => from).sort(),
       })),
   };
 }

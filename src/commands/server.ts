@@ -32,6 +32,9 @@ import { versionRefusal } from "../contracts/version.ts";
 import { fitReply } from "./fit.ts";
 import { commands, definitionOf, queries } from "./index.ts";
 
+/** Decodes request bodies (UTF-8); one for the server, not one per request. */
+const decoder = new TextDecoder();
+
 /** The largest command body the server reads: the bus's default max_payload, 1 MiB. */
 export const MAX_COMMAND_BYTES = 1024 * 1024;
 
@@ -201,7 +204,7 @@ export async function handleCommand(
   }
   let body: unknown;
   try {
-    body = data.length === 0 ? {} : JSON.parse(new TextDecoder().decode(data));
+    body = data.length === 0 ? {} : JSON.parse(decoder.decode(data));
   } catch {
     return failure("invalid-json", "the request body is not JSON: send one JSON object");
   }
@@ -469,7 +472,7 @@ async function runExtra(extra: ExtraVerb, data: Uint8Array, actor: string, logEr
   if (data.length > MAX_COMMAND_BYTES) return failure("payload-too-large", `the request is ${data.length} bytes; commands are at most ${MAX_COMMAND_BYTES} bytes`);
   let body: unknown;
   try {
-    body = data.length === 0 ? {} : JSON.parse(new TextDecoder().decode(data));
+    body = data.length === 0 ? {} : JSON.parse(decoder.decode(data));
   } catch {
     return failure("invalid-json", "the request body is not JSON: send one JSON object");
   }

@@ -1,5 +1,5 @@
 import type { Entity, MeshEvent, Principal } from "../events/index.ts";
-import type { State } from "../projections/index.ts";
+import { credentialEntries, isEnrolled, overlayNameOf, type State } from "../projections/index.ts";
 import {
   brokerNode, brokerReachableAt, evolve, formatBusAddress, holdersOf, nodesOfModule, parseBusAddress,
 } from "../projections/index.ts";
@@ -19,7 +19,7 @@ import { refuse, type Decision, type Envelope, type FreshSecret } from "./envelo
  */
 export function nkeyInUse(state: State, nkey: string): string | undefined {
   if (nkey === BOOTSTRAP_NKEY) return "this nkey is the genesis bootstrap key, whose seed is public in the source (R13): anyone could dial with it";
-  for (const key in state.credentials) if (state.credentials[key]!.nkey === nkey) return `${key} holds this nkey`;
+  for (const [key, record] of credentialEntries(state.credentials)) if (record.nkey === nkey) return `${key} holds this nkey`;
   return undefined;
 }
 
@@ -60,7 +60,7 @@ export function addressResolver(state: State): (principal: Principal) => string 
   const byPlacement = new Map<string, string>();
   const broker = brokerNode(state);
   const forNode = (node: string): string => {
-    const placement = node === broker ? "broker" : state.overlay.placed[node] !== undefined ? "placed" : "off";
+    const placement = node === broker ? "broker" : overlayNameOf(state.overlay, node) !== undefined ? "placed" : "off";
     let address = byPlacement.get(placement);
     if (address === undefined) {
       address = brokerReachableAt(state, node, broker);
@@ -82,7 +82,7 @@ export function addressResolver(state: State): (principal: Principal) => string 
       case "controller":
         return forNodes((controllerNodes ??= holdersOf(state, CONTROLLER_SEAT)));
       case "builder":
-        return forNodes(state.nodes[principal.name] ? [principal.name] : []);
+        return forNodes(isEnrolled(state.nodes, principal.name) ? [principal.name] : []);
       case "operator":
         return genesis;
     }

@@ -1,5 +1,5 @@
 import type { State } from "../projections/index.ts";
-import { brokerReachableAt, busAddressesOf, credentialOf, holdersOf, principalOfModule, provisionKey, resolveSeat, seatOf } from "../projections/index.ts";
+import { assignedModules, brokerReachableAt, busAddressesOf, credentialOf, holdersOf, isEnrolled, moduleOf, nodeNames, overlayNameOf, principalOfModule, provisionOf, resolveSeat, seatOf } from "../projections/index.ts";
 import { BROKER_SEAT } from "../names.ts";
 import { CONTRACT_VERSIONS } from "../contracts/version.ts";
 import {
@@ -112,8 +112,7 @@ export function prepareComposition(state: State, config: ComposeConfig): Prepare
   const usersOfSeat = new Map<string, string[]>();
   const moduleEntries = new Map<string, Map<string, ModuleComposed>>();
   // The modules in the records' order; each list is sorted once filled (a node's are few).
-  for (const module of Object.keys(state.assignments.byModule)) {
-    const nodes = state.assignments.byModule[module]!;
+  for (const [module, nodes] of assignedModules(state.assignments)) {
     if (nodes.length === 0) continue;
     if (nodes.length > 1) moduleEntries.set(module, new Map());
     for (const node of nodes) {
@@ -121,7 +120,7 @@ export function prepareComposition(state: State, config: ComposeConfig): Prepare
       if (list) list.push(module);
       else modulesByNode.set(node, [module]);
     }
-    for (const use of state.modules.modules[module]?.manifest.uses ?? []) {
+    for (const use of moduleOf(state.modules, module)?.manifest.uses ?? []) {
       const seat = resolveSeat(state.modules, use);
       if (seatOf(state.modules, seat)?.provides === undefined) continue;
       const list = usersOfSeat.get(seat);
@@ -155,7 +154,7 @@ export function prepareComposition(state: State, config: ComposeConfig): Prepare
   const broker = holders[0] ?? state.overlay.hub;
   const reachByPlacement = new Map<string, string>();
   const reachableAt = (node: string): string => {
-    const placement = node === broker ? "broker" : state.overlay.placed[node] !== undefined ? "placed" : "off";
+    const placement = node === broker ? "broker" : overlayNameOf(state.overlay, node) !== undefined ? "placed" : "off";
     let address = reachByPlacement.get(placement);
     if (address === undefined) {
       address = brokerReachableAt(state, node, broker);
@@ -190,7 +189,7 @@ export function composeDeclaration(
   prepared: Prepared = prepareComposition(state, config),
 ): DeclarationResult {
   if (!state.mesh) return refusal(node, "mesh-missing", "the mesh has no genesis record (MeshCreated): run the installer first");
-  if (!state.nodes[node]) return refusal(node, "unknown-node", `node ${node} is not enrolled`);
+  if (!isEnrolled(state.nodes, node)) return refusal(node, "unknown-node", `node ${node} is not enrolled`);
   const fingerprint = state.mesh.fingerprint;
   const modules: DeclaredModule[] = [];
   let ordered = true;
@@ -262,7 +261,7 @@ export function composeDeclaration(
  * Reads nothing of the node but its address, so Prepared.moduleEntries shares it.
  */
 function composeModule(state: State, module: string, address: string, fingerprint: string, prepared: Prepared): ModuleComposed {
-  const manifest = state.modules.modules[module]?.manifest;
+  const manifest = moduleOf(state.modules, module)?.manifest;
   if (!manifest) return { kind: "unregistered" };
   const principal: Principal = principalOfModule(module);
   const credential = credentialOf(state.credentials, principal);
@@ -276,7 +275,7 @@ function composeModule(state: State, module: string, address: string, fingerprin
     const seat = resolveSeat(state.modules, use);
     const provision = seatOf(state.modules, seat)?.provides;
     if (provision === undefined) continue;
-    const record = state.provisions[provisionKey(seat, provision, module)];
+    const record = provisionOf(state.provisions, seat, provision, module);
     if (!record) return { kind: "refused", code: "provision-missing", message: `the provision ${provision} of ${seat} for ${module} is not minted (push mints it first, R31)` };
     received.push({ provision, sealed: record.sealed, seat, user: record.user });
   }
@@ -286,7 +285,7 @@ function composeModule(state: State, module: string, address: string, fingerprin
     const provision = seatOf(state.modules, seat)?.provides;
     if (provision === undefined) continue;
     for (const consumer of prepared.usersOfSeat.get(seat) ?? []) {
-      const record = state.provisions[provisionKey(seat, provision, consumer)];
+      const record = provisionOf(state.provisions, seat, provision, consumer);
       if (!record) return { kind: "refused", code: "provision-missing", message: `the provision ${provision} of ${seat} for ${consumer} is not minted (push mints it first, R31)` };
       grants.push({ consumer, provision, sealed: record.sealed, seat, user: record.user });
     }
@@ -317,7 +316,7 @@ export function composeDeclarations(
   digest: Digest,
 ): { users: BusUsers; declarations: DeclarationResult[] } {
   const prepared = prepareComposition(state, config);
-  const declarations = Object.keys(state.nodes).sort().map((node) => composeDeclaration(state, node, config, digest, prepared));
+  const declarations = nodeNames(state.nodes).map((node) => composeDeclaration(state, node, config, digest, prepared));
   return { users: prepared.busUsers(), declarations };
 }
 

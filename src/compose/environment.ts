@@ -1,6 +1,6 @@
 import type { State } from "../projections/index.ts";
 import type { ModuleEnvironment } from "../contracts/declaration.ts";
-import { resolveSeat, seatOf } from "../projections/index.ts";
+import { moduleOf, resolveSeat, seatOf } from "../projections/index.ts";
 import { jsonString } from "./digest.ts";
 import { EVENTS_STREAM, eventSubject, followConsumer, inboxPrefix, toolSubject, workConsumer, workStream, workSubject } from "../names.ts";
 
@@ -73,7 +73,7 @@ function add(entries: string, entry: string): string {
  * A module the catalogue does not know gets empty lists. Pure.
  */
 export function moduleEnvironment(state: State, module: string, address: string, user: string, fingerprint: string): ModuleEnvironment {
-  const manifest = state.modules.modules[module]?.manifest;
+  const manifest = moduleOf(state.modules, module)?.manifest;
   let work = "";
   let submits = "";
   let emits = "";

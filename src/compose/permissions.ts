@@ -1,5 +1,5 @@
 import type { State } from "../projections/index.ts";
-import { credentialOf, resolveSeat, seatOf } from "../projections/index.ts";
+import { credentialOf, everyCredential, moduleNames, moduleOf, resolveSeat, seatOf } from "../projections/index.ts";
 import {
   ALL_SUBJECTS, BUILD_SEAT, CATALOGUE_ERASE_SUBJECTS, CATALOGUE_STREAM, CATALOGUE_SUBJECTS, COMMAND_SUBJECTS, CONTROL_STREAM, CONTROL_SUBJECTS,
   CONTROLLER_NAME, EVENTS_STREAM, commandSubjects, JS_API_SUBJECTS, REPORT_SUBJECTS, SHARED_INBOX_SUBJECTS, SNAPSHOT_BUCKET, CONTROLLER_LEASE_BUCKET,
@@ -69,9 +69,7 @@ export function userOf(state: State, principal: Principal): string {
  */
 export function controllerReplyInboxes(state: State): string[] {
   const inboxes: string[] = [];
-  // By key: Object.values of 50,000 credentials costs several times more.
-  for (const key of Object.keys(state.credentials)) {
-    const credential = state.credentials[key]!;
+  for (const credential of everyCredential(state.credentials)) {
     if (credential.principal.kind === "operator") inboxes.push(inboxSubjects(credential.user));
   }
   return sortedUnique(inboxes);
@@ -94,7 +92,7 @@ function renamed(written: string, resolved: string): string {
 
 /** Derives a module's manifest grants into `sink` (without its inbox); true when it answers requests (tools). */
 function deriveModule(state: State, module: string, sink: Sink): boolean {
-  const manifest = state.modules.modules[module]?.manifest;
+  const manifest = moduleOf(state.modules, module)?.manifest;
   if (!manifest) return false;
   const why = sink.explains;
   const line = why ? `manifest of ${module}` : "";
@@ -181,8 +179,8 @@ function derive(state: State, principal: Principal, config: ComposeConfig, sink:
     }
     case "operator":
       sink.add("pub", commandSubjects(user), why ? `operator: sends commands under its own name ${user} and no other's (R51: the bus says who asked)` : "");
-      for (const name of Object.keys(state.modules.modules).sort()) {
-        for (const tool of state.modules.modules[name]!.manifest.tools) {
+      for (const name of moduleNames(state.modules)) {
+        for (const tool of moduleOf(state.modules, name)!.manifest.tools) {
           sink.add("pub", toolSubject(name, tool.name), why ? `operator: may call the tool ${tool.name} of ${name} (manifest of ${name})` : "");
         }
       }

@@ -1,5 +1,5 @@
 import type { State } from "../projections/index.ts";
-import { provisionKey, resolveSeat, seatOf } from "../projections/index.ts";
+import { assignedModules, moduleOf, provisionKey, provisionOf, resolveSeat, seatOf } from "../projections/index.ts";
 
 /** A provision a composition needs: the seat whose holder grants it, its name, the module receiving it. */
 export type NeededProvision = { seat: string; provision: string; consumer: string };
@@ -11,9 +11,9 @@ export type NeededProvision = { seat: string; provision: string; consumer: strin
  */
 export function neededProvisions(state: State): NeededProvision[] {
   const needed = new Map<string, NeededProvision>();
-  for (const module of Object.keys(state.assignments.byModule)) {
-    const manifest = state.modules.modules[module]?.manifest;
-    if (!manifest || (state.assignments.byModule[module]?.length ?? 0) === 0) continue;
+  for (const [module, nodes] of assignedModules(state.assignments)) {
+    const manifest = moduleOf(state.modules, module)?.manifest;
+    if (!manifest || nodes.length === 0) continue;
     for (const use of manifest.uses) {
       const seat = resolveSeat(state.modules, use);
       const provision = seatOf(state.modules, seat)?.provides;
@@ -30,5 +30,5 @@ export function neededProvisions(state: State): NeededProvision[] {
  * Sorted by seat, provision, consumer.
  */
 export function requiredProvisions(state: State): NeededProvision[] {
-  return neededProvisions(state).filter((p) => state.provisions[provisionKey(p.seat, p.provision, p.consumer)] === undefined);
+  return neededProvisions(state).filter((p) => provisionOf(state.provisions, p.seat, p.provision, p.consumer) === undefined);
 }

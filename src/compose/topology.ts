@@ -1,5 +1,5 @@
 import type { State } from "../projections/index.ts";
-import { resolveSeat, seatOf } from "../projections/index.ts";
+import { moduleNames, moduleOf, nodeNames, resolveSeat, seatNames, seatOf } from "../projections/index.ts";
 import {
   CATALOGUE_STREAM, CATALOGUE_SUBJECTS, CONTROL_STREAM, CONTROL_SUBJECTS, EVENTS_STREAM, EVENTS_SUBJECTS,
   declarationConsumer, declarationFilter, eventSubject, followConsumer, workConsumer, workStream, workStreamSubjects,
@@ -61,7 +61,7 @@ export function composeTopology(state: State, config: ComposeConfig): Topology {
     name, subjects: [subjects], retention, storage: "file", num_replicas: replicas, deny_delete: sealed, deny_purge: sealed,
   });
   const workSeats = new Set<string>();
-  for (const name of Object.keys(state.modules.seats)) {
+  for (const name of seatNames(state.modules)) {
     const seat = resolveSeat(state.modules, name);
     if ((seatOf(state.modules, seat)?.accepts.length ?? 0) > 0) workSeats.add(seat);
   }
@@ -75,7 +75,7 @@ export function composeTopology(state: State, config: ComposeConfig): Topology {
   streams.sort((a, b) => compare(a.name, b.name));
 
   const consumers: ConsumerSpec[] = [];
-  for (const node of Object.keys(state.nodes).sort()) {
+  for (const node of nodeNames(state.nodes)) {
     consumers.push({
       stream: CONTROL_STREAM,
       config: { durable_name: declarationConsumer(node), filter_subject: declarationFilter(node), ack_policy: "explicit", deliver_policy: "all", max_deliver: -1 },
@@ -85,8 +85,8 @@ export function composeTopology(state: State, config: ComposeConfig): Topology {
     consumers.push({ stream: workStream(seat), config: { durable_name: workConsumer(seat), ack_policy: "explicit", deliver_policy: "all" } });
   }
   const follows = new Map<string, ConsumerSpec>();
-  for (const module of Object.keys(state.modules.modules).sort()) {
-    for (const follow of state.modules.modules[module]!.manifest.follows) {
+  for (const module of moduleNames(state.modules)) {
+    for (const follow of moduleOf(state.modules, module)!.manifest.follows) {
       const seat = resolveSeat(state.modules, follow.seat);
       const durable = followConsumer(module, seat, follow.event);
       const earlier = follows.get(durable);

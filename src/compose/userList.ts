@@ -1,4 +1,4 @@
-import { credentialOf, type CredentialRecord, type State } from "../projections/index.ts";
+import { credentialEntries, credentialOf, isEnrolled, moduleNames, moduleOf, nodeNames, nodesOfModule, type CredentialRecord, type State } from "../projections/index.ts";
 import { ALL_SUBJECTS, CONTROLLER_NAME, principalKey } from "../names.ts";
 import { BOOTSTRAP_NKEY } from "../genesis.ts";
 import { permissionsOf } from "./permissions.ts";
@@ -26,10 +26,9 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
   let nodesWith = 0;
   let modulesWith = 0;
   let controllerWith = false;
-  for (const key of Object.keys(state.credentials).sort()) {
-    const credential = state.credentials[key]!;
+  for (const [, credential] of credentialEntries(state.credentials).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const { kind, name } = credential.principal;
-    if (kind === "node" && state.nodes[name] !== undefined) nodesWith += 1;
+    if (kind === "node" && isEnrolled(state.nodes, name)) nodesWith += 1;
     else if (kind === "module" && name !== CONTROLLER_NAME && needsCredential(state, name)) modulesWith += 1;
     else if (kind === "controller" && name === CONTROLLER_NAME) controllerWith = true;
     credentials.push(credential);
@@ -71,18 +70,18 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
   if (!controllerWith) {
     leftOut.push({ principal: { kind: "controller", name: CONTROLLER_NAME }, reason: "the controller has recorded no credential yet (R14: it records its own at start)" });
   }
-  const nodes = Object.keys(state.nodes);
+  const nodes = nodeNames(state.nodes);
   if (nodesWith < nodes.length) {
     for (const node of nodes) {
       if (!credentialOf(state.credentials, { kind: "node", name: node })) leftOut.push({ principal: { kind: "node", name: node }, reason: "enrolled node without a credential" });
     }
   }
-  const needing = Object.keys(state.modules.modules).filter((name) => name !== CONTROLLER_NAME && needsCredential(state, name));
+  const needing = moduleNames(state.modules).filter((name) => name !== CONTROLLER_NAME && needsCredential(state, name));
   if (modulesWith < needing.length) {
     for (const name of needing) {
       const principal: Principal = { kind: "module", name };
       if (credentialOf(state.credentials, principal)) continue;
-      if (state.modules.modules[name]!.issued) leftOut.push({ principal, reason: "issued module without a credential" });
+      if (moduleOf(state.modules, name)!.issued) leftOut.push({ principal, reason: "issued module without a credential" });
       else leftOut.push({ principal, reason: "assigned but never issued: run `mesh module issue`" });
     }
   }
@@ -99,8 +98,8 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
 
 /** A module that should be on the bus: registered, and issued or assigned to a node. */
 function needsCredential(state: State, module: string): boolean {
-  const record = state.modules.modules[module];
-  return record !== undefined && (record.issued || (state.assignments.byModule[module]?.length ?? 0) > 0);
+  const record = moduleOf(state.modules, module);
+  return record !== undefined && (record.issued || nodesOfModule(state.assignments, module).length > 0);
 }
 
 function compare(a: string, b: string): number {

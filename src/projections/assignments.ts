@@ -1,19 +1,21 @@
-import type { Draft } from "immer";
 import type { MeshEvent } from "../events/index.ts";
 import { assertNever } from "./assertNever.ts";
+import { deleteIn, emptyBuckets, entriesIn, getIn, setIn, type Buckets, type Owned } from "./buckets.ts";
 
 export type Handover = { seat: string; from: string; to: string; at: string };
 /**
- * Where modules run: module → sorted node names; and the handover record, seat → its moves.
- * A handover's commit also moves the claiming module (unassign + assign), so holders are read
- * from the assignments alone, the same way by every lookup (R17).
+ * Where modules run: module → sorted node names; and the handover record, seat → its moves. Both
+ * grow with the mesh, so both are bucketed maps (buckets.ts): read them with nodesOfModule,
+ * assignedModules, modulesOnNode and handoversOf. A handover's commit also moves the claiming
+ * module (unassign + assign), so holders are read from the assignments alone, the same way by
+ * every lookup (R17).
  */
 export type AssignmentsState = {
-  byModule: Record<string, string[]>;
-  handovers: Record<string, Handover[]>;
+  byModule: Buckets<string[]>;
+  handovers: Buckets<Handover[]>;
 };
 
-export const initialAssignments: AssignmentsState = { byModule: {}, handovers: {} };
+export const initialAssignments: AssignmentsState = { byModule: emptyBuckets(), handovers: emptyBuckets() };
 
 /**
  * Where `node` is or would go in `nodes`, sorted in the order of Array.prototype.sort (UTF-16 code
@@ -30,55 +32,89 @@ function sortedIndex(nodes: readonly string[], node: string): number {
   return low;
 }
 
-/** Takes `node` out of `module`'s sorted list `nodes` (in place), and the module out of `byModule` when none is left. */
-function unassign(byModule: Draft<AssignmentsState["byModule"]>, module: string, nodes: string[], node: string): void {
-  const at = sortedIndex(nodes, node);
-  if (nodes[at] !== node) return;
-  if (nodes.length === 1) delete byModule[module];
-  else nodes.splice(at, 1);
+/** `list` as the fold may change it: itself when it made it (`owned`), else a copy it now owns. */
+function ownList<T>(list: readonly T[], owned: Owned): T[] {
+  if (owned.has(list)) return list as T[];
+  const copy = list.slice();
+  owned.add(copy);
+  return copy;
 }
 
-/** Fold of assignments, unassignments and handovers. A removed node loses its assignments. */
-export function evolveAssignments(draft: Draft<AssignmentsState>, event: MeshEvent): void {
+/** The assignments with `module`'s node list set to `nodes` (removed when empty). */
+function withNodes(state: AssignmentsState, module: string, nodes: string[], owned: Owned): AssignmentsState {
+  const byModule = nodes.length === 0 ? deleteIn(state.byModule, module, owned) : setIn(state.byModule, module, nodes, owned);
+  return byModule === state.byModule ? state : { ...state, byModule };
+}
+
+/** The assignments with `node` taken out of `module`'s sorted list `nodes` (found by binary search), or as they were. */
+function unassign(state: AssignmentsState, module: string, nodes: readonly string[], node: string, owned: Owned): AssignmentsState {
+  const at = sortedIndex(nodes, node);
+  if (nodes[at] !== node) return state;
+  const next = ownList(nodes, owned);
+  next.splice(at, 1);
+  return withNodes(state, module, next, owned);
+}
+
+/**
+ * Fold of assignments, unassignments and handovers: the assignments after `event`, a new object
+ * when they changed (`owned`: see buckets.ts setIn; a list the fold made is changed in place, any
+ * other copied). A removed node loses its assignments.
+ */
+export function evolveAssignments(state: AssignmentsState, event: MeshEvent, owned: Owned): AssignmentsState {
   switch (event.type) {
     case "ModuleAssigned": {
       // A module on 10,000 nodes must not be scanned and re-sorted for each one assigned.
-      const nodes = (draft.byModule[event.module] ??= []);
+      const nodes = getIn(state.byModule, event.module) ?? [];
       const at = sortedIndex(nodes, event.node);
-      if (nodes[at] !== event.node) nodes.splice(at, 0, event.node);
-      return;
+      if (nodes[at] === event.node) return state;
+      const next = ownList(nodes, owned);
+      next.splice(at, 0, event.node);
+      return withNodes(state, event.module, next, owned);
     }
     case "ModuleUnassigned": {
-      const nodes = draft.byModule[event.module];
-      if (nodes) unassign(draft.byModule, event.module, nodes, event.node);
-      return;
+      const nodes = getIn(state.byModule, event.module);
+      return nodes ? unassign(state, event.module, nodes, event.node, owned) : state;
     }
-    case "NodeRemoved":
-      // Each module's list is searched, not scanned: a removal looks at every module.
-      for (const module in draft.byModule) unassign(draft.byModule, module, draft.byModule[module]!, event.node);
-      return;
-    case "SeatHandedOver":
-      (draft.handovers[event.seat] ??= []).push({ seat: event.seat, from: event.from, to: event.to, at: event.at });
-      return;
+    case "NodeRemoved": {
+      // Each module's list is searched, not scanned, and only the modules on the node are changed.
+      let after = state;
+      for (const [module, nodes] of entriesIn(state.byModule)) after = unassign(after, module, nodes, event.node, owned);
+      return after;
+    }
+    case "SeatHandedOver": {
+      const moves = ownList(getIn(state.handovers, event.seat) ?? [], owned);
+      moves.push({ seat: event.seat, from: event.from, to: event.to, at: event.at });
+      return { ...state, handovers: setIn(state.handovers, event.seat, moves, owned) };
+    }
     case "MeshCreated": case "NodeEnrolled": case "CredentialMinted": case "CredentialRotated":
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "SeatAliased":
     case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":
-      return;
+      return state;
     default:
-      assertNever(event);
+      return assertNever(event);
   }
 }
 
 /** The nodes a module is assigned to, sorted (empty when none). */
 export function nodesOfModule(state: AssignmentsState, module: string): readonly string[] {
-  return state.byModule[module] ?? [];
+  return getIn(state.byModule, module) ?? [];
 }
 
-/** The modules assigned to a node, sorted. O(modules). */
+/** Every module assigned to at least one node, with its nodes (sorted), in no particular order. */
+export function assignedModules(state: AssignmentsState): [string, readonly string[]][] {
+  return entriesIn(state.byModule);
+}
+
+/** The modules assigned to a node, sorted. O(assignments). */
 export function modulesOnNode(state: AssignmentsState, node: string): string[] {
-  return Object.entries(state.byModule)
+  return assignedModules(state)
     .filter(([, nodes]) => nodes.includes(node))
     .map(([module]) => module)
     .sort();
+}
+
+/** The recorded moves of a seat from holder to holder, oldest first (empty when none). */
+export function handoversOf(state: AssignmentsState, seat: string): readonly Handover[] {
+  return getIn(state.handovers, seat) ?? [];
 }

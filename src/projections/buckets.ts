@@ -1,41 +1,235 @@
 /**
- * Buckets for the state's maps that grow with the mesh or the history (`applied`, `sent`): a map
- * of N keys kept as buckets chosen by the key's FNV-1a hash, so that recording one key copies a
- * 64-key map and one bucket (evolve never changes the state it is given: it copies each map it
- * changes) instead of all N keys. Copying a plain object of thousands of keys costs milliseconds.
+ * Bucketed maps: the state's maps that grow with the mesh or the history (`applied`, `nodes`,
+ * `credentials`, modules and seats, assignments, placements, provisions, what was sent), kept so
+ * that changing one key copies little.
+ *
+ * evolve never changes the state it is given: each change copies every object on the way from the
+ * state to the changed key. A plain object of N keys costs time in proportion to N to copy, and
+ * more than that once V8 has made it a dictionary (a few dozen keys added one by one: about 0.3 µs
+ * a key), so one commit about one node of a large mesh cost hundreds of microseconds, most of a
+ * fenced append's time. Here a change copies a few arrays of 64 slots (a memory copy each) and one
+ * leaf of at most LEAF_KEYS keys, however large the map.
+ *
+ * Shape: an array of 64 slots (FANOUT), each null, a leaf or another such array, one level down.
+ * A leaf is two arrays, its keys and their values at the same places: not an object keyed by them,
+ * because every new key of an object (a command id each commit) makes V8 build a new hidden class
+ * and intern the key, which cost more than the rest of a commit's fold. A key's slot at depth d is
+ * 6 bits of its 32-bit hash (FNV-1a, then mixed), bits 6d..6d+5. A leaf that would take a key past
+ * LEAF_KEYS is split into an array of 64 slots one level down (never merged back); at depth
+ * MAX_DEPTH - 1 the hash has no bits left and a leaf just grows. The shape depends only on the keys
+ * set and deleted, in order, so a replay and a snapshot plus its tail build the same one (R41).
+ * Plain JSON data: snapshots hold it as it is.
+ *
+ * The folds change them by hand, not through immer (a draft's proxy per array and per leaf, and
+ * its traps, cost more than the copies themselves). setIn and deleteIn copy the arrays and the leaf
+ * on the key's way, unless the fold already owns them (`owned`: what this fold made itself, never
+ * seen outside it, or OWN_ALL for a fold over a private copy), which it then changes in place; they
+ * return the map's root, a new one when the root was copied. So a fold is pure (the map it was
+ * given is left as it was) and a long fold copies each array and leaf once, not once per change.
+ * Read with getIn, hasIn, keysIn, valuesIn, entriesIn and sizeIn.
  */
 
-/** `x0`..`x63`, made once: a replay files every commit and need not build the strings each time. */
-const BUCKETS = Array.from({ length: 64 }, (_, i) => `x${i}`);
+/** The keys of one bucket, and their values at the same places. */
+export type Leaf<V> = { keys: string[]; values: V[] };
+/** A bucketed map of string keys to V (see the module comment); the empty one is emptyBuckets(). */
+export type Buckets<V> = (Buckets<V> | Leaf<V> | null)[];
 
-/** The 32-bit FNV-1a hash of `key`'s UTF-16 code units. */
-function fnv1a(key: string): number {
+/** Slots per array: 6 bits of the hash per level. */
+export const FANOUT = 64;
+/** Keys a leaf holds before it is split (a lookup compares the key with each of a leaf's keys). */
+export const LEAF_KEYS = 16;
+/** Levels of arrays: 5 levels use 30 of the hash's 32 bits. */
+export const MAX_DEPTH = 5;
+
+/** The 32-bit hash of `key` that files it: FNV-1a of its UTF-16 code units, then murmur3's finalizer so every bit depends on every unit. */
+export function hashOf(key: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < key.length; i += 1) {
     hash ^= key.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193);
   }
-  return hash;
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
+  return hash >>> 0;
 }
 
-/** The two bucket names (`x0`..`x63` each) `key` is filed under in a two-level bucketed map. */
-export function bucketPair(key: string): [string, string] {
-  const hash = fnv1a(key);
-  return [BUCKETS[(hash >>> 6) & 63]!, BUCKETS[hash & 63]!];
+/** The slot (0..63) a key of hash `hash` takes in an array at `depth` (0 = the map itself). */
+function slotAt(hash: number, depth: number): number {
+  return (hash >>> (6 * depth)) & (FANOUT - 1);
 }
 
-/** The bucket name (`x0`..`x63`) `key` is filed under in a one-level bucketed map. */
-export function bucketOf(key: string): string {
-  return BUCKETS[fnv1a(key) & 63]!;
+/** A new empty bucketed map: 64 empty slots. */
+export function emptyBuckets<V>(): Buckets<V> {
+  return new Array<null>(FANOUT).fill(null);
+}
+
+/** The leaf `key` is filed in, or null when its slot is empty. */
+function leafOf<V>(map: Buckets<V>, key: string): Leaf<V> | null {
+  const hash = hashOf(key);
+  let node: Buckets<V> | Leaf<V> | null = map;
+  for (let depth = 0; Array.isArray(node); depth += 1) node = (node as Buckets<V>)[slotAt(hash, depth)] ?? null;
+  return node;
+}
+
+/** The value of `key`, or undefined when the map does not hold it. */
+export function getIn<V>(map: Buckets<V>, key: string): V | undefined {
+  const leaf = leafOf(map, key);
+  if (leaf === null) return undefined;
+  const at = leaf.keys.indexOf(key);
+  return at < 0 ? undefined : leaf.values[at];
+}
+
+/** Whether the map holds `key`. */
+export function hasIn<V>(map: Buckets<V>, key: string): boolean {
+  const leaf = leafOf(map, key);
+  return leaf !== null && leaf.keys.includes(key);
+}
+
+/** What a fold may change in place: the arrays and leaves it made itself (a WeakSet, filled by setIn and deleteIn), or OWN_ALL. */
+export type Owned = { has(value: object): boolean; add(value: object): unknown };
+
+/** Ownership of everything: for a fold over a private copy of the state (startFold's "copy"). */
+export const OWN_ALL: Owned = { has: () => true, add: () => undefined };
+
+/** The array `branch` as the fold may change it: itself when owned, else a copy (now owned). */
+function ownedBranch<V>(branch: Buckets<V>, owned: Owned): Buckets<V> {
+  if (owned.has(branch)) return branch;
+  const copy = branch.slice();
+  owned.add(copy);
+  return copy;
+}
+
+/** The leaf as the fold may change it: itself when owned (its two arrays with it), else a copy (now owned). */
+function ownedLeaf<V>(leaf: Leaf<V>, owned: Owned): Leaf<V> {
+  if (owned.has(leaf)) return leaf;
+  const copy = { keys: leaf.keys.slice(), values: leaf.values.slice() };
+  owned.add(copy);
+  return copy;
+}
+
+/** A new leaf of one key, owned by the fold. */
+function newLeaf<V>(key: string, value: V, owned: Owned): Leaf<V> {
+  const leaf = { keys: [key], values: [value] };
+  owned.add(leaf);
+  return leaf;
 }
 
 /**
- * An empty bucket for a map that grows by keys no other object has (command ids, node names): a
- * plain object, kept by V8 as a hash table from the start. A `{}` filled by such keys gets a new
- * hidden class for each of its first keys, one per commit in a replay: most of the fold's time.
+ * `map` with `key` set to `value` (see the module comment: copies what `owned` does not hold,
+ * changes the rest in place). A leaf that would hold more than LEAF_KEYS keys is split one level
+ * down first. Returns the map's root: `map` itself when owned, else its copy.
  */
-export function newBucket<T>(): Record<string, T> {
-  const bucket = Object.create(null) as Record<string, T>;
-  Object.setPrototypeOf(bucket, Object.prototype);
-  return bucket;
+export function setIn<V>(map: Buckets<V>, key: string, value: V, owned: Owned): Buckets<V> {
+  const hash = hashOf(key);
+  const root = ownedBranch(map, owned);
+  let branch = root;
+  for (let depth = 0; ; ) {
+    const slot = slotAt(hash, depth);
+    const node = branch[slot] ?? null;
+    if (node === null) {
+      branch[slot] = newLeaf(key, value, owned);
+      return root;
+    }
+    if (Array.isArray(node)) {
+      branch = branch[slot] = ownedBranch(node, owned);
+      depth += 1;
+      continue;
+    }
+    const at = node.keys.indexOf(key);
+    if (at < 0 && depth + 1 < MAX_DEPTH && node.keys.length >= LEAF_KEYS) {
+      const split = emptyBuckets<V>();
+      owned.add(split);
+      node.keys.forEach((k, i) => {
+        const into = slotAt(hashOf(k), depth + 1);
+        const leaf = split[into] as Leaf<V> | null;
+        if (leaf === null) split[into] = newLeaf(k, node.values[i]!, owned);
+        else {
+          leaf.keys.push(k);
+          leaf.values.push(node.values[i]!);
+        }
+      });
+      branch[slot] = split;
+      continue; // the slot holds the split array now: file the key in it
+    }
+    const leaf = (branch[slot] = ownedLeaf(node, owned));
+    if (at < 0) {
+      leaf.keys.push(key);
+      leaf.values.push(value);
+    } else {
+      leaf.values[at] = value;
+    }
+    return root;
+  }
+}
+
+/**
+ * `map` without `key` (copies what `owned` does not hold, as setIn); a leaf left empty empties its
+ * slot. Returns the map's root: `map` itself when the key is absent or the root owned.
+ */
+export function deleteIn<V>(map: Buckets<V>, key: string, owned: Owned): Buckets<V> {
+  if (!hasIn(map, key)) return map;
+  const hash = hashOf(key);
+  const root = ownedBranch(map, owned);
+  let branch = root;
+  for (let depth = 0; ; depth += 1) {
+    const slot = slotAt(hash, depth);
+    const node = branch[slot]!;
+    if (Array.isArray(node)) {
+      branch = branch[slot] = ownedBranch(node, owned);
+      continue;
+    }
+    const leaf = ownedLeaf(node, owned);
+    const at = leaf.keys.indexOf(key);
+    leaf.keys.splice(at, 1);
+    leaf.values.splice(at, 1);
+    branch[slot] = leaf.keys.length === 0 ? null : leaf;
+    return root;
+  }
+}
+
+/** Calls `visit` with every key and value of the map, in slot order (fixed by the keys' hashes, not sorted). */
+function eachIn<V>(map: Buckets<V>, visit: (key: string, value: V) => void): void {
+  for (const node of map) {
+    if (node === null || node === undefined) continue;
+    if (Array.isArray(node)) eachIn(node, visit);
+    else for (let i = 0; i < node.keys.length; i += 1) visit(node.keys[i]!, node.values[i]!);
+  }
+}
+
+/** Every key of the map, in slot order (not sorted: sort where the order shows). */
+export function keysIn<V>(map: Buckets<V>): string[] {
+  const keys: string[] = [];
+  eachIn(map, (key) => { keys.push(key); });
+  return keys;
+}
+
+/** Every value of the map, in slot order (not sorted: sort where the order shows). */
+export function valuesIn<V>(map: Buckets<V>): V[] {
+  const values: V[] = [];
+  eachIn(map, (_key, value) => { values.push(value); });
+  return values;
+}
+
+/** Every key and value of the map, in slot order (not sorted: sort where the order shows). */
+export function entriesIn<V>(map: Buckets<V>): [string, V][] {
+  const entries: [string, V][] = [];
+  eachIn(map, (key, value) => { entries.push([key, value]); });
+  return entries;
+}
+
+/** How many keys the map holds (a walk of the map: O(keys)). */
+export function sizeIn<V>(map: Buckets<V>): number {
+  let size = 0;
+  eachIn(map, () => { size += 1; });
+  return size;
+}
+
+/** A bucketed map holding the keys and values of `record` (fixtures, tests). */
+export function bucketsOf<V>(record: Readonly<Record<string, V>>): Buckets<V> {
+  let map = emptyBuckets<V>();
+  for (const [key, value] of Object.entries(record)) map = setIn(map, key, value, OWN_ALL);
+  return map;
 }

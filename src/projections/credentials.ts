@@ -1,7 +1,7 @@
-import type { Draft } from "immer";
 import type { MeshEvent, Principal } from "../events/index.ts";
 import { CONTROLLER_NAME, principalKey } from "../names.ts";
 import { assertNever } from "./assertNever.ts";
+import { deleteIn, emptyBuckets, entriesIn, getIn, setIn, valuesIn, type Buckets, type Owned } from "./buckets.ts";
 
 /** A principal's current credential as the records hold it (never a seed or password in the clear). */
 export type CredentialRecord = {
@@ -32,10 +32,13 @@ export type CredentialRecord = {
    */
   deliveredTo?: string[];
 };
-/** Current credentials by principal key (`<kind>:<name>`). */
-export type CredentialsState = Record<string, CredentialRecord>;
+/**
+ * Current credentials by principal key (`<kind>:<name>`), a bucketed map (buckets.ts): read it
+ * with credentialOf, credentialAt and everyCredential.
+ */
+export type CredentialsState = Buckets<CredentialRecord>;
 
-export const initialCredentials: CredentialsState = {};
+export const initialCredentials: CredentialsState = emptyBuckets();
 
 /**
  * The principal whose credential a module's declaration carries: the controller's own for the
@@ -46,29 +49,24 @@ export function principalOfModule(module: string): Principal {
 }
 
 /**
- * A long fold's index of `deliveredTo`: node → keys of the credentials that may name it. A superset
+ * A fold's index of `deliveredTo`: node → keys of the credentials that may name it. A superset
  * (a key is checked against its record before use, never removed when a record is replaced), built
- * from the state on first use, so a NodeRemoved looks at those credentials instead of every one.
- * Owned by one fold (startFold) over one working state; never part of the state.
+ * from the credentials at the fold's second NodeRemoved (the first scans every record: building
+ * the index costs that scan too), so a long fold's removals look at those credentials instead of
+ * every one. Owned by one fold over one working state; never part of the state.
  */
-export type DeliveryIndex = { byNode: Map<string, Set<string>> | null };
+export type DeliveryIndex = { byNode: Map<string, Set<string>> | null; removals: number };
 
-/**
- * A fresh delivery index for one fold: unbuilt (built from the working state on first use), or
- * built now from `from`, the state the fold starts with (evolve: a scan of plain records instead
- * of one immer draft per record when a commit removes a node).
- */
-export function newDeliveryIndex(from?: CredentialsState): DeliveryIndex {
-  const index: DeliveryIndex = { byNode: null };
-  if (from !== undefined) deliveriesOf(index, from);
-  return index;
+/** A fresh, unbuilt delivery index for one fold. */
+export function newDeliveryIndex(): DeliveryIndex {
+  return { byNode: null, removals: 0 };
 }
 
-function deliveriesOf(index: DeliveryIndex, draft: Draft<CredentialsState>): Map<string, Set<string>> {
+function deliveriesOf(index: DeliveryIndex, credentials: CredentialsState): Map<string, Set<string>> {
   if (index.byNode === null) {
     index.byNode = new Map();
-    for (const key in draft) {
-      for (const node of draft[key]!.deliveredTo ?? []) noteDelivery(index.byNode, node, key);
+    for (const [key, record] of entriesIn(credentials)) {
+      for (const node of record.deliveredTo ?? []) noteDelivery(index.byNode, node, key);
     }
   }
   return index.byNode;
@@ -81,16 +79,17 @@ function noteDelivery(byNode: Map<string, Set<string>>, node: string, key: strin
 }
 
 /**
- * Fold of minting, rotation and revocation. A removed node's credential goes with it. `sequence`
- * is the records sequence of the commit the event is in (kept as `rotatedAt` by a rotation).
- * A module unassigned from a node leaves that node in its credential's `deliveredTo` (R48).
- * `index` (a long fold's, optional) only makes a NodeRemoved cheaper: the result is the same.
+ * Fold of minting, rotation and revocation: the credentials after `event` (`owned`: see buckets.ts
+ * setIn; records are replaced, never changed). A removed node's credential goes with it.
+ * `sequence` is the records sequence of the commit the event is in (kept as `rotatedAt` by a
+ * rotation). A module unassigned from a node leaves that node in its credential's `deliveredTo`
+ * (R48). `index` (the fold's, DeliveryIndex) only makes a NodeRemoved cheaper: the result is the same.
  */
-export function evolveCredentials(draft: Draft<CredentialsState>, event: MeshEvent, sequence = 0, index?: DeliveryIndex): void {
+export function evolveCredentials(credentials: CredentialsState, event: MeshEvent, owned: Owned, sequence: number, index: DeliveryIndex): CredentialsState {
   switch (event.type) {
     case "CredentialMinted":
     case "CredentialRotated":
-      draft[principalKey(event.principal.kind, event.principal.name)] = {
+      return setIn(credentials, principalKey(event.principal.kind, event.principal.name), {
         principal: event.principal,
         user: event.user,
         ...(event.nkey !== undefined ? { nkey: event.nkey } : {}),
@@ -99,49 +98,61 @@ export function evolveCredentials(draft: Draft<CredentialsState>, event: MeshEve
         address: event.address,
         mintedAt: event.at,
         ...(event.type === "CredentialRotated" ? { rotatedAt: sequence } : {}),
-      };
-      return;
+      }, owned);
     case "ModuleUnassigned": {
       const principal = principalOfModule(event.module);
       const key = principalKey(principal.kind, principal.name);
-      const record = draft[key];
-      if (record && !(record.deliveredTo ?? []).includes(event.node)) {
-        record.deliveredTo = [...(record.deliveredTo ?? []), event.node].sort();
-        if (index?.byNode) noteDelivery(index.byNode, event.node, key);
-      }
-      return;
+      const record = getIn(credentials, key);
+      if (!record || (record.deliveredTo ?? []).includes(event.node)) return credentials;
+      if (index.byNode) noteDelivery(index.byNode, event.node, key);
+      return setIn(credentials, key, { ...record, deliveredTo: [...(record.deliveredTo ?? []), event.node].sort() }, owned);
     }
     case "CredentialRevoked":
-      delete draft[principalKey(event.principal.kind, event.principal.name)];
-      return;
+      return deleteIn(credentials, principalKey(event.principal.kind, event.principal.name), owned);
     case "NodeRemoved": {
       // Every credential delivered to the node is rotated in the removal's own commit (R48), so
       // the removed node leaves no one's delivery list.
-      delete draft[principalKey("node", event.node)];
-      // With an index, only the credentials that may name the node; without, every one.
-      const keys = index ? (deliveriesOf(index, draft).get(event.node) ?? []) : Object.keys(draft);
-      for (const key of keys) {
-        const record = draft[key];
-        if (record?.deliveredTo !== undefined && record.deliveredTo.includes(event.node)) {
-          const left = record.deliveredTo.filter((n) => n !== event.node);
-          if (left.length === 0) delete record.deliveredTo;
-          else record.deliveredTo = left;
-        }
+      let after = deleteIn(credentials, principalKey("node", event.node), owned);
+      // The credentials that may name the node: every one at the fold's first removal, then the index's.
+      index.removals += 1;
+      const candidates = index.removals === 1 && index.byNode === null
+        ? entriesIn(after)
+        : [...(deliveriesOf(index, after).get(event.node) ?? [])].map((key): [string, CredentialRecord | undefined] => [key, getIn(after, key)]);
+      for (const [key, record] of candidates) {
+        if (record?.deliveredTo === undefined || !record.deliveredTo.includes(event.node)) continue;
+        const { deliveredTo, ...rest } = record;
+        const left = deliveredTo.filter((n) => n !== event.node);
+        after = setIn(after, key, left.length === 0 ? rest : { ...rest, deliveredTo: left }, owned);
       }
-      index?.byNode?.delete(event.node);
-      return;
+      index.byNode?.delete(event.node);
+      return after;
     }
     case "MeshCreated": case "NodeEnrolled": case "ModuleRegistered": case "ModuleIssued":
     case "ModuleAssigned": case "SeatAliased": case "SeatHandedOver":
     case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":
-      return;
+      return credentials;
     default:
-      assertNever(event);
+      return assertNever(event);
   }
 }
 
 /** The current credential of a principal, or undefined when it has none. */
 export function credentialOf(state: CredentialsState, principal: Principal): CredentialRecord | undefined {
-  return state[principalKey(principal.kind, principal.name)];
+  return getIn(state, principalKey(principal.kind, principal.name));
+}
+
+/** The credential filed under principal key `key` (`<kind>:<name>`, principalKey), or undefined. */
+export function credentialAt(state: CredentialsState, key: string): CredentialRecord | undefined {
+  return getIn(state, key);
+}
+
+/** Every current credential, in no particular order (sort where the order shows). */
+export function everyCredential(state: CredentialsState): CredentialRecord[] {
+  return valuesIn(state);
+}
+
+/** Every current credential with its principal key, in no particular order (sort where the order shows). */
+export function credentialEntries(state: CredentialsState): [string, CredentialRecord][] {
+  return entriesIn(state);
 }

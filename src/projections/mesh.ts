@@ -1,4 +1,3 @@
-import type { Draft } from "immer";
 import type { MeshEvent } from "../events/index.ts";
 import { assertNever } from "./assertNever.ts";
 
@@ -19,8 +18,8 @@ export type MeshState = {
 
 export const initialMesh: MeshState = null;
 
-/** Fold of the genesis record. Returns the replacement when the slice is replaced, else undefined. */
-export function evolveMesh(draft: Draft<MeshState>, event: MeshEvent): MeshState | undefined {
+/** Fold of the genesis record: the slice after `event` (a new object when it changed, never changed in place). */
+export function evolveMesh(mesh: MeshState, event: MeshEvent): MeshState {
   switch (event.type) {
     case "MeshCreated":
       return {
@@ -35,10 +34,10 @@ export function evolveMesh(draft: Draft<MeshState>, event: MeshEvent): MeshState
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
     case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
     case "CommitVoided":
-      return undefined;
+      return mesh;
     case "RecordsRestored":
-      if (draft === null || event.lost === null) return undefined;
-      return { ...(draft as NonNullable<MeshState>), restoredUpTo: Math.max(event.lost.to, draft.restoredUpTo ?? 0) };
+      if (mesh === null || event.lost === null) return mesh;
+      return { ...mesh, restoredUpTo: Math.max(event.lost.to, mesh.restoredUpTo ?? 0) };
     default:
       return assertNever(event);
   }

@@ -1,60 +1,105 @@
-import type { Draft } from "immer";
 import type { MeshEvent } from "../events/index.ts";
 import type { Manifest, SeatDeclaration } from "../manifest/manifest.ts";
 import { assertNever } from "./assertNever.ts";
+import { deleteIn, emptyBuckets, entriesIn, getIn, keysIn, setIn, valuesIn, type Buckets, type Owned } from "./buckets.ts";
 
 export type ModuleRecord = { manifest: Manifest; registeredAt: string; issued: boolean };
 /** A seat of the catalogue: its declaration and the module whose manifest declares it. */
 export type SeatRecord = SeatDeclaration & { name: string; declaredBy: string };
 
 /**
- * The catalogue of modules and seats. `seats` is kept by the fold from the manifests so lookups
- * do not scan every module; `aliases` maps an old seat name to its new one (R27).
+ * The catalogue of modules and seats, each a bucketed map (buckets.ts: they grow with the mesh).
+ * `seats` is kept by the fold from the manifests so lookups do not scan every module; `aliases`
+ * maps an old seat name to its new one (R27). Read them with moduleOf, everyModule, moduleNames,
+ * declaredSeat, seatNames, everySeat, aliasOf, everyAlias, resolveSeat, seatOf and claimantsOf.
  */
 export type ModulesState = {
-  modules: Record<string, ModuleRecord>;
-  seats: Record<string, SeatRecord>;
-  aliases: Record<string, string>;
+  modules: Buckets<ModuleRecord>;
+  seats: Buckets<SeatRecord>;
+  aliases: Buckets<string>;
 };
 
-export const initialModules: ModulesState = { modules: {}, seats: {}, aliases: {} };
+export const initialModules: ModulesState = { modules: emptyBuckets(), seats: emptyBuckets(), aliases: emptyBuckets() };
 
-/** Fold of registrations, issues and seat aliases. */
-export function evolveModules(draft: Draft<ModulesState>, event: MeshEvent): void {
+/**
+ * Fold of registrations, issues and seat aliases: the catalogue after `event`, a new object when it
+ * changed (`owned`: see buckets.ts setIn; records are replaced, never changed).
+ */
+export function evolveModules(state: ModulesState, event: MeshEvent, owned: Owned): ModulesState {
   switch (event.type) {
     case "ModuleRegistered": {
       const name = event.manifest.name;
-      const before = draft.modules[name];
+      const before = getIn(state.modules, name);
+      let seats = state.seats;
       // A new version replaces the old one's seats: drop what it declared before.
       // The seats this module declares are those of its previous manifest (each registration
       // replaces them all), so only those are looked at, not every seat of the catalogue.
       if (before) {
         for (const seat of Object.keys(before.manifest.seats)) {
-          if (draft.seats[seat]?.declaredBy === name) delete draft.seats[seat];
+          if (getIn(seats, seat)?.declaredBy === name) seats = deleteIn(seats, seat, owned);
         }
       }
-      draft.modules[name] = { manifest: event.manifest, registeredAt: event.at, issued: before?.issued ?? false };
+      const modules = setIn(state.modules, name, { manifest: event.manifest, registeredAt: event.at, issued: before?.issued ?? false }, owned);
       for (const [seat, declaration] of Object.entries(event.manifest.seats)) {
-        draft.seats[seat] = { ...declaration, name: seat, declaredBy: name };
+        seats = setIn(seats, seat, { ...declaration, name: seat, declaredBy: name }, owned);
       }
-      return;
+      return { ...state, modules, seats };
     }
     case "ModuleIssued": {
-      const module = draft.modules[event.module];
-      if (module) module.issued = true;
-      return;
+      const module = getIn(state.modules, event.module);
+      if (!module || module.issued) return state;
+      return { ...state, modules: setIn(state.modules, event.module, { ...module, issued: true }, owned) };
     }
     case "SeatAliased":
-      draft.aliases[event.from] = event.to;
-      return;
+      return { ...state, aliases: setIn(state.aliases, event.from, event.to, owned) };
     case "MeshCreated": case "NodeEnrolled": case "NodeRemoved": case "CredentialMinted":
     case "CredentialRotated": case "CredentialRevoked": case "ModuleAssigned": case "ModuleUnassigned":
     case "SeatHandedOver": case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":
-      return;
+      return state;
     default:
-      assertNever(event);
+      return assertNever(event);
   }
+}
+
+/** The registered module of that name, or undefined. */
+export function moduleOf(state: ModulesState, name: string): ModuleRecord | undefined {
+  return getIn(state.modules, name);
+}
+
+/** Every registered module, in no particular order (sort where the order shows). */
+export function everyModule(state: ModulesState): ModuleRecord[] {
+  return valuesIn(state.modules);
+}
+
+/** Every registered module's name, sorted. */
+export function moduleNames(state: ModulesState): string[] {
+  return keysIn(state.modules).sort();
+}
+
+/** The seat declared under exactly that name (no aliases followed), or undefined. */
+export function declaredSeat(state: ModulesState, seat: string): SeatRecord | undefined {
+  return getIn(state.seats, seat);
+}
+
+/** Every declared seat's name, in no particular order (sort where the order shows). */
+export function seatNames(state: ModulesState): string[] {
+  return keysIn(state.seats);
+}
+
+/** Every declared seat, in no particular order (sort where the order shows). */
+export function everySeat(state: ModulesState): SeatRecord[] {
+  return valuesIn(state.seats);
+}
+
+/** Every seat alias as [old name, the name it points to], in no particular order. */
+export function everyAlias(state: ModulesState): [string, string][] {
+  return entriesIn(state.aliases);
+}
+
+/** The name `seat` is an alias of (one step, R27), or undefined when it is none. */
+export function aliasOf(state: ModulesState, seat: string): string | undefined {
+  return getIn(state.aliases, seat);
 }
 
 /**
@@ -63,19 +108,19 @@ export function evolveModules(draft: Draft<ModulesState>, event: MeshEvent): voi
  */
 export function resolveSeat(state: ModulesState, seat: string): string {
   // Most seats were never renamed: composing a large mesh resolves one per grant.
-  if (state.aliases[seat] === undefined) return seat;
+  if (aliasOf(state, seat) === undefined) return seat;
   const seen = new Set<string>();
   let name = seat;
-  while (state.aliases[name] !== undefined && !seen.has(name)) {
+  for (let next = aliasOf(state, name); next !== undefined && !seen.has(name); next = aliasOf(state, name)) {
     seen.add(name);
-    name = state.aliases[name]!;
+    name = next;
   }
   return name;
 }
 
 /** The seat of that name (after aliases), or undefined when the catalogue has none. */
 export function seatOf(state: ModulesState, seat: string): SeatRecord | undefined {
-  return state.seats[resolveSeat(state, seat)];
+  return getIn(state.seats, resolveSeat(state, seat));
 }
 
 /**
@@ -85,8 +130,7 @@ export function seatOf(state: ModulesState, seat: string): SeatRecord | undefine
 export function claimantsOf(state: ModulesState, seat: string): string[] {
   const target = resolveSeat(state, seat);
   const names: string[] = [];
-  for (const key of Object.keys(state.modules)) {
-    const manifest = state.modules[key]!.manifest;
+  for (const { manifest } of everyModule(state)) {
     for (const claim of manifest.claims) {
       if (resolveSeat(state, claim) === target) {
         names.push(manifest.name);

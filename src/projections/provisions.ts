@@ -1,7 +1,7 @@
-import type { Draft } from "immer";
 import type { MeshEvent } from "../events/index.ts";
 import { assertNever } from "./assertNever.ts";
-import { resolveSeat, type ModulesState } from "./modules.ts";
+import { moduleOf, resolveSeat, type ModulesState } from "./modules.ts";
+import { emptyBuckets, entriesIn, getIn, setIn, valuesIn, type Buckets, type Owned } from "./buckets.ts";
 
 export type ProvisionRecord = {
   seat: string;
@@ -24,10 +24,10 @@ export type ProvisionRecord = {
    */
   deliveredTo?: string[];
 };
-/** Minted provisions by key `<seat>/<provision>/<consumer>`. */
-export type ProvisionsState = Record<string, ProvisionRecord>;
+/** Minted provisions by key `<seat>/<provision>/<consumer>`, a bucketed map (buckets.ts): read it with provisionOf and everyProvision. */
+export type ProvisionsState = Buckets<ProvisionRecord>;
 
-export const initialProvisions: ProvisionsState = {};
+export const initialProvisions: ProvisionsState = emptyBuckets();
 
 /** The key a provision is filed under. */
 export function provisionKey(seat: string, provision: string, consumer: string): string {
@@ -35,18 +35,19 @@ export function provisionKey(seat: string, provision: string, consumer: string):
 }
 
 /**
- * Fold of minted and rotated provisions. `sequence` is the records sequence of the commit the
- * event is in (kept as `rotatedAt` by a rotation). `modules` (the catalogue as folded so far)
- * says which seats a module unassigned from a node claims: that node keeps in its disk the
- * provisions the module received (as their consumer) or granted (as a provider of their seat),
- * so it joins their `deliveredTo` (R48). A removed node leaves every `deliveredTo`: the removal's
- * own commit rotates what was delivered to it.
+ * Fold of minted and rotated provisions: the provisions after `event` (`owned`: see buckets.ts
+ * setIn; records are replaced, never changed). `sequence` is the records sequence of the commit the
+ * event is in (kept as `rotatedAt` by a rotation). `modules` (the catalogue as folded so far) says
+ * which seats a module unassigned from a node claims: that node keeps in its disk the provisions
+ * the module received (as their consumer) or granted (as a provider of their seat), so it joins
+ * their `deliveredTo` (R48). A removed node leaves every `deliveredTo`: the removal's own commit
+ * rotates what was delivered to it.
  */
-export function evolveProvisions(draft: Draft<ProvisionsState>, event: MeshEvent, sequence = 0, modules?: ModulesState): void {
+export function evolveProvisions(provisions: ProvisionsState, event: MeshEvent, owned: Owned, sequence = 0, modules?: ModulesState): ProvisionsState {
   switch (event.type) {
     case "ProvisionMinted":
     case "ProvisionRotated":
-      draft[provisionKey(event.seat, event.provision, event.consumer)] = {
+      return setIn(provisions, provisionKey(event.seat, event.provision, event.consumer), {
         seat: event.seat,
         provision: event.provision,
         consumer: event.consumer,
@@ -54,34 +55,50 @@ export function evolveProvisions(draft: Draft<ProvisionsState>, event: MeshEvent
         sealed: event.sealed,
         mintedAt: event.at,
         ...(event.type === "ProvisionRotated" ? { rotatedAt: sequence } : {}),
-      };
-      return;
+      }, owned);
     case "ModuleUnassigned": {
-      const manifest = modules?.modules[event.module]?.manifest;
+      const manifest = modules === undefined ? undefined : moduleOf(modules, event.module)?.manifest;
       const claimed = new Set((manifest?.claims ?? []).map((claim) => resolveSeat(modules!, claim)));
-      for (const key in draft) {
-        const record = draft[key]!;
+      let after = provisions;
+      for (const [key, record] of entriesIn(provisions)) {
         if (record.consumer !== event.module && !claimed.has(record.seat)) continue;
-        if (!(record.deliveredTo ?? []).includes(event.node)) record.deliveredTo = [...(record.deliveredTo ?? []), event.node].sort();
+        if ((record.deliveredTo ?? []).includes(event.node)) continue;
+        after = setIn(after, key, { ...record, deliveredTo: [...(record.deliveredTo ?? []), event.node].sort() }, owned);
       }
-      return;
+      return after;
     }
-    case "NodeRemoved":
-      for (const key in draft) {
-        const record = draft[key]!;
+    case "NodeRemoved": {
+      let after = provisions;
+      for (const [key, record] of entriesIn(provisions)) {
         if (record.deliveredTo === undefined || !record.deliveredTo.includes(event.node)) continue;
-        const left = record.deliveredTo.filter((n) => n !== event.node);
-        if (left.length === 0) delete record.deliveredTo;
-        else record.deliveredTo = left;
+        const { deliveredTo, ...rest } = record;
+        const left = deliveredTo.filter((n) => n !== event.node);
+        after = setIn(after, key, left.length === 0 ? rest : { ...rest, deliveredTo: left }, owned);
       }
-      return;
+      return after;
+    }
     case "MeshCreated": case "NodeEnrolled": case "CredentialMinted":
     case "CredentialRotated": case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued":
     case "ModuleAssigned": case "SeatAliased": case "SeatHandedOver":
     case "OverlayPlaced": case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":
-      return;
+      return provisions;
     default:
-      assertNever(event);
+      return assertNever(event);
   }
+}
+
+/** The provision minted for `consumer` of `provision` at `seat`, or undefined. */
+export function provisionOf(state: ProvisionsState, seat: string, provision: string, consumer: string): ProvisionRecord | undefined {
+  return getIn(state, provisionKey(seat, provision, consumer));
+}
+
+/** Every minted provision, in no particular order (sort where the order shows). */
+export function everyProvision(state: ProvisionsState): ProvisionRecord[] {
+  return valuesIn(state);
+}
+
+/** Every minted provision, sorted by its key (provisionKey): the order rotations and R48's lists take. */
+export function provisionsInKeyOrder(state: ProvisionsState): ProvisionRecord[] {
+  return entriesIn(state).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, record]) => record);
 }

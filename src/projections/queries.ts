@@ -1,9 +1,10 @@
 import type { State } from "./state.ts";
 import { claimantsOf, resolveSeat } from "./modules.ts";
-import { nodesOfModule } from "./assignments.ts";
-import { principalOfModule } from "./credentials.ts";
+import { assignedModules, nodesOfModule } from "./assignments.ts";
+import { credentialAt, credentialEntries, principalOfModule } from "./credentials.ts";
+import { overlayNameOf } from "./overlay.ts";
 import type { Principal } from "../events/index.ts";
-import type { ProvisionRecord } from "./provisions.ts";
+import { provisionsInKeyOrder, type ProvisionRecord } from "./provisions.ts";
 import { BROKER_SEAT, CONTROLLER_NAME, principalKey } from "../names.ts";
 
 /**
@@ -58,9 +59,9 @@ export function brokerNode(state: State): string | null {
 export function brokerReachableAt(state: State, node: string, broker: string | null = brokerNode(state)): string {
   if (!state.mesh) throw new Error("the mesh has no genesis record (MeshCreated): run the installer first");
   const genesis = parseBusAddress(state.mesh.genesisAddress);
-  const placed = state.overlay.placed;
-  if (node !== broker && placed[node] !== undefined && broker !== null && placed[broker] !== undefined) {
-    return formatBusAddress({ ...genesis, host: placed[broker]! });
+  const brokerName = broker === null ? undefined : overlayNameOf(state.overlay, broker);
+  if (node !== broker && overlayNameOf(state.overlay, node) !== undefined && brokerName !== undefined) {
+    return formatBusAddress({ ...genesis, host: brokerName });
   }
   return formatBusAddress(genesis);
 }
@@ -88,13 +89,13 @@ export function busAddressesOf(state: State, address: string): string[] | undefi
  */
 export function credentialsDeliveredTo(state: State, node: string): Principal[] {
   const found = new Map<string, Principal>();
-  for (const [module, nodes] of Object.entries(state.assignments.byModule)) {
+  for (const [module, nodes] of assignedModules(state.assignments)) {
     if (!nodes.includes(node)) continue;
     const principal = principalOfModule(module);
     const key = principalKey(principal.kind, principal.name);
-    if (state.credentials[key]) found.set(key, principal);
+    if (credentialAt(state.credentials, key)) found.set(key, principal);
   }
-  for (const [key, record] of Object.entries(state.credentials)) {
+  for (const [key, record] of credentialEntries(state.credentials)) {
     if (record.deliveredTo?.includes(node)) found.set(key, record.principal);
   }
   return [...found.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, principal]) => principal);
@@ -109,8 +110,7 @@ export function credentialsDeliveredTo(state: State, node: string): Principal[] 
  */
 export function provisionsDeliveredTo(state: State, node: string): ProvisionRecord[] {
   const found: ProvisionRecord[] = [];
-  for (const key of Object.keys(state.provisions).sort()) {
-    const record = state.provisions[key]!;
+  for (const record of provisionsInKeyOrder(state.provisions)) {
     if (nodesOfModule(state.assignments, record.consumer).includes(node)
       || record.deliveredTo?.includes(node)
       || holdersOf(state, record.seat).includes(node)) found.push(record);

@@ -1,4 +1,3 @@
-import { Immer, type Draft } from "immer";
 import type { Commit } from "../events/index.ts";
 import { evolveMesh, initialMesh, type MeshState } from "./mesh.ts";
 import { evolveNodes, initialNodes, type NodesState } from "./nodes.ts";
@@ -8,18 +7,20 @@ import { evolveAssignments, initialAssignments, type AssignmentsState } from "./
 import { evolveOverlay, initialOverlay, type OverlayState } from "./overlay.ts";
 import { evolveProvisions, initialProvisions, type ProvisionsState } from "./provisions.ts";
 import { evolveSent, initialSent, type SentState } from "./sent.ts";
-import { bucketPair, newBucket } from "./buckets.ts";
+import { OWN_ALL, emptyBuckets, getIn, setIn, type Buckets, type Owned } from "./buckets.ts";
 
 /**
  * The folded records: one slice per concern, plus the last folded stream sequence (the fence of
  * the next append, R40) and the command ids already applied with their commit's sequence (so a
  * retried command appends nothing, also after the stream's dedupe window). Plain JSON data.
- * `applied` grows with the whole history, so it is kept in two levels of buckets (appliedBucket):
- * read it with appliedSequence.
+ * `applied` grows with the whole history, so it is a bucketed map (buckets.ts: a commit copies a
+ * few small arrays and one small leaf of it, not every command id): read it with appliedSequence.
+ * So are the maps of every slice that grow with the mesh (nodes, modules and seats, credentials,
+ * assignments, placements, provisions, what was sent): each slice's file has the readers.
  */
 export type State = {
   sequence: number;
-  applied: Record<string, Record<string, Record<string, number>>>;
+  applied: Buckets<number>;
   mesh: MeshState;
   nodes: NodesState;
   modules: ModulesState;
@@ -32,7 +33,7 @@ export type State = {
 
 export const initialState: State = {
   sequence: 0,
-  applied: {},
+  applied: emptyBuckets(),
   mesh: initialMesh,
   nodes: initialNodes,
   modules: initialModules,
@@ -43,65 +44,64 @@ export const initialState: State = {
   sent: initialSent,
 };
 
-/**
- * The fold's own immer, without auto-freeze: freezing walks every child of each changed object
- * and Object.isFrozen is linear in the keys of a large map, so a frozen state made each commit
- * cost time in proportion to the whole history (seconds at a million commits). States are plain
- * data that callers treat as read-only; evolve still never changes the state it is given.
- */
-const immer = new Immer({ autoFreeze: false });
-
-/**
- * Where a command id is filed in `applied`: two levels of 64 buckets each (`x0`..`x63`), chosen
- * by its FNV-1a hash (buckets.ts). Recording one command then copies two 64-key maps and one small
- * bucket, not every command id ever seen (a plain object of 4096 keys already costs milliseconds to copy).
- */
-export function appliedBucket(commandId: string): [string, string] {
-  return bucketPair(commandId);
-}
-
 /** The stream sequence of the commit that applied `commandId`, or undefined when none did. */
 export function appliedSequence(state: State, commandId: string): number | undefined {
-  const [outer, inner] = appliedBucket(commandId);
-  return state.applied[outer]?.[inner]?.[commandId];
+  return getIn(state.applied, commandId);
 }
 
 /** A commit as read from the stream, with its stream sequence. */
 export type SequencedCommit = { sequence: number; commit: Commit };
 
-function applyCommit(draft: Draft<State>, { sequence, commit }: SequencedCommit, index?: DeliveryIndex): void {
+/**
+ * A state being folded: its slices as one fold has made them so far, changed by the slices'
+ * evolve functions (each takes its slice and returns it, new where it changed); `owned` is what the
+ * fold may change in place (buckets.ts setIn: what it made itself, or all of a private copy), and
+ * `index` its delivery index (credentials.ts).
+ */
+type Folding = { state: State; owned: Owned; index: DeliveryIndex };
+
+function folding(state: State, owned: Owned): Folding {
+  return { state, owned, index: newDeliveryIndex() };
+}
+
+/** Folds one commit into `fold`: a new state object when the state it holds is not its own. */
+function applyCommit(fold: Folding, { sequence, commit }: SequencedCommit): void {
+  const { owned, index } = fold;
+  const before = fold.state;
+  let { mesh, nodes, modules, credentials, assignments, overlay, provisions, sent } = before;
   for (const event of commit.events) {
-    const mesh = evolveMesh(draft.mesh, event);
-    if (mesh !== undefined) draft.mesh = mesh;
-    evolveNodes(draft.nodes, event);
-    evolveModules(draft.modules, event);
-    evolveCredentials(draft.credentials, event, sequence, index);
-    evolveAssignments(draft.assignments, event);
-    evolveOverlay(draft.overlay, event);
-    evolveProvisions(draft.provisions, event, sequence, draft.modules);
-    evolveSent(draft.sent, event);
+    mesh = evolveMesh(mesh, event);
+    nodes = evolveNodes(nodes, event, owned);
+    modules = evolveModules(modules, event, owned);
+    credentials = evolveCredentials(credentials, event, owned, sequence, index);
+    assignments = evolveAssignments(assignments, event, owned);
+    overlay = evolveOverlay(overlay, event, owned);
+    provisions = evolveProvisions(provisions, event, owned, sequence, modules);
+    sent = evolveSent(sent, event, owned);
   }
-  const [outer, inner] = appliedBucket(commit.commandId);
-  ((draft.applied[outer] ??= newBucket())[inner] ??= newBucket())[commit.commandId] = sequence;
-  draft.sequence = sequence;
+  const applied = setIn(before.applied, commit.commandId, sequence, owned);
+  if (owned.has(before)) {
+    Object.assign(before, { sequence, applied, mesh, nodes, modules, credentials, assignments, overlay, provisions, sent });
+  } else {
+    fold.state = { sequence, applied, mesh, nodes, modules, credentials, assignments, overlay, provisions, sent };
+    owned.add(fold.state);
+  }
 }
 
 /**
- * Folds commits, in stream order, into the state: one immer `produce` for the whole batch.
- * Pure: same state and commits give the same result. Throws nothing for a well-formed commit
- * (commits are validated by the reader before they reach the fold). No slice of `state` is changed
- * in place, and a slice no commit touched is the same object in the result: the push's
- * CompositionMemo compares slices by identity (startFold keeps this too).
+ * Folds commits, in stream order, into the state. Each slice's evolve copies what it changes
+ * (each array and leaf of a bucketed map once per call, then changes its own copy in place) and
+ * shares the rest with `state`. Pure: same state and commits give the same result, and `state`
+ * is left as it was: no slice of it is changed in place, and a slice no commit touched is the same
+ * object in the result (the push's CompositionMemo compares slices by identity; startFold's
+ * "share" keeps this too). Throws nothing for a well-formed commit (commits are validated by the reader
+ * before they reach the fold).
  */
 export function evolve(state: State, commits: readonly SequencedCommit[]): State {
   if (commits.length === 0) return state;
-  // A node's removal looks for the credentials delivered to it (R48): through the draft that makes
-  // an immer draft of every credential record, so the batch's index is built from the plain state.
-  const removes = commits.some(({ commit }) => commit.events.some((event) => event.type === "NodeRemoved"));
-  const index = removes ? newDeliveryIndex(state.credentials) : undefined;
-  return immer.produce(state, (draft) => {
-    for (const commit of commits) applyCommit(draft, commit, index);
-  });
+  const fold = folding(state, new WeakSet<object>());
+  for (const commit of commits) applyCommit(fold, commit);
+  return fold.state;
 }
 
 /** A fold in progress: commits are added in stream order, then the state is finished once. */
@@ -113,32 +113,25 @@ export type Fold = { add(commits: readonly SequencedCommit[]): void; finish(): S
  * the same state as `evolve` over the same commits. Pure: the input state is left as it was.
  *
  * Two ways to hold the state in progress, same result (a unit test holds them equal):
- * - "draft": one immer draft for the whole fold, so each map is copied once (each `evolve` call
- *   copies every map it touches, and `applied` grows with the whole history). Cheap to start; each
- *   event pays immer's proxies. For a short tail.
- * - "copy": a private deep copy of the state, changed in place by the same evolve functions (they
- *   are written as draft mutations, and a plain object takes them just as well). No proxies, many
- *   times faster per event, but the copy costs one pass over the state up front (a JSON round trip:
- *   the state is plain JSON data, and structuredClone took ten times as long over a state of many
- *   keyed maps, seconds at 100,000 commits). For a replay or a long catch-up.
+ * - "share": the state as given, each array and leaf copied where it first changes and then
+ *   changed in place (as one evolve call does). Cheap to start. For a short tail.
+ * - "copy": a private deep copy of the state, changed in place by the same evolve functions (the
+ *   fold owns all of it, OWN_ALL). No copies per event, but the copy costs one pass over the state
+ *   up front (a JSON round trip: the state is plain JSON data, and structuredClone took ten times as
+ *   long over a state of many keyed maps, seconds at 100,000 commits). For a replay or a long catch-up.
  */
-export function startFold(state: State, mode: "draft" | "copy" = "draft"): Fold {
-  let working: Draft<State> | null = null;
+export function startFold(state: State, mode: "share" | "copy" = "share"): Fold {
+  let fold: Folding | null = null;
   let finished: State | null = null;
-  // A copy is this fold's own, so it can keep an index beside it (credentials.ts DeliveryIndex).
-  const index = mode === "copy" ? newDeliveryIndex() : undefined;
   return {
     add(commits) {
       if (finished !== null) throw new Error("startFold: add after finish");
       if (commits.length === 0) return;
-      working ??= mode === "copy" ? (JSON.parse(JSON.stringify(state)) as Draft<State>) : immer.createDraft(state);
-      for (const commit of commits) applyCommit(working, commit, index);
+      fold ??= mode === "copy" ? folding(JSON.parse(JSON.stringify(state)) as State, OWN_ALL) : folding(state, new WeakSet<object>());
+      for (const commit of commits) applyCommit(fold, commit);
     },
     finish() {
-      if (finished === null) {
-        if (working === null) finished = state;
-        else finished = mode === "copy" ? (working as State) : (immer.finishDraft(working) as State);
-      }
+      finished ??= fold === null ? state : fold.state;
       return finished;
     },
   };

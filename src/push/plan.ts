@@ -7,8 +7,8 @@
 import type { Refusal } from "../decision.ts";
 import type { Declaration, DeclarationResult, ModuleLeftOut } from "../compose/declaration.ts";
 import type { Principal } from "../compose/types.ts";
-import { holdersOf, lastSent, nodesOfModule, type State } from "../projections/index.ts";
-import { BROKER_SEAT, principalKey } from "../names.ts";
+import { credentialOf, everyCredential, holdersOf, isEnrolled, lastSent, nodeCount, nodeNames, nodeOf, nodesOfModule, provisionsInKeyOrder, type State } from "../projections/index.ts";
+import { BROKER_SEAT } from "../names.ts";
 import { NEW_NODE_BACKOFF_MAX_MS } from "../host/plan.ts";
 
 export type NodeOutcome = "sent" | "unchanged" | "refused" | "applied" | "failed" | "timed-out";
@@ -31,7 +31,7 @@ export type NodeReport = {
 
 /** R31: the most compose-and-send rounds one push runs: one per node, plus one. */
 export function roundBound(state: State): number {
-  return Object.keys(state.nodes).length + 1;
+  return nodeCount(state.nodes) + 1;
 }
 
 /** What a round saw after it recorded its sends (composeAgain). */
@@ -61,7 +61,7 @@ export function composeAgain(end: RoundEnd): boolean {
 
 /** The report lines of named nodes that are not enrolled (`unknown-node`, in the order named). */
 export function unknownNamed(state: State, named: Iterable<string>): NodeReport[] {
-  return [...named].filter((node) => !state.nodes[node])
+  return [...named].filter((node) => !isEnrolled(state.nodes, node))
     .map((node) => ({ node, outcome: "refused", refusal: { code: "unknown-node", message: `node ${node} is not enrolled` } }));
 }
 
@@ -111,7 +111,7 @@ export function planRound(state: State, declarations: readonly DeclarationResult
     }
     const { declaration } = result;
     const { node, digest } = declaration;
-    if (!state.credentials[principalKey("node", node)]) {
+    if (!credentialOf(state.credentials, { kind: "node", name: node })) {
       plan.refused.push({ node, refusal: noCredential(node) });
       continue;
     }
@@ -121,7 +121,7 @@ export function planRound(state: State, declarations: readonly DeclarationResult
       plan.unchanged.push({ node, digest });
       continue;
     }
-    const send: PlannedSend = { node, digest, declaration, publicKey: state.nodes[node]!.publicKey, recordsSequence: state.sequence, behind };
+    const send: PlannedSend = { node, digest, declaration, publicKey: nodeOf(state.nodes, node)!.publicKey, recordsSequence: state.sequence, behind };
     if (declaration.userList && result.userListText !== undefined) send.userListText = result.userListText;
     plan.sends.push(send);
   }
@@ -200,7 +200,7 @@ export function unconfirmedNodes(lines: Iterable<NodeReport>, sentDigests: Reado
  */
 export function firstDeclarations(state: State): Set<string> {
   const brokers = new Set(holdersOf(state, BROKER_SEAT));
-  return new Set(Object.keys(state.nodes).filter((node) => !brokers.has(node) && lastSent(state.sent, node) === undefined));
+  return new Set(nodeNames(state.nodes).filter((node) => !brokers.has(node) && lastSent(state.sent, node) === undefined));
 }
 
 /** Why a sent node gave no report within the wait: its first declaration (firstDeclarations), or any other. */
@@ -306,7 +306,7 @@ export function lastUserListSequence(state: State): number {
 
 /** Principals whose credential was rotated after records sequence `since` (PushReport.freshCredentials). */
 export function freshSince(state: State, since: number): Principal[] {
-  return Object.values(state.credentials)
+  return everyCredential(state.credentials)
     .filter((c) => c.rotatedAt !== undefined && c.rotatedAt > since)
     .map((c) => ({ kind: c.principal.kind, name: c.principal.name }))
     .sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : 1) : a.kind < b.kind ? -1 : 1));
@@ -325,8 +325,7 @@ export type ProvisionName = { seat: string; provision: string; consumer: string 
  */
 export function freshProvisions(state: State, before: State): ProvisionName[] {
   const fresh: ProvisionName[] = [];
-  for (const key of Object.keys(state.provisions).sort()) {
-    const p = state.provisions[key]!;
+  for (const p of provisionsInKeyOrder(state.provisions)) {
     if (p.rotatedAt === undefined) continue;
     const consumers = nodesOfModule(state.assignments, p.consumer);
     if (consumers.length === 0) continue;

@@ -284,8 +284,8 @@ export function newCompositionMemo(): CompositionMemo {
 /**
  * Everything composition reads: the state's slices it derives from (not `sent`, `applied` or
  * `sequence`), the configuration and the digest function. A fold never changes a slice in place
- * (CompositionMemo's assumption): evolve is immer's structural sharing (a slice no event touched is
- * the same object, one an event changed is a new one) and a long fold (startFold "copy") returns
+ * (CompositionMemo's assumption): evolve copies on write (a slice no event touched is the same
+ * object, one an event changed is a new one; projections/buckets.ts) and a long fold (startFold "copy") returns
  * objects of its own. So equal inputs, compared by identity, are the same records as far as
  * composition can see. A slice composition starts to read must be added here.
  */

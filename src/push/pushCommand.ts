@@ -3,6 +3,7 @@ import type { Refusal, Reply } from "../commands/envelope.ts";
 import type { ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
 import { inboxPrefix } from "../names.ts";
+import { isEnrolled, type NodesState } from "../projections/index.ts";
 import { fitReply, type BoundedList, type Omitted } from "../commands/fit.ts";
 import type { NodeOutcome, NodeReport, PushLog, PushOptions, PushReport } from "./push.ts";
 
@@ -67,8 +68,8 @@ export function pushReply(report: PushReport, budgetBytes: number): PushReply {
  * A push naming an unknown node (a typo, say) is refused before anything is composed or sent, so
  * the operator's mistake never sends every other node as a side effect (R31). Pure.
  */
-export function unknownNamedNodes(named: readonly string[], enrolled: Readonly<Record<string, unknown>>): Refusal | null {
-  const unknown = [...new Set(named)].filter((node) => !Object.hasOwn(enrolled, node));
+export function unknownNamedNodes(named: readonly string[], enrolled: NodesState): Refusal | null {
+  const unknown = [...new Set(named)].filter((node) => !isEnrolled(enrolled, node));
   if (unknown.length === 0) return null;
   return {
     code: "unknown-node",
@@ -89,7 +90,7 @@ export function pushVerb(
   run: (options: PushOptions) => Promise<PushReport>,
   log: PushLog,
   publish?: (subject: string, line: string) => void,
-  enrolled?: () => Promise<Readonly<Record<string, unknown>>>,
+  enrolled?: () => Promise<NodesState>,
   maxPayload: () => number | undefined = () => undefined,
 ): ExtraVerb {
   return async (body, actor): Promise<Reply> => {

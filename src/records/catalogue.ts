@@ -17,12 +17,13 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
+  type PubAck,
   type StreamConfig,
   type StreamInfo,
 } from "@nats-io/jetstream";
 import { CATALOGUE_STREAM, CATALOGUE_SUBJECTS, RECORDS_ENTITY, catalogueSubject } from "../names.ts";
-import { Commit, type Entity, type MeshEvent } from "../events/index.ts";
-import { decodeCommit } from "./decode.ts";
+import type { Commit, Entity, MeshEvent } from "../events/index.ts";
+import { decodeCommit, parseCommit } from "./decode.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind, RecordsUnsafe, type BehindEvidence } from "./errors.ts";
 import { retryFenced } from "./retry.ts";
 import { commandIdReused, type CommandRequest } from "./reuse.ts";
@@ -601,8 +602,8 @@ async function foldFrom(
   let fold: Fold | null = null;
   try {
     await readFrom(bus, state.sequence + 1, (batch) => fold!.add(batch), {}, (count) => {
-      // A long read folds into a private copy (no proxies); a short tail into one immer draft.
-      fold = startFold(state, state.sequence === 0 || count >= COPY_FOLD_FROM ? "copy" : "draft");
+      // A long read folds into a private copy, changed in place; a short tail shares what it does not change.
+      fold = startFold(state, state.sequence === 0 || count >= COPY_FOLD_FROM ? "copy" : "share");
     }, onInfo);
   } finally {
     if (fold !== null) onFolded((fold as Fold).finish());
@@ -615,6 +616,16 @@ async function commitAt(bus: Bus, sequence: number): Promise<Commit> {
   const stored = await bus.jsm.streams.getMessage(CATALOGUE_STREAM, { seq: sequence });
   if (!stored) throw new Error(`the records have no message at sequence ${sequence}`);
   return decodeCommit(stored.seq, stored.subject, stored.data);
+}
+
+/**
+ * The commit of a decision, parsed by its zod schema (every event is validated when written, section
+ * 4); throws InvalidEvent (sequence 0) when the decided events do not parse.
+ */
+function validCommit(commandId: string, decision: { entity: Entity; events: MeshEvent[] }, request: CommandRequest | undefined): Commit {
+  const parsed = parseCommit({ commandId, entity: decision.entity, events: decision.events, ...(request === undefined ? {} : { request }) });
+  if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
+  return parsed.data;
 }
 
 function isWrongLastSequence(error: unknown): boolean {
@@ -821,21 +832,25 @@ class JetStreamCatalogue implements Catalogue {
     decision: { entity: Entity; events: MeshEvent[] },
     request: CommandRequest | undefined,
     fence: number,
-  ): Promise<{ commit: Commit; ack: Awaited<ReturnType<JetStreamClient["publish"]>> }> {
-    const parsed = Commit.safeParse({ commandId, entity: decision.entity, events: decision.events, ...(request === undefined ? {} : { request }) });
-    if (!parsed.success) throw new InvalidEvent(0, { cause: parsed.error });
-    const commit = parsed.data;
+  ): Promise<{ commit: Commit; ack: PubAck }> {
+    const commit = validCommit(commandId, decision, request);
+    return { commit, ack: await this.#append(commit, fence) };
+  }
+
+  /**
+   * Publishes `commit` (already validated) on its entity's subject, Nats-Msg-Id = its command id,
+   * fenced on `fence` (R40). Resolves to the bus's ack; rejects with FencedAppend when another
+   * append landed past `fence`. The client writes the message on a microtask after this returns.
+   */
+  #append(commit: Commit, fence: number): Promise<PubAck> {
     const h = headers();
     h.set(EVENT_TYPES_HEADER, commit.events.map((e) => e.type).join(","));
-    try {
-      const ack = await this.#bus.js.publish(catalogueSubject(commit.entity.kind, commit.entity.id), JSON.stringify(commit), {
-        msgID: commandId, expect: { lastSequence: fence }, headers: h,
-      });
-      return { commit, ack };
-    } catch (error) {
+    return this.#bus.js.publish(catalogueSubject(commit.entity.kind, commit.entity.id), JSON.stringify(commit), {
+      msgID: commit.commandId, expect: { lastSequence: fence }, headers: h,
+    }).catch((error: unknown) => {
       if (isWrongLastSequence(error)) throw new FencedAppend(fence, { cause: error });
       throw error;
-    }
+    });
   }
 
   async #attempt(commandId: string, decide: (state: State) => Decision, request: CommandRequest | undefined): Promise<TransactResult> {
@@ -851,7 +866,17 @@ class JetStreamCatalogue implements Catalogue {
     if (decision.unchanged) {
       return { ok: true, sequence: this.#state.sequence, events: [], entity: decision.entity, duplicate: false, unchanged: true, state: this.#state };
     }
-    const { commit, ack } = await this.#publishFenced(commandId, decision, request, this.#state.sequence);
+    const before = this.#state;
+    const fence = before.sequence;
+    const commit = validCommit(commandId, decision, request);
+    const acked = this.#append(commit, fence);
+    acked.catch(() => undefined); // awaited below; the fold runs first
+    // While the append is on the bus, fold the commit as it lands if the fence holds: right after
+    // `fence`. evolve is pure, so this state is dropped unless the ack says exactly that. The await
+    // lets the client write the message first (it flushes on a microtask queued by the publish).
+    await Promise.resolve();
+    const landed = evolve(before, [{ sequence: fence + 1, commit }]);
+    const ack = await acked;
     if (ack.duplicate) {
       // Appended by someone else within the dedupe window: the records say where.
       await this.#catchUp();
@@ -859,7 +884,7 @@ class JetStreamCatalogue implements Catalogue {
       if (original === undefined) throw new Error(`the bus called command ${commandId} a duplicate of sequence ${ack.seq}, which the records do not show`);
       return this.#duplicate(original, request);
     }
-    this.#state = evolve(this.#state, [{ sequence: ack.seq, commit }]);
+    this.#state = ack.seq === fence + 1 ? landed : evolve(before, [{ sequence: ack.seq, commit }]);
     this.#advanced();
     return { ok: true, sequence: ack.seq, events: commit.events, entity: commit.entity, duplicate: false, unchanged: false, state: this.#state };
   }

@@ -9,7 +9,7 @@ import { initialState, type State } from "../projections/index.ts";
  * record's fields) changes shape: a snapshot written by another shape is then ignored and the
  * state folded from sequence 1, instead of loading data the code would misread.
  */
-export const STATE_SHAPE_VERSION = 4;
+export const STATE_SHAPE_VERSION = 7;
 
 /** A snapshot's body: the shape version and the folded state. */
 type SnapshotBody = { version: number; state: State };

@@ -9,6 +9,7 @@ import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE } from "../../src/cli/context.ts";
 import { newNodeKeyPair, newUserKey, secretMatches } from "../../src/crypto/secrets.ts";
 import { commandSubject, inboxPrefix, principalKey } from "../../src/names.ts";
 import { runMesh, type CliRun } from "../support/cli.ts";
+import { credentialAt } from "../../src/projections/index.ts";
 
 const OPERATOR = "operator-ann";
 
@@ -76,7 +77,7 @@ describe("mesh CLI over a real server", () => {
       assert.equal(run.code, EXIT_OK, run.err);
       const credential = run.json().credential as { nkey: string; user: string; address: string };
       assert.equal(credential.nkey, pair.user.publicKey, "R64: the reply names the node's own key");
-      assert.ok(secretMatches(pair.user.seed, mesh.catalogue.state.credentials[principalKey("node", node)]!));
+      assert.ok(secretMatches(pair.user.seed, credentialAt(mesh.catalogue.state.credentials, principalKey("node", node))!));
       assert.doesNotMatch(run.out, /sealed|seed|password/, "no secret in the reply");
     }
     assert.ok(examples.length >= 8, "the example mesh is in examples/");

@@ -11,6 +11,7 @@ import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted } fr
 import { newNodeKeyPair, newUserKey, secretMatches } from "../../src/crypto/secrets.ts";
 import { commandSubject, inboxPrefix, principalKey } from "../../src/names.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
+import { credentialAt, nodeOf } from "../../src/projections/index.ts";
 
 type Ok = Extract<Reply, { ok: true }>;
 const OPERATOR = "operator-ann";
@@ -54,10 +55,10 @@ describe("command server", () => {
     assert.equal(await mesh.lastSequence(), before + 1);
     assert.equal(ok.credential.nkey, user.publicKey);
     assert.doesNotMatch(JSON.stringify(reply), /sealed|seed|password/);
-    const record = mesh.catalogue.state.credentials[principalKey("node", "alpha")]!;
+    const record = credentialAt(mesh.catalogue.state.credentials, principalKey("node", "alpha"))!;
     assert.ok(secretMatches(user.seed, record), "the records hold the node's own public key (R63)");
     assert.equal(record.sealed, undefined, "and no secret of it (R64)");
-    assert.equal(mesh.catalogue.state.nodes.alpha?.enrolledAt !== undefined, true);
+    assert.equal(nodeOf(mesh.catalogue.state.nodes, "alpha")?.enrolledAt !== undefined, true);
     const history = await askAs(client, OPERATOR, "history", { kind: "node", id: "alpha" }) as Ok & { events: Array<Record<string, unknown>> };
     assert.ok(history.events.length >= 2);
     for (const event of history.events) assert.equal(event.actor, OPERATOR);
@@ -71,7 +72,7 @@ describe("command server", () => {
     for (const event of history.events) {
       for (const key of ["actor", "commandId", "at", "sequence", "type"]) assert.ok(key in event, `history event has ${key}`);
     }
-    const record = mesh.catalogue.state.credentials[principalKey("node", "r3-node")]!;
+    const record = credentialAt(mesh.catalogue.state.credentials, principalKey("node", "r3-node"))!;
     assert.equal(record.sealed, undefined, "R64: no secret of a node in the records");
     for (const verb of ["history", "credentials", "nodes"]) {
       const body = verb === "history" ? { kind: "node", id: "r3-node" } : {};

@@ -19,6 +19,7 @@ import { newNodeKeyPair, newUserKey } from "../../src/crypto/secrets.ts";
 import { BOOTSTRAP_NKEY } from "../../src/genesis.ts";
 import { busUser, principalKey, reportSubject } from "../../src/names.ts";
 import type { AnyReply as Reply } from "../../src/contracts/verbs.ts";
+import { credentialAt } from "../../src/projections/index.ts";
 import { askAs } from "../support/client.ts";
 import { enrolRequest } from "../support/enrol.ts";
 import { controllerFixture, type ControllerFixture } from "../support/controller.ts";
@@ -172,7 +173,7 @@ describe("R44 R64: an accepted restore takes node keys from the broker holder's 
     assert.deepEqual(accepted.unknownToRecords, ["node-late"], "the broker holder's list is the one read");
     const state = controller.catalogue.state;
     for (const node of NODES) {
-      assert.equal(state.credentials[principalKey("node", node)]?.nkey, suite.keys[node].publicKey, `node ${node} keeps its own key`);
+      assert.equal(credentialAt(state.credentials, principalKey("node", node))?.nkey, suite.keys[node].publicKey, `node ${node} keeps its own key`);
     }
     assert.ok(!(accepted.rotated as Array<{ kind: string }>).some((p) => p.kind === "node"), "no node rotated");
     assert.equal(codeOf(await send("nodes", {})), "ok");

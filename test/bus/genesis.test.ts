@@ -21,6 +21,7 @@ import { CONTROLLER_NAME, inboxSubjects } from "../../src/names.ts";
 import { exampleMesh } from "../unit/compose/exampleMesh.ts";
 import { initHostKeys, readCredentialFile, saveNodeCredential, NODE_CREDENTIAL_FILE } from "../../src/host/index.ts";
 import { busUser } from "../../src/names.ts";
+import { credentialAt, nodeOf } from "../../src/projections/index.ts";
 
 const quiet = (lines: string[]) => (line: string) => { lines.push(line); };
 
@@ -49,7 +50,7 @@ describe("genesis", () => {
       assert.equal(state.mesh?.genesisAddress, `tls://127.0.0.1:${port}`);
       assert.equal(state.mesh?.fingerprint, made.mesh.fingerprint);
       assert.equal(state.mesh?.bootstrapUser, BOOTSTRAP_USER);
-      const operator = state.credentials["operator:admin"];
+      const operator = credentialAt(state.credentials, "operator:admin");
       assert.ok(operator, "the first operator's credential is recorded");
       const file = JSON.parse(readFileSync(made.paths.operatorCredential, "utf8")) as { seed: string; user: string };
       assert.equal(file.user, operator.user);
@@ -249,11 +250,11 @@ describe("genesis with its node (R56)", () => {
     );
     try {
       const state = await replay(controller);
-      assert.ok(state.nodes["bushost"], "the records hold the genesis node");
-      assert.ok(state.credentials["node:bushost"], "and its credential");
+      assert.ok(nodeOf(state.nodes, "bushost"), "the records hold the genesis node");
+      assert.ok(credentialAt(state.credentials, "node:bushost"), "and its credential");
       // R64: the node's key was generated in its folder: the records hold its public key, no secret.
-      assert.equal(state.credentials["node:bushost"]!.nkey, readFileSync(join(hostDir, "node.nkey"), "utf8").trim());
-      assert.equal(state.credentials["node:bushost"]!.sealed, undefined);
+      assert.equal(credentialAt(state.credentials, "node:bushost")!.nkey, readFileSync(join(hostDir, "node.nkey"), "utf8").trim());
+      assert.equal(credentialAt(state.credentials, "node:bushost")!.sealed, undefined);
       assert.ok(!JSON.stringify(state).includes(readFileSync(join(hostDir, "node.seed"), "utf8").trim()), "the node's seed is nowhere in the records");
     } finally {
       await controller.close();

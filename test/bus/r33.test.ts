@@ -30,6 +30,7 @@ import {
 import { watchViolations } from "../support/violations.ts";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { EXAMPLE_CONFIG, MeshBuilder } from "../unit/compose/exampleMesh.ts";
+import { credentialAt } from "../../src/projections/index.ts";
 
 const CONTROLLER = busUser("controller", CONTROLLER_NAME);
 const OPERATOR = busUser("operator", "ada");
@@ -132,7 +133,7 @@ describe("R33: a reply carrying a fresh credential reaches only its asker", () =
     assert.ok(reply.ok, JSON.stringify(reply));
     const credential = (reply as unknown as { credential: { user: string; nkey: string } }).credential;
     assert.equal(credential.user, busUser("node", "gamma"));
-    const record = (await catalogue.catchUp()).credentials[principalKey("node", "gamma")]!;
+    const record = credentialAt((await catalogue.catchUp()).credentials, principalKey("node", "gamma"))!;
     assert.ok(secretMatches(gamma.seed, record), "the reply is about gamma's own key");
 
     // The reply was delivered; a round trip on each connection lets anything routed to it arrive.

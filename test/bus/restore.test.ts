@@ -22,6 +22,7 @@ import { canonicalJson } from "../../src/projections/canonical.ts";
 import type { Reply } from "../../src/commands/envelope.ts";
 import { newUserKey, recordsTag, secretMatches } from "../../src/crypto/secrets.ts";
 import type { ControllerFixture } from "../support/controller.ts";
+import { everyCredential, nodeOf } from "../../src/projections/index.ts";
 
 const BROKER = JSON.parse(readFileSync(fileURLToPath(new URL("../../examples/broker.json", import.meta.url)), "utf8")) as Record<string, unknown>;
 
@@ -261,7 +262,7 @@ describe("R44: mesh replay, and accepting a restore", () => {
     assert.deepEqual([healthy.ok, healthy.valid, healthy.matchesServing, healthy.changed, healthy.behind], [true, true, true, false, undefined]);
     assert.equal(await lastSequence(suite.fixture.operator), before, "a healthy replay appends nothing");
 
-    const hashAt = (name: string) => Object.values(controller.catalogue.state.credentials).find((c) => c.principal.kind === "node" && c.principal.name === name)?.nkey;
+    const hashAt = (name: string) => everyCredential(controller.catalogue.state.credentials).find((c) => c.principal.kind === "node" && c.principal.name === name)?.nkey;
     const backup = await lastSequence(suite.fixture.operator);
     const backupHash = hashAt("alpha");
     await send("credential.rotate", { kind: "node", name: "alpha", nkey: newUserKey().publicKey });
@@ -293,16 +294,16 @@ describe("R44: mesh replay, and accepting a restore", () => {
     assert.deepEqual(accepted.rotated, [{ kind: "controller", name: "mesh-controller" }, { kind: "node", name: "alpha" }, { kind: "operator", name: "test" }]);
     const own = accepted.credential as { user: string; seed: string };
     assert.equal(own.user, "operator-test", "the asker's own fresh credential comes back to it");
-    const asker = Object.values(restarted.catalogue.state.credentials).find((c) => c.user === "operator-test")!;
+    const asker = everyCredential(restarted.catalogue.state.credentials).find((c) => c.user === "operator-test")!;
     assert.ok(secretMatches(own.seed, asker), "with the seed whose public key the records now hold");
     assert.equal(restarted.catalogue.behind, null, "unlatched");
     assert.deepEqual(accepted.unknownToRecords, ["node-late"], "the node enrolled after the backup, on the installed list, is named");
-    const alpha = Object.values(restarted.catalogue.state.credentials).find((c) => c.principal.kind === "node" && c.principal.name === "alpha")!;
+    const alpha = everyCredential(restarted.catalogue.state.credentials).find((c) => c.principal.kind === "node" && c.principal.name === "alpha")!;
     assert.ok(alpha.nkey !== undefined && backupHash !== undefined && rotatedAway !== undefined, "nkey credentials (R63)");
     assert.notEqual(alpha.nkey, backupHash, "the backup's key (rotated away after the backup) is not the one installed next");
     assert.equal(alpha.nkey, rotatedAway, "R64: the node's key is the one the bus ran (generated on the node, no one else can mint it)");
     assert.equal(alpha.sealed, undefined, "still no node secret in the records");
-    assert.equal(restarted.catalogue.state.nodes.late, undefined, "the node enrolled after the backup is not in the records");
+    assert.equal(nodeOf(restarted.catalogue.state.nodes, "late"), undefined, "the node enrolled after the backup is not in the records");
     assert.equal(codeOf(await send("nodes", {})), "ok");
     // alpha's host answers: the push waits for the broker's report of the controller's fresh key (R50).
     const alphaHost = answerAsHost(suite.fixture, "alpha");

@@ -8,7 +8,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { MeshEvent } from "../../src/events/index.ts";
-import { brokerNode, brokerReachableAt, type State } from "../../src/projections/index.ts";
+import { brokerNode, brokerReachableAt, everyCredential, type State } from "../../src/projections/index.ts";
 import { composeDeclaration } from "../../src/compose/index.ts";
 import {
   GENESIS, GENESIS_ADDRESS, nodeKeyOf, nodeNkeyOf, given, givenState, registration, type EventBody, type Outcome, type Scenario,
@@ -41,7 +41,7 @@ function reach(state: State, nodes: readonly string[]): Record<string, string> {
 
 /** Recorded credential addresses by user. */
 function recorded(state: State): Record<string, string> {
-  return Object.fromEntries(Object.values(state.credentials).map((c) => [c.user, c.address]));
+  return Object.fromEntries(everyCredential(state.credentials).map((c) => [c.user, c.address]));
 }
 
 type StaleList = Array<{ user: string; address: string; addressNow: string }>;

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { Manifest } from "../../src/manifest/manifest.ts";
 import { CONTROLLER_NAME, CONTROLLER_SEAT } from "../../src/names.ts";
 import { given, GENESIS } from "../support/givenWhenThen.ts";
+import { declaredSeat } from "../../src/projections/index.ts";
 
 const raw: unknown = JSON.parse(readFileSync(new URL("../../module.json", import.meta.url), "utf8"));
 
@@ -26,6 +27,6 @@ describe("the controller's own module.json", () => {
   it("R28: registering it is accepted", () => {
     const outcome = given(GENESIS).when("module.register", { manifest: raw });
     assert.ok(outcome.decision.ok, outcome.decision.ok ? "" : outcome.decision.refusal.message);
-    assert.equal(outcome.after().modules.seats[CONTROLLER_SEAT]?.declaredBy, CONTROLLER_NAME);
+    assert.equal(declaredSeat(outcome.after().modules, CONTROLLER_SEAT)?.declaredBy, CONTROLLER_NAME);
   });
 });

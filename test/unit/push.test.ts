@@ -20,6 +20,7 @@ import { isInInboxOf, pushVerb, unknownNamedNodes } from "../../src/push/pushCom
 import type { PushReport } from "../../src/push/push.ts";
 import type { Declaration } from "../../src/compose/declaration.ts";
 import { newMeshKey, newNodeKeyPair, openAsNode, sealWithMeshKey } from "../../src/crypto/secrets.ts";
+import { bucketsOf, emptyBuckets } from "../../src/projections/buckets.ts";
 
 const meshKey = newMeshKey();
 const secret = "module-password-never-printed";
@@ -117,7 +118,7 @@ describe("push verb: named nodes must be enrolled (R31)", () => {
 
   it("R31: a named node that is not enrolled is refused unknown-node on field nodes, naming it, and the push never runs", async () => {
     let ran = 0;
-    const verb = pushVerb(async () => { ran += 1; return report; }, log, undefined, async () => ({ alpha: {}, beta: {} }));
+    const verb = pushVerb(async () => { ran += 1; return report; }, log, undefined, async () => bucketsOf({ alpha: { name: "alpha", publicKey: "k1", enrolledAt: "t" }, beta: { name: "beta", publicKey: "k2", enrolledAt: "t" } }));
     const reply = await verb({ nodes: ["alpha", "wbe1", "wbe1"] }, "operator-admin");
     assert.equal(reply.ok, false);
     assert.deepEqual(!reply.ok && [reply.error.code, reply.error.field], ["unknown-node", "nodes"]);
@@ -126,7 +127,7 @@ describe("push verb: named nodes must be enrolled (R31)", () => {
     assert.equal((await verb({ nodes: ["alpha"] }, "operator-admin")).ok, true);
     assert.equal((await verb({}, "operator-admin")).ok, true, "a push naming nobody needs no check");
     assert.equal(ran, 2);
-    assert.equal(unknownNamedNodes(["constructor"], {})?.code, "unknown-node", "an inherited property is no node");
+    assert.equal(unknownNamedNodes(["constructor"], emptyBuckets())?.code, "unknown-node", "an inherited property is no node");
   });
 });
 
@@ -207,7 +208,7 @@ describe("a push's remembered composition (R11, R31)", () => {
       at += batch.length;
       if (step % 3 === 0) state = evolve(state, batch);
       else {
-        const fold = startFold(state, step % 3 === 1 ? "draft" : "copy");
+        const fold = startFold(state, step % 3 === 1 ? "share" : "copy");
         fold.add(batch);
         state = fold.finish();
       }

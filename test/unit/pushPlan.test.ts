@@ -5,7 +5,7 @@ import {
   type NodeReport, type PlannedSend, type WaitSeen,
 } from "../../src/push/plan.ts";
 import { composeDeclarations, type DeclarationResult } from "../../src/compose/declaration.ts";
-import { evolve, holdersOf, type State } from "../../src/projections/index.ts";
+import { evolve, holdersOf, nodeOf, type State } from "../../src/projections/index.ts";
 import { BROKER_SEAT } from "../../src/names.ts";
 import { sha256 } from "../../src/push/push.ts";
 import { NEW_NODE_BACKOFF_MAX_MS } from "../../src/host/plan.ts";
@@ -29,7 +29,7 @@ describe("push plan: planRound (R29, R30, R31)", () => {
     const { state } = exampleMesh();
     const first = planRound(state, composed(state), new Set(), 0);
     assert.deepEqual(first.sends.map((s) => s.node).sort(), ["alpha", "beta", "gamma"]);
-    assert.ok(first.sends.every((s) => s.behind && s.recordsSequence === state.sequence && s.publicKey === state.nodes[s.node]!.publicKey));
+    assert.ok(first.sends.every((s) => s.behind && s.recordsSequence === state.sequence && s.publicKey === nodeOf(state.nodes, s.node)!.publicKey));
     assert.deepEqual(first.refused, []);
     const after = recorded(state, first.sends);
     const second = planRound(after, composed(after), new Set(), 1);

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
-import { holdersOf, type State } from "../../../src/projections/index.ts";
+import { declaredSeat, holdersOf, moduleOf, type State } from "../../../src/projections/index.ts";
 import { given, givenState, GENESIS } from "../../support/givenWhenThen.ts";
 
 const examples = new URL("../../../examples/", import.meta.url);
@@ -24,13 +24,13 @@ describe("example mesh", () => {
       assert.ok(outcome.decision.ok, `${name}: ${outcome.decision.ok ? "" : outcome.decision.refusal.message}`);
       state = outcome.after();
     }
-    const seats = state.modules.seats;
-    assert.equal(seats["mesh-broker"]?.protocol, "nats");
-    assert.equal(seats["mesh-store"]?.protocol, "postgres");
-    assert.deepEqual([seats["mesh-build"]?.accepts, seats["mesh-build"]?.emits], [["build"], ["built"]]);
-    assert.deepEqual([seats["packet-filter"]?.protocol, seats["packet-filter"]?.scope], ["", "node"]);
-    for (const shared of ["git", "npm", "artifacts"]) assert.equal(seats[shared]?.provides, shared, `R26: ${shared}`);
-    const showcase = state.modules.modules["showcase"]!.manifest;
+    const seat = (name: string) => declaredSeat(state.modules, name);
+    assert.equal(seat("mesh-broker")?.protocol, "nats");
+    assert.equal(seat("mesh-store")?.protocol, "postgres");
+    assert.deepEqual([seat("mesh-build")?.accepts, seat("mesh-build")?.emits], [["build"], ["built"]]);
+    assert.deepEqual([seat("packet-filter")?.protocol, seat("packet-filter")?.scope], ["", "node"]);
+    for (const shared of ["git", "npm", "artifacts"]) assert.equal(seat(shared)?.provides, shared, `R26: ${shared}`);
+    const showcase = moduleOf(state.modules, "showcase")!.manifest;
     assert.deepEqual(showcase.uses, ["mesh-build", "artifacts"]);
     assert.deepEqual(showcase.follows, [{ seat: "mesh-build", event: "built" }]);
     assert.deepEqual(showcase.tools.map((t) => t.name), ["hello"]);

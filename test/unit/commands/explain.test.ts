@@ -6,6 +6,8 @@ import { QueryRefused } from "../../../src/commands/envelope.ts";
 import { explainBody, explainExitCode, renderExplain } from "../../../src/cli/explain.ts";
 import { UsageError } from "../../../src/cli/context.ts";
 import { EXAMPLE_CONFIG, exampleMesh } from "../compose/exampleMesh.ts";
+import { credentialEntries } from "../../../src/projections/index.ts";
+import { bucketsOf } from "../../../src/projections/buckets.ts";
 
 /** The answer as the CLI receives it: through JSON, inside `{ ok: true, ... }`. */
 function asReply(answer: unknown): Record<string, unknown> {
@@ -47,7 +49,7 @@ describe("explain query and mesh explain", () => {
   it("R12: allowed by composition but without a credential exits 1: the bus would refuse the connection", () => {
     // A registered module whose credential is not minted yet.
     const key = principalKey("module", "showcase");
-    const unissued = { ...state, credentials: Object.fromEntries(Object.entries(state.credentials).filter(([k]) => k !== key)) };
+    const unissued = { ...state, credentials: bucketsOf(Object.fromEntries(credentialEntries(state.credentials).filter(([k]) => k !== key))) };
     const reply = asReply(explain.answer(unissued, { kind: "module", name: "showcase", direction: "sub", subject: inboxSubjects("module-showcase") }, { compose: EXAMPLE_CONFIG }));
     assert.equal(reply.allowed, true);
     assert.equal(reply.onTheBus, false);

@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Manifest } from "../../../src/manifest/manifest.ts";
 import { given, GENESIS, enrolment, registration } from "../../support/givenWhenThen.ts";
+import { declaredSeat } from "../../../src/projections/index.ts";
 
 const broker = { name: "broker", version: "1", seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] };
 const builder = { name: "builder", version: "1", seats: { "mesh-build": { protocol: "mesh-work", accepts: ["build"], emits: ["built"] } }, claims: ["mesh-build"] };
@@ -11,7 +12,7 @@ describe("module.register", () => {
     const outcome = given(GENESIS).when("module.register", { manifest: broker });
     outcome.then([{ type: "ModuleRegistered", manifest: Manifest.parse(broker) }], { kind: "module", id: "broker" });
     assert.deepEqual(outcome.reply(), { module: "broker", version: "1", declares: ["mesh-broker"], claims: ["mesh-broker"] });
-    assert.equal(outcome.after().modules.seats["mesh-broker"]?.declaredBy, "broker");
+    assert.equal(declaredSeat(outcome.after().modules, "mesh-broker")?.declaredBy, "broker");
   });
 
   it("R23: refuses an unknown field, naming it", () => {
@@ -35,7 +36,7 @@ describe("module.register", () => {
     const filter = { name: "packet-filter", version: "1", seats: { "packet-filter": { protocol: "", scope: "node" } }, claims: ["packet-filter"] };
     const outcome = given(GENESIS).when("module.register", { manifest: filter });
     outcome.then([registration(filter)]);
-    assert.equal(outcome.after().modules.seats["packet-filter"]?.protocol, "");
+    assert.equal(declaredSeat(outcome.after().modules, "packet-filter")?.protocol, "");
   });
 
   it("R24: accepts a use of a marker seat", () => {
@@ -86,7 +87,7 @@ describe("module.register", () => {
     const git = { name: "git", version: "1", seats: { git: { protocol: "git", provides: "git" } }, claims: ["git"] };
     const outcome = given(GENESIS).when("module.register", { manifest: git });
     outcome.then([registration(git)]);
-    assert.equal(outcome.after().modules.seats["git"]?.provides, "git");
+    assert.equal(declaredSeat(outcome.after().modules, "git")?.provides, "git");
   });
 
   it("refuses a follow of an event its seat does not emit (unknown-event)", () => {
@@ -103,7 +104,7 @@ describe("module.register", () => {
     const v2 = { ...builder, version: "2", seats: { "mesh-build": { protocol: "mesh-work", accepts: ["build", "test"], emits: ["built"] } } };
     const outcome = given(GENESIS, registration(builder)).when("module.register", { manifest: v2 });
     outcome.then([{ type: "ModuleRegistered", manifest: Manifest.parse(v2), replaces: "1" }]);
-    assert.deepEqual(outcome.after().modules.seats["mesh-build"]?.accepts, ["build", "test"]);
+    assert.deepEqual(declaredSeat(outcome.after().modules, "mesh-build")?.accepts, ["build", "test"]);
     assert.deepEqual(outcome.reply(), { module: "builder", version: "2", declares: ["mesh-build"], claims: ["mesh-build"], replaced: "1" });
   });
 

@@ -2,14 +2,15 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { busUser } from "../../../src/names.ts";
 import { given, GENESIS, GENESIS_ADDRESS, enrolment, fakeSecret, registration, type EventBody } from "../../support/givenWhenThen.ts";
+import { credentialAt, nodeOf, provisionOf } from "../../../src/projections/index.ts";
 
 describe("node.remove", () => {
   it("removes an enrolled node; its credential goes with it", () => {
     const outcome = given(GENESIS, ...enrolment("alpha")).when("node.remove", { node: "alpha" });
     outcome.then([{ type: "NodeRemoved", node: "alpha" }], { kind: "node", id: "alpha" });
     const after = outcome.after();
-    assert.equal(after.nodes["alpha"], undefined);
-    assert.equal(after.credentials["node:alpha"], undefined);
+    assert.equal(nodeOf(after.nodes, "alpha"), undefined);
+    assert.equal(credentialAt(after.credentials, "node:alpha"), undefined);
     assert.deepEqual(outcome.reply(), { node: "alpha", freshCredentials: [], freshProvisions: [] });
   });
 
@@ -46,7 +47,7 @@ describe("node.remove: every credential delivered to the node ends with it (R48)
     const outcome = given(...withRelay).when("node.remove", { node: "w2" });
     outcome.then([{ type: "NodeRemoved", node: "w2" }, rotatedTo({ kind: "module", name: "relay" }, 1)], { kind: "node", id: "w2" });
     const after = outcome.after();
-    assert.equal(after.credentials["module:relay"]?.nkey, fakeSecret(1).nkey, "the records hold the fresh credential only");
+    assert.equal(credentialAt(after.credentials, "module:relay")?.nkey, fakeSecret(1).nkey, "the records hold the fresh credential only");
     assert.deepEqual(outcome.reply(), { node: "w2", freshCredentials: [{ kind: "module", name: "relay" }], freshProvisions: [] });
   });
 
@@ -114,7 +115,7 @@ describe("node.remove: every provision delivered to the node ends with it (R48)"
       rotatedTo({ kind: "module", name: "relay" }, 2),
       provisionRotated(3),
     ]);
-    assert.equal(outcome.after().provisions["artifacts/artifacts/app"]?.sealed, "sealed-3", "the records hold the fresh secret only");
+    assert.equal(provisionOf(outcome.after().provisions, "artifacts", "artifacts", "app")?.sealed, "sealed-3", "the records hold the fresh secret only");
     assert.deepEqual((outcome.reply() as { freshProvisions: unknown }).freshProvisions, [{ seat: "artifacts", provision: "artifacts", consumer: "app" }]);
   });
 

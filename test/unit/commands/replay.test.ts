@@ -3,10 +3,10 @@ import assert from "node:assert/strict";
 import { decideVoid } from "../../../src/commands/replay.ts";
 import { InvalidEvent } from "../../../src/records/errors.ts";
 import { RECORDS_ENTITY, principalKey } from "../../../src/names.ts";
-import type { State } from "../../../src/projections/index.ts";
+import { credentialAt, everyCredential, provisionsInKeyOrder, type State } from "../../../src/projections/index.ts";
 import { fakeSecret } from "../../support/givenWhenThen.ts";
 
-const busUserOf = (state: State, p: { kind: string; name: string }) => state.credentials[principalKey(p.kind as "operator", p.name)]?.user;
+const busUserOf = (state: State, p: { kind: string; name: string }) => credentialAt(state.credentials, principalKey(p.kind as "operator", p.name))?.user;
 
 const envelope = { commandId: "void-1", actor: "operator-ada", now: "2026-01-01T00:00:00.000Z", secrets: [] };
 const held = { sequence: 35, types: ["NodeRenamed"] };
@@ -40,9 +40,9 @@ describe("replay --accept-restore (R44)", () => {
     const { exampleMesh } = await import("../compose/exampleMesh.ts");
     const { restorePrincipals, restoreSecretsNeeded, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
     const { state } = exampleMesh();
-    const asker = Object.values(state.credentials).find((c) => c.principal.kind === "operator")!.user;
+    const asker = everyCredential(state.credentials).find((c) => c.principal.kind === "operator")!.user;
     const principals = restorePrincipals(state);
-    const all = Object.values(state.credentials).length;
+    const all = everyCredential(state.credentials).length;
     assert.equal(principals.length, all, "every principal with a credential");
     assert.ok(principals.some((p) => p.kind === "controller" && p.name === "mesh-controller"), "the controller's too: its pre-restore password must not stay good (R50 switches it at the push)");
     assert.ok(principals.some((p) => p.kind === "operator" && busUserOf(state, p) === asker), "the asker's too: a password it rotated away after the backup is in the records (its reply carries the fresh one, R50)");
@@ -66,7 +66,7 @@ describe("replay --accept-restore (R44)", () => {
     const { nodeNkeyOf } = await import("../../support/givenWhenThen.ts");
     const { state } = exampleMesh();
     const secrets = Array.from({ length: restoreSecretsNeeded(state) }, (_, i) => fakeSecret(i + 1));
-    const key = (node: string) => state.credentials[principalKey("node", node)]!.nkey!;
+    const key = (node: string) => credentialAt(state.credentials, principalKey("node", node))!.nkey!;
     const rotatedAway = nodeNkeyOf("alpha, rotated after the backup");
     // The bus ran alpha on a key it rotated to after the backup, beta on the backup's key, and no gamma (removed after it).
     const installed = { "node-alpha": rotatedAway, "node-beta": key("beta") };
@@ -88,7 +88,7 @@ describe("replay --accept-restore and provisions (R44)", () => {
     const { exampleMesh } = await import("../compose/exampleMesh.ts");
     const { restorePrincipals, restoreSecretsNeeded, decideAcceptRestore } = await import("../../../src/commands/replay.ts");
     const { state } = exampleMesh();
-    const provisions = Object.values(state.provisions);
+    const provisions = provisionsInKeyOrder(state.provisions);
     assert.ok(provisions.length > 0, "the example mesh has a provision");
     const principals = restorePrincipals(state).length;
     assert.equal(restoreSecretsNeeded(state), principals + provisions.length);
@@ -112,7 +112,7 @@ describe("replay --accept-restore and the genesis bootstrap key (R13, R44, R63)"
     const state = evolve(example, [{ sequence: example.sequence + 1, commit: { commandId: "old", entity: { kind: "node", id: "beta" }, events: [
       { type: "CredentialRotated", actor: "operator-ada", commandId: "old", at: "2026-01-01T00:00:00.000Z", principal: { kind: "node", name: "beta" }, user: "node-beta", nkey: BOOTSTRAP_NKEY, address: "tls://bus.example.net:4222" },
     ] } }]);
-    const key = (node: string) => state.credentials[principalKey("node", node)]!.nkey!;
+    const key = (node: string) => credentialAt(state.credentials, principalKey("node", node))!.nkey!;
     const secrets = Array.from({ length: restoreSecretsNeeded(state) }, (_, i) => fakeSecret(i + 1));
     for (const installed of [{ "node-alpha": BOOTSTRAP_NKEY, "node-beta": BOOTSTRAP_NKEY, "node-gamma": key("gamma") }, undefined]) {
       const decision = decideAcceptRestore(state, [], null, { ...envelope, secrets }, installed);

@@ -7,6 +7,7 @@ import {
 } from "../../../src/compose/index.ts";
 import { EXAMPLE_CONFIG, FINGERPRINT, MeshBuilder, exampleMesh, manifests } from "./exampleMesh.ts";
 import { newUserKey } from "../../../src/crypto/secrets.ts";
+import { credentialAt } from "../../../src/projections/index.ts";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
@@ -28,7 +29,7 @@ describe("declarations", () => {
     const before = composeDeclaration(b.state(), "idle", EXAMPLE_CONFIG, sha256);
     const otherBefore = composeDeclaration(b.state(), "other", EXAMPLE_CONFIG, sha256);
     assert.ok(before.ok && otherBefore.ok);
-    const recordedKey = b.state().credentials["node:idle"]!.nkey;
+    const recordedKey = credentialAt(b.state().credentials, "node:idle")!.nkey;
     assert.deepEqual(before.declaration.self, { address: "tls://bus.example.net:4222", user: "node-idle", nkey: recordedKey, fingerprint: FINGERPRINT }, "R64: the node's key, no secret");
     const { node: _node, digest: _digest, ...body } = before.declaration;
     assert.equal(before.declaration.digest, sha256(canonicalJson({ node: "idle", ...body })), "the digest covers self");

@@ -7,6 +7,7 @@ import {
 } from "../../../src/compose/index.ts";
 import { EVENTS_STREAM, busUser, principalKey, eventSubject, followConsumer, inboxPrefix, toolSubject, workConsumer, workStream, workSubject } from "../../../src/names.ts";
 import { EXAMPLE_CONFIG, FINGERPRINT, exampleMesh } from "./exampleMesh.ts";
+import { credentialAt, moduleNames } from "../../../src/projections/index.ts";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
@@ -79,8 +80,8 @@ describe("a module's environment", () => {
     const consumers = new Set(topology.consumers.map((c) => `${c.stream}/${c.config.durable_name}`));
     const streams = new Set(topology.streams.map((s) => s.name));
     let checked = 0;
-    for (const module of Object.keys(mesh.state.modules.modules)) {
-      if (!mesh.state.credentials[principalKey("module", module)]) continue;
+    for (const module of moduleNames(mesh.state.modules)) {
+      if (!credentialAt(mesh.state.credentials, principalKey("module", module))) continue;
       const user = busUser("module", module);
       const env = moduleEnvironment(mesh.state, module, "tls://bus:4222", user, FINGERPRINT);
       const permissions = permissionsOf(mesh.state, { kind: "module", name: module }, EXAMPLE_CONFIG);

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { composeBusUsers, renderUserList } from "../../../src/compose/index.ts";
-import { evolve, initialState } from "../../../src/projections/index.ts";
+import { everyCredential, evolve, initialState } from "../../../src/projections/index.ts";
 import { CONTROLLER_NAME, busUser } from "../../../src/names.ts";
 import { BOOTSTRAP_NKEY } from "../../../src/genesis.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash, manifests } from "./exampleMesh.ts";
@@ -36,7 +36,7 @@ describe("the bus user list", () => {
     const mesh = exampleMesh();
     const list = composeBusUsers(mesh.state, EXAMPLE_CONFIG);
     assert.ok(list.ok);
-    assert.equal(list.users.length, Object.keys(mesh.state.credentials).length);
+    assert.equal(list.users.length, everyCredential(mesh.state.credentials).length);
     for (const user of list.users) {
       assert.equal(user.nkey, publicKeyOfSeed(mesh.secrets[user.user]!), `${user.user} is listed by its public key`);
       assert.equal((user as { password?: unknown }).password, undefined);
