@@ -35,7 +35,7 @@ const EVERY_EVENT_TYPE: Record<MeshEventType, true> = {
 export const EVENT_TYPES: readonly MeshEventType[] = Object.keys(EVERY_EVENT_TYPE) as MeshEventType[];
 
 /** mulberry32: a small, fast, seedable PRNG in [0, 1). */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

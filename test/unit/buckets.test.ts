@@ -4,18 +4,7 @@ import {
   FANOUT, LEAF_KEYS, MAX_DEPTH, OWN_ALL, bucketsOf, deleteIn, emptyBuckets, entriesIn, getIn, hashOf, hasIn, keysIn, setIn, sizeIn, valuesIn,
   type Buckets, type Owned,
 } from "../../src/projections/buckets.ts";
-
-/** mulberry32, for reproducible operation sequences. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from "../support/history.ts";
 
 /** The first `count` keys `node-<i>` whose hash has the low `bits` bits of `hashOf(like)`: they share a slot for bits/6 levels. */
 function colliding(like: string, bits: number, count: number): string[] {
