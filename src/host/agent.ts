@@ -10,7 +10,7 @@ import { installUserList, type BusReloadOptions, type UserListInstalled } from "
 import type { Declaration as HostDeclaration, NodeSelf } from "../contracts/declaration.ts";
 import { stampReport, type HostReport, type ServerListOutcome } from "../contracts/report.ts";
 import {
-  appliedReport, backoffBound, backoffDelay, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
+  appliedReport, backoffBound, backoffDelay, reportRetryDelay, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
 } from "./plan.ts";
 import { publicKeyOfSeed } from "../crypto/secrets.ts";
 import { NODE_CREDENTIAL_FILE, promotePendingSeed, readCredentialFile, readNodePrivateKey, readNodeSeeds } from "./keys.ts";
@@ -279,7 +279,7 @@ export function startHost(options: HostOptions): Host {
     retrying = true;
     try {
       for (let attempt = 1; unstored !== undefined && !stopped && !nc.isClosed(); attempt += 1) {
-        await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt, initialMs, maxMs)));
+        await new Promise((resolve) => setTimeout(resolve, reportRetryDelay(attempt, initialMs, maxMs)));
         const waiting = unstored;
         if (waiting !== undefined && !stopped && !nc.isClosed()) await storeReport(nc, waiting);
       }

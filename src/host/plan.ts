@@ -19,6 +19,20 @@ export function backoffDelay(attempt: number, initialMs: number, maxMs: number):
 }
 
 /**
+ * R32 R60: the longest pause, in milliseconds, between a report's attempts to reach the REPORTS
+ * stream. A push waits for a node's stored report, and the next push repairs a server the broker
+ * holder's stored report names as missed; a report waiting out the connection's 30 s bound landed
+ * after both (a cluster whose restarted server left JetStream slow for a while: seen in
+ * clusterUp's R60 test at load 5). A report is one small message: trying it every 2 s costs little.
+ */
+export const REPORT_RETRY_MAX_MS = 2_000;
+
+/** Milliseconds before a report's attempt `attempt + 1` (1-based): the host's backoff, at most REPORT_RETRY_MAX_MS. */
+export function reportRetryDelay(attempt: number, initialMs: number, maxMs: number): number {
+  return backoffDelay(attempt, initialMs, Math.min(maxMs, REPORT_RETRY_MAX_MS));
+}
+
+/**
  * R1: the longest pause, in milliseconds, between the connection attempts of a host the bus never
  * admitted (it applied no declaration yet): a new node's agent is refused until the push that
  * composes its key, and that push waits for its report (10 s by default, `mesh push --wait`); at

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  appliedReport, backoffBound, backoffDelay, credentialChanged, NEW_NODE_BACKOFF_MAX_MS, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
+  appliedReport, backoffBound, backoffDelay, reportRetryDelay, REPORT_RETRY_MAX_MS, credentialChanged, NEW_NODE_BACKOFF_MAX_MS, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
 } from "../../src/host/plan.ts";
 import { Declaration } from "../../src/contracts/declaration.ts";
 import { declarationSubject, userListPartSubject } from "../../src/names.ts";
@@ -102,6 +102,12 @@ describe("host plan: connection and credential", () => {
     assert.equal(backoffBound(30_000, true), 30_000);
     assert.equal(backoffBound(400, false), 400, "a smaller bound the caller set is kept");
     assert.deepEqual([1, 5, 100].map((n) => backoffDelay(n, 500, backoffBound(30_000, false))), [500, 5000, 5000]);
+  });
+
+  it("R32 R60: a report not stored is published again at most REPORT_RETRY_MAX_MS apart, whatever the connection's own bound", () => {
+    assert.deepEqual([1, 2, 3, 4, 5, 100].map((n) => reportRetryDelay(n, 500, 30_000)), [500, 1000, REPORT_RETRY_MAX_MS, REPORT_RETRY_MAX_MS, REPORT_RETRY_MAX_MS, REPORT_RETRY_MAX_MS]);
+    assert.ok(REPORT_RETRY_MAX_MS <= 2_000);
+    assert.deepEqual([1, 5].map((n) => reportRetryDelay(n, 100, 400)), [100, 400], "a smaller bound the caller set is kept");
   });
 
   it("R50: the own credential is saved only when user, secret or pin differ", () => {
