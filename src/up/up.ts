@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { connectToBus } from "../bus/connect.ts";
+import { connectWithCredentialFile } from "../cli/context.ts";
 import { pollUntil, PollTimeout } from "../bus/retry.ts";
 import { makeFolderDurable, readBusCredential, writeFileDurable } from "../files/index.ts";
 import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
@@ -158,10 +158,15 @@ export function operatorUser(paths: MeshPaths): string {
   return readBusCredential(paths.operatorCredential).user;
 }
 
-/** The operator's connection to the mesh in `paths`, dialled at the bus's local address. */
+/**
+ * The operator's connection to the mesh in `paths`, dialled at the bus's local address with the
+ * credential file as every verb dials it (connectWithCredentialFile, R50): a rotated key pending
+ * beside the file is dialled when the bus refuses the file's, and then replaces it; while one is
+ * pending, a reload that drops this connection (up's own push installing it) is followed by
+ * reconnects with either key. Throws what connectToBus throws.
+ */
 export async function operatorConnection(paths: MeshPaths, timeoutMs = 5_000): Promise<NatsConnection> {
-  const credential = readBusCredential(paths.operatorCredential);
-  return connectToBus(credential, { name: "mesh-up", reconnect: true, timeoutMs });
+  return connectWithCredentialFile(paths.operatorCredential, { name: "mesh-up", reconnect: true, timeoutMs });
 }
 
 /** An answer's accepted reply (typed by the verb's contract), or an UpError naming the verb and carrying the refusal's code. */

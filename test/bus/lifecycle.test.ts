@@ -188,6 +188,18 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     assert.equal(await admitted({ ...credentialFile(file), address: old.address }), true);
   });
 
+  it("R50: mesh up dials with the operator's rotated key once a push installed it, before any other verb took it into the credential file", async () => {
+    const file = result.paths.operatorCredential;
+    const rotated = await mesh("credential", "rotate", "operator", credentialFile(file).user.replace(/^operator-/, ""), "--json");
+    assert.equal(rotated.code, EXIT_OK, rotated.err);
+    const pushed = await mesh("push", "--wait", "--json");
+    assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
+    assert.equal(await admitted(credentialFile(file)), false, "the file still holds the key the push took away");
+    const nc = await operatorConnection(result.paths);
+    await nc.close();
+    assert.equal(await admitted(credentialFile(file)), true, "and up took the pending key into the file, as every verb does");
+  });
+
   it("R50: an operator rotating its own credential: the CLI saves the new password (never prints it), the next push refuses the old one, and the operator still commands", async () => {
     const file = result.paths.operatorCredential;
     const old = credentialFile(file);
