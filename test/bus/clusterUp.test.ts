@@ -113,6 +113,28 @@ describe("mesh up --cluster 3 (issue 14)", () => {
       await controller.close();
     }
   };
+  /**
+   * Waits until every stream has a leader and the server `back` (restarted) is one of its current
+   * replicas: until then JetStream on the cluster may not answer for a while (a push's raise and
+   * sends, the holder's report all time out), which is the bus, not the push under test (R62).
+   */
+  const caughtUp = async (back: BusServer): Promise<void> => {
+    const controller = await connectToBus(readBusCredential(result.paths.controllerCredential), { name: "test-caught-up", reconnectWaitMs: 100 });
+    try {
+      const jsm = await jetstreamManager(controller, { checkAPI: false });
+      await waitFor(async () => {
+        try {
+          const streams = await jsm.streams.list().next();
+          return streams.length > 0 && streams.every((info) => info.cluster?.leader !== undefined
+            && (info.cluster.leader === back.name || (info.cluster.replicas ?? []).some((r) => r.name === back.name && r.current)));
+        } catch {
+          return false;
+        }
+      }, { timeoutMs: 60_000, intervalMs: 250, name: `every stream led, ${back.name} a current replica of each` });
+    } finally {
+      await controller.close();
+    }
+  };
   /** Starts every server that is not running (over its own folder and configuration). */
   const restartStopped = () => ensureBus(result.paths, findNatsServer(), false, log);
   /** A new node enrolled with a key of its own, and its credential opened as its host would. */
@@ -210,6 +232,7 @@ describe("mesh up --cluster 3 (issue 14)", () => {
       assert.ok(!readFileSync(third.userList, "utf8").includes(late.credential.user), "the stopped server kept its old list");
 
       await restartStopped();
+      await caughtUp(third);
       const repaired = await pushReported();
       const again = (repaired.servers ?? []).find((s) => s.server === third.name);
       assert.equal(again?.ok, true, `the next push installs it: ${JSON.stringify(repaired)}\n${logs.slice(-25).join("\n")}`);
