@@ -93,48 +93,40 @@ describe("mesh up --cluster 3 (issue 14)", () => {
     await waitFor(() => !isAlive(pid), { timeoutMs: 10_000, name: `${server.name} gone` });
   };
   /**
-   * Waits until every stream (the records, CONTROL, the stores) has a leader on a live server:
-   * after a kill the cluster elects new ones within seconds (R62), and a push publishing meanwhile
-   * has its publishes time out. Read as the controller (operators hold no JetStream grants).
+   * Waits (60 s at most) until every stream's info satisfies `holds`, read as the controller
+   * (operators hold no JetStream grants); a server between leaders may fail the read: read again.
    */
-  const leadersElected = async (killed: BusServer): Promise<void> => {
-    const controller = await connectToBus(readBusCredential(result.paths.controllerCredential), { name: "test-leaders", reconnectWaitMs: 100 });
+  const everyStream = async (name: string, holds: (cluster: { leader?: string; replicas?: Array<{ name: string; current: boolean }> }) => boolean): Promise<void> => {
+    const controller = await connectToBus(readBusCredential(result.paths.controllerCredential), { name: "test-streams", reconnectWaitMs: 100 });
     try {
       const jsm = await jetstreamManager(controller, { checkAPI: false });
       await waitFor(async () => {
         try {
           const streams = await jsm.streams.list().next();
-          return streams.length > 0 && streams.every((info) => info.cluster?.leader !== undefined && info.cluster.leader !== killed.name);
+          return streams.length > 0 && streams.every((info) => info.cluster !== undefined && holds(info.cluster));
         } catch {
           return false;
         }
-      }, { timeoutMs: 60_000, intervalMs: 250, name: `every stream led by a server other than ${killed.name}` });
+      }, { timeoutMs: 60_000, intervalMs: 250, name });
     } finally {
       await controller.close();
     }
   };
   /**
+   * Waits until every stream (the records, CONTROL, the stores) has a leader on a live server:
+   * after a kill the cluster elects new ones within seconds (R62), and a push publishing meanwhile
+   * has its publishes time out.
+   */
+  const leadersElected = (killed: BusServer): Promise<void> =>
+    everyStream(`every stream led by a server other than ${killed.name}`, (cluster) => cluster.leader !== undefined && cluster.leader !== killed.name);
+  /**
    * Waits until every stream has a leader and the server `back` (restarted) is one of its current
    * replicas: until then JetStream on the cluster may not answer for a while (a push's raise and
    * sends, the holder's report all time out), which is the bus, not the push under test (R62).
    */
-  const caughtUp = async (back: BusServer): Promise<void> => {
-    const controller = await connectToBus(readBusCredential(result.paths.controllerCredential), { name: "test-caught-up", reconnectWaitMs: 100 });
-    try {
-      const jsm = await jetstreamManager(controller, { checkAPI: false });
-      await waitFor(async () => {
-        try {
-          const streams = await jsm.streams.list().next();
-          return streams.length > 0 && streams.every((info) => info.cluster?.leader !== undefined
-            && (info.cluster.leader === back.name || (info.cluster.replicas ?? []).some((r) => r.name === back.name && r.current)));
-        } catch {
-          return false;
-        }
-      }, { timeoutMs: 60_000, intervalMs: 250, name: `every stream led, ${back.name} a current replica of each` });
-    } finally {
-      await controller.close();
-    }
-  };
+  const caughtUp = (back: BusServer): Promise<void> =>
+    everyStream(`every stream led, ${back.name} a current replica of each`, (cluster) => cluster.leader !== undefined
+      && (cluster.leader === back.name || (cluster.replicas ?? []).some((r) => r.name === back.name && r.current)));
   /** Starts every server that is not running (over its own folder and configuration). */
   const restartStopped = () => ensureBus(result.paths, findNatsServer(), false, log);
   /** A new node enrolled with a key of its own, and its credential opened as its host would. */
