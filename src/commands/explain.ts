@@ -3,7 +3,7 @@ import { credentialOf, isEnrolled, moduleOf, type State } from "../projections/i
 import { explain as explainGrants, grantsOf, type ComposeConfig, type Explanation } from "../compose/index.ts";
 import { notFound, type QueryContext, type QueryDefinition, type QueryRefused } from "./envelope.ts";
 
-/** The verb of an explain request: `mesh.command.<asker>.explain` (R51). */
+/** The verb of an explain request, sent on commandSubject(asker, EXPLAIN_VERB) (R51). */
 export const EXPLAIN_VERB = "explain";
 
 

@@ -1,8 +1,8 @@
 /**
- * The command server (DESIGN.md section 3, issue 3): the controller's side of `mesh.command.<principal>.<verb>` (R51).
+ * The command server (DESIGN.md section 3, issue 3): the controller's side of commandSubject(principal, verb) (R51).
  *
  * For each request, in arrival order: the asker and the verb from the subject
- * (`mesh.command.<principal>.<verb>`, R51: the bus lets each principal publish under its own name
+ * (commandOfSubject, R51: the bus lets each principal publish under its own name
  * only), the reply subject checked to lie in that asker's own inbox (else the request is logged and
  * dropped), the JSON body, the verb's zod schema, the envelope filled once (command id, time, actor, fresh
  * secrets), `decide` inside the catalogue's fenced transaction, and one reply:
@@ -13,7 +13,7 @@
 import { errors, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { z } from "zod";
 import {
-  COMMAND_QUEUE, COMMAND_SUBJECTS, commandOfSubject, inboxPrefix,
+  COMMAND_QUEUE, COMMAND_SUBJECTS, commandOfSubject, commandSubject, inboxPrefix,
 } from "../names.ts";
 import type { Commit } from "../events/index.ts";
 import { readCommits, type Catalogue } from "../records/catalogue.ts";
@@ -322,7 +322,7 @@ export function dryRunOf(state: State, def: CommandDefinition<z.ZodType>, comman
 export type ExtraVerb = (body: Record<string, unknown>, actor: string) => Promise<Reply>;
 
 /**
- * Serves every principal's commands, `mesh.command.*.>` (COMMAND_SUBJECTS), in the queue group
+ * Serves every principal's commands, COMMAND_SUBJECTS, in the queue group
  * COMMAND_QUEUE (a second controller stands by) until `stop()`. `extraVerbs` are served by their
  * handlers (see ExtraVerb), beside the loop. Requests are handled one at a time, in arrival order;
  * each gets exactly one reply (see handleCommand). The actor is the subject's principal token (R51).
@@ -355,7 +355,7 @@ export function serveCommands(
     for await (const m of subscription) {
       const asked = commandOfSubject(m.subject);
       if (!asked) {
-        deps.log.info(`command subject ${m.subject.slice(0, 200)}: dropped, not mesh.command.<principal>.<verb> (R51)`);
+        deps.log.info(`command subject ${m.subject.slice(0, 200)}: dropped, not ${commandSubject("<principal>", "<verb>")} (R51)`);
         continue;
       }
       const { principal: actor, verb } = asked;

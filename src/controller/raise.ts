@@ -28,7 +28,7 @@ export {
  * reported with the server's reason, not retried.
  *
  * Filters stay fixed even for the mesh's own CONTROL node consumers (whose filter moved from the
- * exact `mesh.declaration.<node>` to `mesh.declaration.<node>.>` when user lists began to travel in
+ * exact declarationSubject(node) to declarationFilter(node), the subject and its parts, when user lists began to travel in
  * parts): nats-server 2.9.10 accepts a consumer update of `filter_subject`, and reports the new
  * filter and its pending count, but keeps delivering by the old one (test/bus/raise.test.ts pins
  * it), so an in-place "fix" would leave the node silently deaf. Such a consumer is refused, named,
