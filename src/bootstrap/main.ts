@@ -244,7 +244,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
     // 6. Serve commands, push among them.
     const pushContext: PushContext = {
       nc, catalogue, meshKey: config.meshKey, compose, log, controller: credential, newId: () => `push-${randomUUID()}`,
-      sealCache: new Map(), raiseMemo, compositionMemo: newCompositionMemo(),
+      sealCache: new Map(), raiseMemo, compositionMemo: newCompositionMemo(), listRepairs: new Set(),
     };
     // One push at a time, whether asked over the bus or in-process.
     let queue: Promise<unknown> = Promise.resolve();

@@ -88,6 +88,13 @@ export type PushContext = {
   raiseMemo?: RaiseMemo;
   /** The last composition (CompositionMemo): the controller keeps one for its life, so a push over records that changed nothing composition reads composes nothing. */
   compositionMemo?: CompositionMemo;
+  /**
+   * R60: broker holders whose report, heard by this controller in a push, named a server that
+   * missed the user list; the controller keeps one for its life. The next push sends them their
+   * list again even when REPORTS never stored that report (the host's publish timed out while the
+   * cluster moved leaders); a heard report with every server installed takes the holder off.
+   */
+  listRepairs?: Set<string>;
   /** When given, push adds the milliseconds each step took (raise, mint, compose, seal, publish, record, wait). */
   timings?: Record<string, number>;
 };
@@ -154,7 +161,8 @@ export type PushReport = {
   /**
    * R60, on a cluster: each server's outcome of the user list a broker holder applied in this push
    * (installed, or missed with why), in server order. A missed server is named here, and the next
-   * push sends that holder its list again (missedServersOf), which repairs it.
+   * push sends that holder its list again (its report as this controller heard it, listRepairs, or
+   * as REPORTS stored it, missedServersOf), which repairs it.
    */
   servers?: ServerListLine[];
 };
@@ -177,13 +185,17 @@ export async function missedServersOf(jsm: JetStreamManager, holders: readonly s
       .catch(() => null);
     if (!stored) return;
     try {
-      const report = stored.json<HostReport>();
-      if (report?.servers?.some((server) => server.ok !== true)) missed.add(node);
+      if (namesMissedServer(stored.json<HostReport>())) missed.add(node);
     } catch {
       // not a report
     }
   }));
   return missed;
+}
+
+/** R60: whether `report` names a server that missed the user list it carried. */
+export function namesMissedServer(report: HostReport | undefined): boolean {
+  return report?.servers?.some((server) => server.ok !== true) === true;
 }
 
 /** Texts longer than this are hashed from their UTF-8 bytes (see sha256). */
@@ -881,7 +893,9 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   const appliedBefore = new Map<string, { digest: string; at: string }>();
   if (options.wait && watch) await watch.markFrom();
   // R60: a broker holder whose last report names a server that missed its list is sent it again.
-  const repair = await missedServersOf(jsm, holdersOf(state, BROKER_SEAT));
+  const holders = holdersOf(state, BROKER_SEAT);
+  const repair = await missedServersOf(jsm, holders);
+  for (const node of ctx.listRepairs ?? []) if (holders.includes(node)) repair.add(node);
   for (const node of repair) ctx.log.info(`push ${pushId}: ${node}'s last report names a server that missed the user list: sending it again (R60)`);
   /** The broker holders' reports of what this push sent them (R60: their servers' outcomes). */
   const lastReports = new Map<string, HostReport>();
@@ -1028,6 +1042,10 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
     for (const node of holdersOf(state, BROKER_SEAT)) {
       const answer = watch?.report(node);
       if (answer && answer.digest === sentDigests.get(node)) lastReports.set(node, answer);
+    }
+    for (const [node, answer] of lastReports) {
+      if (namesMissedServer(answer)) ctx.listRepairs?.add(node);
+      else ctx.listRepairs?.delete(node);
     }
   } finally {
     watch?.close();

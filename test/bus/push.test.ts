@@ -429,3 +429,64 @@ describe("push: the user list must reach the broker (R49)", () => {
     assert.equal(pushed.report.userList, undefined, "the user list reached the bus");
   });
 });
+
+describe("push: a server that missed the user list is repaired by the next push (R60)", () => {
+  let server: NatsServer;
+  let fixture: ControllerFixture;
+  let controller: Controller & { lines: string[] };
+
+  before(async () => {
+    server = await startNatsServer();
+    fixture = await controllerFixture(server);
+    controller = await fixture.start();
+    await fixture.send("module.register", { manifest: broker });
+    await fixture.send("module.issue", { module: "broker" });
+    await fixture.enrol("hub");
+    await fixture.send("assign", { module: "broker", node: "hub" });
+  });
+  after(async () => {
+    await fixture?.close();
+    await server?.stop();
+  });
+
+  /**
+   * A push with the holder's host reduced: every declaration "hub" gets is answered with a report
+   * carrying `servers` (each server's outcome of its list); returns the push's report and how many
+   * declarations the holder got.
+   */
+  async function pushAnswered(servers: Array<{ server: string; ok: boolean; error?: string }>): Promise<{ report: PushReport; got: number }> {
+    let done = false;
+    let got = 0;
+    const answering = (async () => {
+      while (!done) {
+        for (const declaration of await fixture.drain("hub")) {
+          got += 1;
+          fixture.operator.publish(reportSubject("hub"), JSON.stringify({ node: "hub", digest: String(declaration.digest), ok: true, servers }));
+        }
+      }
+    })();
+    try {
+      return { report: await controller.push({ wait: true, timeoutMs: 5_000 }), got };
+    } finally {
+      done = true;
+      await answering;
+    }
+  }
+
+  it("R60: a holder's report heard in the push naming a missed server makes the next push send it again, even when REPORTS never stored that report; a report with every server installed stops it", async () => {
+    const first = await pushAnswered([{ server: "mesh-bus-1", ok: true }, { server: "mesh-bus-2", ok: false, error: "down" }]);
+    assert.equal(outcome(first.report, "hub").outcome, "applied");
+    assert.deepEqual(first.report.servers?.map((s) => [s.server, s.ok]), [["mesh-bus-1", true], ["mesh-bus-2", false]]);
+    // The host's publish of that report timed out (a cluster moving leaders): the push heard it on
+    // the report subject, but the stream holds none of it.
+    await (await jetstreamManager(fixture.operator)).streams.purge(REPORTS_STREAM, { filter: reportSubject("hub") });
+
+    const repaired = await pushAnswered([{ server: "mesh-bus-1", ok: true }, { server: "mesh-bus-2", ok: true }]);
+    assert.ok(repaired.got > 0, `the holder is sent its list again: ${JSON.stringify(repaired.report.nodes)}`);
+    assert.deepEqual(repaired.report.servers?.map((s) => [s.server, s.ok]), [["mesh-bus-1", true], ["mesh-bus-2", true]]);
+
+    const after = await pushAnswered([{ server: "mesh-bus-1", ok: true }, { server: "mesh-bus-2", ok: true }]);
+    assert.equal(after.got, 0, "once every server installed the list, the holder is not sent again");
+    assert.equal(outcome(after.report, "hub").outcome, "unchanged");
+  });
+});
