@@ -51,6 +51,20 @@ export function isTransientJetStreamError(error: unknown): boolean {
   return false;
 }
 
+/** Transient JetStream failures in a row on one connection after which a client dials the bus again. */
+export const DIAL_AGAIN_AFTER = 3;
+
+/**
+ * R62: whether the `failuresInARow`th transient JetStream failure in a row on one connection (1 is
+ * the first) is one after which the client dials the bus again: every DIAL_AGAIN_AFTER-th. Seen on
+ * 2.9.10 clusters: a connection got no JetStream answers (timeouts, or "no responders" where the
+ * server had lost the interest of a stream's new leader on another server) while core messages
+ * flowed, and a fresh connection, to the next server, was answered. Pure.
+ */
+export function dialAgainAfter(failuresInARow: number): boolean {
+  return failuresInARow > 0 && failuresInARow % DIAL_AGAIN_AFTER === 0;
+}
+
 /** Caller settings of retryJetStream: the pauses (their count is the number of retries) and how to sleep. */
 export type RetryJetStreamOptions = {
   delaysMs?: readonly number[];

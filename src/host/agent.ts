@@ -18,6 +18,7 @@ import { writeBusCredential } from "../files/index.ts";
 import { UserListParts } from "./userListParts.ts";
 import { readPartHeader } from "../contracts/userList.ts";
 import { isAuthorizationRefusal, isConsumerNotFound, isStreamNotFound } from "../bus/errors.ts";
+import { dialAgainAfter, isTransientJetStreamError } from "../bus/retry.ts";
 
 /**
  * The host agent (DESIGN.md section 7): the node side of a push.
@@ -262,14 +263,21 @@ export function startHost(options: HostOptions): Host {
    */
   let unstored: { data: string; id: string } | undefined;
   let retrying = false;
+  /** Report publishes in a row the bus did not answer (R62: every third dials the bus again). */
+  let unansweredInARow = 0;
   /** One JetStream publish of `waiting`; true when the stream acknowledged it. */
   const storeReport = async (nc: NatsConnection, waiting: { data: string; id: string }): Promise<boolean> => {
     try {
       await jetstream(nc).publish(reportSubject(node), waiting.data, { msgID: waiting.id });
+      unansweredInARow = 0;
       if (unstored === waiting) unstored = undefined;
       return true;
     } catch (error) {
       if (waiting === unstored) log(`host ${node}: its report was not stored in ${REPORTS_STREAM} (${error instanceof Error ? error.message.split("\n")[0]! : String(error)}): publishing it again until it is`);
+      if (isTransientJetStreamError(error) && dialAgainAfter(++unansweredInARow) && !nc.isClosed()) {
+        log(`host ${node}: JetStream did not answer ${unansweredInARow} report publishes in a row on this connection: dialling the bus again`);
+        void nc.reconnect().catch(() => undefined);
+      }
       return false;
     }
   };

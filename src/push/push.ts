@@ -22,7 +22,7 @@ import { partHeaderValue } from "../contracts/userList.ts";
 import { raiseMesh, type RaiseMemo, type RaiseReport } from "../controller/raise.ts";
 import type { ControllerCredential } from "../controller/credential.ts";
 import { BOOTSTRAP_NKEY, BOOTSTRAP_PASSWORD } from "../genesis.ts";
-import { retryJetStream } from "../bus/retry.ts";
+import { dialAgainAfter, retryJetStream } from "../bus/retry.ts";
 import {
   awaitedNodes, composeAgain, firstDeclarations, freshProvisions, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes,
   unknownNamed, userListUndelivered, withModulesLeftOut, type NodeReport, type ProvisionName, type RoundPlan,
@@ -598,8 +598,8 @@ async function appendSent(
       delaysMs: RECORD_RETRY_DELAYS_MS,
       // Seen on a 2.9.10 cluster: after the reload that changed the controller's key, its
       // reconnected connection got no JetStream answers while core messages flowed; a fresh
-      // connection does. So the third failure in a row dials again.
-      onRetry: (attempt) => { if (attempt === 3) void ctx.nc.reconnect().catch(() => undefined); },
+      // connection does (dialAgainAfter).
+      onRetry: (attempt) => { if (dialAgainAfter(attempt)) void ctx.nc.reconnect().catch(() => undefined); },
     });
   if (!result.ok) throw new Error(`push ${pushId}: recording sent declarations was refused: ${result.refusal.code}`);
   return result.sequence;

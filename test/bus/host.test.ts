@@ -1,4 +1,4 @@
-import { describe, it, before, after } from "node:test";
+import { describe, it, before, beforeEach, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -84,8 +84,10 @@ function declaration(
   return { ...body, digest: sha256(canonicalJson(body)), ...(extra.userList !== undefined ? { listText: extra.userList } : {}) };
 }
 
+/** The streams a host uses, as a mesh has them: CONTROL (its declarations) and REPORTS (its reports). */
 async function raiseControl(jsm: JetStreamManager): Promise<void> {
   await jsm.streams.add({ name: CONTROL_STREAM, subjects: [CONTROL_SUBJECTS], max_msgs_per_subject: 1, retention: RetentionPolicy.Limits });
+  await jsm.streams.add({ ...reportsStreamSpec(1), retention: RetentionPolicy.Limits, storage: StorageType.File });
 }
 async function raiseConsumer(jsm: JetStreamManager, node: string): Promise<void> {
   await jsm.consumers.add(CONTROL_STREAM, {
@@ -487,6 +489,35 @@ describe("host agent: its reports reach the REPORTS stream (R32)", () => {
     await admin?.close();
     await server?.stop();
     if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  // Each test starts without REPORTS: the bus cannot take a report until the test raises it.
+  beforeEach(async () => {
+    await (await jetstreamManager(admin)).streams.delete(REPORTS_STREAM).catch(() => undefined);
+  });
+
+  // Seen on a 2.9.10 cluster: after a server died and a user list was reloaded, the server a host
+  // was on answered its report publishes "no responders" for over a minute (it had lost the
+  // interest of the REPORTS stream's new leader on another server) while a fresh connection to
+  // another server would have been answered.
+  it("R32 R62: a host whose report JetStream did not take three times in a row dials the bus again, and the report is stored once the stream can take it", async () => {
+    const d = declaration("alpha", alpha.publicKey, [{ module: "cache", password: mint() }]);
+    const from = alpha.lines.length;
+    await publishDeclaration(admin, d);
+    assert.equal((await alpha.host.waitForReport(d.digest)).ok, true);
+    await waitFor(() => alpha.lines.slice(from).some((l) => l.includes("dialling the bus again")), { timeoutMs: 15_000, name: "the host dialling again" });
+    await waitFor(() => alpha.lines.slice(from).some((l) => l.includes("reconnected to the bus")), { timeoutMs: 15_000, name: "the host reconnected" });
+    const jsm = await jetstreamManager(admin);
+    await jsm.streams.add({ ...reportsStreamSpec(1), retention: RetentionPolicy.Limits, storage: StorageType.File });
+    const stored = await waitFor(async () => {
+      const last = await jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject("alpha") }).catch(() => null);
+      return last?.json<HostReport>().digest === d.digest ? last : undefined;
+    }, { timeoutMs: 15_000, name: "alpha's report stored in REPORTS" });
+    assert.equal(stored.json<HostReport>().ok, true);
+    // The connection it dialled again still takes declarations.
+    const next = declaration("alpha", alpha.publicKey, [{ module: "web", password: mint() }]);
+    await publishDeclaration(admin, next);
+    assert.equal((await alpha.host.waitForReport(next.digest)).ok, true);
   });
 
   // A report the bus did not store (the connection dropped under it as a reload removed the node's

@@ -10,7 +10,7 @@ import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-cor
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { raiseMesh } from "../../../src/controller/raise.ts";
 import { GENESIS, stateOf } from "../../support/givenWhenThen.ts";
-import { JETSTREAM_RETRY_DELAYS_MS, JetStreamUnavailable, PollTimeout, isTransientJetStreamError, pollUntil, retryJetStream } from "../../../src/bus/retry.ts";
+import { DIAL_AGAIN_AFTER, JETSTREAM_RETRY_DELAYS_MS, JetStreamUnavailable, PollTimeout, dialAgainAfter, isTransientJetStreamError, pollUntil, retryJetStream } from "../../../src/bus/retry.ts";
 
 const noResponders = () => new RequestError("no responders: '$JS.API.CONSUMER.NAMES.CONTROL'", { cause: new NoRespondersError("$JS.API.CONSUMER.NAMES.CONTROL") });
 const notEnabled = () => Object.assign(new Error("jetstream is not enabled", { cause: noResponders() }), { name: "JetStreamNotEnabled" });
@@ -149,5 +149,13 @@ describe("issue 12: pollUntil, the one poll loop", () => {
     let once = 0;
     await assert.rejects(pollUntil(async () => { once += 1; return undefined; }, { everyMs: 10, timeoutMs: 0, what: "never", ...clock }), PollTimeout);
     assert.equal(once, 1);
+  });
+});
+
+describe("dialAgainAfter", () => {
+  it("R62: every DIAL_AGAIN_AFTER-th transient failure in a row dials the bus again, never the first ones, never before any", () => {
+    const dials = Array.from({ length: 10 }, (_, i) => i).filter((n) => dialAgainAfter(n));
+    assert.deepEqual(dials, [DIAL_AGAIN_AFTER, 2 * DIAL_AGAIN_AFTER, 3 * DIAL_AGAIN_AFTER].filter((n) => n < 10));
+    assert.ok(DIAL_AGAIN_AFTER > 1, "one lost answer is not a lost connection");
   });
 });
