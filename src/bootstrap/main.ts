@@ -39,6 +39,7 @@ import { replayVerb } from "./replayVerb.ts";
 import { REPLAY_VERB } from "../commands/replay.ts";
 import type { ControllerLog } from "./log.ts";
 import { acquireLease, type HeldLease } from "./lease.ts";
+import { StartStalled, watchStart } from "./startBound.ts";
 
 /** A running controller. */
 export type Controller = {
@@ -193,6 +194,9 @@ export async function startController(config: ControllerConfig, { log, connectTi
     void nc.reconnect().catch(() => undefined).finally(() => { redialling = false; });
   };
   let lease: HeldLease | null = null;
+  let startWatch: { served(): void } | null = null;
+  /** Set when the start held the lease past its bound and gave it up (R61). */
+  const start: { stalled: StartStalled | null } = { stalled: null };
   /** What losing the lease stops (set once serving). */
   let onLeaseLost: () => void = () => undefined;
   try {
@@ -207,6 +211,16 @@ export async function startController(config: ControllerConfig, { log, connectTi
 
     signal?.removeEventListener("abort", abandon);
     if (nc.isClosed()) throw new Error("stopped before it held the controllers' lease (R61)");
+    // R61: holding the lease, it serves within a bound or gives the lease up (the lease first, then
+    // the connection, which fails whatever the start waits on).
+    startWatch = lease && watchStart({
+      redial,
+      giveUp: (error) => {
+        start.stalled = error;
+        log.error(error.message);
+        void lease!.release().catch(() => undefined).finally(() => { void nc.close().catch(() => undefined); });
+      },
+    });
 
     // 3. Load the snapshot and catch up.
     // A commit no fold can read (R45) does not stop the start: the controller serves `replay` to
@@ -282,6 +296,8 @@ export async function startController(config: ControllerConfig, { log, connectTi
       },
     );
     await nc.flush(); // the subscription is on the server before start returns
+    startWatch?.served();
+    if (start.stalled) throw start.stalled;
     log.info(`serving commands at ${address}`);
     // A controller that lost the lease serves nothing more: another is active (R61).
     onLeaseLost = () => { void server.stop(); reports.stop(); records.stop(); lostHook?.(); };
@@ -311,8 +327,9 @@ export async function startController(config: ControllerConfig, { log, connectTi
     };
   } catch (error) {
     // A leader that cannot start serving gives the lease up rather than holding it idle (R61).
+    startWatch?.served();
     await lease?.release().catch(() => undefined);
     await nc.close().catch(() => undefined);
-    throw error;
+    throw start.stalled ?? error;
   }
 }

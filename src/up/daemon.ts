@@ -10,6 +10,7 @@ import { readFileSync } from "node:fs";
 import { parseControllerConfig } from "../config.ts";
 import { startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../host/index.ts";
 import { startController, type Controller } from "../bootstrap/main.ts";
+import { StartStalled } from "../bootstrap/startBound.ts";
 import { meshPaths, readEnvFile, type MeshPaths } from "../../installer/genesis.ts";
 import { HOST_DIR, LOCAL_NODE_FILE, busReloadOptions, hasStandby, type Launcher } from "./up.ts";
 
@@ -42,11 +43,22 @@ export async function runController(paths: MeshPaths, log: (line: string) => voi
       restarting = (async () => {
         await lost?.stop().catch(() => undefined);
         if (stopped) return;
-        current = await launch(again).catch(() => undefined);
+        current = await launchServing(again).catch(() => undefined);
       })();
     },
   });
-  current = await launch(options.signal);
+  /** Launches until a start serves: one that held the lease but stalled (StartStalled, R61) gave it up and stands by again. */
+  const launchServing = async (signal?: AbortSignal): Promise<Controller> => {
+    for (;;) {
+      try {
+        return await launch(signal);
+      } catch (error) {
+        if (!(error instanceof StartStalled) || stopped || signal?.aborted) throw error;
+        log(`${name}: standing by again (R61)`);
+      }
+    }
+  };
+  current = await launchServing(options.signal);
   return {
     stop: async () => {
       stopped = true;
