@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  FANOUT, LEAF_KEYS, MAX_DEPTH, OWN_ALL, bucketsOf, deleteIn, emptyBuckets, entriesIn, getIn, hashOf, hasIn, keysIn, setIn, sizeIn, valuesIn,
-  type Buckets, type Owned,
+  FANOUT, LEAF_KEYS, MAX_DEPTH, OWN_ALL, bucketsOf, deleteIn, emptyBuckets, entriesIn, getIn, hashOf, hasIn, keysIn, packBuckets, setIn, sizeIn,
+  unpackBuckets, valuesIn, type Buckets, type Owned, type PackedBuckets,
 } from "../../src/projections/buckets.ts";
 import { prng } from "../support/history.ts";
 
@@ -172,6 +172,41 @@ describe("bucketed maps (projections/buckets.ts)", () => {
     assert.equal(objectsOf(again).filter((o) => !given.has(o)).length, depth + 1);
     assert.equal(getIn(again, "k-7"), undefined);
     assert.equal(getIn(map, "k-7"), 7);
+  });
+
+  it("R41: a packed map unpacks to the same map, byte for byte: after sets, splits and deletes (arrays left with few keys), keys of any spelling, values of any JSON", () => {
+    const maps: Buckets<unknown>[] = [emptyBuckets(), bucketsOf({ "": 0, "é": { a: [1, null] }, "𝄞-node": "x", "a\"b\\c\n": [] })];
+    for (const [seed, universe] of [[5, 40], [6, 3000]] as const) {
+      let map = emptyBuckets<number>();
+      for (const op of randomOps(seed, universe * 4, universe)) map = applyOp(map, op, OWN_ALL);
+      maps.push(map);
+    }
+    // A deep split, then every key but one deleted: arrays whose keys would fit one leaf, which a
+    // map rebuilt by setting its entries again would not have.
+    let emptied = emptyBuckets<number>();
+    const deep = colliding("pack", 12, LEAF_KEYS + 1);
+    deep.forEach((key, i) => { emptied = setIn(emptied, key, i, OWN_ALL); });
+    deep.slice(1).forEach((key) => { emptied = deleteIn(emptied, key, OWN_ALL); });
+    assert.ok(Array.isArray(emptied[hashOf(deep[0]!) & 63]), "the split array outlives its keys");
+    maps.push(emptied);
+    for (const map of maps) {
+      const packed = JSON.parse(JSON.stringify(packBuckets(map))) as PackedBuckets<unknown>;
+      assert.equal(JSON.stringify(unpackBuckets(packed)), JSON.stringify(map));
+      assert.deepStrictEqual(unpackBuckets(packed), JSON.parse(JSON.stringify(map)), "plain arrays and objects, as a JSON round trip gives");
+    }
+  });
+
+  it("unpacking throws on a packed map whose shape, keys and values disagree", () => {
+    const packed = packBuckets(bucketsOf({ a: 1, bb: 2, ccc: 3 }));
+    const broken: PackedBuckets<number>[] = [
+      { ...packed, values: packed.values.slice(1) },
+      { ...packed, lengths: packed.lengths.slice(1) },
+      { ...packed, keys: `${packed.keys}x` },
+      { ...packed, lengths: packed.lengths.map((n) => n + 1) },
+      { ...packed, shape: packed.shape.slice(1) },
+      { ...packed, shape: [...packed.shape.slice(1), "x" as unknown as number] },
+    ];
+    for (const each of broken) assert.throws(() => unpackBuckets(each), /unpack/);
   });
 
   it("bucketsOf files a record's keys; keys are read back whatever their spelling", () => {
