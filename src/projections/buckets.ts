@@ -250,19 +250,31 @@ export type PackedShape = (PackedShape | number | null)[];
 
 /** `map` packed for a snapshot (see PackedBuckets). Pure: `map` is left as it was. */
 export function packBuckets<V>(map: Buckets<V>): PackedBuckets<V> {
-  const keys: string[] = [];
-  const lengths: number[] = [];
-  const values: V[] = [];
-  const shapeOf = (branch: Buckets<V>): PackedShape => branch.map((node) => {
-    if (node === null || node === undefined) return null;
-    if (Array.isArray(node)) return shapeOf(node);
-    for (let i = 0; i < node.keys.length; i += 1) {
-      keys.push(node.keys[i]!);
-      lengths.push(node.keys[i]!.length);
-      values.push(node.values[i]!);
+  // Arrays of their final length: grown push by push, a million keys' arrays were reallocated
+  // again and again beside a large state, and the allocations set off marking of the whole heap
+  // (a save took three times as long).
+  const size = sizeIn(map);
+  const keys = new Array<string>(size);
+  const lengths = new Array<number>(size);
+  const values = new Array<V>(size);
+  let entry = 0;
+  const shapeOf = (branch: Buckets<V>): PackedShape => {
+    const shape: PackedShape = new Array<null>(branch.length);
+    for (let slot = 0; slot < branch.length; slot += 1) {
+      const node = branch[slot] ?? null;
+      if (node === null) shape[slot] = null;
+      else if (Array.isArray(node)) shape[slot] = shapeOf(node);
+      else {
+        for (let i = 0; i < node.keys.length; i += 1, entry += 1) {
+          keys[entry] = node.keys[i]!;
+          lengths[entry] = node.keys[i]!.length;
+          values[entry] = node.values[i]!;
+        }
+        shape[slot] = node.keys.length;
+      }
     }
-    return node.keys.length;
-  });
+    return shape;
+  };
   const shape = shapeOf(map);
   return { shape, keys: keys.join(""), lengths, values };
 }
