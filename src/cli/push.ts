@@ -71,10 +71,11 @@ export function renderPush(report: PushShown): string[] {
   if (report.userList) lines.push(`user list refused (${report.userList.code}): ${report.userList.message}`);
   if (report.provisionsMinted > 0) lines.push(`minted ${report.provisionsMinted} provision(s)`);
   const fresh = (report.freshCredentials ?? []).map((p) => `${p.kind} ${p.name}`).join(", ");
-  // The old keys are refused only once a list carrying the new ones reached the bus (R44, R50).
+  // The old keys are refused only once the broker's holder applied a list carrying the new ones (R44, R50).
   if (fresh && report.dryRun) lines.push(`fresh keys this user list would carry: ${fresh}`);
-  else if (fresh && report.userList === undefined) lines.push(`fresh keys in this user list (the bus refuses the old ones): ${fresh}`);
-  else if (fresh) lines.push(`fresh keys waiting for a user list to reach the bus (it still admits the old ones): ${fresh}`);
+  else if (fresh && report.userList !== undefined) lines.push(`fresh keys waiting for a user list to reach the bus (it still admits the old ones): ${fresh}`);
+  else if (fresh && listApplied(report)) lines.push(`fresh keys in the user list the broker's holder applied (the bus refuses the old ones): ${fresh}`);
+  else if (fresh) lines.push(`fresh keys in the user list sent, live once the broker's holder applies it; no report in this push says it did, so the bus may still admit the old ones: ${fresh}`);
   const provisions = report.freshProvisions ?? [];
   if (provisions.length > 0) lines.push(`fresh provision secrets in these declarations (the provider grants only them once applied): ${provisions.map((p) => `${p.provision} of ${p.seat} for ${p.consumer}`).join(", ")}`);
   const servers = report.servers ?? [];
@@ -88,6 +89,20 @@ export function renderPush(report: PushShown): string[] {
     for (const declaration of report.declarations) lines.push(JSON.stringify(declaration, null, 2));
   }
   return lines;
+}
+
+/**
+ * Whether the report's own outcomes say the broker's holder applied the user list this push sent
+ * (R50): the controller's rotated key `applied` is the broker's report; `pending` is its absence.
+ * Otherwise the report does not say which line is the holder's, so the list counts as applied only
+ * when no line (every node's, by `counts` when a reply was cut, R59) is still `sent` (not waited
+ * for), `timed-out` or `failed`.
+ */
+export function listApplied(report: PushShown): boolean {
+  if (report.controllerRotation !== undefined) return report.controllerRotation === "applied";
+  const unconfirmed: readonly NodeOutcome[] = ["sent", "timed-out", "failed"];
+  if (report.counts) return unconfirmed.every((outcome) => (report.counts?.[outcome] ?? 0) === 0);
+  return !report.nodes.some((n) => unconfirmed.includes(n.outcome));
 }
 
 /**

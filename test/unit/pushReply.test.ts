@@ -65,6 +65,31 @@ describe("renderPush: fresh keys and the controller's rotation", () => {
     assert.ok(pending !== undefined && !/refuse/.test(pending) && /still admit/.test(pending), undelivered.join("\n"));
   });
 
+  it("R50: names fresh keys as in the list sent, live once the broker's holder applies it, when no report says it applied (timed out, not waited for, failed)", () => {
+    for (const outcome of ["timed-out", "sent", "failed"] as const) {
+      const lines = renderPush({ ...reportOf([broker(outcome)]), freshCredentials: fresh });
+      const line = lines.find((l) => l.includes("module web"));
+      assert.ok(line !== undefined, lines.join("\n"));
+      assert.ok(!/in this user list/.test(line) && !/refuses the old ones\)/.test(line), `${outcome}: ${line}`);
+      assert.match(line, /user list sent/, outcome);
+      assert.match(line, /once the broker's holder applies it/, outcome);
+    }
+  });
+
+  it("R50: a cut reply (R59) is judged by its counts: one timed-out node keeps the fresh keys pending", () => {
+    const lines = renderPush({ ...reportOf([broker("applied")]), counts: { applied: 1, "timed-out": 1 }, freshCredentials: fresh });
+    const line = lines.find((l) => l.includes("module web"));
+    assert.ok(line !== undefined && /once the broker's holder applies it/.test(line), lines.join("\n"));
+  });
+
+  it("R14 R50: the controller's rotation applied is the broker's own word: the fresh keys are live even when another node timed out", () => {
+    const lines = renderPush({
+      ...reportOf([broker("applied"), { node: "other", outcome: "timed-out", digest: "e".repeat(64) }]), freshCredentials: fresh, controllerRotation: "applied",
+    });
+    const line = lines.find((l) => l.includes("module web"));
+    assert.ok(line !== undefined && /applied/.test(line) && /refuses the old ones/.test(line), lines.join("\n"));
+  });
+
   it("R14 R50: says the controller's own rotated key, not a password", () => {
     const lines = renderPush({ ...reportOf([broker("applied")]), controllerRotation: "applied" });
     assert.ok(lines.some((l) => /controller's own rotated key: applied/.test(l)), lines.join("\n"));
