@@ -1,4 +1,5 @@
 import { createHash, hash } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { headers, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
 import type { Catalogue } from "../records/catalogue.ts";
@@ -59,6 +60,19 @@ export const RECORD_RETRY_DELAYS_MS: readonly number[] = [100, 250, 500, 1_000, 
 /** Default milliseconds `--wait` waits for reports. */
 export const DEFAULT_WAIT_MS = 30_000;
 
+/**
+ * The time a push's waits for reports read (R32): `now` in milliseconds, and `sleep`, a pause that
+ * `signal` cuts short (a report arrived). Tests pass a clock of their own to see how long a push
+ * would wait without waiting it.
+ */
+export type WaitClock = { now(): number; sleep(ms: number, signal: AbortSignal): Promise<void> };
+
+/** The system's clock and timers. */
+export const SYSTEM_CLOCK: WaitClock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) => sleep(ms, undefined, { signal }).catch(() => undefined),
+};
+
 /** Where push writes what it did. Lines never contain a password, hash or sealed secret (R3). */
 export type PushLog = { info(line: string): void; error(line: string): void };
 
@@ -74,8 +88,8 @@ export type PushContext = {
   newId?: () => string;
   /** The controller's own credential: rotated off the genesis key on the first push with a broker (R14), switched by any rotation of it (R50). */
   controller?: ControllerCredential;
-  /** Milliseconds to wait for the broker's report before keeping a rotated key pending (default DEFAULT_WAIT_MS). */
-  rotationWaitMs?: number;
+  /** The clock of the waits for reports (default SYSTEM_CLOCK). */
+  clock?: WaitClock;
   /** Called for progress on long pushes: `done` of `total` declarations sent. */
   progress?: (done: number, total: number) => void;
   /**
@@ -105,7 +119,11 @@ export type PushOptions = {
   nodes?: readonly string[];
   /** Wait for each sent node's report of the applied digest (R32). */
   wait?: boolean;
-  /** Milliseconds to wait with `wait` (default DEFAULT_WAIT_MS). */
+  /**
+   * Milliseconds the push waits for reports in all (default DEFAULT_WAIT_MS): its waits (the
+   * broker's report in a round, a rotated controller key's confirmation, `wait`'s) share one
+   * deadline, set when the first begins (R32).
+   */
   timeoutMs?: number;
   /** Compose and report, secrets redacted; mint, raise and send nothing. */
   dryRun?: boolean;
@@ -692,10 +710,12 @@ class ReportWatch {
   #from = 0;
   readonly #subscription: Subscription;
   readonly #jsm: JetStreamManager;
+  readonly #clock: WaitClock;
   #wake: (() => void) | null = null;
 
-  constructor(nc: NatsConnection, jsm: JetStreamManager) {
+  constructor(nc: NatsConnection, jsm: JetStreamManager, clock: WaitClock) {
     this.#jsm = jsm;
+    this.#clock = clock;
     this.#subscription = nc.subscribe(REPORT_SUBJECTS, {
       callback: (error, m) => {
         if (error) return;
@@ -788,24 +808,27 @@ class ReportWatch {
     }
   }
 
-  /** Waits until every node in `nodes` reported its expected digest, or `timeoutMs` passed; returns the missing ones. */
-  async wait(nodes: readonly string[], timeoutMs: number): Promise<string[]> {
-    const deadline = Date.now() + timeoutMs;
-    let nextStreamCheck = Date.now() + 1_000;
+  /**
+   * Waits until every node in `nodes` reported its expected digest, or the clock reached `deadline`
+   * (milliseconds on the watch's clock); returns the missing ones. A deadline already past reads
+   * the stream once and waits no more.
+   */
+  async wait(nodes: readonly string[], deadline: number): Promise<string[]> {
+    const clock = this.#clock;
+    let nextStreamCheck = clock.now() + 1_000;
     for (;;) {
       const missing = this.missing(nodes);
       if (missing.length === 0) return [];
-      const now = Date.now();
+      const now = clock.now();
       if (now >= nextStreamCheck || now >= deadline) {
         await this.#fromStream(missing);
         nextStreamCheck = now + 2_000;
         const still = this.missing(nodes);
-        if (still.length === 0 || Date.now() >= deadline) return still;
+        if (still.length === 0 || clock.now() >= deadline) return still;
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.max(1, Math.min(deadline, nextStreamCheck) - Date.now()));
-        this.#wake = () => { clearTimeout(timer); resolve(); };
-      });
+      const woken = new AbortController();
+      this.#wake = () => woken.abort();
+      await clock.sleep(Math.max(1, Math.min(deadline, nextStreamCheck) - clock.now()), woken.signal);
       this.#wake = null;
     }
   }
@@ -883,7 +906,15 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
 
   const js = jetstream(ctx.nc);
   const jsm = await jetstreamManager(ctx.nc, { checkAPI: false });
-  const watch = options.wait || ctx.controller ? new ReportWatch(ctx.nc, jsm) : null;
+  const clock = ctx.clock ?? SYSTEM_CLOCK;
+  let reportDeadline: number | undefined;
+  /**
+   * R32: every wait of this push for reports (the broker's in a round, the confirmation of a
+   * rotated controller key, the final wait for every sent node) ends at one deadline, set by the
+   * first of them: a push whose broker's host is down waits one timeout in all, not one per wait.
+   */
+  const deadline = (): number => (reportDeadline ??= clock.now() + (options.timeoutMs ?? DEFAULT_WAIT_MS));
+  const watch = options.wait || ctx.controller ? new ReportWatch(ctx.nc, jsm, clock) : null;
   const sentDigests = new Map<string, string>();
   /**
    * R32: named nodes sent again with the declaration their last report says they applied (by
@@ -909,7 +940,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
     const expected = rotationBrokers(current, sentDigests);
     for (const { node, digest } of expected) watch.expect(node, digest);
     const brokers = expected.map((b) => b.node);
-    const missing = brokers.length === 0 ? ["(no broker sent)"] : await watch.wait(brokers, ctx.rotationWaitMs ?? options.timeoutMs ?? DEFAULT_WAIT_MS);
+    const missing = brokers.length === 0 ? ["(no broker sent)"] : await watch.wait(brokers, deadline());
     const applied = missing.length === 0 && brokers.every((n) => watch.report(n)?.ok === true);
     if (applied) {
       ctx.controller!.commit();
@@ -1013,7 +1044,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       const toBroker = sent.filter((s) => brokers.has(s.node)).map((s) => s.node);
       if (watch && toBroker.length > 0) {
         if (ctx.controller?.pending()) await confirmRotation(watch, state);
-        else await watch.wait(toBroker, ctx.rotationWaitMs ?? options.timeoutMs ?? DEFAULT_WAIT_MS);
+        else await watch.wait(toBroker, deadline());
       }
       const recorded = await timed(ctx.timings, "record", () => recorder.finish(sent));
       ctx.log.info(`push ${pushId}: round ${round + 1}: sent ${sent.length} declaration(s), ${failures.size} failed, composed from sequence ${composedAt}`);
@@ -1034,7 +1065,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       for (const node of unconfirmed) watch.expect(node, outcomes.get(node)!.digest!, false);
       await watch.readStored(unconfirmed);
       const seen = { sentDigests, appliedBefore, unconfirmed, firstSent, report: (node: string) => watch.report(node), storedAt: (node: string) => watch.storedAt(node) };
-      const missing = await watch.wait(awaitedNodes(seen), options.timeoutMs ?? DEFAULT_WAIT_MS);
+      const missing = await watch.wait(awaitedNodes(seen), deadline());
       report.timedOut = missing.sort();
       judgeWait(outcomes, seen);
       if (missing.length > 0) ctx.log.error(`push ${pushId}: no report within ${options.timeoutMs ?? DEFAULT_WAIT_MS} ms from ${missing.join(", ")}`);

@@ -17,6 +17,8 @@ import { join } from "node:path";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
 import { lastSent } from "../../src/projections/index.ts";
+import { push, type WaitClock } from "../../src/push/push.ts";
+import { parseControllerConfig } from "../../src/config.ts";
 
 const builder = {
   name: "builder", version: "1.0.0",
@@ -488,5 +490,45 @@ describe("push: a server that missed the user list is repaired by the next push 
     const after = await pushAnswered([{ server: "mesh-bus-1", ok: true }, { server: "mesh-bus-2", ok: true }]);
     assert.equal(after.got, 0, "once every server installed the list, the holder is not sent again");
     assert.equal(outcome(after.report, "hub").outcome, "unchanged");
+  });
+});
+
+describe("push: every wait for reports shares one deadline (R32)", () => {
+  let server: NatsServer;
+  let fixture: ControllerFixture;
+  let controller: Controller & { lines: string[] };
+
+  before(async () => {
+    server = await startNatsServer();
+    fixture = await controllerFixture(server);
+    controller = await fixture.start();
+    await fixture.send("module.register", { manifest: broker });
+    await fixture.send("module.issue", { module: "broker" });
+    await fixture.enrol("down");
+    await fixture.send("assign", { module: "broker", node: "down" });
+  });
+  after(async () => {
+    await fixture?.close();
+    await server?.stop();
+  });
+
+  it("R32: a push whose broker's host is down waits about one --timeout in all, not once for the broker in the round and again from zero for the reports", async () => {
+    // A clock of the test's own: each pause moves it on at once, so the time the push would have
+    // waited is read off the clock, not measured.
+    let virtual = 0;
+    const clock: WaitClock = {
+      now: () => virtual,
+      sleep: async (ms) => { virtual += ms; await new Promise((resolve) => setImmediate(resolve)); },
+    };
+    const config = parseControllerConfig(fixture.env);
+    const timeoutMs = 60_000;
+    const report = await push({
+      nc: controller.nc, catalogue: controller.catalogue, meshKey: fixture.meshKey, clock,
+      compose: { controllerSubmits: config.controllerSubmits, replicas: config.replicas },
+      log: { info: () => undefined, error: () => undefined },
+    }, { wait: true, timeoutMs });
+    assert.equal(outcome(report, "down").outcome, "timed-out");
+    assert.ok(virtual >= timeoutMs, `it waits the whole --timeout for the broker's report (waited ${virtual} ms)`);
+    assert.ok(virtual <= timeoutMs, `one deadline: waited ${virtual} ms of a ${timeoutMs} ms --timeout`);
   });
 });
