@@ -6,7 +6,7 @@
  */
 import { REPLAY_VERB } from "../commands/replay.ts";
 import { UsageError } from "./context.ts";
-import { busVerb, saveOwnRotation, type CliVerb } from "./verbs.ts";
+import { busVerb, pendingSeedNote, saveOwnRotation, type CliVerb } from "./verbs.ts";
 
 type Row = Record<string, unknown>;
 
@@ -44,7 +44,7 @@ export function renderReplay(r: Row): string[] {
     if (revoked.length > 0) lines.push(`revoked (the bus ran without them): ${revoked.map((p) => `${p.kind} ${p.name}`).join(", ")}`);
     if (typeof r.nodeKeys === "string") lines.push(`node keys ${r.nodeKeys}`);
     const unknown = (r.unknownToRecords ?? []) as string[];
-    if (typeof r.saved === "string") lines.push(`your new seed is kept in ${r.saved}: the bus takes it from the next push, and mesh switches to it then`);
+    if (typeof r.saved === "string") lines.push(...pendingSeedNote(r.saved));
     const absent = (r.absentFromInstalledList ?? []) as Array<{ kind: string; name: string; why: string; next: string }>;
     if (absent.length > 0) {
       const said = [

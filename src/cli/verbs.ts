@@ -257,6 +257,19 @@ export function saveOwnRotation(ctx: CliContext, reply: Row): Row {
   return { ...reply, credential: rest, saved: pending };
 }
 
+/**
+ * What `credential rotate operator <me>` and `replay --accept-restore` say of the asker's new seed
+ * kept in `saved` (`<file>.next`, R50): the bus admits it once the next push installs it; every
+ * verb dials the file's seed first (connectWithCredentialFile), so the CLI moves to the new one at
+ * the first verb after that push, the one the bus refuses the old seed.
+ */
+export function pendingSeedNote(saved: string): string[] {
+  return [
+    `your new seed is kept in ${saved}; the bus admits it once the next push installs it, and until then mesh dials your current one`,
+    `the first verb after that push is refused the current seed: it dials the new one instead and moves ${saved} over your credential file`,
+  ];
+}
+
 /** `--limit` and `--continue` of a list verb (R59). */
 const PAGE_OPTIONS: readonly OptionSpec[] = [
   { flags: "--limit <n>", description: `one page of at most n items (1 to ${PAGE_LIMIT_MAX}), with the token of the next` },
@@ -423,7 +436,7 @@ export const CLI_VERBS: CliVerb[] = [
     ],
   }),
   busVerb({
-    path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's key pair (a node's: the key `mesh host rotate-key` printed on it, --nkey; your own seed is kept beside your credential file and used once the next push installs it)",
+    path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's key pair (a node's: the key `mesh host rotate-key` printed on it, --nkey; your own seed is kept beside your credential file, and the first verb after the push that installs it switches to it)",
     arguments: [arg("kind", "controller, operator, node, module or builder"), arg("name", "the principal's name")],
     options: [{ flags: "--nkey <public-key>", description: "node only: the new nkey public key `mesh host rotate-key` printed on the node" }],
     body: (a, o) => ({ kind: a[0], name: a[1], ...(o.nkey === undefined ? {} : { nkey: o.nkey }) }),
@@ -431,7 +444,7 @@ export const CLI_VERBS: CliVerb[] = [
     receive: saveOwnRotation,
     render: (r) => [
       `rotated ${r.principal.kind} ${r.principal.name}: user ${r.credential.user} at ${r.credential.address} (usable from the next push)`,
-      ...(typeof r.saved === "string" ? [`your new seed is kept in ${r.saved}: the bus takes it from the next push, and mesh switches to it then`] : []),
+      ...(typeof r.saved === "string" ? pendingSeedNote(r.saved) : []),
       ...(r.principal.kind === "node" ? [`the node's host holds the seed of ${r.credential.nkey} (\`mesh host rotate-key\`): it switches to it by itself once the next push installs it`] : []),
     ],
   }),

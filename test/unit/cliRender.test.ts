@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { duplicateNote, renderHistory } from "../../src/cli/render.ts";
+import { pendingSeedNote } from "../../src/cli/verbs.ts";
 
 describe("cli render notes", () => {
   it("an unchanged reply says nothing new was written; a replacing registration names the version it replaced", () => {
@@ -20,5 +21,14 @@ describe("mesh history's last line", () => {
   it("does not offer --limit when the newest 500 were already answered", () => {
     const lines = renderHistory({ entity: { kind: "node", id: "big" }, events: Array.from({ length: 500 }, (_, i) => event(i + 1)), truncated: true, total: 900 });
     assert.doesNotMatch(lines.at(-1)!, /--limit/);
+  });
+});
+
+describe("the note on the operator's own rotated seed (R50)", () => {
+  it("R50: says the CLI dials the current seed until a push installs the new one, and switches at the first verb after that push, not at the push", () => {
+    const text = pendingSeedNote("/m/.mesh/operator.json.next").join("\n");
+    assert.match(text, /operator\.json\.next/);
+    assert.match(text, /first verb after/);
+    assert.ok(!/switches to it then/.test(text), text);
   });
 });
