@@ -82,7 +82,9 @@ export function loadCredential(file: string): BusCredential {
  * connection): the connection then reconnects (up to PENDING_RECONNECTS times), with the file's
  * and the pending seed in turn, so the command's reply still arrives. When the bus refuses the
  * file's seed (Authorization Violation) at the first dial, the pending one is dialled, and once
- * it is admitted it replaces the file (rename, durably: R54). Throws what connectToBus throws (one line, the
+ * it is admitted it replaces the file (rename, durably: R54); so does a reconnect the bus admits
+ * with the pending seed (switchWhenReadmitted: the push that installed it, run from here), so the
+ * verb after that push dials the live key first and is not refused. Throws what connectToBus throws (one line, the
  * address alone, R3), or UsageError for an unreadable file.
  */
 export async function connectWithCredentialFile(file: string, options: BusConnectOptions): Promise<NatsConnection> {
@@ -98,17 +100,46 @@ export async function connectWithCredentialFile(file: string, options: BusConnec
     }
   }
   let turn = 0;
+  /** Which secret the last (re)connect presented: 0 the file's, 1 the pending one. */
+  let presented = 0;
   const passwords = pending === null ? [secretOf(credential)] : [secretOf(credential), secretOf(pending)];
   const dialOptions: BusConnectOptions = pending === null
     ? options
-    : { ...options, reconnect: true, maxReconnectAttempts: PENDING_RECONNECTS, reconnectWaitMs: PENDING_RECONNECT_WAIT_MS, secret: () => passwords[turn++ % passwords.length]! };
+    : {
+      ...options, reconnect: true, maxReconnectAttempts: PENDING_RECONNECTS, reconnectWaitMs: PENDING_RECONNECT_WAIT_MS,
+      secret: () => {
+        presented = turn++ % passwords.length;
+        return passwords[presented]!;
+      },
+    };
   try {
-    return await connectToBus(credential, dialOptions);
+    const nc = await connectToBus(credential, dialOptions);
+    if (pending !== null) void switchWhenReadmitted(nc, () => presented === 1, pendingFile, file);
+    return nc;
   } catch (error) {
     if (pending === null || !(error instanceof BusConnectError) || error.kind !== "unauthorized") throw error;
     const nc = await connectToBus(pending, options);
     renameDurable(pendingFile, file);
     return nc;
+  }
+}
+
+/**
+ * R50: once the bus readmits `nc` with the pending seed (`byPending()` at a reconnect: the push
+ * that installed the new key dropped the connection, and the old seed is no longer on the list),
+ * the pending file replaces the credential file at once, so the next verb dials the live key first
+ * instead of being refused the old one (which the bus logs as an authorization error). Nothing is
+ * moved when the connection never reconnects, or is readmitted with the file's seed.
+ */
+async function switchWhenReadmitted(nc: NatsConnection, byPending: () => boolean, pendingFile: string, file: string): Promise<void> {
+  for await (const status of nc.status()) {
+    if (status.type !== "reconnect" || !byPending()) continue;
+    try {
+      renameDurable(pendingFile, file);
+    } catch {
+      // another verb moved it first: the file holds the new seed either way
+    }
+    return;
   }
 }
 

@@ -260,13 +260,14 @@ export function saveOwnRotation(ctx: CliContext, reply: Row): Row {
 /**
  * What `credential rotate operator <me>` and `replay --accept-restore` say of the asker's new seed
  * kept in `saved` (`<file>.next`, R50): the bus admits it once the next push installs it; every
- * verb dials the file's seed first (connectWithCredentialFile), so the CLI moves to the new one at
- * the first verb after that push, the one the bus refuses the old seed.
+ * verb dials the file's seed first (connectWithCredentialFile). The CLI moves to the new one when
+ * the bus readmits it with it: during that push when it was run from here (its connection is
+ * dropped by the reload), else at the first verb after it, the one the bus refuses the old seed.
  */
 export function pendingSeedNote(saved: string): string[] {
   return [
     `your new seed is kept in ${saved}; the bus admits it once the next push installs it, and until then mesh dials your current one`,
-    `the first verb after that push is refused the current seed: it dials the new one instead and moves ${saved} over your credential file`,
+    `mesh moves ${saved} over your credential file when the bus first admits the new seed: during that push if you run it from here, else at the first verb after it (refused the current seed, it dials the new one)`,
   ];
 }
 
@@ -436,7 +437,7 @@ export const CLI_VERBS: CliVerb[] = [
     ],
   }),
   busVerb({
-    path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's key pair (a node's: the key `mesh host rotate-key` printed on it, --nkey; your own seed is kept beside your credential file, and the first verb after the push that installs it switches to it)",
+    path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's key pair (a node's: the key `mesh host rotate-key` printed on it, --nkey; your own seed is kept beside your credential file, and mesh switches to it once the next push installs it: during that push if run from here, else at the first verb after it)",
     arguments: [arg("kind", "controller, operator, node, module or builder"), arg("name", "the principal's name")],
     options: [{ flags: "--nkey <public-key>", description: "node only: the new nkey public key `mesh host rotate-key` printed on the node" }],
     body: (a, o) => ({ kind: a[0], name: a[1], ...(o.nkey === undefined ? {} : { nkey: o.nkey }) }),

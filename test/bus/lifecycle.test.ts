@@ -1,7 +1,7 @@
 import { secretOf } from "../../src/bus/connect.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { pendingCredentialFile } from "../../src/controller/credential.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +11,7 @@ import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.t
 import { stopAll } from "../../src/up/processes.ts";
 import { freePort } from "../../installer/serverConfig.ts";
 import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
-import { readBusCredential } from "../../src/files/index.ts";
+import { readBusCredential, writeBusCredential } from "../../src/files/index.ts";
 import { askAs } from "../support/client.ts";
 import { EXIT_OK, EXIT_REFUSED } from "../../src/cli/context.ts";
 import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
@@ -192,15 +192,21 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     const file = result.paths.operatorCredential;
     const rotated = await mesh("credential", "rotate", "operator", credentialFile(file).user.replace(/^operator-/, ""), "--json");
     assert.equal(rotated.code, EXIT_OK, rotated.err);
+    const old = credentialFile(file);
+    const fresh = credentialFile(pendingCredentialFile(file));
     const pushed = await mesh("push", "--wait", "--json");
     assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
-    assert.equal(await admitted(credentialFile(file)), false, "the file still holds the key the push took away");
+    // A push the CLI did not see (run elsewhere) leaves the file with the key it took away and
+    // the live one pending: the files as that push found them, put back.
+    writeBusCredential(pendingCredentialFile(file), fresh);
+    writeBusCredential(file, old);
+    assert.equal(await admitted(credentialFile(file)), false, "the file holds the key the push took away");
     const nc = await operatorConnection(result.paths);
     await nc.close();
     assert.equal(await admitted(credentialFile(file)), true, "and up took the pending key into the file, as every verb does");
   });
 
-  it("R50: an operator rotating its own credential: the CLI saves the new password (never prints it), the next push refuses the old one, and the operator still commands", async () => {
+  it("R50: an operator rotating its own credential: the CLI saves the new password (never prints it), the next push refuses the old one and, readmitting the push's own connection with the new one, puts it in the file, and the operator still commands", async () => {
     const file = result.paths.operatorCredential;
     const old = credentialFile(file);
     const rotated = await mesh("credential", "rotate", "operator", old.user.replace(/^operator-/, ""), "--json");
@@ -213,6 +219,10 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
     assert.equal(await admitted(old), false, "the old password is refused");
     assert.equal(await admitted(pending), true);
+    // The push's own connection was dropped by the reload and readmitted with the new seed: the
+    // switch is recorded then, so the next verb dials the live key first and is never refused.
+    assert.equal(secretOf(credentialFile(file)), secretOf(pending), "the push from this CLI moved the new seed into the file");
+    assert.equal(existsSync(pendingCredentialFile(file)), false);
     const nodes = await mesh("nodes", "--json");
     assert.equal(nodes.code, EXIT_OK, nodes.err);
     assert.equal(secretOf(credentialFile(file)), secretOf(pending), "the CLI switched to the new password and keeps it in the file");

@@ -25,9 +25,10 @@ describe("mesh history's last line", () => {
 });
 
 describe("the note on the operator's own rotated seed (R50)", () => {
-  it("R50: says the CLI dials the current seed until a push installs the new one, and switches at the first verb after that push, not at the push", () => {
+  it("R50: says the CLI dials the current seed until a push installs the new one, and switches during that push when run from here, else at the first verb after it", () => {
     const text = pendingSeedNote("/m/.mesh/operator.json.next").join("\n");
     assert.match(text, /operator\.json\.next/);
+    assert.match(text, /during that push if you run it from here/);
     assert.match(text, /first verb after/);
     assert.ok(!/switches to it then/.test(text), text);
   });
