@@ -20,13 +20,29 @@ export type BusProcess = {
   stop(graceMs?: number): Promise<void>;
 };
 
-/** True while a process with `pid` exists. */
+/** True while a process with `pid` runs: one that exited and waits to be reaped (a zombie) is not. */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+  return !exited(pid);
+}
+
+/**
+ * True when `pid` has exited but is still in the process table, waiting for its parent to reap it
+ * (a zombie; Linux, from /proc). A daemon of `mesh up` is reaped by init, and some inits (a
+ * container's, a VM's) reap only every few seconds: `mesh down` waited about 2 s per process for
+ * processes that had exited at once. Where /proc cannot say, false.
+ */
+function exited(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2)[0];
+    return state === "Z" || state === "X";
+  } catch {
+    return false;
   }
 }
 
