@@ -6,23 +6,26 @@
  * systemd's `EnvironmentFile=` does; run without any, it says where they are (R56).
  */
 
+/** Reads a `KEY=value` file (installer/genesis.ts readEnvFile, loaded by the verb). */
+type EnvFileReader = (file: string) => Record<string, string>;
+
 /**
- * The controller's environment: the process's, with the `KEY=value` lines of `envFile` over it.
- * Throws UsageError naming --env when the file does not exist.
+ * The controller's environment: the process's, with the `KEY=value` lines of `envFile` (read by
+ * `read`) over it. Throws UsageError naming --env when the file does not exist.
  */
-export function controllerEnv(env: Environment, envFile: string | undefined): Environment {
+export function controllerEnv(env: Environment, envFile: string | undefined, read: EnvFileReader): Environment {
   if (envFile === undefined) return env;
   if (!existsSync(envFile)) throw new UsageError(`--env: ${envFile} does not exist (genesis writes <mesh folder>/controller.env)`);
-  return { ...env, ...readEnvFile(envFile) };
+  return { ...env, ...read(envFile) };
 }
 
 /**
  * parseControllerConfig, with a missing setting's error saying where the settings are (R56):
  * genesis wrote them to `<mesh folder>/controller.env`.
  */
-function configOf(env: Environment, envFile: string | undefined) {
+function configOf(env: Environment, envFile: string | undefined, read: EnvFileReader) {
   try {
-    return parseControllerConfig(controllerEnv(env, envFile));
+    return parseControllerConfig(controllerEnv(env, envFile, read));
   } catch (error) {
     if (error instanceof ConfigError && envFile === undefined && error.problem === "unset") {
       throw new ConfigError(error.variables, `${error.message}: genesis wrote the controller's settings to <mesh folder>/controller.env: run \`mesh controller --env <mesh folder>/controller.env\` (or systemd's EnvironmentFile=, as in mesh-controller.service)`, { cause: error, problem: "unset" });
@@ -32,9 +35,6 @@ function configOf(env: Environment, envFile: string | undefined) {
 }
 import { existsSync } from "node:fs";
 import { ConfigError, parseControllerConfig, type Environment } from "../config.ts";
-import { readEnvFile } from "../../installer/genesis.ts";
-import { startController } from "../bootstrap/main.ts";
-import { lineLog } from "../bootstrap/log.ts";
 import { EXIT_OK, UsageError, type CliContext } from "./context.ts";
 import type { CliVerb } from "./verbs.ts";
 
@@ -43,7 +43,9 @@ export const CONTROLLER_CLI_VERB: CliVerb = {
   summary: "run the controller in the foreground (settings from MESH_* variables, or --env <dir>/controller.env)",
   options: [{ flags: "--env <file>", description: "read the MESH_* settings from this file (genesis writes <mesh folder>/controller.env)" }],
   async run(ctx: CliContext, _args, options) {
-    const config = configOf(ctx.io.env, typeof options.env === "string" ? options.env : undefined);
+    // Loaded here, not at the top: every other verb of `mesh` starts without the controller's modules.
+    const [{ readEnvFile }, { startController }, { lineLog }] = await Promise.all([import("../../installer/genesis.ts"), import("../bootstrap/main.ts"), import("../bootstrap/log.ts")]);
+    const config = configOf(ctx.io.env, typeof options.env === "string" ? options.env : undefined, readEnvFile);
     const log = lineLog(ctx.io.stderr);
     const controller = await startController(config, { log });
     await new Promise<void>((resolve) => {

@@ -12,15 +12,11 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { hostUnit } from "../../installer/bus.ts";
 import { nameProblem } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
 import type { CliVerb } from "./verbs.ts";
 import { MAX_JSON_DEPTH, jsonDepthOver } from "./manifests.ts";
-import {
-  HostStateError, NODE_CREDENTIAL_FILE, initHostKeys, readCredentialFile, rotateNodeKey, saveNodeCredential, startHost,
-  type BusReloadOptions,
-} from "../host/index.ts";
+import type { BusReloadOptions } from "../host/index.ts";
 import type { HostReport } from "../contracts/report.ts";
 
 function text(value: unknown): string | undefined {
@@ -33,12 +29,19 @@ function required(options: Readonly<Record<string, unknown>>, key: string, flag:
   return value;
 }
 
+/**
+ * The host agent's module, loaded by the action that needs it: every other verb of `mesh` starts
+ * without it (and without JetStream), each module read at a start costing time under tsx.
+ */
+const hostModule = () => import("../host/index.ts");
+
 /** Runs `body`, turning a HostStateError into a UsageError (exit 2, one line, never a secret). */
-function hostState<T>(body: () => T): T {
+async function hostState<T>(body: (host: Awaited<ReturnType<typeof hostModule>>) => T): Promise<T> {
+  const host = await hostModule();
   try {
-    return body();
+    return body(host);
   } catch (error) {
-    if (error instanceof HostStateError) throw new UsageError(error.message);
+    if (error instanceof host.HostStateError) throw new UsageError(error.message);
     throw error;
   }
 }
@@ -75,13 +78,14 @@ const runAgent: Run = async (ctx, options) => {
     const problem = nameProblem(node);
     if (problem) throw new UsageError(`--node: ${problem}`);
     const given = text(options.credential);
+    const { NODE_CREDENTIAL_FILE } = await hostModule();
     const credentialFile = given ?? join(stateDir, NODE_CREDENTIAL_FILE);
     if (!existsSync(credentialFile)) {
       throw new UsageError(`no credential at ${credentialFile}: run \`mesh host credential --state ${stateDir} --from <enrol reply>\` or pass --credential <file>`);
     }
     const bus = busOptions(options);
     // Checked once now (a clear error at start), then read again at every connection attempt.
-    hostState(() => readCredentialFile(credentialFile, stateDir));
+    await hostState(({ readCredentialFile }) => readCredentialFile(credentialFile, stateDir));
     const once = options.once === true;
     const interval = text(options.checkInterval);
     const checkSeconds = interval === undefined ? 60 : Number(interval);
@@ -90,7 +94,7 @@ const runAgent: Run = async (ctx, options) => {
     let refused = false;
     let finish: () => void = () => undefined;
     const finished = new Promise<void>((resolve) => { finish = resolve; });
-    const host = hostState(() =>
+    const host = await hostState(({ readCredentialFile, startHost }) =>
       startHost({
         stateDir,
         node,
@@ -126,7 +130,7 @@ const runAgent: Run = async (ctx, options) => {
  */
 const init: Run = async (ctx, options) => {
     const stateDir = required(options, "state", "--state <dir>");
-    const { publicKey, nkey, keyFile } = hostState(() => initHostKeys(stateDir, { force: options.force === true }));
+    const { publicKey, nkey, keyFile } = await hostState(({ initHostKeys }) => initHostKeys(stateDir, { force: options.force === true }));
     if (ctx.globals.json) {
       ctx.out(JSON.stringify({ ok: true, publicKey, nkey, keyFile }, null, 2));
     } else {
@@ -143,7 +147,7 @@ const init: Run = async (ctx, options) => {
  */
 const rotateKey: Run = async (ctx, options) => {
     const stateDir = required(options, "state", "--state <dir>");
-    const { nkey, file } = hostState(() => rotateNodeKey(stateDir, { force: options.force === true }));
+    const { nkey, file } = await hostState(({ rotateNodeKey }) => rotateNodeKey(stateDir, { force: options.force === true }));
     if (ctx.globals.json) {
       ctx.out(JSON.stringify({ ok: true, nkey, file }, null, 2));
     } else {
@@ -164,7 +168,7 @@ const credential: Run = async (ctx, options) => {
       throw new UsageError(`${from} is not a JSON enrol reply or credential`);
     }
     if (jsonDepthOver(value)) throw new UsageError(`${from} nests arrays or objects more than ${MAX_JSON_DEPTH} deep: it is not an enrol reply or credential`);
-    const saved = hostState(() => saveNodeCredential(stateDir, value));
+    const saved = await hostState(({ saveNodeCredential }) => saveNodeCredential(stateDir, value));
     if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, ...saved }, null, 2));
     else ctx.out(`credential of ${saved.user} for ${saved.address} kept in ${saved.file}`);
     return EXIT_OK;
@@ -179,6 +183,7 @@ const unit: Run = async (ctx, options) => {
   const node = required(options, "node", "--node <name>");
   const problem = nameProblem(node);
   if (problem) throw new UsageError(`--node: ${problem}`);
+  const { hostUnit } = await import("../../installer/bus.ts");
   ctx.out(hostUnit(node, stateDir, busOptions(options)).trimEnd());
   return EXIT_OK;
 };

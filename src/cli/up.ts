@@ -4,12 +4,20 @@ import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError, connectWithCredentialFil
 import { CommandTransportError } from "../client/send.ts";
 import { BusConnectError } from "../bus/connect.ts";
 import type { CliVerb } from "./verbs.ts";
-import { up, detachedLauncher, readSummary, UpError, DEFAULT_UP_ADDRESS } from "../up/up.ts";
+import { UpError } from "../up/errors.ts";
+import { DEFAULT_UP_ADDRESS } from "../up/plan.ts";
 import { renderSummary, type UpSummary } from "../up/summary.ts";
-import { controllerExit, logFile, runningPid, startedByUp, stopAll, processesOf, STANDBY_CONTROLLER } from "../up/processes.ts";
-import { genesis, hasMesh, meshPaths, readMeshFile } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { ConfigError } from "../config.ts";
+
+/**
+ * What these verbs run, loaded by the verb that runs it: `up` itself, the processes it starts, and
+ * genesis. Every other verb of `mesh` starts without them (each module read at a start costs time
+ * under tsx), and `mesh down` without the controller's and the bus's modules.
+ */
+const upModule = () => import("../up/up.ts");
+const processesModule = () => import("../up/processes.ts");
+const genesisModule = () => import("../../installer/genesis.ts");
 
 /**
  * `mesh up`, `mesh down`, `mesh status`: the embedded default (src/up). `up` leaves the bus, the
@@ -78,6 +86,7 @@ const upVerb: CliVerb = {
   async run(ctx, _args, options) {
     const dir = dirOf(options);
     const cluster = clusterOf(options);
+    const { up, detachedLauncher } = await upModule();
     try {
       const result = await up({
         dir,
@@ -106,6 +115,7 @@ const downVerb: CliVerb = {
   summary: "stop what `mesh up` started (the records stay: `mesh up` resumes them)",
   options: [DIR_OPTION],
   async run(ctx, _args, options) {
+    const [{ meshPaths }, { stopAll }] = await Promise.all([genesisModule(), processesModule()]);
     const dir = meshPaths(dirOf(options)).dir;
     const stopped = await stopAll(dir);
     if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, stopped }));
@@ -120,7 +130,8 @@ const downVerb: CliVerb = {
  * it was started, a systemd unit included, so that one proves nothing). Processes started otherwise are not `mesh up`'s to report: status asks the controller
  * itself over the bus instead.
  */
-function managedProcesses(dir: string): Record<string, number | null> {
+async function managedProcesses(dir: string): Promise<Record<string, number | null>> {
+  const { processesOf, runningPid, startedByUp } = await processesModule();
   if (!startedByUp(dir)) return {};
   return Object.fromEntries(processesOf(dir).map((name) => [name, runningPid(dir, name)]));
 }
@@ -155,9 +166,10 @@ const statusVerb: CliVerb = {
   summary: "ask the mesh's controller over the bus (the folder's operator credential, else --credential) and print its summary; the local processes `mesh up` started (exit 1 when nothing answers)",
   options: [DIR_OPTION],
   async run(ctx, _args, options) {
+    const [{ hasMesh, meshPaths, readMeshFile }, { controllerExit, logFile, STANDBY_CONTROLLER }, { readSummary }] = await Promise.all([genesisModule(), processesModule(), upModule()]);
     const paths = meshPaths(dirOf(options));
     const here = hasMesh(paths.dir);
-    const processes = managedProcesses(paths.dir);
+    const processes = await managedProcesses(paths.dir);
     const credentialFile = existsSync(paths.operatorCredential) ? paths.operatorCredential : ctx.globals.credential;
     const running = (line: Record<string, number | null>) => Object.keys(line).map((n) => `${n} ${line[n] === null ? "stopped" : `pid ${line[n]}`}`).join(", ");
     const base = (genesisAddress: string | null) => ({ dir: paths.dir, genesisAddress, processes: processList(processes) });
@@ -239,6 +251,7 @@ const genesisVerb: CliVerb = {
     if ((node === undefined) !== (nodeState === undefined)) {
       throw new UsageError(node === undefined ? "--node-state needs --node <name>" : "--node needs --node-state <dir> (where `mesh host init` wrote node.pub)");
     }
+    const { genesis } = await genesisModule();
     try {
       const made = await genesis({
         dir: dirOf(options),

@@ -5,6 +5,9 @@
  */
 import type { PushReply, Verb } from "../contracts/verbs.ts";
 
+/** The standard embedded address: the bus on this machine only. */
+export const DEFAULT_UP_ADDRESS = "tls://127.0.0.1:4222";
+
 /** One command `mesh up` sends as the operator: its verb (src/contracts/verbs.ts), its body, and the progress line said before it. */
 export type UpCommand = { verb: Verb; body: Record<string, unknown>; line: string };
 

@@ -25,6 +25,10 @@ import { controllerExit, runningPid, recordPid, spawnDaemon, processesOf, STANDB
 import { appliedOf, nodesOf, principalsByUser, seatsOf, type NodeLastReport, type UpSummary } from "./summary.ts";
 import { REPORTS_PAGE } from "../push/reports.ts";
 import { planIssueAndAssign, planPlacement, planRegistrations, pushLines, type UpCommand } from "./plan.ts";
+import { UpError } from "./errors.ts";
+import { DEFAULT_UP_ADDRESS } from "./plan.ts";
+
+export { DEFAULT_UP_ADDRESS };
 
 /**
  * `mesh up`: the embedded default, a whole mesh on this machine (DESIGN.md: installer, R13, R14).
@@ -54,8 +58,6 @@ export const HOST_DIR = "host";
 export const LOCAL_NODE_FILE = "node.name";
 /** Written once the example mesh is set up: a later `mesh up` only resumes and pushes. */
 export const EXAMPLE_MESH_FILE = "example-mesh.json";
-/** The standard embedded address: the bus on this machine only. */
-export const DEFAULT_UP_ADDRESS = "tls://127.0.0.1:4222";
 /** Its host and preferred port (R8); when the port is taken the OS picks a free one (chooseUpAddress). */
 export const DEFAULT_UP_HOST = "127.0.0.1";
 export const DEFAULT_UP_PORT = 4222;
@@ -175,16 +177,7 @@ function ok<V extends Verb>(verb: V, answer: Answer<V>): ReplyOf<V> {
   return answer as ReplyOf<V>;
 }
 
-/** A step of `mesh up` failed: one line saying which and why. */
-export class UpError extends Error {
-  override readonly name = "UpError";
-  /** The controller's refusal code when the controller answered and refused; undefined otherwise. */
-  readonly code: string | undefined;
-  constructor(message: string, code?: string) {
-    super(message);
-    this.code = code;
-  }
-}
+export { UpError };
 
 /**
  * Starts each server of the bus of the mesh in `paths` that is not running (one, or a cluster's,
