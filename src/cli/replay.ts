@@ -4,7 +4,6 @@
  * --void or --accept-restore shows the commit that would be appended, appending nothing. Sent through
  * busVerb (the CLI's one send path) as the `replay` verb.
  */
-import { REPLAY_VERB } from "../commands/replay.ts";
 import { UsageError } from "./context.ts";
 import { busVerb, pendingSeedNote, saveOwnRotation, type CliVerb } from "./verbs.ts";
 
@@ -85,7 +84,7 @@ export function renderReplay(r: Row): string[] {
 }
 
 export const REPLAY_CLI_VERB: CliVerb = busVerb({
-  path: ["replay"], verb: REPLAY_VERB,
+  path: ["replay"], verb: "replay",
   // --void and --accept-restore append a commit: --dry-run shows it. The bare report changes nothing.
   dryRun: true,
   summary: "fold the records from sequence 1 ignoring snapshots, validate and report them; --void a commit that stops the fold; --accept-restore after a restore",

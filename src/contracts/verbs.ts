@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { MeshName, Follow } from "../manifest/manifest.ts";
 import { ENTITY_KINDS, PRINCIPAL_KINDS } from "../names.ts";
-import { Principal } from "../events/meta.ts";
-import { Entity } from "../events/index.ts";
+import { Entity, Principal } from "../events/meta.ts";
 import { Declaration } from "./declaration.ts";
 import { CONTRACT_VERSIONS, versionField } from "./version.ts";
 

@@ -17,7 +17,7 @@ import { ProvisionRotated } from "./ProvisionRotated.ts";
 import { DeclarationSent } from "./DeclarationSent.ts";
 import { CommitVoided } from "./CommitVoided.ts";
 import { RecordsRestored } from "./RecordsRestored.ts";
-import { EventMeta, Principal, CredentialFields } from "./meta.ts";
+import { Entity, EventMeta, Principal, CredentialFields } from "./meta.ts";
 
 /** Every event of the records, discriminated by `type`. Validated when written and when read. */
 export const MeshEvent = z.discriminatedUnion("type", [
@@ -43,9 +43,7 @@ export const MeshEvent = z.discriminatedUnion("type", [
 export type MeshEvent = z.infer<typeof MeshEvent>;
 export type MeshEventType = MeshEvent["type"];
 
-/** The entity a commit is about; its subject is `catalogueSubject(kind, id)` (src/names.ts). */
-export const Entity = z.object({ kind: z.string().regex(/^[a-z]+$/), id: z.string().regex(/^[a-z0-9-]+$/) }).strict();
-export type Entity = z.infer<typeof Entity>;
+export { Entity };
 
 /**
  * A commit: the events one command decided, about one entity, as one message on the CATALOGUE

@@ -35,3 +35,7 @@ export const CredentialFields = {
   sealed: z.string().min(1).optional(),
   address: z.string().regex(/^[a-z]+:\/\/[^/@\s]+$/, "scheme://host:port with no user or password"),
 };
+
+/** The entity a commit is about; its subject is `catalogueSubject(kind, id)` (src/names.ts). */
+export const Entity = z.object({ kind: z.string().regex(/^[a-z]+$/), id: z.string().regex(/^[a-z0-9-]+$/) }).strict();
+export type Entity = z.infer<typeof Entity>;
