@@ -17,7 +17,7 @@
 import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { BusConnectError, connectToBus } from "../bus/connect.ts";
+import { BusConnectError, connectToBus, type BusConnectOptions } from "../bus/connect.ts";
 import type { ControllerConfig } from "../config.ts";
 import { openCatalogue, RecordsBehind, type Catalogue } from "../records/catalogue.ts";
 import { readRecordsMark, writeRecordsMark } from "./recordsMark.ts";
@@ -69,6 +69,14 @@ export type StartOptions = {
   onLeaseLost?: () => void;
 };
 
+/**
+ * The controller's own settings of every dial (connectToBus), beside its credential, its secret
+ * and its first connect's timeout: its name on the bus, and no async traces (a command's fenced
+ * append is a JetStream request, and the controller's log never shows a stack). The command bench's
+ * controller dials with these too (test/support/commandMesh.ts), so it measures what ships.
+ */
+export const CONTROLLER_DIAL: Readonly<BusConnectOptions> = { name: CONTROLLER_NAME, asyncTraces: false };
+
 /** Commits folded since the last snapshot before a push saves another. */
 export const SNAPSHOT_EVERY = 5_000;
 
@@ -80,7 +88,7 @@ function isAuthorizationRefusal(error: unknown): boolean {
 /** Step 2: dial with the file's seed, else with a pending rotated one (then kept, R14). */
 async function connect(config: ControllerConfig, credential: ControllerCredential, log: ControllerLog, timeoutMs: number): Promise<NatsConnection> {
   const address = credential.current().address;
-  const dial = () => connectToBus(credential.current(), { name: CONTROLLER_NAME, timeoutMs, secret: credential.dialPassword });
+  const dial = () => connectToBus(credential.current(), { ...CONTROLLER_DIAL, timeoutMs, secret: credential.dialPassword });
   try {
     const nc = await dial();
     log.info(`connected to the bus at ${address} as ${credential.current().user}`);

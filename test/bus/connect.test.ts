@@ -4,7 +4,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect } from "@nats-io/transport-node";
+import { connect, errors, type NatsConnection } from "@nats-io/transport-node";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { connectToBus, BusConnectError, CertificateMismatch } from "../../src/bus/connect.ts";
 import { certificateFingerprint } from "../../src/crypto/secrets.ts";
@@ -139,6 +139,35 @@ describe("connectToBus", () => {
       assert.ok(replies[0]!.startsWith(`${inboxPrefix("operator-ann")}.`), replies[0]);
     } finally {
       await nc.close();
+    }
+  });
+
+  it("without async traces (the controller's dial): a request still fails with the client's own error and message, its stack no longer naming the caller", async () => {
+    const address = `nats://127.0.0.1:${authServer.port}`;
+    const credential = { address, user: "operator-ann", password: "the-right-secret" };
+    /** A request that nobody answers within 50 ms, made from a function the stack can name. */
+    async function askTheSilentOne(nc: NatsConnection): Promise<unknown> {
+      return nc.request("probe.silent", "", { timeout: 50 }).then(() => null, (e: unknown) => e);
+    }
+    const traced = await connectToBus(credential, { reconnect: false });
+    const untraced = await connectToBus(credential, { reconnect: false, asyncTraces: false });
+    try {
+      const silent = untraced.subscribe("probe.silent", { callback: () => undefined });
+      await untraced.flush();
+      const withTrace = await askTheSilentOne(traced);
+      const withoutTrace = await askTheSilentOne(untraced);
+      silent.unsubscribe();
+      for (const error of [withTrace, withoutTrace]) {
+        assert.ok(error instanceof errors.TimeoutError, String(error));
+        assert.equal(error.message, "timeout");
+      }
+      assert.ok(String((withTrace as Error).stack).includes("askTheSilentOne"), "the default keeps where the request was made");
+      assert.ok(!String((withoutTrace as Error).stack).includes("askTheSilentOne"), String((withoutTrace as Error).stack));
+      const unserved = await untraced.request("probe.unserved", "", { timeout: 1_000 }).then(() => null, (e: unknown) => e);
+      assert.ok(unserved instanceof errors.RequestError && unserved.isNoResponders(), String(unserved));
+    } finally {
+      await traced.close();
+      await untraced.close();
     }
   });
 

@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
 import { serveCommands, type CommandServer, type ExtraVerb } from "../../src/commands/server.ts";
 import { newMeshKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
-import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser, inboxPrefix } from "../../src/names.ts";
+import { connectToBus } from "../../src/bus/connect.ts";
+import { CONTROLLER_DIAL } from "../../src/bootstrap/main.ts";
+import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser } from "../../src/names.ts";
 import { startNatsServer, type NatsServer, type NatsServerOptions } from "./natsServer.ts";
 
 /** A fingerprint for genesis records of tests (any 32 bytes will do without TLS). */
@@ -12,8 +14,9 @@ export const TEST_FINGERPRINT = Array.from({ length: 32 }, (_, i) => i.toString(
 
 /**
  * A controller serving commands on a real nats-server, for tests: the server, the controller's
- * connection (own inbox prefix, R33), the catalogue with its genesis record, the command server,
- * the mesh key and the server's error log lines. `stop()` from `after`.
+ * connection (dialled as the controller dials, CONTROLLER_DIAL; its own inbox prefix, R33), the
+ * catalogue with its genesis record, the command server, the mesh key and the server's error log
+ * lines. `stop()` from `after`.
  */
 export type CommandMesh = {
   server: NatsServer;
@@ -32,7 +35,9 @@ export type CommandMesh = {
 export async function startCommandMesh(options: { server?: NatsServerOptions; duplicateWindowMs?: number; extraVerbs?: Readonly<Record<string, ExtraVerb>> } = {}): Promise<CommandMesh> {
   const server = await startNatsServer(options.server ?? {});
   const controllerUser = busUser("controller", CONTROLLER_NAME);
-  const nc = await connect({ servers: server.url, inboxPrefix: inboxPrefix(controllerUser), name: "test-controller" });
+  // Dialled as the controller dials (CONTROLLER_DIAL), so that the command bench measures what
+  // ships; the server checks no credential, the password is only there to make one.
+  const nc = await connectToBus({ address: server.url, user: controllerUser, password: "test" }, CONTROLLER_DIAL);
   const catalogue = await openCatalogue(nc, options.duplicateWindowMs === undefined ? {} : { duplicateWindowMs: options.duplicateWindowMs });
   const created = await catalogue.transact("genesis", () => ({
     ok: true,
