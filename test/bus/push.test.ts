@@ -432,24 +432,38 @@ describe("push: the user list must reach the broker (R49)", () => {
   });
 });
 
+type BrokerMesh = { fixture: ControllerFixture; controller: Controller & { lines: string[] }; close(): Promise<void> };
+
+/** A controller on a nats-server of its own whose records hold the broker module, issued and assigned to `node` (enrolled). */
+async function brokerHeldBy(node: string): Promise<BrokerMesh> {
+  const server = await startNatsServer();
+  let fixture: ControllerFixture | undefined;
+  try {
+    fixture = await controllerFixture(server);
+    const controller = await fixture.start();
+    await fixture.send("module.register", { manifest: broker });
+    await fixture.send("module.issue", { module: "broker" });
+    await fixture.enrol(node);
+    await fixture.send("assign", { module: "broker", node });
+    const started = fixture;
+    return { fixture, controller, close: async () => { await started.close(); await server.stop(); } };
+  } catch (error) {
+    await fixture?.close().catch(() => undefined);
+    await server.stop();
+    throw error;
+  }
+}
+
 describe("push: a server that missed the user list is repaired by the next push (R60)", () => {
-  let server: NatsServer;
+  let mesh: BrokerMesh;
   let fixture: ControllerFixture;
   let controller: Controller & { lines: string[] };
 
   before(async () => {
-    server = await startNatsServer();
-    fixture = await controllerFixture(server);
-    controller = await fixture.start();
-    await fixture.send("module.register", { manifest: broker });
-    await fixture.send("module.issue", { module: "broker" });
-    await fixture.enrol("hub");
-    await fixture.send("assign", { module: "broker", node: "hub" });
+    mesh = await brokerHeldBy("hub");
+    ({ fixture, controller } = mesh);
   });
-  after(async () => {
-    await fixture?.close();
-    await server?.stop();
-  });
+  after(() => mesh?.close());
 
   /**
    * A push with the holder's host reduced: every declaration "hub" gets is answered with a report
@@ -494,23 +508,15 @@ describe("push: a server that missed the user list is repaired by the next push 
 });
 
 describe("push: every wait for reports shares one deadline (R32)", () => {
-  let server: NatsServer;
+  let mesh: BrokerMesh;
   let fixture: ControllerFixture;
   let controller: Controller & { lines: string[] };
 
   before(async () => {
-    server = await startNatsServer();
-    fixture = await controllerFixture(server);
-    controller = await fixture.start();
-    await fixture.send("module.register", { manifest: broker });
-    await fixture.send("module.issue", { module: "broker" });
-    await fixture.enrol("down");
-    await fixture.send("assign", { module: "broker", node: "down" });
+    mesh = await brokerHeldBy("down");
+    ({ fixture, controller } = mesh);
   });
-  after(async () => {
-    await fixture?.close();
-    await server?.stop();
-  });
+  after(() => mesh?.close());
 
   it("R32: a push whose broker's host is down waits about one --timeout in all, not once for the broker in the round and again from zero for the reports", async () => {
     // A clock of the test's own: each pause moves it on at once, so the time the push would have
