@@ -40,12 +40,33 @@ function clusterCredential(cluster: NatsCluster, user: string): BusCredential {
 }
 
 /**
+ * `promise`, or a rejection naming `what` once `ms` passed: a wait on the cluster that hangs fails
+ * the test saying where, instead of holding the run until the runner's own timeout.
+ */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms); });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/** Milliseconds one clean-up step may take before the test fails naming it. */
+const CLEANUP_STEP_MS = 30_000;
+
+/**
  * Clean-ups run last registered first, in one `after` of the test (a connection closes before the
- * cluster under it stops; node:test runs a test's after hooks in the order they were added).
+ * cluster under it stops; node:test runs a test's after hooks in the order they were added). A
+ * step that fails is passed over; one that hangs is passed over after CLEANUP_STEP_MS and fails the
+ * test, naming it, once the others ran.
  */
 function cleanups(t: TestContext): (step: () => unknown) => void {
   const steps: Array<() => unknown> = [];
-  t.after(async () => { for (const step of steps.reverse()) await Promise.resolve(step()).catch(() => undefined); });
+  t.after(async () => {
+    const hung: string[] = [];
+    for (const step of steps.reverse()) {
+      await within(Promise.resolve(step()).catch(() => undefined), CLEANUP_STEP_MS, `clean-up ${String(step)}`).catch((error: Error) => { hung.push(error.message); });
+    }
+    if (hung.length > 0) throw new Error(hung.join("; "));
+  });
   return (step) => { steps.push(step); };
 }
 
@@ -205,7 +226,8 @@ describe("a mesh on a three-server cluster", () => {
     // The active controller dies without a goodbye (its connection is gone, its lease not released).
     const diedAt = Date.now();
     await active.nc.close();
-    const standby = await standbyStart;
+    // The lease lapses within LEASE_MS; a start then serves within its own bound (R61) or throws.
+    const standby = await within(standbyStart, 90_000, "the standby's takeover");
     const tookOver = Date.now();
     const after = await fixture.send("node.enrol", enrolRequest("lease-b"));
     const served = Date.now();
