@@ -29,7 +29,9 @@ import { decideRecordControllerCredential } from "../commands/controllerCredenti
 import type { ComposeConfig } from "../compose/types.ts";
 import { credentialOf } from "../projections/index.ts";
 import { hashPassword, isSeedSecret, openWithMeshKey, publicKeyOfSeed, recordsTagVerifies, secretMatches, sealWithMeshKey } from "../crypto/secrets.ts";
-import { CONTROLLER_NAME } from "../names.ts";
+import { CATALOGUE_STREAM, CONTROLLER_NAME } from "../names.ts";
+import { BUS_READY_DELAYS_MS, retryJetStream } from "../bus/retry.ts";
+import { isStreamNotFound } from "../bus/errors.ts";
 import { newCompositionMemo, push, type PushContext, type PushOptions, type PushReport } from "../push/push.ts";
 import { PUSH_VERB, pushVerb } from "../push/pushCommand.ts";
 import { REPORTS_VERB, reportsVerb } from "../push/reports.ts";
@@ -208,6 +210,14 @@ export async function startController(config: ControllerConfig, { log, connectTi
   /** What losing the lease stops (set once serving). */
   let onLeaseLost: () => void = () => undefined;
   try {
+    // 2a. JetStream answers: a cluster started with this controller (`mesh up` after `mesh down`)
+    // elects its leaders for seconds after the servers accept connections.
+    await retryJetStream("asking JetStream for the records' stream", () => jetstreamManager(nc, { checkAPI: false })
+      .then((jsm) => jsm.streams.info(CATALOGUE_STREAM))
+      .catch((error: unknown) => (isStreamNotFound(error) ? null : Promise.reject(error))), {
+      delaysMs: BUS_READY_DELAYS_MS,
+      onRetry: (attempt) => { if (attempt === 1) log.info("waiting for JetStream on the bus to answer (a cluster elects its leaders after a start)"); },
+    });
     // 2b. The lease (R61): one controller active at a time; a standby waits here.
     if (config.leaseMs > 0) {
       lease = await acquireLease(nc, {

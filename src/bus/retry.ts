@@ -51,6 +51,13 @@ export function isTransientJetStreamError(error: unknown): boolean {
   return false;
 }
 
+/**
+ * Pauses of a start waiting for JetStream to answer (retryJetStream's delaysMs): a cluster whose
+ * servers all just started elects its metadata leader, then each stream's, for seconds; a
+ * controller started with them waits up to about a minute, asking every second at most.
+ */
+export const BUS_READY_DELAYS_MS: readonly number[] = [250, 500, ...Array.from({ length: 60 }, () => 1_000)];
+
 /** Transient JetStream failures in a row on one connection after which a client dials the bus again. */
 export const DIAL_AGAIN_AFTER = 3;
 

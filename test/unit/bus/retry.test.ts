@@ -10,7 +10,7 @@ import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-cor
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { raiseMesh } from "../../../src/controller/raise.ts";
 import { GENESIS, stateOf } from "../../support/givenWhenThen.ts";
-import { DIAL_AGAIN_AFTER, JETSTREAM_RETRY_DELAYS_MS, JetStreamUnavailable, PollTimeout, dialAgainAfter, isTransientJetStreamError, pollUntil, retryJetStream } from "../../../src/bus/retry.ts";
+import { BUS_READY_DELAYS_MS, DIAL_AGAIN_AFTER, JETSTREAM_RETRY_DELAYS_MS, JetStreamUnavailable, PollTimeout, dialAgainAfter, isTransientJetStreamError, pollUntil, retryJetStream } from "../../../src/bus/retry.ts";
 
 const noResponders = () => new RequestError("no responders: '$JS.API.CONSUMER.NAMES.CONTROL'", { cause: new NoRespondersError("$JS.API.CONSUMER.NAMES.CONTROL") });
 const notEnabled = () => Object.assign(new Error("jetstream is not enabled", { cause: noResponders() }), { name: "JetStreamNotEnabled" });
@@ -157,5 +157,13 @@ describe("dialAgainAfter", () => {
     const dials = Array.from({ length: 10 }, (_, i) => i).filter((n) => dialAgainAfter(n));
     assert.deepEqual(dials, [DIAL_AGAIN_AFTER, 2 * DIAL_AGAIN_AFTER, 3 * DIAL_AGAIN_AFTER].filter((n) => n < 10));
     assert.ok(DIAL_AGAIN_AFTER > 1, "one lost answer is not a lost connection");
+  });
+});
+
+describe("BUS_READY_DELAYS_MS", () => {
+  it("a start waits about a minute for JetStream to answer, asking at least every second", () => {
+    const total = BUS_READY_DELAYS_MS.reduce((a, b) => a + b, 0);
+    assert.ok(total >= 45_000 && total <= 90_000, `${total} ms`);
+    assert.ok(BUS_READY_DELAYS_MS.every((ms) => ms > 0 && ms <= 1_000));
   });
 });
