@@ -4,7 +4,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import { CONTROLLER_LEASE_BUCKET, CONTROLLER_LEASE_KEY } from "../names.ts";
 import type { ControllerLog } from "./log.ts";
 import { isTimeout, isWrongLastSequence } from "../bus/errors.ts";
-import { pollUntil } from "../bus/retry.ts";
+import { BUS_READY_DELAYS_MS, pollUntil, retryJetStream } from "../bus/retry.ts";
 
 /**
  * One controller active at a time (R61): a lease in a KV bucket. The value names the holder and
@@ -96,12 +96,16 @@ async function readLease(kv: KV): Promise<LeaseEntry> {
  * `leaseMs` from then on. A standby polls every quarter of the lease (at most every 500 ms), so it
  * takes over within the lease plus one poll of the holder's last renewal. A renewal that loses
  * the compare-and-set, or that cannot be made before the lease's own time passes, calls `onLost`
- * once and stops renewing. Throws what the bucket's creation throws, and an Error when the
+ * once and stops renewing. Throws what the bucket's creation throws once transient failures outlast
+ * BUS_READY_DELAYS_MS (JetStreamUnavailable), and an Error when the
  * connection closes while standing by (a standby being stopped).
  */
 export async function acquireLease(nc: NatsConnection, options: LeaseOptions): Promise<HeldLease> {
   const now = options.now ?? Date.now;
-  const kv = await new Kvm(nc).create(CONTROLLER_LEASE_BUCKET, { history: 1, replicas: options.replicas, storage: StorageType.File });
+  // A cluster that just started may answer the bucket's creation late (its leaders are elected).
+  const kv = await retryJetStream("opening the controllers' lease bucket",
+    () => new Kvm(nc).create(CONTROLLER_LEASE_BUCKET, { history: 1, replicas: options.replicas, storage: StorageType.File }),
+    { delaysMs: BUS_READY_DELAYS_MS });
   const pollMs = Math.min(500, Math.floor(options.leaseMs / 4));
   /** `operation`, with a timeout on a connection that is up said to onStalled (see LeaseOptions). */
   const stalled = async <T>(operation: Promise<T>, what: string): Promise<T> => {

@@ -262,6 +262,21 @@ describe("mesh up --cluster 3 (issue 14)", () => {
     }
   });
 
+  // Found by a new-user trial: the servers accept connections seconds before the cluster has
+  // elected its leaders, and the controller used to give up at its first JetStream timeout.
+  it("R61 R62: mesh up after every process stopped (the three servers too) brings the cluster back: a controller serves", async () => {
+    await operator.close();
+    await launcher.stop();
+    await stopAll(dir);
+    launcher = inProcessLauncher(log);
+    const again = await up({ dir, log, launcher, detachBus: false, timeoutMs: 60_000 })
+      .catch((error: unknown) => { throw new Error(`${error instanceof Error ? error.stack : String(error)}\n${logs.slice(-40).join("\n")}`); });
+    assert.deepEqual(again.summary.nodes.map((n) => n.name).includes(NODE), true);
+    operator = await operatorConnection(result.paths);
+    const nodes = await ask("nodes");
+    assert.ok(JSON.stringify(nodes).includes(NODE), JSON.stringify(nodes));
+  });
+
 });
 
 /** The server name the connection is on now. */
