@@ -40,7 +40,8 @@ const CLUSTER_OPTION = {
 function clusterOf(options: Readonly<Record<string, unknown>>): number | undefined {
   if (options.cluster === undefined) return undefined;
   const size = Number(options.cluster);
-  if (!Number.isInteger(size) || size < 1 || size > 9) throw new UsageError(`--cluster ${String(options.cluster)}: give the number of servers, 3 (1 to 9)`);
+  // Every stream keeps a replica on each server, and JetStream keeps at most five (R62).
+  if (!Number.isInteger(size) || size < 1 || size > 5) throw new UsageError(`--cluster ${String(options.cluster)}: give the number of servers, 3 (1 to 5: every stream keeps a replica on each, and JetStream keeps at most 5)`);
   return size;
 }
 

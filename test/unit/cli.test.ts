@@ -1,6 +1,6 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -62,6 +62,16 @@ describe("mesh CLI without a server", () => {
     const missingKey = memoryIo();
     assert.equal(await runCli(["node", "enrol", "alpha"], missingKey), EXIT_USAGE);
     assert.match(missingKey.err(), /--key/);
+  });
+
+  it("R62: mesh up --cluster beyond JetStream's five replicas, or not a count, is a usage error (exit 2) naming --cluster, before anything is made", async () => {
+    for (const size of ["0", "6", "9", "three"]) {
+      const io = memoryIo();
+      const target = join(dir, `cluster-${size}`);
+      assert.equal(await runCli(["up", "--dir", target, "--cluster", size], io), EXIT_USAGE, size);
+      assert.match(io.err(), /--cluster/, size);
+      assert.equal(existsSync(target), false, `${size}: no mesh folder made`);
+    }
   });
 
   it("a malformed --timeout is a usage error (exit 2)", async () => {
