@@ -266,6 +266,11 @@ export async function up(options: UpOptions): Promise<UpResult> {
       ...(options.searchPath === undefined ? {} : { searchPath: options.searchPath }),
     });
   } else {
+    // `--cluster` shapes a mesh at genesis only: a mesh that exists keeps the servers it was made with.
+    const servers = readMeshFile(paths.dir).servers?.length ?? 1;
+    if (options.cluster !== undefined && options.cluster !== servers) {
+      throw new UpError(`mesh up --cluster ${options.cluster}: the mesh in ${paths.dir} runs ${servers} server${servers === 1 ? "" : "s"}, and --cluster applies at genesis only: drop --cluster to resume it, or give a new --dir for a mesh of ${options.cluster}`);
+    }
     log(`up: resuming the mesh in ${paths.dir}`);
   }
   if (!existsSync(nodeFile)) {

@@ -326,6 +326,20 @@ describe("mesh up (embedded default, end to end)", () => {
     assert.ok(nodes.every((n) => n.outcome === "unchanged"), `nothing new was sent: ${JSON.stringify(nodes)}`);
   });
 
+  // Found by a new-user trial: `--cluster` on a mesh that exists was ignored without a word.
+  it("R62: `mesh up --cluster 3` on a mesh of one server is refused naming --cluster, and starts or changes nothing", async () => {
+    const before = readFileSync(join(dir, "mesh.json"), "utf8");
+    const lines = logs.length;
+    await assert.rejects(up({ dir, log, launcher, detachBus: false, timeoutMs: 30_000, cluster: 3 }), (error: Error) => {
+      assert.equal(error.name, "UpError");
+      assert.match(error.message, /--cluster/);
+      assert.match(error.message, /1 server/);
+      return true;
+    });
+    assert.equal(readFileSync(join(dir, "mesh.json"), "utf8"), before, "the mesh's file is as it was");
+    assert.ok(!logs.slice(lines).some((l) => l.includes("starting the bus server")), logs.slice(lines).join("\n"));
+  });
+
   it("R3: no log line of the whole run carries a password", () => {
     const passwords = new Set<string>([BOOTSTRAP_SEED]);
     const add = (file: string) => { if (existsSync(file)) passwords.add(secretOf(credentialFile(file))); };
