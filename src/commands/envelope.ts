@@ -34,7 +34,7 @@ export type ReplyTools = {
 /** One command verb that changes the records: its schema, decide and reply. */
 export type CommandDefinition<Schema extends z.ZodType> = {
   kind: "command";
-  /** `node.enrol`: the subject is `mesh.command.<asker>.<verb>` (R51). */
+  /** `node.enrol`: the last token of the asker's command subject (names.ts commandSubject, R51). */
   verb: string;
   summary: string;
   schema: Schema;

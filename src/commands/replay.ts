@@ -18,7 +18,7 @@ import { credentialOf, everyCredential, everyProvision, provisionsInKeyOrder, ty
 import { metaOf, refuse, type Decision, type Envelope } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
 
-/** The verb: `mesh.command.<principal>.replay` (R51; sent by `mesh replay` through the CLI's send function as its asker). */
+/** The verb, on the asker's command subject (names.ts commandSubject, R51; sent by `mesh replay` through the CLI's send function as its asker). */
 export const REPLAY_VERB = "replay";
 
 
