@@ -71,9 +71,13 @@ export function renderPush(report: PushShown): string[] {
   if (report.userList) lines.push(`user list refused (${report.userList.code}): ${report.userList.message}`);
   if (report.provisionsMinted > 0) lines.push(`minted ${report.provisionsMinted} provision(s)`);
   const fresh = (report.freshCredentials ?? []).map((p) => `${p.kind} ${p.name}`).join(", ");
-  // The old keys are refused only once the broker's holder applied a list carrying the new ones (R44, R50).
+  // The old keys are refused only once the broker's holder applied a list carrying the new ones
+  // (R44, R50), on every server of a cluster (R60): what is said follows this push's own outcomes.
+  const missed = (report.servers ?? []).filter((s) => !s.ok).map((s) => s.server);
   if (fresh && report.dryRun) lines.push(`fresh keys this user list would carry: ${fresh}`);
   else if (fresh && report.userList !== undefined) lines.push(`fresh keys waiting for a user list to reach the bus (it still admits the old ones): ${fresh}`);
+  else if (fresh && missed.length > 0) lines.push(`fresh keys in the user list the other servers reloaded (they refuse the old ones); ${missed.length === 1 ? "server" : "servers"} ${missed.join(", ")} missed it and may still admit the old ones until the next push sends it again: ${fresh}`);
+  else if (fresh && (report.servers ?? []).length > 0) lines.push(`fresh keys in the user list every server reloaded (the bus refuses the old ones): ${fresh}`);
   else if (fresh && listApplied(report)) lines.push(`fresh keys in the user list the broker's holder applied (the bus refuses the old ones): ${fresh}`);
   else if (fresh) lines.push(`fresh keys in the user list sent, live once the broker's holder applies it; no report in this push says it did, so the bus may still admit the old ones: ${fresh}`);
   const provisions = report.freshProvisions ?? [];
@@ -93,7 +97,8 @@ export function renderPush(report: PushShown): string[] {
 
 /**
  * Whether the report's own outcomes say the broker's holder applied the user list this push sent
- * (R50): the controller's rotated key `applied` is the broker's report; `pending` is its absence.
+ * (R50), when it names no server of a cluster (R60: there each server's own outcome is the word
+ * renderPush goes by): the controller's rotated key `applied` is the broker's report; `pending` is its absence.
  * Otherwise the report does not say which line is the holder's, so the list counts as applied only
  * when no line (every node's, by `counts` when a reply was cut, R59) is still `sent` (not waited
  * for), `timed-out` or `failed`.

@@ -90,6 +90,22 @@ describe("renderPush: fresh keys and the controller's rotation", () => {
     assert.ok(line !== undefined && /applied/.test(line) && /refuses the old ones/.test(line), lines.join("\n"));
   });
 
+  it("R50 R60: on a cluster the servers' own outcomes decide: every server reloaded the list, so the old keys are refused now, even with the broker's line only sent (not waited for)", () => {
+    const servers = [1, 2, 3].map((i) => ({ node: "vm", server: `bus-${i}`, ok: true, changed: true }));
+    const lines = renderPush({ ...reportOf([broker("sent")]), freshCredentials: fresh, servers });
+    const line = lines.find((l) => l.includes("module web"));
+    assert.ok(line !== undefined && /refuses the old ones/.test(line) && !/may still admit/.test(line), lines.join("\n"));
+    assert.ok(!lines.some((l) => /may still admit|still admits/.test(l)), lines.join("\n"));
+  });
+
+  it("R50 R60: a server that missed the list is the one that may still admit the old keys, and the line names it", () => {
+    const servers = [{ node: "vm", server: "bus-1", ok: true, changed: true }, { node: "vm", server: "bus-2", ok: false, error: "reload refused" }, { node: "vm", server: "bus-3", ok: true, changed: true }];
+    const lines = renderPush({ ...reportOf([broker("applied")]), freshCredentials: fresh, servers });
+    const line = lines.find((l) => l.includes("module web"));
+    assert.ok(line !== undefined && /bus-2/.test(line) && /may still admit/.test(line) && !/bus-1|bus-3/.test(line), lines.join("\n"));
+    assert.ok(!/the bus refuses the old ones/.test(line), line);
+  });
+
   it("R14 R50: says the controller's own rotated key, not a password", () => {
     const lines = renderPush({ ...reportOf([broker("applied")]), controllerRotation: "applied" });
     assert.ok(lines.some((l) => /controller's own rotated key: applied/.test(l)), lines.join("\n"));
