@@ -2,7 +2,7 @@
  * What an error from the NATS client means, in one place (issue 12): classified by the client's own
  * error classes (`errors.AuthorizationError`, `errors.TimeoutError`, ...) and the JetStream API's
  * error codes (`JetStreamApiError.code`, the server's `err_code`), never by message text (the two
- * exceptions, max_payload and the authentication timeout, say why). Each function walks the `cause` chain, so an error wrapped by
+ * exceptions, max_payload and the authentication timeout, say why, and so does a request lost to its connection). Each function walks the `cause` chain, so an error wrapped by
  * our own adapters (BusConnectError, CommandTransportError) is classified by what it wraps. Pure.
  */
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
@@ -110,4 +110,51 @@ export function isStreamNotFound(error: unknown): boolean {
 export function isPayloadTooLarge(error: unknown): boolean {
   for (const e of causes(error)) if (e instanceof errors.InvalidArgumentError && e.message.includes("max_payload")) return true;
   return false;
+}
+
+/**
+ * What made a bus operation fail for a moment (transientBusConditionOf): `timeout` (no answer in
+ * time), `no-responders` (nothing subscribed the JetStream API: a reload, a stream without a leader
+ * yet), `jetstream-unavailable` (the API said so: 503, a cluster electing a leader), `connection-lost`
+ * (the connection closed or dropped under the request, or was draining).
+ */
+export type TransientBusKind = "timeout" | "no-responders" | "jetstream-unavailable" | "connection-lost";
+
+/**
+ * JetStream API error codes that say "not now", not "no": 10008 JetStream system temporarily
+ * unavailable and 10009 cluster can not handle request (a cluster electing its meta or a stream's
+ * leader), 10039 and 10076 JetStream not enabled (said while a reload re-enables it).
+ */
+const UNAVAILABLE_FOR_NOW = new Set([10008, 10009, 10039, 10076]);
+
+/**
+ * nats.js rejects a request whose connection closes or drops under it with a RequestError of its
+ * own making and no class or cause that says so (muxsubscription's close, protocol's disconnect):
+ * its text is the one thing to go by, matched here alone and exactly.
+ */
+const LOST_REQUEST_MESSAGES = new Set(["connection closed", "connection disconnected"]);
+
+/**
+ * When `error` (or its cause chain) is a bus condition that passes, the kind and one line saying
+ * which (never connection options, R3), so a caller can say "send it again" instead of reporting a
+ * fault: a TimeoutError; no responders (NoRespondersError, a RequestError made of one, the
+ * jetstream client's JetStreamNotEnabled); a JetStream API error with status 503 or a code in
+ * UNAVAILABLE_FOR_NOW; a ClosedConnectionError, DrainingConnectionError or a request lost to its
+ * connection. Undefined for anything else (a refusal, a missing stream, a bug). The bus refusing
+ * the credential is not transient (isAuthorizationRefusal). Pure.
+ */
+export function transientBusConditionOf(error: unknown): { kind: TransientBusKind; reason: string } | undefined {
+  for (const e of causes(error)) {
+    if (e instanceof errors.TimeoutError) return { kind: "timeout", reason: "a request to the bus timed out (the bus busy, or a cluster electing a leader)" };
+    if (e instanceof errors.NoRespondersError || (e instanceof errors.RequestError && e.isNoResponders()) || (e instanceof Error && e.name === "JetStreamNotEnabled")) {
+      return { kind: "no-responders", reason: "nothing answered a JetStream request (no responders: the bus reloading, or a stream without a leader yet)" };
+    }
+    if (e instanceof JetStreamApiError && (e.status === 503 || UNAVAILABLE_FOR_NOW.has(e.code))) {
+      return { kind: "jetstream-unavailable", reason: `JetStream was unavailable for a moment (${e.code}: a reload, or a cluster electing a leader)` };
+    }
+    if (e instanceof errors.ClosedConnectionError || e instanceof errors.DrainingConnectionError || (e instanceof errors.RequestError && LOST_REQUEST_MESSAGES.has(e.message))) {
+      return { kind: "connection-lost", reason: "the connection to the bus closed or dropped under the request (a server stopped, or the connection is reconnecting)" };
+    }
+  }
+  return undefined;
 }

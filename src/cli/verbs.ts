@@ -58,10 +58,16 @@ function checkLocally(verb: Verb, request: Readonly<Record<string, unknown>>, sp
 }
 
 /**
+ * Refusal codes a retry can get past, the bus or the records being away for a moment or another
+ * controller writing (src/commands/server.ts replyErrorOf): the same command id makes it safe (R53).
+ */
+const SEND_AGAIN: ReadonlySet<string> = new Set(["busy-retry", "bus-unavailable", "records-unavailable"]);
+
+/**
  * Prints a reply (JSON with --json, else readable lines) and returns its exit code. `spelled`
  * maps a request field to how the person typed it (`publicKey` → `--key`), so a refusal names
  * the flag or argument to fix rather than the wire field. A refusal a retry can get past
- * (`busy-retry`) names `commandId`, the id that was sent, for `--command-id`.
+ * (SEND_AGAIN) names `commandId`, the id that was sent, for `--command-id`.
  */
 export function report(
   ctx: CliContext,
@@ -81,7 +87,7 @@ export function report(
     const typed = field === undefined ? undefined : spelled[field];
     const where = field === undefined ? "" : typed === undefined ? ` at "${field}"` : ` at ${typed}`;
     const message = field === undefined || typed === undefined ? reply.error.message : reply.error.message.split(`"${field}"`).join(typed);
-    const retry = code === "busy-retry" && commandId !== undefined ? ` (retry with --command-id ${commandId})` : "";
+    const retry = SEND_AGAIN.has(code) && commandId !== undefined ? ` (retry with --command-id ${commandId})` : "";
     ctx.err(`mesh ${verb.replace(/\./g, " ")}: refused (${code})${where}: ${message}${retry}`);
     return EXIT_REFUSED;
   }

@@ -26,6 +26,7 @@ import { appliedSequence, type State } from "../projections/index.ts";
 import { parseRequest } from "./validation.ts";
 import { commandRequest } from "../records/reuse.ts";
 import { JetStreamUnavailable } from "../bus/retry.ts";
+import { transientBusConditionOf } from "../bus/errors.ts";
 import { pageOf } from "./paging.ts";
 import { CommandId, PageRequest, VERBS_VERSION } from "../contracts/verbs.ts";
 import { versionRefusal } from "../contracts/version.ts";
@@ -86,7 +87,9 @@ export function replyInAskersInbox(principal: string, reply: string | undefined)
  * the world (R43) are `records-behind` naming the evidence and `mesh replay`, records that erase
  * commits or erased some (R47) are `records-unsafe` naming the setting and its fix, a read of the records
  * that could not go on (the bus away past the read's stall limit, R58) is `records-unavailable`, the JetStream API unavailable through retryJetStream's bound is
- * `bus-unavailable`, anything else
+ * `bus-unavailable`, and so is any other transient bus condition (transientBusConditionOf: a
+ * timeout, no responders, a leader election, a connection closed under the request), naming it and
+ * saying to send the command again; anything else
  * `internal` with a generic message; the detail goes to the log only, never to the asker.
  */
 export function replyErrorOf(error: unknown): Refusal {
@@ -114,6 +117,13 @@ export function replyErrorOf(error: unknown): Refusal {
   }
   if (error instanceof ReadInterrupted) {
     return { code: "records-unavailable", message: "the controller could not read the records from the bus: send the command again once the bus is back" };
+  }
+  // A bus condition that passes (a cluster's server stopped, a leader election) is no fault of the
+  // controller: the asker hears which, and that sending again is safe (the same command id appends
+  // nothing twice, R53; a push sends only what is still behind, R31).
+  const transient = transientBusConditionOf(error);
+  if (transient !== undefined) {
+    return { code: "bus-unavailable", message: `the bus was unavailable for a moment (${transient.reason}), so the controller could not finish: send the command again (the same command id appends nothing twice; a push sends only what is still behind, R31)` };
   }
   return { code: "internal", message: "the controller failed to handle the command: see its log" };
 }

@@ -158,7 +158,7 @@ describe("a mesh on a three-server cluster", () => {
         }
         if (!reply.ok) {
           // A refusal for a busy bus (the append could not be made) is retried like a lost reply.
-          if (reply.error.code === "internal" || reply.error.code === "unavailable") continue;
+          if (reply.error.code === "bus-unavailable") continue;
           assert.fail(`${node} refused: ${reply.error.code}`);
         }
         acknowledged.set(node, (reply as Ok & { sequence: number }).sequence);

@@ -43,7 +43,7 @@ describe("mesh up --cluster 3 (issue 14)", () => {
   /**
    * A command as the operator, as an operator's CLI retries it: while a killed server's streams
    * elect new leaders (seconds, R62) or the controllers' lease moves (R61), a command may get no
-   * answer, or the append fails (`internal`); it is sent again with the same command id (nothing
+   * answer, or the append fails (`bus-unavailable`); it is sent again with the same command id (nothing
    * is appended twice), bounded.
    */
   const ask = async (verb: string, body: Row = {}, timeoutMs = 60_000): Promise<Row> => {
@@ -52,8 +52,8 @@ describe("mesh up --cluster 3 (issue 14)", () => {
     for (;;) {
       try {
         const reply = await sendCommand(operator, asker, verb, { commandId, ...body }, { timeoutMs: verb === PUSH_VERB ? timeoutMs : 15_000 });
-        // A bus between leaders fails the append itself (internal, JetStream unavailable): asked again.
-        if (!reply.ok && reply.error.code === "internal" && Date.now() < deadline) {
+        // A bus between leaders fails the append itself (bus-unavailable, naming why): asked again.
+        if (!reply.ok && reply.error.code === "bus-unavailable" && Date.now() < deadline) {
           await new Promise((r) => setTimeout(r, 250));
           continue;
         }

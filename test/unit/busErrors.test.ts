@@ -8,10 +8,11 @@ import assert from "node:assert/strict";
 import { errors } from "@nats-io/nats-core";
 import { JetStreamApiError } from "@nats-io/jetstream";
 import {
-  dialFailureOf, isAuthenticationTimeout, isAuthorizationRefusal, isConsumerNotFound, isPayloadTooLarge, isStreamNotFound, isTimeout, isWrongLastSequence, jetStreamCodeOf,
+  dialFailureOf, transientBusConditionOf, isAuthenticationTimeout, isAuthorizationRefusal, isConsumerNotFound, isPayloadTooLarge, isStreamNotFound, isTimeout, isWrongLastSequence, jetStreamCodeOf,
 } from "../../src/bus/errors.ts";
 import { BusConnectError, CertificateMismatch, connectToBus } from "../../src/bus/connect.ts";
 import { ConfigError, parseControllerConfig } from "../../src/config.ts";
+import { replyErrorOf } from "../../src/commands/server.ts";
 
 const apiError = (status: number, code: number, description: string) => new JetStreamApiError({ code: status, err_code: code, description });
 
@@ -87,5 +88,57 @@ describe("issue 12: ConfigError says whether a variable is unset or invalid", ()
     assert.equal(unset.problem, "unset");
     assert.ok(unset.variables.length === 1);
     assert.equal(new ConfigError(["MESH_KEY_FILE"], "MESH_KEY_FILE: not a key").problem, "invalid");
+  });
+});
+
+describe("a transient bus condition, told apart from a fault (a new-user trial's `internal` refusals on a cluster)", () => {
+  const noResponders = () => new errors.RequestError("no responders: '$JS.API.STREAM.INFO.CATALOGUE'", { cause: new errors.NoRespondersError("$JS.API.STREAM.INFO.CATALOGUE") });
+  const notEnabled = () => Object.assign(new Error("jetstream is not enabled", { cause: noResponders() }), { name: "JetStreamNotEnabled" });
+  // What nats.js rejects a request with when its connection closes or drops under it (muxsubscription, protocol).
+  const closedUnder = () => new errors.RequestError("connection closed", { cause: new errors.RequestError("connection closed") });
+  const transient: Array<[string, unknown]> = [
+    ["a JetStream request timed out", new errors.TimeoutError()],
+    ["no responders", noResponders()],
+    ["no responders, as the error itself", new errors.NoRespondersError("$JS.API.STREAM.INFO.CATALOGUE")],
+    ["jetstream not enabled (a reload)", notEnabled()],
+    ["503", apiError(503, 10076, "JetStream not enabled")],
+    ["10008 JetStream system temporarily unavailable (a leader election)", apiError(503, 10008, "JetStream system temporarily unavailable")],
+    ["10009 JetStream cluster can not handle request (no leader yet)", apiError(500, 10009, "JetStream cluster can not handle request")],
+    ["the connection closed under a request", closedUnder()],
+    ["the connection dropped under a request", new errors.RequestError("connection disconnected")],
+    ["a closed connection", new errors.ClosedConnectionError()],
+    ["a draining connection", new errors.DrainingConnectionError()],
+    ["wrapped by an adapter", new Error("catching up", { cause: new errors.TimeoutError() })],
+  ];
+  const faults: Array<[string, unknown]> = [
+    ["a plain error", new Error("something else")],
+    ["a plain error saying timeout", new Error("timeout")],
+    ["a plain error saying connection closed", new Error("connection closed")],
+    ["a permissions violation", new errors.RequestError("permissions violation")],
+    ["stream not found", apiError(404, 10059, "stream not found")],
+    ["a configuration the server refuses", apiError(400, 10058, "stream name already in use with a different configuration")],
+    ["the bus refusing the credential", errors.AuthorizationError.parse("Authorization Violation")],
+    ["not an error", "a string"],
+  ];
+
+  it("timeouts, no responders, JetStream unavailable for a moment (a reload, a leader election) and a connection closed or dropped under a request are transient, each with a reason; anything else is not", () => {
+    for (const [what, error] of transient) {
+      const condition = transientBusConditionOf(error);
+      assert.ok(condition !== undefined && condition.reason.length > 0, what);
+    }
+    for (const [what, error] of faults) assert.equal(transientBusConditionOf(error), undefined, what);
+    assert.equal(transientBusConditionOf(new errors.TimeoutError())!.kind, "timeout");
+    assert.equal(transientBusConditionOf(noResponders())!.kind, "no-responders");
+    assert.equal(transientBusConditionOf(apiError(503, 10008, "JetStream system temporarily unavailable"))!.kind, "jetstream-unavailable");
+    assert.equal(transientBusConditionOf(closedUnder())!.kind, "connection-lost");
+  });
+
+  it("the command server answers a transient condition bus-unavailable naming it (send it again), not internal; any other error stays internal with nothing of its detail", () => {
+    for (const [what, error] of transient) {
+      const refusal = replyErrorOf(error);
+      assert.equal(refusal.code, "bus-unavailable", what);
+      assert.ok(refusal.message.includes(transientBusConditionOf(error)!.reason), `${what}: ${refusal.message}`);
+    }
+    for (const [what, error] of faults) assert.equal(replyErrorOf(error).code, "internal", what);
   });
 });

@@ -203,6 +203,12 @@ describe("a busy command names its command id", () => {
     assert.ok(err.join("\n").includes(`--command-id ${String(sent)}`), err.join("\n"));
   });
 
+  it("a bus-unavailable refusal (the bus away for a moment) prints the command id it sent too: sending it again is safe (exit 1)", async () => {
+    const { ctx, bodies, err } = answering({ ok: false, error: { code: "bus-unavailable", message: "the bus was unavailable for a moment" } }, false);
+    assert.equal(await remove.run(ctx, ["n1"], {}), EXIT_REFUSED);
+    assert.ok(err.join("\n").includes(`--command-id ${String(bodies[0]!.commandId)}`), err.join("\n"));
+  });
+
   it("under --json the refusal carries the command id it sent", async () => {
     const { ctx, bodies, out } = answering(busy, true);
     assert.equal(await remove.run(ctx, ["n1"], {}), EXIT_REFUSED);
