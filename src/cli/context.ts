@@ -143,6 +143,55 @@ async function switchWhenReadmitted(nc: NatsConnection, byPending: () => boolean
   }
 }
 
+/**
+ * R50: whether the bus refuses the key in the credential file `file` now (Authorization Violation),
+ * dialled once with that key alone, never the pending one beside it: how a verb whose connection
+ * the bus closed under it tells "a rotation took this key away" (the bus closes such a connection
+ * at the reload without always getting its reason to the client). False when the bus admits the
+ * key, or the dial fails otherwise (the bus away says nothing of the key).
+ */
+export async function busRefusesKeyOf(file: string, timeoutMs: number): Promise<boolean> {
+  try {
+    const nc = await connectToBus(loadCredential(file), { name: "mesh-cli", reconnect: false, timeoutMs });
+    await nc.close();
+    return false;
+  } catch (error) {
+    return error instanceof BusConnectError && error.kind === "unauthorized";
+  }
+}
+
+/**
+ * R50: after the bus stopped admitting the key of the credential file `file` (a rotation took it
+ * away), the credential file to dial with now: the first of `file` and `configured` (the
+ * configured one, MESH_CREDENTIAL's or the default, when it is another) that holds another key of
+ * the same bus user, in itself (`pending` false) or beside it as `<file>.next` (`pending` true:
+ * where `mesh credential rotate operator <me>` keeps the new seed, dialled when the file's own key
+ * is refused). Undefined when none does (the new seed was kept beside a file elsewhere). Reads the
+ * files; an unreadable one is passed over.
+ */
+export function credentialFileNow(file: string, configured: string): { file: string; pending: boolean } | undefined {
+  let refused: BusCredential;
+  try {
+    refused = loadCredential(file);
+  } catch {
+    return undefined;
+  }
+  const another = (path: string): boolean => {
+    if (!existsSync(path)) return false;
+    try {
+      const read = loadCredential(path);
+      return read.user === refused.user && secretOf(read) !== secretOf(refused);
+    } catch {
+      return false;
+    }
+  };
+  for (const candidate of new Set([file, configured])) {
+    if (another(candidate)) return { file: candidate, pending: false };
+    if (another(pendingCredentialFile(candidate))) return { file: candidate, pending: true };
+  }
+  return undefined;
+}
+
 /** Reconnect attempts of a CLI connection while a rotated seed is pending (see connectWithCredentialFile). */
 export const PENDING_RECONNECTS = 100;
 /** Milliseconds between those attempts: short, to be back on the inbox before the reply is sent. */

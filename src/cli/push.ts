@@ -6,9 +6,10 @@
  * PUSH_REPLY_MARGIN_MS (composing and sending), and says both numbers when no reply came.
  */
 import { randomUUID } from "node:crypto";
-import { progressSubject } from "../names.ts";
 import type { NodeOutcome, PushNodeLine, PushReply } from "../contracts/verbs.ts";
-import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, loadCredential, type CliContext } from "./context.ts";
+import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, busRefusesKeyOf, credentialFileNow, loadCredential, type CliContext } from "./context.ts";
+import { isAuthorizationRefusal } from "../bus/errors.ts";
+import { busUser, progressSubject } from "../names.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
 import { omittedLines, table } from "./render.ts";
@@ -134,10 +135,37 @@ export function pushTimeoutMessage(timeoutMs: number): string {
     + "the push may still be running (see the controller's log): `mesh push --wait` again is safe, it sends only what is still behind (R31)";
 }
 
+/**
+ * What `mesh push` says when the bus closed its connection before the reply came (the transport's
+ * `closed`), one line each: the push was asked for and its outcome is unknown here, with where to
+ * read it and why pushing again is safe (R31); when the bus no longer admits the key of `file`
+ * (`keyRefused`: a rotation took it away, most likely made live by this very push's user list,
+ * R50), which credential file to use now (`useNow`, credentialFileNow: `pending` when the new key
+ * is kept beside it as `<file>.next`), else where the new key was kept. `reason`: the bus's reason
+ * otherwise, when known. `user`: the bus user of `file`. Pure.
+ */
+export function pushClosedMessage(closed: { file: string; user: string; keyRefused: boolean; reason?: string; useNow?: { file: string; pending: boolean } }): string {
+  const operatorPrefix = busUser("operator", "");
+  const name = closed.user.startsWith(operatorPrefix) ? closed.user.slice(operatorPrefix.length) : "<name>";
+  const lines = closed.keyRefused
+    ? [`push asked for, but the bus closed this connection before the controller's reply came: it no longer admits the key in ${closed.file} (Authorization Violation), which a rotation (\`mesh credential rotate operator ${name}\`) took away; most likely this very push installed the user list that carries the new key`]
+    : [`push asked for, but the bus closed this connection before the controller's reply came${closed.reason ? ` (${closed.reason})` : ""}`];
+  lines.push("its outcome is unknown here: `mesh nodes` shows what each node was last sent and applied (`mesh history node <node>` names the push that sent it), and `mesh push --wait` again is safe: it sends only what is still behind (R31)");
+  if (!closed.keyRefused) return lines.join("\n");
+  const now = closed.useNow;
+  const how = now === undefined || now.file === closed.file ? "" : " (the configured credential file: leave --credential out)";
+  if (now === undefined) lines.push(`use the credential file beside which \`mesh credential rotate operator ${name}\` kept the new key (as <file>.next, which mesh dials when the bus refuses the file's own key); ${closed.file} holds a key the bus refuses`);
+  else if (now.pending) lines.push(`use ${now.file}${how}: the new key is kept beside it in ${now.file}.next, which mesh dials when the bus refuses the file's own key, then moves over it`);
+  else lines.push(`use ${now.file}${how}: it holds the new key; ${closed.file} holds one the bus refuses`);
+  return lines.join("\n");
+}
+
 export const PUSH_CLI_VERB: CliVerb = {
   path: ["push"],
   globals: QUERY_GLOBALS,
-  summary: "compose every node's declaration from the records and send it to the named nodes and to every node whose last one differs; a node that cannot be composed is reported and gets nothing",
+  summary: "compose every node's declaration from the records and send it to the named nodes and to every node whose last one differs; a node that cannot be composed is reported and gets nothing. "
+    + "Exit 0 sent (and applied, with --wait); 1 a node refused, failed or timed out, a module left out, a server missed the user list or none reached the bus; "
+    + "2 a usage or connection error, or no reply: timed out, or the bus closed the connection (as when this push takes away the key of the credential file): the push may have run, `mesh nodes` shows what each node was sent",
   arguments: [{ name: "node", description: "nodes to send even when not behind", optional: true, variadic: true }],
   options: [
     { flags: "--wait", description: `wait up to --timeout ms for each sent node's report of the applied declaration; the reply is awaited --timeout + ${PUSH_REPLY_MARGIN_MS} ms (composing and sending)` },
@@ -163,6 +191,16 @@ export const PUSH_CLI_VERB: CliVerb = {
     } catch (error) {
       if (error instanceof CommandTransportError && error.code === "timeout") {
         throw new CommandTransportError("timeout", pushTimeoutMessage(ctx.globals.timeoutMs), { cause: error });
+      }
+      if (error instanceof CommandTransportError && error.code === "closed") {
+        const file = ctx.globals.credential;
+        // The bus's reason, when it reached the client; else the bus is asked: does it refuse this key now?
+        const keyRefused = isAuthorizationRefusal(error) || await busRefusesKeyOf(file, ctx.globals.timeoutMs);
+        const useNow = keyRefused ? credentialFileNow(file, ctx.config.credentialFile) : undefined;
+        const reason = error.cause instanceof Error ? error.cause.message.split("\n")[0] : undefined;
+        throw new CommandTransportError("closed", pushClosedMessage({
+          file, user: ctx.asker(), keyRefused, ...(reason === undefined ? {} : { reason }), ...(useNow === undefined ? {} : { useNow }),
+        }), { cause: error });
       }
       throw error;
     } finally {

@@ -179,8 +179,8 @@ async function clientOf(ctx: CliContext): Promise<MeshClient> {
 }
 
 /**
- * A client call, with a timeout's error naming the command id that was sent (when there is one), so
- * `--command-id` retries it safely.
+ * A client call, with a timeout's error, or a connection closed under it (`closed`), naming the
+ * command id that was sent (when there is one), so `--command-id` retries it safely.
  */
 async function namingId<T>(ctx: CliContext, verb: string, commandId: string | undefined, call: () => Promise<T>): Promise<T> {
   return call().catch((error: unknown) => {
@@ -192,6 +192,9 @@ async function namingId<T>(ctx: CliContext, verb: string, commandId: string | un
         cause: error,
         ...(commandId === undefined ? {} : { commandId }),
       });
+    }
+    if (error instanceof CommandTransportError && error.code === "closed" && commandId !== undefined) {
+      throw new CommandTransportError("closed", `${error.message}: --command-id ${commandId}`, { cause: error, commandId });
     }
     throw error;
   });

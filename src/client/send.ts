@@ -1,6 +1,6 @@
 import { errors, type NatsConnection } from "@nats-io/transport-node";
 import { commandSubject } from "../names.ts";
-import { isPayloadTooLarge, isTimeout } from "../bus/errors.ts";
+import { isAuthorizationRefusal, isPayloadTooLarge, isTimeout, transientBusConditionOf } from "../bus/errors.ts";
 import type { AnyReply as Reply } from "../contracts/verbs.ts";
 
 /**
@@ -9,10 +9,15 @@ import type { AnyReply as Reply } from "../contracts/verbs.ts";
  * transport: nobody answered, the body is too large for the bus, the answer is not a reply.
  */
 
-/** The command could not be sent or answered; `code` says which, the message says what to do. */
+/**
+ * The command could not be sent or answered; `code` says which, the message says what to do.
+ * `closed`: the request went out but the bus closed the connection before the reply came, so the
+ * command may have been carried out; `cause` is the reason the bus gave (an AuthorizationError when
+ * it no longer admits the connection's key, isAuthorizationRefusal), else the request's error.
+ */
 export class CommandTransportError extends Error {
   override readonly name = "CommandTransportError";
-  readonly code: "no-controller" | "timeout" | "payload-too-large" | "bad-reply" | "connection";
+  readonly code: "no-controller" | "timeout" | "payload-too-large" | "bad-reply" | "connection" | "closed";
   /** The command id that was sent, when one was: a retry with `--command-id` of it is safe. */
   readonly commandId: string | undefined;
   constructor(code: CommandTransportError["code"], message: string, options?: { cause?: unknown; commandId?: string }) {
@@ -34,7 +39,9 @@ const encoder = new TextEncoder();
  * `asker`'s: the controller drops a request whose reply lies outside the asker's inbox. Throws CommandTransportError:
  * `payload-too-large` before sending when the body exceeds the server's max_payload;
  * `no-controller` when nothing serves commands; `timeout` after `timeoutMs`; `bad-reply` when the
- * answer is not a reply object; `connection` when the connection is closed.
+ * answer is not a reply object; `closed` when the bus closed the connection under the request
+ * (naming why when it said, e.g. it refuses the connection's key, R50); `connection` when the
+ * connection was closed before the request was sent.
  */
 export async function sendCommand(
   nc: NatsConnection,
@@ -57,7 +64,9 @@ export async function sendCommand(
     const answer = await nc.request(commandSubject(asker, verb), data, { timeout: timeoutMs });
     text = answer.string();
   } catch (error) {
-    throw transportErrorOf(error, asker, verb, timeoutMs);
+    // The bus's reason for closing the connection under the request (the request itself says only "connection closed").
+    const closedBy = lostUnder(error) ? await closeReasonOf(nc) : undefined;
+    throw transportErrorOf(error, asker, verb, timeoutMs, closedBy);
   }
   let reply: unknown;
   try {
@@ -71,7 +80,31 @@ export async function sendCommand(
   return reply as Reply;
 }
 
-function transportErrorOf(error: unknown, asker: string, verb: string, timeoutMs: number): CommandTransportError {
+/** Milliseconds to wait for the connection to finish closing, for the reason it closed (closeReasonOf). */
+const CLOSE_REASON_WAIT_MS = 1_000;
+
+/**
+ * Why `nc` closed: the error it closed with (the bus's -ERR, e.g. an AuthorizationError), or
+ * undefined when it closed without one or had not finished closing within CLOSE_REASON_WAIT_MS.
+ * A request is failed while the client is still closing (before isClosed() says so), hence the wait.
+ */
+async function closeReasonOf(nc: NatsConnection): Promise<Error | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const bound = new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), CLOSE_REASON_WAIT_MS); });
+  try {
+    const why = await Promise.race([nc.closed(), bound]);
+    return why instanceof Error ? why : undefined;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A request that went out and lost its connection before the reply (not one refused for a connection already closed). */
+function lostUnder(error: unknown): boolean {
+  return error instanceof errors.RequestError && transientBusConditionOf(error)?.kind === "connection-lost";
+}
+
+function transportErrorOf(error: unknown, asker: string, verb: string, timeoutMs: number, closedBy?: Error): CommandTransportError {
   const noResponders = error instanceof errors.NoRespondersError
     || (error instanceof errors.RequestError && error.isNoResponders());
   if (noResponders) {
@@ -82,6 +115,10 @@ function transportErrorOf(error: unknown, asker: string, verb: string, timeoutMs
   }
   if (isPayloadTooLarge(error)) {
     return new CommandTransportError("payload-too-large", "the request is larger than the bus takes per message: make it smaller", { cause: error });
+  }
+  if (lostUnder(error)) {
+    const why = closedBy === undefined ? "" : isAuthorizationRefusal(closedBy) ? ": it no longer admits this connection's key (Authorization Violation: a rotation took the key away)" : `: ${closedBy.message.split("\n")[0]}`;
+    return new CommandTransportError("closed", `the bus closed the connection before the reply to ${verb} came${why}; the command may have been carried out: a retry with the same command id is safe`, { cause: closedBy ?? error });
   }
   const message = error instanceof Error ? error.message : String(error);
   return new CommandTransportError("connection", `the request ${verb} failed: ${message}`, { cause: error });

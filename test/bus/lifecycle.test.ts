@@ -13,7 +13,7 @@ import { freePort } from "../../installer/serverConfig.ts";
 import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
 import { readBusCredential, writeBusCredential } from "../../src/files/index.ts";
 import { askAs } from "../support/client.ts";
-import { EXIT_OK, EXIT_REFUSED } from "../../src/cli/context.ts";
+import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE } from "../../src/cli/context.ts";
 import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
 import { eventSubject } from "../../src/names.ts";
 import { waitFor } from "../support/natsServer.ts";
@@ -204,6 +204,27 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     const nc = await operatorConnection(result.paths);
     await nc.close();
     assert.equal(await admitted(credentialFile(file)), true, "and up took the pending key into the file, as every verb does");
+  });
+
+  it("R50: a push run from a stale copy of the operator's credential file, whose key that very push takes away: the bus closes its connection before the reply; the CLI says the push was asked for, its outcome unknown here and where to look, that the key was rotated away, and the credential file to use now (exit 2, code closed)", async () => {
+    const file = result.paths.operatorCredential;
+    const old = credentialFile(file);
+    // A copy taken before the rotation: nothing pending beside it, so nothing to reconnect with.
+    const stale = join(root, "stale-operator.json");
+    writeBusCredential(stale, old);
+    const rotated = await mesh("credential", "rotate", "operator", old.user.replace(/^operator-/, ""), "--json");
+    assert.equal(rotated.code, EXIT_OK, rotated.err);
+    const pending = credentialFile(pendingCredentialFile(file));
+    const pushed = await runMesh(["push", "--credential", stale, "--json"], { MESH_CREDENTIAL: file, MESH_TIMEOUT_MS: "20000" });
+    assert.equal(await admitted(old), false, "the push ran: the bus refuses the key it took away");
+    assert.equal(await admitted(pending), true);
+    assert.equal(pushed.code, EXIT_USAGE, `${pushed.out} ${pushed.err}`);
+    const error = pushed.json().error as { code: string; message: string };
+    assert.equal(error.code, "closed", error.message);
+    assert.ok(error.message.includes(stale), `names the file whose key the bus refuses: ${error.message}`);
+    assert.ok(error.message.includes(file), `names the credential file to use now: ${error.message}`);
+    assert.match(error.message, /mesh push --wait/, "says how to find the outcome out");
+    assert.equal(pushed.err.trim(), `mesh: ${error.message}`);
   });
 
   it("R50: an operator rotating its own credential: the CLI saves the new password (never prints it), the next push refuses the old one and, readmitting the push's own connection with the new one, puts it in the file, and the operator still commands", async () => {

@@ -1,9 +1,15 @@
-import { describe, it } from "node:test";
+import { afterEach, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { pushReply } from "../../src/push/pushCommand.ts";
 import type { NodeReport, PushReport } from "../../src/push/push.ts";
-import { exitOf, renderPush } from "../../src/cli/push.ts";
-import { EXIT_OK, EXIT_REFUSED } from "../../src/cli/context.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { exitOf, pushClosedMessage, renderPush } from "../../src/cli/push.ts";
+import { EXIT_OK, EXIT_REFUSED, credentialFileNow } from "../../src/cli/context.ts";
+import { pendingCredentialFile } from "../../src/controller/credential.ts";
+import { writeBusCredential } from "../../src/files/index.ts";
+import { newUserKey } from "../../src/crypto/secrets.ts";
 
 const MIB = 1024 * 1024;
 
@@ -110,5 +116,50 @@ describe("renderPush: fresh keys and the controller's rotation", () => {
     const lines = renderPush({ ...reportOf([broker("applied")]), controllerRotation: "applied" });
     assert.ok(lines.some((l) => /controller's own rotated key: applied/.test(l)), lines.join("\n"));
     assert.ok(!lines.some((l) => /password/.test(l)));
+  });
+});
+
+describe("a push whose connection the bus closed before the reply (a new-user trial: a stale copy of the operator's file)", () => {
+  const operator = (seed: string) => ({ address: "tls://127.0.0.1:4222", user: "operator-admin", seed, fingerprint: Array.from({ length: 32 }, () => "AB").join(":") });
+  let dir: string;
+  let stale: string;
+  let configured: string;
+  const old = newUserKey().seed;
+  const fresh = newUserKey().seed;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "mesh-push-closed-"));
+    stale = join(dir, "copy.json");
+    configured = join(dir, "operator.json");
+    writeBusCredential(stale, operator(old));
+  });
+  afterEach(() => { rmSync(dir, { recursive: true, force: true }); });
+
+  it("R50: the credential file to use now: the configured one holding the new key, or keeping it pending beside it; the refused file's own pending key first; none when no file of that user holds another key", () => {
+    writeBusCredential(configured, operator(old));
+    assert.equal(credentialFileNow(stale, configured), undefined, "the configured file holds the same refused key");
+    writeBusCredential(pendingCredentialFile(configured), operator(fresh));
+    assert.deepEqual(credentialFileNow(stale, configured), { file: configured, pending: true });
+    writeBusCredential(configured, operator(fresh));
+    assert.deepEqual(credentialFileNow(stale, configured), { file: configured, pending: false });
+    writeBusCredential(pendingCredentialFile(stale), operator(fresh));
+    assert.deepEqual(credentialFileNow(stale, configured), { file: stale, pending: true });
+    writeBusCredential(configured, { ...operator(fresh), user: "operator-other" });
+    rmSync(pendingCredentialFile(stale));
+    rmSync(pendingCredentialFile(configured));
+    assert.equal(credentialFileNow(stale, configured), undefined, "another operator's file is not this one's");
+  });
+
+  it("R31 R50: says the outcome is unknown and where to read it; with the key refused, that a rotation took it away and which file to use now", () => {
+    const refused = pushClosedMessage({ file: stale, user: "operator-admin", keyRefused: true, useNow: { file: configured, pending: true } });
+    const lines = refused.split("\n");
+    assert.equal(lines.length, 3, refused);
+    assert.ok(lines[0]!.includes(stale) && lines[0]!.includes("mesh credential rotate operator admin"), refused);
+    assert.ok(lines[1]!.includes("mesh push --wait") && lines[1]!.includes("mesh nodes"), refused);
+    assert.ok(lines[2]!.includes(configured) && lines[2]!.includes(pendingCredentialFile(configured)), refused);
+    const nowhere = pushClosedMessage({ file: stale, user: "operator-admin", keyRefused: true });
+    assert.equal(nowhere.split("\n").length, 3, "no file found: it says where the rotation kept the new key");
+    const other = pushClosedMessage({ file: stale, user: "operator-admin", keyRefused: false, reason: "connection reset" });
+    assert.equal(other.split("\n").length, 2, "the key not refused: no word of rotation or another file");
+    assert.ok(other.includes("connection reset") && !other.includes("rotate"), other);
   });
 });
