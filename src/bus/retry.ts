@@ -7,18 +7,10 @@
  * configuration the server refuses, a stream not found) passes through at once. And the one poll
  * loop, pollUntil: ask until something is the case, every so often, up to a deadline.
  */
-import { JetStreamApiError } from "@nats-io/jetstream";
-import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-core";
+import { transientBusConditionOf } from "./errors.ts";
 
 /** Pauses between attempts, in milliseconds: five retries over ~3 s in all. */
 export const JETSTREAM_RETRY_DELAYS_MS: readonly number[] = [100, 250, 500, 1_000, 1_500];
-
-/** JetStream API error codes that mean "not available right now", not "refused". */
-const TRANSIENT_API_CODES = new Set([
-  10008, // JetStream temporarily unavailable (clustered)
-  10039, // JetStream not enabled for account (said while a reload re-enables it)
-  10076, // JetStream not enabled
-]);
 
 /**
  * The JetStream API stayed unavailable through every attempt of retryJetStream. `operation` names
@@ -38,17 +30,14 @@ export class JetStreamUnavailable extends Error {
 
 /**
  * True when `error` (or an error in its `cause` chain) is a momentary JetStream unavailability:
- * no responders, a timeout, JetStreamNotEnabled, or an API error with status 503 or a code in
- * TRANSIENT_API_CODES. A configuration refusal (4xx) or any other error is not. Pure.
+ * no responders, a timeout, JetStreamNotEnabled, or an API error with status 503 or a code that
+ * says "not now" (transientBusConditionOf, src/bus/errors.ts: the one list). A connection closed
+ * under the call is not retried here (a new connection is the caller's), nor is a configuration
+ * refusal (4xx) or any other error. Pure.
  */
 export function isTransientJetStreamError(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth += 1) {
-    if (e instanceof NoRespondersError || e instanceof TimeoutError) return true;
-    if (e instanceof RequestError && e.isNoResponders()) return true;
-    if (e.name === "JetStreamNotEnabled") return true; // @nats-io/jetstream does not export the class
-    if (e instanceof JetStreamApiError) return e.status === 503 || TRANSIENT_API_CODES.has(e.code);
-  }
-  return false;
+  const kind = transientBusConditionOf(error)?.kind;
+  return kind !== undefined && kind !== "connection-lost";
 }
 
 /**
