@@ -163,9 +163,9 @@ export function pushClosedMessage(closed: { file: string; user: string; keyRefus
 export const PUSH_CLI_VERB: CliVerb = {
   path: ["push"],
   globals: QUERY_GLOBALS,
-  summary: "compose every node's declaration from the records and send it to the named nodes and to every node whose last one differs; a node that cannot be composed is reported and gets nothing. "
-    + "Exit 0 sent (and applied, with --wait); 1 a node refused, failed or timed out, a module left out, a server missed the user list or none reached the bus; "
-    + "2 a usage or connection error, or no reply: timed out, or the bus closed the connection (as when this push takes away the key of the credential file): the push may have run, `mesh nodes` shows what each node was sent",
+  summary: "compose every node's declaration from the records and send it to the named nodes and to every node whose last one differs; a node that cannot be composed is reported and gets nothing",
+  exitCodes: "0 sent (and applied, with --wait); 1 a node refused, failed or timed out, a module left out, a server missed the user list, or none reached the bus; "
+    + "2 a usage or connection error, or no reply: timed out, or the bus closed the connection (as when this push takes away the key of the credential file): the push may have run, `mesh nodes` shows what each node was sent and applied",
   arguments: [{ name: "node", description: "nodes to send even when not behind", optional: true, variadic: true }],
   options: [
     { flags: "--wait", description: `wait up to --timeout ms for each sent node's report of the applied declaration; the reply is awaited --timeout + ${PUSH_REPLY_MARGIN_MS} ms (composing and sending)` },

@@ -63,6 +63,7 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
         ?? parent.command(word).description(GROUPS[word] ?? `${word} commands`).exitOverride();
     }
     const command = parent.command(verb.path.at(-1)!).description(verb.summary).exitOverride();
+    if (verb.exitCodes !== undefined) command.addHelpText("after", `\nExit codes: ${verb.exitCodes}`);
     for (const spec of verb.arguments ?? []) command.argument(argumentSyntax(spec), spec.description);
     for (const spec of verb.options ?? []) {
       if (spec.required) command.requiredOption(spec.flags, spec.description);

@@ -38,6 +38,8 @@ export type CliVerb = {
   options?: readonly OptionSpec[];
   /** The shared options it takes (none when absent); their values arrive in `ctx.globals`, not in `options`. */
   globals?: readonly GlobalOptionName[];
+  /** What each exit code means for this verb, when it says more than the shared 0/1/2 (shown after its --help). */
+  exitCodes?: string;
   /** Returns the exit code (EXIT_OK, EXIT_REFUSED); throws UsageError or a transport error for 2. */
   run(ctx: CliContext, args: readonly unknown[], options: Readonly<Record<string, unknown>>): Promise<number>;
 };

@@ -67,6 +67,16 @@ describe("mesh help and version", () => {
     }
   });
 
+  it("mesh push --help says what each exit code means, 2 included: no reply, or the bus closed the connection, so the push may have run; mesh --help keeps to the summary", async () => {
+    const helps = new Map((await everyHelp()).map((h) => [h.words, h.text]));
+    const push = helps.get("push")!;
+    const exits = push.split("Exit codes:")[1];
+    assert.ok(exits !== undefined, push);
+    assert.match(exits, /\b0\b[^;]*;\s*1\b[^;]*;\s*2\b/, exits);
+    assert.match(exits, /closed the connection/, exits);
+    assert.doesNotMatch(helps.get("")!, /Exit codes:/);
+  });
+
   it("mesh host --help lists --credential once (the node's credential, not the operator's)", async () => {
     const io = memoryIo();
     assert.equal(await runCli(["host", "--help"], io), EXIT_OK);
