@@ -384,7 +384,7 @@ export const CLI_VERBS: CliVerb[] = [
     render: (r) => [
       `removed node ${r.node}`,
       ...(r.freshCredentials.length > 0 ? [`fresh keys, installed by the next push: ${r.freshCredentials.map((p) => `${p.kind} ${p.name}`).join(", ")}`] : []),
-      ...(r.freshProvisions.length > 0 ? [`fresh provision secrets, delivered by the next push: ${r.freshProvisions.map((p) => `${p.provision} of ${p.seat} for ${p.consumer}`).join(", ")}`] : []),
+      ...(r.freshProvisions.length > 0 ? [`fresh provision secrets, delivered by the next push to the nodes that run their consumer or hold their seat: ${r.freshProvisions.map((p) => `${p.provision} of ${p.seat} for ${p.consumer}`).join(", ")}`] : []),
     ],
   }),
   moduleRegister,
