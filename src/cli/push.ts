@@ -70,7 +70,7 @@ export function renderPush(report: PushShown): string[] {
   }
   for (const left of report.leftOut) lines.push(`left out of the user list: ${left.principal.kind} ${left.principal.name}: ${left.reason}`);
   if (report.userList) lines.push(`user list refused (${report.userList.code}): ${report.userList.message}`);
-  if (report.provisionsMinted > 0) lines.push(`minted ${report.provisionsMinted} provision(s)`);
+  if (report.provisionsMinted > 0) lines.push(report.dryRun ? `would mint ${report.provisionsMinted} provision(s) first (R31)` : `minted ${report.provisionsMinted} provision(s)`);
   const fresh = (report.freshCredentials ?? []).map((p) => `${p.kind} ${p.name}`).join(", ");
   // The old keys are refused only once the broker's holder applied a list carrying the new ones
   // (R44, R50), on every server of a cluster (R60): what is said follows this push's own outcomes.

@@ -37,7 +37,7 @@ export function renderReplay(r: Row): string[] {
     const provisions = (Array.isArray(r.freshProvisions) ? r.freshProvisions : []) as Array<{ seat: string; provision: string; consumer: string }>;
     const provisionCount = Array.isArray(r.freshProvisions) ? provisions.length : Number((r.freshProvisions as { count?: number } | undefined)?.count ?? 0);
     if (provisionCount > 0) {
-      lines.push(`fresh provision secrets for ${provisionCount} provision(s), delivered by the next push${provisions.length ? `: ${provisions.map((p) => `${p.provision} of ${p.seat} for ${p.consumer}`).join(", ")}` : ""}`);
+      lines.push(`fresh provision secrets for ${provisionCount} provision(s), delivered by the next push to the nodes that run their consumer or hold their seat (none while neither runs anywhere)${provisions.length ? `: ${provisions.map((p) => `${p.provision} of ${p.seat} for ${p.consumer}`).join(", ")}` : ""}`);
     }
     const revoked = (Array.isArray(r.revoked) ? r.revoked : []) as Array<{ kind: string; name: string }>;
     if (revoked.length > 0) lines.push(`revoked (the bus ran without them): ${revoked.map((p) => `${p.kind} ${p.name}`).join(", ")}`);

@@ -395,7 +395,7 @@ export const CLI_VERBS: CliVerb[] = [
     render: (r) => [
       `removed node ${r.node}`,
       ...(r.freshCredentials.length > 0 ? [`fresh keys, installed by the next push: ${r.freshCredentials.map((p) => `${p.kind} ${p.name}`).join(", ")}`] : []),
-      ...(r.freshProvisions.length > 0 ? [`fresh provision secrets, delivered by the next push: ${r.freshProvisions.map((p) => `${p.provision} of ${p.seat} for ${p.consumer}`).join(", ")}`] : []),
+      ...(r.freshProvisions.length > 0 ? [`fresh provision secrets, delivered by the next push to the nodes that run their consumer or hold their seat: ${r.freshProvisions.map((p) => `${p.provision} of ${p.seat} for ${p.consumer}`).join(", ")}`] : []),
     ],
   }),
   moduleRegister,
@@ -499,7 +499,7 @@ export const CLI_VERBS: CliVerb[] = [
   }),
   busVerb({
     path: ["explain"], verb: "explain", mutates: false,
-    summary: "which manifest line and record allow a principal to pub or sub a subject, or why nothing does (exit 0 allowed, 1 denied); without a subject, every grant it has",
+    summary: "which manifest line and record allow a principal to pub or sub a subject, or why nothing does (exit 0 allowed and on the bus; 1 denied, or allowed but the principal has no credential yet, so it is not on the bus); without a subject, every grant it has",
     arguments: EXPLAIN_ARGUMENTS, body: explainBody, render: renderExplain, exitCode: explainExitCode,
   }),
   ...HOST_VERBS,

@@ -513,6 +513,7 @@ export const PushReply = z
     freshCredentials: z.array(Principal),
     /** Provisions whose rotated secret this push is the first to carry to a node receiving or granting them (R44, R48). */
     freshProvisions: z.array(ProvisionName),
+    /** Provisions minted before composing (R31); in a dry run, the ones the push would mint. */
     provisionsMinted: z.number().int().nonnegative(),
     controllerRotation: z.enum(["applied", "pending"]).optional(),
     raised: z.object({

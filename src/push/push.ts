@@ -12,7 +12,7 @@ import {
 } from "../compose/declaration.ts";
 import { requiredProvisions } from "../compose/provisions.ts";
 import type { ComposeConfig, LeftOut, Principal } from "../compose/types.ts";
-import { CONTROLLER_PRINCIPAL, credentialOf, holdersOf, provisionKey, type State } from "../projections/index.ts";
+import { CONTROLLER_PRINCIPAL, credentialOf, evolve, holdersOf, provisionKey, type State } from "../projections/index.ts";
 import { newFreshSecret, newPassword, openWithMeshKey, passwordMatches, recordsTag, secretMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
 import {
   BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, REPORT_SUBJECTS, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER,
@@ -125,7 +125,7 @@ export type PushOptions = {
    * deadline, set when the first begins (R32).
    */
   timeoutMs?: number;
-  /** Compose and report, secrets redacted; mint, raise and send nothing. */
+  /** Compose and report, secrets redacted; mint, raise and send nothing (the provisions a push would mint count in provisionsMinted). */
   dryRun?: boolean;
   /** This push's progress hook (the asker's progress lines); default ctx.progress. */
   progress?: (done: number, total: number) => void;
@@ -374,6 +374,22 @@ async function mintProvisions(ctx: PushContext, pushId: string, actor: string, n
     }
     minted += result.events.length;
   }
+}
+
+/**
+ * `state` with the provisions a push mints before composing (R31) folded in, and how many: the
+ * dry run's own copy of the records, so it shows what the push would send rather than a
+ * `provision-missing` refusal the push would not have. The same decision as mintProvisions, with
+ * the redaction mark for secrets (a dry run redacts every secret anyway); nothing is appended.
+ */
+function withProvisionsMinted(state: State, pushId: string, envelope: Envelope): { state: State; count: number } {
+  const needed = requiredProvisions(state);
+  if (needed.length === 0) return { state, count: 0 };
+  const sealed = new Map(needed.map((p) => [provisionKey(p.seat, p.provision, p.consumer), REDACTED]));
+  const decision = decideProvisionsMint(state, { pushId, sealed, limit: needed.length }, envelope);
+  if (!decision.ok) return { state, count: 0 };
+  const commit = { commandId: envelope.commandId, entity: decision.entity, events: decision.events };
+  return { state: evolve(state, [{ sequence: state.sequence + 1, commit }]), count: decision.events.length };
 }
 
 /**
@@ -857,7 +873,9 @@ class ReportWatch {
  * With `wait`, reports are subscribed before sending and each sent node's report of the digest is
  * awaited (R32): applied, failed (its error), or timed out (named in `timedOut`). The broker's
  * report also confirms a controller rotation, whose seed is then written to the credential
- * file (0600). `dryRun` composes and reports with secrets redacted, and changes nothing.
+ * file (0600). `dryRun` composes and reports with secrets redacted, and changes nothing: it
+ * composes the records as the push would, with the provisions the push would mint folded into a
+ * copy of them (withProvisionsMinted, R31).
  * Throws only for bus failures (the records or JetStream unreachable).
  */
 export async function push(ctx: PushContext, options: PushOptions = {}): Promise<PushReport> {
@@ -890,7 +908,9 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   for (const line of unknownNamed(state, named)) outcomes.set(line.node, line);
 
   if (options.dryRun) {
-    const { users, declarations } = composeDeclarations(state, ctx.compose, sha256);
+    const minted = withProvisionsMinted(state, pushId, { commandId: `${pushId}-provisions`, actor, now, secrets: [] });
+    report.provisionsMinted = minted.count;
+    const { users, declarations } = composeDeclarations(minted.state, ctx.compose, sha256);
     report.recordsSequence = state.sequence;
     report.leftOut = users.leftOut;
     if (!users.ok) report.userList = users.refusal;

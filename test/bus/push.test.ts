@@ -289,6 +289,25 @@ describe("push", () => {
     if (!refused.ok) assert.equal(refused.error.code, "invalid-request");
   });
 
+  it("R31: a dry run (mesh compose) shows the provisions the push would mint first and the node it would send, not a refusal the push would not have; it mints nothing", async () => {
+    await fixture.enrol("dry-mint-1");
+    await fixture.send("module.register", { manifest: { name: "dry-provider", version: "1.0.0", seats: { "dry-git": { protocol: "git", provides: "git" } }, claims: ["dry-git"] } });
+    await fixture.send("module.register", { manifest: { name: "dry-consumer", version: "1.0.0", uses: ["dry-git"] } });
+    await fixture.send("module.issue", { module: "dry-consumer" });
+    await fixture.send("assign", { module: "dry-consumer", node: "dry-mint-1" });
+    await controller.catalogue.catchUp();
+    const sequence = controller.catalogue.state.sequence;
+    const reply = await askAs(fixture.operator, "operator-test", "push", { dryRun: true, nodes: ["dry-mint-1"] }, 20_000);
+    assert.equal(reply.ok, true);
+    const report = reply as unknown as PushReport;
+    assert.equal(outcome(report, "dry-mint-1").outcome, "sent", JSON.stringify(outcome(report, "dry-mint-1")));
+    assert.equal(report.provisionsMinted, 1, "the dry run counts the provision the push would mint");
+    const declaration = report.declarations!.find((d) => d.node === "dry-mint-1")!;
+    assert.deepEqual(declaration.modules.find((m) => m.module === "dry-consumer")!.provisions.map((p) => [p.seat, p.provision, p.sealed]), [["dry-git", "git", "[redacted]"]]);
+    await controller.catalogue.catchUp();
+    assert.equal(controller.catalogue.state.sequence, sequence, "a dry run mints nothing");
+  });
+
   it("R31: a push naming a node that is not enrolled is refused before anything is composed or sent: unknown-node, field nodes, no event appended, no declaration sent to the others", async () => {
     await fixture.enrol("known-1");
     await controller.push();

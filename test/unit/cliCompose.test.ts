@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { CLI_VERBS } from "../../src/cli/verbs.ts";
 import { COMPOSE_CLI_VERB } from "../../src/cli/compose.ts";
+import { renderPush } from "../../src/cli/push.ts";
 import { EXIT_OK, type CliContext } from "../../src/cli/context.ts";
 import { commandSubject } from "../../src/names.ts";
 import { PUSH_VERB } from "../../src/push/pushCommand.ts";
@@ -42,6 +43,15 @@ describe("mesh compose", () => {
     assert.equal(await COMPOSE_CLI_VERB.run(ctx, [["alpha"]], { wait: true }), EXIT_OK);
     assert.deepEqual(requests, [{ subject: commandSubject("operator-test", PUSH_VERB), body: { v: 1, nodes: ["alpha"], wait: false, dryRun: true } }]);
     assert.ok(lines[0]!.startsWith("dry run p1"), lines.join("\n"));
+  });
+
+  it("R31: a dry run says the provisions the push would mint first; a push says the ones it minted", () => {
+    const base = {
+      pushId: "p1", recordsSequence: 7, nodes: [], leftOut: [], freshCredentials: [], freshProvisions: [], provisionsMinted: 2,
+      raised: { created: 0, updated: 0, refused: [] }, timedOut: [], rounds: 0, boundHit: false,
+    };
+    assert.ok(renderPush({ ...base, dryRun: true }).includes("would mint 2 provision(s) first (R31)"));
+    assert.ok(renderPush({ ...base, dryRun: false }).includes("minted 2 provision(s)"));
   });
 
   it("--json prints the dry run's reply as it came", async () => {
