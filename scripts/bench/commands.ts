@@ -4,7 +4,8 @@
  * trip, in the same run on the same nats-server, both on file storage. Goal: p50 ≤ 2× raw.
  *
  * The commands alternate `assign` and `unassign` of one module on one node, so every one appends
- * one commit. Each side warms up first; times are per round trip, in milliseconds.
+ * one commit. Each kind warms up first, then the kinds run in alternating blocks (BLOCK); times
+ * are per round trip, in milliseconds.
  */
 import { enrolRequest } from "../../test/support/enrol.ts";
 import { connect } from "@nats-io/transport-node";
@@ -37,6 +38,9 @@ function option(args: readonly string[], name: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
+/** Round trips of one kind measured in a row before the next kind's block. */
+const BLOCK = 100;
+
 export type CommandsResult = { count: number; warmup: number; rows: Stats[]; p50Ratio: number; floorRatio: number; goal: string; met: boolean };
 
 /**
@@ -65,33 +69,36 @@ export async function measureCommands(count: number): Promise<CommandsResult> {
       events: [{ type: "ModuleAssigned", module: "bench", node: "alpha", actor: "operator-bench", commandId: "00000000-0000-0000-0000-000000000000", at: new Date().toISOString() }],
     }));
 
-    const raw: number[] = [];
-    for (let i = 0; i < warmup + count; i += 1) {
-      const started = performance.now();
-      await js.publish("bench.raw.module.bench", body);
-      if (i >= warmup) raw.push(performance.now() - started);
+    // The three kinds of round trip in alternating blocks, so drift in this shared machine's load
+    // hits each alike (measured one after the other, the ratio moved from 1.1x to 1.7x between runs).
+    const echoResponder = client.subscribe("bench.echo", { callback: (_e, m) => { m.respond(m.data); } });
+    let verbs = 0;
+    const kinds: Array<{ samples: number[]; once: () => Promise<unknown> }> = [
+      { samples: [], once: () => js.publish("bench.raw.module.bench", body) },
+      {
+        samples: [],
+        once: async () => {
+          const verb = verbs++ % 2 === 0 ? "assign" : "unassign";
+          const reply = await sendCommand(client, "operator-bench", verb, { module: "bench", node: "alpha" });
+          if (!reply.ok) throw new Error(`${verb} refused during the bench: ${reply.error.code}: ${reply.error.message}`);
+        },
+      },
+      { samples: [], once: () => client.request("bench.echo", body) },
+    ];
+    for (const kind of kinds) for (let i = 0; i < warmup; i += 1) await kind.once();
+    for (let done = 0; done < count; done += BLOCK) {
+      for (const kind of kinds) {
+        for (let i = 0; i < Math.min(BLOCK, count - done); i += 1) {
+          const started = performance.now();
+          await kind.once();
+          kind.samples.push(performance.now() - started);
+        }
+      }
     }
+    const [raw, command, echo] = kinds.map((k) => k.samples) as [number[], number[], number[]];
 
-    const command: number[] = [];
-    for (let i = 0; i < warmup + count; i += 1) {
-      const verb = i % 2 === 0 ? "assign" : "unassign";
-      const started = performance.now();
-      const reply = await sendCommand(client, "operator-bench", verb, { module: "bench", node: "alpha" });
-      const elapsed = performance.now() - started;
-      if (!reply.ok) throw new Error(`${verb} refused during the bench: ${reply.error.code}: ${reply.error.message}`);
-      if (i >= warmup) command.push(elapsed);
-    }
-
-    // Two references that explain the figure: the command's own bus hop (a core request/reply
-    // echo, the floor is echo + raw), and the fold of one commit into the state as it ends up.
-    const echo: number[] = [];
-    const responder = client.subscribe("bench.echo", { callback: (_e, m) => { m.respond(m.data); } });
-    for (let i = 0; i < warmup + count; i += 1) {
-      const started = performance.now();
-      await client.request("bench.echo", body);
-      if (i >= warmup) echo.push(performance.now() - started);
-    }
-    responder.unsubscribe();
+    echoResponder.unsubscribe();
+    // A reference that explains the figure: the fold of one commit into the state as it ends up.
     const fold: number[] = [];
     const state = mesh.catalogue.state;
     const commit = JSON.parse(new TextDecoder().decode(body)) as Parameters<typeof evolve>[1][number]["commit"];

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { controllerReplyInboxes, permissionsFromGrants, permissionsOf, type Permissions } from "../../../src/compose/index.ts";
+import { controllerReplyInboxes, grantsOf, permissionsFromGrants, permissionsOf, type Permissions } from "../../../src/compose/index.ts";
 import {
   ALL_SUBJECTS, CONTROLLER_NAME, CONTROL_STREAM, EVENTS_STREAM, JS_API_SUBJECTS, SHARED_INBOX_SUBJECTS, busUser,
   declarationConsumer, eventSubject, followConsumer, inboxSubjects, pullGrants, reportSubject, toolSubject,
@@ -122,6 +122,17 @@ describe("permissions per principal", () => {
       if (principal.kind === "controller") assert.ok(js.includes(JS_API_SUBJECTS));
       else for (const s of js) assert.ok(/^\$JS\.API\.CONSUMER\.(INFO|MSG\.NEXT)\.[A-Z_]+\.[a-z0-9_-]+$/.test(s), `${principal.name}: ${s}`);
     }
+  });
+
+  it("an operator's tool grants are every registered tool, whatever the order of registration; mesh explain lists them by module name", () => {
+    const names = ["mod-c", "mod-a", "mod-e", "mod-b", "mod-d"];
+    let b = new MeshBuilder().genesis();
+    for (const name of names) b = b.register({ name, version: "1", tools: [{ name: "t" }] });
+    const operator = { kind: "operator" as const, name: "ada" };
+    const tools = [...names].sort().map((name) => toolSubject(name, "t"));
+    assert.deepEqual(permissionsOf(b.state(), operator, EXAMPLE_CONFIG).publish.allow, [commandSubjects("operator-ada"), ...tools].sort());
+    const explained = grantsOf(b.state(), operator, EXAMPLE_CONFIG).grants.map((g) => g.subject).filter((s) => tools.includes(s));
+    assert.deepEqual(explained, tools);
   });
 
   it("R33 R51: an operator publishes commands under its own name only and named tools, subscribes its inbox, and has nothing of $JS", () => {
