@@ -86,18 +86,46 @@ function readPid(pid: number | string): number {
   return Number(text);
 }
 
-/** The bus's `config_load_time` from `<monitorUrl>/varz`. Throws UserListRefused `no-monitor`. */
-export async function configLoadTime(monitorUrl: string): Promise<string> {
+/** Milliseconds a read of `/varz` waits for the monitoring endpoint's answer. */
+const VARZ_TIMEOUT_MS = 5_000;
+
+/**
+ * The bus's `config_load_time` from `<monitorUrl>/varz`. `server`: the server's name on a cluster
+ * (R60), said in the error. Throws UserListRefused `no-monitor` in an operator's words
+ * (monitorProblem), never the probe's raw "fetch failed".
+ */
+export async function configLoadTime(monitorUrl: string, server?: string): Promise<string> {
   const url = `${monitorUrl.replace(/\/+$/, "")}/varz`;
+  let answered = false;
   try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    const response = await fetch(url, { signal: AbortSignal.timeout(VARZ_TIMEOUT_MS) });
+    answered = true;
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     const varz = (await response.json()) as { config_load_time?: unknown };
-    if (typeof varz.config_load_time !== "string") throw new Error("no config_load_time in /varz");
+    if (typeof varz.config_load_time !== "string") throw new Error("no config_load_time in its answer");
     return varz.config_load_time;
   } catch (error) {
-    throw new UserListRefused("no-monitor", `cannot read ${url}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new UserListRefused("no-monitor", monitorProblem(url, error, answered, server), { cause: error });
   }
+}
+
+/**
+ * Why the monitoring endpoint `url` gave no `config_load_time`, naming `server` (else "the bus"):
+ * when it did not answer at all (connection refused or reset, no answer in time) the server looks
+ * stopped, and the words say so with the probe's reason (`connection refused`, not fetch's own
+ * "fetch failed"); when it answered, what was wrong with the answer. Pure.
+ */
+export function monitorProblem(url: string, error: unknown, answered: boolean, server?: string): string {
+  const who = server === undefined ? "the bus" : `server ${server}`;
+  const why = error instanceof Error ? error.message : String(error);
+  if (answered) return `the monitoring endpoint of ${who} (${url}) gave no config_load_time: ${why}`;
+  const cause = error instanceof Error ? (error.cause as { code?: unknown; message?: unknown } | undefined) : undefined;
+  const code = typeof cause?.code === "string" ? cause.code : undefined;
+  const reason = error instanceof Error && error.name === "TimeoutError" ? `no answer within ${VARZ_TIMEOUT_MS} ms`
+    : code === "ECONNREFUSED" ? "connection refused"
+      : code === "ECONNRESET" ? "connection reset"
+        : code ?? (typeof cause?.message === "string" ? cause.message : why);
+  return `the monitoring endpoint of ${who} (${url}) did not answer (${reason}): ${server === undefined ? "the bus" : "the server"} looks stopped`;
 }
 
 /** What `nats-server -t` says of a configuration: valid, invalid (with its first line), or nothing (it could not run, or was stopped). */
@@ -190,7 +218,7 @@ export async function installUserList(text: string, options: BusReloadOptions): 
   const { includeFile, configFile, monitorUrl } = options;
   const bytes = Buffer.from(text, "utf8");
   if (existsSync(includeFile) && readFileSync(includeFile).equals(bytes)) return { changed: false };
-  const before = await configLoadTime(monitorUrl);
+  const before = await configLoadTime(monitorUrl, options.server);
   const pid = readPid(options.pid);
   const mode = existsSync(includeFile) ? statSync(includeFile).mode & 0o777 : 0o600;
   keepLastGood(includeFile);
@@ -208,7 +236,7 @@ export async function installUserList(text: string, options: BusReloadOptions): 
   // The bus reloaded when config_load_time moves (an unanswered ask: not yet). A reload not shown
   // after VALIDATE_AFTER_MS has `nats-server -t` look at the file beside it; its `invalid` ends the wait.
   const outcome = await pollUntil(async (): Promise<{ loadedAt: string } | { invalid: string } | undefined> => {
-    const now = await configLoadTime(monitorUrl);
+    const now = await configLoadTime(monitorUrl, options.server);
     if (now !== before) return { loadedAt: now };
     if (verdict?.valid === false) return { invalid: verdict.reason };
     if (checking === undefined && Date.now() - signalled >= VALIDATE_AFTER_MS) {

@@ -222,6 +222,11 @@ describe("mesh up --cluster 3 (issue 14)", () => {
       assert.equal(byServer.get("mesh-bus-1")?.ok, true);
       assert.equal(byServer.get("mesh-bus-2")?.ok, true);
       assert.ok(!readFileSync(third.userList, "utf8").includes(late.credential.user), "the stopped server kept its old list");
+      // Found by a new-user trial: the reason read "fetch failed" (the monitoring probe's raw error).
+      const why = byServer.get(third.name)?.error ?? "";
+      assert.ok(why.includes(third.name), `the reason names the server: ${why}`);
+      assert.match(why, /monitoring endpoint .*did not answer/);
+      assert.match(why, /looks stopped/);
 
       await restartStopped();
       await caughtUp(third);
