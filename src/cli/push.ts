@@ -12,7 +12,7 @@ import { isAuthorizationRefusal } from "../bus/errors.ts";
 import { busUser, progressSubject } from "../names.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
-import { omittedLines, table } from "./render.ts";
+import { omittedLines, serverLines, table } from "./render.ts";
 import type { CliVerb } from "./verbs.ts";
 
 export { PUSH_REPLY_MARGIN_MS };
@@ -83,9 +83,7 @@ export function renderPush(report: PushShown): string[] {
   else if (fresh) lines.push(`fresh keys in the user list sent, live once the broker's holder applies it; no report in this push says it did, so the bus may still admit the old ones: ${fresh}`);
   const provisions = report.freshProvisions ?? [];
   if (provisions.length > 0) lines.push(`fresh provision secrets in these declarations (the provider grants only them once applied): ${provisions.map((p) => `${p.provision} of ${p.seat} for ${p.consumer}`).join(", ")}`);
-  const servers = report.servers ?? [];
-  if (servers.length > 0) lines.push(`user list on each server (R60): ${servers.map((s) => `${s.server} ${s.ok ? (s.changed === false ? "unchanged" : "reloaded") : "MISSED"}`).join(", ")}`);
-  for (const s of servers.filter((one) => !one.ok)) lines.push(`server ${s.server} missed the user list: ${s.error ?? "no reason given"}; the next push sends it again`);
+  lines.push(...serverLines(report.servers ?? []));
   if (report.controllerRotation) lines.push(`the controller's own rotated key: ${report.controllerRotation}`);
   for (const refused of report.raised.refused) lines.push(`not raised: ${refused.reason}`);
   if (report.timedOut.length > 0) lines.push(`no report from: ${report.timedOut.join(", ")}`);

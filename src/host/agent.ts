@@ -6,11 +6,12 @@ import { jetstream, type JsMsg } from "@nats-io/jetstream";
 import { connectToBus, isSeed, secretOf, type BusConnectOptions, type BusCredential } from "../bus/connect.ts";
 import { CONTROL_STREAM, REPORTS_STREAM, declarationConsumer, reportSubject } from "../names.ts";
 import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
-import { installUserList, type BusReloadOptions, type UserListInstalled } from "./busList.ts";
+import { installUserList, type BusReloadOptions } from "./busList.ts";
 import type { Declaration as HostDeclaration, NodeSelf } from "../contracts/declaration.ts";
 import { stampReport, type HostReport, type ServerListOutcome } from "../contracts/report.ts";
 import {
-  appliedReport, backoffBound, backoffDelay, reportRetryDelay, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
+  appliedReport, backoffBound, backoffDelay, reportRetryDelay, driftedReport, failedReport, listOutcomeText, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
+  type ListInstallOutcome,
 } from "./plan.ts";
 import { publicKeyOfSeed } from "../crypto/secrets.ts";
 import { NODE_CREDENTIAL_FILE, promotePendingSeed, readCredentialFile, readNodePrivateKey, readNodeSeeds } from "./keys.ts";
@@ -340,23 +341,27 @@ export function startHost(options: HostOptions): Host {
    * server that missed it keeps its old file, so the next push, which sends the list again to a
    * holder whose last report names a missed server, repairs it.
    */
-  const installOnEveryServer = async (text: string): Promise<{ installed?: UserListInstalled; servers?: ServerListOutcome[] }> => {
-    if (!Array.isArray(options.bus)) return { installed: await installUserList(text, busTargets[0]!) };
-    const servers: ServerListOutcome[] = [];
-    let installed: UserListInstalled | undefined;
+  const installOnEveryServer = async (text: string): Promise<{ installed: ListInstallOutcome[]; servers?: ServerListOutcome[] }> => {
+    if (!Array.isArray(options.bus)) {
+      const done = await installUserList(text, busTargets[0]!);
+      return { installed: [{ ok: true, changed: done.changed, ...(done.reloadMs === undefined ? {} : { reloadMs: done.reloadMs }) }] };
+    }
+    const installed: ListInstallOutcome[] = [];
     for (const [index, target] of busTargets.entries()) {
       const server = target.server ?? `server ${index + 1}`;
       try {
         const done = await installUserList(text, target);
-        installed ??= done;
-        servers.push({ server, ok: true, changed: done.changed });
+        installed.push({ server, ok: true, changed: done.changed, ...(done.reloadMs === undefined ? {} : { reloadMs: done.reloadMs }) });
       } catch (error) {
         const why = error instanceof Error ? error.message.split("\n")[0]! : String(error);
         log(`host ${node}: server ${server} missed the user list: ${why}`);
-        servers.push({ server, ok: false, error: why });
+        installed.push({ server, ok: false, error: why });
       }
     }
-    if (installed === undefined) throw new Error(`no server took the user list: ${servers.map((s) => `${s.server}: ${s.error}`).join("; ")}`);
+    const servers: ServerListOutcome[] = installed.map(({ server, ok, changed, error }) => ({
+      server: server!, ok, ...(changed === undefined ? {} : { changed }), ...(error === undefined ? {} : { error }),
+    }));
+    if (!installed.some((o) => o.ok)) throw new Error(`no server took the user list: ${servers.map((s) => `${s.server}: ${s.error}`).join("; ")}`);
     return { installed, servers };
   };
   const parts = new UserListParts(stateDir);
@@ -364,7 +369,7 @@ export function startHost(options: HostOptions): Host {
   let pending: HostDeclaration | undefined;
 
   /** Applies one declaration (files, then the user list) as planApply and planList say, and returns its report; never throws. */
-  const apply = async (declaration: HostDeclaration, seq: number): Promise<{ report: HostReport; applied?: Applied; installed?: UserListInstalled }> => {
+  const apply = async (declaration: HostDeclaration, seq: number): Promise<{ report: HostReport; applied?: Applied; installed?: ListInstallOutcome[] }> => {
     let applied: Applied | undefined;
     let missingParts: number[] | undefined;
     const plan = planApply(declaration, node, seq, options.bus !== undefined);
@@ -394,7 +399,7 @@ export function startHost(options: HostOptions): Host {
           }
           const { installed, servers } = await installOnEveryServer(list.text);
           parts.discardExcept();
-          return { report: { ...appliedReport(node, declaration, list.text), ...(servers ? { servers } : {}) }, applied, ...(installed ? { installed } : {}) };
+          return { report: { ...appliedReport(node, declaration, list.text), ...(servers ? { servers } : {}) }, applied, installed };
         }
       }
     } catch (error) {
@@ -402,10 +407,11 @@ export function startHost(options: HostOptions): Host {
     }
   };
 
-  const logOutcome = (report: HostReport, applied: Applied | undefined, installed: UserListInstalled | undefined, started: number) => {
+  const logOutcome = (report: HostReport, applied: Applied | undefined, installed: readonly ListInstallOutcome[] | undefined, started: number) => {
     const short = report.digest.slice(0, 12);
     if (report.ok && applied) {
-      const list = installed === undefined ? "" : installed.changed ? `, user list reloaded in ${installed.reloadMs} ms` : ", user list unchanged";
+      // Every server's outcome (R60), not the first one's alone.
+      const list = installed === undefined || installed.length === 0 ? "" : `, ${listOutcomeText(installed)}`;
       log(
         `host ${node}: applied declaration ${short} in ${Date.now() - started} ms: ${applied.owned.length} files owned, ` +
           `${applied.written.length} written, ${applied.removed.length} removed, ${applied.kept.length} found and kept${list}`,
@@ -451,7 +457,7 @@ export function startHost(options: HostOptions): Host {
     const started = Date.now();
     let report: HostReport;
     let applied: Applied | undefined;
-    let installed: UserListInstalled | undefined;
+    let installed: ListInstallOutcome[] | undefined;
     if (read.ok) {
       ({ report, applied, installed } = await apply(read.declaration, message.seq));
       if (applied) remember(read.declaration, report);

@@ -193,3 +193,32 @@ export function presentedSeed(current: string, pending: string | undefined, pref
 export function seedAfterRefusal(presentedPending: boolean): boolean {
   return !presentedPending;
 }
+
+/**
+ * One server's outcome of installing a user list, as the host logs it: `server` is absent on a bus
+ * of one server; `changed` when the file was written and the bus reloaded it (in `reloadMs`);
+ * `ok` false when the server missed it (R60), `error` saying why.
+ */
+export type ListInstallOutcome = { server?: string; ok: boolean; changed?: boolean; reloadMs?: number; error?: string };
+
+/**
+ * The host's log words for a user list on every server it went to, from all their outcomes (R60):
+ * one server `user list reloaded in <ms> ms` or `user list unchanged`; a cluster `user list
+ * installed on <server> (reloaded in <ms> ms), unchanged on <servers>, missed on <servers>`, in
+ * server order within each. Empty when no list was installed. Pure.
+ */
+export function listOutcomeText(outcomes: readonly ListInstallOutcome[]): string {
+  const [only] = outcomes;
+  if (only === undefined) return "";
+  if (outcomes.length === 1 && only.server === undefined) return only.changed ? `user list reloaded in ${only.reloadMs} ms` : "user list unchanged";
+  const named = (o: ListInstallOutcome) => o.server ?? "the bus";
+  const installed = outcomes.filter((o) => o.ok && o.changed !== false).map((o) => `${named(o)}${o.reloadMs === undefined ? "" : ` (reloaded in ${o.reloadMs} ms)`}`);
+  const unchanged = outcomes.filter((o) => o.ok && o.changed === false).map(named);
+  const missed = outcomes.filter((o) => !o.ok).map(named);
+  const parts = [
+    installed.length > 0 ? `installed on ${installed.join(", ")}` : "",
+    unchanged.length > 0 ? `unchanged on ${unchanged.join(", ")}` : "",
+    missed.length > 0 ? `missed on ${missed.join(", ")}` : "",
+  ].filter((part) => part !== "");
+  return `user list ${parts.join(", ")}`;
+}

@@ -4,6 +4,7 @@
  * hands them to these functions and sends the commands they return, in order.
  */
 import type { PushReply, Verb } from "../contracts/verbs.ts";
+import { serverLines } from "../cli/render.ts";
 
 /** The standard embedded address: the bus on this machine only. */
 export const DEFAULT_UP_ADDRESS = "tls://127.0.0.1:4222";
@@ -37,9 +38,14 @@ export function planPlacement(nodes: ReadonlyArray<{ name: string; overlayName: 
   return [{ verb: "overlay.place", body: { node, hub: true }, line: `up: placing ${node} on the overlay as its hub` }];
 }
 
-/** One line per node of a push report (`up: push: <node> <outcome> <digest> [: error]`), then the controller's rotation, if any. */
-export function pushLines(push: Pick<PushReply, "nodes" | "controllerRotation">): string[] {
+/**
+ * One line per node of a push report (`up: push: <node> <outcome> <digest> [: error]`), then the
+ * controller's rotation, if any, then on a cluster each server's outcome of the user list as `mesh
+ * push` says it (serverLines: a repaired server named so, a missed one with why, R60).
+ */
+export function pushLines(push: Pick<PushReply, "nodes" | "controllerRotation" | "servers">): string[] {
   const lines = push.nodes.map((n) => `up: push: ${n.node} ${n.outcome}${n.digest ? ` ${n.digest.slice(0, 12)}` : ""}${n.error ? `: ${n.error}` : ""}`);
   if (push.controllerRotation) lines.push(`up: push: the controller switched to its rotated key (${push.controllerRotation})`);
+  lines.push(...serverLines(push.servers ?? []).map((line) => `up: push: ${line}`));
   return lines;
 }

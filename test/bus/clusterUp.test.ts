@@ -17,6 +17,7 @@ import { sendCommand, CommandTransportError } from "../../src/client/send.ts";
 import { randomUUID } from "node:crypto";
 import { initHostKeys, saveNodeCredential, readCredentialFile, NODE_CREDENTIAL_FILE } from "../../src/host/index.ts";
 import { PUSH_VERB } from "../../src/push/pushCommand.ts";
+import { renderPush, type PushShown } from "../../src/cli/push.ts";
 import { CATALOGUE_STREAM } from "../../src/names.ts";
 import { waitFor } from "../support/natsServer.ts";
 
@@ -230,11 +231,17 @@ describe("mesh up --cluster 3 (issue 14)", () => {
 
       await restartStopped();
       await caughtUp(third);
+      const logged = logs.length;
       const repaired = await pushReported();
       const again = (repaired.servers ?? []).find((s) => s.server === third.name);
       assert.equal(again?.ok, true, `the next push installs it: ${JSON.stringify(repaired)}\n${logs.slice(-25).join("\n")}`);
       assert.equal(again?.changed, true, "it was written and reloaded");
       assert.equal(readFileSync(third.userList, "utf8"), readFileSync(servers()[0]!.userList, "utf8"), "the same list as the others");
+      // Found by a new-user trial: the host logged "user list unchanged" from the first server alone,
+      // and the repair showed only in --json's servers.
+      const installedOn = logs.slice(logged).find((l) => l.includes(`user list installed on ${third.name}`));
+      assert.ok(installedOn !== undefined && /unchanged on mesh-bus-1, mesh-bus-2/.test(installedOn), logs.slice(logged).join("\n"));
+      assert.ok(renderPush(repaired as unknown as PushShown).some((l) => l.includes(`${third.name} repaired`)), renderPush(repaired as unknown as PushShown).join("\n"));
       // The server admits the node the list it missed added.
       const { addresses: _all, ...single } = late.credential;
       const nc = await connectToBus({ ...single, address: third.address }, { name: "test-late", reconnect: false });

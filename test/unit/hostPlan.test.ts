@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  appliedReport, backoffBound, backoffDelay, reportRetryDelay, REPORT_RETRY_MAX_MS, credentialChanged, NEW_NODE_BACKOFF_MAX_MS, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
+  appliedReport, backoffBound, listOutcomeText, backoffDelay, reportRetryDelay, REPORT_RETRY_MAX_MS, credentialChanged, NEW_NODE_BACKOFF_MAX_MS, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
 } from "../../src/host/plan.ts";
 import { Declaration } from "../../src/contracts/declaration.ts";
 import { declarationSubject, userListPartSubject } from "../../src/names.ts";
@@ -141,5 +141,29 @@ describe("host plan: which seed a (re)connect presents during a rotation (R50, R
     assert.deepEqual(attempts(["refused", "refused"], null), ["old", "old"]);
     assert.deepEqual(presentedSeed("old", undefined, true), { seed: "old", isPending: false, preferPending: false });
     assert.deepEqual(presentedSeed("same", "same", true).seed, "same");
+  });
+});
+
+/**
+ * Found by a new-user trial: on a cluster the host's log line said "user list unchanged" from the
+ * first server's outcome alone, though another server was installed (a repair) or missed it.
+ */
+describe("host plan: the log's words for the user list on each server (R60)", () => {
+  it("R60: names every server's outcome: installed (with its reload time), unchanged, missed", () => {
+    assert.equal(listOutcomeText([
+      { server: "bus-1", ok: true, changed: false },
+      { server: "bus-2", ok: true, changed: true, reloadMs: 120 },
+      { server: "bus-3", ok: true, changed: false },
+    ]), "user list installed on bus-2 (reloaded in 120 ms), unchanged on bus-1, bus-3");
+    assert.equal(listOutcomeText([
+      { server: "bus-1", ok: true, changed: true, reloadMs: 5 },
+      { server: "bus-2", ok: false, error: "down" },
+    ]), "user list installed on bus-1 (reloaded in 5 ms), missed on bus-2");
+  });
+
+  it("one server (no names): reloaded in its time, or unchanged; nothing when no list was installed", () => {
+    assert.equal(listOutcomeText([{ ok: true, changed: true, reloadMs: 40 }]), "user list reloaded in 40 ms");
+    assert.equal(listOutcomeText([{ ok: true, changed: false }]), "user list unchanged");
+    assert.equal(listOutcomeText([]), "");
   });
 });

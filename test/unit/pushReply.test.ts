@@ -163,3 +163,41 @@ describe("a push whose connection the bus closed before the reply (a new-user tr
     assert.ok(other.includes("connection reset") && !other.includes("rotate"), other);
   });
 });
+
+/**
+ * Found by a new-user trial: on a cluster, a push that repaired a server which had missed a list
+ * said so only in `--json`'s `servers`; the readable report and `mesh up`'s lines now say it.
+ */
+describe("renderPush: each server's user list (cluster)", () => {
+  const applied: NodeReport = { node: "vm", outcome: "applied", digest: "d".repeat(64) };
+
+  it("R60: a server that took the list while the others already ran it is named repaired (it had missed an earlier one)", () => {
+    const lines = renderPush({
+      ...reportOf([applied]),
+      servers: [
+        { node: "vm", server: "mesh-bus-1", ok: true, changed: false },
+        { node: "vm", server: "mesh-bus-2", ok: true, changed: true },
+        { node: "vm", server: "mesh-bus-3", ok: true, changed: false },
+      ],
+    });
+    const line = lines.find((l) => l.includes("mesh-bus-2"));
+    assert.ok(line !== undefined, lines.join("\n"));
+    assert.match(line, /mesh-bus-2 repaired/);
+    assert.match(line, /mesh-bus-1 unchanged/);
+    assert.doesNotMatch(line, /mesh-bus-1 repaired|mesh-bus-3 repaired/);
+  });
+
+  it("R60: a list every server took anew is reloaded on each, none repaired; a missed server is named with the next push as its fix", () => {
+    const lines = renderPush({
+      ...reportOf([applied]),
+      servers: [
+        { node: "vm", server: "mesh-bus-1", ok: true, changed: true },
+        { node: "vm", server: "mesh-bus-2", ok: false, error: "its monitoring endpoint did not answer" },
+      ],
+    });
+    assert.ok(!lines.some((l) => /repaired/.test(l)), lines.join("\n"));
+    assert.ok(lines.some((l) => /mesh-bus-1 reloaded/.test(l)), lines.join("\n"));
+    assert.ok(lines.some((l) => /server mesh-bus-2 missed the user list: its monitoring endpoint did not answer; the next push sends it again/.test(l)), lines.join("\n"));
+    assert.equal(exitOf({ ...reportOf([applied]), servers: [{ node: "vm", server: "mesh-bus-2", ok: false }] }), EXIT_REFUSED);
+  });
+});

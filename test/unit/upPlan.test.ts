@@ -52,4 +52,18 @@ describe("mesh up plan: the example mesh", () => {
     ]);
     assert.deepEqual(pushLines({ nodes: [] }), []);
   });
+
+  // Found by a new-user trial: the repair of a server that had missed a list showed only in `--json`.
+  it("R60: on a cluster, each server's outcome of the user list, a repaired one named so, and a missed one with its reason", () => {
+    const lines = pushLines({
+      nodes: [{ node: "a", outcome: "applied", digest: "0123456789abcdef" }],
+      servers: [
+        { node: "a", server: "mesh-bus-1", ok: true, changed: false },
+        { node: "a", server: "mesh-bus-2", ok: true, changed: true },
+        { node: "a", server: "mesh-bus-3", ok: false, error: "its monitoring endpoint did not answer" },
+      ],
+    });
+    assert.ok(lines.some((l) => l.startsWith("up: push: ") && /mesh-bus-1 unchanged/.test(l) && /mesh-bus-2 repaired/.test(l)), lines.join("\n"));
+    assert.ok(lines.some((l) => /server mesh-bus-3 missed the user list: its monitoring endpoint did not answer/.test(l)), lines.join("\n"));
+  });
 });
