@@ -12,7 +12,7 @@ import { isAuthorizationRefusal } from "../bus/errors.ts";
 import { busUser, progressSubject } from "../names.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
-import { omittedLines, serverLines, table } from "./render.ts";
+import { missedServerLine, omittedLines, serverLines, table } from "./render.ts";
 import type { CliVerb } from "./verbs.ts";
 
 export { PUSH_REPLY_MARGIN_MS };
@@ -110,18 +110,39 @@ export function listApplied(report: PushShown): boolean {
 }
 
 /**
- * Exit code of a push: 1 when a node was refused, failed or timed out, a module was left out of its
- * node's declaration (it has no credential yet), no user list reached the bus (R49), or a server of
- * a cluster missed the list (R60), else 0.
+ * What a push left undone, one line each naming what and the fix: no user list reached the bus
+ * (R49), a server of a cluster missed the list (R60), a node refused, failed or timed out (R30,
+ * R32; a cut reply's counts, R59, name the ones it does not show), a module left out of its node's
+ * declaration (it has no credential yet). Empty when everything it sent applied, or was not waited
+ * for. A dry run's user-list refusal is not a shortfall: nothing was sent.
  */
-export function exitOf(report: PushShown): number {
-  if (report.userList !== undefined && !report.dryRun) return EXIT_REFUSED;
-  if ((report.servers ?? []).some((s) => !s.ok)) return EXIT_REFUSED;
-  if (report.nodes.some((n) => (n.modulesLeftOut?.length ?? 0) > 0)) return EXIT_REFUSED;
+export function shortfallsOf(report: PushShown): string[] {
+  const lines: string[] = [];
+  if (report.userList !== undefined && !report.dryRun) lines.push(`no user list reached the bus (${report.userList.code}): ${report.userList.message}`);
+  lines.push(...(report.servers ?? []).filter((s) => !s.ok).map(missedServerLine));
+  let shown = 0;
+  for (const n of report.nodes) {
+    if (n.outcome === "refused" || n.outcome === "failed" || n.outcome === "timed-out") {
+      shown += 1;
+      const why = n.refusal ? `${n.refusal.code}: ${n.refusal.message}` : n.error;
+      lines.push(`node ${n.node} ${n.outcome}${why ? `: ${why}` : ""}`);
+    }
+    for (const m of n.modulesLeftOut ?? []) lines.push(`module ${m.module} left out of ${n.node}'s declaration: ${m.reason}`);
+  }
   // A cut reply (R59) keeps those nodes first, and its counts cover every node.
   const { refused = 0, failed = 0, "timed-out": timedOut = 0 } = report.counts ?? {};
-  if (refused + failed + timedOut > 0) return EXIT_REFUSED;
-  return report.nodes.some((n) => n.outcome === "refused" || n.outcome === "failed" || n.outcome === "timed-out") ? EXIT_REFUSED : EXIT_OK;
+  const unshown = refused + failed + timedOut - shown;
+  if (unshown > 0) lines.push(`${unshown} more node(s) refused, failed or timed out, not shown: see ${report.omitted?.nodes?.see ?? "`mesh reports`"}`);
+  return lines;
+}
+
+/**
+ * Exit code of a push, `mesh push`'s and `mesh up`'s alike: 1 when it left anything undone
+ * (shortfallsOf: a node refused, failed or timed out, a module left out, no user list reached the
+ * bus, a server of a cluster missed the list), else 0.
+ */
+export function exitOf(report: PushShown): number {
+  return shortfallsOf(report).length > 0 ? EXIT_REFUSED : EXIT_OK;
 }
 
 /**

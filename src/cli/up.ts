@@ -5,6 +5,8 @@ import { CommandTransportError } from "../client/send.ts";
 import { BusConnectError } from "../bus/connect.ts";
 import type { CliVerb } from "./verbs.ts";
 import { UpError } from "../up/errors.ts";
+import type { UpResult } from "../up/up.ts";
+import { exitOf, shortfallsOf } from "./push.ts";
 import { DEFAULT_UP_ADDRESS } from "../up/plan.ts";
 import { renderSummary, type UpSummary } from "../up/summary.ts";
 import { InstallerError } from "../../installer/tls.ts";
@@ -74,10 +76,37 @@ function failed(ctx: CliContext, error: unknown): number {
   throw error;
 }
 
+/**
+ * What `mesh up` says once the mesh runs, and its exit code: the summary (`--json`: one object `{
+ * ok: true, node, summary, push }`), then the push's exit code as `mesh push` decides it for the
+ * same report (exitOf): 1 when the push left something undone (a node that did not apply, a
+ * module left out, no user list on the bus, a server that missed it), each named on stderr with its
+ * fix (shortfallsOf). The processes keep running either way: only the exit code and the words say it.
+ */
+export function printUp(ctx: Pick<CliContext, "out" | "err" | "globals">, result: UpResult, dir: string): number {
+  if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, node: result.node, summary: summaryJson(result.summary), push: result.push }, null, 2));
+  else {
+    for (const line of renderSummary(result.summary)) ctx.out(line);
+    ctx.out("");
+    ctx.out(`the operator's credential is ${result.paths.operatorCredential}; \`mesh down --dir ${dir}\` stops the mesh`);
+  }
+  const exit = exitOf(result.push);
+  const undone = shortfallsOf(result.push);
+  if (exit !== EXIT_OK && !ctx.globals.json) {
+    ctx.err(`mesh up: the mesh keeps running (\`mesh down --dir ${dir}\` stops it), but its push did not apply everywhere:`);
+    for (const line of undone) ctx.err(`  ${line}`);
+    // A node that did not report is most often one whose host agent is not running (R32).
+    if ((result.push.counts?.["timed-out"] ?? 0) > 0 || result.push.nodes.some((n) => n.outcome === "timed-out")) {
+      ctx.err("  a node that did not report: start its host agent on its machine (`mesh host`), then `mesh push --wait` sends it what is still behind");
+    }
+  }
+  return exit;
+}
+
 const upVerb: CliVerb = {
   path: ["up"],
   globals: ["json"],
-  summary: "bring a whole mesh up on this machine (genesis, bus, controller, host, the example mesh, push --wait)",
+  summary: "bring a whole mesh up on this machine (genesis, bus, controller, host, the example mesh, push --wait); exit 1 when that push did not apply everywhere, as `mesh push` (a node refused, failed or not reporting: its host agent not running, say), naming what and the fix, the mesh left running; 2 when a step could not be taken",
   options: [
     DIR_OPTION,
     { flags: "--address <tls://host:port>", description: `the genesis address when the folder holds no mesh yet (default ${DEFAULT_UP_ADDRESS}, or a free port the OS picks when 4222 is taken; a taken --address fails)` },
@@ -97,13 +126,7 @@ const upVerb: CliVerb = {
         ...(typeof options.node === "string" ? { node: options.node } : {}),
         ...(cluster === undefined ? {} : { cluster }),
       });
-      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, node: result.node, summary: summaryJson(result.summary), push: result.push }, null, 2));
-      else {
-        for (const line of renderSummary(result.summary)) ctx.out(line);
-        ctx.out("");
-        ctx.out(`the operator's credential is ${result.paths.operatorCredential}; \`mesh down --dir ${dir}\` stops the mesh`);
-      }
-      return EXIT_OK;
+      return printUp(ctx, result, dir);
     } catch (error) {
       return failed(ctx, error);
     }

@@ -8,7 +8,7 @@ import { connect, nkeyAuthenticator, type NatsConnection } from "@nats-io/transp
 import { jetstream } from "@nats-io/jetstream";
 import { up, operatorConnection, operatorUser, pushAndWait, HOST_DIR, type UpResult } from "../../src/up/up.ts";
 import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
-import { stopAll } from "../../src/up/processes.ts";
+import { runningPid, stopAll } from "../../src/up/processes.ts";
 import { renderSummary } from "../../src/up/summary.ts";
 import { freePort } from "../../installer/serverConfig.ts";
 import { readUserList } from "../../installer/carried.ts";
@@ -17,7 +17,9 @@ import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus
 import { readBusCredential } from "../../src/files/index.ts";
 import { askAs } from "../support/client.ts";
 import { runCli } from "../../src/cli/run.ts";
-import { EXIT_OK, type CliIo } from "../../src/cli/context.ts";
+import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
+import { printUp } from "../../src/cli/up.ts";
+import { exitOf } from "../../src/cli/push.ts";
 import { initHostKeys, rotateNodeKey, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
 import { secretMatches } from "../../src/crypto/secrets.ts";
 import { workConsumer, workStream, workSubject } from "../../src/names.ts";
@@ -354,5 +356,53 @@ describe("mesh up (embedded default, end to end)", () => {
     for (const line of all) {
       for (const password of passwords) assert.ok(!line.includes(password), `a log line carries a password: ${line.slice(0, 120)}`);
     }
+  });
+});
+
+/**
+ * Found by a new-user trial: `mesh up` with an enrolled node whose host agent is not running waited
+ * out the push and exited 0, where `mesh push` exits 1 for the same report. Its own mesh, so the
+ * node without an agent is in no other test's way.
+ */
+describe("mesh up with an enrolled node whose host agent is not running", () => {
+  let root: string;
+  let dir: string;
+  let launcher: InProcessLauncher;
+  const logs: string[] = [];
+  const log = (line: string) => { logs.push(line); };
+
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "mesh-up-stopped-"));
+    dir = join(root, ".mesh");
+    launcher = inProcessLauncher(log);
+    const port = await freePort();
+    const first = await up({ dir, log, launcher, brokerAddress: `tls://127.0.0.1:${port}`, node: NODE, detachBus: false, timeoutMs: 30_000 });
+    const operator = await operatorConnection(first.paths);
+    try {
+      const { publicKey, nkey } = initHostKeys(join(root, "gamma"));
+      const enrolled = await askAs(operator, operatorUser(first.paths), "node.enrol", { node: "gamma", publicKey, nkey }, 30_000);
+      assert.ok(enrolled.ok, JSON.stringify(enrolled));
+    } finally {
+      await operator.close();
+    }
+  });
+  after(async () => {
+    await launcher?.stop();
+    if (dir) await stopAll(dir);
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  it("R32: exits 1 as `mesh push` does for the same report, naming the node and the fix, and leaves the mesh running", async () => {
+    const again = await up({ dir, log, launcher, detachBus: false, timeoutMs: 5_000 });
+    assert.deepEqual(again.push.timedOut, ["gamma"], JSON.stringify(again.push));
+    const err: string[] = [];
+    const ctx = { out: () => undefined, err: (line: string) => { err.push(line); }, globals: { json: false, credential: "", timeoutMs: 5_000 } };
+    assert.equal(printUp(ctx, again, dir), exitOf(again.push));
+    assert.equal(printUp(ctx, again, dir), EXIT_REFUSED);
+    assert.ok(err.some((l) => l.includes("gamma") && /agent/.test(l)), err.join("\n"));
+    // The processes stay up: the bus, and the local host still applied alpha's declaration.
+    assert.notEqual(runningPid(dir, "bus"), null, "the bus still runs");
+    assert.equal(launcher.hostAgent?.bound(), true, "the local host agent still runs");
+    assert.equal(again.push.nodes.find((n) => n.node === NODE)?.outcome === "timed-out", false);
   });
 });

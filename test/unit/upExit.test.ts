@@ -4,8 +4,13 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { upExitCode } from "../../src/cli/up.ts";
-import { EXIT_REFUSED, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
+import { printUp, upExitCode } from "../../src/cli/up.ts";
+import { exitOf } from "../../src/cli/push.ts";
+import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
+import { VERBS_VERSION, type PushReply } from "../../src/contracts/verbs.ts";
+import type { UpResult } from "../../src/up/up.ts";
+import type { UpSummary } from "../../src/up/summary.ts";
+import { meshPaths } from "../../installer/genesis.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { UpError } from "../../src/up/up.ts";
 import { controllerExit, recordPid } from "../../src/up/processes.ts";
@@ -75,5 +80,70 @@ describe("mesh up --json when a step fails", () => {
     assert.equal(printed.ok, false);
     assert.equal(printed.error.code, "setup");
     assert.ok(!out.includes("hunter2secret"));
+  });
+});
+
+/**
+ * Found by a new-user trial: `mesh up` waited out the push for an enrolled node whose host agent was
+ * not running, then exited 0, where `mesh push` exits 1 for the same report. The mesh keeps running
+ * either way: only the exit status and what is said change.
+ */
+describe("mesh up: a push that did not apply everywhere", () => {
+  const summary: UpSummary = {
+    mesh: { genesisAddress: "tls://127.0.0.1:4222", fingerprint: "AA:BB", dir: "/tmp/m" },
+    nodes: [], seats: [], busUsers: [], applied: [], processes: { bus: 11, controller: 12, host: 13 },
+  };
+  const push = (nodes: PushReply["nodes"], extra: Partial<PushReply> = {}): PushReply => ({
+    ok: true, v: VERBS_VERSION, pushId: "push-1", dryRun: false, recordsSequence: 9, nodes, leftOut: [], freshCredentials: [], freshProvisions: [],
+    provisionsMinted: 0, raised: { created: 0, updated: 0, refused: [] }, timedOut: nodes.filter((n) => n.outcome === "timed-out").map((n) => n.node),
+    rounds: 1, boundHit: false,
+    counts: nodes.reduce<PushReply["counts"]>((all, n) => ({ ...all, [n.outcome]: (all[n.outcome] ?? 0) + 1 }), {}), ...extra,
+  });
+  const resultOf = (report: PushReply): UpResult => ({ paths: meshPaths("/tmp/m"), node: "alpha", summary, push: report });
+  const memory = (json: boolean) => {
+    const out: string[] = [];
+    const err: string[] = [];
+    return { ctx: { out: (l: string) => { out.push(l); }, err: (l: string) => { err.push(l); }, globals: { json, credential: "", timeoutMs: 1 } }, out, err };
+  };
+  const timedOut = push([
+    { node: "alpha", outcome: "applied", digest: "a".repeat(64) },
+    { node: "gamma", outcome: "timed-out", digest: "c".repeat(64), error: "no report yet of its first declaration: is its agent running? its log says" },
+  ]);
+
+  it("R32: exits as `mesh push` does for the same report (1 for a node that timed out), naming the node and the fix, and says the mesh still runs", () => {
+    const { ctx, err } = memory(false);
+    assert.equal(printUp(ctx, resultOf(timedOut), "/tmp/m"), EXIT_REFUSED);
+    const said = err.join("\n");
+    assert.match(said, /gamma/);
+    assert.match(said, /agent/, "the fix: its host agent");
+    assert.match(said, /mesh push --wait/, "the fix: push again once it runs");
+    assert.match(said, /still runs|keeps running/);
+    assert.doesNotMatch(said, /alpha applied/);
+  });
+
+  it("R32: every push outcome gives `mesh up` the exit code `mesh push` gives it", () => {
+    const reports = [
+      timedOut,
+      push([{ node: "alpha", outcome: "applied", digest: "a".repeat(64) }]),
+      push([{ node: "alpha", outcome: "unchanged", digest: "a".repeat(64) }]),
+      push([{ node: "alpha", outcome: "failed", digest: "a".repeat(64), error: "disk full" }]),
+      push([{ node: "alpha", outcome: "refused", refusal: { code: "compose-failed", message: "no" } }]),
+      push([{ node: "alpha", outcome: "applied", digest: "a".repeat(64) }], { servers: [{ node: "alpha", server: "mesh-bus-2", ok: false, error: "down" }] }),
+      push([{ node: "alpha", outcome: "applied", digest: "a".repeat(64) }], { userList: { code: "no-broker-holder", message: "nothing holds mesh-broker" } }),
+      push([{ node: "alpha", outcome: "applied", digest: "a".repeat(64) }], { counts: { applied: 1, "timed-out": 3 } }),
+    ];
+    for (const report of reports) {
+      const { ctx, err } = memory(false);
+      const exit = printUp(ctx, resultOf(report), "/tmp/m");
+      assert.equal(exit, exitOf(report), JSON.stringify(report));
+      assert.equal(err.length > 0, exit !== EXIT_OK, `a line is said exactly when it does not exit 0: ${err.join("\n")}`);
+    }
+  });
+
+  it("its --help says what exit 1 means", async () => {
+    let out = "";
+    const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => true }, env: {} };
+    assert.equal(await runCli(["up", "--help"], io), EXIT_OK);
+    assert.match(out.replace(/\s+/g, " "), /exit 1 when/);
   });
 });
