@@ -7,6 +7,7 @@ import type { CliVerb } from "./verbs.ts";
 import { UpError } from "../up/errors.ts";
 import type { UpResult } from "../up/up.ts";
 import { exitOf, shortfallsOf } from "./push.ts";
+import { VERBS_VERSION } from "../contracts/verbs.ts";
 import { DEFAULT_UP_ADDRESS } from "../up/plan.ts";
 import { renderSummary, type UpSummary } from "../up/summary.ts";
 import { InstallerError } from "../../installer/tls.ts";
@@ -78,13 +79,13 @@ function failed(ctx: CliContext, error: unknown): number {
 
 /**
  * What `mesh up` says once the mesh runs, and its exit code: the summary (`--json`: one object `{
- * ok: true, node, summary, push }`), then the push's exit code as `mesh push` decides it for the
+ * ok: true, v, node, summary, push }`), then the push's exit code as `mesh push` decides it for the
  * same report (exitOf): 1 when the push left something undone (a node that did not apply, a
  * module left out, no user list on the bus, a server that missed it), each named on stderr with its
  * fix (shortfallsOf). The processes keep running either way: only the exit code and the words say it.
  */
 export function printUp(ctx: Pick<CliContext, "out" | "err" | "globals">, result: UpResult, dir: string): number {
-  if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, node: result.node, summary: summaryJson(result.summary), push: result.push }, null, 2));
+  if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, v: VERBS_VERSION, node: result.node, summary: summaryJson(result.summary), push: result.push }, null, 2));
   else {
     for (const line of renderSummary(result.summary)) ctx.out(line);
     ctx.out("");
@@ -142,7 +143,7 @@ const downVerb: CliVerb = {
     const [{ meshPaths }, { stopAll }] = await Promise.all([genesisModule(), processesModule()]);
     const dir = meshPaths(dirOf(options)).dir;
     const stopped = await stopAll(dir);
-    if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, stopped }));
+    if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, stopped }, null, 2));
     else ctx.out(stopped.length === 0 ? `nothing of ${dir} was running` : `stopped ${stopped.join(", ")} of ${dir}`);
     return EXIT_OK;
   },
@@ -181,7 +182,8 @@ function processList(processes: Record<string, number | null>): ProcessView[] {
  * why), the bus did not admit the operator, or the controller did not answer; 2 when there is
  * neither a mesh here nor a credential to ask one elsewhere. `--json` has one shape in every case:
  * `{ ok, dir, genesisAddress, processes: [{ name, pid, running }], summary: {...} | null }`, plus
- * `error: { code, message }` when not ok (`not-running`, `controller-not-running`, `connection`,
+ * `v` (the verbs' contract version, as every reply from the controller) when the controller answered,
+ * and `error: { code, message }` when not ok (`not-running`, `controller-not-running`, `connection`,
  * or the transport's code).
  */
 const statusVerb: CliVerb = {
@@ -237,7 +239,7 @@ const statusVerb: CliVerb = {
         processes,
         ...(here ? {} : { mesh: { genesisAddress: credential.address, fingerprint: credential.fingerprint ?? "-" } }),
       });
-      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, ...base(genesisAddress), summary: summaryJson(summary) }, null, 2));
+      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, v: VERBS_VERSION, ...base(genesisAddress), summary: summaryJson(summary) }, null, 2));
       else for (const line of renderSummary(summary)) ctx.out(line);
       return EXIT_OK;
     } catch (error) {

@@ -20,6 +20,7 @@ import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
 import { printUp } from "../../src/cli/up.ts";
 import { exitOf } from "../../src/cli/push.ts";
+import { VERBS_VERSION } from "../../src/contracts/verbs.ts";
 import { initHostKeys, rotateNodeKey, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
 import { secretMatches } from "../../src/crypto/secrets.ts";
 import { workConsumer, workStream, workSubject } from "../../src/names.ts";
@@ -340,6 +341,17 @@ describe("mesh up (embedded default, end to end)", () => {
     });
     assert.equal(readFileSync(join(dir, "mesh.json"), "utf8"), before, "the mesh's file is as it was");
     assert.ok(!logs.slice(lines).some((l) => l.includes("starting the bus server")), logs.slice(lines).join("\n"));
+  });
+
+  // Found by a new-user trial: `mesh status --json` carried no contract version where other verbs' replies do.
+  it("`mesh status --json` carries the contract's version v, as every reply from the controller does", async () => {
+    let out = "";
+    const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => true }, env: {} };
+    assert.equal(await runCli(["status", "--dir", dir, "--json"], io), EXIT_OK, out);
+    const printed = JSON.parse(out) as { ok: boolean; v?: number; summary: { nodes: Array<{ name: string }> } };
+    assert.equal(printed.ok, true);
+    assert.equal(printed.v, VERBS_VERSION);
+    assert.ok(printed.summary.nodes.some((n) => n.name === NODE));
   });
 
   it("R3: no log line of the whole run carries a password", () => {

@@ -140,10 +140,34 @@ describe("mesh up: a push that did not apply everywhere", () => {
     }
   });
 
+  it("with --json prints one object with ok, the contract's version v, the node, the summary and the push, and the same exit code", () => {
+    const { ctx, out } = memory(true);
+    assert.equal(printUp(ctx, resultOf(timedOut), "/tmp/m"), EXIT_REFUSED);
+    const printed = JSON.parse(out.join("\n")) as { ok: boolean; v: number; node: string; push: { timedOut: string[] } };
+    assert.equal(printed.ok, true);
+    assert.equal(printed.v, VERBS_VERSION);
+    assert.equal(printed.node, "alpha");
+    assert.deepEqual(printed.push.timedOut, ["gamma"]);
+  });
+
   it("its --help says what exit 1 means", async () => {
     let out = "";
     const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => true }, env: {} };
     assert.equal(await runCli(["up", "--help"], io), EXIT_OK);
     assert.match(out.replace(/\s+/g, " "), /exit 1 when/);
+  });
+});
+
+describe("mesh down --json", () => {
+  let dir: string;
+  before(() => { dir = mkdtempSync(join(tmpdir(), "mesh-down-json-")); });
+  after(() => { rmSync(dir, { recursive: true, force: true }); });
+
+  it("pretty-prints its one object as every other verb does, without v (it asks no controller)", async () => {
+    let out = "";
+    const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => true }, env: {} };
+    assert.equal(await runCli(["down", "--dir", join(dir, "m"), "--json"], io), EXIT_OK);
+    assert.deepEqual(JSON.parse(out), { ok: true, stopped: [] });
+    assert.equal(out, `${JSON.stringify({ ok: true, stopped: [] }, null, 2)}\n`);
   });
 });
