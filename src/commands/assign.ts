@@ -1,7 +1,8 @@
 import { AssignRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
-import { isEnrolled, moduleOf, nodesOfModule, type State } from "../projections/index.ts";
+import { nodesOfModule, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { refuseUnknownModuleOrNode } from "./shared.ts";
 
 /**
  * Refuses `unknown-module`, `unknown-node`, and `already-assigned` when the module is on that node.
@@ -9,12 +10,8 @@ import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } 
  * module claims (R17).
  */
 export function decide(state: State, command: AssignRequest, envelope: Envelope): Decision {
-  if (!moduleOf(state.modules, command.module)) {
-    return refuse("unknown-module", `no module "${command.module}" is registered: run \`mesh module register\` first`, "module");
-  }
-  if (!isEnrolled(state.nodes, command.node)) {
-    return refuse("unknown-node", `no node "${command.node}" is enrolled: run \`mesh node enrol\` first`, "node");
-  }
+  const unknown = refuseUnknownModuleOrNode(state, command.module, command.node);
+  if (unknown) return unknown;
   if (nodesOfModule(state.assignments, command.module).includes(command.node)) {
     return refuse("already-assigned", `module "${command.module}" is already assigned to node "${command.node}"`, "node");
   }

@@ -1,5 +1,5 @@
 import type { Entity, MeshEvent, Principal } from "../events/index.ts";
-import { credentialEntries, isEnrolled, overlayNameOf, type State } from "../projections/index.ts";
+import { credentialEntries, isEnrolled, moduleOf, overlayNameOf, type State } from "../projections/index.ts";
 import {
   brokerNode, brokerReachableAt, evolve, formatBusAddress, holdersOf, nodesOfModule, parseBusAddress,
 } from "../projections/index.ts";
@@ -96,6 +96,21 @@ export function addressFor(state: State, principal: Principal): string {
 
 /** The refusal message of a command that needs genesis first. */
 export const NO_MESH_MESSAGE = "the mesh has no genesis record yet: run the installer (genesis) first";
+
+/**
+ * The refusal of a command about `module` on `node` when either is unknown, or null: `unknown-module`
+ * (field `module`) when no such module is registered, else `unknown-node` (field `node`) when no
+ * such node is enrolled. Assign and unassign share it, so both say the same thing in the same words.
+ */
+export function refuseUnknownModuleOrNode(state: State, module: string, node: string): Decision | null {
+  if (!moduleOf(state.modules, module)) {
+    return refuse("unknown-module", `no module "${module}" is registered: run \`mesh module register\` first`, "module");
+  }
+  if (!isEnrolled(state.nodes, node)) {
+    return refuse("unknown-node", `no node "${node}" is enrolled: run \`mesh node enrol\` first`, "node");
+  }
+  return null;
+}
 
 /**
  * The state a commit of `events` about `entity` would leave (the fold run on a copy: `state` is

@@ -2,14 +2,17 @@ import { UnassignRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
 import { nodesOfModule, type State } from "../projections/index.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
-import { refuseLosingBroker } from "./shared.ts";
+import { refuseLosingBroker, refuseUnknownModuleOrNode } from "./shared.ts";
 
 /**
- * Refuses `not-assigned` when the module is not on that node (which covers an unknown module or
- * node), and `last-broker-holder` (field `module`) when that would leave mesh-broker with no
+ * Refuses `unknown-module` and `unknown-node` as assign does (refuseUnknownModuleOrNode: a typo
+ * is named as one, not as a module "not assigned"), `not-assigned` when the module is not on that
+ * node, and `last-broker-holder` (field `module`) when that would leave mesh-broker with no
  * holder (R49). Success: ModuleUnassigned about `module/<module>`.
  */
 export function decide(state: State, command: UnassignRequest, envelope: Envelope): Decision {
+  const unknown = refuseUnknownModuleOrNode(state, command.module, command.node);
+  if (unknown) return unknown;
   if (!nodesOfModule(state.assignments, command.module).includes(command.node)) {
     return refuse("not-assigned", `module "${command.module}" is not assigned to node "${command.node}": see \`mesh modules\``, "node");
   }

@@ -38,7 +38,22 @@ describe("unassign", () => {
 
   it("refuses a module not on that node (not-assigned)", () => {
     given(GENESIS, ...enrolment("alpha"), registration(broker)).when("unassign", { module: "broker", node: "alpha" }).refused("not-assigned", "node");
-    given(GENESIS).when("unassign", { module: "ghost", node: "nowhere" }).refused("not-assigned");
+  });
+
+  it("refuses an unknown module (unknown-module) and an unknown node (unknown-node) as assign does", () => {
+    const unknownModule: EventBody[] = [GENESIS, ...enrolment("alpha")];
+    given(...unknownModule).when("unassign", { module: "ghost", node: "alpha" }).refused("unknown-module", "module");
+    assert.deepEqual(
+      given(...unknownModule).when("unassign", { module: "ghost", node: "alpha" }).decision,
+      given(...unknownModule).when("assign", { module: "ghost", node: "alpha" }).decision,
+    );
+    given(GENESIS).when("unassign", { module: "ghost", node: "nowhere" }).refused("unknown-module", "module");
+    const unknownNode: EventBody[] = [GENESIS, registration(broker)];
+    given(...unknownNode).when("unassign", { module: "broker", node: "nowhere" }).refused("unknown-node", "node");
+    assert.deepEqual(
+      given(...unknownNode).when("unassign", { module: "broker", node: "nowhere" }).decision,
+      given(...unknownNode).when("assign", { module: "broker", node: "nowhere" }).decision,
+    );
   });
 
   it("refuses a bad name (invalid-request)", () => {
