@@ -9,7 +9,7 @@ import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, 
 import { writeBusCredential } from "../files/index.ts";
 import { withSecret } from "../bus/connect.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
-import { readManifestFiles } from "./manifests.ts";
+import { readManifestFiles, registrationSummary } from "./manifests.ts";
 import { registrationOrder } from "../manifest/order.ts";
 import { duplicateNote, omittedLines, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
 import { randomUUID } from "node:crypto";
@@ -355,9 +355,8 @@ const moduleRegister: CliVerb = {
       for (const line of duplicateNote(r)) ctx.out(line);
     }
     const refused = results.filter((r) => !r.reply.ok);
-    if (refused.length > 0 && results.length > 1) {
-      ctx.err(`refused ${refused.length} of ${results.length} (${refused.map((r) => r.file).join(", ")}); the others were registered${dryRun ? " (dry run: would be)" : ""}`);
-    }
+    const summary = registrationSummary(results, dryRun);
+    if (summary !== undefined) ctx.err(summary);
     if (ctx.globals.json) {
       const first = refused[0];
       const error = first && !first.reply.ok ? { error: { ...first.reply.error, message: `${first.file}: ${first.reply.error.message}` } } : {};
