@@ -62,6 +62,16 @@ export class UsageError extends Error {
 }
 
 /**
+ * The usage error of one verb, worded as every verb words one: `<verb>: <what>: <message>`, where
+ * `verb` is its words or its bus name (`credential.rotate` reads `credential rotate`) and `what`
+ * the argument or option as the person typed it (left out when undefined). runCli prints it after
+ * `mesh: `, so the message itself never starts with `mesh`.
+ */
+export function verbUsageError(verb: string, what: string | undefined, message: string): UsageError {
+  return new UsageError(`${verb.split(".").join(" ")}: ${what === undefined ? "" : `${what}: `}${message}`);
+}
+
+/**
  * Reads and validates a credential file, JSON `{ address, user, seed, fingerprint }`.
  * Throws UsageError naming the file and the bad field (never the seed's value).
  */

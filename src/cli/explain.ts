@@ -10,7 +10,7 @@
  * connection); 2 for a usage or connection error, as every verb.
  */
 import { PRINCIPAL_KINDS } from "../names.ts";
-import { EXIT_OK, EXIT_REFUSED, UsageError } from "./context.ts";
+import { EXIT_OK, EXIT_REFUSED, verbUsageError } from "./context.ts";
 import { table } from "./render.ts";
 import type { ArgumentSpec } from "./verbs.ts";
 
@@ -28,8 +28,8 @@ export const EXPLAIN_ARGUMENTS: readonly ArgumentSpec[] = [
 export function explainBody(args: readonly unknown[]): Row {
   const [kind, name, direction, subject] = args.map((a) => (a === undefined ? undefined : String(a)));
   if (direction === undefined) return { kind, name };
-  if (direction !== "pub" && direction !== "sub") throw new UsageError(`explain: the direction is pub or sub, not "${direction}"`);
-  if (subject === undefined) throw new UsageError("mesh explain: give the subject after the direction, or neither to list every grant");
+  if (direction !== "pub" && direction !== "sub") throw verbUsageError("explain", "direction", `pub or sub, not "${direction}"`);
+  if (subject === undefined) throw verbUsageError("explain", "subject", "give the subject after the direction, or neither to list every grant");
   return { kind, name, direction, subject };
 }
 

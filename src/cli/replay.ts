@@ -4,7 +4,7 @@
  * --void or --accept-restore shows the commit that would be appended, appending nothing. Sent through
  * busVerb (the CLI's one send path) as the `replay` verb.
  */
-import { UsageError } from "./context.ts";
+import { verbUsageError } from "./context.ts";
 import { busVerb, pendingSeedNote, saveOwnRotation, type CliVerb } from "./verbs.ts";
 
 type Row = Record<string, unknown>;
@@ -12,7 +12,7 @@ type Row = Record<string, unknown>;
 /** `--void <seq>`: a whole number from 1, else a usage error naming the flag. */
 function sequenceOf(value: unknown): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError("mesh replay: --void takes the sequence of a commit, a whole number from 1");
+  if (!Number.isInteger(n) || n < 1) throw verbUsageError("replay", "--void", "the sequence of a commit, a whole number from 1");
   return n;
 }
 
@@ -95,7 +95,7 @@ export const REPLAY_CLI_VERB: CliVerb = busVerb({
   ],
   body: (_a, o) => {
     if (o.acceptRestore === true) return { acceptRestore: true };
-    if ((o.void === undefined) !== (o.reason === undefined)) throw new UsageError("mesh replay: --void and --reason go together");
+    if ((o.void === undefined) !== (o.reason === undefined)) throw verbUsageError("replay", undefined, "--void and --reason go together");
     return o.void === undefined ? {} : { void: sequenceOf(o.void), reason: String(o.reason) };
   },
   spelled: { void: "--void", reason: "--reason", acceptRestore: "--accept-restore", dryRun: "--dry-run" },

@@ -5,7 +5,7 @@
  */
 import { HISTORY_LIMIT, PAGE_LIMIT_MAX, REPORTS_PAGE, VERBS, VERBS_VERSION, type AnyReply as Reply, type LastReport, type ReplyOf, type RequestOf, type Verb } from "../contracts/verbs.ts";
 import { ENTITY_KINDS } from "../names.ts";
-import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, loadCredential, type CliContext, type GlobalOptionName } from "./context.ts";
+import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, loadCredential, verbUsageError, type CliContext, type GlobalOptionName } from "./context.ts";
 import { writeBusCredential } from "../files/index.ts";
 import { withSecret } from "../bus/connect.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
@@ -56,7 +56,7 @@ function checkLocally(verb: Verb, request: Readonly<Record<string, unknown>>, sp
   if (checked.success) return;
   const issue = checked.error.issues[0]!;
   const field = issue.path.map(String).join(".");
-  throw new UsageError(`${verb.replace(".", " ")}: ${spelled[field] ?? (field || "the request")}: ${issue.message}`);
+  throw verbUsageError(verb, spelled[field] ?? (field || "the request"), issue.message);
 }
 
 /**
@@ -324,7 +324,7 @@ const moduleRegister: CliVerb = {
   globals: COMMAND_GLOBALS,
   async run(ctx, args, options) {
     const files = (args[0] ?? []) as string[];
-    if (files.length === 0) throw new UsageError("mesh module register: pass at least one module.json");
+    if (files.length === 0) throw verbUsageError("module register", undefined, "pass at least one module.json");
     if (ctx.globals.commandId !== undefined && files.length > 1) {
       throw new UsageError("--command-id names one command: register one manifest at a time with it");
     }

@@ -246,6 +246,9 @@ export const OverlayPlaceReply = commandReply({
   node: z.string(), overlayName: z.string(), hub: z.boolean(), note: z.string(), staleCredentials: z.array(StaleCredential),
 });
 
+/** What a request whose principal kind is not one is told (explain, credential rotate), in words as history's entity kind. */
+const PRINCIPAL_KIND_ERROR = `a principal kind: one of ${PRINCIPAL_KINDS.join(", ")}`;
+
 /**
  * `credential.rotate {kind, name, nkey?}`: replace a principal's credential with a new key pair. A
  * node's new pair is generated on the node (`mesh host rotate-key`, R64) and only its public key
@@ -254,7 +257,7 @@ export const OverlayPlaceReply = commandReply({
 export const CredentialRotateRequest = z
   .object({
     v,
-    kind: z.enum(PRINCIPAL_KINDS).describe("the principal's kind: controller, operator, node, module or builder"),
+    kind: z.enum(PRINCIPAL_KINDS, { error: PRINCIPAL_KIND_ERROR }).describe("the principal's kind: controller, operator, node, module or builder"),
     name: MeshName.describe("the principal's name"),
     nkey: NkeyText.optional().describe("node only: the new nkey public key `mesh host rotate-key` printed on the node"),
   })
@@ -401,7 +404,7 @@ const Subject = z
 export const ExplainRequest = z
   .object({
     v,
-    kind: z.enum(PRINCIPAL_KINDS).describe("the principal's kind: controller, operator, node, module or builder"),
+    kind: z.enum(PRINCIPAL_KINDS, { error: PRINCIPAL_KIND_ERROR }).describe("the principal's kind: controller, operator, node, module or builder"),
     name: MeshName.describe("the principal's name"),
     direction: z.enum(["pub", "sub"]).optional().describe("pub (publish) or sub (subscribe); with subject, or neither to list every grant"),
     subject: Subject.optional().describe("the subject asked about; wildcards as the client would write them"),

@@ -227,3 +227,34 @@ describe("a busy command names its command id", () => {
     assert.equal(printed.commandId, bodies[0]!.commandId);
   });
 });
+
+describe("usage errors read alike (found by a new-user trial)", () => {
+  /** What `mesh <argv>` printed on stderr, and its exit code; no bus is dialled for a usage error. */
+  async function usage(argv: string[]): Promise<string> {
+    const io = memoryIo({ MESH_CREDENTIAL: "/nonexistent/operator.cred" });
+    assert.equal(await runCli(argv, io), EXIT_USAGE, argv.join(" "));
+    return io.err();
+  }
+
+  it("a kind that is not one names the kinds in words, for explain and credential rotate as for history", async () => {
+    assert.match(await usage(["history", "nodez", "vm"]), /^mesh: history: kind: an entity kind: one of mesh, seat, /);
+    for (const argv of [["explain", "nodez", "vm"], ["credential", "rotate", "nodez", "vm"]]) {
+      const err = await usage(argv);
+      assert.match(err, /: kind: a principal kind: one of controller, operator, node, module, builder\n$/, argv.join(" "));
+      assert.doesNotMatch(err, /Invalid option/, argv.join(" "));
+    }
+  });
+
+  it("every usage error starts with one `mesh: <verb>:`, never `mesh: mesh`", async () => {
+    for (const [argv, verb] of [
+      [["explain", "node", "vm", "pub"], "explain"],
+      [["explain", "node", "vm", "pob", "a.b"], "explain"],
+      [["replay", "--void", "x", "--reason", "why"], "replay"],
+      [["replay", "--void", "3"], "replay"],
+    ] as const) {
+      const err = await usage([...argv]);
+      assert.ok(err.startsWith(`mesh: ${verb}: `), `${argv.join(" ")}: ${err}`);
+      assert.doesNotMatch(err, /mesh: mesh/);
+    }
+  });
+});
