@@ -219,6 +219,17 @@ describe("a busy command names its command id", () => {
     assert.ok(err.join("\n").includes(`--command-id ${String(bodies[0]!.commandId)}`), err.join("\n"));
   });
 
+  it("a refused push sends no command id and prints none under --json: a second push is safe by itself (R31)", async () => {
+    const push = CLI_VERBS.find((v) => v.path.join(" ") === "push")!;
+    const refused = { ok: false, v: 1, error: { code: "unknown-node", field: "nodes", message: "vmm is not enrolled" } };
+    const { ctx, bodies, out } = answering(refused, true);
+    assert.equal(await push.run(ctx, [["vmm"]], {}), EXIT_REFUSED);
+    assert.equal(bodies[0]!.commandId, undefined);
+    const printed = JSON.parse(out.join("\n")) as Record<string, unknown>;
+    assert.equal((printed.error as { code: string }).code, "unknown-node");
+    assert.equal("commandId" in printed, false);
+  });
+
   it("under --json the refusal carries the command id it sent", async () => {
     const { ctx, bodies, out } = answering(busy, true);
     assert.equal(await remove.run(ctx, ["n1"], {}), EXIT_REFUSED);
