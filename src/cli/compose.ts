@@ -6,13 +6,14 @@
  * (their line and declaration); a node a push would send reads "would send". Exit code as push's:
  * 1 when a node cannot be composed (R30).
  */
-import { PUSH_CLI_VERB } from "./push.ts";
+import { PUSH_CLI_VERB, PUSH_REPLY_MARGIN_MS } from "./push.ts";
 import { QUERY_GLOBALS } from "./context.ts";
 import type { CliVerb } from "./verbs.ts";
 
 export const COMPOSE_CLI_VERB: CliVerb = {
   path: ["compose"],
   globals: QUERY_GLOBALS,
+  globalHelp: { timeout: `milliseconds to wait for the controller's reply, + ${PUSH_REPLY_MARGIN_MS} ms for composing (MESH_TIMEOUT_MS)` },
   summary: "print what a push would compose and which nodes it would send, secrets redacted; send nothing (mesh push --dry-run)",
   arguments: [{ name: "node", description: "show these nodes only (default: every node)", optional: true, variadic: true }],
   run: (ctx, args, options) => PUSH_CLI_VERB.run(ctx, args, { ...options, dryRun: true, wait: false, onlyNamed: true }),

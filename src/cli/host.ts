@@ -197,7 +197,7 @@ const ACTIONS: Record<string, Run> = { init, "rotate-key": rotateKey, credential
 const host: CliVerb = {
   path: ["host"],
   globals: ["json"],
-  summary: "the node side: `host init` (key pairs), `host rotate-key` (a pending nkey), `host credential` (keep the enrol reply), `host` (run the agent)",
+  summary: "the node side: `host init` (key pairs), `host rotate-key` (a pending nkey), `host credential` (keep the enrol reply), `host unit` (print its systemd unit), `host` (run the agent)",
   arguments: [{ name: "action", description: "init | rotate-key | credential | unit (print its systemd unit); none runs the agent", optional: true }],
   options: [
     { flags: "--state <dir>", description: "the node's state folder (its key, credential and resources)" },

@@ -182,6 +182,9 @@ export function pushClosedMessage(closed: { file: string; user: string; keyRefus
 export const PUSH_CLI_VERB: CliVerb = {
   path: ["push"],
   globals: QUERY_GLOBALS,
+  globalHelp: {
+    timeout: `milliseconds --wait waits for the nodes' reports (MESH_TIMEOUT_MS); the controller's reply is awaited that long + ${PUSH_REPLY_MARGIN_MS} ms (composing and sending)`,
+  },
   summary: "compose every node's declaration from the records and send it to the named nodes and to every node whose last one differs; a node that cannot be composed is reported and gets nothing",
   exitCodes: "0 sent (and applied, with --wait); 1 a node refused, failed or timed out, a module left out, a server missed the user list, or none reached the bus; "
     + "2 a usage or connection error, or no reply: timed out, or the bus closed the connection (as when this push takes away the key of the credential file): the push may have run, `mesh nodes` shows what each node was sent and applied",

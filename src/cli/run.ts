@@ -70,7 +70,7 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
       else command.option(spec.flags, spec.description);
     }
     // Only the shared options this verb uses: `mesh down --help` shows no --timeout.
-    for (const name of verb.globals ?? []) addGlobalOption(command, name, config);
+    for (const name of verb.globals ?? []) addGlobalOption(command, name, config, verb.globalHelp?.[name]);
     command.action(async (...params: unknown[]) => {
       const own = { ...(params.at(-2) as Record<string, unknown>) };
       const globals: GlobalOptions = {
@@ -140,20 +140,23 @@ function failureOf(error: unknown, err: (line: string) => void): { exit: number;
 /** The option key (commander's camel case) of each shared option. */
 const GLOBAL_KEYS: Record<GlobalOptionName, string> = { credential: "credential", json: "json", timeout: "timeout", commandId: "commandId" };
 
-/** Adds one shared option to a verb's command, with its default from the configuration. */
-function addGlobalOption(command: Command, name: GlobalOptionName, config: ClientConfig): void {
+/**
+ * Adds one shared option to a verb's command, with its default from the configuration; `help`, when
+ * given, is what it does for this verb instead of what it does for every verb.
+ */
+function addGlobalOption(command: Command, name: GlobalOptionName, config: ClientConfig, help?: string): void {
   switch (name) {
     case "credential":
-      command.option("--credential <file>", "the operator's credential file (MESH_CREDENTIAL)", config.credentialFile);
+      command.option("--credential <file>", help ?? "the operator's credential file (MESH_CREDENTIAL)", config.credentialFile);
       return;
     case "json":
-      command.option("--json", "print the reply as JSON (failures too, with a code)", false);
+      command.option("--json", help ?? "print the reply as JSON (failures too, with a code)", false);
       return;
     case "timeout":
-      command.option("--timeout <ms>", "milliseconds to wait for the controller's reply (MESH_TIMEOUT_MS)", parseTimeout, config.timeoutMs);
+      command.option("--timeout <ms>", help ?? "milliseconds to wait for the controller's reply (MESH_TIMEOUT_MS)", parseTimeout, config.timeoutMs);
       return;
     case "commandId":
-      command.option("--command-id <id>", "the command's id: a retry with the same id appends nothing");
+      command.option("--command-id <id>", help ?? "the command's id: a retry with the same id appends nothing");
       return;
   }
 }

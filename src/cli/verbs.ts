@@ -40,6 +40,8 @@ export type CliVerb = {
   globals?: readonly GlobalOptionName[];
   /** What each exit code means for this verb, when it says more than the shared 0/1/2 (shown after its --help). */
   exitCodes?: string;
+  /** What a shared option does for this verb when it is not what it does for every verb (push's --timeout), for --help. */
+  globalHelp?: Partial<Record<GlobalOptionName, string>>;
   /** Returns the exit code (EXIT_OK, EXIT_REFUSED); throws UsageError or a transport error for 2. */
   run(ctx: CliContext, args: readonly unknown[], options: Readonly<Record<string, unknown>>): Promise<number>;
 };

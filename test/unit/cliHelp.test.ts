@@ -10,10 +10,10 @@ import { readFileSync } from "node:fs";
 import { runCli } from "../../src/cli/run.ts";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type CliContext, type CliIo } from "../../src/cli/context.ts";
-import { CLI_VERBS, renderDryRun } from "../../src/cli/verbs.ts";
+import { CLI_VERBS, renderDryRun, type OptionSpec } from "../../src/cli/verbs.ts";
 import { columnTitle, renderList, renderWhere } from "../../src/cli/render.ts";
 import { renderSummary, type UpSummary } from "../../src/up/summary.ts";
-import { onlyNamed, renderPush } from "../../src/cli/push.ts";
+import { onlyNamed, renderPush, PUSH_REPLY_MARGIN_MS } from "../../src/cli/push.ts";
 import { explainBody, renderExplain, explainExitCode } from "../../src/cli/explain.ts";
 import type { PushReport } from "../../src/push/push.ts";
 
@@ -75,6 +75,56 @@ describe("mesh help and version", () => {
     assert.match(exits, /\b0\b[^;]*;\s*1\b[^;]*;\s*2\b/, exits);
     assert.match(exits, /closed the connection/, exits);
     assert.doesNotMatch(helps.get("")!, /Exit codes:/);
+  });
+
+  it("mesh push --help says what --timeout bounds there: the wait for the nodes' reports, the reply awaited longer (found by a new-user trial)", async () => {
+    const helps = new Map((await everyHelp()).map((h) => [h.words, h.text]));
+    const timeoutHelp = (words: string): string => /--timeout <ms>\s+([\s\S]*?)\n {2}-/.exec(helps.get(words)!)![1]!.replace(/\s+/g, " ");
+    assert.match(timeoutHelp("push"), /nodes' reports/);
+    assert.match(timeoutHelp("push"), new RegExp(`\\+ ${PUSH_REPLY_MARGIN_MS} ms`));
+    assert.match(timeoutHelp("compose"), new RegExp(`\\+ ${PUSH_REPLY_MARGIN_MS} ms`));
+    assert.match(timeoutHelp("assign"), /controller's reply/);
+  });
+
+  it("mesh host --help's summary names every action its action argument lists (found by a new-user trial)", async () => {
+    const host = CLI_VERBS.find((v) => v.path.join(" ") === "host")!;
+    const actions = host.arguments![0]!.description.split(";")[0]!.split("|").map((a) => a.trim().split(" ")[0]!);
+    assert.ok(actions.length >= 4, actions.join(", "));
+    for (const action of actions) assert.ok(host.summary.includes(`\`host ${action}\``), `the summary names host ${action}: ${host.summary}`);
+  });
+
+  it("the README's verb table marks an option required exactly where the CLI requires it (found by a new-user trial: genesis --dir)", () => {
+    const readme = readFileSync("README.md", "utf8");
+    const usages = readme.split("\n").filter((line) => line.startsWith("| `mesh "))
+      .flatMap((line) => [...line.split(" | ")[0]!.matchAll(/`(mesh [^`]+)`/g)].map((m) => m[1]!));
+    assert.ok(usages.length > 10, "the README's table has the verbs");
+    let checked = 0;
+    for (const usage of usages) {
+      const words = usage.split(/\s+/).slice(1);
+      const verb = [...CLI_VERBS].sort((a, b) => b.path.length - a.path.length).find((v) => v.path.every((w, i) => words[i] === w));
+      assert.ok(verb, `a CLI verb for \`${usage}\``);
+      let depth = 0;
+      for (const token of words) {
+        depth += (token.match(/\[/g) ?? []).length;
+        const flag = /--[a-z-]+/.exec(token)?.[0];
+        const spec: OptionSpec | undefined = flag === undefined ? undefined : (verb.options ?? []).find((o) => o.flags.split(" ")[0] === flag);
+        if (spec !== undefined) {
+          checked += 1;
+          assert.equal(depth === 0, spec.required === true, `\`${usage}\`: ${flag} is ${spec.required ? "required" : "optional"} in the CLI`);
+        }
+        depth -= (token.match(/\]/g) ?? []).length;
+      }
+    }
+    assert.ok(checked > 10, `${checked} options checked`);
+  });
+
+  it("the README names every verb that takes no --json (found by a new-user trial: genesis)", () => {
+    const readme = readFileSync("README.md", "utf8").replace(/\s+/g, " ");
+    const sentence = /`--json` on every verb[^.]*?\./.exec(readme)?.[0] ?? "";
+    assert.ok(sentence.length > 0, "the README says which verbs take --json");
+    for (const verb of CLI_VERBS.filter((v) => !(v.globals ?? []).includes("json"))) {
+      assert.ok(sentence.includes(`\`mesh ${verb.path.join(" ")}\``), `the README names mesh ${verb.path.join(" ")} as taking no --json: ${sentence}`);
+    }
   });
 
   it("mesh host --help lists --credential once (the node's credential, not the operator's)", async () => {
