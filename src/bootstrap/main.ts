@@ -310,7 +310,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
           openSecret: (sealed) => openWithMeshKey(config.meshKey, sealed),
           installedList: (state) => reports.installedList(state), compose,
         }),
-        [REPORTS_VERB]: reportsVerb(jsm),
+        [REPORTS_VERB]: reportsVerb(jsm, async () => (await catalogue.catchUp()).nodes),
       },
     );
     await nc.flush(); // the subscription is on the server before start returns

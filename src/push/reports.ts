@@ -5,6 +5,7 @@ import type { Reply } from "../commands/envelope.ts";
 import type { ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
 import { REPORTS_STREAM, REPORT_SUBJECTS, nodeOfReportSubject, reportSubject } from "../names.ts";
+import { isEnrolled, type NodesState } from "../projections/index.ts";
 
 /**
  * R55: every node's last report, read from the REPORTS stream (which keeps the last report per
@@ -48,8 +49,12 @@ async function reportingNodes(jsm: JetStreamManager): Promise<string[]> {
 /**
  * The `reports` verb as the command server serves it (extraVerbs). Refuses a body the schema does
  * not take (`invalid-request` naming the field); a bus error becomes the server's `internal` reply.
+ * Listing (no `nodes` named), only the nodes `enrolled` (the caught-up state's nodes) holds are
+ * listed and paged: the stream keeps a removed node's last report for good, and an operator reads
+ * `mesh reports` beside `mesh nodes` as the fleet's, where a removed node's stale "applied" line
+ * would read as a live machine (its removal and past are in `mesh history node <name>`).
  */
-export function reportsVerb(manager: JetStreamManager): ExtraVerb {
+export function reportsVerb(manager: JetStreamManager, enrolled: () => Promise<NodesState>): ExtraVerb {
   return async (body): Promise<Reply> => {
     const { commandId: _ignored, ...fields } = body;
     const parsed = parseRequest(ReportsRequest, fields);
@@ -59,7 +64,8 @@ export function reportsVerb(manager: JetStreamManager): ExtraVerb {
       const reply: ReportsReply = { ok: true, reports: await readLastReports(manager, request.nodes) };
       return reply;
     }
-    const all = await reportingNodes(manager);
+    const nodes = await enrolled();
+    const all = (await reportingNodes(manager)).filter((node) => isEnrolled(nodes, node));
     const from = request.after === undefined ? all : all.filter((n) => n > request.after!);
     const page = from.slice(0, request.limit);
     const reply: ReportsReply = { ok: true, reports: await readLastReports(manager, page) };

@@ -160,12 +160,12 @@ const REPLIES: Record<Verb, (state: State) => Promise<unknown[]> | unknown[] | "
     replies.push(stamped(await small({ dryRun: true }, ASKER)));
     return replies;
   },
-  reports: async () => {
+  reports: async (state) => {
     const manager = fakeReports({
       alpha: { v: 1, node: "alpha", digest: "d1", ok: true, drift: ["modules/x/env"] },
       beta: { node: "beta", digest: "d2", ok: false, error: "disk full", missingParts: [1] },
     });
-    const verb = reportsVerb(manager);
+    const verb = reportsVerb(manager, async () => state.nodes);
     return [stamped(await verb({ nodes: ["alpha", "beta", "gamma"] }, ASKER)), stamped(await verb({ limit: 1 }, ASKER))];
   },
   replay: () => "bus",

@@ -1,0 +1,43 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import { reportsVerb } from "../../src/push/reports.ts";
+import type { ReportsReply } from "../../src/contracts/verbs.ts";
+import { given, GENESIS, NOW, enrolment } from "../support/givenWhenThen.ts";
+
+/** A JetStreamManager answering the REPORTS stream from `stored` (report by node). */
+function fakeReports(stored: Record<string, unknown>): JetStreamManager {
+  const streams = {
+    getMessage: async (_stream: string, query: { last_by_subj: string }) => {
+      const node = query.last_by_subj.split(".").at(-1)!;
+      return Object.hasOwn(stored, node) ? { json: () => stored[node], time: new Date(NOW) } : null;
+    },
+    info: async () => ({ state: { subjects: Object.fromEntries(Object.keys(stored).map((n) => [`mesh.report.${n}`, 1])) } }),
+  };
+  return { streams } as unknown as JetStreamManager;
+}
+
+const report = (node: string) => ({ v: 1, node, digest: `d-${node}`, ok: true });
+
+describe("reports (the controller's reports verb)", () => {
+  // web1 reported, then was removed: the REPORTS stream keeps its last report (one per node).
+  const stored = { alpha: report("alpha"), web1: report("web1"), zeta: report("zeta") };
+  const removedWeb1 = () => given(GENESIS, ...enrolment("alpha"), ...enrolment("web1"), ...enrolment("zeta"), { type: "NodeRemoved", node: "web1" }).state.nodes;
+
+  it("R55: lists the last report of every enrolled node, and leaves out a removed node's, as mesh nodes leaves the node out", async () => {
+    const verb = reportsVerb(fakeReports(stored), async () => removedWeb1());
+    const reply = await verb({}, "operator-ann") as ReportsReply;
+    assert.equal(reply.ok, true);
+    assert.deepEqual(reply.reports.map((r) => r.node), ["alpha", "zeta"]);
+  });
+
+  it("pages over the enrolled nodes only: a removed node takes no place on a page", async () => {
+    const verb = reportsVerb(fakeReports(stored), async () => removedWeb1());
+    const first = await verb({ limit: 1 }, "operator-ann") as ReportsReply;
+    assert.deepEqual(first.reports.map((r) => r.node), ["alpha"]);
+    assert.equal(first.next, "alpha");
+    const second = await verb({ limit: 1, after: first.next }, "operator-ann") as ReportsReply;
+    assert.deepEqual(second.reports.map((r) => r.node), ["zeta"]);
+    assert.equal(second.next, undefined);
+  });
+});
