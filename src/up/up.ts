@@ -25,7 +25,7 @@ import { controllerExit, runningPid, recordPid, spawnDaemon, processesOf, STANDB
 import { appliedOf, nodesOf, principalsByUser, seatsOf, type NodeLastReport, type UpSummary } from "./summary.ts";
 import { REPORTS_PAGE } from "../push/reports.ts";
 import { planIssueAndAssign, planPlacement, planRegistrations, pushLines, type UpCommand } from "./plan.ts";
-import { UpError } from "./errors.ts";
+import { UpError, refusedStep, upOverRecordsBehind } from "./errors.ts";
 import { DEFAULT_UP_ADDRESS } from "./plan.ts";
 
 export { DEFAULT_UP_ADDRESS };
@@ -171,9 +171,9 @@ export async function operatorConnection(paths: MeshPaths, timeoutMs = 5_000): P
   return connectWithCredentialFile(paths.operatorCredential, { name: "mesh-up", reconnect: true, timeoutMs });
 }
 
-/** An answer's accepted reply (typed by the verb's contract), or an UpError naming the verb and carrying the refusal's code. */
+/** An answer's accepted reply (typed by the verb's contract), or the UpError of refusedStep, carrying the refusal's code. */
 function ok<V extends Verb>(verb: V, answer: Answer<V>): ReplyOf<V> {
-  if (answer.ok === false) throw new UpError(`the controller refused \`mesh ${verb}\` (${answer.error.code}): ${answer.error.message}`, answer.error.code);
+  if (answer.ok === false) throw refusedStep(verb, answer.error);
   return answer as ReplyOf<V>;
 }
 
@@ -304,6 +304,7 @@ export async function up(options: UpOptions): Promise<UpResult> {
       // what it holds (the users of the list the bus runs, named when the restore is accepted) and
       // installs what the push after `mesh replay --accept-restore` sends. Nothing is sent meanwhile.
       await options.launcher.host(paths, node);
+      throw upOverRecordsBehind(paths.dir, nodes.error);
     }
     if (!nodesOf(ok("nodes", nodes)).some((n) => n.name === node)) {
       throw new UpError(`mesh up: node ${node} is not enrolled in the mesh of ${paths.dir} (its genesis named another node?)`);

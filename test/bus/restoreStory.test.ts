@@ -102,6 +102,8 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     const resumed = mesh("up", "--dir", dir);
     assert.equal(resumed.status, 1, `mesh up does not resume silently: a refusal by the controller exits 1: ${resumed.err}`);
     assert.match(resumed.err, /records-behind/);
+    assert.doesNotMatch(resumed.err, /`mesh nodes`/, "names no verb the person never ran");
+    assert.match(resumed.err, /the bus, the controller and the host agent are still running/);
     assert.doesNotMatch(resumed.err, /unexpected error/);
     assert.equal(resumed.err.split("\n").filter((line) => line.startsWith("mesh:")).length, 1, `one line explains it: ${resumed.err}`);
     // The controller answers with its refusal: status says so and carries its code, not "did not answer".
@@ -110,6 +112,7 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     const statusError = (JSON.parse(status.out) as { error: { code: string; message: string } }).error;
     assert.equal(statusError.code, "records-behind");
     assert.doesNotMatch(statusError.message, /did not answer/);
+    assert.doesNotMatch(statusError.message, /`mesh nodes`/, "names no verb the person never ran");
     const controllerBefore = credentialAt(join(dir, "controller.json"));
     const operatorBefore = credentialAt(join(dir, "operator.json"));
 

@@ -13,6 +13,7 @@ import type { UpSummary } from "../../src/up/summary.ts";
 import { meshPaths } from "../../installer/genesis.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { UpError } from "../../src/up/up.ts";
+import { refusedStep, upOverRecordsBehind } from "../../src/up/errors.ts";
 import { controllerExit, recordPid } from "../../src/up/processes.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { ConfigError } from "../../src/config.ts";
@@ -31,6 +32,35 @@ describe("mesh up: exit codes", () => {
     assert.equal(upExitCode(new UpError("mesh up: the controller exited: controller: cannot start: ...")), EXIT_USAGE);
     assert.equal(upExitCode(new InstallerError("nats-server is not installed")), EXIT_USAGE);
     assert.equal(upExitCode(new ConfigError(["MESH_KEY_FILE"], "MESH_KEY_FILE is missing")), EXIT_USAGE);
+  });
+});
+
+describe("mesh up and mesh status over records behind (found by a new-user trial)", () => {
+  const behind = { code: "records-behind", message: "the records are behind what the world has seen: ...; run `mesh replay`, then `mesh replay --accept-restore`" };
+
+  it("R43: a records-behind refusal of a read up or status makes by itself names no verb the person never ran", () => {
+    for (const verb of ["nodes", "seats", "credentials", "reports", "modules"] as const) {
+      const error = refusedStep(verb, behind);
+      assert.equal(error.code, "records-behind");
+      assert.doesNotMatch(error.message, new RegExp(`\`mesh ${verb}\``));
+      assert.match(error.message, /refuses .*\(records-behind\)/);
+      assert.ok(error.message.includes(behind.message), "the controller's evidence and its way out are kept");
+    }
+  });
+
+  it("another refusal of a step up runs names that step, in the words the person would type", () => {
+    const error = refusedStep("module.register", { code: "unknown-seat", message: "no seat x" });
+    assert.match(error.message, /`mesh module register` \(unknown-seat\)/);
+    assert.equal(error.code, "unknown-seat");
+  });
+
+  it("R43: mesh up over records behind says the bus, the controller and the host agent are still running, and how to stop them (exit 1)", () => {
+    const error = upOverRecordsBehind("/srv/mesh", behind);
+    assert.equal(upExitCode(error), EXIT_REFUSED);
+    assert.match(error.message, /\(records-behind\)/);
+    assert.match(error.message, /the bus, the controller and the host agent are still running/);
+    assert.match(error.message, /mesh down --dir \/srv\/mesh/);
+    assert.doesNotMatch(error.message, /`mesh nodes`/);
   });
 });
 
