@@ -17,7 +17,7 @@ import { redactDeclaration, sha256, type PushReport } from "../../src/push/push.
 import { REPLAY_VERB } from "../../src/commands/replay.ts";
 import { EXAMPLE_CONFIG, exampleMesh } from "./compose/exampleMesh.ts";
 import { FAKE_TOOLS, NODE_KEY, NOW, fakeSecret, nodeNkeyOf } from "../support/givenWhenThen.ts";
-import type { JetStreamManager } from "@nats-io/jetstream";
+import { fakeReports } from "../support/fakeReports.ts";
 
 /**
  * The contracts (src/contracts, issue 12): every verb the controller answers has a request and a
@@ -83,18 +83,6 @@ function pushReport(state: State, dryRun: boolean): PushReport {
     boundHit: false,
     ...(dryRun ? { declarations: composed.declarations.flatMap((d) => (d.ok ? [redactDeclaration(d.declaration)] : [])) } : {}),
   };
-}
-
-/** A JetStreamManager answering the REPORTS stream from `stored` (report by node), for reportsVerb. */
-function fakeReports(stored: Record<string, unknown>): JetStreamManager {
-  const streams = {
-    getMessage: async (_stream: string, query: { last_by_subj: string }) => {
-      const node = query.last_by_subj.split(".").at(-1)!;
-      return Object.hasOwn(stored, node) ? { json: () => stored[node], time: new Date(NOW) } : null;
-    },
-    info: async () => ({ state: { subjects: Object.fromEntries(Object.keys(stored).map((n) => [`mesh.report.${n}`, 1])) } }),
-  };
-  return { streams } as unknown as JetStreamManager;
 }
 
 /**

@@ -1,21 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { JetStreamManager } from "@nats-io/jetstream";
+import { fakeReports } from "../support/fakeReports.ts";
 import { reportsVerb } from "../../src/push/reports.ts";
 import type { ReportsReply } from "../../src/contracts/verbs.ts";
-import { given, GENESIS, NOW, enrolment } from "../support/givenWhenThen.ts";
-
-/** A JetStreamManager answering the REPORTS stream from `stored` (report by node). */
-function fakeReports(stored: Record<string, unknown>): JetStreamManager {
-  const streams = {
-    getMessage: async (_stream: string, query: { last_by_subj: string }) => {
-      const node = query.last_by_subj.split(".").at(-1)!;
-      return Object.hasOwn(stored, node) ? { json: () => stored[node], time: new Date(NOW) } : null;
-    },
-    info: async () => ({ state: { subjects: Object.fromEntries(Object.keys(stored).map((n) => [`mesh.report.${n}`, 1])) } }),
-  };
-  return { streams } as unknown as JetStreamManager;
-}
+import { given, GENESIS, enrolment } from "../support/givenWhenThen.ts";
 
 const report = (node: string) => ({ v: 1, node, digest: `d-${node}`, ok: true });
 
