@@ -221,9 +221,9 @@ async function whenControllerAnswers(nc: NatsConnection, asker: string, timeoutM
   } catch (error) {
     if (!(error instanceof PollTimeout)) throw error;
     const last = error.cause instanceof Error ? error.cause.message : String(error.cause ?? "no answer");
-    throw new UpError(`mesh up: the controller did not answer within ${timeoutMs} ms (${last}): see its log; ${leftRunning}`);
+    throw new UpError(`up: the controller did not answer within ${timeoutMs} ms (${last}): see its log; ${leftRunning}`);
   }
-  if (gone !== undefined) throw new UpError(`mesh up: ${gone}; ${leftRunning}`);
+  if (gone !== undefined) throw new UpError(`up: ${gone}; ${leftRunning}`);
 }
 
 /**
@@ -269,18 +269,18 @@ export async function up(options: UpOptions): Promise<UpResult> {
     // `--cluster` shapes a mesh at genesis only: a mesh that exists keeps the servers it was made with.
     const servers = readMeshFile(paths.dir).servers?.length ?? 1;
     if (options.cluster !== undefined && options.cluster !== servers) {
-      throw new UpError(`mesh up --cluster ${options.cluster}: the mesh in ${paths.dir} runs ${servers} server${servers === 1 ? "" : "s"}, and --cluster applies at genesis only: drop --cluster to resume it, or give a new --dir for a mesh of ${options.cluster}`);
+      throw new UpError(`up: --cluster ${options.cluster}: the mesh in ${paths.dir} runs ${servers} server${servers === 1 ? "" : "s"}, and --cluster applies at genesis only: drop --cluster to resume it, or give a new --dir for a mesh of ${options.cluster}`);
     }
     log(`up: resuming the mesh in ${paths.dir}`);
   }
   if (!existsSync(nodeFile)) {
-    throw new UpError(`mesh up: ${paths.dir} holds a mesh made without a genesis node (no ${nodeFile}): \`mesh up\` runs meshes it made; run this one's parts by hand (README: On a real machine)`);
+    throw new UpError(`up: ${paths.dir} holds a mesh made without a genesis node (no ${nodeFile}): \`mesh up\` runs meshes it made; run this one's parts by hand (README: On a real machine)`);
   }
   const node = readFileSync(nodeFile, "utf8").trim();
   if (!existsSync(join(hostDir, NODE_CREDENTIAL_FILE))) {
     const reply = enrolReplyFile(paths.dir, node);
     if (!existsSync(reply)) {
-      throw new UpError(`mesh up: ${join(hostDir, NODE_CREDENTIAL_FILE)} and ${reply} are gone: write {"credential": {"address", "user", "nkey", "fingerprint"}} for node ${node} (no secret: its seed is ${join(hostDir, "node.seed")}) and run \`mesh host credential --state ${hostDir} --from <that file>\``);
+      throw new UpError(`up: ${join(hostDir, NODE_CREDENTIAL_FILE)} and ${reply} are gone: write {"credential": {"address", "user", "nkey", "fingerprint"}} for node ${node} (no secret: its seed is ${join(hostDir, "node.seed")}) and run \`mesh host credential --state ${hostDir} --from <that file>\``);
     }
     log(`up: opening ${node}'s enrol reply (mesh host credential --from ${reply})`);
     saveNodeCredential(hostDir, JSON.parse(readFileSync(reply, "utf8")));
@@ -307,7 +307,7 @@ export async function up(options: UpOptions): Promise<UpResult> {
       throw upOverRecordsBehind(paths.dir, nodes.error);
     }
     if (!nodesOf(ok("nodes", nodes)).some((n) => n.name === node)) {
-      throw new UpError(`mesh up: node ${node} is not enrolled in the mesh of ${paths.dir} (its genesis named another node?)`);
+      throw new UpError(`up: node ${node} is not enrolled in the mesh of ${paths.dir} (its genesis named another node?)`);
     }
     await options.launcher.host(paths, node);
 

@@ -64,6 +64,25 @@ describe("mesh up and mesh status over records behind (found by a new-user trial
   });
 });
 
+describe("mesh up: a step it cannot take", () => {
+  let dir: string;
+  before(() => { dir = mkdtempSync(join(tmpdir(), "mesh-up-step-")); });
+  after(() => { rmSync(dir, { recursive: true, force: true }); });
+
+  it("is said once as `mesh: up: ...`, as every verb's error reads, not `mesh: mesh up: ...`", async () => {
+    const mesh = join(dir, "m");
+    mkdirSync(mesh, { recursive: true });
+    writeFileSync(join(mesh, "mesh.json"), JSON.stringify({
+      genesisAddress: "tls://127.0.0.1:4222", fingerprint: "AB", operator: "admin", listenHost: "127.0.0.1", port: 4222, monitorPort: 8222, createdAt: "2026-12-01T00:00:00.000Z",
+    }));
+    let err = "";
+    const io: CliIo = { stdout: { write: () => true }, stderr: { write: (s: string) => { err += s; return true; } }, env: {} };
+    assert.equal(await runCli(["up", "--dir", mesh, "--cluster", "3"], io), EXIT_USAGE);
+    assert.match(err, /^mesh: up: --cluster 3: /m, err);
+    assert.doesNotMatch(err, /mesh: mesh up/);
+  });
+});
+
 describe("mesh up: a controller that exited", () => {
   let dir: string;
   let gone: number;
