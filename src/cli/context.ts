@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { BusConnectError, BusCredential, connectToBus, secretOf, type BusConnectOptions } from "../bus/connect.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
 import { CredentialFileError, readBusCredential, renameDurable } from "../files/index.ts";
-import type { ClientConfig, Environment } from "../config.ts";
+import { DEFAULT_CREDENTIAL_FILE, type ClientConfig, type Environment } from "../config.ts";
 
 /** Exit codes of `mesh`: 0 ok, 1 refused by the controller, 2 usage or connection error. */
 export const EXIT_OK = 0;
@@ -172,14 +172,15 @@ export async function busRefusesKeyOf(file: string, timeoutMs: number): Promise<
 
 /**
  * R50: after the bus stopped admitting the key of the credential file `file` (a rotation took it
- * away), the credential file to dial with now: the first of `file` and `configured` (the
- * configured one, MESH_CREDENTIAL's or the default, when it is another) that holds another key of
+ * away), the credential file to dial with now: the first of `file`, `configured` (MESH_CREDENTIAL's
+ * or the default, when it is another) and `fallback` (the default, DEFAULT_CREDENTIAL_FILE: where
+ * the operator's own file lives when MESH_CREDENTIAL names a copy) that holds another key of
  * the same bus user, in itself (`pending` false) or beside it as `<file>.next` (`pending` true:
  * where `mesh credential rotate operator <me>` keeps the new seed, dialled when the file's own key
  * is refused). Undefined when none does (the new seed was kept beside a file elsewhere). Reads the
  * files; an unreadable one is passed over.
  */
-export function credentialFileNow(file: string, configured: string): { file: string; pending: boolean } | undefined {
+export function credentialFileNow(file: string, configured: string, fallback: string = DEFAULT_CREDENTIAL_FILE): { file: string; pending: boolean } | undefined {
   let refused: BusCredential;
   try {
     refused = loadCredential(file);
@@ -195,7 +196,7 @@ export function credentialFileNow(file: string, configured: string): { file: str
       return false;
     }
   };
-  for (const candidate of new Set([file, configured])) {
+  for (const candidate of new Set([file, configured, fallback])) {
     if (another(candidate)) return { file: candidate, pending: false };
     if (another(pendingCredentialFile(candidate))) return { file: candidate, pending: true };
   }

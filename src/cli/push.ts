@@ -163,7 +163,7 @@ export function pushTimeoutMessage(timeoutMs: number): string {
  * is kept beside it as `<file>.next`), else where the new key was kept. `reason`: the bus's reason
  * otherwise, when known. `user`: the bus user of `file`. Pure.
  */
-export function pushClosedMessage(closed: { file: string; user: string; keyRefused: boolean; reason?: string; useNow?: { file: string; pending: boolean } }): string {
+export function pushClosedMessage(closed: { file: string; configured?: string; user: string; keyRefused: boolean; reason?: string; useNow?: { file: string; pending: boolean } }): string {
   const operatorPrefix = busUser("operator", "");
   const name = closed.user.startsWith(operatorPrefix) ? closed.user.slice(operatorPrefix.length) : "<name>";
   const lines = closed.keyRefused
@@ -172,7 +172,11 @@ export function pushClosedMessage(closed: { file: string; user: string; keyRefus
   lines.push("its outcome is unknown here: `mesh nodes` shows what each node was last sent and applied (`mesh history node <node>` names the push that sent it), and `mesh push --wait` again is safe: it sends only what is still behind (R31)");
   if (!closed.keyRefused) return lines.join("\n");
   const now = closed.useNow;
-  const how = now === undefined || now.file === closed.file ? "" : " (the configured credential file: leave --credential out)";
+  const how = now === undefined || now.file === closed.file
+    ? ""
+    : now.file === (closed.configured ?? now.file)
+    ? " (the configured credential file: leave --credential out)"
+    : " (the default credential file: leave --credential out and MESH_CREDENTIAL unset)";
   if (now === undefined) lines.push(`use the credential file beside which \`mesh credential rotate operator ${name}\` kept the new key (as <file>.next, which mesh dials when the bus refuses the file's own key); ${closed.file} holds a key the bus refuses`);
   else if (now.pending) lines.push(`use ${now.file}${how}: the new key is kept beside it in ${now.file}.next, which mesh dials when the bus refuses the file's own key, then moves over it`);
   else lines.push(`use ${now.file}${how}: it holds the new key; ${closed.file} holds one the bus refuses`);
@@ -221,7 +225,7 @@ export const PUSH_CLI_VERB: CliVerb = {
         const useNow = keyRefused ? credentialFileNow(file, ctx.config.credentialFile) : undefined;
         const reason = error.cause instanceof Error ? error.cause.message.split("\n")[0] : undefined;
         throw new CommandTransportError("closed", pushClosedMessage({
-          file, user: ctx.asker(), keyRefused, ...(reason === undefined ? {} : { reason }), ...(useNow === undefined ? {} : { useNow }),
+          file, configured: ctx.config.credentialFile, user: ctx.asker(), keyRefused, ...(reason === undefined ? {} : { reason }), ...(useNow === undefined ? {} : { useNow }),
         }), { cause: error });
       }
       throw error;

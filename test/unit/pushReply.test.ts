@@ -149,6 +149,17 @@ describe("a push whose connection the bus closed before the reply (a new-user tr
     assert.equal(credentialFileNow(stale, configured), undefined, "another operator's file is not this one's");
   });
 
+  it("R50: with MESH_CREDENTIAL naming the stale copy, the default credential file is looked at too, and named with how to dial it (a verification trial)", () => {
+    const fallback = join(dir, "default-operator.json");
+    writeBusCredential(fallback, operator(old));
+    writeBusCredential(pendingCredentialFile(fallback), operator(fresh));
+    assert.deepEqual(credentialFileNow(stale, stale, fallback), { file: fallback, pending: true });
+    const said = pushClosedMessage({ file: stale, configured: stale, user: "operator-admin", keyRefused: true, useNow: { file: fallback, pending: true } });
+    assert.ok(said.includes(`use ${fallback} (the default credential file: leave --credential out and MESH_CREDENTIAL unset)`), said);
+    const configuredSaid = pushClosedMessage({ file: stale, configured, user: "operator-admin", keyRefused: true, useNow: { file: configured, pending: true } });
+    assert.ok(configuredSaid.includes("(the configured credential file: leave --credential out)"), configuredSaid);
+  });
+
   it("R31 R50: says the outcome is unknown and where to read it; with the key refused, that a rotation took it away and which file to use now", () => {
     const refused = pushClosedMessage({ file: stale, user: "operator-admin", keyRefused: true, useNow: { file: configured, pending: true } });
     const lines = refused.split("\n");
