@@ -92,10 +92,9 @@ export function printUp(ctx: Pick<CliContext, "out" | "err" | "globals">, result
     ctx.out(`the operator's credential is ${result.paths.operatorCredential}; \`mesh down --dir ${dir}\` stops the mesh`);
   }
   const exit = exitOf(result.push);
-  const undone = shortfallsOf(result.push);
   if (exit !== EXIT_OK && !ctx.globals.json) {
     ctx.err(`mesh up: the mesh keeps running (\`mesh down --dir ${dir}\` stops it), but its push did not apply everywhere:`);
-    for (const line of undone) ctx.err(`  ${line}`);
+    for (const line of shortfallsOf(result.push)) ctx.err(`  ${line}`);
     // A node that did not report is most often one whose host agent is not running (R32).
     if ((result.push.counts?.["timed-out"] ?? 0) > 0 || result.push.nodes.some((n) => n.outcome === "timed-out")) {
       ctx.err("  a node that did not report: start its host agent on its machine (`mesh host`), then `mesh push --wait` sends it what is still behind");

@@ -29,7 +29,7 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
   for (const [, credential] of credentialEntries(state.credentials).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const { kind, name } = credential.principal;
     if (kind === "node" && isEnrolled(state.nodes, name)) nodesWith += 1;
-    else if (kind === "module" && name !== CONTROLLER_NAME && needsCredential(state, name)) modulesWith += 1;
+    else if (kind === "module" && name !== CONTROLLER_NAME && needsCredential(state, moduleOf(state.modules, name))) modulesWith += 1;
     else if (kind === "controller" && name === CONTROLLER_NAME) controllerWith = true;
     credentials.push(credential);
   }
@@ -77,7 +77,7 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
     }
   }
   // In slot order: leftOut is sorted below, and sorting 50,000 names here cost more than the check.
-  const needing = everyModule(state.modules).filter((record) => record.manifest.name !== CONTROLLER_NAME && recordNeedsCredential(state, record));
+  const needing = everyModule(state.modules).filter((record) => record.manifest.name !== CONTROLLER_NAME && needsCredential(state, record));
   if (modulesWith < needing.length) {
     for (const { manifest: { name }, issued } of needing) {
       const principal: Principal = { kind: "module", name };
@@ -97,15 +97,9 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
   return { ok: true, users, leftOut };
 }
 
-/** A module that should be on the bus: registered, and issued or assigned to a node. */
-function needsCredential(state: State, module: string): boolean {
-  const record = moduleOf(state.modules, module);
-  return record !== undefined && recordNeedsCredential(state, record);
-}
-
-/** needsCredential of a registered module's record. */
-function recordNeedsCredential(state: State, record: ModuleRecord): boolean {
-  return record.issued || nodesOfModule(state.assignments, record.manifest.name).length > 0;
+/** A module that should be on the bus: registered (`record`), and issued or assigned to a node. */
+function needsCredential(state: State, record: ModuleRecord | undefined): boolean {
+  return record !== undefined && (record.issued || nodesOfModule(state.assignments, record.manifest.name).length > 0);
 }
 
 function compare(a: string, b: string): number {

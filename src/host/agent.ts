@@ -358,9 +358,8 @@ export function startHost(options: HostOptions): Host {
         installed.push({ server, ok: false, error: why });
       }
     }
-    const servers: ServerListOutcome[] = installed.map(({ server, ok, changed, error }) => ({
-      server: server!, ok, ...(changed === undefined ? {} : { changed }), ...(error === undefined ? {} : { error }),
-    }));
+    // The report carries each server's outcome without the reload's time.
+    const servers: ServerListOutcome[] = installed.map(({ reloadMs: _reloadMs, server, ...outcome }) => ({ server: server!, ...outcome }));
     if (!installed.some((o) => o.ok)) throw new Error(`no server took the user list: ${servers.map((s) => `${s.server}: ${s.error}`).join("; ")}`);
     return { installed, servers };
   };

@@ -7,7 +7,7 @@
  */
 import { keysOfListText, usersOfListText } from "./declaration.ts";
 import { Declaration as HostDeclaration, declarationProblem, type NodeSelf } from "../contracts/declaration.ts";
-import type { HostReport } from "../contracts/report.ts";
+import type { HostReport, ServerListOutcome } from "../contracts/report.ts";
 import { declarationSubject } from "../names.ts";
 
 /**
@@ -195,11 +195,12 @@ export function seedAfterRefusal(presentedPending: boolean): boolean {
 }
 
 /**
- * One server's outcome of installing a user list, as the host logs it: `server` is absent on a bus
- * of one server; `changed` when the file was written and the bus reloaded it (in `reloadMs`);
- * `ok` false when the server missed it (R60), `error` saying why.
+ * One server's outcome of installing a user list, as the host logs it: the report's outcome of a
+ * server (ServerListOutcome: `ok` false when it missed it, R60, `error` saying why; `changed`
+ * when the file was written and the bus reloaded it), its `server` absent on a bus of one server,
+ * and the reload's `reloadMs`.
  */
-export type ListInstallOutcome = { server?: string; ok: boolean; changed?: boolean; reloadMs?: number; error?: string };
+export type ListInstallOutcome = Omit<ServerListOutcome, "server"> & { server?: string; reloadMs?: number };
 
 /**
  * The host's log words for a user list on every server it went to, from all their outcomes (R60):

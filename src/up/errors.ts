@@ -15,7 +15,7 @@ export class UpError extends Error {
 }
 
 /** The code every verb but `mesh replay` is refused with while the records are behind the world (R43). */
-const RECORDS_BEHIND = "records-behind";
+export const RECORDS_BEHIND = "records-behind";
 
 /**
  * The UpError for a step of `mesh up` or `mesh status` the controller refused (`verb`: its bus

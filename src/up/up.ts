@@ -25,7 +25,7 @@ import { controllerExit, runningPid, recordPid, spawnDaemon, processesOf, STANDB
 import { appliedOf, nodesOf, principalsByUser, seatsOf, type NodeLastReport, type UpSummary } from "./summary.ts";
 import { REPORTS_PAGE } from "../push/reports.ts";
 import { planIssueAndAssign, planPlacement, planRegistrations, pushLines, type UpCommand } from "./plan.ts";
-import { UpError, refusedStep, upOverRecordsBehind } from "./errors.ts";
+import { RECORDS_BEHIND, UpError, refusedStep, upOverRecordsBehind } from "./errors.ts";
 import { DEFAULT_UP_ADDRESS } from "./plan.ts";
 
 export { DEFAULT_UP_ADDRESS };
@@ -299,7 +299,7 @@ export async function up(options: UpOptions): Promise<UpResult> {
 
     // 4. the local node's host agent: enrolled at genesis, its account carried in the first list (R56).
     const nodes = await client.nodes();
-    if (!nodes.ok && nodes.error.code === "records-behind") {
+    if (!nodes.ok && nodes.error.code === RECORDS_BEHIND) {
       // R43: the records are behind the world. The local host still runs: it tells the controller
       // what it holds (the users of the list the bus runs, named when the restore is accepted) and
       // installs what the push after `mesh replay --accept-restore` sends. Nothing is sent meanwhile.
