@@ -7,6 +7,7 @@
  * one was not), and after START_BOUND_MS it gives up: the lease is released and the start throws
  * StartStalled, after which its process stands by again.
  */
+import { transientBusConditionOf } from "../bus/errors.ts";
 
 /** Milliseconds a start may go without serving before it dials the bus again. */
 export const START_REDIAL_MS = 15_000;
@@ -51,4 +52,19 @@ export function watchStart(options: StartWatchOptions): { served(): void } {
     setTimer(() => options.giveUp(new StartStalled(boundMs)), boundMs),
   ];
   return { served: () => { for (const timer of timers) timer.cancel(); } };
+}
+
+/** Milliseconds a controller's process waits before it stands by again after a start that failed (startsAgainAfter). */
+export const START_AGAIN_PAUSE_MS = 1_000;
+
+/**
+ * Whether a controller's process whose start failed with `error` stands by again (R61, R62)
+ * rather than ending: the start stalled holding the lease (StartStalled), or a passing bus
+ * condition failed it (transientBusConditionOf: a timeout, no responders, a leader election, a
+ * connection lost; seen on a 2.9.10 cluster restarted with its controller, whose reads timed out
+ * after the lease was taken). The failed start released the lease and closed its connection
+ * already. Anything else (bad configuration, records that erase commits) ends it. Pure.
+ */
+export function startsAgainAfter(error: unknown): boolean {
+  return error instanceof StartStalled || transientBusConditionOf(error) !== undefined;
 }

@@ -10,7 +10,8 @@ import { readFileSync } from "node:fs";
 import { parseControllerConfig } from "../config.ts";
 import { startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../host/index.ts";
 import { startController, type Controller } from "../bootstrap/main.ts";
-import { StartStalled } from "../bootstrap/startBound.ts";
+import { START_AGAIN_PAUSE_MS, startsAgainAfter } from "../bootstrap/startBound.ts";
+import { setTimeout as sleep } from "node:timers/promises";
 import { meshPaths, readEnvFile, type MeshPaths } from "../../installer/genesis.ts";
 import { HOST_DIR, LOCAL_NODE_FILE, busReloadOptions, hasStandby, type Launcher } from "./up.ts";
 
@@ -47,14 +48,18 @@ export async function runController(paths: MeshPaths, log: (line: string) => voi
       })();
     },
   });
-  /** Launches until a start serves: one that held the lease but stalled (StartStalled, R61) gave it up and stands by again. */
+  /**
+   * Launches until a start serves: one that stalled holding the lease, or that a passing bus
+   * condition failed (startsAgainAfter), gave the lease up and stands by again (R61).
+   */
   const launchServing = async (signal?: AbortSignal): Promise<Controller> => {
     for (;;) {
       try {
         return await launch(signal);
       } catch (error) {
-        if (!(error instanceof StartStalled) || stopped || signal?.aborted) throw error;
-        log(`${name}: standing by again (R61)`);
+        if (!startsAgainAfter(error) || stopped || signal?.aborted) throw error;
+        log(`${name}: the start failed (${error instanceof Error ? error.message.split("\n")[0] : String(error)}): standing by again (R61)`);
+        await sleep(START_AGAIN_PAUSE_MS, undefined, signal ? { signal } : {}).catch(() => undefined);
       }
     }
   };

@@ -4,7 +4,9 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { START_BOUND_MS, START_REDIAL_MS, StartStalled, watchStart } from "../../src/bootstrap/startBound.ts";
+import { errors } from "@nats-io/transport-node";
+import { START_BOUND_MS, START_REDIAL_MS, StartStalled, startsAgainAfter, watchStart } from "../../src/bootstrap/startBound.ts";
+import { ConfigError } from "../../src/config.ts";
 
 /** Timers run by hand: `advance(ms)` runs each timer due by then, in order of its time. */
 function manualTimers() {
@@ -62,5 +64,16 @@ describe("watchStart (R61)", () => {
   it("the redial comes before the bound, and a bound is long enough for a slow healthy start", () => {
     assert.ok(START_REDIAL_MS < START_BOUND_MS);
     assert.ok(START_BOUND_MS >= 60_000);
+  });
+});
+
+describe("startsAgainAfter (R61)", () => {
+  it("R61 R62: a start failed by a passing bus condition stands by again, as one that stalled holding the lease; any other failure ends it", () => {
+    assert.equal(startsAgainAfter(new StartStalled(START_BOUND_MS)), true);
+    // Seen in CI: a cluster restarted with its controller answered the start's reads with a timeout after the lease was taken.
+    assert.equal(startsAgainAfter(new errors.TimeoutError()), true);
+    assert.equal(startsAgainAfter(new Error("reading the records failed", { cause: new errors.TimeoutError() })), true);
+    assert.equal(startsAgainAfter(new ConfigError(["MESH_BROKER_ADDRESS"], "MESH_BROKER_ADDRESS is unset")), false);
+    assert.equal(startsAgainAfter(new Error("CATALOGUE max_msgs is 3: it would erase commits (R47)")), false);
   });
 });
