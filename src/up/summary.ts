@@ -90,7 +90,11 @@ export function appliedOf(
     if (local && n.name === local.node) {
       // The bus's time of its report of this very declaration: when it was applied (R55).
       const at = report?.ok === true && report.digest === local.digest ? { reportedAt: report.at } : {};
-      return { node: n.name, digest: local.digest, ok: n.lastSent === null || local.digest === n.lastSent, files: [...local.files], ...at, ...(report?.drift?.length ? { drift: [...report.drift] } : {}) };
+      const behind = n.lastSent !== null && local.digest !== n.lastSent;
+      return {
+        node: n.name, digest: local.digest, ok: !behind, files: [...local.files], ...at, ...(report?.drift?.length ? { drift: [...report.drift] } : {}),
+        ...(behind ? { error: `sent ${n.lastSent!.slice(0, 12)}, last applied ${local.digest.slice(0, 12)} (its host's own record)` } : {}),
+      };
     }
     if (!report) return { node: n.name, digest: null, ok: false, files: [], error: n.lastSent ? `sent ${n.lastSent.slice(0, 12)}, no report from the node yet` : "nothing sent yet" };
     if (!report.ok) return { node: n.name, digest: report.digest, ok: false, files: [], error: report.error ?? "the node could not apply it", ...seen };

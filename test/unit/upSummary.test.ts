@@ -45,4 +45,10 @@ describe("mesh status: what each node applied", () => {
     }).join("\n");
     assert.match(lines, /local\s+aaaaaaaaaaaa\s+ok, 1 files, reported 2026-12-01T03:00:00.000Z/);
   });
+
+  it("R55: the local node's row, when its host holds an older declaration than the one last sent, says both, never 'NOT APPLIED: -' (a new-user trial: its agent was stopped during a push)", () => {
+    const applied = appliedOf([node("local", SENT)], [{ node: "local", at: AT, digest: OLDER, ok: true }], { node: "local", digest: OLDER, files: [] });
+    assert.equal(applied[0]!.ok, false);
+    assert.equal(applied[0]!.error, `sent ${SENT.slice(0, 12)}, last applied ${OLDER.slice(0, 12)} (its host's own record)`);
+  });
 });
