@@ -153,7 +153,7 @@ function addGlobalOption(command: Command, name: GlobalOptionName, config: Clien
       command.option("--json", help ?? "print the reply as JSON (failures too, with a code)", false);
       return;
     case "timeout":
-      command.option("--timeout <ms>", help ?? "milliseconds to wait for the controller's reply (MESH_TIMEOUT_MS)", parseTimeout, config.timeoutMs);
+      command.option("--timeout <ms>", help ?? "milliseconds to wait for the bus to take the connection and for the controller's reply (MESH_TIMEOUT_MS)", parseTimeout, config.timeoutMs);
       return;
     case "commandId":
       command.option("--command-id <id>", help ?? "the command's id: a retry with the same id appends nothing");
