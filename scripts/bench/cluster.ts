@@ -11,6 +11,9 @@
  *
  * Times in milliseconds; p50 of the round trips after a warm-up.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { enrolRequest } from "../../test/support/enrol.ts";
 import { randomUUID } from "node:crypto";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -18,6 +21,7 @@ import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { startNatsCluster } from "../../test/support/natsCluster.ts";
 import { TEST_FINGERPRINT } from "../../test/support/commandMesh.ts";
 import { openCatalogue } from "../../src/records/catalogue.ts";
+import { keptMark } from "../../src/bootstrap/recordsMark.ts";
 import { serveCommands } from "../../src/commands/server.ts";
 import { sendCommand } from "../../src/client/send.ts";
 import { newMeshKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
@@ -55,6 +59,7 @@ export async function measureCluster(count: number): Promise<ClusterResult> {
   if (!Number.isInteger(count) || count < 10) throw new Error("--count takes a whole number of at least 10");
   const warmup = Math.min(100, Math.floor(count / 10));
   const cluster = await startNatsCluster(3);
+  const stateDir = mkdtempSync(join(tmpdir(), "mesh-bench-state-"));
   const connections: NatsConnection[] = [];
   const dial = async (user: string): Promise<NatsConnection> => {
     const nc = await connect({ servers: cluster.urls, inboxPrefix: inboxPrefix(user), name: `bench-${user}`, reconnectTimeWait: 100, maxReconnectAttempts: -1 });
@@ -64,7 +69,8 @@ export async function measureCluster(count: number): Promise<ClusterResult> {
   try {
     const controllerUser = busUser("controller", CONTROLLER_NAME);
     const nc = await dial(controllerUser);
-    const catalogue = await openCatalogue(nc, { replicas: 3 });
+    // As the controller runs: the records' mark kept in its state folder, written on every advance (R43).
+    const catalogue = await openCatalogue(nc, { replicas: 3, ...keptMark(stateDir) });
     const created = await catalogue.transact("genesis", () => ({
       ok: true,
       entity: { kind: "mesh", id: "mesh" },
@@ -144,6 +150,7 @@ export async function measureCluster(count: number): Promise<ClusterResult> {
   } finally {
     await Promise.all(connections.map((c) => c.close().catch(() => undefined)));
     await cluster.stop();
+    rmSync(stateDir, { recursive: true, force: true });
   }
 }
 

@@ -4,13 +4,18 @@
  * trip, in the same run on the same nats-server, both on file storage. Goal: p50 ≤ 2× raw.
  *
  * The commands alternate `assign` and `unassign` of one module on one node, so every one appends
- * one commit. Each kind warms up first, then the kinds run in alternating blocks (BLOCK); times
+ * one commit. The controller keeps the records' mark in a state folder of its own, as it runs
+ * (keptMark, R43): every command's reply waits for its line on disk (one fsync). Each kind warms up first, then the kinds run in alternating blocks (BLOCK); times
  * are per round trip, in milliseconds.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { enrolRequest } from "../../test/support/enrol.ts";
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { startCommandMesh } from "../../test/support/commandMesh.ts";
+import { writeRecordsMark } from "../../src/bootstrap/recordsMark.ts";
 import { sendCommand } from "../../src/client/send.ts";
 import { inboxPrefix } from "../../src/names.ts";
 import { evolve } from "../../src/projections/index.ts";
@@ -51,7 +56,10 @@ export async function measureCommands(count: number): Promise<CommandsResult> {
   if (!Number.isInteger(count) || count < 10) throw new Error("--count takes a whole number of at least 10");
   const warmup = Math.min(200, Math.floor(count / 10));
 
-  const mesh = await startCommandMesh();
+  // The controller as it runs: it keeps the records' mark in its state folder (R43), a durable
+  // write on every advance of the fold, so every command pays it as in production.
+  const stateDir = mkdtempSync(join(tmpdir(), "mesh-bench-state-"));
+  const mesh = await startCommandMesh({ stateDir });
   const client = await connect({ servers: mesh.server.url, inboxPrefix: inboxPrefix("operator-bench"), name: "bench-operator" });
   try {
     // The mesh the commands act on: one node, one module.
@@ -73,6 +81,8 @@ export async function measureCommands(count: number): Promise<CommandsResult> {
     // hits each alike (measured one after the other, the ratio moved from 1.1x to 1.7x between runs).
     const echoResponder = client.subscribe("bench.echo", { callback: (_e, m) => { m.respond(m.data); } });
     let verbs = 0;
+    let marks = 0;
+    const markDir = mkdtempSync(join(stateDir, "mark-alone-"));
     const kinds: Array<{ samples: number[]; once: () => Promise<unknown> }> = [
       { samples: [], once: () => js.publish("bench.raw.module.bench", body) },
       {
@@ -84,6 +94,8 @@ export async function measureCommands(count: number): Promise<CommandsResult> {
         },
       },
       { samples: [], once: () => client.request("bench.echo", body) },
+      // What the mark adds to a command, alone: one line appended and fsynced beside the bus's own writes.
+      { samples: [], once: async () => { writeRecordsMark(markDir, { lastSequence: (marks += 1), streamCreated: "bench" }); } },
     ];
     for (const kind of kinds) for (let i = 0; i < warmup; i += 1) await kind.once();
     for (let done = 0; done < count; done += BLOCK) {
@@ -95,7 +107,7 @@ export async function measureCommands(count: number): Promise<CommandsResult> {
         }
       }
     }
-    const [raw, command, echo] = kinds.map((k) => k.samples) as [number[], number[], number[]];
+    const [raw, command, echo, mark] = kinds.map((k) => k.samples) as [number[], number[], number[], number[]];
 
     echoResponder.unsubscribe();
     // A reference that explains the figure: the fold of one commit into the state as it ends up.
@@ -112,6 +124,7 @@ export async function measureCommands(count: number): Promise<CommandsResult> {
       stats("raw JetStream publish+ack", raw),
       stats("command round trip (assign/unassign)", command),
       stats("core request/reply echo (the command's extra hop)", echo),
+      stats("records mark written alone (append + fsync, R43)", mark),
       stats(`evolve of one commit (state with ${sizeIn(state.applied)} applied ids)`, fold),
     ];
     const ratio = Math.round((rows[1]!.p50 / rows[0]!.p50) * 100) / 100;
@@ -120,6 +133,7 @@ export async function measureCommands(count: number): Promise<CommandsResult> {
   } finally {
     await client.close();
     await mesh.stop();
+    rmSync(stateDir, { recursive: true, force: true });
   }
 }
 

@@ -20,7 +20,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { BusConnectError, connectToBus, type BusConnectOptions } from "../bus/connect.ts";
 import type { ControllerConfig } from "../config.ts";
 import { openCatalogue, RecordsBehind, type Catalogue } from "../records/catalogue.ts";
-import { readRecordsMark, writeRecordsMark } from "./recordsMark.ts";
+import { keptMark, writeRecordsMark } from "./recordsMark.ts";
 import { watchReports } from "./reportWatch.ts";
 import { watchRecords } from "./recordsWatch.ts";
 import { serveCommands, type CommandServer } from "../commands/server.ts";
@@ -246,7 +246,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
     // R43: the high-water mark kept outside the records says whether they went back.
     const catalogue = await openCatalogue(nc, {
       replicas: config.replicas, holdInvalid: true, onSnapshotIgnored: (line) => log.info(line),
-      mark: readRecordsMark(config.stateDir), onAdvance: (mark) => writeRecordsMark(config.stateDir, mark),
+      ...keptMark(config.stateDir),
     });
     log.info(`records folded to sequence ${catalogue.state.sequence}`);
     if (catalogue.held) log.error(`${catalogue.held.message}; serving \`mesh replay\` only until then`);

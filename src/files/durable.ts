@@ -89,6 +89,32 @@ export function writeFileDurable(path: string, data: string | Uint8Array, option
 }
 
 /**
+ * Appends `data` to `path` durably (R54): written at the file's end, then the file fsynced, so
+ * the bytes are on disk when this returns. A file that does not exist yet is created by
+ * writeFileDurable (its name made durable too, mode `options.mode`, default 0600). A power cut
+ * during an append can leave part of `data` at the end, never less of what was there: a reader
+ * of an append-only file tells a torn last append by its form (a line without its newline). For
+ * a file that grows by small records read back as their last one: one fsync each, where a
+ * replacement costs two and a rename. Throws the file system's error.
+ */
+export function appendFileDurable(path: string, data: string | Uint8Array, options: DurableWriteOptions = {}): void {
+  const fs = options.fs ?? nodeFs;
+  if (!fs.existsSync(path)) {
+    writeFileDurable(path, data, options);
+    return;
+  }
+  const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
+  const fd = fs.openSync(path, "a");
+  try {
+    let written = 0;
+    while (written < bytes.length) written += fs.writeSync(fd, bytes, written, bytes.length - written);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
  * Renames `from` over `to` (same file system) and fsyncs the folders involved (R54): for a whole
  * folder built beside its final place (genesis) or a file already written durably elsewhere.
  * Throws the file system's error.

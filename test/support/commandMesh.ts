@@ -6,6 +6,7 @@ import { serveCommands, type CommandServer, type ExtraVerb } from "../../src/com
 import { newMeshKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { connectToBus } from "../../src/bus/connect.ts";
 import { CONTROLLER_DIAL } from "../../src/bootstrap/main.ts";
+import { keptMark } from "../../src/bootstrap/recordsMark.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser } from "../../src/names.ts";
 import { startNatsServer, type NatsServer, type NatsServerOptions } from "./natsServer.ts";
 
@@ -32,13 +33,22 @@ export type CommandMesh = {
 };
 
 /** Starts a server, opens the catalogue, appends MeshCreated and serves commands. */
-export async function startCommandMesh(options: { server?: NatsServerOptions; duplicateWindowMs?: number; extraVerbs?: Readonly<Record<string, ExtraVerb>> } = {}): Promise<CommandMesh> {
+export async function startCommandMesh(options: {
+  server?: NatsServerOptions;
+  duplicateWindowMs?: number;
+  extraVerbs?: Readonly<Record<string, ExtraVerb>>;
+  /** Keep the records' mark in this folder as the controller does (keptMark, R43); default: none. */
+  stateDir?: string;
+} = {}): Promise<CommandMesh> {
   const server = await startNatsServer(options.server ?? {});
   const controllerUser = busUser("controller", CONTROLLER_NAME);
   // Dialled as the controller dials (CONTROLLER_DIAL), so that the command bench measures what
   // ships; the server checks no credential, the password is only there to make one.
   const nc = await connectToBus({ address: server.url, user: controllerUser, password: "test" }, CONTROLLER_DIAL);
-  const catalogue = await openCatalogue(nc, options.duplicateWindowMs === undefined ? {} : { duplicateWindowMs: options.duplicateWindowMs });
+  const catalogue = await openCatalogue(nc, {
+    ...(options.duplicateWindowMs === undefined ? {} : { duplicateWindowMs: options.duplicateWindowMs }),
+    ...(options.stateDir === undefined ? {} : keptMark(options.stateDir)),
+  });
   const created = await catalogue.transact("genesis", () => ({
     ok: true,
     entity: { kind: "mesh", id: "mesh" },

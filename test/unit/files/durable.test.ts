@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  writeFileDurable, removeFileDurable, renameDurable, linkDurable, makeFolderDurable, readBusCredential, writeBusCredential,
+  writeFileDurable, appendFileDurable, removeFileDurable, renameDurable, linkDurable, makeFolderDurable, readBusCredential, writeBusCredential,
   CredentialFileError, type DurableFs,
 } from "../../../src/files/index.ts";
 
@@ -79,6 +79,26 @@ describe("R54: durable files", () => {
     assert.equal(rename!.path, `${openFile!.path} -> ${target}`);
     assert.equal(openDir!.path, dir);
     assert.equal(fsyncDir!.fd, openDir!.fd, "then its folder");
+  });
+
+  it("R54: an append to a file that exists is written at its end and the file fsynced before it returns; a first append creates the file as writeFileDurable does", () => {
+    const target = join(dir, "log.jsonl");
+    const first = spyFs();
+    appendFileDurable(target, "one\n", { mode: 0o600, fs: first });
+    assert.deepEqual(first.calls.map((c) => c.call).filter((s) => s !== "write"), ["open", "fchmod", "fsync", "close", "rename", "open", "fsync", "close"], "created through a temporary file, its folder fsynced");
+    const spy = spyFs();
+    appendFileDurable(target, "two\n", { fs: spy });
+    assert.equal(readFileSync(target, "utf8"), "one\ntwo\n", "appended, nothing before it rewritten");
+    assert.deepEqual(spy.calls.map((c) => c.call), ["open", "write", "fsync", "close"]);
+    assert.equal(spy.calls[0]!.flags, "a", "opened for appending, never truncated");
+    assert.equal(spy.calls[2]!.fd, spy.calls[0]!.fd, "the file itself is fsynced");
+    assert.equal(statSync(target).mode & 0o777, 0o600, "the mode given at creation stays");
+  });
+
+  it("R54: a failed fsync of an append is the caller's error: the append is not reported done", () => {
+    const target = join(dir, "failing-log.jsonl");
+    writeFileSync(target, "one\n");
+    assert.throws(() => appendFileDurable(target, "two\n", { fs: spyFs({ call: "fsyncSync" }) }), /fsyncSync failed/);
   });
 
   it("R54: a secret is 0600 from its creation, before a byte is in it, whatever the umask", () => {
