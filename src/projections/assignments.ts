@@ -1,6 +1,7 @@
 import type { MeshEvent } from "../events/index.ts";
 import { assertNever } from "./assertNever.ts";
 import { deleteIn, emptyBuckets, entriesIn, getIn, setIn, type Buckets, type Owned } from "./buckets.ts";
+import { ownList, sortedIndex, withInserted } from "./sorted.ts";
 
 export type Handover = { seat: string; from: string; to: string; at: string };
 /**
@@ -16,29 +17,6 @@ export type AssignmentsState = {
 };
 
 export const initialAssignments: AssignmentsState = { byModule: emptyBuckets(), handovers: emptyBuckets() };
-
-/**
- * Where `node` is or would go in `nodes`, sorted in the order of Array.prototype.sort (UTF-16 code
- * units): a binary search.
- */
-function sortedIndex(nodes: readonly string[], node: string): number {
-  let low = 0;
-  let high = nodes.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (nodes[middle]! < node) low = middle + 1;
-    else high = middle;
-  }
-  return low;
-}
-
-/** `list` as the fold may change it: itself when it made it (`owned`), else a copy it now owns. */
-function ownList<T>(list: readonly T[], owned: Owned): T[] {
-  if (owned.has(list)) return list as T[];
-  const copy = list.slice();
-  owned.add(copy);
-  return copy;
-}
 
 /** The assignments with `module`'s node list set to `nodes` (removed when empty). */
 function withNodes(state: AssignmentsState, module: string, nodes: string[], owned: Owned): AssignmentsState {
@@ -64,12 +42,8 @@ export function evolveAssignments(state: AssignmentsState, event: MeshEvent, own
   switch (event.type) {
     case "ModuleAssigned": {
       // A module on 10,000 nodes must not be scanned and re-sorted for each one assigned.
-      const nodes = getIn(state.byModule, event.module) ?? [];
-      const at = sortedIndex(nodes, event.node);
-      if (nodes[at] === event.node) return state;
-      const next = ownList(nodes, owned);
-      next.splice(at, 0, event.node);
-      return withNodes(state, event.module, next, owned);
+      const next = withInserted(getIn(state.byModule, event.module), event.node, owned);
+      return next === undefined ? state : withNodes(state, event.module, next, owned);
     }
     case "ModuleUnassigned": {
       const nodes = getIn(state.byModule, event.module);

@@ -2,6 +2,7 @@ import type { MeshEvent, Principal } from "../events/index.ts";
 import { CONTROLLER_NAME, principalKey } from "../names.ts";
 import { assertNever } from "./assertNever.ts";
 import { deleteIn, emptyBuckets, entriesIn, getIn, setIn, valuesIn, type Buckets, type Owned } from "./buckets.ts";
+import { sortedHas, withInserted } from "./sorted.ts";
 
 /** A principal's current credential as the records hold it (never a seed or password in the clear). */
 export type CredentialRecord = {
@@ -103,9 +104,10 @@ export function evolveCredentials(credentials: CredentialsState, event: MeshEven
       const principal = principalOfModule(event.module);
       const key = principalKey(principal.kind, principal.name);
       const record = getIn(credentials, key);
-      if (!record || (record.deliveredTo ?? []).includes(event.node)) return credentials;
+      const deliveredTo = record === undefined ? undefined : withInserted(record.deliveredTo, event.node, owned);
+      if (record === undefined || deliveredTo === undefined) return credentials;
       if (index.byNode) noteDelivery(index.byNode, event.node, key);
-      return setIn(credentials, key, { ...record, deliveredTo: [...(record.deliveredTo ?? []), event.node].sort() }, owned);
+      return setIn(credentials, key, { ...record, deliveredTo }, owned);
     }
     case "CredentialRevoked":
       return deleteIn(credentials, principalKey(event.principal.kind, event.principal.name), owned);
@@ -119,7 +121,7 @@ export function evolveCredentials(credentials: CredentialsState, event: MeshEven
         ? entriesIn(after)
         : [...(deliveriesOf(index, after).get(event.node) ?? [])].map((key): [string, CredentialRecord | undefined] => [key, getIn(after, key)]);
       for (const [key, record] of candidates) {
-        if (record?.deliveredTo === undefined || !record.deliveredTo.includes(event.node)) continue;
+        if (record?.deliveredTo === undefined || !sortedHas(record.deliveredTo, event.node)) continue;
         const { deliveredTo, ...rest } = record;
         const left = deliveredTo.filter((n) => n !== event.node);
         after = setIn(after, key, left.length === 0 ? rest : { ...rest, deliveredTo: left }, owned);

@@ -2,6 +2,7 @@ import type { MeshEvent } from "../events/index.ts";
 import { assertNever } from "./assertNever.ts";
 import { moduleOf, resolveSeat, type ModulesState } from "./modules.ts";
 import { emptyBuckets, entriesIn, getIn, setIn, valuesIn, type Buckets, type Owned } from "./buckets.ts";
+import { sortedHas, withInserted } from "./sorted.ts";
 
 export type ProvisionRecord = {
   seat: string;
@@ -62,15 +63,15 @@ export function evolveProvisions(provisions: ProvisionsState, event: MeshEvent, 
       let after = provisions;
       for (const [key, record] of entriesIn(provisions)) {
         if (record.consumer !== event.module && !claimed.has(record.seat)) continue;
-        if ((record.deliveredTo ?? []).includes(event.node)) continue;
-        after = setIn(after, key, { ...record, deliveredTo: [...(record.deliveredTo ?? []), event.node].sort() }, owned);
+        const deliveredTo = withInserted(record.deliveredTo, event.node, owned);
+        if (deliveredTo !== undefined) after = setIn(after, key, { ...record, deliveredTo }, owned);
       }
       return after;
     }
     case "NodeRemoved": {
       let after = provisions;
       for (const [key, record] of entriesIn(provisions)) {
-        if (record.deliveredTo === undefined || !record.deliveredTo.includes(event.node)) continue;
+        if (record.deliveredTo === undefined || !sortedHas(record.deliveredTo, event.node)) continue;
         const { deliveredTo, ...rest } = record;
         const left = deliveredTo.filter((n) => n !== event.node);
         after = setIn(after, key, left.length === 0 ? rest : { ...rest, deliveredTo: left }, owned);

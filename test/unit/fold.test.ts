@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { appliedSequence, assignedModules, everyCredential, evolve, initialState, lastSent, startFold, type SequencedCommit, type State } from "../../src/projections/index.ts";
+import { appliedSequence, assignedModules, everyCredential, everyProvision, evolve, principalOfModule, initialState, lastSent, startFold, type SequencedCommit, type State } from "../../src/projections/index.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import { MAX_DEPTH } from "../../src/projections/buckets.ts";
@@ -74,6 +74,52 @@ describe("long folds", () => {
       const byModule = (state: State) => Object.fromEntries(assignedModules(state.assignments).map(([module, nodes]) => [module, [...nodes]]));
       assert.deepEqual(byModule(copy.finish()), expected, `seed ${seed}: copy`);
       assert.deepEqual(byModule(share.finish()), expected, `seed ${seed}: share`);
+    }
+  });
+
+  it("R48: each module's credential's deliveredTo is what a plain model of unassign, mint, rotate, revoke and remove says, sorted, in every fold; every provision's is sorted and has no node twice", () => {
+    for (const seed of [12, 13]) {
+      const churn: SequencedCommit[] = generateCommits({ seed, events: 4000, maxNodes: 12 }).map((commit, i) => ({ sequence: i + 1, commit }));
+      // principal key → the nodes its credential was delivered to (a module unassigned from them).
+      const model = new Map<string, Set<string>>();
+      let delivered = 0;
+      for (const { commit } of churn) {
+        for (const e of commit.events) {
+          const key = (kind: string, name: string) => `${kind}:${name}`;
+          if (e.type === "CredentialMinted" || e.type === "CredentialRotated") model.set(key(e.principal.kind, e.principal.name), new Set());
+          if (e.type === "CredentialRevoked") model.delete(key(e.principal.kind, e.principal.name));
+          const holder = e.type === "ModuleUnassigned" ? principalOfModule(e.module) : undefined;
+          if (e.type === "ModuleUnassigned" && model.has(key(holder!.kind, holder!.name))) {
+            model.get(key(holder!.kind, holder!.name))!.add(e.node);
+            delivered += 1;
+          }
+          if (e.type === "NodeRemoved") {
+            model.delete(key("node", e.node));
+            for (const nodes of model.values()) nodes.delete(e.node);
+          }
+        }
+      }
+      assert.ok(delivered > 0, `seed ${seed}: the history unassigns modules that hold a credential`);
+      const expected = Object.fromEntries([...model].filter(([, nodes]) => nodes.size > 0).map(([key, nodes]) => [key, [...nodes].sort()]));
+      const copy = startFold(initialState, "copy");
+      const share = startFold(initialState, "share");
+      let stepwise = initialState;
+      for (let i = 0; i < churn.length; i += 113) {
+        copy.add(churn.slice(i, i + 113));
+        share.add(churn.slice(i, i + 113));
+        stepwise = evolve(stepwise, churn.slice(i, i + 113));
+      }
+      const deliveries = (state: State) => Object.fromEntries(everyCredential(state.credentials)
+        .filter((record) => record.deliveredTo !== undefined)
+        .map((record) => [`${record.principal.kind}:${record.principal.name}`, [...record.deliveredTo!]]));
+      for (const [mode, state] of [["copy", copy.finish()], ["share", share.finish()], ["evolve", stepwise]] as const) {
+        assert.deepEqual(deliveries(state), expected, `seed ${seed}: ${mode}`);
+        for (const record of everyProvision(state.provisions)) {
+          const nodes = record.deliveredTo ?? [];
+          assert.deepEqual(nodes, [...new Set(nodes)].sort(), `seed ${seed}: ${mode}: provision ${record.seat}/${record.provision}/${record.consumer}`);
+        }
+      }
+      assert.ok(everyProvision(stepwise.provisions).some((record) => (record.deliveredTo?.length ?? 0) > 1), `seed ${seed}: some provision was delivered to more than one node`);
     }
   });
 
