@@ -12,7 +12,7 @@ import { isAuthorizationRefusal } from "../bus/errors.ts";
 import { busUser, progressSubject } from "../names.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
-import { missedServerLine, omittedLines, serverLines, table } from "./render.ts";
+import { missedServerLine, omittedLines, refusalText, serverLines, table } from "./render.ts";
 import type { CliVerb } from "./verbs.ts";
 
 export { PUSH_REPLY_MARGIN_MS };
@@ -234,7 +234,7 @@ export const PUSH_CLI_VERB: CliVerb = {
     }
     if (!reply.ok) {
       if (ctx.globals.json) ctx.out(JSON.stringify(reply, null, 2));
-      ctx.err(`mesh push: refused (${reply.error.code})${reply.error.field ? ` at "${reply.error.field}"` : ""}: ${reply.error.message}`);
+      ctx.err(`mesh push: refused (${reply.error.code})${refusalText(reply.error)}`);
       return EXIT_REFUSED;
     }
     // `mesh compose <node>` shows that node alone; a push (and compose without names) shows every node.

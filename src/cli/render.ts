@@ -127,6 +127,21 @@ export function renderList(field: string, columns: readonly string[]): (reply: R
   };
 }
 
+/**
+ * How a refusal reads after `refused (<code>)`: ` at <field>: <message>`, the field as the person
+ * typed it (`spelled`: `publicKey` → `--key`, in the message too), or `: <message>` without a
+ * field. A message that already names its field (a schema refusal: `"manifest.name": ...`, R23)
+ * is not preceded by it again: the field is named once.
+ */
+export function refusalText(error: { field?: string; message: string }, spelled: Readonly<Record<string, string>> = {}): string {
+  const { field } = error;
+  if (field === undefined) return `: ${error.message}`;
+  const typed = spelled[field];
+  const named = typed ?? `"${field}"`;
+  const message = typed === undefined ? error.message : error.message.split(`"${field}"`).join(typed);
+  return message.includes(named) ? `: ${message}` : ` at ${named}: ${message}`;
+}
+
 /** R59: one line per list a reply cut to fit the bus's max payload (fitReply's `omitted`): how many, and where to read them. */
 export function omittedLines(reply: Readonly<Record<string, unknown>>): string[] {
   const omitted = (reply.omitted ?? {}) as Record<string, Omitted>;

@@ -11,7 +11,7 @@ import { withSecret } from "../bus/connect.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
 import { readManifestFiles, registrationSummary } from "./manifests.ts";
 import { registrationOrder } from "../manifest/order.ts";
-import { duplicateNote, omittedLines, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
+import { duplicateNote, omittedLines, refusalText, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
 import { randomUUID } from "node:crypto";
 import { CommandTransportError } from "../client/send.ts";
 import { meshClient, type DryRunVerb, type ListVerb, type MeshClient } from "../client/client.ts";
@@ -87,12 +87,9 @@ export function report(
     for (const line of [...(reply.dryRun === true ? renderDryRun(reply) : render(reply)), ...duplicateNote(reply)]) ctx.out(line);
   }
   if (!reply.ok) {
-    const { code, field } = reply.error;
-    const typed = field === undefined ? undefined : spelled[field];
-    const where = field === undefined ? "" : typed === undefined ? ` at "${field}"` : ` at ${typed}`;
-    const message = field === undefined || typed === undefined ? reply.error.message : reply.error.message.split(`"${field}"`).join(typed);
+    const { code } = reply.error;
     const retry = SEND_AGAIN.has(code) && commandId !== undefined ? ` (retry with --command-id ${commandId})` : "";
-    ctx.err(`mesh ${verb.replace(/\./g, " ")}: refused (${code})${where}: ${message}${retry}`);
+    ctx.err(`mesh ${verb.replace(/\./g, " ")}: refused (${code})${refusalText(reply.error, spelled)}${retry}`);
     return EXIT_REFUSED;
   }
   return EXIT_OK;

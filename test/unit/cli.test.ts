@@ -163,12 +163,12 @@ describe("mesh CLI without a server", () => {
 });
 
 describe("refusals name what the person typed", () => {
-  it("a refused field is named by its flag or argument, in the place and in the message", () => {
+  it("a refused field is named by its flag or argument, once: in the message when it names the field, else in the place", () => {
     const lines: string[] = [];
     const ctx = { globals: { json: false }, out: () => {}, err: (line: string) => lines.push(line) } as unknown as CliContext;
     const reply = { ok: false as const, error: { code: "invalid-request", field: "publicKey", message: `"publicKey": not base64` } };
     assert.equal(report(ctx, "node.enrol", reply, undefined, { publicKey: "--key" }), EXIT_REFUSED);
-    assert.equal(lines[0], "mesh node enrol: refused (invalid-request) at --key: --key: not base64");
+    assert.equal(lines[0], "mesh node enrol: refused (invalid-request): --key: not base64");
     // A field with no spelling of its own keeps the request's name.
     report(ctx, "node.enrol", { ok: false, error: { code: "invalid-request", field: "other", message: "m" } }, undefined, { publicKey: "--key" });
     assert.equal(lines[1], `mesh node enrol: refused (invalid-request) at "other": m`);

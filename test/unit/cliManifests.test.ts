@@ -2,6 +2,10 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { registrationSummary } from "../../src/cli/manifests.ts";
 import type { AnyReply } from "../../src/contracts/verbs.ts";
+import { report } from "../../src/cli/verbs.ts";
+import { EXIT_REFUSED, type CliContext } from "../../src/cli/context.ts";
+import { Manifest } from "../../src/manifest/manifest.ts";
+import { refusalOfZodError } from "../../src/commands/validation.ts";
 
 const refused: AnyReply = { ok: false, error: { code: "unknown-seat", message: "no seat" } };
 const registered: AnyReply = { ok: true, module: "a", version: "1", declares: [], claims: [] };
@@ -44,5 +48,21 @@ describe("mesh module register's summary (registrationSummary)", () => {
     ], true)!;
     assert.match(summary, /would be registered .*a\.json/);
     assert.match(summary, /would be unchanged .*git\.json/);
+  });
+});
+
+describe("a refused manifest's line (found by a new-user trial)", () => {
+  it("R23: names the bad field once, not `\"manifest.name\": \"manifest.name\": ...`", () => {
+    const lines: string[] = [];
+    const ctx = { globals: { json: false }, out: (line: string) => { lines.push(line); }, err: (line: string) => { lines.push(line); } } as unknown as CliContext;
+    for (const manifest of [{ name: "", version: "1" }, { version: "1" }, { name: "a", version: "1", wat: 1 }]) {
+      lines.length = 0;
+      const parsed = Manifest.safeParse(manifest);
+      assert.ok(!parsed.success);
+      const error = refusalOfZodError(parsed.error, "invalid-manifest", "manifest");
+      assert.equal(report(ctx, "module.register", { ok: false, error }), EXIT_REFUSED);
+      const line = lines.join("\n");
+      assert.equal(line.split(`"${error.field!}"`).length - 1, 1, line);
+    }
   });
 });
