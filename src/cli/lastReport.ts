@@ -1,4 +1,5 @@
 import type { LastReport } from "../contracts/verbs.ts";
+import { shortDigest } from "./render.ts";
 /**
  * R55: a node's last report as `mesh nodes` gives it: data for `--json`, one line for the table.
  * Pure.
@@ -36,6 +37,6 @@ export function lastReportOf(sent: string | null | undefined, report: StoredRepo
 export function lastReportText(last: NodeLastReport | null, sent: string | null | undefined): string {
   if (last === null) return sent ? "none: no report of what it was sent" : "-";
   const drift = last.drift.length > 0 ? `, ${last.drift.length} drifted file(s) written back` : "";
-  const state = last.outcome === "failed" ? `FAILED (${last.error ?? ""})` : last.outcome === "applied-older" ? `applied an older one (sent ${String(last.sent).slice(0, 12)})` : "applied";
-  return `${last.digest.slice(0, 12)} ${state} at ${last.at}${drift}`;
+  const state = last.outcome === "failed" ? `FAILED (${last.error ?? ""})` : last.outcome === "applied-older" ? `applied an older one (sent ${shortDigest(String(last.sent))})` : "applied";
+  return `${shortDigest(last.digest)} ${state} at ${last.at}${drift}`;
 }

@@ -12,7 +12,7 @@ import { isAuthorizationRefusal } from "../bus/errors.ts";
 import { busUser, progressSubject } from "../names.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
-import { missedServerLine, omittedLines, refusalText, serverLines, table } from "./render.ts";
+import { missedServerLine, omittedLines, refusalText, serverLines, shortDigest, table } from "./render.ts";
 import type { CliVerb } from "./verbs.ts";
 
 export { PUSH_REPLY_MARGIN_MS };
@@ -54,7 +54,7 @@ export function renderPush(report: PushShown): string[] {
   const rows = report.nodes.map((n: PushNodeLine) => ({
     node: n.node,
     outcome: outcomeText(report, n.outcome),
-    digest: n.digest ? n.digest.slice(0, 12) : "",
+    digest: n.digest ? shortDigest(n.digest) : "",
     why: n.refusal ? `${n.refusal.code}: ${n.refusal.message}` : (n.error ?? (n.reportedAt ? `nothing new to apply: last reported applied at ${n.reportedAt}` : "")),
   }));
   lines.push(`${report.dryRun ? "dry run" : "push"} ${report.pushId} from records sequence ${report.recordsSequence}`);

@@ -128,6 +128,15 @@ export function renderList(field: string, columns: readonly string[]): (reply: R
 }
 
 /**
+ * A declaration's digest as the readable output of every verb shows it (`mesh push`, `mesh nodes`,
+ * `mesh reports`): its first 12 hex characters, enough to tell declarations apart at a glance.
+ * `--json` keeps the whole digest.
+ */
+export function shortDigest(digest: string): string {
+  return digest.slice(0, 12);
+}
+
+/**
  * How a refusal reads after `refused (<code>)`: ` at <field>: <message>`, the field as the person
  * typed it (`spelled`: `publicKey` → `--key`, in the message too), or `: <message>` without a
  * field. A message that already names its field (a schema refusal: `"manifest.name": ...`, R23)

@@ -11,7 +11,7 @@ import { withSecret } from "../bus/connect.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
 import { readManifestFiles, registrationSummary } from "./manifests.ts";
 import { registrationOrder } from "../manifest/order.ts";
-import { duplicateNote, omittedLines, refusalText, renderGeneric, renderHistory, renderList, renderWhere, table } from "./render.ts";
+import { duplicateNote, omittedLines, refusalText, renderGeneric, renderHistory, renderList, renderWhere, shortDigest, table } from "./render.ts";
 import { randomUUID } from "node:crypto";
 import { CommandTransportError } from "../client/send.ts";
 import { meshClient, type DryRunVerb, type ListVerb, type MeshClient } from "../client/client.ts";
@@ -484,7 +484,7 @@ export const CLI_VERBS: CliVerb[] = [
     options: [{ flags: "--after <node>", description: "the next page: start after this node (the previous page's `next`)" }],
     body: (_args, options) => (typeof options.after === "string" ? { after: options.after } : {}),
     render: (reply) => [
-      ...renderList("reports", ["node", "digest", "ok", "at", "drift", "error"])(reply),
+      ...table(reply.reports.map((r) => ({ ...r, digest: shortDigest(r.digest) })), ["node", "digest", "ok", "at", "drift", "error"]),
       ...(reply.next !== undefined ? [`more: mesh reports --after ${reply.next}`] : []),
     ],
   }),

@@ -1,7 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { duplicateNote, renderHistory } from "../../src/cli/render.ts";
-import { pendingSeedNote } from "../../src/cli/verbs.ts";
+import { CLI_VERBS, pendingSeedNote } from "../../src/cli/verbs.ts";
+import { renderPush } from "../../src/cli/push.ts";
+import { EXIT_OK, type CliContext } from "../../src/cli/context.ts";
+import type { NatsConnection } from "@nats-io/transport-node";
 
 describe("cli render notes", () => {
   it("an unchanged reply says nothing new was written; a replacing registration names the version it replaced", () => {
@@ -31,5 +34,34 @@ describe("the note on the operator's own rotated seed (R50)", () => {
     assert.match(text, /during that push if you run it from here/);
     assert.match(text, /first verb after/);
     assert.ok(!/switches to it then/.test(text), text);
+  });
+});
+
+describe("mesh reports (found by a new-user trial)", () => {
+  it("R55: prints each digest in the short form mesh nodes and mesh push print, not 64 characters", async () => {
+    const digest = "ab".repeat(32);
+    const lines: string[] = [];
+    const nc = {
+      info: undefined,
+      request: async () => ({ string: () => JSON.stringify({ ok: true, reports: [{ node: "alpha", at: "2026-01-01T00:00:00.000Z", digest, ok: true }] }) }),
+    } as unknown as NatsConnection;
+    const ctx: CliContext = {
+      io: { stdout: { write: () => undefined }, stderr: { write: () => undefined }, env: {} },
+      config: { credentialFile: "unused", timeoutMs: 1_000 },
+      globals: { credential: "unused", json: false, timeoutMs: 1_000 },
+      connection: async () => nc,
+      asker: () => "operator-test",
+      out: (line) => { lines.push(line); },
+      err: (line) => { lines.push(line); },
+    };
+    const reports = CLI_VERBS.find((v) => v.path.join(" ") === "reports")!;
+    assert.equal(await reports.run(ctx, [], {}), EXIT_OK);
+    const text = lines.join("\n");
+    assert.ok(!text.includes(digest), text);
+    assert.ok(text.includes(digest.slice(0, 12)), text);
+    assert.ok(renderPush({
+      pushId: "p", dryRun: false, recordsSequence: 1, nodes: [{ node: "alpha", outcome: "sent", digest }], leftOut: [], freshCredentials: [], freshProvisions: [], provisionsMinted: 0,
+      raised: { created: 0, updated: 0, refused: [] }, timedOut: [], rounds: 1, boundHit: false,
+    }).some((line) => line.includes(`${digest.slice(0, 12)} `) && !line.includes(digest)), "the short form is push's");
   });
 });
