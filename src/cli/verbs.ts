@@ -483,6 +483,7 @@ export const CLI_VERBS: CliVerb[] = [
     path: ["reports"], verb: "reports", mutates: false, summary: `each node's last report on the bus: what it applied, when, files found changed and written back; ${REPORTS_PAGE} a page`,
     options: [{ flags: "--after <node>", description: "the next page: start after this node (the previous page's `next`)" }],
     body: (_args, options) => (typeof options.after === "string" ? { after: options.after } : {}),
+    spelled: { after: "--after" },
     render: (reply) => [
       ...table(reply.reports.map((r) => ({ ...r, digest: shortDigest(r.digest) })), ["node", "digest", "ok", "at", "drift", "error"]),
       ...(reply.next !== undefined ? [`more: mesh reports --after ${reply.next}`] : []),

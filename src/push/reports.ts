@@ -53,6 +53,9 @@ async function reportingNodes(jsm: JetStreamManager): Promise<string[]> {
  * listed and paged: the stream keeps a removed node's last report for good, and an operator reads
  * `mesh reports` beside `mesh nodes` as the fleet's, where a removed node's stale "applied" line
  * would read as a live machine (its removal and past are in `mesh history node <name>`).
+ * `after` is the last node of the previous page (its `next`): one not enrolled (a typo, or a node
+ * removed since that page) is refused `unknown-node` (field `after`) naming it, never answered
+ * with a page as if it were a place in the list.
  */
 export function reportsVerb(manager: JetStreamManager, enrolled: () => Promise<NodesState>): ExtraVerb {
   return async (body): Promise<Reply> => {
@@ -65,6 +68,15 @@ export function reportsVerb(manager: JetStreamManager, enrolled: () => Promise<N
       return reply;
     }
     const nodes = await enrolled();
+    if (request.after !== undefined && !isEnrolled(nodes, request.after)) {
+      return {
+        ok: false,
+        error: {
+          code: "unknown-node", field: "after",
+          message: `no node "${request.after}" is enrolled: --after takes the node a page ended with (its \`more: mesh reports --after <node>\` line); \`mesh reports\` without it starts at the first node`,
+        },
+      };
+    }
     const all = (await reportingNodes(manager)).filter((node) => isEnrolled(nodes, node));
     const from = request.after === undefined ? all : all.filter((n) => n > request.after!);
     const page = from.slice(0, request.limit);

@@ -28,4 +28,14 @@ describe("reports (the controller's reports verb)", () => {
     assert.deepEqual(second.reports.map((r) => r.node), ["zeta"]);
     assert.equal(second.next, undefined);
   });
+
+  it("refuses an --after naming no enrolled node (unknown-node, field after), never a page as if it were fine (found by a new-user trial)", async () => {
+    const verb = reportsVerb(fakeReports(stored), async () => removedWeb1());
+    for (const after of ["nosuch", "web1"]) {
+      const reply = await verb({ after }, "operator-ann");
+      assert.equal(reply.ok, false, after);
+      assert.equal(!reply.ok && reply.error.code, "unknown-node");
+      assert.equal(!reply.ok && reply.error.field, "after");
+    }
+  });
 });
