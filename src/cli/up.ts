@@ -60,8 +60,8 @@ export function upExitCode(error: InstallerError | UpError | ConfigError): numbe
 
 /**
  * One line for the failures `up` expects (bad configuration, a refused step), exit upExitCode; with
- * `--json` also one object on stdout, as every verb prints its failures: `{ ok: false, error: {
- * code, message } }`, the code the controller's refusal (`records-behind`), `config`, `setup`
+ * `--json` also one object on stdout, as every verb prints its failures: `{ ok: false, v, error: {
+ * code, message } }` (v: the verbs' contract version, as every object up prints), the code the controller's refusal (`records-behind`), `config`, `setup`
  * (installation) or `up` (a controller that did not answer or exited, a step up cannot take).
  */
 function failed(ctx: CliContext, error: unknown): number {
@@ -70,7 +70,7 @@ function failed(ctx: CliContext, error: unknown): number {
     ctx.err(`mesh: ${message}`);
     if (ctx.globals.json) {
       const code = error instanceof UpError ? error.code ?? "up" : error instanceof ConfigError ? "config" : "setup";
-      ctx.out(JSON.stringify({ ok: false, error: { code, message } }, null, 2));
+      ctx.out(JSON.stringify({ ok: false, v: VERBS_VERSION, error: { code, message } }, null, 2));
     }
     return upExitCode(error);
   }
@@ -176,14 +176,16 @@ function processList(processes: Record<string, number | null>): ProcessView[] {
 }
 
 /**
- * `mesh status`: exit 0 when the controller answered (with the summary); 1 when `mesh up`'s own
- * mesh is stopped, its controller is not running beside a running bus (its last log line says
- * why), the bus did not admit the operator, or the controller did not answer; 2 when there is
- * neither a mesh here nor a credential to ask one elsewhere. `--json` has one shape in every case:
- * `{ ok, dir, genesisAddress, processes: [{ name, pid, running }], summary: {...} | null }`, plus
- * `v` (the verbs' contract version, as every reply from the controller) when the controller answered,
- * and `error: { code, message }` when not ok (`not-running`, `controller-not-running`, `connection`,
- * or the transport's code).
+ * `mesh status`: exit 0 when the controller answered (with the summary); 1 when the folder `--dir`
+ * names holds no mesh and no operator's credential (said, naming both files, never answered with
+ * the mesh of the credential file instead), `mesh up`'s own mesh is stopped, its controller is not running beside a running
+ * bus (its last log line says why), the bus did not admit the operator, or the controller did not
+ * answer or refused (records-behind, R43); 2 when there is neither a mesh in the default folder
+ * nor a credential to ask one elsewhere. `--json` has one shape in every case: `{ ok, v, dir,
+ * genesisAddress, processes: [{ name, pid, running }], summary: {...} | null }` (v: the verbs'
+ * contract version, as every reply from the controller), plus `error: { code, message }` when not
+ * ok (`no-mesh`, `not-running`, `controller-not-running`, `connection`, the controller's refusal
+ * code, or the transport's code).
  */
 const statusVerb: CliVerb = {
   path: ["status"],
@@ -200,7 +202,7 @@ const statusVerb: CliVerb = {
     const base = (genesisAddress: string | null) => ({ dir: paths.dir, genesisAddress, processes: processList(processes) });
     /** Not ok: the same shape under --json (summary null, the error's code), a line on stderr otherwise; exit 1. */
     const notOk = (genesisAddress: string | null, code: string, message: string): number => {
-      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: false, error: { code, message }, ...base(genesisAddress), summary: null }, null, 2));
+      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: false, v: VERBS_VERSION, error: { code, message }, ...base(genesisAddress), summary: null }, null, 2));
       else ctx.err(`mesh: ${message}`);
       return EXIT_REFUSED;
     };
@@ -216,6 +218,11 @@ const statusVerb: CliVerb = {
       // The bus runs: the controller alone stopped (it could not start, or it died); its log says why.
       const why = controllerExit(paths.dir) ?? `the controller is not running (its log: ${logFile(paths.dir, "controller")})`;
       return notOk(mesh.genesisAddress, "controller-not-running", `the bus of the mesh in ${paths.dir} runs but ${why.replace(/^the /, "its ")}; \`mesh up --dir ${paths.dir}\` starts it again`);
+    }
+    // A folder named on purpose is the mesh asked about: one that holds neither a mesh nor an
+    // operator's credential to ask one is said, never swapped for the credential file's mesh.
+    if (!here && typeof options.dir === "string" && !existsSync(paths.operatorCredential)) {
+      return notOk(null, "no-mesh", `no mesh in ${paths.dir}: it holds neither ${paths.meshFile} nor ${paths.operatorCredential}; \`mesh up --dir ${paths.dir}\` makes one there, or leave --dir out to ask the mesh of the credential file (${ctx.globals.credential})`);
     }
     if (!existsSync(credentialFile)) {
       throw new UsageError(here

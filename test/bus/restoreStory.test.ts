@@ -20,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import { freePort } from "../../installer/serverConfig.ts";
 import { BusConnectError, BusCredential, connectToBus } from "../../src/bus/connect.ts";
 import { waitFor } from "../support/natsServer.ts";
+import { VERBS_VERSION } from "../../src/contracts/verbs.ts";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 const MAIN = join(REPO, "src/cli/main.ts");
@@ -109,7 +110,9 @@ describe("R43 R44: story 1, a restored backup, end to end with real processes", 
     // The controller answers with its refusal: status says so and carries its code, not "did not answer".
     const status = mesh("status", "--dir", dir, "--json");
     assert.equal(status.status, 1, `mesh status over records behind: ${status.err}${status.out}`);
-    const statusError = (JSON.parse(status.out) as { error: { code: string; message: string } }).error;
+    const statusJson = JSON.parse(status.out) as { v?: number; error: { code: string; message: string } };
+    assert.equal(statusJson.v, VERBS_VERSION, "v, as every --json object of status (found by a new-user trial)");
+    const statusError = statusJson.error;
     assert.equal(statusError.code, "records-behind");
     assert.doesNotMatch(statusError.message, /did not answer/);
     assert.doesNotMatch(statusError.message, /`mesh nodes`/, "names no verb the person never ran");

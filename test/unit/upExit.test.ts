@@ -128,7 +128,70 @@ describe("mesh up --json when a step fails", () => {
     const printed = JSON.parse(out) as { ok: boolean; error: { code: string; message: string } };
     assert.equal(printed.ok, false);
     assert.equal(printed.error.code, "setup");
+    assert.equal((printed as { v?: number }).v, VERBS_VERSION, "v, as every --json object up prints (found by a new-user trial)");
     assert.ok(!out.includes("hunter2secret"));
+  });
+});
+
+/** A credential file of a bus nobody runs (port 1 on the loopback: refused at once). */
+function unreachableCredential(dir: string): string {
+  const file = join(dir, "elsewhere.json");
+  writeFileSync(file, JSON.stringify({ address: "nats://127.0.0.1:1", user: "operator-ann", password: "unused" }));
+  return file;
+}
+
+/** Runs `mesh status ... --json` with MESH_CREDENTIAL; its exit code and the object it printed. */
+async function statusJson(args: readonly string[], credential: string): Promise<{ code: number; printed: { ok: boolean; v?: number; error?: { code: string; message: string } } }> {
+  let out = "";
+  const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => true }, env: { MESH_CREDENTIAL: credential, MESH_TIMEOUT_MS: "2000" } };
+  const code = await runCli(["status", ...args, "--json"], io);
+  return { code, printed: JSON.parse(out) as { ok: boolean; v?: number; error?: { code: string; message: string } } };
+}
+
+describe("mesh status --json when nothing answers (found by a new-user trial)", () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), "mesh-status-v-"));
+    mkdirSync(join(dir, "m"), { recursive: true });
+    writeFileSync(join(dir, "m", "mesh.json"), JSON.stringify({
+      genesisAddress: "nats://127.0.0.1:1", fingerprint: "AB", operator: "admin", listenHost: "127.0.0.1", port: 1, monitorPort: 8222, createdAt: "2026-12-01T00:00:00.000Z",
+    }));
+  });
+  after(() => { rmSync(dir, { recursive: true, force: true }); });
+
+  it("carries v, the verbs' contract version, as its ok shape does: every --json object status prints has it", async () => {
+    const { code, printed } = await statusJson(["--dir", join(dir, "m")], unreachableCredential(dir));
+    assert.equal(code, EXIT_REFUSED);
+    assert.equal(printed.ok, false);
+    assert.equal(printed.error?.code, "connection");
+    assert.equal(printed.v, VERBS_VERSION);
+  });
+});
+
+describe("mesh status --dir <a folder with no mesh> (found by a new-user trial)", () => {
+  let dir: string;
+  before(() => { dir = mkdtempSync(join(tmpdir(), "mesh-status-nomesh-")); });
+  after(() => { rmSync(dir, { recursive: true, force: true }); });
+
+  it("says that folder holds no mesh (no-mesh, naming it and the files it looked for) and exits 1, never the mesh of the default credential file", async () => {
+    const empty = join(dir, "empty");
+    mkdirSync(empty);
+    const { code, printed } = await statusJson(["--dir", empty], unreachableCredential(dir));
+    assert.equal(code, EXIT_REFUSED);
+    assert.equal(printed.ok, false);
+    assert.equal(printed.error?.code, "no-mesh");
+    assert.ok(printed.error?.message.includes(meshPaths(empty).meshFile), printed.error?.message);
+    assert.ok(printed.error?.message.includes(meshPaths(empty).operatorCredential), printed.error?.message);
+  });
+
+  it("asks the mesh of the folder's own operator credential when it holds one (a copy of ~/.mesh), as it always did", async () => {
+    const operatorOnly = join(dir, "operator-only");
+    mkdirSync(operatorOnly);
+    writeFileSync(meshPaths(operatorOnly).operatorCredential, JSON.stringify({ address: "nats://127.0.0.1:1", user: "operator-bob", password: "unused" }));
+    const { code, printed } = await statusJson(["--dir", operatorOnly], unreachableCredential(dir));
+    assert.equal(code, EXIT_REFUSED);
+    assert.equal(printed.error?.code, "connection", "asked the bus of that credential");
+    assert.ok(printed.error?.message.includes("operator-bob"), printed.error?.message);
   });
 });
 
