@@ -2,9 +2,12 @@
  * `mesh compose [node...] [--json]`: what a push would compose, secrets redacted, sending nothing.
  * A thin alias of `mesh push --dry-run` (the controller's push verb with `dryRun`, which composes
  * every node from the records, marks which ones a push would send, and redacts every sealed
- * secret and the user list's hashes): one implementation, two names. Named nodes are shown alone
- * (their line and declaration); a node a push would send reads "would send". Exit code as push's:
- * 1 when a node cannot be composed (R30).
+ * secret and the user list's hashes): one implementation, two names. It asks for the whole mesh,
+ * naming no node (a push sends a named node even when not behind, R31), and shows the named nodes
+ * alone (their lines, declarations and counts: onlyNamed), so a node reads "would send" exactly
+ * when a push would send it, named or not. A named node that is not enrolled is refused
+ * `unknown-node` naming it, as `mesh push <node>` is (namedNotShown). Exit code as push's: 1 when
+ * a node cannot be composed (R30) or a named one is refused.
  */
 import { PUSH_CLI_VERB, PUSH_REPLY_MARGIN_MS } from "./push.ts";
 import { QUERY_GLOBALS } from "./context.ts";

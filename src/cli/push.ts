@@ -6,7 +6,7 @@
  * PUSH_REPLY_MARGIN_MS (composing and sending), and says both numbers when no reply came.
  */
 import { randomUUID } from "node:crypto";
-import type { NodeOutcome, PushNodeLine, PushReply } from "../contracts/verbs.ts";
+import type { NodeOutcome, PushNodeLine, PushReply, Refusal } from "../contracts/verbs.ts";
 import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, busRefusesKeyOf, credentialFileNow, loadCredential, type CliContext } from "./context.ts";
 import { isAuthorizationRefusal } from "../bus/errors.ts";
 import { busUser, progressSubject } from "../names.ts";
@@ -19,7 +19,7 @@ export { PUSH_REPLY_MARGIN_MS };
 
 /**
  * A push report as the CLI shows it: the push reply (src/contracts/verbs.ts) without its envelope;
- * `counts` absent once narrowed to the named nodes (onlyNamed).
+ * `counts` may be absent from a report made by hand (renderPush then counts its lines).
  */
 export type PushShown = Omit<PushReply, "ok" | "v" | "counts"> & { counts?: PushReply["counts"] };
 
@@ -30,17 +30,41 @@ function outcomeText(report: PushShown, outcome: NodeOutcome): string {
 
 /**
  * A dry run's report narrowed to the named nodes (`mesh compose <node...>`): their lines and
- * declarations only. Without names, or for a real push, the report as it came.
+ * declarations only, and `counts` over those lines (the reply's cover every node), as `mesh push
+ * --json` carries them. Without names, or for a real push, the report as it came.
  */
 export function onlyNamed(report: PushShown, nodes: readonly string[]): PushShown {
   if (!report.dryRun || nodes.length === 0) return report;
   const named = new Set(nodes);
-  // The counts of the reply cover every node; the narrowed report's summary counts its own lines.
-  const { counts: _all, ...rest } = report;
+  const lines = report.nodes.filter((n) => named.has(n.node));
+  const counts: NonNullable<PushShown["counts"]> = {};
+  for (const n of lines) counts[n.outcome] = (counts[n.outcome] ?? 0) + 1;
   return {
-    ...rest,
-    nodes: report.nodes.filter((n) => named.has(n.node)),
+    ...report,
+    nodes: lines,
+    counts,
     ...(report.declarations ? { declarations: report.declarations.filter((d) => named.has(d.node)) } : {}),
+  };
+}
+
+/**
+ * Why a dry run's report of the whole mesh cannot show the named nodes (`mesh compose <node...>`),
+ * or null when it has a line for each. It has a line for every enrolled node, so one it lacks is
+ * not enrolled: refused `unknown-node` by `notEnrolled`, the words `mesh push <node>` is refused in
+ * (src/push/pushCommand.ts, passed in: the CLI loads it only for this). Unless the reply was cut
+ * to fit the bus's max payload (R59) and left node lines out: then the missing ones may be
+ * enrolled, and are `not-shown`, naming where to read them.
+ */
+export function namedNotShown(report: PushShown, nodes: readonly string[], notEnrolled: (unknown: readonly string[]) => Refusal): Refusal | null {
+  const shown = new Set(report.nodes.map((n) => n.node));
+  const missing = [...new Set(nodes)].filter((node) => !shown.has(node));
+  if (missing.length === 0) return null;
+  const cut = report.omitted?.nodes;
+  if (cut === undefined) return notEnrolled(missing);
+  return {
+    code: "not-shown",
+    field: "nodes",
+    message: `${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} not among the node lines of this dry run: its reply left ${cut.count} out to fit the bus's max payload (R59); see ${cut.see}`,
   };
 }
 
@@ -206,8 +230,11 @@ export const PUSH_CLI_VERB: CliVerb = {
     // Progress comes on a subject inside this operator's own inbox (R33), subscribed before asking.
     const subject = showProgress ? progressSubject(loadCredential(ctx.globals.credential).user, randomUUID()) : undefined;
     const progress = subject === undefined ? undefined : nc.subscribe(subject, { callback: (error, m) => { if (!error) ctx.err(`mesh push: ${m.string()}`); } });
+    // `mesh compose <node...>` asks for the whole mesh and shows the named nodes: a node named in a
+    // push is sent even when not behind (R31), so naming it would make every one read "would send".
+    const narrow = options.onlyNamed === true;
     const body = {
-      nodes, wait, dryRun: options.dryRun === true,
+      nodes: narrow ? [] : nodes, wait, dryRun: options.dryRun === true,
       ...(wait ? { timeoutMs: ctx.globals.timeoutMs } : {}),
       ...(subject === undefined ? {} : { progressSubject: subject }),
     };
@@ -232,13 +259,15 @@ export const PUSH_CLI_VERB: CliVerb = {
     } finally {
       progress?.unsubscribe();
     }
+    const unshown = reply.ok && narrow && nodes.length > 0 ? namedNotShown(reply, nodes, (await import("../push/pushCommand.ts")).notEnrolled) : null;
+    if (unshown !== null) reply = { ok: false, v: reply.v, error: unshown };
     if (!reply.ok) {
       if (ctx.globals.json) ctx.out(JSON.stringify(reply, null, 2));
-      ctx.err(`mesh push: refused (${reply.error.code})${refusalText(reply.error)}`);
+      ctx.err(`mesh ${narrow ? "compose" : "push"}: refused (${reply.error.code})${refusalText(reply.error)}`);
       return EXIT_REFUSED;
     }
     // `mesh compose <node>` shows that node alone; a push (and compose without names) shows every node.
-    const report: PushShown = options.onlyNamed === true ? onlyNamed(reply, nodes) : reply;
+    const report: PushShown = narrow ? onlyNamed(reply, nodes) : reply;
     if (ctx.globals.json) ctx.out(JSON.stringify(report, null, 2));
     else for (const line of renderPush(report)) ctx.out(line);
     return exitOf(report);

@@ -70,7 +70,14 @@ export function pushReply(report: PushReport, budgetBytes: number): PushReply {
  */
 export function unknownNamedNodes(named: readonly string[], enrolled: NodesState): Refusal | null {
   const unknown = [...new Set(named)].filter((node) => !isEnrolled(enrolled, node));
-  if (unknown.length === 0) return null;
+  return unknown.length === 0 ? null : notEnrolled(unknown);
+}
+
+/**
+ * The refusal `unknown-node` (field `nodes`) naming `unknown`, nodes that are not enrolled, and
+ * `mesh nodes`: what `mesh push <node>` is answered and `mesh compose <node>` says alike. Pure.
+ */
+export function notEnrolled(unknown: readonly string[]): Refusal {
   return {
     code: "unknown-node",
     field: "nodes",
