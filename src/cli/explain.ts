@@ -50,11 +50,23 @@ export function renderExplain(reply: Row): string[] {
     lines.push(`denied: ${String(reply.reason ?? "deny by default")}`);
     if (reply.onTheBus !== true) lines.push("note: it has no credential: it is not in the user list at all (R12)");
   }
-  if (typeof reply.credentialSince === "string") {
-    lines.push(`with its credential of ${reply.credentialSince}: a key it replaced is refused once a push carries the new one (R48, R50)`);
-  }
+  lines.push(...credentialLines(reply));
   if (typeof reply.assumed === "string") lines.push(`note: ${reply.assumed}`);
   return lines;
+}
+
+/**
+ * What an explain reply says of the credential it speaks of (`credentialSince`): that the key it
+ * replaced is refused once a push carries it; or, while that key waits for a push (`keyUnsent`,
+ * R50), that it is the records' key, which the next push installs on the bus, the replaced one
+ * admitted until then: the bus does not know it yet.
+ */
+function credentialLines(reply: Row): string[] {
+  if (typeof reply.credentialSince !== "string") return [];
+  if (reply.keyUnsent === true) {
+    return [`with its credential of ${reply.credentialSince}: the records' key, on no user list sent yet; the next push installs it on the bus, and until the broker's holder applies that list the bus admits the key it replaced (R50)`];
+  }
+  return [`with its credential of ${reply.credentialSince}: a key it replaced is refused once a push carries the new one (R48, R50)`];
 }
 
 /** Readable lines of a principal's grants (explain without a subject): a table of direction, subject and why. */
@@ -63,6 +75,7 @@ export function renderGrants(reply: Row): string[] {
   const lines = [`${String(principal.kind)} ${String(principal.name)} (user ${String(reply.user)})${reply.responder === true ? ", answers requests" : ""}:`];
   lines.push(...table(reply.grants as Row[], ["direction", "subject", "because"]));
   if (reply.onTheBus !== true) lines.push("note: it has no credential yet, so the bus admits none of this until it has one");
+  if (reply.keyUnsent === true) lines.push(...credentialLines(reply));
   if (typeof reply.assumed === "string") lines.push(`note: ${reply.assumed}`);
   return lines;
 }

@@ -1,6 +1,6 @@
 import { ExplainRequest, type BodyOf, type GrantsAnswer } from "../contracts/verbs.ts";
 import { credentialOf, isEnrolled, moduleOf, type State } from "../projections/index.ts";
-import { explain as explainGrants, grantsOf, type ComposeConfig, type Explanation } from "../compose/index.ts";
+import { credentialNote, explain as explainGrants, grantsOf, type ComposeConfig, type Explanation } from "../compose/index.ts";
 import { notFound, type QueryContext, type QueryDefinition, type QueryRefused } from "./envelope.ts";
 
 /** The verb of an explain request, sent on commandSubject(asker, EXPLAIN_VERB) (R51). */
@@ -10,7 +10,8 @@ export const EXPLAIN_VERB = "explain";
 /**
  * The answer: compose's Explanation (allowed, the grants that allow it with the manifest line or
  * record behind each, or the reason nothing does; onTheBus false when the principal has no
- * credential, R12), plus `assumed` when the server lent no composition settings.
+ * credential, R12; keyUnsent when its key was rotated after the user list last sent, R50:
+ * credentialNote), plus `assumed` when the server lent no composition settings.
  */
 export type ExplainAnswer = BodyOf<"explain">;
 
@@ -49,8 +50,7 @@ export function answer(state: State, query: ExplainRequest, context: QueryContex
   let explanation: Explanation | GrantsAnswer;
   if (query.direction === undefined || query.subject === undefined) {
     const { grants, responder, user } = grantsOf(state, principal, config);
-    const credential = credentialOf(state.credentials, principal);
-    explanation = { principal, user, grants, responder, onTheBus: credential !== undefined, ...(credential ? { credentialSince: credential.mintedAt } : {}) };
+    explanation = { principal, user, grants, responder, onTheBus: credentialOf(state.credentials, principal) !== undefined, ...credentialNote(state, principal) };
   } else {
     explanation = explainGrants(state, principal, query.direction, query.subject, config);
   }

@@ -1,5 +1,5 @@
 import type { State } from "../projections/index.ts";
-import { credentialOf } from "../projections/index.ts";
+import { credentialOf, lastUserListSequence } from "../projections/index.ts";
 import { grantsOf } from "./permissions.ts";
 import { covers } from "./subjects.ts";
 import type { ComposeConfig, Direction, Grant, Principal } from "./types.ts";
@@ -23,7 +23,24 @@ export type Explanation = {
    * refused by the bus once the push that carries the new one is applied.
    */
   credentialSince?: string;
+  /** Present when that credential's key is on no user list sent yet (credentialNote). */
+  keyUnsent?: true;
 };
+
+/**
+ * What an answer says of the principal's current credential (none when it has none):
+ * `credentialSince`, when it was minted or rotated; and `keyUnsent` when it was rotated after the
+ * records the user list last sent to the broker's holders was composed from (its `rotatedAt` past
+ * lastUserListSequence): the key in the records is not on the bus yet, the next push installs it,
+ * and until that list is applied the bus admits the key it replaced (R50). A rotation can be
+ * told from the records; whether the list sent was applied is the holder's report, not theirs. Pure.
+ */
+export function credentialNote(state: State, principal: Principal): { credentialSince?: string; keyUnsent?: true } {
+  const credential = credentialOf(state.credentials, principal);
+  if (credential === undefined) return {};
+  const unsent = credential.rotatedAt !== undefined && credential.rotatedAt > lastUserListSequence(state);
+  return { credentialSince: credential.mintedAt, ...(unsent ? { keyUnsent: true } : {}) };
+}
 
 /**
  * Which manifest line or record allows `principal` to `direction` on `subject`, or why nothing does
@@ -34,9 +51,8 @@ export type Explanation = {
 export function explain(state: State, principal: Principal, direction: Direction, subject: string, config: ComposeConfig): Explanation {
   const { grants, responder, user } = grantsOf(state, principal, config);
   const because = grants.filter((g) => g.direction === direction && covers(g.subject, subject));
-  const credential = credentialOf(state.credentials, principal);
-  const onTheBus = credential !== undefined;
-  const base = { principal, user, direction, subject, onTheBus, ...(credential ? { credentialSince: credential.mintedAt } : {}) };
+  const onTheBus = credentialOf(state.credentials, principal) !== undefined;
+  const base = { principal, user, direction, subject, onTheBus, ...credentialNote(state, principal) };
   if (because.length > 0) {
     return { ...base, allowed: true, because, ...(onTheBus ? {} : { reason: `${user} has no credential: it is not in the user list yet (R12)` }) };
   }

@@ -8,7 +8,7 @@ export {
 } from "./declaration.ts";
 export { composeTopology, type Topology, type StreamSpec, type ConsumerSpec } from "./topology.ts";
 export { requiredProvisions, neededProvisions, type NeededProvision } from "./provisions.ts";
-export { explain, type Explanation } from "./explain.ts";
+export { explain, credentialNote, type Explanation } from "./explain.ts";
 export {
   moduleEnvironment, CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE, SEED_VARIABLE, type ModuleEnvironment, type WorkEntry, type SubmitEntry,
   type EmitEntry, type FollowEntry, type ToolEntry,

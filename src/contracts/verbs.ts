@@ -421,6 +421,12 @@ export type Grant = z.infer<typeof Grant>;
 /** Set when the controller lent no composition settings: what the answer assumed (R19). */
 const assumed = z.string().optional();
 /**
+ * Present, true, when the principal's key in the records was rotated after the user list last sent
+ * to the broker's holders was composed: it is on no list sent yet, the next push installs it, and
+ * until then the bus admits the key it replaced (R50).
+ */
+const keyUnsent = z.literal(true).optional();
+/**
  * With direction and subject: whether it is allowed, the grants that allow it (`because`), or why
  * nothing does (`reason`); `onTheBus` false when the principal has no credential (R12).
  */
@@ -435,6 +441,7 @@ export const ExplainSubjectAnswer = z
     reason: z.string().optional(),
     onTheBus: z.boolean(),
     credentialSince: z.string().optional(),
+    keyUnsent,
     assumed,
   })
   .strict();
@@ -448,6 +455,7 @@ export const GrantsAnswer = z
     responder: z.boolean(),
     onTheBus: z.boolean(),
     credentialSince: z.string().optional(),
+    keyUnsent,
     assumed,
   })
   .strict();

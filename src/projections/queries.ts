@@ -3,6 +3,7 @@ import { claimantsOf, resolveSeat } from "./modules.ts";
 import { assignedModules, nodesOfModule } from "./assignments.ts";
 import { credentialAt, credentialEntries, principalOfModule } from "./credentials.ts";
 import { overlayNameOf } from "./overlay.ts";
+import { lastSent } from "./sent.ts";
 import type { Principal } from "../events/index.ts";
 import { provisionsInKeyOrder, type ProvisionRecord } from "./provisions.ts";
 import { BROKER_SEAT, CONTROLLER_NAME, principalKey } from "../names.ts";
@@ -18,6 +19,20 @@ export function holdersOf(state: State, seat: string): string[] {
     for (const node of nodesOfModule(state.assignments, module)) nodes.add(node);
   }
   return [...nodes].sort();
+}
+
+/**
+ * The records sequence the user list the broker's holders hold was composed from: the oldest of
+ * their last sent declarations (a list travels with its holder's declaration); 0 when none was
+ * ever sent one. A credential rotated after it (its `rotatedAt`) is on no list sent yet: the next
+ * push installs it (R50).
+ */
+export function lastUserListSequence(state: State): number {
+  const sequences = holdersOf(state, BROKER_SEAT).flatMap((node) => {
+    const sent = lastSent(state.sent, node);
+    return sent ? [sent.recordsSequence] : [];
+  });
+  return sequences.length === 0 ? 0 : Math.min(...sequences);
 }
 
 /** The standard NATS port, used when a genesis address names none (R8). */

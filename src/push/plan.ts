@@ -291,19 +291,6 @@ export function withModulesLeftOut(outcomes: Map<string, NodeReport>, leftOut: M
     .sort((a, b) => (a.node < b.node ? -1 : 1));
 }
 
-/**
- * The records sequence the user list the broker's holders hold was composed from: the oldest of
- * their last sent declarations (a list travels with its holder's declaration); 0 when none was
- * ever sent one.
- */
-export function lastUserListSequence(state: State): number {
-  const sequences = holdersOf(state, BROKER_SEAT).flatMap((node) => {
-    const sent = lastSent(state.sent, node);
-    return sent ? [sent.recordsSequence] : [];
-  });
-  return sequences.length === 0 ? 0 : Math.min(...sequences);
-}
-
 /** Principals whose credential was rotated after records sequence `since` (PushReport.freshCredentials). */
 export function freshSince(state: State, since: number): Principal[] {
   return everyCredential(state.credentials)

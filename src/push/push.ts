@@ -12,7 +12,7 @@ import {
 } from "../compose/declaration.ts";
 import { requiredProvisions } from "../compose/provisions.ts";
 import type { ComposeConfig, LeftOut, Principal } from "../compose/types.ts";
-import { CONTROLLER_PRINCIPAL, credentialOf, evolve, holdersOf, provisionKey, type State } from "../projections/index.ts";
+import { CONTROLLER_PRINCIPAL, credentialOf, evolve, holdersOf, lastUserListSequence, provisionKey, type State } from "../projections/index.ts";
 import { newFreshSecret, newPassword, openWithMeshKey, passwordMatches, recordsTag, secretMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
 import {
   BROKER_SEAT, CONTROLLER_NAME, CONTROL_STREAM, REPORTS_STREAM, REPORT_SUBJECTS, USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER,
@@ -25,7 +25,7 @@ import type { ControllerCredential } from "../controller/credential.ts";
 import { BOOTSTRAP_NKEY, BOOTSTRAP_PASSWORD } from "../genesis.ts";
 import { dialAgainAfter, retryJetStream } from "../bus/retry.ts";
 import {
-  awaitedNodes, composeAgain, firstDeclarations, freshProvisions, freshSince, judgeWait, rotationBrokers, lastUserListSequence, planRound, roundBound, settleRound, unconfirmedNodes,
+  awaitedNodes, composeAgain, firstDeclarations, freshProvisions, freshSince, judgeWait, rotationBrokers, planRound, roundBound, settleRound, unconfirmedNodes,
   unknownNamed, userListUndelivered, withModulesLeftOut, type NodeReport, type ProvisionName, type RoundPlan,
 } from "./plan.ts";
 

@@ -3,10 +3,12 @@ import assert from "node:assert/strict";
 import { explain, ExplainRequest, parseRequest } from "../../../src/commands/index.ts";
 import { CONTROLLER_NAME, SHARED_INBOX_SUBJECTS, inboxSubjects, principalKey, workSubject } from "../../../src/names.ts";
 import { QueryRefused } from "../../../src/commands/envelope.ts";
-import { explainBody, explainExitCode, renderExplain } from "../../../src/cli/explain.ts";
+import { explainBody, explainExitCode, renderExplain, renderGrants } from "../../../src/cli/explain.ts";
 import { UsageError } from "../../../src/cli/context.ts";
 import { EXAMPLE_CONFIG, exampleMesh } from "../compose/exampleMesh.ts";
-import { credentialEntries } from "../../../src/projections/index.ts";
+import { credentialEntries, evolve, type SequencedCommit } from "../../../src/projections/index.ts";
+import type { MeshEvent } from "../../../src/events/index.ts";
+import { createUser } from "@nats-io/nkeys";
 import { bucketsOf } from "../../../src/projections/buckets.ts";
 
 /** The answer as the CLI receives it: through JSON, inside `{ ok: true, ... }`. */
@@ -87,5 +89,43 @@ describe("explain query and mesh explain", () => {
       assert.ok(!parsed.ok && parsed.refusal.code === "invalid-request" && parsed.refusal.field === field, `${field}=${value}`);
     }
     assert.throws(() => explainBody(["node", "alpha", "both", "a.b"]), UsageError);
+  });
+
+  describe("right after `mesh credential rotate`, before the push that installs the key (found by a new-user trial)", () => {
+    const { state: base, commits } = exampleMesh();
+    let sequence = commits.length;
+    /** One more commit of one event, at the next sequence. */
+    const commit = (kind: string, id: string, event: Record<string, unknown>): SequencedCommit => {
+      sequence += 1;
+      const commandId = `more-${sequence}`;
+      return { sequence, commit: { commandId, entity: { kind, id }, events: [{ actor: "test", commandId, at: "2026-01-02T00:00:00.000Z", ...event }] as unknown as MeshEvent[] } };
+    };
+    // The broker's holder (alpha) was sent a user list composed from the records as they were.
+    const sent = () => commit("node", "alpha", { type: "DeclarationSent", node: "alpha", digest: "a".repeat(64), recordsSequence: sequence });
+    const pushed = evolve(base, [sent()]);
+    const rotated = evolve(pushed, [commit("module", "showcase", {
+      type: "CredentialRotated", principal: { kind: "module", name: "showcase" }, user: "module-showcase",
+      nkey: createUser().getPublicKey(), sealed: "sealed:rotated", address: "tls://bus.example.net:4222",
+    })]);
+    const pushedAgain = evolve(rotated, [sent()]);
+    const subject = { kind: "module", name: "showcase", direction: "pub", subject: workSubject("mesh-build", "build") } as const;
+
+    it("R50: says the records' key is installed on the bus by the next push, never that it is on the bus, with or without a subject", () => {
+      for (const query of [subject, { kind: "module", name: "showcase" } as const]) {
+        const reply = asReply(explain.answer(rotated, query, { compose: EXAMPLE_CONFIG }));
+        assert.equal(reply.keyUnsent, true, JSON.stringify(query));
+        const text = (Array.isArray(reply.grants) ? renderGrants(reply) : renderExplain(reply)).join("\n");
+        assert.match(text, /next push/, text);
+        assert.doesNotMatch(text, /is refused once/, text);
+      }
+    });
+
+    it("R50: once a push sent the broker's holder a list composed after the rotation, the key is no longer said to wait for one", () => {
+      for (const state of [pushedAgain, pushed]) {
+        const reply = asReply(explain.answer(state, subject, { compose: EXAMPLE_CONFIG }));
+        assert.equal(reply.keyUnsent, undefined);
+        assert.doesNotMatch(renderExplain(reply).join("\n"), /next push/);
+      }
+    });
   });
 });
