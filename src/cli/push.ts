@@ -122,12 +122,15 @@ export function renderPush(report: PushShown): string[] {
  * Whether the report's own outcomes say the broker's holder applied the user list this push sent
  * (R50), when it names no server of a cluster (R60: there each server's own outcome is the word
  * renderPush goes by): the controller's rotated key `applied` is the broker's report; `pending` is its absence.
- * Otherwise the report does not say which line is the holder's, so the list counts as applied only
- * when no line (every node's, by `counts` when a reply was cut, R59) is still `sent` (not waited
- * for), `timed-out` or `failed`.
+ * Else the lines of the broker's holders (`holdsUserList`): each `applied`, or `unchanged` by a
+ * report it stored before. Without them (a reply cut to fit left them out, R59, or a controller
+ * of an earlier release) the list counts as applied only when no line (every node's, by `counts`
+ * when a reply was cut) is still `sent` (not waited for), `timed-out` or `failed`.
  */
 export function listApplied(report: PushShown): boolean {
   if (report.controllerRotation !== undefined) return report.controllerRotation === "applied";
+  const holders = report.nodes.filter((n) => n.holdsUserList === true);
+  if (holders.length > 0) return holders.every((n) => n.outcome === "applied" || (n.outcome === "unchanged" && n.reportedAt !== undefined));
   const unconfirmed: readonly NodeOutcome[] = ["sent", "timed-out", "failed"];
   if (report.counts) return unconfirmed.every((outcome) => (report.counts?.[outcome] ?? 0) === 0);
   return !report.nodes.some((n) => unconfirmed.includes(n.outcome));

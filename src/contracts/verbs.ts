@@ -501,6 +501,8 @@ export const PushNodeLine = z
     modulesLeftOut: z.array(z.object({ module: z.string(), reason: z.string() }).strict()).optional(),
     /** With `wait`, for an `unchanged` node: when the bus stored its last report of this digest (R32, R55). */
     reportedAt: z.string().optional(),
+    /** The node holds mesh-broker: its outcome says whether the user list sent is live (R50). */
+    holdsUserList: z.literal(true).optional(),
   })
   .strict();
 export type PushNodeLine = z.infer<typeof PushNodeLine>;

@@ -27,6 +27,11 @@ export type NodeReport = {
    * this digest (ISO 8601). That report predates this push: nothing was applied by it (R32, R55).
    */
   reportedAt?: string;
+  /**
+   * The node holds mesh-broker: its declaration carries the user list (R11), so its own outcome
+   * says whether the list this push sent is live (R50).
+   */
+  holdsUserList?: true;
 };
 
 /** R31: the most compose-and-send rounds one push runs: one per node, plus one. */
@@ -285,9 +290,11 @@ export function judgeWait(lines: Map<string, NodeReport>, seen: WaitSeen): void 
 }
 
 /** The report's node lines, sorted by node, each with the modules its composition left out (if any). */
-export function withModulesLeftOut(outcomes: Map<string, NodeReport>, leftOut: Map<string, ModuleLeftOut[]>): NodeReport[] {
+export function withModulesLeftOut(outcomes: Map<string, NodeReport>, leftOut: Map<string, ModuleLeftOut[]>, state: State): NodeReport[] {
+  const holders = new Set(holdersOf(state, BROKER_SEAT));
   return [...outcomes.values()]
     .map((line) => (leftOut.has(line.node) && line.outcome !== "refused" ? { ...line, modulesLeftOut: leftOut.get(line.node)! } : line))
+    .map((line) => (holders.has(line.node) ? { ...line, holdsUserList: true as const } : line))
     .sort((a, b) => (a.node < b.node ? -1 : 1));
 }
 

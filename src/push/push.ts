@@ -918,7 +918,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
     takePlan(plan);
     for (const send of plan.sends) outcomes.set(send.node, { node: send.node, outcome: "sent", digest: send.digest });
     report.declarations = declarations.flatMap((result) => (result.ok ? [redactDeclaration(result.declaration)] : []));
-    report.nodes = withModulesLeftOut(outcomes, leftOutByNode);
+    report.nodes = withModulesLeftOut(outcomes, leftOutByNode, state);
     report.freshCredentials = freshSince(state, lastListSequence);
     report.freshProvisions = freshProvisions(state, found);
     return report;
@@ -1101,7 +1101,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   } finally {
     watch?.close();
   }
-  report.nodes = withModulesLeftOut(outcomes, leftOutByNode);
+  report.nodes = withModulesLeftOut(outcomes, leftOutByNode, state);
   report.freshCredentials = freshSince(state, lastListSequence);
   report.freshProvisions = freshProvisions(state, found);
   for (const [node, modules] of leftOutByNode) {

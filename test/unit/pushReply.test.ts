@@ -88,6 +88,19 @@ describe("renderPush: fresh keys and the controller's rotation", () => {
     assert.ok(line !== undefined && /once the broker's holder applies it/.test(line), lines.join("\n"));
   });
 
+  it("R50: the line of the broker's holder decides: it applied, so the fresh keys are live though another node timed out (a new-user trial: a node with no agent made the push say the old keys may still be admitted)", () => {
+    const holder = { ...broker("applied"), holdsUserList: true as const };
+    const other: NodeReport = { node: "web1", outcome: "timed-out", digest: "e".repeat(64) };
+    const lines = renderPush({ ...reportOf([holder, other]), freshCredentials: fresh });
+    const line = lines.find((l) => l.includes("module web"));
+    assert.ok(line !== undefined && /the broker's holder applied/.test(line) && /refuses the old ones/.test(line), lines.join("\n"));
+    for (const outcome of ["timed-out", "sent", "failed"] as const) {
+      const pending = renderPush({ ...reportOf([{ ...broker(outcome), holdsUserList: true }, { ...other, outcome: "applied" }]), freshCredentials: fresh });
+      const said = pending.find((l) => l.includes("module web"));
+      assert.ok(said !== undefined && /once the broker's holder applies it/.test(said), `${outcome}: ${pending.join("\n")}`);
+    }
+  });
+
   it("R14 R50: the controller's rotation applied is the broker's own word: the fresh keys are live even when another node timed out", () => {
     const lines = renderPush({
       ...reportOf([broker("applied"), { node: "other", outcome: "timed-out", digest: "e".repeat(64) }]), freshCredentials: fresh, controllerRotation: "applied",
