@@ -50,8 +50,9 @@ export function lastWholeLine(text: string): string | null {
 
 /**
  * Reads the mark from `stateDir`: the log's last whole line. Null when no mark was kept yet (a
- * first start). Throws an Error naming the file when it is there but holds no whole line, or its
- * last whole line is not a mark: a mark that cannot be read is not silently taken for none.
+ * first start). Throws an Error naming the file and the way out (edit or move it aside: no
+ * running controller is needed) when it is there but holds no whole line, or its last whole line
+ * is not a mark: a mark that cannot be read is not silently taken for none.
  */
 export function readRecordsMark(stateDir: string): RecordsMark | null {
   const path = recordsMarkPath(stateDir);
@@ -65,7 +66,8 @@ export function readRecordsMark(stateDir: string): RecordsMark | null {
   }
   if (parsed === null || !parsed.success) {
     const why = line === null ? "no whole line" : parsed === null ? "its last line is not JSON" : (parsed.error.issues[0]?.message ?? "malformed");
-    throw new Error(`${path}: not a records mark (${why}): restore it or remove it after \`mesh replay\``);
+    // Not a torn append (that is skipped): the file was damaged. The way out needs no controller.
+    throw new Error(`${path}: not a records mark (${why}): remove its damaged last line and start again, or move the file aside to start with no mark (the hosts' reports are still checked against the records, R43; a restore of the records made while it is gone is not seen by the mark)`);
   }
   return parsed.data;
 }
