@@ -180,8 +180,8 @@ function processList(processes: Record<string, number | null>): ProcessView[] {
  * names holds no mesh and no operator's credential (said, naming both files, never answered with
  * the mesh of the credential file instead), `mesh up`'s own mesh is stopped, its controller is not running beside a running
  * bus (its last log line says why), the bus did not admit the operator, or the controller did not
- * answer or refused (records-behind, R43); 2 when there is neither a mesh in the default folder
- * nor a credential to ask one elsewhere. `--json` has one shape in every case: `{ ok, v, dir,
+ * answer or refused (records-behind, R43), or there is no mesh in the folder and no credential
+ * to ask one elsewhere (`no-mesh`); 2 when the folder's mesh has no operator credential to ask it with. `--json` has one shape in every case: `{ ok, v, dir,
  * genesisAddress, processes: [{ name, pid, running }], summary: {...} | null }` (v: the verbs'
  * contract version, as every reply from the controller), plus `error: { code, message }` when not
  * ok (`no-mesh`, `not-running`, `controller-not-running`, `connection`, the controller's refusal
@@ -222,12 +222,15 @@ const statusVerb: CliVerb = {
     // A folder named on purpose is the mesh asked about: one that holds neither a mesh nor an
     // operator's credential to ask one is said, never swapped for the credential file's mesh.
     if (!here && typeof options.dir === "string" && !existsSync(paths.operatorCredential)) {
-      return notOk(null, "no-mesh", `no mesh in ${paths.dir}: it holds neither ${paths.meshFile} nor ${paths.operatorCredential}; \`mesh up --dir ${paths.dir}\` makes one there, or leave --dir out to ask the mesh of the credential file (${ctx.globals.credential})`);
+      const elsewhere = existsSync(ctx.globals.credential) ? `, or leave --dir out to ask the mesh of the credential file (${ctx.globals.credential})` : "";
+      return notOk(null, "no-mesh", `no mesh in ${paths.dir}: it holds neither ${paths.meshFile} nor ${paths.operatorCredential}; \`mesh up --dir ${paths.dir}\` makes one there${elsewhere}`);
+    }
+    // No mesh here and nothing to ask one elsewhere: the same answer as for a folder named on purpose.
+    if (!here && !existsSync(credentialFile)) {
+      return notOk(null, "no-mesh", `no mesh in ${paths.dir} and no operator credential at ${credentialFile}: \`mesh up\` makes one here; to look at a mesh elsewhere pass --credential <file> (MESH_CREDENTIAL)`);
     }
     if (!existsSync(credentialFile)) {
-      throw new UsageError(here
-        ? `no operator credential at ${credentialFile}: pass --credential <file> (MESH_CREDENTIAL) to ask the controller`
-        : `no mesh in ${paths.dir} and no operator credential at ${credentialFile}: to look at a mesh elsewhere pass --credential <file> (MESH_CREDENTIAL); \`mesh up\` makes a new one here`);
+      throw new UsageError(`no operator credential at ${credentialFile}: pass --credential <file> (MESH_CREDENTIAL) to ask the controller`);
     }
     const credential = loadCredential(credentialFile);
     const genesisAddress = here ? readMeshFile(paths.dir).genesisAddress : credential.address;

@@ -184,6 +184,29 @@ describe("mesh status --dir <a folder with no mesh> (found by a new-user trial)"
     assert.ok(printed.error?.message.includes(meshPaths(empty).operatorCredential), printed.error?.message);
   });
 
+  it("with no --dir, in a folder holding no mesh and no credential to ask one, says the same (no-mesh, exit 1, v), not a usage error; and never offers a credential file that is not there (a new-user trial)", async () => {
+    const nowhere = join(dir, "nowhere");
+    mkdirSync(nowhere);
+    const missing = join(dir, "no-such-credential.json");
+    const before = process.cwd();
+    process.chdir(nowhere);
+    try {
+      const { code, printed } = await statusJson([], missing);
+      assert.equal(code, EXIT_REFUSED);
+      assert.equal(printed.ok, false);
+      assert.equal(printed.v, VERBS_VERSION);
+      assert.equal(printed.error?.code, "no-mesh");
+      assert.ok(printed.error?.message.includes(missing), printed.error?.message);
+    } finally {
+      process.chdir(before);
+    }
+    const empty = join(dir, "empty-too");
+    mkdirSync(empty);
+    const { printed } = await statusJson(["--dir", empty], missing);
+    assert.equal(printed.error?.code, "no-mesh");
+    assert.ok(!printed.error?.message.includes("leave --dir out"), printed.error?.message);
+  });
+
   it("asks the mesh of the folder's own operator credential when it holds one (a copy of ~/.mesh), as it always did", async () => {
     const operatorOnly = join(dir, "operator-only");
     mkdirSync(operatorOnly);
