@@ -5,7 +5,8 @@
  * secret and the user list's hashes): one implementation, two names. It asks for the whole mesh,
  * naming no node (a push sends a named node even when not behind, R31), and shows the named nodes
  * alone (their lines, declarations and counts: onlyNamed), so a node reads "would send" exactly
- * when a push would send it, named or not. A named node that is not enrolled is refused
+ * when a push without names would send it: when it is behind (`mesh push <node> --dry-run` says
+ * "would send" of any node it names). A named node that is not enrolled is refused
  * `unknown-node` naming it, as `mesh push <node>` is (namedNotShown). Exit code as push's: 1 when
  * a node cannot be composed (R30) or a named one is refused.
  */
@@ -17,7 +18,7 @@ export const COMPOSE_CLI_VERB: CliVerb = {
   path: ["compose"],
   globals: QUERY_GLOBALS,
   globalHelp: { timeout: `milliseconds to wait for the controller's reply, + ${PUSH_REPLY_MARGIN_MS} ms for composing (MESH_TIMEOUT_MS)` },
-  summary: "print what a push would compose and which nodes it would send, secrets redacted; send nothing (mesh push --dry-run)",
+  summary: "print what a push without names would compose and which nodes it would send, secrets redacted; send nothing (mesh push --dry-run of the whole mesh)",
   arguments: [{ name: "node", description: "show these nodes only (default: every node)", optional: true, variadic: true }],
   run: (ctx, args, options) => PUSH_CLI_VERB.run(ctx, args, { ...options, dryRun: true, wait: false, onlyNamed: true }),
 };
