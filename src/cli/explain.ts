@@ -57,7 +57,7 @@ export function renderExplain(reply: Row): string[] {
 
 /**
  * What an explain reply says of the credential it speaks of (`credentialSince`): that the key it
- * replaced is refused once a push carries it; or, while that key waits for a push (`keyUnsent`,
+ * replaced is refused once the broker's holder applies a list carrying it; or, while that key waits for a push (`keyUnsent`,
  * R50), that it is the records' key, which the next push installs on the bus, the replaced one
  * admitted until then: the bus does not know it yet.
  */
@@ -66,7 +66,8 @@ function credentialLines(reply: Row): string[] {
   if (reply.keyUnsent === true) {
     return [`with its credential of ${reply.credentialSince}: the records' key, on no user list sent yet; the next push installs it on the bus, and until the broker's holder applies that list the bus admits the key it replaced (R50)`];
   }
-  return [`with its credential of ${reply.credentialSince}: a key it replaced is refused once a push carries the new one (R48, R50)`];
+  // A push that sent the list is not one the holder applied: `mesh push --wait` says which.
+  return [`with its credential of ${reply.credentialSince}: a key it replaced is refused once the broker's holder applies a user list carrying the new one (\`mesh push --wait\` says when) (R48, R50)`];
 }
 
 /** Readable lines of a principal's grants (explain without a subject): a table of direction, subject and why. */
