@@ -54,26 +54,44 @@ function clusterOf(options: Readonly<Record<string, unknown>>): number | undefin
  * after a restore, R43), 2 for everything else `up` expects: an installation or configuration
  * error, a controller that did not answer or exited.
  */
-export function upExitCode(error: InstallerError | UpError | ConfigError): number {
+export function upExitCode(error: InstallerError | UpError | ConfigError | BusConnectError): number {
   return error instanceof UpError && error.code !== undefined ? EXIT_REFUSED : EXIT_USAGE;
 }
 
 /**
- * One line for the failures `up` expects (bad configuration, a refused step), exit upExitCode; with
- * `--json` also one object on stdout, as every verb prints its failures: `{ ok: false, v, error: {
- * code, message } }` (v: the verbs' contract version, as every object up prints), the code the controller's refusal (`records-behind`), `config`, `setup`
- * (installation) or `up` (a controller that did not answer or exited, a step up cannot take).
+ * What a failed `mesh up` left running in `dir` (`processes`: name → pid, null when stopped), and
+ * the command that stops it; null when nothing runs or `message` (the failure's own) says so
+ * already. A failure after the bus started (a connection refused, a controller that exited) leaves
+ * the processes up: `mesh status` and the logs say why, and `mesh down` stops them.
  */
-function failed(ctx: CliContext, error: unknown): number {
-  if (error instanceof InstallerError || error instanceof UpError || error instanceof ConfigError) {
-    const message = error.message.split("\n")[0]!;
+export function leftRunningLine(dir: string, processes: Readonly<Record<string, number | null>>, message: string): string | null {
+  const running = Object.keys(processes).filter((name) => processes[name] !== null);
+  if (running.length === 0 || message.includes("mesh down")) return null;
+  return `mesh up: still running here: ${running.map((name) => `${name} pid ${processes[name]}`).join(", ")}; \`mesh down --dir ${dir}\` stops them`;
+}
+
+/**
+ * One line for the failures `up` expects (bad configuration, a refused step, the bus it started not
+ * reached), exit upExitCode, and what it left running (leftRunningLine); with `--json` also one
+ * object on stdout, as every verb prints its failures: `{ ok: false, v, error: { code, message },
+ * processes }` (v: the verbs' contract version, as every object up prints), the code the
+ * controller's refusal (`records-behind`), `config`, `setup` (installation), `connection`, or `up`
+ * (a controller that did not answer or exited, a step up cannot take).
+ */
+async function failed(ctx: CliContext, error: unknown, dir: string): Promise<number> {
+  const processes = await managedProcesses(dir);
+  const message = (error instanceof Error ? error.message : String(error)).split("\n")[0]!;
+  const left = leftRunningLine(dir, processes, message);
+  if (error instanceof InstallerError || error instanceof UpError || error instanceof ConfigError || error instanceof BusConnectError) {
     ctx.err(`mesh: ${message}`);
+    if (left !== null) ctx.err(left);
     if (ctx.globals.json) {
-      const code = error instanceof UpError ? error.code ?? "up" : error instanceof ConfigError ? "config" : "setup";
-      ctx.out(JSON.stringify({ ok: false, v: VERBS_VERSION, error: { code, message } }, null, 2));
+      const code = error instanceof UpError ? error.code ?? "up" : error instanceof ConfigError ? "config" : error instanceof BusConnectError ? "connection" : "setup";
+      ctx.out(JSON.stringify({ ok: false, v: VERBS_VERSION, error: { code, message }, processes: processList(processes) }, null, 2));
     }
     return upExitCode(error);
   }
+  if (left !== null) ctx.err(left);
   throw error;
 }
 
@@ -128,7 +146,7 @@ const upVerb: CliVerb = {
       });
       return printUp(ctx, result, dir);
     } catch (error) {
-      return failed(ctx, error);
+      return await failed(ctx, error, dir);
     }
   },
 };
@@ -305,7 +323,7 @@ const genesisVerb: CliVerb = {
       for (const file of made.unitFiles ?? []) ctx.out(`systemd unit: ${file}`);
       return EXIT_OK;
     } catch (error) {
-      return failed(ctx, error);
+      return await failed(ctx, error, dirOf(options));
     }
   },
 };

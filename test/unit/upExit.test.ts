@@ -4,7 +4,8 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { printUp, upExitCode } from "../../src/cli/up.ts";
+import { leftRunningLine, printUp, upExitCode } from "../../src/cli/up.ts";
+import { BusConnectError } from "../../src/bus/connect.ts";
 import { exitOf } from "../../src/cli/push.ts";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
 import { VERBS_VERSION, type PushReply } from "../../src/contracts/verbs.ts";
@@ -32,6 +33,24 @@ describe("mesh up: exit codes", () => {
     assert.equal(upExitCode(new UpError("mesh up: the controller exited: controller: cannot start: ...")), EXIT_USAGE);
     assert.equal(upExitCode(new InstallerError("nats-server is not installed")), EXIT_USAGE);
     assert.equal(upExitCode(new ConfigError(["MESH_KEY_FILE"], "MESH_KEY_FILE is missing")), EXIT_USAGE);
+  });
+});
+
+describe("mesh up that fails after starting processes (found by a new-user trial: an --address that does not resolve left the bus running, unsaid)", () => {
+  it("names what still runs and the command that stops it; says nothing when nothing runs or the message says it already", () => {
+    const line = leftRunningLine("/m", { bus: 41, controller: null, host: 43 }, "mesh: cannot connect to the bus at tls://foo:5333: getaddrinfo ENOTFOUND foo");
+    assert.ok(line !== null, "a line");
+    assert.match(line, /bus pid 41/);
+    assert.match(line, /host pid 43/);
+    assert.doesNotMatch(line, /controller/);
+    assert.match(line, /`mesh down --dir \/m`/);
+    assert.equal(leftRunningLine("/m", { bus: null, controller: null }, "anything"), null);
+    assert.equal(leftRunningLine("/m", {}, "anything"), null);
+    assert.equal(leftRunningLine("/m", { bus: 41 }, "...; the bus, the controller and the host agent are still running for that (`mesh down --dir /m` stops them)"), null);
+  });
+
+  it("a connection failure of mesh up exits 2 with a line of its own, as other connection failures do", () => {
+    assert.equal(upExitCode(new BusConnectError("tls://foo:5333", "getaddrinfo ENOTFOUND foo")), EXIT_USAGE);
   });
 });
 
