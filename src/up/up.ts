@@ -331,7 +331,8 @@ export async function up(options: UpOptions): Promise<UpResult> {
     }
 
     // The push, waiting for the node to apply (R32).
-    log("up: pushing, and waiting for every node to apply");
+    // A node whose agent is not running is waited for to the end: said, so the wait is not silence.
+    log(`up: pushing, and waiting up to ${Math.round(timeoutMs / 1000)} s for every node to apply (a node whose host agent is not running is reported timed-out then)`);
     const push = await pushAndWait(nc, asker, timeoutMs);
     for (const line of pushLines(push)) log(line);
 
