@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { hostname } from "node:os";
+import { lookup } from "node:dns/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -15,6 +16,7 @@ import {
   type BusReloadOptions,
 } from "../host/index.ts";
 import { NAME_PATTERN } from "../names.ts";
+import { parseBusAddress } from "../projections/index.ts";
 import { busServers, enrolReplyFile, genesis, hasMesh, meshPaths, readMeshFile, type MeshPaths } from "../../installer/genesis.ts";
 import { findNatsServer, freePort, isPortFree, testServerConfig } from "../../installer/serverConfig.ts";
 import { startBus, pidFile } from "../../installer/bus.ts";
@@ -63,6 +65,32 @@ export const DEFAULT_UP_HOST = "127.0.0.1";
 export const DEFAULT_UP_PORT = 4222;
 
 /** The embedded default's genesis address and monitoring port, and whether the preferred port was taken. */
+/**
+ * Resolves when `address`'s host resolves on this machine (`resolve`: node's dns lookup, a test's
+ * stand-in). `mesh up` runs the bus here and dials it at the genesis address, and the mesh keeps
+ * that address for good: one this machine cannot resolve is refused before anything is made.
+ * Throws UpError naming `source`, the address, the host and the fix. An address of another form
+ * is left to genesis, which refuses it.
+ */
+export async function addressResolves(
+  address: string,
+  source: string,
+  resolve: (host: string) => Promise<unknown> = (host) => lookup(host),
+): Promise<void> {
+  let host: string;
+  try {
+    host = parseBusAddress(address).host.replace(/^\[(.*)\]$/, "$1");
+  } catch {
+    return; // Not an address at all: genesis refuses it with its own words (and never echoes a password in it, R3).
+  }
+  try {
+    await resolve(host);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new UpError(`up: ${source} ${address}: ${host} does not resolve on this machine (${code}), and mesh up dials its own bus there; give a name or address this machine resolves (nothing was made)`);
+  }
+}
+
 export type UpAddress = { brokerAddress: string; monitorPort: number; fallback: boolean };
 
 /**
@@ -243,6 +271,7 @@ export async function up(options: UpOptions): Promise<UpResult> {
   const hostDir = join(paths.dir, HOST_DIR);
   const nodeFile = join(hostDir, LOCAL_NODE_FILE);
   if (!hasMesh(paths.dir)) {
+    if (options.brokerAddress !== undefined) await addressResolves(options.brokerAddress, options.addressSource ?? "MESH_BROKER_ADDRESS");
     makeFolderDurable(hostDir);
     const name = existsSync(nodeFile) ? readFileSync(nodeFile, "utf8").trim() : (options.node ?? localNodeName());
     writeFileDurable(nodeFile, `${name}\n`, { mode: 0o644 });

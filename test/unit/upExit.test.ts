@@ -5,6 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { leftRunningLine, printUp, upExitCode } from "../../src/cli/up.ts";
+import { addressResolves } from "../../src/up/up.ts";
 import { BusConnectError } from "../../src/bus/connect.ts";
 import { exitOf } from "../../src/cli/push.ts";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
@@ -323,5 +324,25 @@ describe("mesh down --json", () => {
     assert.equal(await runCli(["down", "--dir", join(dir, "m"), "--json"], io), EXIT_OK);
     assert.deepEqual(JSON.parse(out), { ok: true, stopped: [] });
     assert.equal(out, `${JSON.stringify({ ok: true, stopped: [] }, null, 2)}\n`);
+  });
+});
+
+/**
+ * Found by a new-user trial: `mesh up --address foo:5333`, a host that does not resolve, made the
+ * mesh for that address and started its bus before the first dial failed. Checked before anything
+ * is made: the folder stays as it was.
+ */
+describe("mesh up --address: a host this machine cannot resolve", () => {
+  const failing = async (host: string) => { throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: "ENOTFOUND" }); };
+
+  it("is refused naming the option, the host and the fix, and nothing was made", async () => {
+    await assert.rejects(addressResolves("tls://foo:5333", "--address", failing), (error: Error) =>
+      error instanceof UpError && error.message.includes("--address tls://foo:5333") && error.message.includes("foo does not resolve") && /nothing was made/.test(error.message));
+  });
+
+  it("a host that resolves, an IP address and a name of this machine pass", async () => {
+    await addressResolves("tls://127.0.0.1:4222", "--address");
+    await addressResolves("tls://localhost:4222", "--address");
+    await addressResolves("[::1]", "--address", async () => ({ address: "::1", family: 6 }));
   });
 });
