@@ -76,7 +76,7 @@ export function renderGrants(reply: Row): string[] {
   const lines = [`${String(principal.kind)} ${String(principal.name)} (user ${String(reply.user)})${reply.responder === true ? ", answers requests" : ""}:`];
   lines.push(...table(reply.grants as Row[], ["direction", "subject", "because"]));
   if (reply.onTheBus !== true) lines.push("note: it has no credential yet, so the bus admits none of this until it has one");
-  if (reply.keyUnsent === true) lines.push(...credentialLines(reply));
+  lines.push(...credentialLines(reply));
   if (typeof reply.assumed === "string") lines.push(`note: ${reply.assumed}`);
   return lines;
 }
