@@ -5,6 +5,7 @@
 
 import type { Omitted } from "../commands/fit.ts";
 import { HISTORY_LIMIT, type PushReply } from "../contracts/verbs.ts";
+export { shortDigest } from "../contracts/declaration.ts";
 type Row = Record<string, unknown>;
 
 /**
@@ -125,15 +126,6 @@ export function renderList(field: string, columns: readonly string[]): (reply: R
     const rows = Array.isArray(value) ? (value as Row[]) : value && typeof value === "object" ? Object.values(value as Record<string, Row>) : [];
     return table(rows, columns);
   };
-}
-
-/**
- * A declaration's digest as the readable output of every verb shows it (`mesh push`, `mesh nodes`,
- * `mesh reports`): its first 12 hex characters, enough to tell declarations apart at a glance.
- * `--json` keeps the whole digest.
- */
-export function shortDigest(digest: string): string {
-  return digest.slice(0, 12);
 }
 
 /**

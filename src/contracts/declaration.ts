@@ -156,3 +156,12 @@ export function declarationProblem(error: z.ZodError): string {
   if (version) return `is refused: ${version.message}`;
   return `is malformed (${error.issues.map((issue) => issue.path.join(".") || "(root)").join(", ")})`;
 }
+
+/**
+ * A digest (a declaration's, a user list's) as every readable line shows it (the CLI's verbs, the
+ * host's log, `mesh up`'s summary, the push's reasons): its first 12 hex characters, enough to tell
+ * declarations apart at a glance. `--json` and the records keep the whole digest.
+ */
+export function shortDigest(digest: string): string {
+  return digest.slice(0, 12);
+}

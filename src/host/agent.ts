@@ -8,6 +8,7 @@ import { CONTROL_STREAM, REPORTS_STREAM, declarationConsumer, reportSubject } fr
 import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions } from "./busList.ts";
 import type { Declaration as HostDeclaration, NodeSelf } from "../contracts/declaration.ts";
+import { shortDigest } from "../contracts/declaration.ts";
 import { stampReport, type HostReport, type ServerListOutcome } from "../contracts/report.ts";
 import {
   appliedReport, backoffBound, backoffDelay, reportRetryDelay, driftedReport, failedReport, listOutcomeText, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
@@ -407,7 +408,7 @@ export function startHost(options: HostOptions): Host {
   };
 
   const logOutcome = (report: HostReport, applied: Applied | undefined, installed: readonly ListInstallOutcome[] | undefined, started: number) => {
-    const short = report.digest.slice(0, 12);
+    const short = shortDigest(report.digest);
     if (report.ok && applied) {
       // Every server's outcome (R60), not the first one's alone.
       const list = installed === undefined || installed.length === 0 ? "" : `, ${listOutcomeText(installed)}`;

@@ -6,7 +6,7 @@
  * list, acknowledges, publishes) and hands what happened back to the functions here.
  */
 import { keysOfListText, usersOfListText } from "./declaration.ts";
-import { Declaration as HostDeclaration, declarationProblem, type NodeSelf } from "../contracts/declaration.ts";
+import { shortDigest, Declaration as HostDeclaration, declarationProblem, type NodeSelf } from "../contracts/declaration.ts";
 import type { HostReport, ServerListOutcome } from "../contracts/report.ts";
 import { declarationSubject } from "../names.ts";
 
@@ -160,7 +160,7 @@ export function driftedReport(node: string, last: HostReport, drift: readonly st
   const shown = drift.slice(0, 10).join(", ") + (drift.length > 10 ? `, and ${drift.length - 10} more` : "");
   return {
     report: { ...report, drift: [...drift] },
-    line: `host ${node}: re-check (${when}): ${drift.length} file(s) of declaration ${report.digest.slice(0, 12)} had drifted and were written back: ${shown}`,
+    line: `host ${node}: re-check (${when}): ${drift.length} file(s) of declaration ${shortDigest(report.digest)} had drifted and were written back: ${shown}`,
   };
 }
 

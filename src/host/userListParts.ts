@@ -3,6 +3,7 @@ import { existsSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs
 import { join } from "node:path";
 import { LIST_DIGEST_PATTERN, MAX_USER_LIST_PARTS, type PartHeader, type UserListRef } from "../contracts/userList.ts";
 import { makeFolderDurable, writeFileDurable } from "../files/index.ts";
+import { shortDigest } from "../contracts/declaration.ts";
 
 /**
  * The broker holder's user list arrives in parts (DESIGN.md section 7, R11): push publishes each
@@ -92,7 +93,7 @@ export class UserListParts {
     const have = new Set(this.stored(ref.digest));
     const missing: number[] = [];
     for (let index = 0; index < count; index += 1) if (!have.has(index)) missing.push(index);
-    const short = ref.digest.slice(0, 12);
+    const short = shortDigest(ref.digest);
     if (missing.length > 0) {
       return {
         ok: false, code: "missing-parts", missing,
@@ -106,7 +107,7 @@ export class UserListParts {
     }
     const actual = sha256Bytes(joined);
     if (actual !== ref.digest) {
-      return { ok: false, code: "wrong-digest", message: `user list ${short}'s parts join to digest ${actual.slice(0, 12)}, not the one its declaration names: refused` };
+      return { ok: false, code: "wrong-digest", message: `user list ${short}'s parts join to digest ${shortDigest(actual)}, not the one its declaration names: refused` };
     }
     return { ok: true, text: joined.toString("utf8") };
   }

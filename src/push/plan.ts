@@ -10,6 +10,7 @@ import type { Principal } from "../compose/types.ts";
 import { credentialOf, everyCredential, holdersOf, isEnrolled, lastSent, nodeCount, nodeNames, nodeOf, nodesOfModule, provisionsInKeyOrder, type State } from "../projections/index.ts";
 import { BROKER_SEAT } from "../names.ts";
 import { NEW_NODE_BACKOFF_MAX_MS } from "../host/plan.ts";
+import { shortDigest } from "../contracts/declaration.ts";
 
 export type NodeOutcome = "sent" | "unchanged" | "refused" | "applied" | "failed" | "timed-out";
 
@@ -278,7 +279,7 @@ export function judgeWait(lines: Map<string, NodeReport>, seen: WaitSeen): void 
     const line = lines.get(node)!;
     if (!answer) {
       line.outcome = "timed-out";
-      line.error = `its last declaration ${line.digest!.slice(0, 12)} was sent by an earlier push and no report says it was applied: is its agent running?`;
+      line.error = `its last declaration ${shortDigest(line.digest!)} was sent by an earlier push and no report says it was applied: is its agent running?`;
     } else if (!answer.ok) {
       line.outcome = "failed";
       line.error = firstLine(answer.error);

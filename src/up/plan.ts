@@ -5,6 +5,7 @@
  */
 import type { PushReply, Verb } from "../contracts/verbs.ts";
 import { serverLines } from "../cli/render.ts";
+import { shortDigest } from "../contracts/declaration.ts";
 
 /** The standard embedded address: the bus on this machine only. */
 export const DEFAULT_UP_ADDRESS = "tls://127.0.0.1:4222";
@@ -44,7 +45,7 @@ export function planPlacement(nodes: ReadonlyArray<{ name: string; overlayName: 
  * push` says it (serverLines: a repaired server named so, a missed one with why, R60).
  */
 export function pushLines(push: Pick<PushReply, "nodes" | "controllerRotation" | "servers">): string[] {
-  const lines = push.nodes.map((n) => `up: push: ${n.node} ${n.outcome}${n.digest ? ` ${n.digest.slice(0, 12)}` : ""}${n.error ? `: ${n.error}` : ""}`);
+  const lines = push.nodes.map((n) => `up: push: ${n.node} ${n.outcome}${n.digest ? ` ${shortDigest(n.digest)}` : ""}${n.error ? `: ${n.error}` : ""}`);
   if (push.controllerRotation) lines.push(`up: push: the controller switched to its rotated key (${push.controllerRotation})`);
   lines.push(...serverLines(push.servers ?? []).map((line) => `up: push: ${line}`));
   return lines;

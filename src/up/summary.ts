@@ -1,4 +1,5 @@
 import type { CredentialView, LastReport, NodeView, SeatView } from "../contracts/verbs.ts";
+import { shortDigest } from "../contracts/declaration.ts";
 /**
  * What `mesh up` and `mesh status` print: the nodes, who holds each seat, the users on the bus and
  * what each node applied. Pure: built from the controller's query replies, the user-list file and
@@ -57,7 +58,7 @@ export function renderSummary(summary: UpSummary): string[] {
   ));
   lines.push("", "applied:");
   lines.push(...table(
-    summary.applied.map((a) => [a.node, a.digest ? a.digest.slice(0, 12) : "-", appliedText(a)]),
+    summary.applied.map((a) => [a.node, a.digest ? shortDigest(a.digest) : "-", appliedText(a)]),
     ["NODE", "DECLARATION", "RESULT"],
   ));
   return lines;
@@ -93,13 +94,13 @@ export function appliedOf(
       const behind = n.lastSent !== null && local.digest !== n.lastSent;
       return {
         node: n.name, digest: local.digest, ok: !behind, files: [...local.files], ...at, ...(report?.drift?.length ? { drift: [...report.drift] } : {}),
-        ...(behind ? { error: `sent ${n.lastSent!.slice(0, 12)}, last applied ${local.digest.slice(0, 12)} (its host's own record)` } : {}),
+        ...(behind ? { error: `sent ${shortDigest(n.lastSent!)}, last applied ${shortDigest(local.digest)} (its host's own record)` } : {}),
       };
     }
-    if (!report) return { node: n.name, digest: null, ok: false, files: [], error: n.lastSent ? `sent ${n.lastSent.slice(0, 12)}, no report from the node yet` : "nothing sent yet" };
+    if (!report) return { node: n.name, digest: null, ok: false, files: [], error: n.lastSent ? `sent ${shortDigest(n.lastSent)}, no report from the node yet` : "nothing sent yet" };
     if (!report.ok) return { node: n.name, digest: report.digest, ok: false, files: [], error: report.error ?? "the node could not apply it", ...seen };
     if (n.lastSent !== null && report.digest !== n.lastSent) {
-      return { node: n.name, digest: report.digest, ok: false, files: [], error: `sent ${n.lastSent.slice(0, 12)}, last reported applied ${report.digest.slice(0, 12)} at ${report.at}`, ...seen };
+      return { node: n.name, digest: report.digest, ok: false, files: [], error: `sent ${shortDigest(n.lastSent)}, last reported applied ${shortDigest(report.digest)} at ${report.at}`, ...seen };
     }
     return { node: n.name, digest: report.digest, ok: true, files: [], ...seen };
   });
