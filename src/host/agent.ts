@@ -7,8 +7,7 @@ import { connectToBus, isSeed, secretOf, type BusConnectOptions, type BusCredent
 import { CONTROL_STREAM, REPORTS_STREAM, declarationConsumer, reportSubject } from "../names.ts";
 import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions } from "./busList.ts";
-import type { Declaration as HostDeclaration, NodeSelf } from "../contracts/declaration.ts";
-import { shortDigest } from "../contracts/declaration.ts";
+import { shortDigest, type Declaration as HostDeclaration, type NodeSelf } from "../contracts/declaration.ts";
 import { stampReport, type HostReport, type ServerListOutcome } from "../contracts/report.ts";
 import {
   appliedReport, backoffBound, backoffDelay, reportRetryDelay, driftedReport, failedReport, listOutcomeText, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
