@@ -142,9 +142,8 @@ describe("mesh up --json when a step fails", () => {
   after(() => { rmSync(dir, { recursive: true, force: true }); });
 
   it("prints one JSON object with ok false and the error's code, as every verb does, and never the password typed in the address (R3)", async () => {
-    let out = "";
-    const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => true }, env: {} };
-    assert.equal(await runCli(["up", "--dir", join(dir, "m"), "--address", "tls://u:hunter2secret@h.example:4222", "--json"], io), EXIT_USAGE);
+    const { code, out } = await runMesh(["up", "--dir", join(dir, "m"), "--address", "tls://u:hunter2secret@h.example:4222", "--json"]);
+    assert.equal(code, EXIT_USAGE);
     const printed = JSON.parse(out) as { ok: boolean; error: { code: string; message: string } };
     assert.equal(printed.ok, false);
     assert.equal(printed.error.code, "setup");
@@ -160,11 +159,17 @@ function unreachableCredential(dir: string): string {
   return file;
 }
 
+/** Runs `mesh <argv>` with `env`; its exit code and what it printed on stdout (stderr dropped). */
+async function runMesh(argv: readonly string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
+  let out = "";
+  const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => true }, env };
+  const code = await runCli(argv, io);
+  return { code, out };
+}
+
 /** Runs `mesh status ... --json` with MESH_CREDENTIAL; its exit code and the object it printed. */
 async function statusJson(args: readonly string[], credential: string): Promise<{ code: number; printed: { ok: boolean; v?: number; error?: { code: string; message: string } } }> {
-  let out = "";
-  const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => true }, env: { MESH_CREDENTIAL: credential, MESH_TIMEOUT_MS: "2000" } };
-  const code = await runCli(["status", ...args, "--json"], io);
+  const { code, out } = await runMesh(["status", ...args, "--json"], { MESH_CREDENTIAL: credential, MESH_TIMEOUT_MS: "2000" });
   return { code, printed: JSON.parse(out) as { ok: boolean; v?: number; error?: { code: string; message: string } } };
 }
 
@@ -306,9 +311,8 @@ describe("mesh up: a push that did not apply everywhere", () => {
   });
 
   it("its --help says what exit 1 means", async () => {
-    let out = "";
-    const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => true }, env: {} };
-    assert.equal(await runCli(["up", "--help"], io), EXIT_OK);
+    const { code, out } = await runMesh(["up", "--help"]);
+    assert.equal(code, EXIT_OK);
     assert.match(out.replace(/\s+/g, " "), /exit 1 when/);
   });
 });
@@ -319,9 +323,8 @@ describe("mesh down --json", () => {
   after(() => { rmSync(dir, { recursive: true, force: true }); });
 
   it("pretty-prints its one object as every other verb does, without v (it asks no controller)", async () => {
-    let out = "";
-    const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => true }, env: {} };
-    assert.equal(await runCli(["down", "--dir", join(dir, "m"), "--json"], io), EXIT_OK);
+    const { code, out } = await runMesh(["down", "--dir", join(dir, "m"), "--json"]);
+    assert.equal(code, EXIT_OK);
     assert.deepEqual(JSON.parse(out), { ok: true, stopped: [] });
     assert.equal(out, `${JSON.stringify({ ok: true, stopped: [] }, null, 2)}\n`);
   });
