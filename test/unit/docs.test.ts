@@ -1,10 +1,11 @@
 /**
  * The documents a newcomer reads (issue 28): every rule id the code and the tests cite is stated
- * in docs/rules.md.
+ * in docs/rules.md, the README stays short, and no relative link in the docs points at nothing.
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { glob } from "tinyglobby";
 
 const RULE_ID = /\bR(\d+)\b/g;
@@ -26,5 +27,23 @@ describe("the docs", () => {
     const stated = new Set([...readFileSync("docs/rules.md", "utf8").matchAll(RULE_ENTRY)].map((m) => Number(m[1])));
     const missing = [...cited].filter(([id]) => !stated.has(id)).map(([id, file]) => `R${id} (cited in ${file})`);
     assert.deepEqual(missing, [], "each cited rule is a `- **R<n>.**` entry of docs/rules.md");
+  });
+
+  it("the README is a short page: under 300 lines", () => {
+    const lines = readFileSync("README.md", "utf8").split("\n").length;
+    assert.ok(lines < 300, `README.md has ${lines} lines`);
+  });
+
+  it("every relative link in README.md and docs/ names a file that exists", async () => {
+    const pages = ["README.md", ...(await glob(["docs/**/*.md"]))];
+    const broken: string[] = [];
+    for (const page of pages) {
+      for (const m of readFileSync(page, "utf8").matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)) {
+        const target = m[1]!;
+        if (/^[a-z]+:/.test(target)) continue;
+        if (!existsSync(join(dirname(page), target))) broken.push(`${page} -> ${target}`);
+      }
+    }
+    assert.deepEqual(broken, []);
   });
 });
