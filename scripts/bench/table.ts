@@ -302,7 +302,7 @@ async function clusterRows(quick: boolean): Promise<TableRow[]> {
   ];
 }
 
-/** Prints rows as a markdown table (so the README can take it as printed). */
+/** Prints rows as a markdown table (so docs/performance.md can take it as printed). */
 export function printTable(title: string, rows: readonly TableRow[]): void {
   console.log(`\n${title}\n`);
   console.log("| bench | measured | raw baseline (same run) | goal | met? |");

@@ -49,7 +49,7 @@ function clusterOf(options: Readonly<Record<string, unknown>>): number | undefin
 }
 
 /**
- * The exit code of a failed `mesh up` or `mesh genesis` (the README's exit codes): 1 when the
+ * The exit code of a failed `mesh up` or `mesh genesis` (docs/cli.md's exit codes): 1 when the
  * controller answered and refused a step (an UpError carrying its refusal code: `records-behind`
  * after a restore, R43), 2 for everything else `up` expects: an installation or configuration
  * error, a controller that did not answer or exited.

@@ -303,7 +303,7 @@ export async function up(options: UpOptions): Promise<UpResult> {
     log(`up: resuming the mesh in ${paths.dir}`);
   }
   if (!existsSync(nodeFile)) {
-    throw new UpError(`up: ${paths.dir} holds a mesh made without a genesis node (no ${nodeFile}): \`mesh up\` runs meshes it made; run this one's parts by hand (README: On a real machine)`);
+    throw new UpError(`up: ${paths.dir} holds a mesh made without a genesis node (no ${nodeFile}): \`mesh up\` runs meshes it made; run this one's parts by hand (docs/real-machines.md)`);
   }
   const node = readFileSync(nodeFile, "utf8").trim();
   if (!existsSync(join(hostDir, NODE_CREDENTIAL_FILE))) {

@@ -13,20 +13,22 @@ import { connectToBus } from "../../src/bus/connect.ts";
 import { busUser } from "../../src/names.ts";
 
 /**
- * The README's "On a real machine" section, run as written on one box (R56). Its ```sh blocks are
- * read from README.md and run in order, each by bash -e in the home of the machine its first line
- * names, with the substitutions the README lists at the end of that section and no other.
+ * docs/real-machines.md's "Genesis and a second node", run as written on one box (R56). Its ```sh
+ * blocks are read from that page and run in order, each by bash -e in the home of the machine its
+ * first line names, with the substitutions the page lists under "Run on one box" and no other.
  */
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 const MACHINES: Record<string, string> = { "the genesis host": "genesis", "the second node": "node", "the operator's machine": "operator" };
+const WALKTHROUGH = { page: "docs/real-machines.md", section: "## Genesis and a second node" };
 const HOSTS: Record<string, string> = { "bus.example.net": "genesis", "web1.example.net": "node", "operator.example.net": "operator" };
 
-/** The section's blocks: which machine, and the commands. */
-export function readmeBlocks(readme: string): Array<{ machine: string; script: string }> {
-  const start = readme.indexOf("## On a real machine");
-  const end = readme.indexOf("\n## ", start + 1);
-  const section = readme.slice(start, end < 0 ? undefined : end);
+/** The walkthrough section's blocks: which machine, and the commands. */
+export function walkthroughBlocks(page: string): Array<{ machine: string; script: string }> {
+  const start = page.indexOf(WALKTHROUGH.section);
+  assert.ok(start >= 0, `${WALKTHROUGH.page} has the section ${WALKTHROUGH.section}`);
+  const end = page.indexOf("\n## ", start + 1);
+  const section = page.slice(start, end < 0 ? undefined : end);
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => {
     const lines = m[1]!.split("\n");
     const machine = /^# on (.+)$/.exec(lines[0]!)?.[1];
@@ -36,7 +38,7 @@ export function readmeBlocks(readme: string): Array<{ machine: string; script: s
 }
 
 const FAKE_SYSTEMCTL = `#!/bin/bash
-# Stand-in for systemctl (README: "Run on one box"): link a unit, start its ExecStart in the background
+# Stand-in for systemctl (docs/real-machines.md: "Run on one box"): link a unit, start its ExecStart in the background
 # with its EnvironmentFile, again 2 s after a failure (Restart=on-failure, RestartSec=2).
 set -e
 units="$MACHINE_ROOT/etc/systemd/system"; runs="$MACHINE_ROOT/run/fake-systemd"
@@ -59,7 +61,7 @@ esac
 `;
 
 const FAKE_SCP = `#!/bin/bash
-# Stand-in for scp (README: "Run on one box"): user@host:path is that machine's folder.
+# Stand-in for scp (docs/real-machines.md: "Run on one box"): user@host:path is that machine's folder.
 set -e
 map() {
   case "$1" in
@@ -72,7 +74,7 @@ map() {
 cp "$(map "$1")" "$(map "$2")"
 `;
 
-describe("two machines, by the README (R56)", () => {
+describe("two machines, by docs/real-machines.md (R56)", () => {
   let box: string;
   let port: number;
   const started: number[] = [];
@@ -90,7 +92,7 @@ describe("two machines, by the README (R56)", () => {
     writeFileSync(join(box, "hosts"), Object.entries(HOSTS).map(([h, m]) => `${h} ${m}`).join("\n") + "\n");
     for (const machine of Object.values(MACHINES)) mkdirSync(join(box, machine, "home"), { recursive: true });
     cpSync(join(REPO, "examples"), join(box, "operator", "home", "examples"), { recursive: true });
-    for (const { machine, script } of readmeBlocks(readFileSync(join(REPO, "README.md"), "utf8"))) {
+    for (const { machine, script } of walkthroughBlocks(readFileSync(join(REPO, WALKTHROUGH.page), "utf8"))) {
       const root = join(box, machine);
       const text = script
         .replace(/(?<![:\w])\/var\/lib\//g, `${root}/var/lib/`)
@@ -112,7 +114,7 @@ describe("two machines, by the README (R56)", () => {
         }
       }
       if (run.status !== 0) {
-        throw new Error(`the README block on ${machine} failed (${run.status}):\n${logs.join("\n").slice(-6000)}`);
+        throw new Error(`the ${WALKTHROUGH.page} block on ${machine} failed (${run.status}):\n${logs.join("\n").slice(-6000)}`);
       }
     }
   });

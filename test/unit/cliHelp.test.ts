@@ -93,11 +93,11 @@ describe("mesh help and version", () => {
     for (const action of actions) assert.ok(host.summary.includes(`\`host ${action}\``), `the summary names host ${action}: ${host.summary}`);
   });
 
-  it("the README's verb table marks an option required exactly where the CLI requires it (found by a new-user trial: genesis --dir)", () => {
-    const readme = readFileSync("README.md", "utf8");
+  it("docs/cli.md's verb table marks an option required exactly where the CLI requires it (found by a new-user trial: genesis --dir)", () => {
+    const readme = readFileSync("docs/cli.md", "utf8");
     const usages = readme.split("\n").filter((line) => line.startsWith("| `mesh "))
       .flatMap((line) => [...line.split(" | ")[0]!.matchAll(/`(mesh [^`]+)`/g)].map((m) => m[1]!));
-    assert.ok(usages.length > 10, "the README's table has the verbs");
+    assert.ok(usages.length > 10, "docs/cli.md's table has the verbs");
     let checked = 0;
     for (const usage of usages) {
       const words = usage.split(/\s+/).slice(1);
@@ -118,12 +118,12 @@ describe("mesh help and version", () => {
     assert.ok(checked > 10, `${checked} options checked`);
   });
 
-  it("the README names every verb that takes no --json (found by a new-user trial: genesis)", () => {
-    const readme = readFileSync("README.md", "utf8").replace(/\s+/g, " ");
+  it("docs/cli.md names every verb that takes no --json (found by a new-user trial: genesis)", () => {
+    const readme = readFileSync("docs/cli.md", "utf8").replace(/\s+/g, " ");
     const sentence = /`--json` on every verb[^.]*?\./.exec(readme)?.[0] ?? "";
-    assert.ok(sentence.length > 0, "the README says which verbs take --json");
+    assert.ok(sentence.length > 0, "docs/cli.md says which verbs take --json");
     for (const verb of CLI_VERBS.filter((v) => !(v.globals ?? []).includes("json"))) {
-      assert.ok(sentence.includes(`\`mesh ${verb.path.join(" ")}\``), `the README names mesh ${verb.path.join(" ")} as taking no --json: ${sentence}`);
+      assert.ok(sentence.includes(`\`mesh ${verb.path.join(" ")}\``), `docs/cli.md names mesh ${verb.path.join(" ")} as taking no --json: ${sentence}`);
     }
   });
 

@@ -21,7 +21,7 @@ import { InstallerError } from "../../installer/tls.ts";
 import { ConfigError } from "../../src/config.ts";
 
 /**
- * How `mesh up` ends when a step fails, by the README's exit codes (1 refused by the controller,
+ * How `mesh up` ends when a step fails, by docs/cli.md's exit codes (1 refused by the controller,
  * 2 a usage, configuration or connection error), and how it tells that the controller it started
  * has exited.
  */
