@@ -81,6 +81,12 @@ export function userListPartsFilter(node: string): string {
   return `mesh.declaration.${node}.users.>`;
 }
 
+/** Whether `subject` is one of `node`'s user-list part subjects (userListPartSubject), by its prefix. */
+export function isUserListPartOf(subject: string, node: string): boolean {
+  const prefix = userListPartsFilter(node).slice(0, -1);
+  return subject.startsWith(prefix) && subject.length > prefix.length;
+}
+
 /**
  * The one filter of a node's CONTROL consumer: `mesh.declaration.<node>.>`, its declaration and
  * its user-list parts and nothing of any other node's (R22; names are single tokens, no dots).

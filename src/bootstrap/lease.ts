@@ -3,6 +3,7 @@ import { StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { CONTROLLER_LEASE_BUCKET, CONTROLLER_LEASE_KEY } from "../names.ts";
 import type { ControllerLog } from "./log.ts";
+import { errorLine } from "../bus/total.ts";
 import { isTimeout, isWrongLastSequence } from "../bus/errors.ts";
 import { BUS_READY_DELAYS_MS, pollUntil, retryJetStream } from "../bus/retry.ts";
 
@@ -173,7 +174,8 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
       } finally {
         renewing = false;
       }
-    })();
+      // R65: nothing a renewal meets (an unreadable lease, a throwing onLost) ends the process.
+    })().catch((error: unknown) => { options.log.error(`renewing the controllers' lease failed: ${errorLine(error)} (R61)`); });
   }, Math.max(1, Math.floor(options.leaseMs / 3)));
   timer.unref?.();
 

@@ -7,10 +7,11 @@
  * not at its next start. A catch-up reads the same way (every query, every push), and so does a
  * reconnect here (an advisory sent while the connection was away is lost).
  */
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { CATALOGUE_STREAM, streamUpdatedAdvisory } from "../names.ts";
 import type { Catalogue } from "../records/catalogue.ts";
 import type { ControllerLog } from "./log.ts";
+import { boundedText, dropsOf, errorLine, total } from "../bus/total.ts";
 
 /**
  * Reads the records' safety again and says, in one log line, when it changed: unsafe (the
@@ -33,10 +34,21 @@ export async function recheckRecords(catalogue: Catalogue, log: ControllerLog): 
  * (recheckRecords), and at `recheck()` (the caller's reconnects).
  */
 export function watchRecords(nc: NatsConnection, catalogue: Catalogue, log: ControllerLog): { recheck(): Promise<void>; stop(): void } {
-  const subscription: Subscription = nc.subscribe(streamUpdatedAdvisory(CATALOGUE_STREAM), {
-    callback: (error) => {
-      if (error) log.error(`the records' configuration advisories stopped: ${error.message}`);
-      else void recheckRecords(catalogue, log);
+  const advisory = streamUpdatedAdvisory(CATALOGUE_STREAM);
+  const drop = dropsOf(log);
+  // R65: only the server's advisory rechecks; a message a principal put on this subject (a pulled
+  // JetStream message keeps its stored subject) is one bounded line, and costs no read.
+  const hear = total(async (m: Msg) => {
+    if (m.subject !== advisory) {
+      drop("records-advisory-subject", `a message on ${boundedText(m.subject)} reached the records' advisory watch: dropped, not ${advisory} (R65)`);
+      return;
+    }
+    await recheckRecords(catalogue, log);
+  }, (error, m) => { drop("records-advisory-failed", `a message on ${boundedText(m.subject)}: dropped, ${errorLine(error)} (R65)`); });
+  const subscription: Subscription = nc.subscribe(advisory, {
+    callback: (error, m) => {
+      if (error) log.error(`the records' configuration advisories stopped: ${errorLine(error)}`);
+      else void hear(m);
     },
   });
   return {

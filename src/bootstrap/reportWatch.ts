@@ -13,7 +13,7 @@
  * naming another node is ignored; a records sequence counts only with a tag only the controller
  * can make; an installed list counts only from a node that holds mesh-broker in the records.
  */
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { BROKER_SEAT, CATALOGUE_STREAM, REPORT_SUBJECTS, REPORTS_STREAM, nodeOfReportSubject, reportSubject } from "../names.ts";
 import type { BehindEvidence, Catalogue } from "../records/catalogue.ts";
@@ -21,6 +21,7 @@ import { holdersOf, type State } from "../projections/index.ts";
 import type { RecordsFact } from "../crypto/secrets.ts";
 import type { ControllerLog } from "./log.ts";
 import { parseHostReport, type HostReport } from "../contracts/report.ts";
+import { boundedText, dropsOf, errorLine, total } from "../bus/total.ts";
 
 /** Whether `tag` is the controller's tag on `fact` (recordsTagVerifies under the mesh key). */
 export type VerifyRecordsTag = (fact: RecordsFact, tag: string) => boolean;
@@ -139,10 +140,16 @@ export async function watchReports(
   const lists = new Map<string, InstalledList>();
   // What was said of each node's ignored reports (`kind node`): once each, a node cannot flood the log.
   const said = new Set<string>();
+  const drop = dropsOf(log);
   const check = async (subject: string, raw: unknown) => {
     // A message that does not follow the report contract (another version, a bad field) is no evidence.
     let r: HostReport;
-    try { r = parseHostReport(raw); } catch { return; }
+    try {
+      r = parseHostReport(raw);
+    } catch {
+      drop("report-contract", `a report on ${boundedText(subject)}: dropped, it does not follow the report contract (R65)`);
+      return;
+    }
     const known = Math.max(catalogue.state.sequence, catalogue.state.mesh?.restoredUpTo ?? 0);
     const judgement = judgeReport(subject, r, known, verify);
     if (judgement.kind === "not-a-report") return;
@@ -164,17 +171,31 @@ export async function watchReports(
     const info = await jsm.streams.info(REPORTS_STREAM, { subjects_filter: REPORT_SUBJECTS });
     for (const subject of Object.keys(info.state.subjects ?? {})) {
       const stored = await jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: subject }).catch(() => null);
-      if (stored) await check(stored.subject, stored.json<unknown>());
+      // One stored report that cannot be read is dropped alone: the others are still read (R65).
+      if (stored) await total(() => check(stored.subject, stored.json<unknown>()), (error) => { drop("report-failed", `the stored report on ${boundedText(stored.subject)}: dropped, ${errorLine(error)} (R65)`); })();
     }
   } catch (error) {
     log.info(`reports not read at start (${error instanceof Error ? error.message.split("\n")[0] : String(error)}): live reports still guard the records (R43)`);
   }
+  // R65: a message the watch cannot read, or on a subject that is no report's, is one bounded line.
+  const hear = total(async (m: Msg) => {
+    if (nodeOfReportSubject(m.subject) === null) {
+      drop("report-subject", `a message on ${boundedText(m.subject)} reached the report watch: dropped, not a report subject (R65)`);
+      return;
+    }
+    let raw: unknown;
+    try {
+      raw = m.json<unknown>();
+    } catch {
+      drop("report-unreadable", `a report on ${boundedText(m.subject)}: dropped, not JSON (R65)`);
+      return;
+    }
+    await check(m.subject, raw);
+  }, (error, m) => { drop("report-failed", `a report on ${boundedText(m.subject)}: dropped, ${errorLine(error)} (R65)`); });
   const subscription: Subscription = nc.subscribe(REPORT_SUBJECTS, {
     callback: (error, m) => {
-      if (error) return;
-      let raw: unknown;
-      try { raw = m.json<unknown>(); } catch { return; }
-      check(m.subject, raw).catch(() => undefined);
+      if (error) log.error(`the report watch stopped: ${errorLine(error)}`);
+      else void hear(m);
     },
   });
   return { stop: () => subscription.unsubscribe(), installedList: (state) => installedListOf(state, lists) };

@@ -13,7 +13,7 @@
 import { errors, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { z } from "zod";
 import {
-  COMMAND_QUEUE, COMMAND_SUBJECTS, commandOfSubject, commandSubject, inboxPrefix,
+  COMMAND_QUEUE, COMMAND_SUBJECTS, commandOfSubject, inboxPrefix,
 } from "../names.ts";
 import type { Commit } from "../events/index.ts";
 import { readCommits, type Catalogue } from "../records/catalogue.ts";
@@ -31,6 +31,7 @@ import { pageOf } from "./paging.ts";
 import { CommandId, PageRequest, VERBS_VERSION } from "../contracts/verbs.ts";
 import { versionRefusal } from "../contracts/version.ts";
 import { fitReply } from "./fit.ts";
+import { boundedText, dropsOf, errorLine, total } from "../bus/total.ts";
 import { commands, definitionOf, queries } from "./index.ts";
 
 /** Decodes request bodies (UTF-8); one for the server, not one per request. */
@@ -341,7 +342,10 @@ export type ExtraVerb = (body: Record<string, unknown>, actor: string) => Promis
  * the only address the request gives is its reply subject, and answering there would publish into
  * someone else's inbox or onto a subject the controller's grants allow (the records, the JetStream
  * API); the asker, whoever it is, times out, and the log says why. Errors never stop the server:
- * they become replies through replyErrorOf.
+ * they become replies through replyErrorOf. R65: the handler is total (src/bus/total.ts): a
+ * message on a subject it does not serve (the bus delivers a pulled JetStream message to any reply
+ * subject, keeping its stored subject) or one whose handling throws is dropped, said in one bounded
+ * line, rate-limited per reason (dropsOf); the loop goes on.
  */
 export function serveCommands(
   nc: NatsConnection,
@@ -357,50 +361,60 @@ export function serveCommands(
     try {
       m.respond(encoder.encode(JSON.stringify(stamped(reply))));
     } catch (error) {
-      deps.log.error(`command ${m.subject}: the reply could not be sent: ${error instanceof Error ? error.message : String(error)}`);
+      deps.log.error(`command ${boundedText(m.subject)}: the reply could not be sent: ${errorLine(error)}`);
       m.respond(encoder.encode(JSON.stringify(stamped(failure("internal", "the reply could not be sent (too large?): see the controller's log")))));
     }
   };
+  // R65: every drop is one bounded, rate-limited line, and nothing a message does ends the loop.
+  const drop = dropsOf(deps.log);
+  const serveOne = async (m: Msg) => {
+    const asked = commandOfSubject(m.subject);
+    if (!asked) {
+      drop("command-subject", `a message on ${boundedText(m.subject)} reached the command subscription: dropped, not a command subject ${COMMAND_SUBJECTS} (R51, R65)`);
+      return;
+    }
+    const { principal: actor, verb: askedVerb } = asked;
+    const verb = boundedText(askedVerb, 64);
+    if (!m.reply) {
+      drop("command-no-reply", `command ${verb} by ${actor}: dropped, no reply subject`);
+      return;
+    }
+    if (!replyInAskersInbox(actor, m.reply)) {
+      drop("command-foreign-reply", `command ${verb} by ${actor}: dropped, its reply subject ${boundedText(m.reply)} is not in ${actor}'s own inbox ${inboxPrefix(actor)}. (R51, R33)`);
+      return;
+    }
+    const extra = Object.hasOwn(extraVerbs, askedVerb) ? extraVerbs[askedVerb] : undefined;
+    if (extra) {
+      const replyTo = m.reply;
+      const running = runExtra(extra, m.data, actor, (line) => deps.log.error(`command ${verb} by ${actor} failed: ${line}`)).then(async (reply) => {
+        const outcome = await deliverReply(nc, replyTo, encodeReply(reply, (line) => deps.log.error(`command ${verb} by ${actor}: ${line}`)), stopping.signal);
+        const heard = outcome === "heard" ? "" : outcome === "unheard" ? ` (its reply was not heard: nothing subscribed ${actor}'s reply subject within ${DELIVERY_BOUND_MS} ms)` : " (its reply was still unheard when the server stopped)";
+        deps.log.info(`command ${verb} by ${actor}: ${reply.ok ? "ok" : `refused ${reply.error.code}`}${heard}`);
+      }).catch((error: unknown) => { drop("command-failed", `command ${verb} by ${actor}: dropped, its handler failed: ${errorLine(error)} (R65)`); });
+      inFlight.add(running);
+      void running.finally(() => inFlight.delete(running));
+      return;
+    }
+    let reply: Reply;
+    try {
+      reply = await handleCommand(nc, catalogue, deps, askedVerb, m.data, actor);
+    } catch (error) {
+      reply = { ok: false, error: replyErrorOf(error) };
+      deps.log.error(`command ${verb} by ${actor} failed: ${errorLine(error)}`);
+    }
+    respond(m, reply);
+    deps.log.info(
+      `command ${verb} by ${actor}: ${reply.ok ? `ok${"sequence" in reply ? ` at ${String(reply.sequence)}` : ""}` : `refused ${reply.error.code}`}`,
+    );
+  };
+  const serve = total(serveOne, (error, m: Msg) => {
+    drop("command-failed", `a message on ${boundedText(m.subject)}: dropped, its handler failed: ${errorLine(error)} (R65)`);
+  });
   const loop = (async () => {
-    for await (const m of subscription) {
-      const asked = commandOfSubject(m.subject);
-      if (!asked) {
-        deps.log.info(`command subject ${m.subject.slice(0, 200)}: dropped, not ${commandSubject("<principal>", "<verb>")} (R51)`);
-        continue;
-      }
-      const { principal: actor, verb } = asked;
-      if (!m.reply) {
-        deps.log.info(`command ${verb} by ${actor}: dropped, no reply subject`);
-        continue;
-      }
-      if (!replyInAskersInbox(actor, m.reply)) {
-        deps.log.info(`command ${verb} by ${actor}: dropped, its reply subject ${m.reply.slice(0, 200)} is not in ${actor}'s own inbox ${inboxPrefix(actor)}. (R51, R33)`);
-        continue;
-      }
-      const extra = Object.hasOwn(extraVerbs, verb) ? extraVerbs[verb] : undefined;
-      if (extra) {
-        const replyTo = m.reply;
-        const running = runExtra(extra, m.data, actor, (line) => deps.log.error(`command ${verb} by ${actor} failed: ${line}`)).then(async (reply) => {
-          const outcome = await deliverReply(nc, replyTo, encodeReply(reply, (line) => deps.log.error(`command ${m.subject}: ${line}`)), stopping.signal);
-          const heard = outcome === "heard" ? "" : outcome === "unheard" ? ` (its reply was not heard: nothing subscribed ${actor}'s reply subject within ${DELIVERY_BOUND_MS} ms)` : " (its reply was still unheard when the server stopped)";
-          deps.log.info(`command ${verb} by ${actor}: ${reply.ok ? "ok" : `refused ${reply.error.code}`}${heard}`);
-        });
-        inFlight.add(running);
-        void running.finally(() => inFlight.delete(running));
-        continue;
-      }
-      let reply: Reply;
-      try {
-        reply = await handleCommand(nc, catalogue, deps, verb, m.data, actor);
-      } catch (error) {
-        reply = { ok: false, error: replyErrorOf(error) };
-        const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-        deps.log.error(`command ${verb} by ${actor} failed: ${detail}`);
-      }
-      respond(m, reply);
-      deps.log.info(
-        `command ${verb} by ${actor}: ${reply.ok ? `ok${"sequence" in reply ? ` at ${String(reply.sequence)}` : ""}` : `refused ${reply.error.code}`}`,
-      );
+    try {
+      for await (const m of subscription) await serve(m);
+    } catch (error) {
+      deps.log.error(`the command subscription ended: ${errorLine(error)}`);
     }
   })();
   return {

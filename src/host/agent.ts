@@ -4,7 +4,8 @@ import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
 import { connectToBus, isSeed, secretOf, type BusConnectOptions, type BusCredential } from "../bus/connect.ts";
-import { CONTROL_STREAM, REPORTS_STREAM, declarationConsumer, reportSubject } from "../names.ts";
+import { CONTROL_STREAM, REPORTS_STREAM, declarationConsumer, declarationFilter, reportSubject } from "../names.ts";
+import { boundedText, dropsOf, errorLine, total } from "../bus/total.ts";
 import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions } from "./busList.ts";
 import { shortDigest, type Declaration as HostDeclaration, type NodeSelf } from "../contracts/declaration.ts";
@@ -474,6 +475,21 @@ export function startHost(options: HostOptions): Host {
     await publishReport(nc, report, applied);
   };
 
+  // R65: nothing a message brings ends the loop: a subject that is not this node's declaration or
+  // part, or a handler that throws, is one bounded line (dropsOf); a message that failed is
+  // acknowledged, as handle acknowledges one it cannot apply (else CONTROL would bring it forever).
+  const drop = dropsOf(log);
+  const handleTotally = total(async (nc: NatsConnection, message: JsMsg) => {
+    if (messageKind(message.subject, node) === "foreign") {
+      drop("host-subject", `host ${node}: a message on ${boundedText(message.subject)} reached its declaration consumer: dropped, not ${declarationFilter(node)} (R65)`);
+      return;
+    }
+    await handle(nc, message);
+  }, (error, _nc, message) => {
+    drop("host-failed", `host ${node}: a message on ${boundedText(message.subject)}: dropped, ${errorLine(error)} (R65)`);
+    message.ack();
+  });
+
   const serve = async (nc: NatsConnection) => {
     const consumer = await jetstream(nc).consumers.get(CONTROL_STREAM, declarationConsumer(node));
     const messages = await consumer.consume({ max_messages: 4 });
@@ -512,7 +528,7 @@ export function startHost(options: HostOptions): Host {
       for await (const message of messages) {
         busy = true;
         try {
-          await handle(nc, message);
+          await handleTotally(nc, message);
         } finally {
           busy = false;
         }

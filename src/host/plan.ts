@@ -8,7 +8,7 @@
 import { keysOfListText, usersOfListText } from "./declaration.ts";
 import { shortDigest, Declaration as HostDeclaration, declarationProblem, type NodeSelf } from "../contracts/declaration.ts";
 import type { HostReport, ServerListOutcome } from "../contracts/report.ts";
-import { declarationSubject } from "../names.ts";
+import { declarationSubject, isUserListPartOf } from "../names.ts";
 
 /**
  * Milliseconds to wait before connection attempt `attempt + 1` after attempt `attempt` (1-based)
@@ -49,9 +49,14 @@ export function backoffBound(maxMs: number, admitted: boolean): number {
   return admitted ? maxMs : Math.min(maxMs, NEW_NODE_BACKOFF_MAX_MS);
 }
 
-/** A message from the node's CONTROL consumer: its declaration, or a part of a user list (the filter brings both). */
-export function messageKind(subject: string, node: string): "declaration" | "part" {
-  return subject === declarationSubject(node) ? "declaration" : "part";
+/**
+ * A message from the node's CONTROL consumer: its declaration, or a part of a user list (the filter
+ * brings both), or `foreign`: any other subject, which the consumer never brings but a principal can
+ * (the bus delivers a pulled JetStream message to any reply subject, keeping its stored subject, R65).
+ */
+export function messageKind(subject: string, node: string): "declaration" | "part" | "foreign" {
+  if (subject === declarationSubject(node)) return "declaration";
+  return isUserListPartOf(subject, node) ? "part" : "foreign";
 }
 
 /** The first line of an error's message (a report or log line is one line, never a stack). */

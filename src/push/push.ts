@@ -1,6 +1,6 @@
 import { createHash, hash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { headers, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
 import type { Catalogue } from "../records/catalogue.ts";
 import type { Envelope, Refusal } from "../commands/envelope.ts";
@@ -24,6 +24,7 @@ import { raiseMesh, type RaiseMemo, type RaiseReport } from "../controller/raise
 import type { ControllerCredential } from "../controller/credential.ts";
 import { BOOTSTRAP_NKEY, BOOTSTRAP_PASSWORD } from "../genesis.ts";
 import { dialAgainAfter, retryJetStream } from "../bus/retry.ts";
+import { total } from "../bus/total.ts";
 import {
   awaitedNodes, composeAgain, firstDeclarations, freshProvisions, freshSince, judgeWait, rotationBrokers, planRound, roundBound, settleRound, unconfirmedNodes,
   unknownNamed, userListUndelivered, withModulesLeftOut, type NodeReport, type ProvisionName, type RoundPlan,
@@ -732,16 +733,15 @@ class ReportWatch {
   constructor(nc: NatsConnection, jsm: JetStreamManager, clock: WaitClock) {
     this.#jsm = jsm;
     this.#clock = clock;
+    // R65: total; what is not a report (another subject, not JSON, another contract) is ignored
+    // here, and said by the controller's own report watch (one bounded line), not once per push.
+    const hear = total((m: Msg) => {
+      const node = nodeOfReportSubject(m.subject);
+      if (node !== null) this.#take(node, parseHostReport(m.json()));
+    }, () => undefined);
     this.#subscription = nc.subscribe(REPORT_SUBJECTS, {
       callback: (error, m) => {
-        if (error) return;
-        const node = nodeOfReportSubject(m.subject);
-        if (node === null) return;
-        try {
-          this.#take(node, parseHostReport(m.json()));
-        } catch {
-          // not a report: ignored
-        }
+        if (!error) void hear(m);
       },
     });
   }

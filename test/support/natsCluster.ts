@@ -1,5 +1,5 @@
 import { jetstreamManager, StorageType } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
+import { connect, type ConnectionOptions } from "@nats-io/transport-node";
 import { freePort } from "../../installer/serverConfig.ts";
 import { startNatsServer, uniqueName, waitFor, type NatsServer } from "./natsServer.ts";
 
@@ -28,8 +28,12 @@ export function clusterServerName(index: number): string {
   return `s${index + 1}`;
 }
 
-/** Starts the cluster; `config` is appended to every server's configuration (authorization, tls, ...). */
-export async function startNatsCluster(size = 3, options: { config?: string } = {}): Promise<NatsCluster> {
+/**
+ * Starts the cluster; `config` is appended to every server's configuration (authorization, tls, ...).
+ * `readyAs`: how the readiness probe dials (its authenticator, when `config` has authorization); the
+ * probe creates and deletes a stream, so that user needs the JetStream API.
+ */
+export async function startNatsCluster(size = 3, options: { config?: string; readyAs?: Partial<ConnectionOptions> } = {}): Promise<NatsCluster> {
   const routePorts: number[] = [];
   for (let i = 0; i < size; i += 1) routePorts.push(await freePort());
   const servers: NatsServer[] = [];
@@ -52,7 +56,7 @@ export async function startNatsCluster(size = 3, options: { config?: string } = 
     const urls = servers.map((s) => s.url);
     // Ready once a stream of `size` replicas can be placed: the meta group has a leader and knows
     // every peer (before that, creation answers "no suitable peers for placement").
-    const nc = await connect({ servers: urls, name: "test-cluster-ready" });
+    const nc = await connect({ ...options.readyAs, servers: urls, name: "test-cluster-ready" });
     const probe = uniqueName("HARNESS_READY");
     try {
       await waitFor(async () => {

@@ -26,6 +26,12 @@ describe("host plan: messages and declarations", () => {
     assert.equal(messageKind(userListPartSubject("alpha", 0), "alpha"), "part");
   });
 
+  it("R65: a message on any other subject (a pulled message of another node, a work item) is foreign, never a part", () => {
+    for (const subject of [userListPartSubject("beta", 0), declarationSubject("beta"), "mesh.work.mesh-build.build", "mesh.declaration.alpha.users.", "mesh.declaration.alpha"]) {
+      assert.equal(messageKind(subject, "alpha"), "foreign", subject);
+    }
+  });
+
   it("R32: a malformed declaration is reported not applied, naming its fields and its digest when it has one", () => {
     const read = readDeclaration({ node: "alpha", digest: "abc", modules: "nope" }, 7, "alpha");
     assert.ok(!read.ok);
