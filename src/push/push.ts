@@ -111,7 +111,7 @@ export type PushContext = {
    * cluster moved leaders); a heard report with every server installed takes the holder off.
    */
   listRepairs?: Set<string>;
-  /** When given, push adds the milliseconds each step took (raise, mint, compose, seal, publish, record, wait). */
+  /** When given, push adds the milliseconds each step took (raise, mint, compose, reports, seal, publish, record, wait). */
   timings?: Record<string, number>;
 };
 
