@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
-import { openSync, closeSync, existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { openSync, closeSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { probeCertificate } from "../src/bus/pin.ts";
 import { InstallerError } from "./tls.ts";
@@ -65,7 +65,9 @@ export async function stopPid(pid: number, graceMs = 5_000): Promise<void> {
 }
 
 /**
- * Starts `binary -c configFile` detached, its output appended to `logFile`, and waits (up to
+ * Starts `binary -c configFile` detached, its output appended to `logFile` (the file its configuration
+ * names as `log_file`, R70: the server writes its log there itself, rotated; its output is what
+ * comes before the log is opened, a refused configuration), and waits (up to
  * `timeoutMs`, default 10,000 ms) until it serves TLS on `host:port` with the certificate
  * `fingerprint` (R34). Throws InstallerError (one line, the last line of the bus's log) when it
  * exits or never becomes ready; a bus that never became ready is stopped.
@@ -81,6 +83,7 @@ export async function startBus(options: {
   /** Detach from this process (default true): `mesh up` leaves the bus running. */
   detached?: boolean;
 }): Promise<BusProcess> {
+  mkdirSync(dirname(options.logFile), { recursive: true });
   const out = openSync(options.logFile, "a");
   const child = spawn(options.binary, ["-c", options.configFile], {
     detached: options.detached ?? true,

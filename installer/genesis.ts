@@ -13,7 +13,7 @@ import type { Commit } from "../src/events/index.ts";
 import { InstallerError, makeBusCertificate, TLS_CERT_FILE, TLS_KEY_FILE } from "./tls.ts";
 import { makeFolderDurable, readBusCredential, renameDurable, writeBusCredential, writeFileDurable } from "../src/files/index.ts";
 import {
-  assertPortFree, clusterServerConfigs, clusterServerDir, findNatsServer, freePort, renderServerConfig, testServerConfig,
+  assertPortFree, busLogFile, clusterServerConfigs, clusterServerDir, findNatsServer, freePort, renderServerConfig, testServerConfig,
   SERVER_CONFIG_FILE, STORE_DIR, USER_LIST_FILE,
 } from "./serverConfig.ts";
 import { CARRIED_CONTROLLER_SUBMITS, carriedUsers } from "./carried.ts";
@@ -114,7 +114,7 @@ export function busServers(paths: MeshPaths, mesh: MeshFile): BusServer[] {
     return [{
       name: "mesh-bus", process: "bus", address: `tls://${host}:${mesh.port}`, port: mesh.port,
       configFile: paths.serverConfig, userList: paths.userList, serverPidFile: pidFile(paths.dir, "bus"),
-      monitorUrl: `http://127.0.0.1:${mesh.monitorPort}`, logFile: join(paths.logs, "bus.log"),
+      monitorUrl: `http://127.0.0.1:${mesh.monitorPort}`, logFile: busLogFile(paths.dir),
     }];
   }
   return mesh.servers.map((server, i) => {
@@ -122,7 +122,7 @@ export function busServers(paths: MeshPaths, mesh: MeshFile): BusServer[] {
     return {
       name: server.name, process: clusterServerDir(i), address: `tls://${host}:${server.port}`, port: server.port,
       configFile: join(folder, SERVER_CONFIG_FILE), userList: join(folder, USER_LIST_FILE), serverPidFile: join(folder, "bus.pid"),
-      monitorUrl: `http://127.0.0.1:${server.monitorPort}`, logFile: join(paths.logs, `${clusterServerDir(i)}.log`),
+      monitorUrl: `http://127.0.0.1:${server.monitorPort}`, logFile: busLogFile(paths.dir, i),
     };
   });
 }
@@ -396,7 +396,7 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
       const serverOptions = (root: string) => ({
         listenHost, port: address.port, monitorPort,
         certFile: join(root, TLS_CERT_FILE), keyFile: join(root, TLS_KEY_FILE), storeDir: join(root, STORE_DIR),
-        userListFile: USER_LIST_FILE, pidFile: join(root, "run", "bus.pid"),
+        userListFile: USER_LIST_FILE, pidFile: join(root, "run", "bus.pid"), logFile: busLogFile(root),
       });
       writeFileDurable(join(temp, SERVER_CONFIG_FILE), renderServerConfig(serverOptions(temp)), { mode: 0o644 });
       testServerConfig(binary, join(temp, SERVER_CONFIG_FILE));

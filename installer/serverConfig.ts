@@ -1,12 +1,14 @@
 import { spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import { InstallerError } from "./tls.ts";
+import { BUS_LOG_SIZE_LIMIT } from "../src/host/busLog.ts";
 
 /**
  * The bus's nats-server configuration as the installer writes it: listen address, TLS with the
  * mesh's own certificate (R34), a JetStream store under the mesh folder, the user list as an
  * include file (R13: the installer carries the first one, the broker's host agent rewrites it on
- * every push and reloads the bus), monitoring on localhost only, and limits.
+ * every push and reloads the bus), monitoring on localhost only, its own log file rotated at a size
+ * (R70), and limits.
  */
 
 /** File names inside the mesh folder. */
@@ -27,6 +29,13 @@ export type ServerConfigOptions = {
   storeDir: string;
   /** File name of the user list, relative to the configuration file (nats-server resolves includes so). */
   userListFile: string;
+  /**
+   * R70: the file nats-server logs to (busLogFile), rotated at `logSizeLimit`; the agent on the
+   * bus's machine reads it back from the configuration and prunes the rotated files (src/host/busLog.ts).
+   */
+  logFile: string;
+  /** Bytes after which the log is rotated (default BUS_LOG_SIZE_LIMIT). */
+  logSizeLimit?: number;
   /** Where nats-server writes its pid (the broker's host agent signals it to reload). */
   pidFile?: string;
   /** Largest message in bytes (default 1 MiB, the NATS default; snapshots are chunked below it). */
@@ -88,6 +97,9 @@ export function renderServerConfig(options: ServerConfigOptions): string {
     `listen: "${options.listenHost}:${options.port}"`,
     ...(options.monitorPort > 0 ? [`http: "127.0.0.1:${options.monitorPort}"`] : []),
     ...(options.pidFile ? [`pid_file: "${options.pidFile}"`] : []),
+    // R70: anyone the bus admits can make it log; its log shares the store's disk.
+    `log_file: "${options.logFile}"`,
+    `logfile_size_limit: ${options.logSizeLimit ?? BUS_LOG_SIZE_LIMIT}`,
     `max_payload: ${options.maxPayload ?? 1024 * 1024}`,
     `max_connections: 65536`,
     `max_control_line: 4096`,
@@ -189,6 +201,14 @@ export function freePort(host = "127.0.0.1"): Promise<number> {
   });
 }
 
+/**
+ * R70: the log file of the bus in the mesh folder `root`: `<root>/logs/bus.log`, or server `index`'s
+ * (0-based) of a cluster, `<root>/logs/bus-<index+1>.log`. Pure.
+ */
+export function busLogFile(root: string, index?: number): string {
+  return `${root}/logs/${index === undefined ? "bus" : clusterServerDir(index)}.log`;
+}
+
 /** The folder of server `index` (0-based) of a cluster inside the mesh folder: `bus-1`, `bus-2`, ... */
 export function clusterServerDir(index: number): string {
   return `bus-${index + 1}`;
@@ -198,6 +218,7 @@ export function clusterServerDir(index: number): string {
  * The configuration of every server of a local cluster (`mesh up --cluster N`, issue 14): server
  * `i` is named `mesh-bus-<i+1>`, listens for clients on `clientPorts[i]` and for routes on
  * `routePorts[i]`, keeps its store in `<root>/bus-<i+1>/store`, its pid in `<root>/bus-<i+1>/bus.pid`,
+ * logs to `<root>/logs/bus-<i+1>.log` (busLogFile, R70),
  * and includes its own copy of the user list (`bus-<i+1>/users.conf`: each server reads its own
  * configuration, R60); all present the one mesh certificate (R34) on clients and routes. Pure.
  * Throws Error when the port lists' lengths differ from `size` or `size` is below 1.
@@ -230,6 +251,7 @@ export function clusterServerConfigs(options: {
       storeDir: `${dir}/${STORE_DIR}`,
       userListFile: USER_LIST_FILE,
       pidFile: `${dir}/bus.pid`,
+      logFile: busLogFile(options.root, i),
       cluster: {
         name: options.name ?? CLUSTER_NAME,
         listenHost: options.listenHost,

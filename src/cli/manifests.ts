@@ -1,28 +1,10 @@
 import { readFileSync } from "node:fs";
 import type { AnyReply } from "../contracts/verbs.ts";
 import { UsageError } from "./context.ts";
+import { MAX_JSON_DEPTH, jsonDepthOver } from "../commands/validation.ts";
 
 /** A manifest file as the CLI read it: its path and its JSON, not yet judged (the controller does). */
 export type ManifestFile = { file: string; manifest: unknown };
-
-/** The deepest nesting of arrays and objects the CLI sends: far above any manifest, far below the stack. */
-export const MAX_JSON_DEPTH = 64;
-
-/**
- * The nesting depth of a parsed JSON value (a scalar is 0), counted without recursion and stopping
- * once past `limit`: JSON.stringify and the validators recurse, and a value nested some 10,000
- * deep overflows their stack ("Maximum call stack size exceeded") instead of being refused.
- */
-export function jsonDepthOver(value: unknown, limit = MAX_JSON_DEPTH): boolean {
-  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 0 }];
-  while (stack.length > 0) {
-    const { value: v, depth } = stack.pop()!;
-    if (v === null || typeof v !== "object") continue;
-    if (depth + 1 > limit) return true;
-    for (const inner of Array.isArray(v) ? v : Object.values(v)) stack.push({ value: inner, depth: depth + 1 });
-  }
-  return false;
-}
 
 /**
  * Reads each manifest file as JSON. Throws UsageError naming the file when one is unreadable, not

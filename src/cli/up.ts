@@ -2,14 +2,15 @@ import { existsSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext } from "./context.ts";
 import { CommandTransportError } from "../client/send.ts";
-import { BusConnectError } from "../bus/connect.ts";
+import { BusConnectError, credentialAddresses } from "../bus/connect.ts";
+import { probeCertificate } from "../bus/pin.ts";
 import type { CliVerb } from "./verbs.ts";
 import { UpError } from "../up/errors.ts";
 import type { UpResult } from "../up/up.ts";
 import { exitOf, shortfallsOf } from "./push.ts";
 import { VERBS_VERSION } from "../contracts/verbs.ts";
 import { DEFAULT_UP_ADDRESS } from "../up/plan.ts";
-import { renderSummary, type UpSummary } from "../up/summary.ts";
+import { renderSummary, serversDown, serversDownLine, type BusServerSeen, type UpSummary } from "../up/summary.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { ConfigError } from "../config.ts";
 
@@ -194,7 +195,9 @@ function processList(processes: Record<string, number | null>): ProcessView[] {
 }
 
 /**
- * `mesh status`: exit 0 when the controller answered (with the summary); 1 when the folder `--dir`
+ * `mesh status`: exit 0 when the controller answered (with the summary) and no server of the bus is
+ * down; 1 when a server of a cluster is down (`server-down`: its process stopped or its address
+ * does not answer; the summary is still printed, the server named with its address, R62), when the folder `--dir`
  * names holds no mesh and no operator's credential (said, naming both files, never answered with
  * the mesh of the credential file instead), `mesh up`'s own mesh is stopped, its controller is not running beside a running
  * bus (its last log line says why), the bus did not admit the operator, or the controller did not
@@ -202,16 +205,34 @@ function processList(processes: Record<string, number | null>): ProcessView[] {
  * to ask one elsewhere (`no-mesh`); 2 when the folder's mesh has no operator credential to ask it with. `--json` has one shape in every case: `{ ok, v, dir,
  * genesisAddress, processes: [{ name, pid, running }], summary: {...} | null }` (v: the verbs'
  * contract version, as every reply from the controller), plus `error: { code, message }` when not
- * ok (`no-mesh`, `not-running`, `controller-not-running`, `connection`, the controller's refusal
- * code, or the transport's code).
+ * ok (`no-mesh`, `not-running`, `controller-not-running`, `connection`, `server-down` (with the
+ * summary), the controller's refusal code, or the transport's code).
  */
+/**
+ * R62: the servers at `addresses` (`tls://host:port`) that do not answer a dial now, by address,
+ * with the dial's error: each is asked for its certificate (probeCertificate), all at once, within
+ * `timeoutMs` (at most 5 s).
+ */
+async function unansweredServers(addresses: readonly string[], timeoutMs: number): Promise<Map<string, string>> {
+  const unanswered = new Map<string, string>();
+  await Promise.all(addresses.map(async (address) => {
+    try {
+      const { hostname, port } = new URL(address);
+      await probeCertificate(hostname, Number(port), { timeoutMs: Math.min(timeoutMs, 5_000) });
+    } catch (error) {
+      unanswered.set(address, error instanceof Error ? error.message.split("\n")[0]! : String(error));
+    }
+  }));
+  return unanswered;
+}
+
 const statusVerb: CliVerb = {
   path: ["status"],
   globals: ["credential", "json", "timeout"],
-  summary: "ask the mesh's controller over the bus (the folder's operator credential, else --credential) and print its summary; the local processes `mesh up` started (exit 1 when nothing answers)",
+  summary: "ask the mesh's controller over the bus (the folder's operator credential, else --credential) and print its summary; the local processes `mesh up` started (exit 1 when nothing answers or a bus server is down)",
   options: [DIR_OPTION],
   async run(ctx, _args, options) {
-    const [{ hasMesh, meshPaths, readMeshFile }, { controllerExit, logFile, STANDBY_CONTROLLER }, { readSummary }] = await Promise.all([genesisModule(), processesModule(), upModule()]);
+    const [{ busServers, hasMesh, meshPaths, readMeshFile }, { controllerExit, logFile, STANDBY_CONTROLLER }, { readSummary }] = await Promise.all([genesisModule(), processesModule(), upModule()]);
     const paths = meshPaths(dirOf(options));
     const here = hasMesh(paths.dir);
     const processes = await managedProcesses(paths.dir);
@@ -266,9 +287,20 @@ const statusVerb: CliVerb = {
         processes,
         ...(here ? {} : { mesh: { genesisAddress: credential.address, fingerprint: credential.fingerprint ?? "-" } }),
       });
-      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, v: VERBS_VERSION, ...base(genesisAddress), summary: summaryJson(summary) }, null, 2));
-      else for (const line of renderSummary(summary)) ctx.out(line);
-      return EXIT_OK;
+      // R62: a cluster answers with a server down; the summary is printed and the server named (exit 1).
+      const seen: BusServerSeen[] = here
+        ? busServers(paths, readMeshFile(paths.dir)).map((s) => ({ name: s.name, address: s.address, process: s.process }))
+        : credentialAddresses(credential).map((address) => ({ name: address, address }));
+      const down = seen.length > 1 ? serversDown(seen, processes, await unansweredServers(seen.map((s) => s.address), ctx.globals.timeoutMs)) : [];
+      const fix = here ? `\`mesh up --dir ${paths.dir}\` starts it again` : "start it again on its machine";
+      const problem = down.length > 0 ? { code: "server-down", message: serversDownLine(down, fix) } : null;
+      if (ctx.globals.json) {
+        ctx.out(JSON.stringify({ ok: problem === null, v: VERBS_VERSION, ...(problem ? { error: problem } : {}), ...base(genesisAddress), summary: summaryJson(summary) }, null, 2));
+      } else {
+        for (const line of renderSummary(summary)) ctx.out(line);
+        if (problem) ctx.err(`mesh: ${problem.message}`);
+      }
+      return problem ? EXIT_REFUSED : EXIT_OK;
     } catch (error) {
       if (!(error instanceof CommandTransportError || error instanceof UpError)) throw error;
       const code = error instanceof CommandTransportError ? error.code : error.code ?? "not-running";

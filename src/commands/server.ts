@@ -23,7 +23,7 @@ import { isNodePublicKey, newFreshSecret, sealToNode } from "../crypto/secrets.t
 import type { ComposeConfig } from "../compose/types.ts";
 import { QueryRefused, type CommandDefinition, type Envelope, type FreshSecret, type QueryContext, type Refusal, type Reply, type ReplyTools } from "./envelope.ts";
 import { appliedSequence, type State } from "../projections/index.ts";
-import { parseRequest } from "./validation.ts";
+import { parseRequest, parseRequestBody } from "./validation.ts";
 import { commandRequest } from "../records/reuse.ts";
 import { JetStreamUnavailable } from "../bus/retry.ts";
 import { transientBusConditionOf } from "../bus/errors.ts";
@@ -213,15 +213,10 @@ export async function handleCommand(
   if (!def) {
     return failure("unknown-verb", `no command "${verb}": the controller answers ${knownVerbs().join(", ")}`);
   }
-  let body: unknown;
-  try {
-    body = data.length === 0 ? {} : JSON.parse(decoder.decode(data));
-  } catch {
-    return failure("invalid-json", "the request body is not JSON: send one JSON object");
-  }
-  if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    return failure("invalid-json", "the request body must be one JSON object");
-  }
+  // One JSON object, nested at most MAX_JSON_DEPTH deep (R65), before anything recursive reads it.
+  const read = parseRequestBody(decoder.decode(data));
+  if (!read.ok) return { ok: false, error: read.refusal };
+  const { body } = read;
   // The contract's version first (src/contracts): a client of another version hears about `v`.
   const version = versionRefusal("verbs", body);
   if (version) return { ok: false, error: version };
@@ -494,13 +489,9 @@ export function stamped(reply: Reply): Reply {
 /** Runs one shell-served verb: the JSON object body, the actor, errors mapped by replyErrorOf. */
 async function runExtra(extra: ExtraVerb, data: Uint8Array, actor: string, logError: (line: string) => void): Promise<Reply> {
   if (data.length > MAX_COMMAND_BYTES) return failure("payload-too-large", `the request is ${data.length} bytes; commands are at most ${MAX_COMMAND_BYTES} bytes`);
-  let body: unknown;
-  try {
-    body = data.length === 0 ? {} : JSON.parse(decoder.decode(data));
-  } catch {
-    return failure("invalid-json", "the request body is not JSON: send one JSON object");
-  }
-  if (body === null || typeof body !== "object" || Array.isArray(body)) return failure("invalid-json", "the request body must be one JSON object");
+  const read = parseRequestBody(decoder.decode(data));
+  if (!read.ok) return { ok: false, error: read.refusal };
+  const { body } = read;
   const version = versionRefusal("verbs", body);
   if (version) return { ok: false, error: version };
   const { v: _version, ...fields } = body as Record<string, unknown>;

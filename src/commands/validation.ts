@@ -35,3 +35,69 @@ export function parseRequest<Schema extends z.ZodType>(
   if (parsed.success) return { ok: true, value: parsed.data };
   return { ok: false, refusal: refusalOfZodError(parsed.error, "invalid-request") };
 }
+
+/**
+ * The deepest nesting of arrays and objects a request may have, on both ends (the CLI checks a
+ * file before sending, the command server every body it receives): far above any manifest, far
+ * below the stack that JSON.stringify and the validators recurse on.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * The path (keys, and indexes as numbers, from the top) to the first value that nests past `limit` arrays or
+ * objects in a parsed JSON value (a scalar is 0 deep), or null when none does. Counted without
+ * recursion and stopping there: a value nested some 10,000 deep overflows the stack of everything
+ * recursive after it ("Maximum call stack size exceeded") instead of being refused. Pure.
+ */
+export function pathPastDepth(value: unknown, limit = MAX_JSON_DEPTH): Array<string | number> | null {
+  // Each entry links to its parent's, so the path is built once, for the value found.
+  type Entry = { value: unknown; depth: number; key: string | number; parent: Entry | null };
+  const stack: Entry[] = [{ value, depth: 0, key: "", parent: null }];
+  while (stack.length > 0) {
+    const entry = stack.pop()!;
+    const v = entry.value;
+    if (v === null || typeof v !== "object") continue;
+    if (entry.depth + 1 > limit) {
+      const path: Array<string | number> = [];
+      for (let at: Entry | null = entry; at?.parent; at = at.parent) path.unshift(at.key);
+      return path;
+    }
+    const inner: Array<[string | number, unknown]> = Array.isArray(v) ? v.map((item, i) => [i, item]) : Object.entries(v);
+    for (const [key, item] of inner) stack.push({ value: item, depth: entry.depth + 1, key, parent: entry });
+  }
+  return null;
+}
+
+/** Whether a parsed JSON value nests past `limit` arrays or objects (pathPastDepth). Pure. */
+export function jsonDepthOver(value: unknown, limit = MAX_JSON_DEPTH): boolean {
+  return pathPastDepth(value, limit) !== null;
+}
+
+/** Object keys of a too-deep path a refusal names as its field: the keys before the first array index, at most this many. */
+const DEPTH_FIELD_KEYS = 3;
+
+/**
+ * A request body as the command server reads it, before any schema (R65): one JSON object (an
+ * empty body is `{}`), nested at most MAX_JSON_DEPTH deep. Refusals: `invalid-json` (not JSON, or
+ * not one object); nested deeper, refused here, before anything recursive meets it, naming the
+ * limit and, as `field`, the keys leading to it: `invalid-manifest` when it lies in `manifest`
+ * (R23: a manifest's refusals are invalid-manifest), else `invalid-request`. Pure.
+ */
+export function parseRequestBody(text: string): { ok: true; body: Record<string, unknown> } | { ok: false; refusal: Refusal } {
+  let body: unknown;
+  try {
+    body = text.length === 0 ? {} : JSON.parse(text);
+  } catch {
+    return { ok: false, refusal: { code: "invalid-json", message: "the request body is not JSON: send one JSON object" } };
+  }
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    return { ok: false, refusal: { code: "invalid-json", message: "the request body must be one JSON object" } };
+  }
+  const path = pathPastDepth(body);
+  if (path === null) return { ok: true, body: body as Record<string, unknown> };
+  const firstIndex = path.findIndex((key) => typeof key === "number");
+  const field = path.slice(0, Math.min(firstIndex === -1 ? path.length : firstIndex, DEPTH_FIELD_KEYS)).join(".");
+  const code = path[0] === "manifest" ? "invalid-manifest" : "invalid-request";
+  const message = `${field === "" ? "the request" : `"${field}"`} nests arrays or objects more than ${MAX_JSON_DEPTH} deep (the limit of a request): no request needs that; flatten it`;
+  return { ok: false, refusal: field === "" ? { code, message } : { code, message, field } };
+}

@@ -8,6 +8,7 @@ import { CONTROL_STREAM, REPORTS_STREAM, declarationConsumer, declarationFilter,
 import { boundedText, dropsOf, errorLine, total } from "../bus/total.ts";
 import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
 import { installUserList, type BusReloadOptions } from "./busList.ts";
+import { busLogFiles, watchBusLog } from "./busLog.ts";
 import { shortDigest, type Declaration as HostDeclaration, type NodeSelf } from "../contracts/declaration.ts";
 import { stampReport, type HostReport, type ServerListOutcome } from "../contracts/report.ts";
 import {
@@ -336,6 +337,8 @@ export function startHost(options: HostOptions): Host {
 
   /** The servers the user list goes to (none off the broker's node; several on a cluster, R60). */
   const busTargets: readonly BusReloadOptions[] = options.bus === undefined ? [] : Array.isArray(options.bus) ? options.bus : [options.bus as BusReloadOptions];
+  // R70: on the bus's machine, each server's log is rotated by size and its rotated files pruned here.
+  const busLogs = busLogFiles(busTargets.map((target) => target.configFile)).map((file) => watchBusLog(file, log));
   /**
    * Installs `text` on every server in turn (R60). One server: its refusal is thrown as it is. A
    * cluster: each server's outcome is in `servers`, and only a list no server took is thrown; a
@@ -676,6 +679,7 @@ export function startHost(options: HostOptions): Host {
       if (!stopped) {
         stopped = true;
         if (checker) clearInterval(checker);
+        for (const watch of busLogs) watch.stop();
         current?.stop();
         wakeSleeper?.();
         await current?.nc.close().catch(() => undefined);

@@ -81,11 +81,56 @@ export type PlannedSend = {
   publicKey: string;
   /** The records sequence composed from: it travels beside the digest, outside it (R43: hosts report it back). */
   recordsSequence: number;
-  /** The composed digest differs from the one last sent (R31); false: sent only because it was named. */
+  /**
+   * Behind (R31, R78): the composed digest differs from the one last sent, or (first round) the
+   * node's last report is not this declaration applied; false: sent only because it was named.
+   */
   behind: boolean;
+  /** R78: sent though last sent this very digest, because its last report says it `failed`, is of an `older` digest, or is `missing`. */
+  unapplied?: Unapplied;
   /** A broker holder's user list, which travels in the parts `declaration.userList` names before the declaration. */
   userListText?: string;
 };
+
+/**
+ * R78: each node's last stored report, by the node of its subject: the digest it speaks of and
+ * whether it applied it, or null when none is stored (or it does not follow the report contract).
+ * A node absent was not read, or its read failed: its report has no say (a bus that cannot answer
+ * for a moment must not make a push re-send the whole mesh).
+ */
+export type LastReported = ReadonlyMap<string, { digest: string; ok: boolean } | null>;
+
+/** R78: why a node last sent its current declaration is behind all the same. */
+export type Unapplied = "failed" | "older" | "missing";
+
+/** R78: whether `report` says the node applied `digest`, else why not. */
+function unappliedBy(report: { digest: string; ok: boolean } | null | undefined, digest: string): Unapplied | null {
+  if (report === undefined) return null;
+  if (report === null) return "missing";
+  if (report.digest !== digest) return "older";
+  return report.ok ? null : "failed";
+}
+
+/**
+ * R78: the nodes whose last report a push's first round reads (planRound's `reported`): every
+ * composed node with a credential that would not be sent anyway (behind by what it was last sent,
+ * or named), so a large mesh whose declarations all changed reads no report at all.
+ */
+export function reportsToRead(state: State, declarations: readonly DeclarationResult[], named: ReadonlySet<string>): string[] {
+  return declarations.flatMap((result) => {
+    if (!result.ok) return [];
+    const { node, digest } = result.declaration;
+    if (named.has(node) || !credentialOf(state.credentials, { kind: "node", name: node })) return [];
+    return lastSent(state.sent, node)?.digest === digest ? [node] : [];
+  });
+}
+
+/** R78: how many of `sends` were sent for their report alone, by why (for the push's log). */
+export function unappliedCounts(sends: readonly PlannedSend[]): Record<Unapplied, number> {
+  const counts: Record<Unapplied, number> = { failed: 0, older: 0, missing: 0 };
+  for (const s of sends) if (s.unapplied !== undefined) counts[s.unapplied] += 1;
+  return counts;
+}
 
 /** What one round does. */
 export type RoundPlan = {
@@ -100,15 +145,22 @@ export type RoundPlan = {
 };
 
 /**
- * Plans one round of a push from the state and its composition (R29, R30, R31): every node whose
- * composed digest differs from what the records say it was last sent, and in round 0 every named
- * node besides, is sent, empty declarations included (R29); a node that cannot be composed is
+ * Plans one round of a push from the state and its composition (R29, R30, R31, R78): every node whose
+ * composed digest differs from what the records say it was last sent, in round 0 every node whose
+ * last report (`reported`: read for reportsToRead's nodes) is not that declaration applied (failed,
+ * older, missing), and in round 0 every named node besides, is sent, empty declarations included
+ * (R29). Reports count in round 0 alone: a node sent then has not reported by the next round, and
+ * sending it again each round would spin to the bound (R31), so a push re-sends a node for its
+ * report once. A node whose agent never runs (no report) is thus sent at every push: CONTROL keeps
+ * only the latest declaration per node, so the send replaces the one waiting rather than piling up,
+ * and costs what any push that changes every node costs (one publish and one DeclarationSent each),
+ * once per push; `reported` omitted, no report is considered. A node that cannot be composed is
  * refused and the rest go on (R30), and so is a node without a credential (noCredential, R12).
  * Broker holders go last (a stable order otherwise): their list
  * reloads the bus, and a node whose credential was rotated should hold its new key (its
  * declaration's `self`) before that reload drops the old one.
  */
-export function planRound(state: State, declarations: readonly DeclarationResult[], named: ReadonlySet<string>, round: number): RoundPlan {
+export function planRound(state: State, declarations: readonly DeclarationResult[], named: ReadonlySet<string>, round: number, reported?: LastReported): RoundPlan {
   const plan: RoundPlan = { sends: [], refused: [], unchanged: [], modulesLeftOut: new Map() };
   for (const result of declarations) {
     if (!result.ok) {
@@ -122,12 +174,15 @@ export function planRound(state: State, declarations: readonly DeclarationResult
       continue;
     }
     plan.modulesLeftOut.set(node, result.modulesLeftOut ?? null);
-    const behind = lastSent(state.sent, node)?.digest !== digest;
+    const changed = lastSent(state.sent, node)?.digest !== digest;
+    const unapplied = !changed && round === 0 && reported !== undefined && !named.has(node) ? unappliedBy(reported.get(node), digest) : null;
+    const behind = changed || unapplied !== null;
     if (!behind && !(round === 0 && named.has(node))) {
       plan.unchanged.push({ node, digest });
       continue;
     }
     const send: PlannedSend = { node, digest, declaration, publicKey: nodeOf(state.nodes, node)!.publicKey, recordsSequence: state.sequence, behind };
+    if (unapplied !== null) send.unapplied = unapplied;
     if (declaration.userList && result.userListText !== undefined) send.userListText = result.userListText;
     plan.sends.push(send);
   }

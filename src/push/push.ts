@@ -26,9 +26,11 @@ import { BOOTSTRAP_NKEY, BOOTSTRAP_PASSWORD } from "../genesis.ts";
 import { dialAgainAfter, retryJetStream } from "../bus/retry.ts";
 import { total } from "../bus/total.ts";
 import {
-  awaitedNodes, composeAgain, firstDeclarations, freshProvisions, freshSince, judgeWait, rotationBrokers, planRound, roundBound, settleRound, unconfirmedNodes,
-  unknownNamed, userListUndelivered, withModulesLeftOut, type NodeReport, type ProvisionName, type RoundPlan,
+  awaitedNodes, composeAgain, firstDeclarations, freshProvisions, freshSince, judgeWait, rotationBrokers, planRound, reportsToRead, roundBound, settleRound,
+  unappliedCounts, unconfirmedNodes, unknownNamed, userListUndelivered, withModulesLeftOut, type LastReported, type NodeReport, type PlannedSend, type ProvisionName,
+  type RoundPlan,
 } from "./plan.ts";
+import { REPORT_READS_AT_ONCE, readLastReported } from "./reports.ts";
 
 /**
  * Push (DESIGN.md "push", R5, R11, R12, R14, R21, R29..R32): mint what compositions need, compose
@@ -110,7 +112,7 @@ export type PushContext = {
    * cluster moved leaders); a heard report with every server installed takes the holder off.
    */
   listRepairs?: Set<string>;
-  /** When given, push adds the milliseconds each step took (raise, mint, compose, seal, publish, record, wait). */
+  /** When given, push adds the milliseconds each step took (raise, mint, compose, reports, seal, publish, record, wait). */
   timings?: Record<string, number>;
 };
 
@@ -709,9 +711,6 @@ class SentRecorder {
   }
 }
 
-/** Stored reports read from the REPORTS stream at once (a batch), at most. */
-const REPORT_READS_AT_ONCE = 256;
-
 /** Collects node reports (core subscription plus the REPORTS stream) and waits for expected digests. */
 class ReportWatch {
   readonly #expected = new Map<string, string>();
@@ -855,6 +854,24 @@ class ReportWatch {
 }
 
 /**
+ * R78: the last reports a push's first round plans with (reportsToRead's nodes), with a log line
+ * for the reads that failed (those nodes' reports have no say).
+ */
+async function firstRoundReports(ctx: PushContext, jsm: JetStreamManager, pushId: string, state: State, declarations: readonly DeclarationResult[], named: ReadonlySet<string>): Promise<LastReported> {
+  const { reported, failed } = await readLastReported(jsm, reportsToRead(state, declarations, named));
+  if (failed > 0) ctx.log.error(`push ${pushId}: the last report of ${failed} node(s) could not be read: they are re-sent only if behind by what they were sent (R78)`);
+  return reported;
+}
+
+/** R78: the log line of the nodes a round re-sent for their last report alone, or null when none. */
+function unappliedLine(pushId: string, sends: readonly PlannedSend[]): string | null {
+  const counts = unappliedCounts(sends);
+  const total = counts.failed + counts.older + counts.missing;
+  if (total === 0) return null;
+  return `push ${pushId}: re-sending ${total} node(s) whose last report is not their current declaration applied (R78): ${counts.failed} failed, ${counts.older} older, ${counts.missing} missing`;
+}
+
+/**
  * One push. Steps (each round, at most one round per node plus one, R31):
  * 1. catch up; raise streams and consumers (R5, R21);
  * 2. mint the provisions compositions need (R31); on the first push with a broker, replace the
@@ -862,7 +879,8 @@ class ReportWatch {
  *    the one in use, before the list that refuses the old one is sent (adoptControllerCredential, R50);
  * 3. compose every node (composeDeclarations): a node that cannot be composed is refused in the
  *    report and the rest go on (R30);
- * 4. send the named nodes and every node behind (composed digest ≠ last sent, R31), empty
+ * 4. send the named nodes and every node behind (composed digest ≠ last sent, R31; in the first
+ *    round also a last report that is not that declaration applied, R78), empty
  *    declarations included (R29): a pipelined JetStream publish to declarationSubject(node) of the
  *    declaration with its secrets sealed to the node's key, preceded for a broker holder by the
  *    user list in parts (publishAll); DeclarationSent records as the bus acknowledges them
@@ -914,7 +932,8 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
     report.recordsSequence = state.sequence;
     report.leftOut = users.leftOut;
     if (!users.ok) report.userList = users.refusal;
-    const plan = planRound(state, declarations, named, 0);
+    const jsm = await jetstreamManager(ctx.nc, { checkAPI: false });
+    const plan = planRound(state, declarations, named, 0, await firstRoundReports(ctx, jsm, pushId, state, declarations, named));
     takePlan(plan);
     for (const send of plan.sends) outcomes.set(send.node, { node: send.node, outcome: "sent", digest: send.digest });
     report.declarations = declarations.flatMap((result) => (result.ok ? [redactDeclaration(result.declaration)] : []));
@@ -1002,8 +1021,12 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       // to apply than the holder's reload, is refused with its old key; its agent then presents
       // the pending seed its host made (R50), so it still fetches its declaration.
       // R60: a broker holder whose last report names a missed server is sent as if named.
-      const plan = planRound(state, declarations as DeclarationResult[], repair.size === 0 ? named : new Set([...named, ...repair]), round);
+      const asNamed = repair.size === 0 ? named : new Set([...named, ...repair]);
+      const reported = round === 0 ? await timed(ctx.timings, "reports", () => firstRoundReports(ctx, jsm, pushId, state, declarations, asNamed)) : undefined;
+      const plan = planRound(state, declarations as DeclarationResult[], asNamed, round, reported);
       takePlan(plan);
+      const resent = unappliedLine(pushId, plan.sends);
+      if (resent !== null) ctx.log.info(resent);
       if (plan.sends.length === 0) break;
       const opened = new Map<string, string>();
       const cut = new Map<string, UserListParts>();

@@ -40,6 +40,40 @@ export async function readLastReports(jsm: JetStreamManager, nodes: readonly str
   return found.filter((r): r is LastReport => r !== null);
 }
 
+/** Stored reports a push reads at once (a batch), at most: thousands of API requests at once would crowd the controller's connection. */
+export const REPORT_READS_AT_ONCE = 256;
+
+/**
+ * R78: the last stored report of each of `nodes` as a push's plan reads it (LastReported), a batch
+ * at a time: null when none is stored, or the stored one is not this node's report (does not parse,
+ * or its body names another node); a node whose read failed is left out and counted in `failed`
+ * (its report then has no say: a bus that cannot answer must not make a push re-send everyone).
+ */
+export async function readLastReported(jsm: JetStreamManager, nodes: readonly string[]): Promise<{ reported: Map<string, { digest: string; ok: boolean } | null>; failed: number }> {
+  const reported = new Map<string, { digest: string; ok: boolean } | null>();
+  let failed = 0;
+  for (let i = 0; i < nodes.length; i += REPORT_READS_AT_ONCE) {
+    await Promise.all(nodes.slice(i, i + REPORT_READS_AT_ONCE).map(async (node) => {
+      let stored;
+      try {
+        stored = await jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) });
+      } catch {
+        failed += 1;
+        return;
+      }
+      let report: { digest: string; ok: boolean } | null = null;
+      try {
+        const r = stored === null ? null : parseHostReport(stored.json());
+        if (r !== null && r.node === node) report = { digest: r.digest, ok: r.ok };
+      } catch {
+        // not a report: none
+      }
+      reported.set(node, report);
+    }));
+  }
+  return { reported, failed };
+}
+
 /** Every node with a stored report, sorted by name. */
 async function reportingNodes(jsm: JetStreamManager): Promise<string[]> {
   const info = await jsm.streams.info(REPORTS_STREAM, { subjects_filter: REPORT_SUBJECTS });

@@ -129,3 +129,29 @@ export function principalsByUser(reply: { credentials: readonly CredentialView[]
   for (const c of reply.credentials) out[c.user] = `${c.principal.kind}:${c.principal.name}`;
   return out;
 }
+
+/** A server of the bus as `mesh status` checks it: its name, client address, and the process `mesh up` runs it as, if any. */
+export type BusServerSeen = { name: string; address: string; process?: string };
+
+/** A bus server `mesh status` found down, and why. */
+export type ServerDown = { name: string; address: string; why: string };
+
+/**
+ * R62: the servers among `servers` that are down, pure: one whose process `mesh up` started is
+ * not running (`processes[process]` null), or whose address did not answer a dial (`unanswered`:
+ * address → the dial's error). A cluster keeps serving with a server down, so the controller's
+ * answer alone does not show it.
+ */
+export function serversDown(servers: readonly BusServerSeen[], processes: Readonly<Record<string, number | null>>, unanswered: ReadonlyMap<string, string>): ServerDown[] {
+  return servers.flatMap((server) => {
+    if (server.process !== undefined && processes[server.process] === null) return [{ name: server.name, address: server.address, why: `its process ${server.process} is not running` }];
+    const error = unanswered.get(server.address);
+    return error === undefined ? [] : [{ name: server.name, address: server.address, why: `it did not answer: ${error}` }];
+  });
+}
+
+/** The line `mesh status` says of the servers down (serversDown, at least one) and `fix`. */
+export function serversDownLine(down: readonly ServerDown[], fix: string): string {
+  const each = down.map((s) => `${s.name} (${s.address}) is down: ${s.why}`).join("; ");
+  return `bus server ${each}; the others still serve (R62), each stream short of a copy until it is back: ${fix}`;
+}

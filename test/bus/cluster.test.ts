@@ -252,6 +252,7 @@ describe("the installer's configuration of a three-server bus", () => {
     const binary = findNatsServer();
     const buses: BusProcess[] = [];
     defer(async () => { for (const bus of buses) await bus.stop(); });
+    mkdirSync(join(root, "logs")); // each server's own log (R70)
     for (const [i, config] of configs.entries()) {
       const dir = join(root, clusterServerDir(i));
       mkdirSync(join(dir, "store"), { recursive: true });
@@ -260,7 +261,7 @@ describe("the installer's configuration of a three-server bus", () => {
       const configFile = join(dir, SERVER_CONFIG_FILE);
       writeFileSync(configFile, renderServerConfig(config));
       testServerConfig(binary, configFile);
-      buses.push(await startBus({ binary, configFile, logFile: join(dir, "bus.log"), host: "127.0.0.1", port: config.port, fingerprint: tls.fingerprint, detached: false }));
+      buses.push(await startBus({ binary, configFile, logFile: config.logFile, host: "127.0.0.1", port: config.port, fingerprint: tls.fingerprint, detached: false }));
     }
     const addresses = configs.map((c) => `tls://127.0.0.1:${c.port}`);
     const nc = await connectToBus({ address: addresses[0]!, addresses, user: OPERATOR, password: "cluster-test", fingerprint: tls.fingerprint }, { name: "test-cluster-conf" });
@@ -269,7 +270,7 @@ describe("the installer's configuration of a three-server bus", () => {
     const name = `CLUSTER_CONF_${process.pid}`;
     const info = await waitFor(async () => jsm.streams.add({ name, subjects: [`cluster.conf.${process.pid}`], num_replicas: 3 }).catch(() => undefined),
       { timeoutMs: 30_000, intervalMs: 250, name: "an R3 stream placed on the three servers" })
-      .catch((error: unknown) => { throw new Error(`${String(error)}\n${readFileSync(join(root, clusterServerDir(0), "bus.log"), "utf8").slice(-1500)}`); });
+      .catch((error: unknown) => { throw new Error(`${String(error)}\n${readFileSync(configs[0]!.logFile, "utf8").slice(-1500)}`); });
     assert.equal(info.config.num_replicas, 3);
     assert.equal((info.cluster?.replicas ?? []).length, 2, "a leader and two replicas on the routed servers");
     assert.equal(info.cluster?.name, CLUSTER_NAME);

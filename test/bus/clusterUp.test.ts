@@ -20,6 +20,8 @@ import { PUSH_VERB } from "../../src/push/pushCommand.ts";
 import { renderPush, type PushShown } from "../../src/cli/push.ts";
 import { CATALOGUE_STREAM } from "../../src/names.ts";
 import { waitFor } from "../support/natsServer.ts";
+import { runCli } from "../../src/cli/run.ts";
+import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
 
 /**
  * `mesh up --cluster 3` (issue 14, R60..R62): one mesh on three local nats-servers, brought up once
@@ -272,6 +274,35 @@ describe("mesh up --cluster 3 (issue 14)", () => {
     } finally {
       await restartStopped();
     }
+  });
+
+  it("R62: mesh status with a server of the cluster down prints the summary, names that server and its address, and exits 1 (server-down under --json)", async () => {
+    const status = async (...args: string[]) => {
+      let out = "";
+      let err = "";
+      const io: CliIo = { stdout: { write: (text: string) => { out += text; } }, stderr: { write: (text: string) => { err += text; } }, env: {} };
+      return { code: await runCli(["status", "--dir", dir, ...args], io), out, err };
+    };
+    const second = servers()[1]!;
+    await kill(second);
+    try {
+      await leadersElected(second);
+      const text = await status();
+      assert.equal(text.code, EXIT_REFUSED, `${text.out}\n${text.err}`);
+      assert.match(text.out, /nodes:/, "the summary is printed: the controller answered");
+      assert.ok(text.err.includes(`${second.name} (${second.address}) is down`), text.err);
+      const json = await status("--json");
+      assert.equal(json.code, EXIT_REFUSED);
+      const shown = JSON.parse(json.out) as { ok: boolean; error?: { code: string; message: string }; summary: unknown };
+      assert.deepEqual([shown.ok, shown.error?.code], [false, "server-down"]);
+      assert.ok(shown.error?.message.includes(second.name));
+      assert.notEqual(shown.summary, null);
+    } finally {
+      await restartStopped();
+    }
+    const back = await waitFor(async () => { const again = await status(); return again.code === EXIT_OK ? again : undefined; },
+      { timeoutMs: 30_000, intervalMs: 500, name: "mesh status exits 0 once the server is back" });
+    assert.match(back.out, /nodes:/);
   });
 
   // Found by a new-user trial: the servers accept connections seconds before the cluster has

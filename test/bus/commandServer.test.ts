@@ -5,6 +5,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
 import { startNatsServer, waitFor } from "../support/natsServer.ts";
 import { replyInAskersInbox, replyErrorOf, serveCommands, MAX_COMMAND_BYTES } from "../../src/commands/server.ts";
+import { MAX_JSON_DEPTH } from "../../src/commands/validation.ts";
 import { askAs } from "../support/client.ts";
 import type { Catalogue } from "../../src/records/catalogue.ts";
 import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted } from "../../src/records/errors.ts";
@@ -144,6 +145,28 @@ describe("command server", () => {
   it("a payload that is not JSON is refused (invalid-json)", async () => {
     assert.equal(await refused("assign", "module=broker node=alpha"), "invalid-json");
     assert.equal(await refused("assign", "[1,2]"), "invalid-json");
+  });
+
+  it("R65: a request nested past MAX_JSON_DEPTH is refused at the boundary as invalid, naming the field and the limit, never answered internal: a manifest 2,000 deep is invalid-manifest, any other field invalid-request", async () => {
+    const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`;
+    const ask = async (verb: string, body: string) => {
+      const before = await mesh.lastSequence();
+      const reply = (await client.request(commandSubject(OPERATOR, verb), body, { timeout: 10_000 })).json<Reply>();
+      assert.equal(await mesh.lastSequence(), before, "a refusal appends nothing");
+      assert.ok(!reply.ok, JSON.stringify(reply).slice(0, 300));
+      return reply.error;
+    };
+    for (const depth of [2_000, 100_000]) {
+      const manifest = await ask("module.register", `{"manifest":{"name":"deep","version":"1","x":${nested(depth)}}}`);
+      assert.deepEqual([manifest.code, manifest.field], ["invalid-manifest", "manifest.x"], manifest.message);
+      assert.match(manifest.message, new RegExp(`\\b${MAX_JSON_DEPTH}\\b`), "the message names the limit");
+      const other = await ask("nodes", `{"limit":${nested(depth)}}`);
+      assert.deepEqual([other.code, other.field], ["invalid-request", "limit"], other.message);
+    }
+    // At the limit, the request is the schema's to judge (here: an unknown field).
+    const atLimit = await ask("module.register", `{"manifest":{"name":"deep","version":"1","x":${nested(MAX_JSON_DEPTH - 2)}}}`);
+    assert.deepEqual([atLimit.code, atLimit.field], ["invalid-manifest", "manifest.x"]);
+    assert.doesNotMatch(atLimit.message, /deep/);
   });
 
   it("a payload over 1 MiB is refused (payload-too-large)", async () => {

@@ -16,7 +16,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
-import { lastSent } from "../../src/projections/index.ts";
+import { lastSent, nodeNames } from "../../src/projections/index.ts";
 import { push, type WaitClock } from "../../src/push/push.ts";
 import { parseControllerConfig } from "../../src/config.ts";
 
@@ -112,6 +112,7 @@ describe("push", () => {
     await fixture.send("module.register", { manifest: web });
     await fixture.send("module.issue", { module: "web" });
     await controller.push();
+    await everyNodeApplied(fixture, controller); // else each is behind by its report (R78)
     const before = lastSent(controller.catalogue.state.sent, "b")?.digest;
 
     await fixture.send("assign", { module: "web", node: "b" });
@@ -123,8 +124,9 @@ describe("push", () => {
     assert.equal(lastSent(controller.catalogue.state.sent, "b")?.digest, outcome(report, "b").digest);
     assert.equal(report.boundHit, false);
 
+    await everyNodeApplied(fixture, controller);
     const again = await controller.push();
-    assert.ok(again.nodes.every((n) => n.outcome === "unchanged" || n.outcome === "refused"), "nothing is behind after a push");
+    assert.ok(again.nodes.every((n) => n.outcome === "unchanged" || n.outcome === "refused"), `nothing is behind after a push its nodes applied: ${JSON.stringify(again.nodes)}`);
   });
 
   it("R30: a node whose composition fails is refused in the report while the others are sent", async () => {
@@ -177,7 +179,7 @@ describe("push", () => {
     // nothing changed since, but nothing says it was applied: not "unchanged", and named
     const second = await controller.push({ wait: true, timeoutMs: 500 });
     assert.equal(outcome(second, "sleepy").outcome, "timed-out");
-    assert.equal(outcome(second, "sleepy").digest, digest, "it was not sent again: the stream keeps it for the node");
+    assert.equal(outcome(second, "sleepy").digest, digest, "the same declaration (sent again: no report says it was applied, R78)");
     assert.ok(second.timedOut.includes("sleepy"), "the report names it");
     // the agent comes back and reports it (the REPORTS stream keeps that report)
     fixture.report("sleepy", digest);
@@ -185,6 +187,28 @@ describe("push", () => {
     const third = await controller.push({ wait: true, timeoutMs: 500 });
     assert.equal(outcome(third, "sleepy").outcome, "unchanged");
     assert.ok(!third.timedOut.includes("sleepy"));
+  });
+
+  it("R78: a node whose last report is a failed apply is sent again by a push without names, and push --wait then reports it applied", async () => {
+    await fixture.enrol("mend-1");
+    const digest = outcome(await controller.push({ nodes: ["mend-1"] }), "mend-1").digest!;
+    await fixture.drain("mend-1");
+    fixture.report("mend-1", digest, false); // its disk was full: not applied
+    const jsm = await jetstreamManager(fixture.operator);
+    await waitFor(async () => (await jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject("mend-1") }).catch(() => null))?.json<{ ok: boolean }>().ok === false,
+      { timeoutMs: 5_000, name: "the failed report stored" });
+    // Its disk was freed: its agent applies what it is sent next.
+    let received: Record<string, unknown> | undefined;
+    const answering = (async () => {
+      received = await waitForDeclaration(fixture, "mend-1");
+      fixture.report("mend-1", String(received.digest));
+    })().catch(() => undefined);
+    const mended = await controller.push({ wait: true, timeoutMs: 3_000 });
+    await answering;
+    assert.equal(received?.digest, digest, "the plain push sent it again, the same declaration");
+    const line = outcome(mended, "mend-1");
+    assert.equal(line.outcome, "applied", JSON.stringify(line));
+    assert.ok(!mended.timedOut.includes("mend-1"));
   });
 
   it("R32 R55: push <node> --wait of an unchanged declaration whose agent is not running is not presented as freshly applied: it says unchanged and when the node last reported applying it, and waits for nothing", async () => {
@@ -363,6 +387,21 @@ describe("push", () => {
 });
 
 /** Reads the node's consumer until a declaration arrives (the host agent's job, reduced). */
+/** Each node's simulated agent reports applying what it was last sent (R78: not behind by its report), once the stream stored them all. */
+async function everyNodeApplied(fixture: ControllerFixture, controller: Controller): Promise<void> {
+  const state = controller.catalogue.state;
+  const sentTo = nodeNames(state.nodes).flatMap((node) => { const sent = lastSent(state.sent, node); return sent ? [[node, sent.digest] as const] : []; });
+  for (const [node, digest] of sentTo) fixture.report(node, digest);
+  const jsm = await jetstreamManager(fixture.operator);
+  await waitFor(async () => {
+    for (const [node, digest] of sentTo) {
+      const stored = await jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) }).catch(() => null);
+      if (stored?.json<{ digest: string }>().digest !== digest) return false;
+    }
+    return true;
+  }, { timeoutMs: 5_000, name: "every node's report stored" });
+}
+
 async function waitForDeclaration(fixture: ControllerFixture, node: string): Promise<Record<string, unknown>> {
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {

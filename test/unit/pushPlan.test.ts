@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  awaitedNodes, composeAgain, firstDeclarations, freshProvisions, judgeWait, planRound, rotationBrokers, roundBound, settleRound, unconfirmedNodes, unknownNamed,
-  type NodeReport, type PlannedSend, type WaitSeen,
+  awaitedNodes, composeAgain, firstDeclarations, freshProvisions, judgeWait, planRound, reportsToRead, rotationBrokers, roundBound, settleRound, unconfirmedNodes, unknownNamed,
+  unappliedCounts, type LastReported, type NodeReport, type PlannedSend, type WaitSeen,
 } from "../../src/push/plan.ts";
 import { composeDeclarations, type DeclarationResult } from "../../src/compose/declaration.ts";
 import { evolve, holdersOf, nodeOf, type State } from "../../src/projections/index.ts";
@@ -131,6 +131,85 @@ describe("push plan: planRound (R29, R30, R31)", () => {
     assert.equal(composeAgain({ composedAt: 10, recorded: [11], foldedTo: 11, unsent: 1 }), true, "a node not sent is still behind");
   });
 
+});
+
+describe("push plan: a node behind by its last report (R78)", () => {
+  /** The example mesh with every node's composed declaration recorded as sent, and those digests. */
+  function allSent(): { state: State; digests: Map<string, string> } {
+    const { state: fresh } = exampleMesh();
+    const state = recorded(fresh, planRound(fresh, composed(fresh), new Set(), 0).sends);
+    const digests = new Map(composed(state).flatMap((r) => (r.ok ? [[r.declaration.node, r.declaration.digest] as const] : [])));
+    return { state, digests };
+  }
+  const OLDER = "0".repeat(64);
+  const noReports: LastReported = new Map(["alpha", "beta", "gamma"].map((n) => [n, null]));
+
+  it("R78: a push without names, in its first round, re-sends every node whose last report is not its current declaration applied (failed, older, missing); one that reported applying it is unchanged", () => {
+    const { state, digests } = allSent();
+    const reported: LastReported = new Map([
+      ["alpha", { digest: digests.get("alpha")!, ok: true }],
+      ["beta", { digest: digests.get("beta")!, ok: false }],
+      ["gamma", { digest: OLDER, ok: true }],
+    ]);
+    const plan = planRound(state, composed(state), new Set(), 0, reported);
+    assert.deepEqual(plan.sends.map((s) => [s.node, s.behind, s.unapplied]).sort(), [["beta", true, "failed"], ["gamma", true, "older"]]);
+    assert.deepEqual(plan.unchanged.map((u) => u.node), ["alpha"]);
+    assert.deepEqual(unappliedCounts(plan.sends), { failed: 1, older: 1, missing: 0 });
+    const none = planRound(state, composed(state), new Set(), 0, noReports);
+    assert.deepEqual(none.sends.map((s) => [s.node, s.unapplied]).sort(), [["alpha", "missing"], ["beta", "missing"], ["gamma", "missing"]], "no report at all: every node is re-sent");
+    assert.deepEqual(unappliedCounts(none.sends), { failed: 0, older: 0, missing: 3 });
+    const unread = planRound(state, composed(state), new Set(), 0, new Map([["beta", null]]));
+    assert.deepEqual(unread.sends.map((s) => s.node), ["beta"], "a node whose report was not read (its read failed) has no say: not re-sent");
+    assert.deepEqual(planRound(state, composed(state), new Set(), 0).sends, [], "no reports given: none is considered");
+  });
+
+  it("R78 R31: a later round never re-sends by report (the node sent in round 0 has not reported yet): one re-send per node per push, within the round bound", () => {
+    const { state } = allSent();
+    const plan = planRound(state, composed(state), new Set(), 1, noReports);
+    assert.deepEqual(plan.sends, []);
+    assert.deepEqual(plan.unchanged.map((u) => u.node).sort(), ["alpha", "beta", "gamma"]);
+  });
+
+  it("R78: a report of the current digest applied does not hold back a node whose composed declaration differs from the one last sent", () => {
+    const { state: fresh } = exampleMesh();
+    const first = planRound(fresh, composed(fresh), new Set(), 0);
+    const state = recorded(fresh, first.sends.filter((s) => s.node !== "beta"));
+    const reported: LastReported = new Map(first.sends.map((s) => [s.node, { digest: s.digest, ok: true }]));
+    const plan = planRound(state, composed(state), new Set(), 0, reported);
+    assert.deepEqual(plan.sends.map((s) => [s.node, s.behind, s.unapplied]), [["beta", true, undefined]], "behind by what was sent; its report has no say");
+  });
+
+  it("R78 R31: a named push sends the named node and every node behind by its report; a named node whose report is the current declaration applied is sent as named (behind: false)", () => {
+    const { state, digests } = allSent();
+    const reported: LastReported = new Map([
+      ["alpha", { digest: digests.get("alpha")!, ok: true }],
+      ["beta", { digest: digests.get("beta")!, ok: true }],
+      ["gamma", null],
+    ]);
+    const plan = planRound(state, composed(state), new Set(["beta"]), 0, reported);
+    assert.deepEqual(plan.sends.map((s) => [s.node, s.behind, s.unapplied]).sort(), [["beta", false, undefined], ["gamma", true, "missing"]]);
+    assert.deepEqual(plan.unchanged.map((u) => u.node), ["alpha"]);
+  });
+
+  it("R78 R11: a broker holder re-sent by its report still goes last, with its user list", () => {
+    const { state } = allSent();
+    const plan = planRound(state, composed(state), new Set(), 0, noReports);
+    assert.equal(plan.sends.at(-1)!.node, "alpha", "alpha holds mesh-broker");
+    assert.ok(plan.sends.at(-1)!.userListText !== undefined);
+  });
+
+  it("R78: the reports a first round reads are those of the composed nodes it would not send anyway: not behind by what was sent, not named, not refused, not without a credential", () => {
+    const { state: fresh } = exampleMesh();
+    assert.deepEqual(reportsToRead(fresh, composed(fresh), new Set()), [], "nothing sent yet: every node is sent, no report needed");
+    const first = planRound(fresh, composed(fresh), new Set(), 0);
+    const state = recorded(fresh, first.sends.filter((s) => s.node !== "beta"));
+    assert.deepEqual(reportsToRead(state, composed(state), new Set()).sort(), ["alpha", "gamma"]);
+    assert.deepEqual(reportsToRead(state, composed(state), new Set(["gamma"])), ["alpha"]);
+    const b = new MeshBuilder(fakeHash).genesis().controller().node("kept").node("revoked", false);
+    const bare = b.state();
+    const sentBare = recorded(bare, planRound(bare, composed(bare), new Set(), 0).sends);
+    assert.deepEqual(reportsToRead(sentBare, composed(sentBare), new Set()), ["kept"]);
+  });
 });
 
 describe("push plan: the controller's rotation (R14)", () => {

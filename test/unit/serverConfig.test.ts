@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { CLIENT_TLS_TIMEOUT_SECONDS, clientTlsLines, renderServerConfig } from "../../installer/serverConfig.ts";
+import { CLIENT_TLS_TIMEOUT_SECONDS, busLogFile, clientTlsLines, clusterServerConfigs, renderServerConfig } from "../../installer/serverConfig.ts";
+import { BUS_LOG_SIZE_LIMIT, busLogFileOf } from "../../src/host/busLog.ts";
 import { hostDialOptions } from "../../src/host/agent.ts";
 
 /**
@@ -13,7 +14,7 @@ import { hostDialOptions } from "../../src/host/agent.ts";
 describe("the bus configuration for a fleet", () => {
   const options = {
     listenHost: "0.0.0.0", port: 4222, monitorPort: 8222, certFile: "/mesh/bus-cert.pem", keyFile: "/mesh/bus-key.pem",
-    storeDir: "/mesh/store", userListFile: "users.conf",
+    storeDir: "/mesh/store", userListFile: "users.conf", logFile: "/mesh/logs/bus.log",
   };
 
   it("R34: the client port presents the mesh's certificate and gives a TLS handshake CLIENT_TLS_TIMEOUT_SECONDS (30)", () => {
@@ -32,5 +33,32 @@ describe("the bus configuration for a fleet", () => {
     const dial = hostDialOptions("n1", () => "secret");
     assert.ok((dial.timeoutMs ?? 0) >= CLIENT_TLS_TIMEOUT_SECONDS * 1000, `${dial.timeoutMs} ms`);
     assert.equal(hostDialOptions("n1", () => "secret", 2_000).timeoutMs, 2_000, "a caller's own bound wins");
+  });
+});
+
+describe("the bus configuration bounds the bus's log (R70)", () => {
+  const options = {
+    listenHost: "0.0.0.0", port: 4222, monitorPort: 8222, certFile: "/mesh/bus-cert.pem", keyFile: "/mesh/bus-key.pem",
+    storeDir: "/mesh/store", userListFile: "users.conf", logFile: "/mesh/logs/bus.log",
+  };
+
+  it("R70: the server logs to its own file, rotated at BUS_LOG_SIZE_LIMIT; the agent reads that file back from the configuration", () => {
+    const text = renderServerConfig(options);
+    assert.match(text, /^log_file: "\/mesh\/logs\/bus\.log"$/m);
+    assert.match(text, new RegExp(`^logfile_size_limit: ${BUS_LOG_SIZE_LIMIT}$`, "m"));
+    assert.ok(BUS_LOG_SIZE_LIMIT > 0 && BUS_LOG_SIZE_LIMIT <= 64 * 1024 * 1024, "a limit small beside the store's disk");
+    assert.equal(busLogFileOf(text), "/mesh/logs/bus.log");
+    assert.match(renderServerConfig({ ...options, logSizeLimit: 65_536 }), /^logfile_size_limit: 65536$/m);
+  });
+
+  it("R70: every server of a cluster logs to its own bounded file in the mesh's logs folder, where mesh up and status read it", () => {
+    const configs = clusterServerConfigs({
+      size: 3, root: "/mesh", listenHost: "127.0.0.1", clientPorts: [1, 2, 3], routePorts: [4, 5, 6], monitorPorts: [0, 0, 0],
+      certFile: "/mesh/bus-cert.pem", keyFile: "/mesh/bus-key.pem",
+    });
+    assert.deepEqual(configs.map((c) => c.logFile), ["/mesh/logs/bus-1.log", "/mesh/logs/bus-2.log", "/mesh/logs/bus-3.log"]);
+    assert.deepEqual(configs.map((_, i) => busLogFile("/mesh", i)), configs.map((c) => c.logFile));
+    assert.equal(busLogFile("/mesh"), "/mesh/logs/bus.log", "one server");
+    for (const config of configs) assert.equal(busLogFileOf(renderServerConfig(config)), config.logFile);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { appliedOf, renderSummary, type UpSummary } from "../../src/up/summary.ts";
+import { appliedOf, renderSummary, serversDown, serversDownLine, type UpSummary } from "../../src/up/summary.ts";
 
 const SENT = "a".repeat(64);
 const OLDER = "b".repeat(64);
@@ -50,5 +50,29 @@ describe("mesh status: what each node applied", () => {
     const applied = appliedOf([node("local", SENT)], [{ node: "local", at: AT, digest: OLDER, ok: true }], { node: "local", digest: OLDER, files: [] });
     assert.equal(applied[0]!.ok, false);
     assert.equal(applied[0]!.error, `sent ${SENT.slice(0, 12)}, last applied ${OLDER.slice(0, 12)} (its host's own record)`);
+  });
+});
+
+describe("mesh status: a bus server down (issue 26 fault 8)", () => {
+  const servers = [
+    { name: "mesh-bus-1", address: "tls://127.0.0.1:4001", process: "bus-1" },
+    { name: "mesh-bus-2", address: "tls://127.0.0.1:4002", process: "bus-2" },
+    { name: "mesh-bus-3", address: "tls://127.0.0.1:4003", process: "bus-3" },
+  ];
+
+  it("R62: a server whose process mesh up started is stopped, or that did not answer a dial, is down, named with its address and why; the others are not", () => {
+    const down = serversDown(servers, { "bus-1": 11, "bus-2": null, "bus-3": 13 }, new Map([["tls://127.0.0.1:4003", "connect ECONNREFUSED 127.0.0.1:4003"]]));
+    assert.deepEqual(down.map((s) => [s.name, s.address]), [["mesh-bus-2", "tls://127.0.0.1:4002"], ["mesh-bus-3", "tls://127.0.0.1:4003"]]);
+    assert.match(down[0]!.why, /process .*not running/);
+    assert.match(down[1]!.why, /ECONNREFUSED/);
+    assert.deepEqual(serversDown(servers, { "bus-1": 11, "bus-2": 12, "bus-3": 13 }, new Map()), []);
+    assert.deepEqual(serversDown(servers, {}, new Map()), [], "processes not mesh up's: only a dial can say");
+    assert.deepEqual(serversDown([{ name: "tls://h:1", address: "tls://h:1" }], {}, new Map([["tls://h:1", "timeout"]])).map((s) => s.name), ["tls://h:1"], "a server known by its address alone");
+  });
+
+  it("R62: the line names every server down and says the rest of the cluster still serves", () => {
+    const line = serversDownLine(serversDown(servers, { "bus-2": null }, new Map()), "`mesh up --dir /m` starts it again");
+    assert.match(line, /mesh-bus-2 \(tls:\/\/127\.0\.0\.1:4002\) is down/);
+    assert.match(line, /`mesh up --dir \/m` starts it again/);
   });
 });
