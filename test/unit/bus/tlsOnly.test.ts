@@ -170,7 +170,7 @@ describe("R67: no client of the mesh dials a non-TLS address", () => {
     }
   });
 
-  it("R67: no file under src/ offers a nats:// address in a message, and none calls the test harness's plain-dial seam", () => {
+  it("R67: no file under src/ offers a nats:// address in a message, none calls the test harness's plain-dial seam, and connectToBus is the one dial", () => {
     const files: string[] = [];
     const walk = (folder: string): void => {
       for (const name of readdirSync(folder)) {
@@ -184,5 +184,7 @@ describe("R67: no client of the mesh dials a non-TLS address", () => {
     assert.deepEqual(offering, [], "a string naming the nats://host form");
     const seam = files.filter((file) => /(?<!function )allowPlainBusDialsInThisTestProcess\s*\(\s*\)/.test(readFileSync(file, "utf8")));
     assert.deepEqual(seam, [], "the seam is called only by the test harness");
+    const dialling = files.filter((file) => /import\s*\{[^}]*\bconnect\b[^}]*\}\s*from\s*"@nats-io\/transport-node"/.test(readFileSync(file, "utf8")));
+    assert.deepEqual(dialling, [join("src", "bus", "connect.ts")], "connectToBus is the one dial of the product");
   });
 });
