@@ -2,6 +2,7 @@ import { dirname } from "node:path";
 import { z } from "zod";
 import { readFileSync } from "node:fs";
 import type { BusCredential } from "./bus/connect.ts";
+import { TLS_REQUIRED, isDialableBusAddress } from "./bus/tlsOnly.ts";
 import { CredentialFileError, readBusCredential } from "./files/index.ts";
 import { certificateFingerprint } from "./crypto/secrets.ts";
 
@@ -244,9 +245,10 @@ export function parseControllerConfig(env: Environment): ControllerConfig {
   let address = stored.address;
   if (vars.MESH_BUS_URL !== undefined) {
     const dialled = normalAddress(vars.MESH_BUS_URL);
-    if (dialled === null || !/^(nats|tls):\/\//.test(vars.MESH_BUS_URL)) {
-      throw new ConfigError(["MESH_BUS_URL"], "MESH_BUS_URL is not nats://host:port or tls://host:port (and carries no user or password)");
+    if (dialled === null || !/^[a-z]+:\/\//.test(vars.MESH_BUS_URL)) {
+      throw new ConfigError(["MESH_BUS_URL"], "MESH_BUS_URL is not tls://host:port (and carries no user or password)");
     }
+    if (!isDialableBusAddress(dialled)) throw new ConfigError(["MESH_BUS_URL"], `MESH_BUS_URL (${dialled}): ${TLS_REQUIRED}`);
     if (brokerAddress !== null && dialled !== brokerAddress) {
       throw new ConfigError(
         ["MESH_BUS_URL", "MESH_BROKER_ADDRESS"],

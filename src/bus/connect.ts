@@ -5,6 +5,7 @@ import { parseBusAddress } from "../projections/queries.ts";
 import { probeCertificate, pinnedTlsOptions, normalizeFingerprint } from "./pin.ts";
 import { nkeySigner, type NkeySigner } from "./nkeySigner.ts";
 import { dialFailureOf, type BusConnectKind } from "./errors.ts";
+import { TLS_REQUIRED, isDialableBusAddress } from "./tlsOnly.ts";
 
 /**
  * Dialing the bus with a credential (DESIGN.md section 5a).
@@ -14,12 +15,15 @@ import { dialFailureOf, type BusConnectKind } from "./errors.ts";
  *   older mesh, a credential file written before nkeys) is still accepted and travels as a connect
  *   option, beside the address, never inside a URL (R3);
  * - every client replies on its own inbox prefix `_INBOX_<user>` (R33);
- * - a `tls://` address is pinned to the mesh certificate's SHA-256 fingerprint instead of verified
- *   by name (R34), on the first connect and on every reconnect; a `nats://` address is dialled
- *   in the clear (tests, local development).
+ * - the address is `tls://`, pinned to the mesh certificate's SHA-256 fingerprint instead of
+ *   verified by name (R34), on the first connect and on every reconnect; any other address is
+ *   refused before a byte is sent (R67, tlsOnly.ts), the credential's shape included.
  */
 
-const BusAddress = z.string().regex(/^(nats|tls):\/\/[^/@\s]+$/, "nats://host:port or tls://host:port, with no user or password inside");
+const BusAddress = z
+  .string()
+  .regex(/^[a-z]+:\/\/[^/@\s]+$/, "tls://host:port, with no user or password inside")
+  .refine(isDialableBusAddress, TLS_REQUIRED);
 
 /** An nkey user seed as `nk` encodes it: `SU` and 56 base32 characters (R63). */
 export const NKEY_SEED = /^SU[A-Z2-7]{56}$/;
@@ -185,10 +189,12 @@ const pinnedCertificates = new Map<string, string>();
  * identity check that compares the fingerprint again on every (re)connect. The probe is made once
  * per pin in a process (pinnedCertificates); a dial that fails on a known certificate for a reason
  * other than the credential, the address or time probes again. A `tls://` credential without a
- * fingerprint is refused. `nats://host:port`: connects without TLS.
+ * fingerprint is refused. Any other address (`nats://`) is refused before a socket is opened
+ * (R67: a CONNECT in clear could be relayed by anyone on the way), unless this is a test process
+ * that allowed plain dials (tlsOnly.ts, the test harness's one seam).
  *
  * Throws BusConnectError (one line, the address alone, R3) when the bus cannot be reached, the
- * credential is refused or the address is malformed.
+ * credential is refused, or the address is malformed or not TLS (kind `setup`).
  */
 export async function connectToBus(credential: BusCredential, options: BusConnectOptions = {}): Promise<NatsConnection> {
   const addresses = credentialAddresses(credential);
@@ -198,9 +204,11 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
     try {
       all.push(parseBusAddress(one));
     } catch (error) {
-      throw new BusConnectError(one, "the address is not nats://host:port or tls://host:port", { cause: error });
+      throw new BusConnectError(one, "the address is not tls://host:port", { cause: error });
     }
   }
+  const plain = addresses.find((one) => !isDialableBusAddress(one));
+  if (plain !== undefined) throw new BusConnectError(plain, TLS_REQUIRED);
   const parts = all[0]!;
   const mixed = all.find((p) => p.scheme !== parts.scheme);
   if (mixed) throw new BusConnectError(address, `the addresses mix ${parts.scheme}:// and ${mixed.scheme}://: every server of one bus is dialled the same way`);
@@ -256,10 +264,9 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
     pinnedCertificates.set(pin, presented.pem);
     settings.tls = pinnedTlsOptions(presented.pem, pin);
     options.onCertificate?.(presented.pem);
-  } else if (parts.scheme === "nats") {
-    settings.tls = null;
   } else {
-    throw new BusConnectError(address, `unknown scheme "${parts.scheme}": use nats:// or tls://`);
+    // Only a test process that allowed plain dials gets here (tlsOnly.ts): its nats:// test servers.
+    settings.tls = null;
   }
   try {
     return await natsConnect(settings);

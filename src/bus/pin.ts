@@ -2,6 +2,7 @@ import { connect as netConnect, isIP } from "node:net";
 import { connect as tlsConnect, createSecureContext, type PeerCertificate, type TLSSocket } from "node:tls";
 import { X509Certificate } from "node:crypto";
 import type { NodeConnectionOptions } from "@nats-io/transport-node";
+import { TLS_REQUIRED } from "./tlsOnly.ts";
 
 type NodeTlsOptions = NonNullable<NodeConnectionOptions["tls"]>;
 
@@ -77,7 +78,7 @@ export function probeCertificate(
       } catch {
         return finish(new Error("the server's INFO line is not JSON: is this a NATS server?"));
       }
-      if (!info.tls_required && !info.tls_available) return finish(new Error("the server does not offer TLS: use a nats:// address or configure tls on the bus"));
+      if (!info.tls_required && !info.tls_available) return finish(new Error(`the server does not offer TLS, and ${TLS_REQUIRED}`));
       // Certificate only: nothing is trusted or sent over this socket.
       secure = tlsConnect({ socket, rejectUnauthorized: false, ...(isIP(host) ? {} : { servername: host }) });
       secure.on("error", (error) => finish(error));

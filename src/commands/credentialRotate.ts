@@ -3,7 +3,7 @@ import type { CredentialRotated, MeshEvent } from "../events/index.ts";
 import { busAddressesOf, credentialOf, isEnrolled, moduleOf, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
-import { NO_MESH_MESSAGE, addressFor, nkeyInUse, secretAt } from "./shared.ts";
+import { NO_MESH_MESSAGE, addressFor, nkeyInUse, refuseRetiredKey, secretAt } from "./shared.ts";
 
 /**
  * Refusals, in order: `no-mesh` before genesis; `unknown-principal` for a node not enrolled or a
@@ -13,7 +13,8 @@ import { NO_MESH_MESSAGE, addressFor, nkeyInUse, secretAt } from "./shared.ts";
  * cannot make one for it); `nkey-not-accepted` (field nkey) for any other kind with one (their keys
  * are minted by the controller, which keeps the seed sealed for them); `key-in-use` (field nkey)
  * when any recorded credential, the node's current one included, holds that key, or it is the
- * genesis bootstrap key, whose seed is public (nkeyInUse, R13). Success:
+ * genesis bootstrap key, whose seed is public (nkeyInUse, R13); `key-retired` (field nkey) for a key
+ * the records retired (rotated away, revoked, a removed node's: R66, refuseRetiredKey). Success:
  * CredentialRotated with the node's new `nkey` and no sealed secret, or fresh secret #1 (key and
  * mesh-sealed seed) for the other kinds, and the address `addressFor` gives now (R7), about
  * `node/<name>` or `module/<name>` for those kinds, else `<kind>/<name>`. The old public key is on
@@ -41,6 +42,8 @@ export function decide(state: State, command: CredentialRotateRequest, envelope:
   if (command.nkey !== undefined) {
     const taken = nkeyInUse(state, command.nkey);
     if (taken !== undefined) return refuse("key-in-use", `${taken}: \`mesh host rotate-key\` makes a new one`, "nkey");
+    const retired = refuseRetiredKey(state, command.nkey, "nkey", `run \`mesh host rotate-key --force\` on node ${command.name} for a new key and rotate onto it (or \`mesh host init --force\` and enrol again)`);
+    if (retired) return retired;
   }
   const fresh = command.nkey !== undefined ? { nkey: command.nkey } : (() => {
     const secret = secretAt(envelope, 0);

@@ -3,14 +3,19 @@ import type { CredentialMinted, MeshEvent, NodeEnrolled } from "../events/index.
 import { brokerReachableAt, busAddressesOf, everyNode, isEnrolled, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
 import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
-import { NO_MESH_MESSAGE, nkeyInUse } from "./shared.ts";
+import { NO_MESH_MESSAGE, nkeyInUse, refuseRetiredKey } from "./shared.ts";
+
+/** The way to new keys for a machine whose keys the mesh refuses. */
+const NEW_KEYS = "run `mesh host init --force` on the machine for new keys and enrol with those";
 
 /**
  * Refuses `no-mesh` before genesis, `node-exists` for a name already enrolled, and `key-in-use`
  * (field publicKey) for a public key another enrolled node holds: secrets are sealed to a node's
  * key (R3), so two nodes on one key could each open the other's; and `key-in-use` (field nkey) for
  * an nkey public key any recorded credential holds (one key, one principal on the list) or the
- * genesis bootstrap key, whose seed is public (nkeyInUse, R13). Otherwise
+ * genesis bootstrap key, whose seed is public (nkeyInUse, R13); then `key-retired` (field publicKey,
+ * then nkey) for a key the records retired (a removed node's, a rotated-away or revoked one, R66:
+ * refuseRetiredKey names when and why, and `mesh host init --force`). Otherwise
  * one commit about `node/<node>`: NodeEnrolled and CredentialMinted for principal `node:<node>`,
  * user `busUser("node", node)`, the node's own `nkey` and no sealed secret (R64: the seed was
  * generated on the node and stays there), address `brokerReachableAt(state, node)` (R1, R7).
@@ -29,6 +34,8 @@ export function decide(state: State, command: NodeEnrolRequest, envelope: Envelo
   if (taken !== undefined) {
     return refuse("key-in-use", `${taken}: each node enrols with its own (\`mesh host init\` on the new machine makes one)`, "nkey");
   }
+  const retired = refuseRetiredKey(state, command.publicKey, "publicKey", NEW_KEYS) ?? refuseRetiredKey(state, command.nkey, "nkey", NEW_KEYS);
+  if (retired) return retired;
   const meta = metaOf(envelope);
   return {
     ok: true,

@@ -1,5 +1,5 @@
 import type { Entity, MeshEvent, Principal } from "../events/index.ts";
-import { credentialEntries, isEnrolled, moduleOf, overlayNameOf, type State } from "../projections/index.ts";
+import { credentialEntries, isEnrolled, moduleOf, overlayNameOf, retiredKeyOf, retiredKeyText, type State } from "../projections/index.ts";
 import {
   brokerNode, brokerReachableAt, evolve, formatBusAddress, holdersOf, nodesOfModule, parseBusAddress,
 } from "../projections/index.ts";
@@ -21,6 +21,19 @@ export function nkeyInUse(state: State, nkey: string): string | undefined {
   if (nkey === BOOTSTRAP_NKEY) return "this nkey is the genesis bootstrap key, whose seed is public in the source (R13): anyone could dial with it";
   for (const [key, record] of credentialEntries(state.credentials)) if (record.nkey === nkey) return `${key} holds this nkey`;
   return undefined;
+}
+
+/**
+ * R66: the refusal `key-retired` (field `field`) when the records ever retired public key `key` (an
+ * nkey or a node's X25519 key: its node removed, rotated away, revoked), naming whose it was, when
+ * and why it went, then `fix` (the way to a new key); else null. A retired key may sit on a disk
+ * the mesh no longer trusts (a removed machine, a backup), so it is never admitted again.
+ */
+export function refuseRetiredKey(state: State, key: string, field: string, fix: string): Decision | null {
+  const record = retiredKeyOf(state.retired, key);
+  if (record === undefined) return null;
+  const what = record.kind === "nkey" ? "this nkey" : "this public key";
+  return refuse("key-retired", `${what} was ${retiredKeyText(record)}: a key the records retired is never admitted again (R66); ${fix}`, field);
 }
 
 /**

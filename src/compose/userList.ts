@@ -48,7 +48,7 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
     if (credential.nkey === BOOTSTRAP_NKEY && credential.principal.kind !== "controller") {
       // R13 R63: the bootstrap seed is public; only the controller dials with it, until its first rotation (R14).
       const { kind, name } = credential.principal;
-      const fix = kind === "node" ? `\`mesh node remove ${name}\`, then enrol it again with the key \`mesh host init\` makes` : `\`mesh credential rotate ${kind} ${name}\``;
+      const fix = kind === "node" ? `\`mesh node remove ${name}\`, then enrol it again with the new keys \`mesh host init --force\` makes on it (R66: its old keys stay refused)` : `\`mesh credential rotate ${kind} ${name}\``;
       leftOut.push({ principal: credential.principal, reason: `its key is the genesis bootstrap key, whose seed is public in the source (R13): anyone could dial as it; ${fix}` });
       continue;
     }

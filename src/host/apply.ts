@@ -1,6 +1,8 @@
 import { existsSync, readFileSync, readdirSync, rmdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { isSeedSecret, openAsNode } from "../crypto/secrets.ts";
+import { credentialAddresses } from "../bus/connect.ts";
+import { TLS_REQUIRED, isDialableBusAddress } from "../bus/tlsOnly.ts";
 import { NAME_PATTERN } from "../names.ts";
 import { makeFolderDurable, removeFileDurable, writeFileDurable } from "../files/index.ts";
 import { Declaration } from "../contracts/declaration.ts";
@@ -146,8 +148,8 @@ function json(value: unknown): string {
  * The files a declaration names, path (relative, `/`-separated) → content and mode:
  * - `modules/<module>/module.json` (module, version, run and any further public field);
  * - `modules/<module>/credential.json` (0600): `{address, user, seed, fingerprint?}`, the form
- *   connectToBus reads (an empty fingerprint, a `nats://` bus, is left out; `password` for a
- *   credential minted before nkeys);
+ *   connectToBus reads (a `tls://` address alone, R67; an empty fingerprint is left out;
+ *   `password` for a credential minted before nkeys);
  * - `modules/<module>/env` (0600): the declared environment plus `MESH_NKEY_SEED` (or
  *   `MESH_PASSWORD`, before nkeys), and
  *   `MESH_BROKER_CERTIFICATE_FILE` naming the next file when the host knows the PEM, `KEY=value` lines;
@@ -156,8 +158,8 @@ function json(value: unknown): string {
  * - `modules/<module>/provisions.json` (0600): `[{seat, provision, user, secret}]` it receives;
  * - `provisions/<seat>/<provision>/<consumer>.json` (0600): `{seat, provision, consumer, user,
  *   secret}`, a login this node's provider must hold for a consumer.
- * Opens every secret with `privateKey`; throws DeclarationRefused when one does not open or a name
- * is not a safe file name.
+ * Opens every secret with `privateKey`; throws DeclarationRefused when one does not open, a name
+ * is not a safe file name, or a module's credential is not one a mesh client may dial (R67).
  */
 export function desiredFiles(declaration: Declaration, privateKey: string, local: LocalFacts = {}): Desired {
   const files: Desired = new Map();
@@ -172,7 +174,11 @@ export function desiredFiles(declaration: Declaration, privateKey: string, local
       password = open(privateKey, sealed, `module "${module}"'s credential`);
       // The secret is the module's nkey seed (R63), or a password from a controller before nkeys.
       const secret = isSeedSecret(password) ? { seed: password } : { password };
-      files.set(`${base}/credential.json`, { text: json({ ...visible, ...secret, ...(fingerprint ? { fingerprint } : {}) }), mode: 0o600 });
+      const written = { ...visible, ...secret, ...(fingerprint ? { fingerprint } : {}) };
+      // The module dials with this file: never a non-TLS address (R67).
+      const plain = credentialAddresses(credential).find((address) => !isDialableBusAddress(address));
+      if (plain !== undefined) throw new DeclarationRefused(`module "${module}"'s credential names ${plain}: ${TLS_REQUIRED}`);
+      files.set(`${base}/credential.json`, { text: json(written), mode: 0o600 });
     }
     const added: Record<string, string> = {};
     if (password !== undefined) added[isSeedSecret(password) ? SEED_VARIABLE : PASSWORD_VARIABLE] = password;

@@ -149,7 +149,8 @@ export type NodeSeeds = () => { current: string | undefined; pending: string | u
  * credential: {address, user, nkey, fingerprint}}`, or that reply wrapped in `{ok, reply}`, or the
  * bare `{address, user, nkey, fingerprint}`), joined with the node's own seed whose public key is
  * `nkey` (the current one, or the pending one of a rotation: `promoted` says so, and the caller
- * makes it current). An empty fingerprint is dropped (a `nats://` bus has none). Throws
+ * makes it current). An empty fingerprint is dropped. An address that is not `tls://` is refused
+ * (R67: the credential's shape, BusCredential). Throws
  * HostStateError `bad-credential` naming what is wrong (never the seed, R3), among which a reply
  * naming a key this node does not hold.
  */
@@ -180,7 +181,8 @@ function credentialAndPromotion(value: unknown, seeds: NodeSeeds): { credential:
   }
   const parsed = BusCredential.safeParse(candidate);
   if (!parsed.success) {
-    const fields = parsed.error.issues.map((issue) => issue.path.join(".") || "(root)").join(", ");
+    // The schema's messages name the form, never a value (R3): a seed's field says "an nkey user seed".
+    const fields = parsed.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`).join("; ");
     throw new HostStateError("bad-credential", `not a bus credential nor an enrol reply (check: ${fields})`);
   }
   return { credential: parsed.data, promoted };

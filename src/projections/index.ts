@@ -7,3 +7,4 @@ export { whereEveryoneIs, overlayNameOf } from "./overlay.ts";
 export { lastSent, type SentRecord } from "./sent.ts";
 export { nodeOf, nodeNames, isEnrolled, everyNode, nodeCount, type NodeRecord, type NodesState } from "./nodes.ts";
 export { provisionKey, provisionOf, everyProvision, provisionsInKeyOrder, type ProvisionRecord } from "./provisions.ts";
+export { retiredKeyOf, retiredKeyText, type RetiredKey, type RetiredWhy } from "./retired.ts";

@@ -7,6 +7,7 @@ import { evolveAssignments, initialAssignments, type AssignmentsState } from "./
 import { evolveOverlay, initialOverlay, type OverlayState } from "./overlay.ts";
 import { evolveProvisions, initialProvisions, type ProvisionsState } from "./provisions.ts";
 import { evolveSent, initialSent, type SentState } from "./sent.ts";
+import { evolveRetired, initialRetired, type RetiredState } from "./retired.ts";
 import { OWN_ALL, emptyBuckets, getIn, setIn, type Buckets, type Owned } from "./buckets.ts";
 
 /**
@@ -16,7 +17,7 @@ import { OWN_ALL, emptyBuckets, getIn, setIn, type Buckets, type Owned } from ".
  * `applied` grows with the whole history, so it is a bucketed map (buckets.ts: a commit copies a
  * few small arrays and one small leaf of it, not every command id): read it with appliedSequence.
  * So are the maps of every slice that grow with the mesh (nodes, modules and seats, credentials,
- * assignments, placements, provisions, what was sent): each slice's file has the readers.
+ * assignments, placements, provisions, what was sent, the retired keys): each slice's file has the readers.
  */
 export type State = {
   sequence: number;
@@ -29,6 +30,7 @@ export type State = {
   overlay: OverlayState;
   provisions: ProvisionsState;
   sent: SentState;
+  retired: RetiredState;
 };
 
 export const initialState: State = {
@@ -42,6 +44,7 @@ export const initialState: State = {
   overlay: initialOverlay,
   provisions: initialProvisions,
   sent: initialSent,
+  retired: initialRetired,
 };
 
 /** The stream sequence of the commit that applied `commandId`, or undefined when none did. */
@@ -68,8 +71,10 @@ function folding(state: State, owned: Owned): Folding {
 function applyCommit(fold: Folding, { sequence, commit }: SequencedCommit): void {
   const { owned, index } = fold;
   const before = fold.state;
-  let { mesh, nodes, modules, credentials, assignments, overlay, provisions, sent } = before;
+  let { mesh, nodes, modules, credentials, assignments, overlay, provisions, sent, retired } = before;
   for (const event of commit.events) {
+    // First: it reads the keys the nodes and credentials hold before this event ends them (R66).
+    retired = evolveRetired(retired, event, owned, sequence, nodes, credentials);
     mesh = evolveMesh(mesh, event);
     nodes = evolveNodes(nodes, event, owned);
     modules = evolveModules(modules, event, owned);
@@ -81,9 +86,9 @@ function applyCommit(fold: Folding, { sequence, commit }: SequencedCommit): void
   }
   const applied = setIn(before.applied, commit.commandId, sequence, owned);
   if (owned.has(before)) {
-    Object.assign(before, { sequence, applied, mesh, nodes, modules, credentials, assignments, overlay, provisions, sent });
+    Object.assign(before, { sequence, applied, mesh, nodes, modules, credentials, assignments, overlay, provisions, sent, retired });
   } else {
-    fold.state = { sequence, applied, mesh, nodes, modules, credentials, assignments, overlay, provisions, sent };
+    fold.state = { sequence, applied, mesh, nodes, modules, credentials, assignments, overlay, provisions, sent, retired };
     owned.add(fold.state);
   }
 }

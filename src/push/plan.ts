@@ -200,7 +200,7 @@ export function planRound(state: State, declarations: readonly DeclarationResult
 function noCredential(node: string): Refusal {
   return {
     code: "no-credential",
-    message: `node ${node} has no credential, so the bus refuses it (R12): nothing was sent to it. An accepted restore revokes a node the bus ran without (R44); to bring it back, \`mesh node remove ${node}\` and enrol it again`,
+    message: `node ${node} has no credential, so the bus refuses it (R12): nothing was sent to it. An accepted restore revokes a node the bus ran without (R44); to bring it back, \`mesh node remove ${node}\` and enrol it again with the new keys \`mesh host init --force\` makes on it (R66: its old keys stay refused)`,
   };
 }
 

@@ -11,9 +11,10 @@ import { packBuckets, unpackBuckets, type Buckets, type PackedBuckets } from "..
  * The version of the state's shape a snapshot carries (R46). Raise it whenever State (a slice, a
  * record's fields) or the way a snapshot writes it changes shape: a snapshot written by another
  * shape is then ignored and the state folded from sequence 1, instead of loading data the code
- * would misread. 8: bucketed maps packed (PackedBuckets), the body gzipped.
+ * would misread. 8: bucketed maps packed (PackedBuckets), the body gzipped. 9: the retired keys
+ * (`retired`, R66).
  */
-export const STATE_SHAPE_VERSION = 8;
+export const STATE_SHAPE_VERSION = 9;
 
 /** A slice as a snapshot holds it: its bucketed maps packed (buckets.ts PackedBuckets), the rest as it is. */
 type PackedSlice<T> = T extends Buckets<infer V> ? PackedBuckets<V>
@@ -157,6 +158,7 @@ function packState(state: State): PackedState {
     overlay: { ...overlay, placed: packBuckets(overlay.placed) },
     provisions: packBuckets(state.provisions),
     sent: packBuckets(state.sent),
+    retired: packBuckets(state.retired),
   };
 }
 
@@ -173,6 +175,7 @@ function unpackState(packed: PackedState): State {
     overlay: { ...overlay, placed: unpackBuckets(overlay.placed) },
     provisions: unpackBuckets(packed.provisions),
     sent: unpackBuckets(packed.sent),
+    retired: unpackBuckets(packed.retired),
   };
 }
 

@@ -66,10 +66,13 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
   /** Runs `mesh <argv>` in-process with the operator's credential file; its exit code and output. */
   const mesh = (...argv: string[]): Promise<CliRun> =>
     runMesh(argv, { MESH_CREDENTIAL: result.paths.operatorCredential, MESH_TIMEOUT_MS: "20000" });
+  /** The public keys each node run here enrolled with (what `mesh host init` printed). */
+  const enrolledKeys = new Map<string, { publicKey: string; nkey: string }>();
   /** Enrols `node` with a host agent of its own running in this process; returns its state folder. */
   const runNode = async (node: string): Promise<string> => {
     const stateDir = join(root, node);
     const { publicKey, nkey } = initHostKeys(stateDir);
+    enrolledKeys.set(node, { publicKey, nkey });
     saveNodeCredential(stateDir, await ask("node.enrol", { node, publicKey, nkey }));
     const credential = readCredentialFile(join(stateDir, NODE_CREDENTIAL_FILE), stateDir);
     hosts.push(startHost({ stateDir, node, credential, log, backoff: { initialMs: 100, maxMs: 500 } }));
@@ -130,6 +133,30 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     const answer = JSON.parse(explained.out) as { allowed: boolean; credentialSince?: string };
     assert.equal(answer.allowed, true);
     assert.ok(answer.credentialSince, "explain names the credential it speaks of: the fresh one, minted at the removal");
+  });
+
+  it("R66: a removed node's keys are refused at enrolment under a new name (key-retired, naming when and `mesh host init --force`), and after the next push its seed still cannot connect", async () => {
+    const w3 = await runNode("w3");
+    const first = await mesh("push", "--wait", "--json");
+    assert.equal(first.code, EXIT_OK, `${first.out} ${first.err}`);
+    const seed = readCredentialFile(join(w3, NODE_CREDENTIAL_FILE), w3);
+    assert.equal(await admitted(seed), true, "w3's own credential is admitted before the removal (the control)");
+    const removed = await mesh("node", "remove", "w3", "--json");
+    assert.equal(removed.code, EXIT_OK, removed.err);
+    await hosts.pop()!.stop();
+    const pushed = await mesh("push", "--wait", "--json");
+    assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
+    assert.equal(await admitted(seed), false, "the removed node's seed is refused after the push");
+
+    // The cleaned machine kept its keys (`mesh host init` keeps them unless forced) and enrols again.
+    const { publicKey, nkey } = enrolledKeys.get("w3")!;
+    const again = await mesh("node", "enrol", "w3b", "--key", publicKey, "--nkey", nkey, "--json");
+    assert.equal(again.code, EXIT_REFUSED, `${again.out} ${again.err}`);
+    assert.match(again.err, /key-retired/);
+    assert.match(again.err, /mesh host init --force/);
+    const after = await mesh("push", "--wait", "--json");
+    assert.equal(after.code, EXIT_OK, `${after.out} ${after.err}`);
+    assert.equal(await admitted(seed), false, "the removed node's seed still cannot connect");
   });
 
   it("R49: the last holder of mesh-broker cannot be unassigned or removed; the refusal names the seat and nothing is recorded", async () => {

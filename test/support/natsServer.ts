@@ -2,6 +2,11 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { allowPlainBusDialsInThisTestProcess } from "../../src/bus/tlsOnly.ts";
+
+// Test servers listen without TLS unless a test asks for it: a process that loads this harness may
+// dial them (R67's one test seam, src/bus/tlsOnly.ts; the product refuses every nats:// address).
+allowPlainBusDialsInThisTestProcess();
 
 /**
  * A real nats-server for tests (DESIGN.md section 8): JetStream on, client and monitoring ports

@@ -51,7 +51,7 @@ describe("issue 12: bus errors by class and code, not by text", () => {
   });
 
   it("BusConnectError carries its kind: a closed port is `refused`, a pinned certificate mismatch `certificate`", async () => {
-    const refused = await connectToBus({ address: "nats://127.0.0.1:1", user: "u", password: "p" }, { reconnect: false, timeoutMs: 2_000 }).catch((e: unknown) => e);
+    const refused = await connectToBus({ address: "tls://127.0.0.1:1", user: "u", password: "p", fingerprint: Array(32).fill("AB").join(":") }, { reconnect: false, timeoutMs: 2_000 }).catch((e: unknown) => e);
     assert.ok(refused instanceof BusConnectError, String(refused));
     assert.equal(refused.kind, "refused");
     assert.equal(new CertificateMismatch("tls://x:4222", "AA", "BB").kind, "certificate");

@@ -98,8 +98,8 @@ describe("mesh CLI without a server", () => {
 
   it("R3: an unreachable bus exits 2 with one line naming the address, never the password", async () => {
     const file = join(dir, "operator.json");
-    const address = `nats://127.0.0.1:${closedPort}`;
-    writeFileSync(file, JSON.stringify({ address, user: "operator-ann", password: "never-printed" }));
+    const address = `tls://127.0.0.1:${closedPort}`;
+    writeFileSync(file, JSON.stringify({ address, user: "operator-ann", password: "never-printed", fingerprint: Array(32).fill("AB").join(":") }));
     const io = memoryIo({ MESH_CREDENTIAL: file });
     assert.equal(await runCli(["where", "--timeout", "2000"], io), EXIT_USAGE);
     assert.ok(io.err().includes(address), io.err());
@@ -110,8 +110,8 @@ describe("mesh CLI without a server", () => {
 
   it("what the request contract refuses is a usage error before dialling (exit 2), naming the argument and the choices (found by a new-user trial)", async () => {
     const file = join(dir, "operator-contract.json");
-    const address = `nats://127.0.0.1:${closedPort}`;
-    writeFileSync(file, JSON.stringify({ address, user: "operator-ann", password: "never-printed" }));
+    const address = `tls://127.0.0.1:${closedPort}`;
+    writeFileSync(file, JSON.stringify({ address, user: "operator-ann", password: "never-printed", fingerprint: Array(32).fill("AB").join(":") }));
     const io = memoryIo({ MESH_CREDENTIAL: file });
     assert.equal(await runCli(["credential", "rotate", "nosuch", "x", "--timeout", "2000"], io), EXIT_USAGE);
     assert.match(io.err(), /^mesh: credential rotate: kind: .*controller.*module/);

@@ -208,7 +208,7 @@ describe("contracts: every verb has a request and a reply contract", () => {
       const refused = stamped({ ok: false, error: { code: "unknown-node", message: "no such node", field: "node" } });
       assert.deepEqual(parseReply(verb, refused), refused);
     }
-    const dry = stamped(dryRunOf(state, commands["node.enrol"]!, { node: "delta", publicKey: NODE_KEY }, envelope("dry"), deps));
+    const dry = stamped(dryRunOf(state, commands["node.enrol"]!, { node: "delta", publicKey: NODE_KEY, nkey: nodeNkeyOf("delta") }, envelope("dry"), deps));
     assert.deepEqual(parseReply("node.enrol", dry, true), dry);
     const unchanged = stamped(dryRunOf(state, commands["module.register"]!, { manifest: { name: "broker", version: "2.9.10", run: { image: "nats:2.9" }, seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] } }, envelope("dry2"), deps));
     assert.deepEqual(parseReply("module.register", unchanged, true), unchanged);

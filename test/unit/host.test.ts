@@ -85,12 +85,12 @@ describe("host state: keys and credentials", () => {
     const state = join(root, "cred");
     const { nkey } = initHostKeys(state);
     const seed = readFileSync(join(state, "node.seed"), "utf8").trim();
-    const reply = { ok: true, reply: { node: "alpha", credential: { address: "nats://127.0.0.1:4222", user: "node-alpha", nkey, fingerprint: "" } } };
+    const reply = { ok: true, reply: { node: "alpha", credential: { address: "tls://127.0.0.1:4222", user: "node-alpha", nkey, fingerprint: "" } } };
     writeFileSync(join(root, "reply.json"), JSON.stringify(reply));
     const io = memoryIo();
     assert.equal(await runCli(["host", "credential", "--state", state, "--from", join(root, "reply.json")], io), EXIT_OK);
     const saved = JSON.parse(readFileSync(join(state, "credential.json"), "utf8"));
-    assert.deepEqual(saved, { address: "nats://127.0.0.1:4222", user: "node-alpha", seed });
+    assert.deepEqual(saved, { address: "tls://127.0.0.1:4222", user: "node-alpha", seed });
     assert.equal(statSync(join(state, "credential.json")).mode & 0o777, 0o600);
     assert.ok(!io.out().includes(seed) && !io.err().includes(seed));
   });
@@ -118,7 +118,7 @@ describe("host state: keys and credentials", () => {
     const theirs = join(root, "theirs");
     initHostKeys(mine);
     const { nkey } = initHostKeys(theirs);
-    const reply = { node: "x", credential: { address: "nats://127.0.0.1:4222", user: "node-x", nkey } };
+    const reply = { node: "x", credential: { address: "tls://127.0.0.1:4222", user: "node-x", nkey } };
     const seed = readFileSync(join(mine, "node.seed"), "utf8").trim();
     assert.throws(() => credentialFrom(reply, () => readNodeSeeds(mine)), (e: unknown) => e instanceof HostStateError && e.code === "bad-credential" && !e.message.includes(seed));
   });
@@ -127,7 +127,7 @@ describe("host state: keys and credentials", () => {
     const state = join(root, "rotate");
     const { nkey: first } = initHostKeys(state);
     const firstSeed = readFileSync(join(state, "node.seed"), "utf8").trim();
-    saveNodeCredential(state, { node: "r", credential: { address: "nats://127.0.0.1:4222", user: "node-r", nkey: first } });
+    saveNodeCredential(state, { node: "r", credential: { address: "tls://127.0.0.1:4222", user: "node-r", nkey: first } });
     const io = memoryIo();
     assert.equal(await runCli(["host", "rotate-key", "--state", state], io), EXIT_OK);
     const next = io.out().trim();
@@ -137,7 +137,7 @@ describe("host state: keys and credentials", () => {
     assert.ok(!io.out().includes(pending) && !io.err().includes(pending), "the seed is never printed");
     assert.equal(rotateNodeKey(state).nkey, next, "asked again, the pending key is kept (it may be recorded already)");
     assert.equal(JSON.parse(readFileSync(join(state, "credential.json"), "utf8")).seed, firstSeed, "the node dials with its current seed meanwhile");
-    saveNodeCredential(state, { credential: { address: "nats://127.0.0.1:4222", user: "node-r", nkey: next } });
+    saveNodeCredential(state, { credential: { address: "tls://127.0.0.1:4222", user: "node-r", nkey: next } });
     assert.equal(JSON.parse(readFileSync(join(state, "credential.json"), "utf8")).seed, pending);
     assert.equal(readFileSync(join(state, "node.seed"), "utf8").trim(), pending);
     assert.equal(readFileSync(join(state, "node.nkey"), "utf8").trim(), next);
@@ -151,7 +151,7 @@ describe("host state: keys and credentials", () => {
     const made = JSON.parse(init.out()) as { ok: boolean; publicKey: string; nkey: string };
     assert.equal(made.ok, true);
     assert.equal(made.nkey, readFileSync(join(state, "node.nkey"), "utf8").trim());
-    writeFileSync(join(root, "json-reply.json"), JSON.stringify({ node: "j", credential: { address: "nats://127.0.0.1:4222", user: "node-j", nkey: made.nkey } }));
+    writeFileSync(join(root, "json-reply.json"), JSON.stringify({ node: "j", credential: { address: "tls://127.0.0.1:4222", user: "node-j", nkey: made.nkey } }));
     const kept = memoryIo();
     assert.equal(await runCli(["host", "credential", "--state", state, "--from", join(root, "json-reply.json"), "--json"], kept), EXIT_OK);
     assert.equal((JSON.parse(kept.out()) as { ok: boolean }).ok, true);
@@ -165,7 +165,7 @@ describe("host state: keys and credentials", () => {
   it("R11: the broker's holder needs all four --bus-* options together", async () => {
     const state = join(root, "bus");
     initHostKeys(state);
-    writeFileSync(join(state, "credential.json"), JSON.stringify({ address: "nats://127.0.0.1:1", user: "node-a", password: newPassword() }));
+    writeFileSync(join(state, "credential.json"), JSON.stringify({ address: "tls://127.0.0.1:1", user: "node-a", password: newPassword() }));
     const io = memoryIo();
     assert.equal(await runCli(["host", "--state", state, "--node", "a", "--bus-include", join(state, "users.conf")], io), EXIT_USAGE);
     assert.match(io.err(), /--bus-config/);

@@ -156,7 +156,7 @@ describe("ControllerCredential while a rotation is pending (R50)", () => {
     const dir = mkdtempSync(join(tmpdir(), "mesh-credential-"));
     try {
       const file = join(dir, "controller.json");
-      const initial = { address: "nats://127.0.0.1:4222", user: "controller-mesh-controller", password: "old-password" };
+      const initial = { address: "tls://127.0.0.1:4222", user: "controller-mesh-controller", password: "old-password" };
       writeFileSync(file, JSON.stringify(initial), { mode: 0o600 });
       const credential = controllerCredential(initial, file);
       assert.equal(credential.dialPassword(), "old-password");

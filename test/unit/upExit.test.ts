@@ -155,7 +155,7 @@ describe("mesh up --json when a step fails", () => {
 /** A credential file of a bus nobody runs (port 1 on the loopback: refused at once). */
 function unreachableCredential(dir: string): string {
   const file = join(dir, "elsewhere.json");
-  writeFileSync(file, JSON.stringify({ address: "nats://127.0.0.1:1", user: "operator-ann", password: "unused" }));
+  writeFileSync(file, JSON.stringify({ address: "tls://127.0.0.1:1", user: "operator-ann", password: "unused" }));
   return file;
 }
 
@@ -179,7 +179,7 @@ describe("mesh status --json when nothing answers (found by a new-user trial)", 
     dir = mkdtempSync(join(tmpdir(), "mesh-status-v-"));
     mkdirSync(join(dir, "m"), { recursive: true });
     writeFileSync(join(dir, "m", "mesh.json"), JSON.stringify({
-      genesisAddress: "nats://127.0.0.1:1", fingerprint: "AB", operator: "admin", listenHost: "127.0.0.1", port: 1, monitorPort: 8222, createdAt: "2026-12-01T00:00:00.000Z",
+      genesisAddress: "tls://127.0.0.1:1", fingerprint: "AB", operator: "admin", listenHost: "127.0.0.1", port: 1, monitorPort: 8222, createdAt: "2026-12-01T00:00:00.000Z",
     }));
   });
   after(() => { rmSync(dir, { recursive: true, force: true }); });
@@ -235,7 +235,7 @@ describe("mesh status --dir <a folder with no mesh> (found by a new-user trial)"
   it("asks the mesh of the folder's own operator credential when it holds one (a copy of ~/.mesh), as it always did", async () => {
     const operatorOnly = join(dir, "operator-only");
     mkdirSync(operatorOnly);
-    writeFileSync(meshPaths(operatorOnly).operatorCredential, JSON.stringify({ address: "nats://127.0.0.1:1", user: "operator-bob", password: "unused" }));
+    writeFileSync(meshPaths(operatorOnly).operatorCredential, JSON.stringify({ address: "tls://127.0.0.1:1", user: "operator-bob", password: "unused" }));
     const { code, printed } = await statusJson(["--dir", operatorOnly], unreachableCredential(dir));
     assert.equal(code, EXIT_REFUSED);
     assert.equal(printed.error?.code, "connection", "asked the bus of that credential");

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { given, GENESIS, GENESIS_ADDRESS, NODE_KEY, NODE_NKEY, FINGERPRINT, enrolment, enrolBody, nodeNkeyOf, fakeSecret } from "../../support/givenWhenThen.ts";
+import { given, GENESIS, GENESIS_ADDRESS, NODE_KEY, NODE_NKEY, FINGERPRINT, enrolment, enrolBody, nodeKeyOf, nodeNkeyOf, fakeSecret } from "../../support/givenWhenThen.ts";
 import { BOOTSTRAP_NKEY } from "../../../src/genesis.ts";
 
 describe("node.enrol", () => {
@@ -40,14 +40,14 @@ describe("node.enrol", () => {
     given(GENESIS, ...enrolment("alpha")).when("node.enrol", enrolBody("alpha")).refused("node-exists", "node");
   });
 
-  it("R3: refuses a public key another enrolled node holds (key-in-use, field publicKey); a removed node's key is free again", () => {
+  it("R3 R66: refuses a public key another enrolled node holds (key-in-use, field publicKey); a removed node's key stays refused (key-retired)", () => {
     given(GENESIS, ...enrolment("alpha")).when("node.enrol", enrolBody("beta")).refused("key-in-use", "publicKey");
     given(GENESIS, ...enrolment("alpha"), { type: "NodeRemoved", node: "alpha" })
       .when("node.enrol", enrolBody("beta"))
-      .then(enrolment("beta"));
+      .refused("key-retired", "publicKey");
   });
 
-  it("R63 R64: refuses an nkey any recorded credential holds (key-in-use, field nkey); a removed node's nkey is free again", () => {
+  it("R63 R64 R66: refuses an nkey any recorded credential holds (key-in-use, field nkey); a removed node's nkey stays refused (key-retired)", () => {
     given(GENESIS, ...enrolment("alpha"))
       .when("node.enrol", { node: "beta", publicKey: "QUJDRA==", nkey: NODE_NKEY })
       .refused("key-in-use", "nkey");
@@ -55,11 +55,8 @@ describe("node.enrol", () => {
       .when("node.enrol", { node: "beta", publicKey: NODE_KEY, nkey: fakeSecret(5).nkey })
       .refused("key-in-use", "nkey");
     given(GENESIS, ...enrolment("alpha"), { type: "NodeRemoved", node: "alpha" })
-      .when("node.enrol", { node: "beta", publicKey: NODE_KEY, nkey: NODE_NKEY })
-      .then([
-        { type: "NodeEnrolled", node: "beta", publicKey: NODE_KEY },
-        { type: "CredentialMinted", principal: { kind: "node", name: "beta" }, user: "node-beta", nkey: NODE_NKEY, address: GENESIS_ADDRESS },
-      ]);
+      .when("node.enrol", { node: "beta", publicKey: nodeKeyOf("beta"), nkey: NODE_NKEY })
+      .refused("key-retired", "nkey");
   });
 
   it("R13 R63: refuses the genesis bootstrap key (key-in-use, field nkey) whoever holds it now: its seed is public in the source", () => {
@@ -68,10 +65,14 @@ describe("node.enrol", () => {
     given(GENESIS, controllerOff).when("node.enrol", { node: "vm3", publicKey: NODE_KEY, nkey: BOOTSTRAP_NKEY }).refused("key-in-use", "nkey");
   });
 
-  it("accepts a name again after its node was removed", () => {
+  it("R66: accepts a name again after its node was removed, with new keys", () => {
+    const fresh = { publicKey: nodeKeyOf("alpha, again"), nkey: nodeNkeyOf("alpha, again") };
     given(GENESIS, ...enrolment("alpha"), { type: "NodeRemoved", node: "alpha" })
-      .when("node.enrol", enrolBody("alpha"))
-      .then(enrolment("alpha"));
+      .when("node.enrol", { node: "alpha", ...fresh })
+      .then([
+        { type: "NodeEnrolled", node: "alpha", publicKey: fresh.publicKey },
+        { type: "CredentialMinted", principal: { kind: "node", name: "alpha" }, user: "node-alpha", nkey: fresh.nkey, address: GENESIS_ADDRESS },
+      ]);
   });
 
   it("refuses a key that is not base64, and an empty key (invalid-request, field publicKey)", () => {
