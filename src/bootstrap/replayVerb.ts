@@ -281,7 +281,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
       ...p,
       why: "on the records' list but not on the list the bus runs: removed after the backup, or enrolled and never pushed",
       next: p.kind === "node"
-        ? `its key is revoked (the bus ran without it): \`mesh node remove ${p.name}\` again if it was removed after the backup, or remove it and enrol it again with the new keys `mesh host init --force` makes on it, to let it back deliberately (R66: its old keys stay refused)`
+        ? `its key is revoked (the bus ran without it): \`mesh node remove ${p.name}\` again if it was removed after the backup, or remove it and enrol it again with the new keys \`mesh host init --force\` makes on it, to let it back deliberately (R66: its old keys stay refused)`
         : `undo again what was done to it after the backup, or \`mesh credential rotate ${p.kind} ${p.name}\` to let it back deliberately`,
     })),
     ...credential,
