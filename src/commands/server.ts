@@ -32,6 +32,8 @@ import { CommandId, PageRequest, VERBS_VERSION } from "../contracts/verbs.ts";
 import { versionRefusal } from "../contracts/version.ts";
 import { fitReply } from "./fit.ts";
 import { commands, definitionOf, queries } from "./index.ts";
+import { takeSeen, withSeen, type SeenVouch } from "./seen.ts";
+import { noteSeen } from "./seenHandler.ts";
 
 /** Decodes request bodies (UTF-8); one for the server, not one per request. */
 const decoder = new TextDecoder();
@@ -54,6 +56,8 @@ export type ServeDependencies = {
   log: ServerLog;
   /** The controller's composition settings, lent to queries that compose (`explain`, R19). */
   compose?: ComposeConfig;
+  /** R68: vouches for a folded sequence and checks an asker's claim; without it `seen` is neither sent nor believed. */
+  seen?: SeenVouch;
 };
 
 /** Stops taking requests, finishes the one in hand, and resolves. */
@@ -224,7 +228,27 @@ export async function handleCommand(
   // The contract's version first (src/contracts): a client of another version hears about `v`.
   const version = versionRefusal("verbs", body);
   if (version) return { ok: false, error: version };
-  const { commandId: givenId, dryRun, v: _version, ...fields } = body as Record<string, unknown>;
+  const { commandId: givenId, dryRun, v: _version, ...given } = body as Record<string, unknown>;
+  // R68: the asker's `seen` is evidence, weighed before the verb (a claim past the records' end latches behind).
+  const seen = takeSeen(given);
+  if (!seen.ok) return { ok: false, error: seen.refusal };
+  if (seen.seen !== undefined && deps.seen !== undefined) await noteSeen(nc, catalogue, deps.seen, actor, seen.seen, deps.log);
+  const reply = await answerRequest(nc, catalogue, deps, verb, def, { givenId, dryRun, fields: seen.rest }, actor);
+  // Vouched only to an asker that sent `seen` (an older CLI's strict parse knows no such field).
+  return seen.seen !== undefined && deps.seen !== undefined ? withSeen(reply, catalogue.state.sequence, deps.seen) : reply;
+}
+
+/** The request's own part (see handleCommand): its envelope fields, its verb's fields, then decide or answer. */
+async function answerRequest(
+  nc: NatsConnection,
+  catalogue: Catalogue,
+  deps: ServeDependencies,
+  verb: string,
+  def: NonNullable<ReturnType<typeof definitionOf>>,
+  asked: { givenId: unknown; dryRun: unknown; fields: Record<string, unknown> },
+  actor: string,
+): Promise<Reply> {
+  const { givenId, dryRun, fields } = asked;
   if (givenId !== undefined && !CommandId.safeParse(givenId).success) {
     return failure("invalid-request", "\"commandId\": use 1 to 128 letters, digits, dots, dashes, colons or underscores, or leave it out", "commandId");
   }
