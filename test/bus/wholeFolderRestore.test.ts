@@ -11,7 +11,10 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
-import { controllerFixture, type ControllerFixture } from "../support/controller.ts";
+import { controllerFixture, freshControllerSuite, type ControllerFixture } from "../support/controller.ts";
+import { sendCommand } from "../../src/client/send.ts";
+import { VERBS_VERSION, type AnyReply } from "../../src/contracts/verbs.ts";
+import { recordsTag, seenTag, seenTagVerifies } from "../../src/crypto/secrets.ts";
 import { runMesh } from "../support/cli.ts";
 import { enrolRequest } from "../support/enrol.ts";
 
@@ -94,3 +97,47 @@ describe("R68 R43 R44: a whole-folder restore of the controller's machine", () =
     }
   });
 });
+
+describe("R68: an asker's seen is evidence only with the controller's tag", () => {
+  const suite = freshControllerSuite();
+  const ask = (verb: string, seen: unknown) => sendCommand(suite.fixture.operator, "operator-test", verb, { v: VERBS_VERSION, ...(seen === undefined ? {} : { seen }) }, { timeoutMs: 20_000 });
+  const codeOf = (reply: AnyReply) => (reply.ok ? "ok" : reply.error.code);
+
+  it("R68: a reply vouches for the folded sequence only to a request carrying seen; claims past the records' end untagged, with a tag that is not the controller's, moved to another sequence or a records tag are served and logged; a shape that is not Seen is refused on field seen; the controller's own tag past the end refuses records-behind", async () => {
+    const controller = await suite.fixture.start();
+    await suite.fixture.enrol("alpha");
+    const last = controller.catalogue.state.sequence;
+
+    const plain = await ask("nodes", undefined);
+    assert.equal(Object.hasOwn(plain, "seen"), false, "an older CLI (no seen sent) is sent none: its strict parse holds");
+    const vouched = await ask("nodes", { sequence: 0 });
+    const seen = (vouched as { seen?: { sequence: number; tag: string } }).seen;
+    assert.equal(seen?.sequence, last, "the reply vouches for the sequence the controller folded");
+    assert.ok(seenTagVerifies(suite.fixture.meshKey, last, seen?.tag), "with the controller's tag on it");
+    const pushed = await ask("reports", { sequence: 0 });
+    assert.equal(codeOf(pushed), "ok", "a verb the shell serves takes seen too");
+    assert.equal((pushed as { seen?: { sequence: number } }).seen?.sequence, last);
+
+    const forged = [
+      { sequence: last + 10 },
+      { sequence: last + 11, tag: "A".repeat(43) },
+      { sequence: last + 12, tag: seen!.tag },
+      { sequence: last + 13, tag: recordsTag(suite.fixture.meshKey, { node: "alpha", digest: "d", recordsSequence: last + 13 }) },
+    ];
+    for (const claim of forged) assert.equal(codeOf(await ask("nodes", claim)), "ok", JSON.stringify(claim));
+    assert.equal(controller.catalogue.behind, null, "no claim the controller did not vouch for is evidence");
+    assert.ok(controller.lines.some((l) => l.includes(String(last + 10)) && l.includes("operator-test")), "an ignored claim is logged, naming the asker");
+    const bad = await ask("nodes", { sequence: -1 });
+    assert.deepEqual(bad.ok ? ["ok"] : [bad.error.code, bad.error.field], ["invalid-request", "seen"]);
+
+    const genuine = await ask("nodes", { sequence: last + 5, tag: seenTag(suite.fixture.meshKey, last + 5) });
+    assert.equal(codeOf(genuine), "records-behind");
+    assert.deepEqual(evidenceKinds(controller.catalogue), ["operator-seen-ahead"]);
+    await controller.stop();
+  });
+});
+
+/** The kinds of evidence a catalogue holds that its records are behind (R43), none when it serves. */
+function evidenceKinds(catalogue: { readonly behind: ReadonlyArray<{ kind: string }> | null }): string[] {
+  return (catalogue.behind ?? []).map((e) => e.kind);
+}
