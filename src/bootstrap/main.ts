@@ -25,7 +25,7 @@ import { watchReports } from "./reportWatch.ts";
 import { watchRecords } from "./recordsWatch.ts";
 import { serveCommands, type CommandServer } from "../commands/server.ts";
 import type { SeenVouch } from "../commands/seen.ts";
-import { seenAware } from "../commands/seenHandler.ts";
+import { seenAware } from "../commands/serverSeen.ts";
 import type { Envelope } from "../commands/envelope.ts";
 import { decideRecordControllerCredential } from "../commands/controllerCredential.ts";
 import type { ComposeConfig } from "../compose/types.ts";

@@ -6,7 +6,7 @@
  * controller's machine brings back the records and their mark together, but not that file: a
  * claim past the records' end, whose tag verifies, latches `behind`. A claim without the tag, or
  * with one that is not the controller's, is no evidence (an asker cannot make the controller
- * refuse everything by saying a big number). Pure: the shell is seenHandler.ts.
+ * refuse everything by saying a big number). Pure: the shell is serverSeen.ts.
  */
 import { Seen } from "../contracts/verbs.ts";
 import type { BehindEvidence } from "../records/errors.ts";

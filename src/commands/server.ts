@@ -33,7 +33,7 @@ import { versionRefusal } from "../contracts/version.ts";
 import { fitReply } from "./fit.ts";
 import { commands, definitionOf, queries } from "./index.ts";
 import { takeSeen, withSeen, type SeenVouch } from "./seen.ts";
-import { noteSeen } from "./seenHandler.ts";
+import { noteSeen } from "./serverSeen.ts";
 
 /** Decodes request bodies (UTF-8); one for the server, not one per request. */
 const decoder = new TextDecoder();
