@@ -32,8 +32,8 @@ import { CommandId, PageRequest, VERBS_VERSION } from "../contracts/verbs.ts";
 import { versionRefusal } from "../contracts/version.ts";
 import { fitReply } from "./fit.ts";
 import { commands, definitionOf, queries } from "./index.ts";
-import { takeSeen, withSeen, type SeenVouch } from "./seen.ts";
-import { noteSeen } from "./serverSeen.ts";
+import type { SeenVouch } from "./seen.ts";
+import { weighSeen } from "./serverSeen.ts";
 
 /** Decodes request bodies (UTF-8); one for the server, not one per request. */
 const decoder = new TextDecoder();
@@ -229,13 +229,10 @@ export async function handleCommand(
   const version = versionRefusal("verbs", body);
   if (version) return { ok: false, error: version };
   const { commandId: givenId, dryRun, v: _version, ...given } = body as Record<string, unknown>;
-  // R68: the asker's `seen` is evidence, weighed before the verb (a claim past the records' end latches behind).
-  const seen = takeSeen(given);
+  // R68: the asker's `seen` is evidence, weighed before the verb, and vouched for in its reply.
+  const seen = await weighSeen(nc, catalogue, deps.seen, actor, given, deps.log);
   if (!seen.ok) return { ok: false, error: seen.refusal };
-  if (seen.seen !== undefined && deps.seen !== undefined) await noteSeen(nc, catalogue, deps.seen, actor, seen.seen, deps.log);
-  const reply = await answerRequest(nc, catalogue, deps, verb, def, { givenId, dryRun, fields: seen.rest }, actor);
-  // Vouched only to an asker that sent `seen` (an older CLI's strict parse knows no such field).
-  return seen.seen !== undefined && deps.seen !== undefined ? withSeen(reply, catalogue.state.sequence, deps.seen) : reply;
+  return seen.vouched(await answerRequest(nc, catalogue, deps, verb, def, { givenId, dryRun, fields: seen.rest }, actor));
 }
 
 /** The request's own part (see handleCommand): its envelope fields, its verb's fields, then decide or answer. */

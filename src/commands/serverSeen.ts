@@ -9,7 +9,7 @@ import { CATALOGUE_STREAM } from "../names.ts";
 import type { Seen } from "../contracts/verbs.ts";
 import type { Catalogue } from "../records/catalogue.ts";
 import { latchBehind } from "../records/behind.ts";
-import type { Reply } from "./envelope.ts";
+import type { Refusal, Reply } from "./envelope.ts";
 import { judgeSeen, seenAhead, takeSeen, withSeen, type SeenVouch } from "./seen.ts";
 
 /**
@@ -32,21 +32,36 @@ export async function noteSeen(nc: NatsConnection, catalogue: Catalogue, vouch: 
   if (evidence) latchBehind(catalogue, evidence, judgement.sequence, log);
 }
 
+/**
+ * Takes the asker's `seen` out of a request's `fields` (takeSeen), weighs it (noteSeen) and
+ * returns the fields the verb reads and `vouched`, which puts the controller's `seen` on the
+ * accepted reply when the request carried one (an older CLI sends none and is sent none: its strict
+ * parse of the reply holds). Without `vouch`, `seen` is only taken out. Refuses a bad shape on
+ * field `seen`; throws what noteSeen throws.
+ */
+export async function weighSeen(
+  nc: NatsConnection, catalogue: Catalogue, vouch: SeenVouch | undefined, asker: string, fields: Record<string, unknown>, log: { error(line: string): void },
+): Promise<{ ok: true; rest: Record<string, unknown>; vouched(reply: Reply): Reply } | { ok: false; refusal: Refusal }> {
+  const taken = takeSeen(fields);
+  if (!taken.ok) return taken;
+  if (taken.seen === undefined || vouch === undefined) return { ok: true, rest: taken.rest, vouched: (reply) => reply };
+  await noteSeen(nc, catalogue, vouch, asker, taken.seen, log);
+  return { ok: true, rest: taken.rest, vouched: (reply) => withSeen(reply, catalogue.state.sequence, vouch) };
+}
+
 /** A verb the controller's shell serves (push, replay, reports): the request's fields and the asker. */
 type ShellVerb = (body: Record<string, unknown>, actor: string) => Promise<Reply>;
 
 /**
- * Each of `verbs` served as handleCommand serves a command's `seen` (R68): taken out of the fields
- * before the verb's own strict schema reads them, weighed (noteSeen), and vouched for in the
- * accepted reply to a request that carried it. Without `vouch`, `seen` is only taken out.
+ * Each of `verbs` served as handleCommand serves a command's `seen` (R68, weighSeen): taken out of
+ * the fields before the verb's own strict schema reads them, weighed, and vouched for in the
+ * accepted reply to a request that carried it.
  */
 export function seenAware(verbs: Readonly<Record<string, ShellVerb>>, nc: NatsConnection, catalogue: Catalogue, vouch: SeenVouch | undefined, log: { error(line: string): void }): Record<string, ShellVerb> {
   const wrap = (verb: ShellVerb): ShellVerb => async (body, actor) => {
-    const seen = takeSeen(body);
-    if (!seen.ok) return { ok: false, error: seen.refusal };
-    if (seen.seen === undefined || vouch === undefined) return verb(seen.rest, actor);
-    await noteSeen(nc, catalogue, vouch, actor, seen.seen, log);
-    return withSeen(await verb(seen.rest, actor), catalogue.state.sequence, vouch);
+    const weighed = await weighSeen(nc, catalogue, vouch, actor, body, log);
+    if (!weighed.ok) return { ok: false, error: weighed.refusal };
+    return weighed.vouched(await verb(weighed.rest, actor));
   };
   return Object.fromEntries(Object.entries(verbs).map(([name, verb]) => [name, wrap(verb)]));
 }
