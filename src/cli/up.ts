@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { seenMemory } from "./seenFile.ts";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext } from "./context.ts";
 import { CommandTransportError } from "../client/send.ts";
@@ -264,6 +265,7 @@ const statusVerb: CliVerb = {
       const summary = await readSummary(paths, nc, ctx.globals.timeoutMs, {
         asker: credential.user,
         processes,
+        memory: seenMemory(credentialFile, ctx.err),
         ...(here ? {} : { mesh: { genesisAddress: credential.address, fingerprint: credential.fingerprint ?? "-" } }),
       });
       if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, v: VERBS_VERSION, ...base(genesisAddress), summary: summaryJson(summary) }, null, 2));
