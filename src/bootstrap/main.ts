@@ -24,11 +24,13 @@ import { keptMark, writeRecordsMark } from "./recordsMark.ts";
 import { watchReports } from "./reportWatch.ts";
 import { watchRecords } from "./recordsWatch.ts";
 import { serveCommands, type CommandServer } from "../commands/server.ts";
+import type { SeenVouch } from "../commands/seen.ts";
+import { seenAware } from "../commands/serverSeen.ts";
 import type { Envelope } from "../commands/envelope.ts";
 import { decideRecordControllerCredential } from "../commands/controllerCredential.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 import { credentialOf } from "../projections/index.ts";
-import { hashPassword, isSeedSecret, openWithMeshKey, publicKeyOfSeed, recordsTagVerifies, secretMatches, sealWithMeshKey } from "../crypto/secrets.ts";
+import { hashPassword, isSeedSecret, openWithMeshKey, publicKeyOfSeed, recordsTagVerifies, secretMatches, sealWithMeshKey, seenTag, seenTagVerifies } from "../crypto/secrets.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME } from "../names.ts";
 import { BUS_READY_DELAYS_MS, retryJetStream } from "../bus/retry.ts";
 import { isStreamNotFound } from "../bus/errors.ts";
@@ -291,6 +293,11 @@ export async function startController(config: ControllerConfig, { log, connectTi
       queue = run.catch(() => undefined);
       return run;
     };
+    // R68: an asker's CLI echoes the sequence the controller vouched for (seenTag: under the mesh key).
+    const seen: SeenVouch = {
+      tag: (sequence) => seenTag(config.meshKey, sequence),
+      verifies: (sequence, tag) => seenTagVerifies(config.meshKey, sequence, tag),
+    };
     const server: CommandServer = serveCommands(
       nc,
       catalogue,
@@ -301,8 +308,9 @@ export async function startController(config: ControllerConfig, { log, connectTi
         newId: () => randomUUID(),
         log,
         compose,
+        seen,
       },
-      {
+      seenAware({
         [PUSH_VERB]: pushVerb(runPush, log, (subject, line) => nc.publish(subject, line), async () => (await catalogue.catchUp()).nodes, () => nc.info?.max_payload),
         [REPLAY_VERB]: replayVerb({
           nc, catalogue, log, now: () => new Date(), newId: () => randomUUID(),
@@ -311,7 +319,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
           installedList: (state) => reports.installedList(state), compose,
         }),
         [REPORTS_VERB]: reportsVerb(jsm, async () => (await catalogue.catchUp()).nodes),
-      },
+      }, nc, catalogue, seen, log),
     );
     await nc.flush(); // the subscription is on the server before start returns
     startWatch?.served();

@@ -17,6 +17,7 @@ import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node"
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { BROKER_SEAT, CATALOGUE_STREAM, REPORT_SUBJECTS, REPORTS_STREAM, nodeOfReportSubject, reportSubject } from "../names.ts";
 import type { BehindEvidence, Catalogue } from "../records/catalogue.ts";
+import { latchBehind } from "../records/behind.ts";
 import { holdersOf, type State } from "../projections/index.ts";
 import type { RecordsFact } from "../crypto/secrets.ts";
 import type { ControllerLog } from "./log.ts";
@@ -116,10 +117,7 @@ async function lastOfRecords(jsm: JetStreamManager): Promise<number> {
 }
 
 function latch(catalogue: Catalogue, evidence: BehindEvidence, recordsSequence: number, log: ControllerLog): void {
-  if (catalogue.behind?.some((e) => e.detail === evidence.detail)) return;
-  catalogue.reportBehind(evidence);
-  catalogue.sawUpTo(recordsSequence);
-  log.error(`records behind (R43): ${evidence.detail}; run \`mesh replay\``);
+  latchBehind(catalogue, evidence, recordsSequence, log);
 }
 
 /**

@@ -5,6 +5,7 @@
  * `--wait` waits for the nodes' reports; the CLI waits for the reply that long plus
  * PUSH_REPLY_MARGIN_MS (composing and sending), and says both numbers when no reply came.
  */
+import { seenMemory } from "./seenFile.ts";
 import { randomUUID } from "node:crypto";
 import type { NodeOutcome, PushNodeLine, PushReply, Refusal } from "../contracts/verbs.ts";
 import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, busRefusesKeyOf, credentialFileNow, loadCredential, type CliContext } from "./context.ts";
@@ -243,7 +244,7 @@ export const PUSH_CLI_VERB: CliVerb = {
     };
     let reply: Answer<"push">;
     try {
-      reply = await meshClient(nc, ctx.asker()).push(body, { timeoutMs: ctx.globals.timeoutMs + PUSH_REPLY_MARGIN_MS });
+      reply = await meshClient(nc, ctx.asker(), {}, seenMemory(ctx.globals.credential, ctx.err)).push(body, { timeoutMs: ctx.globals.timeoutMs + PUSH_REPLY_MARGIN_MS });
     } catch (error) {
       if (error instanceof CommandTransportError && error.code === "timeout") {
         throw new CommandTransportError("timeout", pushTimeoutMessage(ctx.globals.timeoutMs), { cause: error });

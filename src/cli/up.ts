@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { seenMemory } from "./seenFile.ts";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext } from "./context.ts";
 import { CommandTransportError } from "../client/send.ts";
@@ -285,6 +286,7 @@ const statusVerb: CliVerb = {
       const summary = await readSummary(paths, nc, ctx.globals.timeoutMs, {
         asker: credential.user,
         processes,
+        memory: seenMemory(credentialFile, ctx.err),
         ...(here ? {} : { mesh: { genesisAddress: credential.address, fingerprint: credential.fingerprint ?? "-" } }),
       });
       // R62: a cluster answers with a server down; the summary is printed and the server named (exit 1).

@@ -3,6 +3,7 @@
  * command or query sent to the controller, or a plain CliVerb with its own `run` for verbs that do
  * something else (`up`, `host`, `push`, ...). runCli builds the argument parser from this list.
  */
+import { seenMemory } from "./seenFile.ts";
 import { HISTORY_LIMIT, PAGE_LIMIT_MAX, REPORTS_PAGE, VERBS, VERBS_VERSION, type AnyReply as Reply, type LastReport, type ReplyOf, type RequestOf, type Verb } from "../contracts/verbs.ts";
 import { ENTITY_KINDS } from "../names.ts";
 import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, loadCredential, verbUsageError, type CliContext, type GlobalOptionName } from "./context.ts";
@@ -176,7 +177,7 @@ export function busVerb<V extends Verb>(spec: {
 
 /** The typed client (src/client) over the CLI's connection, as its asker, with its --timeout. */
 async function clientOf(ctx: CliContext): Promise<MeshClient> {
-  return meshClient(await ctx.connection(), ctx.asker(), { timeoutMs: ctx.globals.timeoutMs });
+  return meshClient(await ctx.connection(), ctx.asker(), { timeoutMs: ctx.globals.timeoutMs }, seenMemory(ctx.globals.credential, ctx.err));
 }
 
 /**

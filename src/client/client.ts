@@ -1,6 +1,6 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  DryRunReply, RefusedReply, VERBS, VERBS_VERSION, type Refusal, type ReplyOf, type RequestOf, type Verb,
+  DryRunReply, RefusedReply, Seen, VERBS, VERBS_VERSION, type AnyReply, type Refusal, type ReplyOf, type RequestOf, type Verb,
 } from "../contracts/verbs.ts";
 import { parseContract } from "../contracts/version.ts";
 import { sendCommand, type SendOptions } from "./send.ts";
@@ -85,11 +85,38 @@ export function parseReply<V extends Verb>(verb: V, reply: unknown, dryRun = fal
 }
 
 /**
+ * R68: where a client keeps the highest records sequence the controller vouched for (`seen`), to
+ * send it with every command: `read` the kept one (undefined when none or unreadable), `keep` a
+ * higher one (the CLI: a file beside its credential, on the operator's own machine).
+ */
+export type SeenMemory = { read(): Seen | undefined; keep(seen: Seen): void };
+
+/**
+ * A reply as it came, split into the reply its verb's contract reads and the controller's `seen`
+ * on it (undefined when it carries none, or one that does not follow Seen). Pure.
+ */
+export function splitSeen(reply: AnyReply): { reply: AnyReply; seen: Seen | undefined } {
+  if (!Object.hasOwn(reply, "seen")) return { reply, seen: undefined };
+  const { seen, ...rest } = reply as Record<string, unknown>;
+  const parsed = Seen.safeParse(seen);
+  return { reply: rest as AnyReply, seen: parsed.success && parsed.data.tag !== undefined ? parsed.data : undefined };
+}
+
+/** Whether `reply` is a controller's refusal of the `seen` field itself (one of a release before R68). Pure. */
+export function refusesSeen(reply: AnyReply): boolean {
+  return reply.ok === false && reply.error.code === "invalid-request" && reply.error.field === "seen";
+}
+
+/**
  * The client of the controller for the bus user `asker` (the principal of `nc`'s credential, R51),
  * over `nc` (connected with connectToBus, so replies come back on the asker's own inbox, R33).
- * `defaults` apply to every call unless the call says otherwise.
+ * `defaults` apply to every call unless the call says otherwise. With `memory`, every request
+ * carries the highest records sequence seen (`seen`, R68; `{ sequence: 0 }` when none yet) and a
+ * reply's higher one is kept; a controller that refuses the field (an older release) is asked
+ * again without it, and not sent it again by this client.
  */
-export function meshClient(nc: NatsConnection, asker: string, defaults: SendOptions = {}): MeshClient {
+export function meshClient(nc: NatsConnection, asker: string, defaults: SendOptions = {}, memory?: SeenMemory): MeshClient {
+  let sendsSeen = memory !== undefined;
   const send = async (verb: Verb, request: object, options: CallOptions, dryRun: boolean): Promise<unknown> => {
     const { commandId, ...sendOptions } = options;
     const body: Record<string, unknown> = {
@@ -98,8 +125,15 @@ export function meshClient(nc: NatsConnection, asker: string, defaults: SendOpti
       ...(commandId === undefined ? {} : { commandId }),
       ...(dryRun ? { dryRun: true } : {}),
     };
-    const reply = await sendCommand(nc, asker, verb, body, { ...defaults, ...sendOptions });
-    return parseReply(verb, reply, dryRun);
+    const seenNow = sendsSeen ? memory?.read() ?? { sequence: 0 } : undefined;
+    let reply = await sendCommand(nc, asker, verb, seenNow === undefined ? body : { ...body, seen: seenNow }, { ...defaults, ...sendOptions });
+    if (seenNow !== undefined && refusesSeen(reply)) {
+      sendsSeen = false;
+      reply = await sendCommand(nc, asker, verb, body, { ...defaults, ...sendOptions });
+    }
+    const split = splitSeen(reply);
+    if (memory !== undefined && split.seen !== undefined && split.seen.sequence > (seenNow?.sequence ?? 0)) memory.keep(split.seen);
+    return parseReply(verb, split.reply, dryRun);
   };
   const ask = async <V extends Verb>(verb: V, request: RequestOf<V>, options: CallOptions = {}): Promise<Answer<V>> =>
     (await send(verb, request, options, false)) as Answer<V>;

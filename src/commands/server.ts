@@ -33,6 +33,8 @@ import { versionRefusal } from "../contracts/version.ts";
 import { fitReply } from "./fit.ts";
 import { boundedText, dropsOf, errorLine, total } from "../bus/total.ts";
 import { commands, definitionOf, queries } from "./index.ts";
+import type { SeenVouch } from "./seen.ts";
+import { weighSeen } from "./serverSeen.ts";
 
 /** Decodes request bodies (UTF-8); one for the server, not one per request. */
 const decoder = new TextDecoder();
@@ -55,6 +57,8 @@ export type ServeDependencies = {
   log: ServerLog;
   /** The controller's composition settings, lent to queries that compose (`explain`, R19). */
   compose?: ComposeConfig;
+  /** R68: vouches for a folded sequence and checks an asker's claim; without it `seen` is neither sent nor believed. */
+  seen?: SeenVouch;
 };
 
 /** Stops taking requests, finishes the one in hand, and resolves. */
@@ -220,7 +224,24 @@ export async function handleCommand(
   // The contract's version first (src/contracts): a client of another version hears about `v`.
   const version = versionRefusal("verbs", body);
   if (version) return { ok: false, error: version };
-  const { commandId: givenId, dryRun, v: _version, ...fields } = body as Record<string, unknown>;
+  const { commandId: givenId, dryRun, v: _version, ...given } = body as Record<string, unknown>;
+  // R68: the asker's `seen` is evidence, weighed before the verb, and vouched for in its reply.
+  const seen = await weighSeen(nc, catalogue, deps.seen, actor, given, deps.log);
+  if (!seen.ok) return { ok: false, error: seen.refusal };
+  return seen.vouched(await answerRequest(nc, catalogue, deps, verb, def, { givenId, dryRun, fields: seen.rest }, actor));
+}
+
+/** The request's own part (see handleCommand): its envelope fields, its verb's fields, then decide or answer. */
+async function answerRequest(
+  nc: NatsConnection,
+  catalogue: Catalogue,
+  deps: ServeDependencies,
+  verb: string,
+  def: NonNullable<ReturnType<typeof definitionOf>>,
+  asked: { givenId: unknown; dryRun: unknown; fields: Record<string, unknown> },
+  actor: string,
+): Promise<Reply> {
+  const { givenId, dryRun, fields } = asked;
   if (givenId !== undefined && !CommandId.safeParse(givenId).success) {
     return failure("invalid-request", "\"commandId\": use 1 to 128 letters, digits, dots, dashes, colons or underscores, or leave it out", "commandId");
   }

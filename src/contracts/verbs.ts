@@ -34,6 +34,22 @@ export const CommandId = z
   .regex(/^[A-Za-z0-9_.:-]{1,128}$/, "use 1 to 128 letters, digits, dots, dashes, colons or underscores");
 
 /**
+ * R68: the highest records sequence a CLI has seen, with the controller's tag on it (seenTag), as
+ * it travels beside a request's fields and a reply's body (like `commandId` and `v`, not one of
+ * any verb's own fields). The controller puts `seen` on its replies to a request that carried one
+ * (an older CLI sends none and is sent none, so its strict parse of the reply still holds); the CLI
+ * keeps the highest and sends it with every command. `{ sequence: 0 }` without a tag says "none
+ * yet". A sequence past the records' end whose tag verifies is evidence that they are behind (R43).
+ */
+export const Seen = z
+  .object({
+    sequence: z.number().int().nonnegative(),
+    tag: z.string().regex(/^[A-Za-z0-9_-]{43}$/, "not the controller's tag (43 base64url characters): send the tag of the reply it came with").optional(),
+  })
+  .strict();
+export type Seen = z.infer<typeof Seen>;
+
+/**
  * A node's public key as a request carries it: base64, non-empty. Only the shape is checked
  * here; that it is a real X25519 SPKI key is checked by the controller's shell, which has the crypto.
  */

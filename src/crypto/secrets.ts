@@ -231,6 +231,33 @@ export function recordsTagVerifies(meshKey: string, fact: RecordsFact, tag: unkn
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+/** The first element of a seen tag's text: no seen tag is ever a records tag, nor the other way round. */
+const SEEN_TAG_LABEL = "mesh-controller records seen 1";
+
+/**
+ * R68: the controller's tag on a records sequence it folded (`sequence`), sent with its replies
+ * (`seen`) and echoed by the asker's CLI with every later command. HMAC-SHA256 (base64url, 43
+ * characters) under the records tag's key (derived from the mesh key, which no principal holds),
+ * over a text of its own label: so an operator can claim only a sequence the controller vouched
+ * for, and a restore that loses the records keeps the key that makes the claim evidence. Throws
+ * when the mesh key is not 32 bytes of base64.
+ */
+export function seenTag(meshKey: string, sequence: number): string {
+  return createHmac("sha256", recordsTagKeyOf(meshKey)).update(JSON.stringify([SEEN_TAG_LABEL, sequence])).digest("base64url");
+}
+
+/**
+ * True when `tag` is the controller's seenTag on `sequence` under `meshKey`; false for any other
+ * tag, sequence or shape, never a throw (a request is data from a principal). Constant-time.
+ */
+export function seenTagVerifies(meshKey: string, sequence: number, tag: unknown): boolean {
+  if (typeof tag !== "string" || !/^[A-Za-z0-9_-]{43}$/.test(tag)) return false;
+  if (!Number.isSafeInteger(sequence) || sequence < 0) return false;
+  const expected = Buffer.from(seenTag(meshKey, sequence), "base64url");
+  const given = Buffer.from(tag, "base64url");
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
 /** A node's key pair: X25519, public as base64 SPKI DER, private as base64 PKCS#8 DER. */
 export function newNodeKeyPair(): { publicKey: string; privateKey: string } {
   const { publicKey, privateKey } = generateKeyPairSync("x25519");

@@ -299,7 +299,10 @@ export function startHost(options: HostOptions): Host {
     }
   };
   /** Sends `report` to the REPORTS stream: one attempt now, and again in the background until stored. */
+  /** The last report this run sent (R68: said again at each reconnect). */
+  let lastSent: HostReport | undefined;
   const sendReport = async (nc: NatsConnection, report: HostReport): Promise<void> => {
+    lastSent = report;
     const waiting = { data: JSON.stringify(stampReport(report)), id: randomUUID() };
     unstored = waiting;
     if (!(await storeReport(nc, waiting))) void storeWaitingReport(nc);
@@ -313,17 +316,20 @@ export function startHost(options: HostOptions): Host {
   };
 
   /**
-   * R43 R44: once per start, the host reports again what it holds: the last declaration it applied
-   * (its digest and the records' sequence it was composed from) and, on the broker's node, the
-   * users of the list the bus runs. After a restore the controller hears the world this way even
-   * when nothing is sent to the host (a records sequence past the records' end is evidence; the
-   * users are named when the restore is accepted). Published only: not one of `reports` (the
+   * R43 R44 R68: at each connection and reconnection, the host reports again what it holds: the
+   * last report this run sent, or at the first, the last declaration it applied (its digest and
+   * the records' sequence it was composed from) and, on the broker's node, the users of the list
+   * the bus runs. After a restore the controller hears the world this way even when nothing is
+   * sent to the host: a restore of the controller's machine restarts the bus under a running host
+   * and brings back an older REPORTS stream (a records sequence past the records' end is evidence;
+   * the users are named when the restore is accepted). Published only: not one of `reports` (the
    * replies to declarations this run handled). Never throws (a state it cannot read reports nothing).
    */
-  let restated = false;
   const restate = (nc: NatsConnection) => {
-    if (restated) return;
-    restated = true;
+    if (lastSent !== undefined) {
+      void sendReport(nc, lastSent);
+      return;
+    }
     try {
       const owned = readOwned(stateDir);
       const first = busTargets[0];
@@ -514,6 +520,7 @@ export function startHost(options: HostOptions): Host {
         } else if (status.type === "reconnect" && current?.nc === nc && !stopped) {
           isBound = true;
           log(`host ${node}: reconnected to the bus`);
+          restate(nc);
         }
       }
     })().catch(() => undefined);

@@ -7,7 +7,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { connectWithCredentialFile } from "../cli/context.ts";
 import { pollUntil, PollTimeout } from "../bus/retry.ts";
 import { makeFolderDurable, readBusCredential, writeFileDurable } from "../files/index.ts";
-import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
+import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer, type SeenMemory } from "../client/client.ts";
 import type { ReplyOf, RequestOf, Verb } from "../contracts/verbs.ts";
 import { registrationOrder } from "../manifest/order.ts";
 import type { Environment } from "../config.ts";
@@ -416,16 +416,17 @@ export async function pushAndWait(nc: NatsConnection, asker: string, timeoutMs: 
  * status` off the `mesh up` machine: `asker` (the bus user the commands are sent as; default the
  * folder's operator), `mesh` (address and fingerprint, from the credential dialled, when the folder
  * holds no mesh.json) and `processes` (only those `mesh up` started from this folder; default every
- * one of PROCESSES). The bus's user list is read from the folder when it is there, else not named.
+ * one of PROCESSES), and `memory` (R68: the records sequence the credential's CLI has seen, sent
+ * with each question). The bus's user list is read from the folder when it is there, else not named.
  */
 export async function readSummary(
   paths: MeshPaths,
   nc: NatsConnection,
   timeoutMs = 10_000,
-  seen: { asker?: string; mesh?: { genesisAddress: string; fingerprint: string }; processes?: Record<string, number | null> } = {},
+  seen: { asker?: string; mesh?: { genesisAddress: string; fingerprint: string }; processes?: Record<string, number | null>; memory?: SeenMemory } = {},
 ): Promise<UpSummary> {
   const asker = seen.asker ?? operatorUser(paths);
-  const client = meshClient(nc, asker, { timeoutMs });
+  const client = meshClient(nc, asker, { timeoutMs }, seen.memory);
   const mesh = seen.mesh ?? readMeshFile(paths.dir);
   const nodes = nodesOf(ok("nodes", await client.nodes()));
   const seats = seatsOf(ok("seats", await client.seats()));

@@ -44,7 +44,7 @@ describe("mesh compose", () => {
     assert.equal(CLI_VERBS.filter((v) => v.path.join(" ") === "compose").length, 1, "registered once");
     const { ctx, requests, lines } = recordingContext(false);
     assert.equal(await COMPOSE_CLI_VERB.run(ctx, [["beta"]], { wait: true }), EXIT_OK);
-    assert.deepEqual(requests, [{ subject: commandSubject("operator-test", PUSH_VERB), body: { v: 1, nodes: [], wait: false, dryRun: true } }]);
+    assert.deepEqual(requests, [{ subject: commandSubject("operator-test", PUSH_VERB), body: { v: 1, nodes: [], wait: false, dryRun: true, seen: { sequence: 0 } } }], "and the records sequence its CLI has seen (R68: none yet)");
     assert.ok(lines[0]!.startsWith("dry run p1"), lines.join("\n"));
     const text = lines.join("\n");
     assert.match(text, /beta\s+unchanged/, "unchanged, as `mesh compose` without names says it (found by a new-user trial: it said would send)");
