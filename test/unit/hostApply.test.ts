@@ -133,6 +133,30 @@ describe("R69: a host applies a declaration all or nothing", () => {
   });
 });
 
+describe("R69 (issue 26): what a killed write left is removed at the next apply", () => {
+  let root: string;
+  before(() => { root = mkdtempSync(join(tmpdir(), "mesh-host-leftovers-")); });
+  after(() => { rmSync(root, { recursive: true, force: true }); });
+
+  it("R69: a durable write's temporary file in a module folder, a staging folder and a journal's temporary are removed; the operator's files stay", () => {
+    const state = join(root, "node");
+    const { publicKey } = initHostKeys(state);
+    const key = readNodePrivateKey(state);
+    const d = declaration("n1", publicKey, [{ module: "web", password: newPassword() }], "d1");
+    applyDeclaration(state, d, key);
+    const before = tree(state);
+    writeFileSync(join(state, "modules", "web", ".env.4242.0123abcd.tmp"), "MESH_NKEY_SEED=half");
+    mkdirSync(join(state, ".staging-0123456789ab"));
+    writeFileSync(join(state, ".staging-0123456789ab", "seed"), "x");
+    writeFileSync(join(state, ".apply-journal.json.4242.0123abcd.tmp"), "{");
+    writeFileSync(join(state, ".credential.json.4242.0123abcd.tmp"), "another writer's");
+    applyDeclaration(state, d, key);
+    const { [".credential.json.4242.0123abcd.tmp"]: another, ...after } = tree(state);
+    assert.match(another ?? "", /another writer's$/, "another writer's temporary file is not the host's to remove");
+    assert.deepEqual(after, before);
+  });
+});
+
 describe("R69 (issue 26): an apply killed -9 at any point is found, after a restart, as the old tree or the new one", () => {
   let root: string;
   before(() => { root = mkdtempSync(join(tmpdir(), "mesh-host-crash-")); });
