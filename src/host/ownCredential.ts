@@ -26,8 +26,11 @@ export type OwnCredential = {
   /** The bus refused what was presented: while a seed is pending, present the other one next. */
   refused(): void;
   /**
-   * What taking `self` means, checked and not yet done: null when nothing changes. Throws when it
-   * names a key this node holds neither as its seed nor as a pending one.
+   * What taking `self` means (R64), checked and not yet done: when it names the pending seed's key,
+   * that seed becomes current; else only a changed user or pin is saved; null when nothing
+   * changes. The address stays the host's own (the records' address is where the mesh says the
+   * node reaches the bus, which this host may reach otherwise). Throws when it names a key this
+   * node holds neither as its seed nor as a pending one.
    */
   planAdoption(self: NodeSelf): Adoption | null;
   /** Saves the adoption (credential file, pending seed promoted) and returns how to undo it. */
