@@ -6,7 +6,7 @@ import { Declaration } from "../contracts/declaration.ts";
 import type { HostReport } from "../contracts/report.ts";
 import { CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE, SEED_VARIABLE } from "../compose/environment.ts";
 import { DeclarationRefused } from "./refused.ts";
-import { finishInterrupted, stageTree, type TreeFile } from "./stagedTree.ts";
+import { finishInterrupted, stageTree, UnsafeTreePath, type TreeFile } from "../files/index.ts";
 
 export { DeclarationRefused } from "./refused.ts";
 
@@ -21,8 +21,18 @@ export { DeclarationRefused } from "./refused.ts";
  * was found, and is kept (R29). Applying a declaration removes the owned files it no longer names,
  * and then the folders they leave empty. It is all or nothing (R69, stagedTree.ts): every file is
  * bounded and staged apart first, with `owned.json` and `last-applied.json`, and the whole moves in
- * at one commit; nothing is written or removed through a link.
+ * at one commit (files/stagedTree.ts); nothing is written or removed through a link.
  */
+
+/** Runs `step`, an UnsafeTreePath it throws told as the declaration's refusal (same code: nothing changed). */
+function refusing<T>(step: () => T): T {
+  try {
+    return step();
+  } catch (error) {
+    if (error instanceof UnsafeTreePath) throw new DeclarationRefused(error.code, error.message, { cause: error });
+    throw error;
+  }
+}
 
 export const OWNED_FILE = "owned.json";
 const MESH_FOLDERS = ["modules", "provisions"] as const;
@@ -230,7 +240,7 @@ function filesUnder(root: string, folder: string): string[] {
  * before each apply and re-check. Throws DeclarationRefused when a link stands on the way.
  */
 export function finishApply(stateDir: string): void {
-  finishInterrupted(stateDir, MESH_FOLDERS, [OWNED_FILE, LAST_APPLIED_FILE]);
+  refusing(() => finishInterrupted(stateDir, MESH_FOLDERS, [OWNED_FILE, LAST_APPLIED_FILE]));
 }
 
 /**
@@ -281,13 +291,13 @@ export function stageDeclaration(stateDir: string, declaration: Declaration, pri
     ...(declaration.recordsSequence === undefined ? {} : { recordsSequence: declaration.recordsSequence }),
     ...(declaration.recordsTag === undefined ? {} : { recordsTag: declaration.recordsTag }),
   };
-  const staged = stageTree(stateDir, desired, (previous?.files ?? []).filter((file) => !desired.has(file)));
+  const staged = refusing(() => stageTree(stateDir, desired, (previous?.files ?? []).filter((file) => !desired.has(file))));
   return {
     commit(last) {
-      staged.commit(new Map([
+      refusing(() => staged.commit(new Map([
         [OWNED_FILE, { text: `${JSON.stringify(record, null, 2)}\n`, mode: 0o600 }],
         ...(last ? [[LAST_APPLIED_FILE, lastAppliedFile(last)] as const] : []),
-      ]));
+      ])));
       const kept = MESH_FOLDERS.flatMap((folder) => filesUnder(stateDir, folder)).filter((file) => !desired.has(file)).sort();
       return { digest: declaration.digest, written: [...staged.write], removed: [...staged.remove], kept, owned: nowOwned };
     },

@@ -4,8 +4,7 @@ import {
 } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { dirname, join } from "node:path";
-import { PRIVATE_FOLDER_MODE, removeFileDurable, syncFolder, writeFileDurable } from "../files/index.ts";
-import { DeclarationRefused } from "./refused.ts";
+import { PRIVATE_FOLDER_MODE, removeFileDurable, syncFolder, writeFileDurable } from "./durable.ts";
 
 /**
  * The files a host owns, changed all or nothing (R69, R54). The new files are written apart, in a
@@ -19,8 +18,18 @@ import { DeclarationRefused } from "./refused.ts";
  * after it, the next start finishes the journal (finishInterrupted): the new tree. The granularity is
  * the file, not the folder, because files the host found share the mesh's folders and are kept
  * (R29). Every path is looked at with lstat from the state folder down: a link anywhere on it, which
- * the host never makes, is refused (`link`), so nothing is written or removed through one.
+ * the host never makes, is refused (UnsafeTreePath `link`), so nothing is written or removed through one.
  */
+
+/** A path the tree cannot take: one leaving the folder, a link on it, a file or folder in the way. `code` is stable. */
+export class UnsafeTreePath extends Error {
+  override readonly name = "UnsafeTreePath";
+  readonly code: "unsafe-name" | "link" | "not-a-file" | "not-a-folder";
+  constructor(code: UnsafeTreePath["code"], message: string) {
+    super(message);
+    this.code = code;
+  }
+}
 
 /** A file the tree holds: its text and mode. */
 export type TreeFile = { text: string; mode: number };
@@ -44,8 +53,7 @@ export type StagedTree = {
   discard(): void;
 };
 
-const refuse = (code: "unsafe-name" | "link" | "not-a-file" | "not-a-folder", rel: string, why: string) =>
-  new DeclarationRefused(code, `${rel.slice(0, 120)} ${why}`);
+const refuse = (code: UnsafeTreePath["code"], rel: string, why: string) => new UnsafeTreePath(code, `${rel.slice(0, 120)} ${why}`);
 
 /** The components of a relative path, refused when it could leave the state folder. */
 function components(rel: string): string[] {
@@ -65,7 +73,7 @@ function lstatOrNull(path: string): Stats | null {
 
 /**
  * What `rel` holds under `stateDir`, looked at without following a link: null when it (or a folder
- * above it) is absent, else its lstat. Throws DeclarationRefused `link` for a link on the way,
+ * above it) is absent, else its lstat. Throws UnsafeTreePath `link` for a link on the way,
  * `not-a-folder` for a file where a folder is, `not-a-file` when the end is not a regular file.
  */
 function inspect(stateDir: string, rel: string): Stats | null {
@@ -136,7 +144,7 @@ function writeStaged(root: string, files: ReadonlyMap<string, TreeFile>): void {
 /**
  * Stages the change from what `stateDir` holds to `files` (relative path → content), removing
  * `remove` (paths the tree held and no longer does): every path is inspected first (a link, a
- * folder where a file goes: DeclarationRefused, nothing written), files already holding their
+ * folder where a file goes: UnsafeTreePath, nothing written), files already holding their
  * content are left out, and the rest written to a fresh staging folder. Returns the staged change
  * (commit it, or discard it); nothing outside the staging folder is changed until commit.
  */
@@ -249,7 +257,7 @@ const temporaryOf = (name: string, names: readonly string[]) => DURABLE_TEMPORAR
  * At start (and before each change): finishes a change a crash interrupted after its commit (the
  * new tree), removes staging folders of changes never committed (the old tree stays), and the
  * temporary files a write killed midway left in `folders` (the mesh's) and beside `files` (the
- * state folder's own files of the tree; another writer's temporaries there are left alone). Throws DeclarationRefused when a link now stands on a journal's path (the journal
+ * state folder's own files of the tree; another writer's temporaries there are left alone). Throws UnsafeTreePath when a link now stands on a journal's path (the journal
  * stays, and is finished once it is removed).
  */
 export function finishInterrupted(stateDir: string, folders: readonly string[], files: readonly string[]): void {
