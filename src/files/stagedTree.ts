@@ -72,27 +72,35 @@ function lstatOrNull(path: string): Stats | null {
 }
 
 /**
- * What `rel` holds under `stateDir`, looked at without following a link: null when it (or a folder
- * above it) is absent, else its lstat. Throws UnsafeTreePath `link` for a link on the way,
- * `not-a-folder` for a file where a folder is, `not-a-file` when the end is not a regular file.
+ * The lstat of `rel`'s entry under `stateDir` (a file or folder path), looked at from the top down
+ * without following a link: null when it or a folder above it is absent. Throws UnsafeTreePath
+ * `link` for a link on the way or at the end, `not-a-folder` for anything but a folder above it.
  */
-function inspect(stateDir: string, rel: string): Stats | null {
+function lstatAlong(stateDir: string, rel: string): Stats | null {
   const parts = components(rel);
-  let path = stateDir;
-  for (const [index, part] of parts.entries()) {
-    path = join(path, part);
-    const stat = lstatOrNull(path);
-    const shown = parts.slice(0, index + 1).join("/");
+  for (let i = 1; i <= parts.length; i += 1) {
+    const shown = parts.slice(0, i).join("/");
+    const stat = lstatOrNull(join(stateDir, ...parts.slice(0, i)));
     if (stat === null) return null;
-    if (stat.isSymbolicLink()) {
-      throw refuse("link", shown, `is a symbolic link the host did not make: it never writes or removes through one (remove it, or make it a folder, and push again)`);
-    }
-    const last = index === parts.length - 1;
-    if (!last && !stat.isDirectory()) throw refuse("not-a-folder", shown, "is not a folder, and the declaration needs one there (move it away and push again)");
-    if (last && !stat.isFile()) throw refuse("not-a-file", shown, "is not a regular file, and the declaration writes one there (move it away and push again)");
-    if (last) return stat;
+    if (stat.isSymbolicLink()) throw refuse("link", shown, "is a symbolic link the host did not make: it never writes or removes through one (remove it, or make it a folder, and push again)");
+    if (i === parts.length) return stat;
+    if (!stat.isDirectory()) throw refuse("not-a-folder", shown, "is not a folder, and the declaration needs one there (move it away and push again)");
   }
   return null;
+}
+
+/** The lstat of the regular file `rel` (lstatAlong), null when absent; UnsafeTreePath `not-a-file` when something else is there. */
+function inspect(stateDir: string, rel: string): Stats | null {
+  const stat = lstatAlong(stateDir, rel);
+  if (stat && !stat.isFile()) throw refuse("not-a-file", rel, "is not a regular file, and the declaration writes one there (move it away and push again)");
+  return stat;
+}
+
+/** Whether the folder `rel` exists (lstatAlong); UnsafeTreePath `not-a-folder` when something else is there. */
+function isFolder(stateDir: string, rel: string): boolean {
+  const stat = lstatAlong(stateDir, rel);
+  if (stat && !stat.isDirectory()) throw refuse("not-a-folder", rel, "is not a folder, and the declaration needs one there (move it away and push again)");
+  return stat !== null;
 }
 
 /** Whether the regular file at `path` (`stat`) holds `file` already; read without following a link. */
@@ -202,13 +210,9 @@ function makeParents(stateDir: string, rel: string): string[] {
   const made: string[] = [];
   for (let i = 1; i <= parts.length; i += 1) {
     const sub = parts.slice(0, i).join("/");
-    const stat = lstatOrNull(join(stateDir, sub));
-    if (stat?.isSymbolicLink()) throw refuse("link", sub, "is a symbolic link the host did not make: it never writes through one (remove it and push again)");
-    if (stat && !stat.isDirectory()) throw refuse("not-a-folder", sub, "is not a folder (move it away and push again)");
-    if (!stat) {
-      mkdirSync(join(stateDir, sub), { mode: PRIVATE_FOLDER_MODE });
-      made.push(dirname(join(stateDir, sub)));
-    }
+    if (isFolder(stateDir, sub)) continue;
+    mkdirSync(join(stateDir, sub), { mode: PRIVATE_FOLDER_MODE });
+    made.push(dirname(join(stateDir, sub)));
   }
   return made;
 }
@@ -250,33 +254,36 @@ function carryOut(stateDir: string, journal: Journal): void {
 
 /** The temporary name files/durable.ts writes beside a file (`.<name>.<pid>.<random>.tmp`). */
 const DURABLE_TEMPORARY = /^\..+\.\d+\.[0-9a-f]{8}\.tmp$/;
-/** The temporary name beside one of `names` in the state folder. */
+/** Whether `name` is the temporary name of one of `names` (their own folder's). */
 const temporaryOf = (name: string, names: readonly string[]) => DURABLE_TEMPORARY.test(name) && names.some((own) => name.startsWith(`.${own}.`));
 
 /**
  * At start (and before each change): finishes a change a crash interrupted after its commit (the
  * new tree), removes staging folders of changes never committed (the old tree stays), and the
- * temporary files a write killed midway left in `folders` (the mesh's) and beside `files` (the
- * state folder's own files of the tree; another writer's temporaries there are left alone). Throws UnsafeTreePath when a link now stands on a journal's path (the journal
- * stays, and is finished once it is removed).
+ * temporary files a write killed midway left beside a file of the tree: `files()` (relative paths,
+ * read after the journal is finished) names them. Anything else is left alone: another writer's
+ * temporary in the state folder, a module's own in its folder. Throws UnsafeTreePath when a link
+ * stands on a journal's path or a tree file's folder (the journal stays, finished once it goes).
  */
-export function finishInterrupted(stateDir: string, folders: readonly string[], files: readonly string[]): void {
+export function finishInterrupted(stateDir: string, files: () => readonly string[]): void {
   const journalFile = join(stateDir, JOURNAL_FILE);
   if (existsSync(journalFile)) carryOut(stateDir, JSON.parse(readFileSync(journalFile, "utf8")) as Journal);
-  let removed = false;
-  for (const name of existsSync(stateDir) ? readdirSync(stateDir) : []) {
-    if (!name.startsWith(STAGING_PREFIX) && !temporaryOf(name, [...files, JOURNAL_FILE])) continue;
-    rmSync(join(stateDir, name), { recursive: true, force: true });
-    removed = true;
+  const byFolder = new Map<string, string[]>([["", [JOURNAL_FILE]]]);
+  for (const rel of files()) {
+    const parts = components(rel);
+    const folder = parts.slice(0, -1).join("/");
+    byFolder.set(folder, [...(byFolder.get(folder) ?? []), parts.at(-1)!]);
   }
-  const sweep = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (entry.isDirectory()) sweep(join(dir, entry.name));
-      else if (entry.isFile() && DURABLE_TEMPORARY.test(entry.name)) { unlinkSync(join(dir, entry.name)); removed = true; }
+  for (const [folder, names] of byFolder) {
+    const dir = join(stateDir, folder);
+    if (folder !== "" && !isFolder(stateDir, folder)) continue;
+    let removed = false;
+    for (const name of readdirSync(dir)) {
+      const staging = folder === "" && name.startsWith(STAGING_PREFIX);
+      if (!staging && !temporaryOf(name, names)) continue;
+      rmSync(join(dir, name), { recursive: true, force: true });
+      removed = true;
     }
-  };
-  for (const folder of folders) {
-    if (lstatOrNull(join(stateDir, folder))?.isDirectory()) sweep(join(stateDir, folder));
+    if (removed) syncFolder(dir);
   }
-  if (removed) syncFolder(stateDir);
 }

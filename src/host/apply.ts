@@ -240,7 +240,7 @@ function filesUnder(root: string, folder: string): string[] {
  * before each apply and re-check. Throws DeclarationRefused when a link stands on the way.
  */
 export function finishApply(stateDir: string): void {
-  refusing(() => finishInterrupted(stateDir, MESH_FOLDERS, [OWNED_FILE, LAST_APPLIED_FILE]));
+  refusing(() => finishInterrupted(stateDir, () => [OWNED_FILE, LAST_APPLIED_FILE, ...(readOwned(stateDir)?.files ?? [])]));
 }
 
 /**

@@ -138,12 +138,14 @@ describe("R69 (issue 26): what a killed write left is removed at the next apply"
   before(() => { root = mkdtempSync(join(tmpdir(), "mesh-host-leftovers-")); });
   after(() => { rmSync(root, { recursive: true, force: true }); });
 
-  it("R69: a durable write's temporary file in a module folder, a staging folder and a journal's temporary are removed; the operator's files stay", () => {
+  it("R69: a durable write's temporary file beside a file the mesh owns, a staging folder and a journal's temporary are removed; others' files stay, temporary or not", () => {
     const state = join(root, "node");
     const { publicKey } = initHostKeys(state);
     const key = readNodePrivateKey(state);
     const d = declaration("n1", publicKey, [{ module: "web", password: newPassword() }], "d1");
     applyDeclaration(state, d, key);
+    mkdirSync(join(state, "modules", "web", "data"));
+    writeFileSync(join(state, "modules", "web", "data", ".db.4242.0123abcd.tmp"), "the module's own write");
     const before = tree(state);
     writeFileSync(join(state, "modules", "web", ".env.4242.0123abcd.tmp"), "MESH_NKEY_SEED=half");
     mkdirSync(join(state, ".staging-0123456789ab"));
