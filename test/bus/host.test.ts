@@ -411,6 +411,20 @@ describe("host agent: the broker's user list", () => {
     assert.match(report.error ?? "", /refused/);
   });
 
+  it("R69 R50: a declaration whose list the bus refuses puts back the credential it took (its pin) and keeps what it re-checks", async () => {
+    const credentialFile = join(broker.stateDir, "credential.json");
+    const before = existsSync(credentialFile) ? readFileSync(credentialFile, "utf8") : undefined;
+    const lastApplied = existsSync(join(broker.stateDir, "last-applied.json")) ? readFileSync(join(broker.stateDir, "last-applied.json"), "utf8") : undefined;
+    const self = { address: server.url, user: busUser("node", "hub"), nkey: publicKeyOfSeed(broker.password), fingerprint: Array.from({ length: 32 }, () => "CD").join(":") };
+    const d = { ...declaration("hub", broker.publicKey, [], { userList: "authorization { users = [ {nkey: " }), self };
+    await publishDeclaration(admin, d);
+    const report = await broker.host.waitForReport(d.digest, 20_000);
+    assert.equal(report.ok, false);
+    assert.ok(broker.lines.some((l) => l.includes("saved its credential")), `the credential was taken before the list, as R50 orders: ${report.error}`);
+    assert.equal(existsSync(credentialFile) ? readFileSync(credentialFile, "utf8") : undefined, before, "and put back when the list failed");
+    assert.equal(existsSync(join(broker.stateDir, "last-applied.json")) ? readFileSync(join(broker.stateDir, "last-applied.json"), "utf8") : undefined, lastApplied);
+  });
+
   it("R11: a user list over the bus's 1 MiB message limit (5,000 users) arrives in parts, is installed, and a new user connects", async () => {
     const fresh = mint();
     const users = [...baseUsers, ...generatedUsers(5_000, "bulk"), { ...adminUser(fresh), user: "late-arrival" }];
