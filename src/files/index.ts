@@ -3,3 +3,6 @@ export {
   PRIVATE_FILE_MODE, PRIVATE_FOLDER_MODE, type DurableFs, type DurableWriteOptions,
 } from "./durable.ts";
 export { readBusCredential, writeBusCredential, CredentialFileError, type ReadCredentialOptions } from "./credentialFile.ts";
+export {
+  stageTree, finishInterrupted, UnsafeTreePath, JOURNAL_FILE, STAGING_PREFIX, type StagedTree, type TreeFile,
+} from "./stagedTree.ts";

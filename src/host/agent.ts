@@ -1,27 +1,26 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
-import { connectToBus, isSeed, secretOf, type BusConnectOptions, type BusCredential } from "../bus/connect.ts";
-import { CONTROL_STREAM, REPORTS_STREAM, declarationConsumer, declarationFilter, reportSubject } from "../names.ts";
+import { connectToBus, type BusCredential } from "../bus/connect.ts";
+import { CONTROL_STREAM, declarationConsumer, declarationFilter } from "../names.ts";
 import { boundedText, dropsOf, errorLine, total } from "../bus/total.ts";
-import { applyDeclaration, readOwned, recheckOwned, saveLastApplied, type Applied } from "./apply.ts";
-import { installUserList, type BusReloadOptions } from "./busList.ts";
+import { readOwned, recheckOwned, stageDeclaration, type Applied, type StagedDeclaration } from "./apply.ts";
+import { installOnEveryServer, type BusReloadOptions } from "./busList.ts";
 import { busLogFiles, watchBusLog } from "./busLog.ts";
-import { shortDigest, type Declaration as HostDeclaration, type NodeSelf } from "../contracts/declaration.ts";
-import { stampReport, type HostReport, type ServerListOutcome } from "../contracts/report.ts";
+import { shortDigest, type Declaration as HostDeclaration } from "../contracts/declaration.ts";
+import type { HostReport } from "../contracts/report.ts";
 import {
-  appliedReport, backoffBound, backoffDelay, reportRetryDelay, driftedReport, failedReport, listOutcomeText, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
+  appliedReport, backoffBound, backoffDelay, carryUnsent, driftedReport, failedReport, firstLine, listOutcomeText, messageKind, planApply, planList, readDeclaration, restatedReport,
   type ListInstallOutcome,
 } from "./plan.ts";
-import { publicKeyOfSeed } from "../crypto/secrets.ts";
-import { NODE_CREDENTIAL_FILE, promotePendingSeed, readCredentialFile, readNodePrivateKey, readNodeSeeds } from "./keys.ts";
-import { writeBusCredential } from "../files/index.ts";
+import { NODE_CREDENTIAL_FILE, readNodePrivateKey } from "./keys.ts";
 import { UserListParts } from "./userListParts.ts";
 import { readPartHeader } from "../contracts/userList.ts";
-import { isAuthorizationRefusal, isConsumerNotFound, isStreamNotFound } from "../bus/errors.ts";
-import { dialAgainAfter, isTransientJetStreamError } from "../bus/retry.ts";
+import { isAuthorizationRefusal } from "../bus/errors.ts";
+import { RECONNECT_REFUSALS_BEFORE_BACKOFF, explainFailure, hostDialOptions, refusedAdvice } from "./connection.ts";
+import { ownCredential } from "./ownCredential.ts";
+import { reporter } from "./reporter.ts";
 
 /**
  * The host agent (DESIGN.md section 7): the node side of a push.
@@ -34,9 +33,15 @@ import { dialAgainAfter, isTransientJetStreamError } from "../bus/retry.ts";
  * come before the declaration naming them: each is stored (UserListParts) and acknowledged; the
  * declaration installs the list only when its parts are complete and their digest matches. A
  * declaration whose parts are missing is reported `ok: false` naming them, and is applied again
- * (and reported again) as soon as the last missing part arrives. A refused connection (its credential not composed yet, R1) or a consumer not raised yet is
- * retried with backoff, one log line per attempt saying why; every attempt is a new connection
- * (nats.js closes a connection for good after two authorization violations).
+ * (and reported again) as soon as the last missing part arrives. A declaration is applied all or
+ * nothing (R69): checked and staged first, then its own credential, the list and the files; a
+ * failure changes nothing on disk, in the credential or in what the re-checks apply (R55).
+ *
+ * A refused connection (its credential not composed yet, R1; the node removed) or a consumer not
+ * raised yet is retried with a jittered backoff up to a ceiling, one log line per attempt saying
+ * why; every attempt is a new connection (nats.js closes a connection for good after two
+ * authorization violations), and a reconnect the bus refuses ends the connection, so its retries
+ * back off too instead of the client's own every 2 s.
  *
  * A declaration's `self` names the node's own current nkey (R64: the node generated the pair, the
  * mesh holds only the public key). A rotation (`mesh host rotate-key` made a pending seed, `mesh
@@ -48,6 +53,8 @@ import { dialAgainAfter, isTransientJetStreamError } from "../bus/retry.ts";
  * the pending key makes it the current one (saved to HostOptions.credentialFile) BEFORE any user
  * list is installed.
  */
+
+export { HOST_DIAL_TIMEOUT_MS, hostDialOptions, refusedAdvice } from "./connection.ts";
 
 /** Caller settings of startHost. */
 export type HostOptions = {
@@ -93,40 +100,6 @@ export type HostOptions = {
   checkIntervalMs?: number;
 };
 
-/**
- * What to do about a refused credential. Before it was ever admitted: it is not on the list yet
- * (a push composes it, R1). Once admitted: the node was removed (`mesh node remove`: stop this
- * agent) or its key rotated: the agent presents its pending seed by itself (R50), and when the
- * mesh recorded a key this host does not hold, a new pair is made here and recorded (`mesh host
- * rotate-key`, then `mesh credential rotate node <node> --nkey`, R64).
- */
-export function refusedAdvice(node: string, stateDir: string, everAdmitted: boolean): string {
-  const rotated = `if its key was rotated, this agent presents its pending seed by itself; if the mesh recorded a key this host does not hold, make one here (\`mesh host rotate-key --state ${stateDir}\`), record it (\`mesh credential rotate node ${node} --nkey <the key it prints>\`) and push`;
-  return everAdmitted
-    ? `the bus refuses node ${node}'s credential: if the node was removed (\`mesh node remove ${node}\`), stop this agent; ${rotated}`
-    : `the bus refuses node ${node}'s credential: it is not on the bus's user list (a push composes it, R1; the genesis node is carried by \`mesh genesis --node\`, R56); if the node was removed, stop this agent; ${rotated}`;
-}
-
-/**
- * Milliseconds a host agent gives one dial (TCP, TLS handshake, CONNECT answered), the first and
- * every reconnect: as long as the bus gives a TLS handshake (installer/serverConfig.ts
- * CLIENT_TLS_TIMEOUT_SECONDS, 30 s), so that in a reconnect storm a handshake the bus is still
- * working through is not given up and tried again (with 5 s a fleet of 2,000 never came back on a
- * loaded machine). What it costs: a dial to an address that does not answer at all waits this long
- * before the next attempt.
- */
-export const HOST_DIAL_TIMEOUT_MS = 30_000;
-
-/**
- * How a host agent dials the bus (connectToBus): named `mesh-host-<node>`, each dial bounded by
- * `connectTimeoutMs` (HOST_DIAL_TIMEOUT_MS), and `secret` read at every (re)connect, so an
- * authorization error never ends reconnecting (a rotation, R50; a list not yet reloaded). One
- * place: the fleet bench dials its mesh side with it.
- */
-export function hostDialOptions(node: string, secret: () => string, connectTimeoutMs = HOST_DIAL_TIMEOUT_MS): BusConnectOptions {
-  return { name: `mesh-host-${node}`, timeoutMs: connectTimeoutMs, secret };
-}
-
 /** A running host. */
 export type Host = {
   /** Stops consuming, closes the connection and waits for the loop to end. Idempotent. */
@@ -144,19 +117,6 @@ export type Host = {
   bound(): boolean;
 };
 
-/** Why an attempt failed, for the log line: the reason, and what it probably means. */
-function explainFailure(error: unknown, node: string): string {
-  const message = error instanceof Error ? error.message.split("\n")[0]! : String(error);
-  if (isAuthorizationRefusal(error)) {
-    return `${message}; its credential is probably not in the bus's user list yet (a push composes it, R1)`;
-  }
-  if (isConsumerNotFound(error)) {
-    return `consumer ${declarationConsumer(node)} on ${CONTROL_STREAM} does not exist yet (the controller raises it at start and on push)`;
-  }
-  if (isStreamNotFound(error)) return `stream ${CONTROL_STREAM} does not exist yet (the controller raises it at start)`;
-  return message;
-}
-
 /**
  * Starts the host agent for `node` and returns at once (the connection is made in the background,
  * retried with backoff). Throws HostStateError `no-key` when the state folder has no node key.
@@ -168,81 +128,7 @@ export function startHost(options: HostOptions): Host {
   const initialMs = options.backoff?.initialMs ?? 500;
   const maxMs = options.backoff?.maxMs ?? 30_000;
   const given = typeof options.credential === "function" ? options.credential : () => options.credential as BusCredential;
-  const credentialFile = options.credentialFile ?? join(stateDir, NODE_CREDENTIAL_FILE);
-  /** The credential saved from a declaration's `self` (kept in memory too, should the file vanish). */
-  let adopted: BusCredential | undefined;
-  /** The credential to dial with now: the saved file once a rotated one was adopted, else the given one. */
-  const credentialOf = (): BusCredential => {
-    if (!adopted) return given();
-    try {
-      return readCredentialFile(credentialFile, stateDir);
-    } catch {
-      return adopted;
-    }
-  };
-  /** The secret (seed) the connection presents at each (re)connect (the last one read, should a read fail). */
-  let lastPassword: string | undefined;
-  /** While a seed is pending, whether the next attempt presents it (presentedSeed, seedAfterRefusal). */
-  let preferPending = false;
-  /** Whether the last attempt presented the pending seed. */
-  let presentedPending = false;
-  /** The bus refused what was presented: while a seed is pending, present the other one next. */
-  const refusedSeed = () => { preferPending = seedAfterRefusal(presentedPending); };
-  const passwordNow = (): string => {
-    try {
-      lastPassword = secretOf(credentialOf());
-    } catch (error) {
-      if (lastPassword === undefined) throw error;
-    }
-    // A rotation under way (R50, R64): the bus may hold either key; the current seed first, the
-    // other once the bus refuses it; the declaration naming the new key ends it (adoptOwnCredential).
-    let pending: string | undefined;
-    try {
-      pending = readNodeSeeds(stateDir).pending;
-    } catch {
-      pending = undefined;
-    }
-    const presented = presentedSeed(lastPassword, pending, preferPending);
-    preferPending = presented.preferPending;
-    presentedPending = presented.isPending;
-    return presented.seed;
-  };
-  /**
-   * Follows the declaration's own credential (R64): when it names the pending seed's key, that seed
-   * becomes the node's current one (saved, with the declaration's user and fingerprint, to the
-   * credential file, and `node.seed.next` made `node.seed`); when it names the current key, only a
-   * changed user or fingerprint is saved. The address stays the host's own: the records' address
-   * is where the mesh says the node reaches the bus (an overlay name once placed), which this host
-   * may reach otherwise. Throws (the declaration is reported not applied) when it names a key this
-   * node does not hold.
-   */
-  const adoptOwnCredential = (self: NodeSelf): void => {
-    const now = credentialOf();
-    const currentSeed = secretOf(now);
-    const holds = (seed: string | undefined) => seed !== undefined && isSeed(seed) && publicKeyOfSeed(seed) === self.nkey;
-    let seed: string;
-    let promote = false;
-    if (holds(currentSeed)) {
-      seed = currentSeed;
-    } else {
-      const { pending } = readNodeSeeds(stateDir);
-      if (!holds(pending)) {
-        throw new Error(`the mesh names nkey ${self.nkey} for node ${node}, which this host holds neither as its seed nor as a pending one (\`mesh host rotate-key\` makes the pending one)`);
-      }
-      seed = pending!;
-      promote = true;
-    }
-    const fingerprint = self.fingerprint || now.fingerprint;
-    if (!promote && now.user === self.user && (now.fingerprint ?? "") === (fingerprint ?? "")) return;
-    // The file's own addresses stay (a cluster's servers, R62); only user, seed and pin change.
-    const next: BusCredential = {
-      address: now.address, ...(now.addresses ? { addresses: now.addresses } : {}), user: self.user, seed, ...(fingerprint ? { fingerprint } : {}),
-    };
-    writeBusCredential(credentialFile, next);
-    adopted = next;
-    if (promote) promotePendingSeed(stateDir, credentialFile);
-    log(`host ${node}: ${promote ? `took its rotated key ${self.nkey}` : "saved its credential"} for ${next.user} to ${credentialFile}`);
-  };
+  const own = ownCredential(stateDir, node, given, options.credentialFile ?? join(stateDir, NODE_CREDENTIAL_FILE), log);
   const reports: HostReport[] = [];
   const waiters = new Set<() => void>();
   const notify = () => { for (const wake of [...waiters]) wake(); };
@@ -257,62 +143,13 @@ export function startHost(options: HostOptions): Host {
       wakeSleeper = () => { clearTimeout(timer); wakeSleeper = undefined; resolve(); };
     });
 
-  /**
-   * R32: the latest report the REPORTS stream has not acknowledged yet, with its Nats-Msg-Id (a
-   * report published twice is stored once). A push waits for the stored report, so one the bus
-   * did not take (the connection dropped under it as a reload took the node's old key away, or
-   * JetStream could not answer for a moment) is published again until the stream holds it. The
-   * stream keeps one report per node, so a newer report replaces one still waiting.
-   */
-  let unstored: { data: string; id: string } | undefined;
-  let retrying = false;
-  /** Report publishes in a row the bus did not answer (R62: every third dials the bus again). */
-  let unansweredInARow = 0;
-  /** One JetStream publish of `waiting`; true when the stream acknowledged it. */
-  const storeReport = async (nc: NatsConnection, waiting: { data: string; id: string }): Promise<boolean> => {
-    try {
-      await jetstream(nc).publish(reportSubject(node), waiting.data, { msgID: waiting.id });
-      unansweredInARow = 0;
-      if (unstored === waiting) unstored = undefined;
-      return true;
-    } catch (error) {
-      if (waiting === unstored) log(`host ${node}: its report was not stored in ${REPORTS_STREAM} (${error instanceof Error ? error.message.split("\n")[0]! : String(error)}): publishing it again until it is`);
-      if (isTransientJetStreamError(error) && dialAgainAfter(++unansweredInARow) && !nc.isClosed()) {
-        log(`host ${node}: JetStream did not answer ${unansweredInARow} report publishes in a row on this connection: dialling the bus again`);
-        void nc.reconnect().catch(() => undefined);
-      }
-      return false;
-    }
-  };
-  /** Publishes the waiting report again, with backoff, until it is stored, the connection closes or the host stops (one loop at a time). */
-  const storeWaitingReport = async (nc: NatsConnection): Promise<void> => {
-    if (retrying) return;
-    retrying = true;
-    try {
-      for (let attempt = 1; unstored !== undefined && !stopped && !nc.isClosed(); attempt += 1) {
-        await new Promise((resolve) => setTimeout(resolve, reportRetryDelay(attempt, initialMs, maxMs)));
-        const waiting = unstored;
-        if (waiting !== undefined && !stopped && !nc.isClosed()) await storeReport(nc, waiting);
-      }
-    } finally {
-      retrying = false;
-    }
-  };
-  /** Sends `report` to the REPORTS stream: one attempt now, and again in the background until stored. */
-  /** The last report this run sent (R68: said again at each reconnect). */
-  let lastSent: HostReport | undefined;
-  const sendReport = async (nc: NatsConnection, report: HostReport): Promise<void> => {
-    lastSent = report;
-    const waiting = { data: JSON.stringify(stampReport(report)), id: randomUUID() };
-    unstored = waiting;
-    if (!(await storeReport(nc, waiting))) void storeWaitingReport(nc);
-  };
+  const reportsOut = reporter({ node, log, stopped: () => stopped, initialMs, maxMs });
 
   const publishReport = async (nc: NatsConnection, report: HostReport, applied: Applied | undefined) => {
-    await sendReport(nc, report);
-    reports.push(report);
+    const sent = await reportsOut.send(nc, report);
+    reports.push(sent);
     notify();
-    options.onReport?.(report, applied);
+    options.onReport?.(sent, applied);
   };
 
   /**
@@ -326,8 +163,9 @@ export function startHost(options: HostOptions): Host {
    * replies to declarations this run handled). Never throws (a state it cannot read reports nothing).
    */
   const restate = (nc: NatsConnection) => {
-    if (lastSent !== undefined) {
-      void sendReport(nc, lastSent);
+    const last = reportsOut.last();
+    if (last !== undefined) {
+      void reportsOut.send(nc, last);
       return;
     }
     try {
@@ -335,9 +173,9 @@ export function startHost(options: HostOptions): Host {
       const first = busTargets[0];
       const listText = owned?.node === node && first && existsSync(first.includeFile) ? readFileSync(first.includeFile, "utf8") : undefined;
       const report = restatedReport(node, owned, listText);
-      if (report) void sendReport(nc, report);
+      if (report) void reportsOut.send(nc, report);
     } catch (error) {
-      log(`host ${node}: its last declaration is not reported again at start: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
+      log(`host ${node}: its last declaration is not reported again at start: ${firstLine(error)}`);
     }
   };
 
@@ -345,74 +183,59 @@ export function startHost(options: HostOptions): Host {
   const busTargets: readonly BusReloadOptions[] = options.bus === undefined ? [] : Array.isArray(options.bus) ? options.bus : [options.bus as BusReloadOptions];
   // R70: on the bus's machine, each server's log is rotated by size and its rotated files pruned here.
   const busLogs = busLogFiles(busTargets.map((target) => target.configFile)).map((file) => watchBusLog(file, log));
-  /**
-   * Installs `text` on every server in turn (R60). One server: its refusal is thrown as it is. A
-   * cluster: each server's outcome is in `servers`, and only a list no server took is thrown; a
-   * server that missed it keeps its old file, so the next push, which sends the list again to a
-   * holder whose last report names a missed server, repairs it.
-   */
-  const installOnEveryServer = async (text: string): Promise<{ installed: ListInstallOutcome[]; servers?: ServerListOutcome[] }> => {
-    if (!Array.isArray(options.bus)) {
-      const done = await installUserList(text, busTargets[0]!);
-      return { installed: [{ ok: true, changed: done.changed, ...(done.reloadMs === undefined ? {} : { reloadMs: done.reloadMs }) }] };
-    }
-    const installed: ListInstallOutcome[] = [];
-    for (const [index, target] of busTargets.entries()) {
-      const server = target.server ?? `server ${index + 1}`;
-      try {
-        const done = await installUserList(text, target);
-        installed.push({ server, ok: true, changed: done.changed, ...(done.reloadMs === undefined ? {} : { reloadMs: done.reloadMs }) });
-      } catch (error) {
-        const why = error instanceof Error ? error.message.split("\n")[0]! : String(error);
-        log(`host ${node}: server ${server} missed the user list: ${why}`);
-        installed.push({ server, ok: false, error: why });
-      }
-    }
-    // The report carries each server's outcome without the reload's time.
-    const servers: ServerListOutcome[] = installed.map(({ reloadMs: _reloadMs, server, ...outcome }) => ({ server: server!, ...outcome }));
-    if (!installed.some((o) => o.ok)) throw new Error(`no server took the user list: ${servers.map((s) => `${s.server}: ${s.error}`).join("; ")}`);
-    return { installed, servers };
-  };
   const parts = new UserListParts(stateDir);
   /** The latest declaration whose user list lacked parts, applied again when they arrive. */
   let pending: HostDeclaration | undefined;
 
-  /** Applies one declaration (files, then the user list) as planApply and planList say, and returns its report; never throws. */
+  /**
+   * Applies one declaration as planApply and planList say, all or nothing (R69): every check first
+   * (its list's parts, its own credential), its files staged; then its own credential saved, the
+   * user list installed, and the files committed with what the re-checks apply (R55). A failure
+   * undoes the credential and drops what was staged. Returns its report; never throws.
+   */
   const apply = async (declaration: HostDeclaration, seq: number): Promise<{ report: HostReport; applied?: Applied; installed?: ListInstallOutcome[] }> => {
-    let applied: Applied | undefined;
     let missingParts: number[] | undefined;
-    const plan = planApply(declaration, node, seq, options.bus !== undefined);
+    let staged: StagedDeclaration | undefined;
+    let undo: (() => void) | undefined;
     try {
+      const plan = planApply(declaration, node, seq, options.bus !== undefined);
       if (!plan.ok) throw new Error(plan.error);
-      if (plan.adopt) adoptOwnCredential(plan.adopt);
-      applied = applyDeclaration(stateDir, declaration, privateKey, certificatePem);
-      switch (plan.list.kind) {
-        case "none":
-          pending = undefined;
-          parts.discardExcept();
-          return { report: appliedReport(node, declaration), applied };
-        case "no-bus":
-          throw new Error(plan.list.error);
-        case "assemble": {
-          const list = planList(parts.assemble(plan.list.ref), plan.list.ref);
-          if (list.kind === "await-parts") {
-            pending = declaration;
-            missingParts = list.missing;
-            parts.discardExcept(list.keep);
-            throw new Error(list.error);
-          }
-          pending = undefined;
-          if (list.kind === "refuse") {
-            parts.discard(list.discard);
-            throw new Error(list.error);
-          }
-          const { installed, servers } = await installOnEveryServer(list.text);
-          parts.discardExcept();
-          return { report: { ...appliedReport(node, declaration, list.text), ...(servers ? { servers } : {}) }, applied, installed };
+      if (plan.list.kind === "no-bus") throw new Error(plan.list.error);
+      const adoption = plan.adopt ? own.planAdoption(plan.adopt) : null;
+      let listText: string | undefined;
+      if (plan.list.kind === "assemble") {
+        const list = planList(parts.assemble(plan.list.ref), plan.list.ref);
+        if (list.kind === "await-parts") {
+          pending = declaration;
+          missingParts = list.missing;
+          parts.discardExcept(list.keep);
+          throw new Error(list.error);
         }
+        pending = undefined;
+        if (list.kind === "refuse") {
+          parts.discard(list.discard);
+          throw new Error(list.error);
+        }
+        listText = list.text;
       }
+      staged = stageDeclaration(stateDir, declaration, privateKey, certificatePem);
+      // Before any user list: this node may hold the broker, and its reload drops the connection, which must come back with the new key (R50).
+      if (adoption) undo = own.adopt(adoption);
+      const done = listText === undefined ? undefined : await installOnEveryServer(listText, options.bus!, (line) => log(`host ${node}: ${line}`));
+      const report = { ...appliedReport(node, declaration, listText), ...(done?.servers ? { servers: done.servers } : {}) };
+      const applied = staged.commit({ declaration, report, ...(certificatePem === undefined ? {} : { certificatePem }) });
+      pending = undefined;
+      parts.discardExcept();
+      return { report, applied, ...(done ? { installed: done.installed } : {}) };
     } catch (error) {
-      return { report: failedReport(node, declaration, error, missingParts), ...(applied ? { applied } : {}) };
+      try {
+        undo?.();
+      } catch (undoError) {
+        log(`host ${node}: its credential could not be put back: ${firstLine(undoError)}`);
+      }
+      return { report: failedReport(node, declaration, error, missingParts) };
+    } finally {
+      staged?.discard();
     }
   };
 
@@ -438,14 +261,13 @@ export function startHost(options: HostOptions): Host {
       parts.store(part, message.data);
       completes = pending?.userList?.digest === part.digest && parts.stored(part.digest).length >= pending.userList.parts;
     } catch (error) {
-      log(`host ${node}: message #${message.seq} on ${message.subject} ignored: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
+      log(`host ${node}: message #${message.seq} on ${message.subject} ignored: ${firstLine(error)}`);
     }
     message.ack();
     if (completes && pending) {
       const started = Date.now();
       const declaration = pending;
       const { report, applied, installed } = await apply(declaration, message.seq);
-      if (applied) remember(declaration, report);
       logOutcome(report, applied, installed, started);
       await publishReport(nc, report, applied);
     }
@@ -469,7 +291,6 @@ export function startHost(options: HostOptions): Host {
     let installed: ListInstallOutcome[] | undefined;
     if (read.ok) {
       ({ report, applied, installed } = await apply(read.declaration, message.seq));
-      if (applied) remember(read.declaration, report);
     } else {
       report = read.report;
     }
@@ -505,19 +326,24 @@ export function startHost(options: HostOptions): Host {
     current = { nc, stop: () => { void messages.stop(); } };
     void nc.closed().then(() => { void messages.stop(); });
     isBound = true;
-    // A dropped connection (a reload that changed this node's key) reconnects by itself, with
-    // the seed read again (passwordNow); bound() is false meanwhile.
+    // A dropped connection reconnects by itself, with the seed read again (own.password); bound()
+    // is false meanwhile. Reconnects the bus refuses (both seeds of a rotation, R50) end it: the
+    // loop dials again with backoff (the client's own redials come every 2 s for ever: a removed
+    // node's filled the bus's log).
+    let refusedHere = 0;
     void (async () => {
       for await (const status of nc.status()) {
         if (status.type === "error" && isAuthorizationRefusal((status as { error?: unknown }).error)) {
-          refusedSeed();
-          const advice = refusedAdvice(node, stateDir, true);
-          log(`host ${node}: ${advice}`);
-          options.onRefused?.(advice);
+          own.refused();
+          if (++refusedHere < RECONNECT_REFUSALS_BEFORE_BACKOFF) continue;
+          refusedWith = (status as { error?: unknown }).error;
+          isBound = false;
+          void nc.close().catch(() => undefined);
         } else if (status.type === "disconnect") {
           isBound = false;
           log(`host ${node}: disconnected from the bus, reconnecting`);
         } else if (status.type === "reconnect" && current?.nc === nc && !stopped) {
+          refusedHere = 0;
           isBound = true;
           log(`host ${node}: reconnected to the bus`);
           restate(nc);
@@ -527,12 +353,12 @@ export function startHost(options: HostOptions): Host {
     log(`host ${node}: bound ${CONTROL_STREAM}/${declarationConsumer(node)}, waiting for declarations`);
     restate(nc);
     // A report the last connection could not get stored goes again on this one (R32).
-    if (unstored !== undefined) void storeWaitingReport(nc);
+    reportsOut.resume(nc);
     // R55: drift a re-check found while not bound goes after the restated report (REPORTS keeps the last)
     if (driftReport) {
       const report = driftReport;
       driftReport = undefined;
-      await publishDrift(nc, report);
+      await reportsOut.send(nc, report);
     }
     try {
       for await (const message of messages) {
@@ -560,20 +386,12 @@ export function startHost(options: HostOptions): Host {
   })();
   /** True while a declaration is being handled (a re-check waits for the next turn). */
   let busy = false;
-  /** A drift report found while not bound, published at the next bind (R55). */
+  /** The drift re-checks found while not bound, published at the next bind (R55), each one's files kept. */
   let driftReport: HostReport | undefined;
-  /** Keeps the declaration whose files were just applied, for the re-checks (R55). */
-  const remember = (declaration: HostDeclaration, report: HostReport): void => {
-    try {
-      saveLastApplied(stateDir, { declaration, report, ...(certificatePem === undefined ? {} : { certificatePem }) });
-    } catch (error) {
-      log(`host ${node}: could not keep its last declaration for re-checks: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
-    }
-  };
-  /** Publishes a re-check's report (R55); not a declaration's, so neither `reports` nor onReport hear it. */
-  const publishDrift = async (nc: NatsConnection, report: HostReport): Promise<void> => {
-    await sendReport(nc, report);
-  };
+  /** The refusal that ended the last connection (a reconnect the bus refused), for the loop's backoff. */
+  let refusedWith: unknown;
+  /** Refusals in a row: the first one's line says all that can be done, the next ones briefly. */
+  let refusedInARow = 0;
   /** The bus certificate as PEM, pinned at the last connect: written beside each module (R57). */
   let certificatePem: string | undefined;
   const loop = async () => {
@@ -583,18 +401,19 @@ export function startHost(options: HostOptions): Host {
       let nc: NatsConnection | undefined;
       let failure: unknown;
       try {
-        const credential = credentialOf();
-        lastPassword = secretOf(credential);
+        const credential = own.current();
         nc = await connectToBus(credential, {
-          ...hostDialOptions(node, passwordNow, options.connectTimeoutMs),
+          ...hostDialOptions(node, own.password, options.connectTimeoutMs),
           onCertificate: (pem) => { certificatePem = pem; },
         });
         current = { nc, stop: () => undefined };
         if (stopped) break;
         everAdmitted = true;
         log(`host ${node}: connected to ${credential.address} as ${credential.user}`);
+        refusedInARow = 0;
         await serve(nc);
-        if (!stopped) failure = new Error("the connection to the bus closed");
+        if (!stopped) failure = refusedWith ?? new Error("the connection to the bus closed");
+        refusedWith = undefined;
         attempt = 1;
       } catch (error) {
         failure = error;
@@ -604,11 +423,13 @@ export function startHost(options: HostOptions): Host {
       }
       if (stopped) break;
       // R1: a node the bus never admitted waits for the push composing its key: retried sooner.
-      const delay = backoffDelay(attempt, initialMs, backoffBound(maxMs, everAdmitted || appliedBefore));
+      const delay = backoffDelay(attempt, initialMs, backoffBound(maxMs, everAdmitted || appliedBefore), Math.random());
       if (isAuthorizationRefusal(failure)) {
-        refusedSeed();
+        own.refused();
         const advice = refusedAdvice(node, stateDir, everAdmitted);
-        log(`host ${node}: attempt ${attempt} failed: ${failure instanceof Error ? failure.message.split("\n")[0]! : String(failure)}; ${advice}; retrying in ${delay} ms`);
+        log(refusedInARow++ === 0
+          ? `host ${node}: attempt ${attempt} failed: ${firstLine(failure)}; ${advice}; retrying in ${delay} ms`
+          : `host ${node}: attempt ${attempt} failed: ${firstLine(failure)} (${refusedInARow} refusals in a row; what to do: the first one's line above); retrying in ${delay} ms`);
         options.onRefused?.(advice);
       } else {
         log(`host ${node}: attempt ${attempt} failed: ${explainFailure(failure, node)}; retrying in ${delay} ms`);
@@ -629,14 +450,14 @@ export function startHost(options: HostOptions): Host {
     try {
       found = recheckOwned(stateDir, privateKey, certificatePem);
     } catch (error) {
-      log(`host ${node}: re-check (${when}) of its files failed: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
+      log(`host ${node}: re-check (${when}) of its files failed: ${firstLine(error)}`);
       return;
     }
     if (!found || found.drift.length === 0) return;
     const { report: drifted, line } = driftedReport(node, found.last.report, found.drift, when);
     log(line);
-    if (current && isBound) void publishDrift(current.nc, drifted);
-    else driftReport = drifted;
+    if (current && isBound) void reportsOut.send(current.nc, drifted);
+    else driftReport = carryUnsent(driftReport, drifted);
   };
   recheck("start");
   const checkEvery = options.checkIntervalMs ?? 60_000;

@@ -1,16 +1,19 @@
-import { existsSync, readFileSync, readdirSync, rmdirSync, statSync } from "node:fs";
-import { dirname, join, relative, resolve, sep } from "node:path";
+import { existsSync, lstatSync, readFileSync, readdirSync } from "node:fs";
+import { join, relative, resolve, sep } from "node:path";
 import { isSeedSecret, openAsNode } from "../crypto/secrets.ts";
 import { credentialAddresses } from "../bus/connect.ts";
 import { TLS_REQUIRED, isDialableBusAddress } from "../bus/tlsOnly.ts";
 import { NAME_PATTERN } from "../names.ts";
-import { makeFolderDurable, removeFileDurable, writeFileDurable } from "../files/index.ts";
 import { Declaration } from "../contracts/declaration.ts";
 import type { HostReport } from "../contracts/report.ts";
 import { CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE, SEED_VARIABLE } from "../compose/environment.ts";
+import { DeclarationRefused } from "./refused.ts";
+import { finishInterrupted, stageTree, UnsafeTreePath, type TreeFile } from "../files/index.ts";
+
+export { DeclarationRefused } from "./refused.ts";
 
 /**
- * Applying a declaration to a node's state folder (DESIGN.md section 7, R29).
+ * Applying a declaration to a node's state folder (DESIGN.md section 7, R29, R69).
  *
  * The resources a declaration names become files under the state folder (see desiredFiles):
  * `modules/<module>/...` for each module it is to hold and `provisions/...` for the logins its
@@ -18,8 +21,20 @@ import { CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE, SEED_VARIABLE } from "../
  *
  * What the mesh wrote is listed in `owned.json`; a file under the folder that is not listed there
  * was found, and is kept (R29). Applying a declaration removes the owned files it no longer names,
- * and then the folders they leave empty.
+ * and then the folders they leave empty. It is all or nothing (R69, stagedTree.ts): every file is
+ * bounded and staged apart first, with `owned.json` and `last-applied.json`, and the whole moves in
+ * at one commit (files/stagedTree.ts); nothing is written or removed through a link.
  */
+
+/** Runs `step`, an UnsafeTreePath it throws told as the declaration's refusal (same code: nothing changed). */
+function refusing<T>(step: () => T): T {
+  try {
+    return step();
+  } catch (error) {
+    if (error instanceof UnsafeTreePath) throw new DeclarationRefused(error.code, error.message, { cause: error });
+    throw error;
+  }
+}
 
 export const OWNED_FILE = "owned.json";
 const MESH_FOLDERS = ["modules", "provisions"] as const;
@@ -31,13 +46,15 @@ const MESH_FOLDERS = ["modules", "provisions"] as const;
  */
 export type Owned = { node: string; digest: string; files: string[]; userList?: string; recordsSequence?: number; recordsTag?: string };
 
-/** A declaration the host cannot apply (a secret that does not open, an unsafe name). */
-export class DeclarationRefused extends Error {
-  override readonly name = "DeclarationRefused";
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-  }
-}
+/**
+ * R69: the largest file a declaration may make (a module's `module.json`, `env`, provisions), in
+ * bytes. The largest the mesh composes is a few KiB; a 921 KB `module.json` was written once.
+ */
+export const MAX_OWNED_FILE_BYTES = 256 * 1024;
+/** R69: the most bytes all the files of one declaration may come to (some 2,500 modules' worth). */
+export const MAX_OWNED_TOTAL_BYTES = 16 * 1024 * 1024;
+/** R69: the most files one declaration may make (four or five a module, one a granted provision). */
+export const MAX_OWNED_FILES = 8_192;
 
 /** What one application changed, as paths relative to the state folder, sorted. */
 export type Applied = {
@@ -52,7 +69,7 @@ export type Applied = {
   owned: string[];
 };
 
-type Desired = Map<string, { text: string; mode: number }>;
+type Desired = Map<string, TreeFile>;
 
 /** The name of the bus certificate's PEM file in each module's folder (R57). */
 export const CERTIFICATE_FILE = "certificate.pem";
@@ -73,9 +90,9 @@ export const LAST_APPLIED_FILE = "last-applied.json";
  */
 export type LastApplied = { declaration: Declaration; report: HostReport; certificatePem?: string };
 
-/** Saves `<stateDir>/last-applied.json` (0600, atomically, R54). */
-export function saveLastApplied(stateDir: string, last: LastApplied): void {
-  writeFileDurable(join(stateDir, LAST_APPLIED_FILE), `${JSON.stringify(last)}\n`, { mode: 0o600 });
+/** The text of `<stateDir>/last-applied.json` (0600), committed with the files it names (R55, R69). */
+function lastAppliedFile(last: LastApplied): TreeFile {
+  return { text: `${JSON.stringify(last)}\n`, mode: 0o600 };
 }
 
 /** Reads `<stateDir>/last-applied.json`, or null when there is none or it does not parse. */
@@ -99,6 +116,7 @@ export function readLastApplied(stateDir: string): LastApplied | null {
  * applyDeclaration does.
  */
 export function recheckOwned(stateDir: string, privateKey: string, certificatePem?: string): { last: LastApplied; drift: string[] } | null {
+  finishApply(stateDir);
   const last = readLastApplied(stateDir);
   if (!last) return null;
   const pem = certificatePem ?? last.certificatePem;
@@ -115,9 +133,9 @@ export function readOwned(stateDir: string): Owned | null {
 
 function safeName(kind: string, name: string): string {
   if (!NAME_PATTERN.test(name) && !/^[a-z0-9][a-z0-9._-]{0,126}$/i.test(name)) {
-    throw new DeclarationRefused(`the declaration names ${kind} "${name.slice(0, 80)}", which is not a safe file name`);
+    throw new DeclarationRefused("unsafe-name", `the declaration names ${kind} "${name.slice(0, 80)}", which is not a safe file name`);
   }
-  if (name.includes("..")) throw new DeclarationRefused(`the declaration names ${kind} "${name.slice(0, 80)}", which is not a safe file name`);
+  if (name.includes("..")) throw new DeclarationRefused("unsafe-name", `the declaration names ${kind} "${name.slice(0, 80)}", which is not a safe file name`);
   return name;
 }
 
@@ -125,16 +143,16 @@ function open(privateKey: string, sealed: string, what: string): string {
   try {
     return openAsNode(privateKey, sealed);
   } catch (error) {
-    throw new DeclarationRefused(`the secret of ${what} does not open with this node's key (sealed to another key?)`, { cause: error });
+    throw new DeclarationRefused("sealed-elsewhere", `the secret of ${what} does not open with this node's key (sealed to another key?)`, { cause: error });
   }
 }
 
 function envText(env: Record<string, string>, module: string): string {
   const lines: string[] = [];
   for (const key of Object.keys(env).sort()) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new DeclarationRefused(`module "${module}" declares an environment variable with an unsafe name`);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new DeclarationRefused("unsafe-name", `module "${module}" declares an environment variable with an unsafe name`);
     const value = env[key]!;
-    if (/[\r\n\0]/.test(value)) throw new DeclarationRefused(`module "${module}": environment variable ${key} contains a line break`);
+    if (/[\r\n\0]/.test(value)) throw new DeclarationRefused("unsafe-name", `module "${module}": environment variable ${key} contains a line break`);
     lines.push(`${key}=${value}`);
   }
   return lines.length ? `${lines.join("\n")}\n` : "";
@@ -177,7 +195,7 @@ export function desiredFiles(declaration: Declaration, privateKey: string, local
       const written = { ...visible, ...secret, ...(fingerprint ? { fingerprint } : {}) };
       // The module dials with this file: never a non-TLS address (R67).
       const plain = credentialAddresses(credential).find((address) => !isDialableBusAddress(address));
-      if (plain !== undefined) throw new DeclarationRefused(`module "${module}"'s credential names ${plain}: ${TLS_REQUIRED}`);
+      if (plain !== undefined) throw new DeclarationRefused("not-tls", `module "${module}"'s credential names ${plain}: ${TLS_REQUIRED}`);
       files.set(`${base}/credential.json`, { text: json(written), mode: 0o600 });
     }
     const added: Record<string, string> = {};
@@ -206,9 +224,10 @@ export function desiredFiles(declaration: Declaration, privateKey: string, local
   return files;
 }
 
+/** The files found under `folder` (links listed, never followed). */
 function filesUnder(root: string, folder: string): string[] {
   const start = join(root, folder);
-  if (!existsSync(start)) return [];
+  if (!existsSync(start) || !lstatSync(start).isDirectory()) return [];
   const out: string[] = [];
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -221,57 +240,87 @@ function filesUnder(root: string, folder: string): string[] {
   return out;
 }
 
-function sameContent(path: string, text: string, mode: number): boolean {
-  if (!existsSync(path)) return false;
-  const stat = statSync(path);
-  return (stat.mode & 0o777) === mode && readFileSync(path, "utf8") === text;
+/**
+ * R69: finishes an apply a crash interrupted after its commit, or drops one interrupted before
+ * (stagedTree.ts finishInterrupted), and removes what a killed write left. Done at start and
+ * before each apply and re-check. Throws DeclarationRefused when a link stands on the way.
+ */
+export function finishApply(stateDir: string): void {
+  refusing(() => finishInterrupted(stateDir, () => [OWNED_FILE, LAST_APPLIED_FILE, ...(readOwned(stateDir)?.files ?? [])]));
 }
 
 /**
- * Applies `declaration` to `stateDir` (R29): opens its secrets with `privateKey` first (nothing is
- * written when one does not open), writes every file it names that is new or changed (atomically),
- * removes the files the mesh owned that it no longer names and the folders left empty, keeps the
- * files the host found, and records what the mesh owns now in `owned.json`. An empty declaration
- * removes everything the mesh owned. Idempotent: applying the same declaration twice writes nothing
- * the second time. Throws DeclarationRefused (nothing changed) or a file system error.
+ * R69: why `desired` is over its bounds (a file over MAX_OWNED_FILE_BYTES, more than
+ * MAX_OWNED_FILES files, all over MAX_OWNED_TOTAL_BYTES), or undefined. Pure.
  */
-export function applyDeclaration(stateDir: string, declaration: Declaration, privateKey: string, certificatePem?: string): Applied {
+export function boundsProblem(desired: ReadonlyMap<string, TreeFile>): string | undefined {
+  if (desired.size > MAX_OWNED_FILES) return `the declaration makes ${desired.size} files; a node holds at most ${MAX_OWNED_FILES} (MAX_OWNED_FILES): spread its modules over more nodes`;
+  let total = 0;
+  for (const [file, { text }] of desired) {
+    const bytes = Buffer.byteLength(text);
+    if (bytes > MAX_OWNED_FILE_BYTES) return `${file} would be ${bytes} bytes; a file is at most ${MAX_OWNED_FILE_BYTES} (MAX_OWNED_FILE_BYTES): shorten the module's manifest or environment`;
+    total += bytes;
+  }
+  if (total > MAX_OWNED_TOTAL_BYTES) return `the declaration's files come to ${total} bytes; at most ${MAX_OWNED_TOTAL_BYTES} (MAX_OWNED_TOTAL_BYTES): spread its modules over more nodes`;
+  return undefined;
+}
+
+/** A declaration's files staged (stageDeclaration): commit them, or discard them. */
+export type StagedDeclaration = {
+  /**
+   * Commits the staged files with `owned.json` and, when `last` is given, `last-applied.json`
+   * (what the re-checks apply again, R55), removing the owned files the declaration no longer
+   * names. Returns what changed. Throws a file system error (after the journal is written, the
+   * next apply or start finishes it).
+   */
+  commit(last?: LastApplied): Applied;
+  /** Removes what was staged when it was not committed. Idempotent. */
+  discard(): void;
+};
+
+/**
+ * Stages `declaration` for `stateDir` (R29, R69): first finishes (or drops) an apply a crash
+ * interrupted; opens its secrets with `privateKey`, bounds its files, inspects every path it
+ * writes or removes, and writes the files that are new or changed apart. Nothing the host holds
+ * changes until commit. Throws DeclarationRefused (a secret, a name, a bound, a link, a taken
+ * path) or a file system error, with nothing changed.
+ */
+export function stageDeclaration(stateDir: string, declaration: Declaration, privateKey: string, certificatePem?: string): StagedDeclaration {
+  finishApply(stateDir);
   const desired = desiredFiles(declaration, privateKey, { stateDir: resolve(stateDir), ...(certificatePem === undefined ? {} : { certificatePem }) });
+  const tooLarge = boundsProblem(desired);
+  if (tooLarge) throw new DeclarationRefused("too-large", tooLarge);
   const previous = readOwned(stateDir);
-  const owned = new Set(previous?.files ?? []);
-  const written: string[] = [];
-  for (const [file, { text, mode }] of desired) {
-    const path = join(stateDir, file);
-    if (sameContent(path, text, mode)) continue;
-    makeFolderDurable(dirname(path));
-    writeFileDurable(path, text, { mode });
-    written.push(file);
-  }
-  const removed: string[] = [];
-  for (const file of owned) {
-    if (desired.has(file)) continue;
-    const path = join(stateDir, file);
-    removeFileDurable(path);
-    removed.push(file);
-    removeEmptyParents(stateDir, dirname(path));
-  }
   const nowOwned = [...desired.keys()].sort();
   const record: Owned = {
     node: declaration.node, digest: declaration.digest, files: nowOwned,
     ...(declaration.recordsSequence === undefined ? {} : { recordsSequence: declaration.recordsSequence }),
     ...(declaration.recordsTag === undefined ? {} : { recordsTag: declaration.recordsTag }),
   };
-  writeFileDurable(join(stateDir, OWNED_FILE), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
-  const kept = MESH_FOLDERS.flatMap((folder) => filesUnder(stateDir, folder)).filter((file) => !desired.has(file)).sort();
-  return { digest: declaration.digest, written: written.sort(), removed: removed.sort(), kept, owned: nowOwned };
+  const staged = refusing(() => stageTree(stateDir, desired, (previous?.files ?? []).filter((file) => !desired.has(file))));
+  return {
+    commit(last) {
+      refusing(() => staged.commit(new Map([
+        [OWNED_FILE, { text: `${JSON.stringify(record, null, 2)}\n`, mode: 0o600 }],
+        ...(last ? [[LAST_APPLIED_FILE, lastAppliedFile(last)] as const] : []),
+      ])));
+      const kept = MESH_FOLDERS.flatMap((folder) => filesUnder(stateDir, folder)).filter((file) => !desired.has(file)).sort();
+      return { digest: declaration.digest, written: [...staged.write], removed: [...staged.remove], kept, owned: nowOwned };
+    },
+    discard: () => staged.discard(),
+  };
 }
 
-/** Removes `dir` and its parents while they are empty, never the state folder or above it. */
-function removeEmptyParents(stateDir: string, dir: string): void {
-  let current = dir;
-  while (relative(stateDir, current) && !relative(stateDir, current).startsWith("..")) {
-    if (!existsSync(current) || readdirSync(current).length > 0) return;
-    rmdirSync(current);
-    current = dirname(current);
+/**
+ * Applies `declaration` to `stateDir` all or nothing (R29, R69): stageDeclaration, then commit
+ * (with `last-applied.json` when `last` is given). Files the host found are kept. Idempotent: the
+ * same declaration again writes nothing. Throws as stageDeclaration and commit do.
+ */
+export function applyDeclaration(stateDir: string, declaration: Declaration, privateKey: string, certificatePem?: string, last?: LastApplied): Applied {
+  const staged = stageDeclaration(stateDir, declaration, privateKey, certificatePem);
+  try {
+    return staged.commit(last);
+  } finally {
+    staged.discard();
   }
 }

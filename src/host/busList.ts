@@ -3,6 +3,8 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { setPriority } from "node:os";
 import { linkDurable, writeFileDurable } from "../files/index.ts";
 import { pollUntil, PollTimeout } from "../bus/retry.ts";
+import type { ServerListOutcome } from "../contracts/report.ts";
+import { firstLine, type ListInstallOutcome } from "./plan.ts";
 
 /**
  * The broker holder's half of a push (DESIGN.md section 7, R11): the composed user list goes into
@@ -261,4 +263,37 @@ export async function installUserList(text: string, options: BusReloadOptions): 
     "reload-failed",
     `the bus did not reload ${includeFile} within ${timeoutMs} ms (config_load_time stayed ${before})${checked}; last good file restored: see the bus's log`,
   );
+}
+
+/**
+ * Installs `text` on every server of `bus` in turn (R60). One server (not an array): its refusal
+ * is thrown as it is. A cluster: each server's outcome is in `servers`, and only a list no server
+ * took is thrown; a server that missed it keeps its old file (and `log` hears why), so the next
+ * push, which sends the list again to a holder whose last report names a missed server, repairs it.
+ */
+export async function installOnEveryServer(
+  text: string,
+  bus: BusReloadOptions | readonly BusReloadOptions[],
+  log: (line: string) => void,
+): Promise<{ installed: ListInstallOutcome[]; servers?: ServerListOutcome[] }> {
+  if (!Array.isArray(bus)) {
+    const done = await installUserList(text, bus as BusReloadOptions);
+    return { installed: [{ ok: true, changed: done.changed, ...(done.reloadMs === undefined ? {} : { reloadMs: done.reloadMs }) }] };
+  }
+  const installed: ListInstallOutcome[] = [];
+  for (const [index, target] of (bus as readonly BusReloadOptions[]).entries()) {
+    const server = target.server ?? `server ${index + 1}`;
+    try {
+      const done = await installUserList(text, target);
+      installed.push({ server, ok: true, changed: done.changed, ...(done.reloadMs === undefined ? {} : { reloadMs: done.reloadMs }) });
+    } catch (error) {
+      const why = firstLine(error);
+      log(`server ${server} missed the user list: ${why}`);
+      installed.push({ server, ok: false, error: why });
+    }
+  }
+  // The report carries each server's outcome without the reload's time.
+  const servers: ServerListOutcome[] = installed.map(({ reloadMs: _reloadMs, server, ...outcome }) => ({ server: server!, ...outcome }));
+  if (!installed.some((o) => o.ok)) throw new Error(`no server took the user list: ${servers.map((s) => `${s.server}: ${s.error}`).join("; ")}`);
+  return { installed, servers };
 }

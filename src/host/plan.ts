@@ -12,10 +12,23 @@ import { declarationSubject, isUserListPartOf } from "../names.ts";
 
 /**
  * Milliseconds to wait before connection attempt `attempt + 1` after attempt `attempt` (1-based)
- * failed: `initialMs` doubled per attempt, at most `maxMs`.
+ * failed: `initialMs` doubled per attempt, at most `maxMs`, times a jitter of 0.75 to 1.25 from
+ * `random` (0 to 1; 0.5, the default, is none), and again at most `maxMs`: a fleet refused at once
+ * does not redial at once, at its ceiling too.
  */
-export function backoffDelay(attempt: number, initialMs: number, maxMs: number): number {
-  return Math.min(maxMs, initialMs * 2 ** Math.min(attempt - 1, 20));
+export function backoffDelay(attempt: number, initialMs: number, maxMs: number, random = 0.5): number {
+  const base = Math.min(maxMs, initialMs * 2 ** Math.min(attempt - 1, 20));
+  return Math.round(Math.min(maxMs, base * (0.75 + random / 2)));
+}
+
+/**
+ * R32 R55: the report to send when `unsent`, an earlier report the REPORTS stream has not stored
+ * yet, is replaced by `next` (the stream keeps one per node): `next`, carrying the files `unsent`
+ * said had drifted, so drift found while cut off is not lost to the next declaration's report.
+ */
+export function carryUnsent(unsent: HostReport | undefined, next: HostReport): HostReport {
+  if (!unsent?.drift?.length) return next;
+  return { ...next, drift: [...new Set([...unsent.drift, ...(next.drift ?? [])])].sort() };
 }
 
 /**

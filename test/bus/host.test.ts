@@ -296,6 +296,24 @@ describe("host agent: applying declarations", () => {
     assert.ok(!existsSync(join(alpha.stateDir, "modules", "web")), "nothing is written when a secret does not open");
   });
 
+  it("R69 (issue 25): a declaration that fails changes nothing: not its credential's pin, not its files, not what it re-checks", async () => {
+    assert.equal((await applied(webAndCache())).ok, true);
+    const lastApplied = readFileSync(join(alpha.stateDir, "last-applied.json"), "utf8");
+    const owned = readFileSync(join(alpha.stateDir, "owned.json"), "utf8");
+    const credentialFile = join(alpha.stateDir, "credential.json");
+    const pinned = existsSync(credentialFile) ? readFileSync(credentialFile, "utf8") : undefined;
+    // its own credential with another pin, and a module whose secret does not open here
+    const self = { address: server.url, user: busUser("node", "alpha"), nkey: publicKeyOfSeed(alpha.password), fingerprint: Array.from({ length: 32 }, () => "AB").join(":") };
+    const d = { ...declaration("alpha", prepareNode(root, "elsewhere").publicKey, [{ module: "web", password: mint() }]), self };
+    const report = await applied(d);
+    assert.equal(report.ok, false);
+    assert.equal(existsSync(credentialFile) ? readFileSync(credentialFile, "utf8") : undefined, pinned, "the credential (its pin) is as it was");
+    assert.equal(readFileSync(join(alpha.stateDir, "last-applied.json"), "utf8"), lastApplied, "what it re-checks is the last declaration applied");
+    assert.equal(readFileSync(join(alpha.stateDir, "owned.json"), "utf8"), owned);
+    assert.deepEqual(readdirSync(alpha.stateDir).filter((name) => name.startsWith(".")), [], "nothing staged is left");
+    assert.equal((await applied(webAndCache())).ok, true, "the real bus still reaches it");
+  });
+
   it("R22: a node whose consumer is not raised yet retries, binds once it is, and never creates it", async () => {
     const late = { stateDir: join(root, "late"), publicKey: readFileSync(join(root, "late", "node.pub"), "utf8").trim(), password: readFileSync(join(root, "late.password"), "utf8") };
     const running = runHost(server, "late", late);
@@ -391,6 +409,20 @@ describe("host agent: the broker's user list", () => {
     // The bus itself was asked and refused the file as a whole (host/busList.ts): its log says so.
     assert.match(server.log(), /Failed to reload server configuration/);
     assert.match(report.error ?? "", /refused/);
+  });
+
+  it("R69 R50: a declaration whose list the bus refuses puts back the credential it took (its pin) and keeps what it re-checks", async () => {
+    const credentialFile = join(broker.stateDir, "credential.json");
+    const before = existsSync(credentialFile) ? readFileSync(credentialFile, "utf8") : undefined;
+    const lastApplied = existsSync(join(broker.stateDir, "last-applied.json")) ? readFileSync(join(broker.stateDir, "last-applied.json"), "utf8") : undefined;
+    const self = { address: server.url, user: busUser("node", "hub"), nkey: publicKeyOfSeed(broker.password), fingerprint: Array.from({ length: 32 }, () => "CD").join(":") };
+    const d = { ...declaration("hub", broker.publicKey, [], { userList: "authorization { users = [ {nkey: " }), self };
+    await publishDeclaration(admin, d);
+    const report = await broker.host.waitForReport(d.digest, 20_000);
+    assert.equal(report.ok, false);
+    assert.ok(broker.lines.some((l) => l.includes("saved its credential")), `the credential was taken before the list, as R50 orders: ${report.error}`);
+    assert.equal(existsSync(credentialFile) ? readFileSync(credentialFile, "utf8") : undefined, before, "and put back when the list failed");
+    assert.equal(existsSync(join(broker.stateDir, "last-applied.json")) ? readFileSync(join(broker.stateDir, "last-applied.json"), "utf8") : undefined, lastApplied);
   });
 
   it("R11: a user list over the bus's 1 MiB message limit (5,000 users) arrives in parts, is installed, and a new user connects", async () => {
@@ -543,7 +575,7 @@ describe("host agent: drift of the files it owns (R55)", () => {
   let admin: NatsConnection;
   let root: string;
   const adminPassword = mint();
-  const nodes = ["drift-start", "drift-interval"] as const;
+  const nodes = ["drift-start", "drift-interval", "drift-unsent"] as const;
   const prepared: Record<string, { stateDir: string; publicKey: string; password: string }> = {};
   const running: Host[] = [];
 
@@ -635,5 +667,32 @@ describe("host agent: drift of the files it owns (R55)", () => {
     } finally {
       heard.stop();
     }
+  });
+
+  it("R55 R32 (issue 25): drift whose report the bus has not stored yet is carried by the next declaration's report, never lost", async () => {
+    const node = "drift-unsent";
+    const p = prepared[node]!;
+    const lines: string[] = [];
+    const host = start(node, 100, lines);
+    const d = declaration(node, p.publicKey, [{ module: "web", password: mint() }]);
+    await publishDeclaration(admin, d);
+    assert.equal((await host.waitForReport(d.digest)).ok, true);
+    const jsm = await jetstreamManager(admin);
+    const next = declaration(node, p.publicKey, [{ module: "web", password: mint() }, { module: "cache", password: mint() }]);
+    // REPORTS cannot take a report for a while (the node cut off from it): the drift report waits
+    await jsm.streams.delete(REPORTS_STREAM);
+    try {
+      rmSync(join(p.stateDir, "modules", "web", "env"));
+      await waitFor(() => lines.some((l) => l.includes("had drifted")), { timeoutMs: 10_000, name: "the drift found" });
+      await publishDeclaration(admin, next);
+      assert.equal((await host.waitForReport(next.digest)).ok, true);
+    } finally {
+      await jsm.streams.add({ ...reportsStreamSpec(1), retention: RetentionPolicy.Limits, storage: StorageType.File });
+    }
+    const stored = await waitFor(async () => {
+      const last = await jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) }).catch(() => null);
+      return last?.json<HostReport>().digest === next.digest ? last.json<HostReport>() : undefined;
+    }, { timeoutMs: 15_000, name: "the next declaration's report stored" });
+    assert.deepEqual(stored.drift, ["modules/web/env"], "the drift found before it is in the report that replaced its own");
   });
 });

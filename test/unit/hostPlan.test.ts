@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  appliedReport, backoffBound, listOutcomeText, backoffDelay, reportRetryDelay, REPORT_RETRY_MAX_MS, credentialChanged, NEW_NODE_BACKOFF_MAX_MS, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
+  appliedReport, backoffBound, carryUnsent, listOutcomeText, backoffDelay, reportRetryDelay, REPORT_RETRY_MAX_MS, credentialChanged, NEW_NODE_BACKOFF_MAX_MS, driftedReport, failedReport, messageKind, planApply, planList, presentedSeed, readDeclaration, restatedReport, seedAfterRefusal,
 } from "../../src/host/plan.ts";
 import { Declaration } from "../../src/contracts/declaration.ts";
 import { declarationSubject, userListPartSubject } from "../../src/names.ts";
@@ -97,9 +97,27 @@ describe("host plan: reports (R32, R43, R44, R55)", () => {
   });
 });
 
+describe("host plan: a report replacing one not stored yet (R32, R55)", () => {
+  const applied = { node: "alpha", digest: "e".repeat(64), ok: true };
+  it("R55 (issue 25): a report replacing an unsent one carries that one's drift, with its own, sorted and once each", () => {
+    assert.deepEqual(carryUnsent({ ...applied, digest: "d".repeat(64), drift: ["modules/web/env", "modules/a"] }, { ...applied, drift: ["modules/a", "modules/b"] }).drift, ["modules/a", "modules/b", "modules/web/env"]);
+    assert.deepEqual(carryUnsent({ ...applied, drift: ["modules/web/env"] }, applied), { ...applied, drift: ["modules/web/env"] });
+  });
+  it("R32: without an unsent report, or one without drift, the report goes as it is", () => {
+    assert.equal(carryUnsent(undefined, applied), applied);
+    assert.equal(carryUnsent({ ...applied, ok: false, error: "x" }, applied), applied);
+  });
+});
+
 describe("host plan: connection and credential", () => {
   it("the backoff doubles from its first delay up to its bound", () => {
     assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 100].map((n) => backoffDelay(n, 500, 30_000)), [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+  });
+
+  it("R1 (issue 25): the backoff is jittered, three quarters to five quarters of its doubled delay, and never past its ceiling", () => {
+    assert.deepEqual([0, 0.5, 1].map((r) => backoffDelay(3, 500, 30_000, r)), [1500, 2000, 2500]);
+    assert.deepEqual([0, 1].map((r) => backoffDelay(100, 500, 30_000, r)), [22_500, 30_000], "jittered at the ceiling too");
+    assert.ok([1, 2, 3, 4].every((n) => backoffDelay(n + 1, 500, 30_000, 0) > backoffDelay(n, 500, 30_000, 1)), "each step's shortest is longer than the last one's longest");
   });
 
   it("R1: a host the bus never admitted (nothing applied yet) waits at most NEW_NODE_BACKOFF_MAX_MS between attempts, so the first push's wait sees its report; once admitted, up to its own bound", () => {
