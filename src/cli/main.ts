@@ -1,5 +1,5 @@
 /**
- * The `mesh` command line (bin/mesh.js runs this file with tsx). Configuration is read from the
+ * The `mesh` command line (bin/mesh.js imports this file built, from dist/, in its own process). Configuration is read from the
  * environment once, by runCli through parseClientConfig; the exit code is runCli's.
  */
 import { runCli } from "./run.ts";

@@ -6,6 +6,7 @@ import { ConfigError, parseClientConfig, type ClientConfig } from "../config.ts"
 import { EXIT_OK, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext, type CliIo, type GlobalOptionName, type GlobalOptions } from "./context.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { CLI_VERBS, type CliVerb } from "./verbs.ts";
+import { packageFile } from "../files/index.ts";
 
 /** What the word groups of `mesh` are about, for `mesh --help` and `mesh node --help`. */
 const GROUPS: Record<string, string> = {
@@ -163,6 +164,6 @@ function addGlobalOption(command: Command, name: GlobalOptionName, config: Clien
 
 /** The version in package.json, for `mesh --version`. */
 function packageVersion(): string {
-  const text = readFileSync(new URL("../../package.json", import.meta.url), "utf8");
+  const text = readFileSync(packageFile("package.json"), "utf8");
   return String((JSON.parse(text) as { version?: unknown }).version ?? "unknown");
 }
