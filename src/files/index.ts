@@ -3,4 +3,4 @@ export {
   PRIVATE_FILE_MODE, PRIVATE_FOLDER_MODE, type DurableFs, type DurableWriteOptions,
 } from "./durable.ts";
 export { readBusCredential, writeBusCredential, CredentialFileError, type ReadCredentialOptions } from "./credentialFile.ts";
-export { packageLayout, packageFile, entryArguments, type PackageLayout } from "./packageFiles.ts";
+export { packageLayout, packageFile, packageVersion, entryArguments, type PackageLayout } from "./packageFiles.ts";

@@ -3,6 +3,7 @@
  * in one process) or from its TypeScript sources under tsx (tests, scripts, development). Decided
  * from this module's own URL, here only: every other module asks these functions (issue 29).
  */
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -38,4 +39,10 @@ export function entryArguments(source: string, layout: PackageLayout = packageLa
   return layout.built
     ? [join(layout.root, "dist", ...parts.slice(0, -1), parts.at(-1)!.replace(/\.ts$/, ".js"))]
     : ["--import", "tsx", join(layout.root, ...parts)];
+}
+
+/** The version in the package's package.json, what `mesh --version` prints ("unknown" without one). */
+export function packageVersion(): string {
+  const text = readFileSync(packageFile("package.json"), "utf8");
+  return String((JSON.parse(text) as { version?: unknown }).version ?? "unknown");
 }
