@@ -1,17 +1,14 @@
 #!/usr/bin/env node
-// The `mesh` launcher: runs src/cli/main.ts under tsx (resolved from this package), passing the
-// arguments, the streams and the exit code through.
-import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+// The `mesh` launcher: runs the built CLI (dist/, which `npm ci`, `npm pack` and an install of a
+// clone build at `prepare`) in this very process: no second node, no TypeScript compiled per run.
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const tsx = pathToFileURL(createRequire(join(root, "package.json")).resolve("tsx")).href;
-const child = spawn(process.execPath, ["--import", tsx, join(root, "src", "cli", "main.ts"), ...process.argv.slice(2)], {
-  stdio: "inherit",
-});
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
-child.on("exit", (code, signal) => {
-  process.exitCode = code ?? (signal ? 128 : 1);
-});
+const main = new URL("../dist/src/cli/main.js", import.meta.url);
+if (existsSync(main)) {
+  await import(main.href);
+} else {
+  const root = fileURLToPath(new URL("..", import.meta.url));
+  process.stderr.write(`mesh: this copy of mesh is not built (no ${fileURLToPath(main)}): run \`npm run build\` in ${root} (\`npm ci\` there builds it too; it needs the dev dependencies)\n`);
+  process.exitCode = 2;
+}

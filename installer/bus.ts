@@ -1,9 +1,9 @@
 import { spawn } from "node:child_process";
 import { openSync, closeSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { probeCertificate } from "../src/bus/pin.ts";
 import { InstallerError } from "./tls.ts";
+import { packageFile } from "../src/files/index.ts";
 
 /**
  * Running the bus as a child process (the embedded default): nats-server with the installer's
@@ -128,7 +128,7 @@ export async function startBus(options: {
 }
 
 /** The `mesh` launcher of this package (bin/mesh.js), what the controller's and host's units run. */
-export const MESH_BIN = fileURLToPath(new URL("../bin/mesh.js", import.meta.url));
+export const MESH_BIN = packageFile("bin", "mesh.js");
 
 /** The command line that runs `mesh <args>` with this Node and this package's launcher. */
 export function meshCommand(args: readonly string[]): string {

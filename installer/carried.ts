@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { packageFile } from "../src/files/index.ts";
 import { z } from "zod";
 import type { BusUser, ComposeConfig, Permissions } from "../src/compose/types.ts";
 import { controllerReplyInboxes, permissionsOf } from "../src/compose/permissions.ts";
@@ -15,7 +15,7 @@ import { everyCredential, type State } from "../src/projections/index.ts";
  */
 
 /** The template file, beside this module. */
-export const CONTROLLER_PERMISSIONS_FILE = fileURLToPath(new URL("./controller-permissions.json", import.meta.url));
+export const CONTROLLER_PERMISSIONS_FILE = packageFile("installer", "controller-permissions.json");
 
 const Template = z.object({
   controllerSubmits: z.array(z.string()).default([]),

@@ -66,6 +66,15 @@ export function parseClientConfig(env: Environment): ClientConfig {
   return Object.freeze({ credentialFile: parsed.data.MESH_CREDENTIAL, timeoutMs: parsed.data.MESH_TIMEOUT_MS });
 }
 
+/**
+ * How a person calls `mesh` where this one runs, for the commands it prints (issue 29): `npx mesh`
+ * under npm (`npm start`, `npx mesh`: npm sets npm_command), where a clone has no `mesh` on the
+ * PATH; `mesh` otherwise.
+ */
+export function meshInvocation(env: Environment): string {
+  return env.npm_command ? "npx mesh" : "mesh";
+}
+
 /** The named variables of `env`, empty strings dropped (an empty variable means unset). */
 function withoutEmpty(env: Environment, names: readonly string[]): Record<string, string> {
   const picked: Record<string, string> = {};

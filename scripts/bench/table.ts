@@ -4,7 +4,7 @@
  * same server (the machine is shared and noisy, so absolute times mean little alone), and printed
  * as `bench | measured | goal | met?`.
  *
- * Rows (names for --only): command, fenced, replay, start, compose, push, broker, fleet, memory, cluster (issue 14). `--quick` shrinks the sizes (the goals then speak of other sizes:
+ * Rows (names for --only): command, fenced, replay, start, compose, push, broker, fleet, memory, cluster (issue 14), cli (issue 29: cli.ts). `--quick` shrinks the sizes (the goals then speak of other sizes:
  * the row says which were used) and leaves out `broker`. `fleet` (fleet.ts: a user-list reload and a
  * reconnect storm with N real connections) runs at `--fleet 1000` by default, `--fleet 1000,10000`
  * on request (200 with --quick); `memory` (memory.ts: the controller's RSS in a fresh child process)
@@ -27,6 +27,7 @@ import { rawRead } from "./records.ts";
 import { measureFleet, type FleetRow, type FleetSide } from "./fleet.ts";
 import { measureMemory } from "./memory.ts";
 import { measureCluster } from "./cluster.ts";
+import { measureCli, type Side } from "./cli.ts";
 
 /** One line of the table: what was measured, against what, the goal and whether it is met. */
 export type TableRow = { bench: string; measured: string; baseline: string; goal: string; met: boolean | null };
@@ -302,6 +303,36 @@ async function clusterRows(quick: boolean): Promise<TableRow[]> {
   ];
 }
 
+/**
+ * Issue 29, the `mesh` command line (cli.ts), each call a fresh process of the built launcher:
+ * `mesh --version` against `node -e 0`, `mesh nodes` on a one-node mesh against a bare nats.js
+ * client's one request with the same credential (ratios of CPU time, same run, alternating), and
+ * `mesh up` of a new mesh to its summary.
+ */
+async function cliRows(quick: boolean, log: (line: string) => void): Promise<TableRow[]> {
+  const cli = await measureCli(quick ? 5 : 10, log);
+  const side = (name: string, x: Side) => `${name} ${ms(x.cpuMs / x.runs)} cpu, ${ms(x.wallMs)} wall`;
+  const versionX = cli.version.mesh.cpuMs / cli.version.node.cpuMs;
+  const nodesX = cli.nodes.mesh.cpuMs / cli.nodes.bare.cpuMs;
+  return [
+    {
+      bench: `\`mesh --version\` / \`node -e 0\`, CPU per run (${cli.version.mesh.runs} runs each, alternating)`,
+      measured: `${ratio(versionX)} (${side("mesh", cli.version.mesh)}; wall ${ratio(cli.version.mesh.wallMs / cli.version.node.wallMs)})`,
+      baseline: side("node -e 0", cli.version.node), goal: "≤ 1.5x", met: versionX <= 1.5,
+    },
+    {
+      bench: `\`mesh nodes\` (one-node mesh) / a bare nats.js client's one request, same credential, CPU per run (${cli.nodes.mesh.runs} runs each)`,
+      measured: `${ratio(nodesX)} (${side("mesh", cli.nodes.mesh)}; wall ${ratio(cli.nodes.mesh.wallMs / cli.nodes.bare.wallMs)})`,
+      baseline: side("bare client", cli.nodes.bare), goal: "≤ 1.5x", met: nodesX <= 1.5,
+    },
+    {
+      bench: "`mesh up` of a new mesh to its summary (genesis, bus, controller, host, example mesh, push)",
+      measured: `${s(cli.up.wallMs)} (its own process ${ms(cli.up.cpuMs)} cpu)`,
+      baseline: "-", goal: "< 5 s (idle machine)", met: cli.up.wallMs < 5000,
+    },
+  ];
+}
+
 /** Prints rows as a markdown table (so docs/performance.md can take it as printed). */
 export function printTable(title: string, rows: readonly TableRow[]): void {
   console.log(`\n${title}\n`);
@@ -312,7 +343,7 @@ export function printTable(title: string, rows: readonly TableRow[]): void {
 
 export async function run(args: string[]): Promise<void> {
   const quick = args.includes("--quick");
-  const known = ["command", "fenced", "replay", "start", "compose", "push", "broker", "fleet", "memory", "cluster"];
+  const known = ["command", "fenced", "replay", "start", "compose", "push", "broker", "fleet", "memory", "cluster", "cli"];
   const only = option(args, "--only")?.split(",");
   const unknown = only?.filter((name) => !known.includes(name)) ?? [];
   if (unknown.length > 0) throw new Error(`--only takes ${known.join(",")}; not ${unknown.join(",")}`);
@@ -367,6 +398,7 @@ export async function run(args: string[]): Promise<void> {
     });
   }
   if (wanted("cluster")) await attempt("the mesh on a 3-server cluster", () => clusterRows(quick));
+  if (wanted("cli")) await attempt("the mesh command line", () => cliRows(quick, log));
 
   if (args.includes("--json")) console.log(JSON.stringify(rows, null, 2));
   else printTable(`issue 13 performance table${quick ? " (--quick sizes)" : ""}: ${Math.round((performance.now() - started) / 1000)} s`, rows);

@@ -1,8 +1,9 @@
 /**
- * The `mesh` command line (bin/mesh.js runs this file with tsx). Configuration is read from the
- * environment once, by runCli through parseClientConfig; the exit code is runCli's.
+ * The `mesh` command line (bin/mesh.js imports this file built, from dist/, in its own process).
+ * Configuration is read from the environment once, by runCli through parseClientConfig; the exit
+ * code is runCli's.
  */
-import { runCli } from "./run.ts";
+import { packageVersion } from "../files/packageFiles.ts";
 
 // The reader of our output went away (`mesh ... | head`): nobody is left to tell, so stop quietly
 // with the exit code so far, instead of an unhandled 'error' event and its stack trace.
@@ -13,4 +14,12 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-process.exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env });
+const argv = process.argv.slice(2);
+if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
+  // What runCli would print, without loading every verb and its libraries first (issue 29: a
+  // `mesh --version` as cheap as starting node).
+  process.stdout.write(`${packageVersion()}\n`);
+} else {
+  const { runCli } = await import("./run.ts");
+  process.exitCode = await runCli(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+}

@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BusConnectError } from "../bus/connect.ts";
@@ -6,6 +5,7 @@ import { ConfigError, parseClientConfig, type ClientConfig } from "../config.ts"
 import { EXIT_OK, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext, type CliIo, type GlobalOptionName, type GlobalOptions } from "./context.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { CLI_VERBS, type CliVerb } from "./verbs.ts";
+import { packageVersion } from "../files/packageFiles.ts";
 
 /** What the word groups of `mesh` are about, for `mesh --help` and `mesh node --help`. */
 const GROUPS: Record<string, string> = {
@@ -161,8 +161,3 @@ function addGlobalOption(command: Command, name: GlobalOptionName, config: Clien
   }
 }
 
-/** The version in package.json, for `mesh --version`. */
-function packageVersion(): string {
-  const text = readFileSync(new URL("../../package.json", import.meta.url), "utf8");
-  return String((JSON.parse(text) as { version?: unknown }).version ?? "unknown");
-}

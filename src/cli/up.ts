@@ -13,7 +13,7 @@ import { VERBS_VERSION } from "../contracts/verbs.ts";
 import { DEFAULT_UP_ADDRESS } from "../up/plan.ts";
 import { renderSummary, serversDown, serversDownLine, type BusServerSeen, type UpSummary } from "../up/summary.ts";
 import { InstallerError } from "../../installer/tls.ts";
-import { ConfigError } from "../config.ts";
+import { ConfigError, meshInvocation } from "../config.ts";
 
 /**
  * What these verbs run, loaded by the verb that runs it: `up` itself, the processes it starts, and
@@ -97,6 +97,28 @@ async function failed(ctx: CliContext, error: unknown, dir: string): Promise<num
   throw error;
 }
 
+/** The folder `mesh up` uses when none is named, where the CLI also finds the operator's credential. */
+const DEFAULT_DIR = ".mesh";
+
+/**
+ * What to do once `mesh up` ran (issue 29): each command as `mesh` is called here (`npx mesh` in a
+ * clone, meshInvocation), with `--dir` and `operatorCredential` (the file in it) when `dir` is not .mesh.
+ * Lines for stdout, the first a heading. Pure.
+ */
+export function nextSteps(mesh: string, dir: string, operatorCredential: string): string[] {
+  const here = dir === DEFAULT_DIR;
+  const inDir = here ? "" : ` --dir ${dir}`;
+  const asOperator = here ? "" : ` --credential ${operatorCredential}`;
+  const steps: Array<[string, string]> = [
+    [`${mesh} status${inDir}`, "the summary again, asked of the controller"],
+    [`${mesh} nodes${asOperator}`, "the nodes, their modules and what each applied"],
+    [`${mesh} --help`, "every verb; README.md's \"A first hour\" runs a module of your own"],
+    [`${mesh} down${inDir}`, `stops the mesh; its records stay, and \`${mesh} up${inDir}\` starts it again`],
+  ];
+  const width = Math.max(...steps.map(([command]) => command.length));
+  return ["next:", ...steps.map(([command, why]) => `  ${command.padEnd(width)}  ${why}`)];
+}
+
 /**
  * What `mesh up` says once the mesh runs, and its exit code: the summary (`--json`: one object `{
  * ok: true, v, node, summary, push }`), then the push's exit code as `mesh push` decides it for the
@@ -104,20 +126,21 @@ async function failed(ctx: CliContext, error: unknown, dir: string): Promise<num
  * module left out, no user list on the bus, a server that missed it), each named on stderr with its
  * fix (shortfallsOf). The processes keep running either way: only the exit code and the words say it.
  */
-export function printUp(ctx: Pick<CliContext, "out" | "err" | "globals">, result: UpResult, dir: string): number {
+export function printUp(ctx: Pick<CliContext, "out" | "err" | "globals">, result: UpResult, dir: string, mesh = "mesh"): number {
   if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, v: VERBS_VERSION, node: result.node, summary: summaryJson(result.summary), push: result.push }, null, 2));
   else {
     for (const line of renderSummary(result.summary)) ctx.out(line);
     ctx.out("");
-    ctx.out(`the operator's credential is ${result.paths.operatorCredential}; \`mesh down --dir ${dir}\` stops the mesh`);
+    ctx.out(`the operator's credential is ${result.paths.operatorCredential}`);
+    for (const line of nextSteps(mesh, dir, result.paths.operatorCredential)) ctx.out(line);
   }
   const exit = exitOf(result.push);
   if (exit !== EXIT_OK && !ctx.globals.json) {
-    ctx.err(`mesh up: the mesh keeps running (\`mesh down --dir ${dir}\` stops it), but its push did not apply everywhere:`);
+    ctx.err(`mesh up: the mesh keeps running (\`${mesh} down --dir ${dir}\` stops it), but its push did not apply everywhere:`);
     for (const line of shortfallsOf(result.push)) ctx.err(`  ${line}`);
     // A node that did not report is most often one whose host agent is not running (R32).
     if ((result.push.counts?.["timed-out"] ?? 0) > 0 || result.push.nodes.some((n) => n.outcome === "timed-out")) {
-      ctx.err("  a node that did not report: start its host agent on its machine (`mesh host`), then `mesh push --wait` sends it what is still behind");
+      ctx.err(`  a node that did not report: start its host agent on its machine (\`mesh host\`), then \`${mesh} push --wait\` sends it what is still behind`);
     }
   }
   return exit;
@@ -146,7 +169,7 @@ const upVerb: CliVerb = {
         ...(typeof options.node === "string" ? { node: options.node } : {}),
         ...(cluster === undefined ? {} : { cluster }),
       });
-      return printUp(ctx, result, dir);
+      return printUp(ctx, result, dir, meshInvocation(ctx.io.env));
     } catch (error) {
       return await failed(ctx, error, dir);
     }

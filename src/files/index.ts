@@ -6,3 +6,4 @@ export { readBusCredential, writeBusCredential, CredentialFileError, type ReadCr
 export {
   stageTree, finishInterrupted, UnsafeTreePath, JOURNAL_FILE, STAGING_PREFIX, type StagedTree, type TreeFile,
 } from "./stagedTree.ts";
+export { packageLayout, packageFile, packageVersion, entryArguments, type PackageLayout } from "./packageFiles.ts";

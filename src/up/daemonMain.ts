@@ -1,4 +1,7 @@
-/** `node --import tsx src/up/daemonMain.ts controller|host <mesh dir>`: what `mesh up` leaves running. */
+/**
+ * `node dist/src/up/daemonMain.js controller|host <mesh dir>` (from sources: `node --import tsx
+ * src/up/daemonMain.ts ...`): what `mesh up` leaves running (spawnDaemon).
+ */
 import { main } from "./daemon.ts";
 
 await main(process.argv.slice(2));

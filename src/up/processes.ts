@@ -1,8 +1,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, readdirSync, rmSync } from "node:fs";
-import { writeFileDurable } from "../files/index.ts";
+import { entryArguments, packageLayout, writeFileDurable } from "../files/index.ts";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { isAlive, pidFile, stopPid } from "../../installer/bus.ts";
 
 /**
@@ -38,10 +37,8 @@ export function processesOf(dir: string): string[] {
   }
 }
 
-/** The repository's root (where `tsx` resolves from). */
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-/** The entry point the detached controller and host run. */
-const DAEMON = fileURLToPath(new URL("./daemonMain.ts", import.meta.url));
+/** The entry point the detached controller and host run: built, its .js; from sources, the .ts under tsx. */
+const DAEMON = "src/up/daemonMain.ts";
 
 /** The pid recorded for `name` in `dir` when that process is alive, else null. */
 export function runningPid(dir: string, name: ProcessName): number | null {
@@ -117,15 +114,16 @@ export function recordPid(dir: string, name: ProcessName, pid: number): void {
 }
 
 /**
- * Starts `src/up/daemonMain.ts <role> <dir>` detached (it outlives `mesh up`), its output appended to
+ * Starts `src/up/daemonMain.ts <role> <dir>` (built: its .js, in node alone) detached (it outlives `mesh up`), its output appended to
  * `<dir>/logs/<role>.log`, and records its pid. `env` is the environment it gets (the caller's
  * own, passed in: nothing here reads process.env). Returns the pid.
  */
 export function spawnDaemon(dir: string, role: "controller" | "host", env: Readonly<Record<string, string | undefined>>, name: ProcessName = role): number {
   mkdirSync(join(dir, "logs"), { recursive: true });
   const out = openSync(logFile(dir, name), "a");
-  const child = spawn(process.execPath, ["--import", "tsx", DAEMON, role, dir], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [...entryArguments(DAEMON), role, dir], {
+    // From sources, tsx resolves from the working folder: the package's root.
+    cwd: packageLayout().root,
     detached: true,
     stdio: ["ignore", out, out],
     env: { ...env },

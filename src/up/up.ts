@@ -2,11 +2,10 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { lookup } from "node:dns/promises";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectWithCredentialFile } from "../cli/context.ts";
 import { pollUntil, PollTimeout } from "../bus/retry.ts";
-import { makeFolderDurable, readBusCredential, writeFileDurable } from "../files/index.ts";
+import { makeFolderDurable, packageFile, readBusCredential, writeFileDurable } from "../files/index.ts";
 import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer, type SeenMemory } from "../client/client.ts";
 import type { ReplyOf, RequestOf, Verb } from "../contracts/verbs.ts";
 import { registrationOrder } from "../manifest/order.ts";
@@ -107,10 +106,9 @@ export async function chooseUpAddress(preferred = DEFAULT_UP_PORT, host = DEFAUL
   return { brokerAddress: `tls://${host}:${port}`, monitorPort, fallback: !free };
 }
 
-const REPO = fileURLToPath(new URL("../../", import.meta.url));
-/** The example mesh's manifests and the controller's own module.json. */
-export const EXAMPLES_DIR = join(REPO, "examples");
-export const CONTROLLER_MANIFEST = join(REPO, "module.json");
+/** The example mesh's manifests and the controller's own module.json (shipped with the package). */
+export const EXAMPLES_DIR = packageFile("examples");
+export const CONTROLLER_MANIFEST = packageFile("module.json");
 
 /** A running controller, as startController returns it. */
 export type RunningPart = { stop(): Promise<void> };

@@ -27,8 +27,6 @@ function runtimePackages(file: string): string[] {
     if (specifier.startsWith(".") || specifier.startsWith("node:") || builtinModules.includes(specifier)) continue;
     packages.push(specifier.startsWith("@") ? specifier.split("/").slice(0, 2).join("/") : specifier.split("/")[0]!);
   }
-  // bin/mesh.js resolves its TypeScript loader by name.
-  for (const match of text.matchAll(/\.resolve\("([^"]+)"\)/g)) packages.push(match[1]!);
   return packages;
 }
 

@@ -4,7 +4,8 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { leftRunningLine, printUp, upExitCode } from "../../src/cli/up.ts";
+import { leftRunningLine, nextSteps, printUp, upExitCode } from "../../src/cli/up.ts";
+import { meshInvocation } from "../../src/config.ts";
 import { addressResolves } from "../../src/up/up.ts";
 import { BusConnectError } from "../../src/bus/connect.ts";
 import { exitOf } from "../../src/cli/push.ts";
@@ -298,6 +299,29 @@ describe("mesh up: a push that did not apply everywhere", () => {
       assert.equal(exit, exitOf(report), JSON.stringify(report));
       assert.equal(err.length > 0, exit !== EXIT_OK, `a line is said exactly when it does not exit 0: ${err.join("\n")}`);
     }
+  });
+
+  it("issue 29: ends with what to do next, each command as mesh is called here (`npx mesh` under npm start), stopping it last", () => {
+    const { ctx, out } = memory(false);
+    printUp(ctx, resultOf(push([{ node: "alpha", outcome: "applied", digest: "a".repeat(64) }])), ".mesh", "npx mesh");
+    const said = out.join("\n");
+    for (const verb of ["status", "nodes", "down"]) assert.match(said, new RegExp(`^  npx mesh ${verb}\\b`, "m"), verb);
+    assert.doesNotMatch(said, /(^|[^x] )mesh down/m, "no bare `mesh`, which is not on the PATH of a clone");
+    assert.ok(said.indexOf("npx mesh down") > said.indexOf("npx mesh nodes"), "stopping it is the last step");
+  });
+
+  it("issue 29: the next steps name a folder other than .mesh (--dir, and the operator's credential in it)", () => {
+    const steps = nextSteps("mesh", "/srv/m", "/srv/m/operator.json").join("\n");
+    assert.match(steps, /mesh status --dir \/srv\/m/);
+    assert.match(steps, /mesh nodes --credential \/srv\/m\/operator\.json/);
+    assert.match(steps, /mesh down --dir \/srv\/m/);
+    assert.doesNotMatch(nextSteps("mesh", ".mesh", ".mesh/operator.json").join("\n"), /--dir|--credential/);
+  });
+
+  it("issue 29: mesh is called `npx mesh` under npm (npm start, npx), `mesh` otherwise", () => {
+    assert.equal(meshInvocation({ npm_command: "start" }), "npx mesh");
+    assert.equal(meshInvocation({ npm_command: "exec" }), "npx mesh");
+    assert.equal(meshInvocation({}), "mesh");
   });
 
   it("with --json prints one object with ok, the contract's version v, the node, the summary and the push, and the same exit code", () => {

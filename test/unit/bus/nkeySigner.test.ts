@@ -6,7 +6,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createAccount, createUser, fromPublic, fromSeed } from "@nats-io/nkeys";
-import { nkeySigner, NkeySeedError } from "../../../src/bus/nkeySigner.ts";
+import { nkeySigner, NkeySeedError, userPublicKey } from "../../../src/bus/nkeySigner.ts";
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
@@ -16,6 +16,15 @@ describe("nkeySigner (R63)", () => {
       const pair = createUser();
       assert.equal(nkeySigner(text(pair.getSeed())).publicKey, pair.getPublicKey());
     }
+  });
+
+  it("R63: encodes any 32 raw bytes as a public key nkeys accepts (U, CRC-16, base32), and refuses another length", () => {
+    for (let i = 0; i < 16; i += 1) {
+      const key = userPublicKey(new Uint8Array(32).map((_, k) => (k * 7 + i * 31) & 0xff));
+      assert.match(key, /^U[A-Z2-7]{55}$/);
+      assert.equal(fromPublic(key).getPublicKey(), key, "nkeys decodes it, checksum included");
+    }
+    assert.throws(() => userPublicKey(new Uint8Array(31)), /32 bytes/);
   });
 
   it("R63: signs a nonce with the signature nkeys makes (ed25519 is deterministic), which the public key verifies", () => {
