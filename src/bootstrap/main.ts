@@ -42,6 +42,7 @@ import { REPLAY_VERB } from "../commands/replay.ts";
 import type { ControllerLog } from "./log.ts";
 import { acquireLease, type HeldLease } from "./lease.ts";
 import { StartStalled, watchStart } from "./startBound.ts";
+import { busStatusLine } from "./busStatus.ts";
 
 /** A running controller. */
 export type Controller = {
@@ -93,7 +94,8 @@ async function connect(config: ControllerConfig, credential: ControllerCredentia
   const dial = () => connectToBus(credential.current(), { ...CONTROLLER_DIAL, timeoutMs, secret: credential.dialPassword });
   try {
     const nc = await dial();
-    log.info(`connected to the bus at ${address} as ${credential.current().user}`);
+    // The server dialled, not the first configured: on a cluster that one may be down (R62).
+    log.info(`connected to the bus at ${nc.getServer()} as ${credential.current().user}`);
     return nc;
   } catch (error) {
     const pending = pendingPassword(config.credentialFile, credential.current().user);
@@ -102,7 +104,7 @@ async function connect(config: ControllerConfig, credential: ControllerCredentia
     credential.stage(pending);
     const nc = await dial();
     credential.commit();
-    log.info(`connected to the bus at ${address} as ${credential.current().user} with the rotated key; the credential file is updated`);
+    log.info(`connected to the bus at ${nc.getServer()} as ${credential.current().user} with the rotated key; the credential file is updated`);
     return nc;
   }
 }
@@ -185,13 +187,13 @@ export async function startController(config: ControllerConfig, { log, connectTi
   let onReconnect: () => void = () => undefined;
   void (async () => {
     for await (const status of nc.status()) {
-      if (status.type === "disconnect") log.info(`disconnected from the bus at ${address}`);
-      else if (status.type === "reconnect") {
-        log.info(`reconnected to the bus at ${address}`);
+      // The server named is the one the event concerns (a survivor after a reconnect, R62).
+      const line = busStatusLine(status, nc.getServer());
+      if (line) log[line.level](line.text);
+      if (status.type === "reconnect") {
         void checkJetStreamAfterReconnect(nc, log);
         onReconnect();
       }
-      else if (status.type === "error") log.error(`bus connection error at ${address}: ${status.error.message.split("\n")[0]}`);
     }
   })();
 
@@ -316,7 +318,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
     await nc.flush(); // the subscription is on the server before start returns
     startWatch?.served();
     if (start.stalled) throw start.stalled;
-    log.info(`serving commands at ${address}`);
+    log.info(`serving commands at ${nc.getServer()}`);
     // A controller that lost the lease serves nothing more: another is active (R61).
     onLeaseLost = () => { void server.stop(); reports.stop(); records.stop(); lostHook?.(); };
 
