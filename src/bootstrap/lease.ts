@@ -108,6 +108,8 @@ export type LeaseOptions = {
    * The caller dials again; without it, a standby would wait forever and a holder lose its lease.
    */
   onStalled?: (what: string) => void;
+  /** Called at each poll while standing by (R77: the caller keeps its records folded); must not throw. */
+  whileStandingBy?: () => void;
   /** Test clock (default Date.now). */
   now?: () => number;
 };
@@ -155,6 +157,7 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
     if (step.kind === "wait") {
       if (waitingOn !== step.holder) options.log.info(`standing by: controller ${step.holder} holds the lease (R61)`);
       waitingOn = step.holder;
+      options.whileStandingBy?.();
       return undefined;
     }
     const body = JSON.stringify(step.value);
