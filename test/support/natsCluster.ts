@@ -28,8 +28,27 @@ export function clusterServerName(index: number): string {
   return `s${index + 1}`;
 }
 
-/** Starts the cluster; `config` is appended to every server's configuration (authorization, tls, ...). */
+/** Attempts of startNatsCluster when a route port it chose was taken before its server bound it. */
+const CLUSTER_START_ATTEMPTS = 3;
+
+/**
+ * Starts the cluster; `config` is appended to every server's configuration (authorization, tls,
+ * ...). Route ports are chosen free and then bound by the servers, so on a shared machine another
+ * process may take one in between ("address already in use"): the cluster is then started again
+ * on new ports, up to CLUSTER_START_ATTEMPTS times.
+ */
 export async function startNatsCluster(size = 3, options: { config?: string } = {}): Promise<NatsCluster> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startNatsClusterOnce(size, options);
+    } catch (error) {
+      const taken = error instanceof Error && /address already in use/.test(error.message);
+      if (!taken || attempt >= CLUSTER_START_ATTEMPTS) throw error;
+    }
+  }
+}
+
+async function startNatsClusterOnce(size: number, options: { config?: string }): Promise<NatsCluster> {
   const routePorts: number[] = [];
   for (let i = 0; i < size; i += 1) routePorts.push(await freePort());
   const servers: NatsServer[] = [];
