@@ -4,7 +4,8 @@
  * same server (the machine is shared and noisy, so absolute times mean little alone), and printed
  * as `bench | measured | goal | met?`.
  *
- * Rows (names for --only): command, fenced, replay, start, compose, push, broker, fleet, memory, cluster (issue 14), cli (issue 29: cli.ts). `--quick` shrinks the sizes (the goals then speak of other sizes:
+ * Rows (names for --only): command, fenced, replay, start, compose, push, broker, fleet, memory, cluster (issue 14),
+ * cli (issue 29: cli.ts), failover (issue 26: median of 3 rounds, 1 with --quick). `--quick` shrinks the sizes (the goals then speak of other sizes:
  * the row says which were used) and leaves out `broker`. `fleet` (fleet.ts: a user-list reload and a
  * reconnect storm with N real connections) runs at `--fleet 1000` by default, `--fleet 1000,10000`
  * on request (200 with --quick); `memory` (memory.ts: the controller's RSS in a fresh child process)
@@ -28,6 +29,7 @@ import { measureFleet, type FleetRow, type FleetSide } from "./fleet.ts";
 import { measureMemory } from "./memory.ts";
 import { measureCluster } from "./cluster.ts";
 import { measureCli, type Side } from "./cli.ts";
+import { measureFailover, type FailoverKind } from "./failover.ts";
 
 /** One line of the table: what was measured, against what, the goal and whether it is met. */
 export type TableRow = { bench: string; measured: string; baseline: string; goal: string; met: boolean | null };
@@ -284,8 +286,7 @@ function fleetRows(row: FleetRow): TableRow[] {
 
 /**
  * Issue 14, on a three-server cluster in one run: the command p50 against raw publish+ack p50 to a
- * stream of three replicas, and the failover (the records' leader's server killed → first command
- * acknowledged) beside the same run's election time.
+ * stream of three replicas (failover has rows of its own: failoverRows).
  */
 async function clusterRows(quick: boolean): Promise<TableRow[]> {
   const row = await measureCluster(quick ? 200 : 1000);
@@ -295,11 +296,26 @@ async function clusterRows(quick: boolean): Promise<TableRow[]> {
       measured: `${ratio(row.commandP50 / row.rawP50)} (${ms(row.commandP50)})`,
       baseline: `raw R3 ${ms(row.rawP50)}`, goal: "-", met: null,
     },
-    {
-      bench: "failover: the records' leader's server killed → first command acknowledged",
-      measured: s(row.failoverMs),
-      baseline: `election ${s(row.electionMs)}`, goal: "-", met: null,
-    },
+  ];
+}
+
+/**
+ * Issue 26 (R77), on fresh three-server clusters with an active controller in a process of its own
+ * and a standby: kill -9 of the records' leader's server and of the active controller, each → the
+ * first acknowledged command, median of `rounds`, every sample beside it; the baseline is the same
+ * rounds' own reference (the records' new leader as the server reports it; the standby's takeover).
+ */
+async function failoverRows(rounds: number, log: (line: string) => void): Promise<TableRow[]> {
+  const result = await measureFailover(rounds, 20, log);
+  const samples = (kind: FailoverKind) => result.samples.filter((x) => x.kind === kind).map((x) => s(x.ms)).join(", ");
+  const row = (kind: FailoverKind, what: string, baseline: string): TableRow => ({
+    bench: `failover: ${what} killed (SIGKILL) → first command acknowledged, median of ${result.rounds}`,
+    measured: `${s(result.medians[kind])} (${samples(kind)})`,
+    baseline, goal: "≤ 3 s", met: result.medians[kind] <= 3000,
+  });
+  return [
+    row("records-leader", "the records' leader's server", `the server's own election of a new leader ${s(result.references["records-leader"])} (median)`),
+    row("controller", `the active controller (lease ${s(result.leaseMs)})`, `the standby took the lease at ${s(result.references.controller)} (median)`),
   ];
 }
 
@@ -343,7 +359,7 @@ export function printTable(title: string, rows: readonly TableRow[]): void {
 
 export async function run(args: string[]): Promise<void> {
   const quick = args.includes("--quick");
-  const known = ["command", "fenced", "replay", "start", "compose", "push", "broker", "fleet", "memory", "cluster", "cli"];
+  const known = ["command", "fenced", "replay", "start", "compose", "push", "broker", "fleet", "memory", "cluster", "cli", "failover"];
   const only = option(args, "--only")?.split(",");
   const unknown = only?.filter((name) => !known.includes(name)) ?? [];
   if (unknown.length > 0) throw new Error(`--only takes ${known.join(",")}; not ${unknown.join(",")}`);
@@ -399,6 +415,7 @@ export async function run(args: string[]): Promise<void> {
   }
   if (wanted("cluster")) await attempt("the mesh on a 3-server cluster", () => clusterRows(quick));
   if (wanted("cli")) await attempt("the mesh command line", () => cliRows(quick, log));
+  if (wanted("failover")) await attempt("failover on a 3-server cluster", () => failoverRows(quick ? 1 : 3, log));
 
   if (args.includes("--json")) console.log(JSON.stringify(rows, null, 2));
   else printTable(`issue 13 performance table${quick ? " (--quick sizes)" : ""}: ${Math.round((performance.now() - started) / 1000)} s`, rows);

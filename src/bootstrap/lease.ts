@@ -1,5 +1,5 @@
 import type { NatsConnection } from "@nats-io/transport-node";
-import { StorageType } from "@nats-io/jetstream";
+import { jetstream, StorageType } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { CONTROLLER_LEASE_BUCKET, CONTROLLER_LEASE_KEY } from "../names.ts";
 import type { ControllerLog } from "./log.ts";
@@ -55,6 +55,35 @@ export function parseLeaseValue(text: string): LeaseValue | null {
   return null;
 }
 
+/** How often a lease is renewed and read, and how long one of its requests may take (leaseTimings). */
+export type LeaseTimings = { renewEveryMs: number; pollEveryMs: number; requestTimeoutMs: number };
+
+/**
+ * The lease's rhythm for a lease of `leaseMs` (R61, R77): the holder renews every third of it; a
+ * standby reads it every eighth, at most every 250 ms and at least every 50 ms, so it takes over
+ * within a quarter second of its end; a read or renewal gives up after a third of the lease (at
+ * least 250 ms, at most 5 s), so one whose answer was lost (its server died) is made again before
+ * the lease runs out. Pure.
+ */
+export function leaseTimings(leaseMs: number): LeaseTimings {
+  const third = Math.max(1, Math.floor(leaseMs / 3));
+  return {
+    renewEveryMs: third,
+    pollEveryMs: Math.max(50, Math.min(250, Math.floor(leaseMs / 8))),
+    requestTimeoutMs: Math.min(5_000, Math.max(250, third)),
+  };
+}
+
+/**
+ * What the holder does at a renewal tick (R61): `lost` once its lease's own end has passed, even
+ * while a renewal is still unanswered (a standby may take over from then on); `wait` while one is;
+ * else `renew`. Pure.
+ */
+export function holderTick(tick: { now: number; expiresAt: number; renewing: boolean }): "lost" | "wait" | "renew" {
+  if (tick.now >= tick.expiresAt) return "lost";
+  return tick.renewing ? "wait" : "renew";
+}
+
 /** A lease this controller holds. */
 export type HeldLease = {
   holder: string;
@@ -80,6 +109,8 @@ export type LeaseOptions = {
    * The caller dials again; without it, a standby would wait forever and a holder lose its lease.
    */
   onStalled?: (what: string) => void;
+  /** Called at each poll while standing by (R77: the caller keeps its records folded); must not throw. */
+  whileStandingBy?: () => void;
   /** Test clock (default Date.now). */
   now?: () => number;
 };
@@ -93,21 +124,21 @@ async function readLease(kv: KV): Promise<LeaseEntry> {
 }
 
 /**
- * Waits until this controller holds the lease (R61) and returns it, renewing it every third of
- * `leaseMs` from then on. A standby polls every quarter of the lease (at most every 500 ms), so it
- * takes over within the lease plus one poll of the holder's last renewal. A renewal that loses
- * the compare-and-set, or that cannot be made before the lease's own time passes, calls `onLost`
- * once and stops renewing. Throws what the bucket's creation throws once transient failures outlast
+ * Waits until this controller holds the lease (R61) and returns it, renewing it from then on at
+ * leaseTimings' rhythm. A standby polls at that rhythm too, so it takes over within the lease plus
+ * one poll of the holder's last renewal (R77). A renewal that loses the compare-and-set, or a lease
+ * whose own time passes unrenewed (a renewal still unanswered included), calls `onLost` once and
+ * stops renewing. Throws what the bucket's creation throws once transient failures outlast
  * BUS_READY_DELAYS_MS (JetStreamUnavailable), and an Error when the
  * connection closes while standing by (a standby being stopped).
  */
 export async function acquireLease(nc: NatsConnection, options: LeaseOptions): Promise<HeldLease> {
   const now = options.now ?? Date.now;
   // A cluster that just started may answer the bucket's creation late (its leaders are elected).
+  const timings = leaseTimings(options.leaseMs);
   const kv = await retryJetStream("opening the controllers' lease bucket",
-    () => new Kvm(nc).create(CONTROLLER_LEASE_BUCKET, { history: 1, replicas: options.replicas, storage: StorageType.File }),
+    () => new Kvm(jetstream(nc, { timeout: timings.requestTimeoutMs })).create(CONTROLLER_LEASE_BUCKET, { history: 1, replicas: options.replicas, storage: StorageType.File }),
     { delaysMs: BUS_READY_DELAYS_MS });
-  const pollMs = Math.min(500, Math.floor(options.leaseMs / 4));
   /** `operation`, with a timeout on a connection that is up said to onStalled (see LeaseOptions). */
   const stalled = async <T>(operation: Promise<T>, what: string): Promise<T> => {
     try {
@@ -127,12 +158,13 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
     if (step.kind === "wait") {
       if (waitingOn !== step.holder) options.log.info(`standing by: controller ${step.holder} holds the lease (R61)`);
       waitingOn = step.holder;
+      options.whileStandingBy?.();
       return undefined;
     }
     const body = JSON.stringify(step.value);
     const written = step.kind === "create" ? await kv.create(CONTROLLER_LEASE_KEY, body) : await kv.update(CONTROLLER_LEASE_KEY, body, step.revision);
     return { closed: false as const, revision: written, expiresAt: step.value.expiresAt };
-  }, { everyMs: pollMs, what: "the controllers' lease is free" });
+  }, { everyMs: timings.pollEveryMs, what: "the controllers' lease is free" });
   if (taken.closed) throw new Error("the bus connection closed while standing by for the controllers' lease (R61)");
   let revision = taken.revision;
   let expiresAt = taken.expiresAt;
@@ -148,7 +180,13 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
   };
   let renewing = false;
   const timer = setInterval(() => {
-    if (renewing || state !== "held") return;
+    if (state !== "held") return;
+    const step = holderTick({ now: now(), expiresAt, renewing });
+    if (step === "lost") {
+      lost("it could not be renewed before it ran out");
+      return;
+    }
+    if (step === "wait") return;
     renewing = true;
     void (async () => {
       const value: LeaseValue = { holder: options.holder, expiresAt: now() + options.leaseMs };
@@ -176,7 +214,7 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
       }
       // R65: nothing a renewal meets (an unreadable lease, a throwing onLost) ends the process.
     })().catch((error: unknown) => { options.log.error(`renewing the controllers' lease failed: ${errorLine(error)} (R61)`); });
-  }, Math.max(1, Math.floor(options.leaseMs / 3)));
+  }, timings.renewEveryMs);
   timer.unref?.();
 
   return {

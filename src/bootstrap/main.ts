@@ -4,15 +4,19 @@
  * 1. read configuration: once, by parseControllerConfig (R35), passed in;
  * 2. connect: the controller's credential, TLS pinned to the bus certificate (R34), the address
  *    alone in every log line (R3); a rotated seed still pending beside the credential file is
- *    tried when the file's is refused (R14); then, with a lease configured (a cluster), wait as a
- *    standby until this controller holds it (R61): nothing below runs on a standby;
+ *    tried when the file's is refused (R14);
  * 3. load the snapshot and catch up (openCatalogue: the CATALOGUE stream first, it holds the
  *    records every other object is derived from; a stream that erases commits stops the start,
- *    R47), then hear its configuration change while serving (watchRecords);
- * 4. raise streams, then consumers, from the records (R5, R21, R22);
- * 5. record the public key of the credential in use, only if none is recorded (R14); when the
+ *    R47); then, with a lease configured (a cluster), wait as a standby until this controller holds
+ *    it (R61), folding the records as they grow (R77: a takeover only folds the last few), and
+ *    serving nothing: nothing below runs on a standby; then hear the records' configuration change
+ *    while serving (watchRecords);
+ * 4. record the public key of the credential in use, only if none is recorded (R14); when the
  *    records hold a rotated one, use its seed instead of the file's (never the genesis one back);
- * 6. serve commands, `push` among them (every push raises again, R21).
+ * 5. serve commands, `push` among them (every push raises again, R21);
+ * 6. raise streams, then consumers, from the records (R5, R21, R22), the first task of the push
+ *    queue: a command is answered while the raise creates what the last controller had not (R77),
+ *    a push waits for it, and the start returns once it is done.
  */
 import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -20,6 +24,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { BusConnectError, connectToBus, type BusConnectOptions } from "../bus/connect.ts";
 import type { ControllerConfig } from "../config.ts";
 import { openCatalogue, RecordsBehind, type Catalogue } from "../records/catalogue.ts";
+import { InvalidEvent } from "../records/errors.ts";
 import { keptMark, writeRecordsMark } from "./recordsMark.ts";
 import { watchReports } from "./reportWatch.ts";
 import { watchRecords } from "./recordsWatch.ts";
@@ -44,6 +49,7 @@ import { REPLAY_VERB } from "../commands/replay.ts";
 import type { ControllerLog } from "./log.ts";
 import { acquireLease, type HeldLease } from "./lease.ts";
 import { StartStalled, watchStart } from "./startBound.ts";
+import { busStatusLine } from "./busStatus.ts";
 
 /** A running controller. */
 export type Controller = {
@@ -95,7 +101,8 @@ async function connect(config: ControllerConfig, credential: ControllerCredentia
   const dial = () => connectToBus(credential.current(), { ...CONTROLLER_DIAL, timeoutMs, secret: credential.dialPassword });
   try {
     const nc = await dial();
-    log.info(`connected to the bus at ${address} as ${credential.current().user}`);
+    // The server dialled, not the first configured: on a cluster that one may be down (R62).
+    log.info(`connected to the bus at ${nc.getServer()} as ${credential.current().user}`);
     return nc;
   } catch (error) {
     const pending = pendingPassword(config.credentialFile, credential.current().user);
@@ -104,7 +111,7 @@ async function connect(config: ControllerConfig, credential: ControllerCredentia
     credential.stage(pending);
     const nc = await dial();
     credential.commit();
-    log.info(`connected to the bus at ${address} as ${credential.current().user} with the rotated key; the credential file is updated`);
+    log.info(`connected to the bus at ${nc.getServer()} as ${credential.current().user} with the rotated key; the credential file is updated`);
     return nc;
   }
 }
@@ -187,13 +194,13 @@ export async function startController(config: ControllerConfig, { log, connectTi
   let onReconnect: () => void = () => undefined;
   void (async () => {
     for await (const status of nc.status()) {
-      if (status.type === "disconnect") log.info(`disconnected from the bus at ${address}`);
-      else if (status.type === "reconnect") {
-        log.info(`reconnected to the bus at ${address}`);
+      // The server named is the one the event concerns (a survivor after a reconnect, R62).
+      const line = busStatusLine(status, nc.getServer());
+      if (line) log[line.level](line.text);
+      if (status.type === "reconnect") {
         void checkJetStreamAfterReconnect(nc, log);
         onReconnect();
       }
-      else if (status.type === "error") log.error(`bus connection error at ${address}: ${status.error.message.split("\n")[0]}`);
     }
   })();
 
@@ -220,12 +227,33 @@ export async function startController(config: ControllerConfig, { log, connectTi
       delaysMs: BUS_READY_DELAYS_MS,
       onRetry: (attempt) => { if (attempt === 1) log.info("waiting for JetStream on the bus to answer (a cluster elects its leaders after a start)"); },
     });
-    // 2b. The lease (R61): one controller active at a time; a standby waits here.
+    // 3. Load the snapshot and catch up, before the lease: a standby's takeover then folds only
+    // what was appended since (R77). A commit no fold can read (R45) does not stop the start: the
+    // controller serves `replay` to void it, and refuses every other verb naming it (replyErrorOf).
+    // R43: the high-water mark kept outside the records says whether they went back.
+    const catalogue = await openCatalogue(nc, {
+      replicas: config.replicas, holdInvalid: true, onSnapshotIgnored: (line) => log.info(line),
+      ...keptMark(config.stateDir),
+    });
+    // Records latched behind (R43) are not folded further: they are served as they are.
+    const foldTail = async () => catalogue.behind !== null ? catalogue.state : catalogue.catchUp().catch((error: unknown) => {
+      if (!(error instanceof InvalidEvent)) throw error;
+      return catalogue.state;
+    });
+
+    // 3a. The lease (R61): one controller active at a time; a standby waits here, folding the
+    // records as they grow (one fold at a time; a failed one is tried at the next poll).
     if (config.leaseMs > 0) {
+      let folding = false;
       lease = await acquireLease(nc, {
         holder: `${CONTROLLER_NAME}-${randomUUID().slice(0, 8)}`, leaseMs: config.leaseMs, replicas: config.replicas, log,
         onLost: () => onLeaseLost(),
         onStalled: (what) => redial(what),
+        whileStandingBy: () => {
+          if (folding) return;
+          folding = true;
+          void foldTail().catch(() => undefined).finally(() => { folding = false; });
+        },
       });
     }
 
@@ -242,14 +270,8 @@ export async function startController(config: ControllerConfig, { log, connectTi
       },
     });
 
-    // 3. Load the snapshot and catch up.
-    // A commit no fold can read (R45) does not stop the start: the controller serves `replay` to
-    // void it, and refuses every other verb naming it (replyErrorOf).
-    // R43: the high-water mark kept outside the records says whether they went back.
-    const catalogue = await openCatalogue(nc, {
-      replicas: config.replicas, holdInvalid: true, onSnapshotIgnored: (line) => log.info(line),
-      ...keptMark(config.stateDir),
-    });
+    // What the active controller appended while this one stood by.
+    if (lease) await foldTail();
     log.info(`records folded to sequence ${catalogue.state.sequence}`);
     if (catalogue.held) log.error(`${catalogue.held.message}; serving \`mesh replay\` only until then`);
     if (catalogue.behind) log.error(`${new RecordsBehind(catalogue.behind).message}; serving \`mesh replay\` only until then`);
@@ -263,25 +285,22 @@ export async function startController(config: ControllerConfig, { log, connectTi
     const blocked = () => catalogue.held !== null || catalogue.behind !== null;
     let snapshotAt = catalogue.state.sequence;
 
-    // 4. Raise streams, then consumers (R21, R22).
-    const jsm = await jetstreamManager(nc, { checkAPI: false });
-    const raiseMemo = newRaiseMemo();
-    const raised: RaiseReport = blocked()
-      ? { created: [], updated: [], unchanged: [], refused: [] }
-      : await raiseMesh(jsm, catalogue.state, compose, { memo: raiseMemo, nc });
-    if (!blocked()) log.info(`raised the bus: ${describeRaise(raised)}`);
-    for (const refusal of raised.refused) log.error(`not raised: ${refusal.reason}`);
-
-    // 5. The controller's credential (R14); not over records it cannot fold to their end.
+    // 4. The controller's credential (R14); not over records it cannot fold to their end.
     if (!blocked()) await recordCredential(catalogue, config, credential, log);
 
-    // 6. Serve commands, push among them.
+    // 5. Serve commands, push among them; 6. the raise (below) is the push queue's first task.
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
+    const raiseMemo = newRaiseMemo();
     const pushContext: PushContext = {
       nc, catalogue, meshKey: config.meshKey, compose, log, controller: credential, newId: () => `push-${randomUUID()}`,
       sealCache: new Map(), raiseMemo, compositionMemo: newCompositionMemo(), listRepairs: new Set(),
     };
-    // One push at a time, whether asked over the bus or in-process.
-    let queue: Promise<unknown> = Promise.resolve();
+    // 6. Raise streams, then consumers (R21, R22), before any push: one push at a time, whether
+    // asked over the bus or in-process, and the start's raise first.
+    const raising: Promise<RaiseReport> = blocked()
+      ? Promise.resolve({ created: [], updated: [], unchanged: [], refused: [] })
+      : raiseMesh(jsm, catalogue.state, compose, { memo: raiseMemo, nc });
+    let queue: Promise<unknown> = raising.catch(() => undefined);
     const runPush = (options: PushOptions = {}): Promise<PushReport> => {
       const run = queue.then(async () => {
         // R43: nothing is sent over records behind the world.
@@ -324,9 +343,13 @@ export async function startController(config: ControllerConfig, { log, connectTi
     await nc.flush(); // the subscription is on the server before start returns
     startWatch?.served();
     if (start.stalled) throw start.stalled;
-    log.info(`serving commands at ${address}`);
+    log.info(`serving commands at ${nc.getServer()}`);
     // A controller that lost the lease serves nothing more: another is active (R61).
     onLeaseLost = () => { void server.stop(); reports.stop(); records.stop(); lostHook?.(); };
+    // 6. The start's raise: a failure stops the start (caught below: the lease is given up, R61).
+    const raised = await raising.catch(async (error: unknown) => { await server.stop(); throw error; });
+    if (!blocked()) log.info(`raised the bus: ${describeRaise(raised)}`);
+    for (const refusal of raised.refused) log.error(`not raised: ${refusal.reason}`);
 
     let stopped = false;
     return {

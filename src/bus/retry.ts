@@ -92,6 +92,47 @@ export async function retryJetStream<T>(operation: string, attempt: () => Promis
 }
 
 /**
+ * Pauses of a request answered "no responders" sent again (R77): about 5 s in all, the first few
+ * shorter, none over 250 ms (a standby that starts serving is found within a quarter second).
+ * Nobody received such a request, so sending it again is safe; during a failover the standby's
+ * serving interest appears (or crosses the cluster's routes) within that time.
+ */
+export const NO_RESPONDERS_DELAYS_MS: readonly number[] = [25, 50, 100, 200, ...Array.from({ length: 19 }, () => 250)];
+
+/** Caller settings of retryNoResponders. */
+export type RetryNoRespondersOptions = {
+  /** The pauses (their count is the number of retries); default NO_RESPONDERS_DELAYS_MS. */
+  delaysMs?: readonly number[];
+  /** Milliseconds after which no further attempt starts (a request's own timeout). */
+  withinMs?: number;
+  sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
+};
+
+/**
+ * Runs `attempt` (one request); while it fails with "no responders" (transientBusConditionOf kind
+ * `no-responders`: nobody received it), waits the next pause and runs it again (R77). Any other
+ * outcome is returned or thrown at once; when the pauses are spent, or the next would end past
+ * `withinMs`, the last no-responders error is thrown as it is.
+ */
+export async function retryNoResponders<T>(attempt: () => Promise<T>, options: RetryNoRespondersOptions = {}): Promise<T> {
+  const delays = options.delaysMs ?? NO_RESPONDERS_DELAYS_MS;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const now = options.now ?? Date.now;
+  const deadline = now() + (options.withinMs ?? Number.POSITIVE_INFINITY);
+  for (let tried = 0; ; tried += 1) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (transientBusConditionOf(error)?.kind !== "no-responders") throw error;
+      const pause = delays[tried];
+      if (pause === undefined || now() + pause >= deadline) throw error;
+      await sleep(pause);
+    }
+  }
+}
+
+/**
  * A poll of pollUntil that ran out of time: `what` was not the case within `timeoutMs`; `attempts`
  * says how often it was asked, `cause` holds the error of the last attempt when it threw.
  */

@@ -1,6 +1,7 @@
 import { errors, type NatsConnection } from "@nats-io/transport-node";
 import { commandSubject } from "../names.ts";
 import { isAuthorizationRefusal, isPayloadTooLarge, isTimeout, transientBusConditionOf } from "../bus/errors.ts";
+import { retryNoResponders } from "../bus/retry.ts";
 import type { AnyReply as Reply } from "../contracts/verbs.ts";
 
 /**
@@ -28,7 +29,12 @@ export class CommandTransportError extends Error {
 }
 
 /** Caller settings of sendCommand. */
-export type SendOptions = { /** Milliseconds to wait for the reply (default 10,000). */ timeoutMs?: number };
+export type SendOptions = {
+  /** Milliseconds to wait for the reply (default 10,000). */
+  timeoutMs?: number;
+  /** Pauses before sending again a request answered "no responders" (default NO_RESPONDERS_DELAYS_MS, R77). */
+  noRespondersDelaysMs?: readonly number[];
+};
 
 const encoder = new TextEncoder();
 
@@ -38,7 +44,8 @@ const encoder = new TextEncoder();
  * returns on the connection's own inbox prefix (R33: connect with connectToBus), which must be
  * `asker`'s: the controller drops a request whose reply lies outside the asker's inbox. Throws CommandTransportError:
  * `payload-too-large` before sending when the body exceeds the server's max_payload;
- * `no-controller` when nothing serves commands; `timeout` after `timeoutMs`; `bad-reply` when the
+ * `no-controller` when nothing serves commands (a request answered "no responders" reached nobody,
+ * so it is sent again for a short bounded time first, within `timeoutMs`: a failover is a pause, R77); `timeout` after `timeoutMs`; `bad-reply` when the
  * answer is not a reply object; `closed` when the bus closed the connection under the request
  * (naming why when it said, e.g. it refuses the connection's key, R50); `connection` when the
  * connection was closed before the request was sent.
@@ -61,7 +68,11 @@ export async function sendCommand(
   }
   let text: string;
   try {
-    const answer = await nc.request(commandSubject(asker, verb), data, { timeout: timeoutMs });
+    const startedAt = Date.now();
+    const answer = await retryNoResponders(
+      () => nc.request(commandSubject(asker, verb), data, { timeout: Math.max(1, timeoutMs - (Date.now() - startedAt)) }),
+      { withinMs: timeoutMs, ...(options.noRespondersDelaysMs ? { delaysMs: options.noRespondersDelaysMs } : {}) },
+    );
     text = answer.string();
   } catch (error) {
     // The bus's reason for closing the connection under the request (the request itself says only "connection closed").

@@ -28,12 +28,31 @@ export function clusterServerName(index: number): string {
   return `s${index + 1}`;
 }
 
+/** Settings of startNatsCluster: extra configuration, and how the readiness probe dials. */
+type ClusterOptions = { config?: string; readyAs?: Partial<ConnectionOptions> };
+
+/** Attempts of startNatsCluster when a route port it chose was taken before its server bound it. */
+const CLUSTER_START_ATTEMPTS = 3;
+
 /**
- * Starts the cluster; `config` is appended to every server's configuration (authorization, tls, ...).
- * `readyAs`: how the readiness probe dials (its authenticator, when `config` has authorization); the
- * probe creates and deletes a stream, so that user needs the JetStream API.
+ * Starts the cluster; `config` is appended to every server's configuration (authorization, tls,
+ * ...). `readyAs`: how the readiness probe dials (its authenticator, when `config` has
+ * authorization); the probe creates and deletes a stream, so that user needs the JetStream API. Route ports are chosen free and then bound by the servers, so on a shared machine another
+ * process may take one in between ("address already in use"): the cluster is then started again
+ * on new ports, up to CLUSTER_START_ATTEMPTS times.
  */
-export async function startNatsCluster(size = 3, options: { config?: string; readyAs?: Partial<ConnectionOptions> } = {}): Promise<NatsCluster> {
+export async function startNatsCluster(size = 3, options: ClusterOptions = {}): Promise<NatsCluster> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startNatsClusterOnce(size, options);
+    } catch (error) {
+      const taken = error instanceof Error && /address already in use/.test(error.message);
+      if (!taken || attempt >= CLUSTER_START_ATTEMPTS) throw error;
+    }
+  }
+}
+
+async function startNatsClusterOnce(size: number, options: ClusterOptions): Promise<NatsCluster> {
   const routePorts: number[] = [];
   for (let i = 0; i < size; i += 1) routePorts.push(await freePort());
   const servers: NatsServer[] = [];

@@ -79,9 +79,9 @@ describe("parseControllerConfig", () => {
     refusesNaming(() => parseControllerConfig({ ...base(), MESH_CATALOGUE_REPLICAS: "two" }), ["MESH_CATALOGUE_REPLICAS"]);
   });
 
-  it("R61: the controllers' lease is off on one server and on by default on a cluster; MESH_CONTROLLER_LEASE_MS sets it", () => {
+  it("R61, R77: the controllers' lease is off on one server and on by default on a cluster (2 s: a standby takes over within 3 s); MESH_CONTROLLER_LEASE_MS sets it", () => {
     assert.equal(parseControllerConfig(base()).leaseMs, 0);
-    assert.equal(parseControllerConfig({ ...base(), MESH_CATALOGUE_REPLICAS: "3" }).leaseMs, 10_000);
+    assert.equal(parseControllerConfig({ ...base(), MESH_CATALOGUE_REPLICAS: "3" }).leaseMs, 2_000);
     assert.equal(parseControllerConfig({ ...base(), MESH_CATALOGUE_REPLICAS: "3", MESH_CONTROLLER_LEASE_MS: "3000" }).leaseMs, 3_000);
     assert.equal(parseControllerConfig({ ...base(), MESH_CATALOGUE_REPLICAS: "3", MESH_CONTROLLER_LEASE_MS: "0" }).leaseMs, 0);
     for (const bad of ["soon", "500", "-1"]) refusesNaming(() => parseControllerConfig({ ...base(), MESH_CONTROLLER_LEASE_MS: bad }), ["MESH_CONTROLLER_LEASE_MS"]);
