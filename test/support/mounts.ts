@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { join } from "node:path";
 
 /**
  * Mounts for the tests of issue 26 (R76, a full disk; genesis on a mount point): a small tmpfs
@@ -30,4 +31,29 @@ export function bindMountOnItself(dir: string): void {
 /** Unmounts `dir` (lazily, so a process still holding a file there cannot keep the mount); nothing when it is not mounted. */
 export function unmount(dir: string): void {
   spawnSync("umount", ["-l", dir]);
+}
+
+/**
+ * Fills the file system of `dir` to its last byte with `<dir>/filler` (written until ENOSPC,
+ * in shrinking chunks). Returns the filler's path: removing it gives the space back.
+ */
+export function fillDisk(dir: string): string {
+  const filler = join(dir, "filler");
+  const fd = openSync(filler, "a");
+  try {
+    for (const chunk of [1 << 20, 1 << 16, 1 << 12, 1 << 8, 1]) {
+      const bytes = Buffer.alloc(chunk, 0x2e);
+      for (;;) {
+        try {
+          writeSync(fd, bytes);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
+          break;
+        }
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return filler;
 }
