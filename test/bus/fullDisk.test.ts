@@ -5,13 +5,19 @@
  */
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freshControllerSuite } from "../support/controller.ts";
 import { waitFor } from "../support/natsServer.ts";
 import { fillDisk, mountSkip, mountTmpfs, unmount } from "../support/mounts.ts";
 import { MarkUnwritable, readRecordsMark, recordsMarkPath } from "../../src/bootstrap/recordsMark.ts";
+import { controllerExit, logFile } from "../../src/up/processes.ts";
+import { exitRecordFile, recordExit, reserveExitRecord } from "../../src/up/exitRecord.ts";
+
+const REPO = fileURLToPath(new URL("../../", import.meta.url));
 
 /** A folder on a fresh 256 KiB tmpfs, unmounted and removed in `after`. */
 function smallDisk(): { readonly dir: string } {
@@ -61,5 +67,74 @@ describe("R76: a controller started on a full disk", { skip: mountSkip }, () => 
     rmSync(filler);
     const controller = await suite.fixture.start(env);
     assert.equal(readRecordsMark(stateDir)?.lastSequence, controller.catalogue.state.sequence);
+  });
+});
+
+/** Runs `code` (an ES module importing from the repository) in a child node with its stdout and stderr appended to `logFile`. */
+function childWithLogOn(logFile: string, code: string): { status: number | null } {
+  const fd = openSync(logFile, "a");
+  try {
+    return spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { cwd: REPO, stdio: ["ignore", fd, fd], timeout: 30_000 });
+  } finally {
+    closeSync(fd);
+  }
+}
+
+describe("R76: a process whose log lies on a full disk", { skip: mountSkip }, () => {
+  const disk = smallDisk();
+
+  for (const [what, make] of [
+    ["the controller's line log (mesh controller: stderr)", `(await import("./src/bootstrap/log.ts")).lineLog(process.stderr).info`],
+    ["the log of a process mesh up starts (stdout)", `(await import("./src/bootstrap/log.ts")).processLog()`],
+  ] as const) {
+    it(`R76: ${what} drops lines instead of dying for them, and says how many it dropped once space returns`, () => {
+      const logFile = join(disk.dir, `${what.length}.log`);
+      const filler = fillDisk(disk.dir);
+      const run = childWithLogOn(logFile, `
+        import { rmSync } from "node:fs";
+        const log = ${make};
+        for (let i = 0; i < 200; i += 1) log("controller: reconnected " + "x".repeat(100));
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        rmSync(${JSON.stringify(filler)});
+        log("space is back");
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      `);
+      assert.equal(run.status, 0, "the process did not die for its log");
+      const lines = readFileSync(logFile, "utf8").split("\n").filter(Boolean);
+      assert.match(lines.at(-1)!, /space is back$/);
+      assert.match(lines.at(-2)!, /\d+ log lines? dropped \(ENOSPC\)/);
+    });
+  }
+});
+
+describe("R76: why a process of mesh up stopped, on a full disk", { skip: mountSkip }, () => {
+  const disk = smallDisk();
+
+  it("R76: its exit record, reserved at its start, takes the reason on a full disk, and mesh status gives that reason, not the log's cut-off last line", () => {
+    const dir = join(disk.dir, "mesh");
+    mkdirSync(join(dir, "logs"), { recursive: true });
+    mkdirSync(join(dir, "run"));
+    writeFileSync(logFile(dir, "controller"), "2026-12-02T00:00:00.000Z controller: reconnected\n");
+    const dead = spawnSync("true").pid!;
+    writeFileSync(join(dir, "run", "controller.pid"), `${dead}\n`);
+    reserveExitRecord(exitRecordFile(dir, "controller"));
+    const filler = fillDisk(disk.dir);
+    try {
+      assert.equal(recordExit(exitRecordFile(dir, "controller"), "controller: cannot start: the records mark cannot be written (ENOSPC)"), true);
+      const said = controllerExit(dir);
+      assert.match(said ?? "", /cannot start: the records mark cannot be written/);
+      assert.doesNotMatch(said ?? "", /reconnected/);
+    } finally {
+      rmSync(filler);
+    }
+  });
+
+  it("R76: a process that left no reason is said to have left none, its log's last line named as such", () => {
+    const dir = join(disk.dir, "mesh-silent");
+    mkdirSync(join(dir, "logs"), { recursive: true });
+    mkdirSync(join(dir, "run"));
+    writeFileSync(logFile(dir, "controller"), "2026-12-02T00:00:00.000Z controller: reconnected\n");
+    writeFileSync(join(dir, "run", "controller.pid"), `${spawnSync("true").pid!}\n`);
+    assert.match(controllerExit(dir) ?? "", /left no reason/);
   });
 });
