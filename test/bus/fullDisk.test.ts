@@ -17,14 +17,24 @@ import { MarkUnwritable, readRecordsMark, recordsMarkPath } from "../../src/boot
 import { controllerExit, logFile } from "../../src/up/processes.ts";
 import { exitRecordFile, recordExit, reserveExitRecord } from "../../src/up/exitRecord.ts";
 
+import { supervise } from "../../src/up/supervisor.ts";
+import { runningPid } from "../../src/up/processes.ts";
+import { genesis } from "../../installer/genesis.ts";
+import { freePort } from "../../installer/serverConfig.ts";
+import { stopPid } from "../../installer/bus.ts";
+import { readBusCredential } from "../../src/files/index.ts";
+import { connectToBus } from "../../src/bus/connect.ts";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { CATALOGUE_STREAM, catalogueSubject } from "../../src/names.ts";
+
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 
-/** A folder on a fresh 256 KiB tmpfs, unmounted and removed in `after`. */
-function smallDisk(): { readonly dir: string } {
+/** A folder on a fresh tmpfs of `bytes` (default 256 KiB), unmounted and removed in `after`. */
+function smallDisk(bytes = 256 * 1024): { readonly dir: string } {
   const disk = { dir: "" };
   before(() => {
     disk.dir = mkdtempSync(join(tmpdir(), "mesh-full-disk-"));
-    mountTmpfs(disk.dir, 256 * 1024);
+    mountTmpfs(disk.dir, bytes);
   });
   after(() => {
     unmount(disk.dir);
@@ -138,3 +148,52 @@ describe("R76: why a process of mesh up stopped, on a full disk", { skip: mountS
     assert.match(controllerExit(dir) ?? "", /left no reason/);
   });
 });
+
+describe("R76: the mesh recovers by itself when space returns", { skip: mountSkip }, () => {
+  const abort = new AbortController();
+  let supervising: Promise<void> = Promise.resolve();
+  let dir = "";
+  // Registered before smallDisk's: hooks run in order, and the bus must stop before its disk goes.
+  after(async () => {
+    abort.abort();
+    await supervising;
+    const bus = runningPid(dir, "bus");
+    if (bus !== null) await stopPid(bus, 1_000);
+  });
+  const disk = smallDisk(16 * 1024 * 1024);
+
+  it("R76: a bus whose JetStream stopped answering on a full disk is restarted by the supervisor once space returns, which it says", async () => {
+    dir = join(disk.dir, "mesh");
+    const made = await genesis({ dir, brokerAddress: `tls://127.0.0.1:${await freePort()}`, log: () => {}, monitorPort: await freePort() });
+    const lines: string[] = [];
+    // Genesis leaves the bus as mesh up does: detached, its pid recorded. The supervisor looks every 0.5 s.
+    supervising = supervise(dir, (line) => lines.push(line), { env: {}, signal: abort.signal, everyMs: 500 });
+    const credential = readBusCredential(made.paths.controllerCredential);
+    const nc = await connectToBus(credential, { reconnect: false });
+    const filler = fillDisk(disk.dir);
+    try {
+      const js = jetstream(nc, { timeout: 2_000 });
+      for (let i = 0; i < 20; i += 1) {
+        const stored = await js.publish(catalogueSubject("test", "filler"), new Uint8Array(16 * 1024), { msgID: `filler-${i}` }).then(() => true, () => false);
+        if (!stored) break;
+      }
+    } finally {
+      await nc.close().catch(() => undefined);
+      rmSync(filler);
+    }
+    await waitFor(async () => {
+      const fresh = await connectToBus(credential, { reconnect: false }).catch(() => null);
+      if (fresh === null) return false;
+      try {
+        return (await (await jetstreamManager(fresh, { timeout: 2_000 })).streams.info(CATALOGUE_STREAM)).state.messages > 0;
+      } catch {
+        return false;
+      } finally {
+        await fresh.close().catch(() => undefined);
+      }
+    }, { timeoutMs: 45_000, intervalMs: 500, name: "JetStream answers again, the records kept" });
+    assert.ok(lines.some((line) => /starting bus again: its JetStream did not answer/.test(line)), `the supervisor said why: ${lines.join(" | ")}`);
+    assert.ok(lines.some((line) => /supervisor: bus started again/.test(line)));
+  });
+});
+
