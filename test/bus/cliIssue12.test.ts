@@ -156,7 +156,7 @@ describe("mesh status of a stopped mesh", () => {
     assert.equal((printed.error as { code: string }).code, "not-running");
     assert.deepEqual(Object.keys(printed).filter((k) => k !== "error").sort(), ["dir", "genesisAddress", "ok", "processes", "summary", "v"]);
     assert.equal(printed.summary, null);
-    assert.deepEqual((printed.processes as Array<{ name: string; running: boolean }>).map((p) => p.running), [false, false, false]);
+    assert.deepEqual((printed.processes as Array<{ name: string; running: boolean }>).map((p) => p.running), PROCESSES.map(() => false));
   });
 });
 
