@@ -1,7 +1,7 @@
-import { existsSync, readdirSync, renameSync, rmSync, rmdirSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { makeFolderDurable, syncFolder } from "../src/files/index.ts";
+import { makeFolderDurable, moveEntriesDurable, syncFolder } from "../src/files/index.ts";
 import { isAlive } from "./bus.ts";
 
 /**
@@ -59,17 +59,12 @@ export function clearMeshFolder(dir: string, keep: string | null): void {
 }
 
 /**
- * Moves every entry of `staging` into `dir` (same file system: each rename is atomic), `last`
- * after the others and a folder fsync (the commit, see the module comment), then removes the
- * empty staging folder. Throws the file system's error.
+ * Moves every entry of `staging` into `dir`, `last` after the others and a folder fsync (the
+ * commit, see the module comment), then removes the empty staging folder (moveEntriesDurable).
+ * Throws the file system's error.
  */
 export function commitStaging(staging: string, dir: string, last: string): void {
-  const entries = readdirSync(staging);
-  for (const entry of entries) if (entry !== last) renameSync(join(staging, entry), join(dir, entry));
-  syncFolder(dir);
-  if (entries.includes(last)) renameSync(join(staging, last), join(dir, last));
-  rmdirSync(staging);
-  syncFolder(dir);
+  moveEntriesDurable(staging, dir, last);
 }
 
 /** Undoes a genesis that failed: its staging folder, what it put in `dir`, and `dir` itself when genesis made it. */

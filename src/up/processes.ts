@@ -96,7 +96,7 @@ export function controllerExit(dir: string): string | undefined {
   const reason = controllers.map((name) => readExitRecord(exitRecordFile(dir, name))).find((r) => r !== undefined);
   if (reason !== undefined) return `the controller exited: ${reason} (its log: ${logFile(dir, "controller")})`;
   const last = lastLogLine(dir, "controller");
-  return `the controller exited and left no reason (killed?); its log's last line: ${last ?? "none, the log is empty"} (its log: ${logFile(dir, "controller")})`;
+  return `the controller exited and recorded no reason (killed, or no room to write one); its log's last line: ${last ?? "none, the log is empty"} (its log: ${logFile(dir, "controller")})`;
 }
 
 /**

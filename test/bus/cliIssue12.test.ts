@@ -189,6 +189,6 @@ describe("mesh status of a mesh whose controller exited while its bus runs", () 
     assert.equal(printed.ok, false);
     assert.equal(printed.error.code, "controller-not-running");
     assert.match(printed.error.message, /max_msgs is 3/);
-    assert.deepEqual(printed.processes.map((p) => [p.name, p.running]), [["bus", true], ["controller", false], ["host", false]]);
+    assert.deepEqual(printed.processes.map((p) => [p.name, p.running]), [["bus", true], ["controller", false], ["host", false], ["supervisor", false]]);
   });
 });

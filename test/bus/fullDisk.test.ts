@@ -139,13 +139,13 @@ describe("R76: why a process of mesh up stopped, on a full disk", { skip: mountS
     }
   });
 
-  it("R76: a process that left no reason is said to have left none, its log's last line named as such", () => {
+  it("R76: a process that recorded no reason is said to have recorded none, its log's last line named as such", () => {
     const dir = join(disk.dir, "mesh-silent");
     mkdirSync(join(dir, "logs"), { recursive: true });
     mkdirSync(join(dir, "run"));
     writeFileSync(logFile(dir, "controller"), "2026-12-02T00:00:00.000Z controller: reconnected\n");
     writeFileSync(join(dir, "run", "controller.pid"), `${spawnSync("true").pid!}\n`);
-    assert.match(controllerExit(dir) ?? "", /left no reason/);
+    assert.match(controllerExit(dir) ?? "", /recorded no reason/);
   });
 });
 
