@@ -25,7 +25,8 @@ export function droppingWriter(write: (text: string) => unknown): (text: string)
   return (text) => {
     try {
       if (dropped > 0) {
-        write(`${new Date().toISOString()} ${dropped} log line${dropped === 1 ? "" : "s"} dropped (${why}) before this one\n`);
+        // After a newline of its own: the last line before the drops may have been cut off.
+        write(`\n${new Date().toISOString()} ${dropped} log line${dropped === 1 ? "" : "s"} dropped (${why}) before this one\n`);
         dropped = 0;
       }
       write(text);

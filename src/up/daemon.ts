@@ -125,6 +125,7 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
   };
   for (const event of ["uncaughtException", "unhandledRejection"] as const) {
     process.on(event, (error: unknown) => {
+      if (error instanceof Error && error.stack) log(`${name}: ${error.stack}`);
       stopping(`${name}: stopped by an error nothing caught: ${firstLine(error)}`, 1);
       process.exit(1);
     });

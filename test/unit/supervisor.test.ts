@@ -4,7 +4,7 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { planRestarts, restartPause, RESTART_PAUSE_MAX_MS, RESTART_PAUSE_MS, SILENT_CHECKS, STABLE_AFTER_MS, type Observed, type Watched } from "../../src/up/supervisor.ts";
+import { planRestarts, restartPause, RESTART_PAUSE_MAX_MS, RESTART_PAUSE_MS, SILENT_CHECKS, STABLE_AFTER_MS, STORE_FREE_BYTES, type Observed, type Watched } from "../../src/up/supervisor.ts";
 
 const seen = (name: string, alive: boolean, extra: Partial<Observed> = {}): Observed => ({ name, recorded: true, alive, ...extra });
 
@@ -44,5 +44,20 @@ describe("R76: the supervisor's plan", () => {
     assert.equal(at(RESTART_PAUSE_MS + 2 * RESTART_PAUSE_MS - 1, false), 0, "a doubled pause");
     assert.equal(at(RESTART_PAUSE_MS + STABLE_AFTER_MS, true), 0, "it ran long enough");
     assert.equal(memory.get("host")?.restarts, 0);
+  });
+
+  it("R76: a silent bus whose store's disk is still full waits for space, said once, and is restarted once space returns", () => {
+    let memory = new Map<string, Watched>();
+    let now = 0;
+    const check = (storeFreeBytes: number) => {
+      const planned = planRestarts([seen("bus", true, { jetstream: "silent", storeFreeBytes })], memory, (now += 2_000));
+      memory = planned.memory;
+      return { restarted: planned.restarts.map((r) => r.name), waiting: planned.waiting.map((r) => r.name) };
+    };
+    const full = STORE_FREE_BYTES - 1;
+    for (let i = 1; i < SILENT_CHECKS; i += 1) assert.deepEqual(check(full), { restarted: [], waiting: [] });
+    assert.deepEqual(check(full), { restarted: [], waiting: ["bus"] });
+    assert.deepEqual(check(full), { restarted: [], waiting: [] }, "said once");
+    assert.deepEqual(check(STORE_FREE_BYTES), { restarted: ["bus"], waiting: [] });
   });
 });
