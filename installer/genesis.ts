@@ -1,6 +1,5 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { connectToBus } from "../src/bus/connect.ts";
 import { openCatalogue } from "../src/records/catalogue.ts";
@@ -11,7 +10,7 @@ import { nodeEnrol } from "../src/commands/nodeEnrol.ts";
 import { nameProblem } from "../src/names.ts";
 import type { Commit } from "../src/events/index.ts";
 import { InstallerError, makeBusCertificate, TLS_CERT_FILE, TLS_KEY_FILE } from "./tls.ts";
-import { makeFolderDurable, readBusCredential, renameDurable, writeBusCredential, writeFileDurable } from "../src/files/index.ts";
+import { readBusCredential, writeBusCredential, writeFileDurable } from "../src/files/index.ts";
 import {
   assertPortFree, busLogFile, clusterServerConfigs, clusterServerDir, findNatsServer, freePort, renderServerConfig, testServerConfig,
   SERVER_CONFIG_FILE, STORE_DIR, USER_LIST_FILE,
@@ -20,12 +19,14 @@ import { CARRIED_CONTROLLER_SUBMITS, carriedUsers } from "./carried.ts";
 import { BOOTSTRAP_SEED, BOOTSTRAP_USER } from "../src/genesis.ts";
 import { decideGenesis, GENESIS_COMMAND_ID } from "../src/commands/genesis.ts";
 import { pidFile, startBus, stopPid, systemdUnit, controllerUnit, hostUnit, isAlive, type BusProcess } from "./bus.ts";
+import { clearMeshFolder, commitStaging, makeStaging, meshFolderEntries, undoGenesis } from "./staging.ts";
 
 /**
  * Genesis of a new mesh (DESIGN.md: installer, R8, R13, R14, R15, R34). Everything is written into
- * a temporary folder beside `dir` and renamed into place at the end; a failure after the rename
- * (the bus would not start, the genesis commit could not be recorded) stops the bus and removes the
- * folder again: nothing is left half-written.
+ * a staging folder inside `dir` and moved into place at the end, mesh.json last (installer/staging.ts:
+ * `dir` may be a mount point); a failure after that (the bus would not start, the genesis commit
+ * could not be recorded) stops the bus and removes what genesis made again: nothing is left
+ * half-written.
  *
  * The mesh folder:
  *   mesh.json         the genesis facts (no secret): address, fingerprint, ports, operator
@@ -265,7 +266,7 @@ function rejectUnlessEmptyOrForced(paths: MeshPaths, force: boolean, keep: strin
     if (!force) throw new InstallerError(`${paths.dir} already holds a mesh: use it (\`mesh up\`), or pass --force to replace it and lose its records`);
     return;
   }
-  if (readdirSync(paths.dir).some((entry) => entry !== keep) && !force) {
+  if (meshFolderEntries(paths.dir, keep).length > 0 && !force) {
     throw new InstallerError(`${paths.dir} is not empty and holds no mesh: choose an empty folder or pass --force`);
   }
 }
@@ -284,18 +285,18 @@ async function stopRecordedProcesses(paths: MeshPaths): Promise<void> {
  * Creates a new mesh in `options.dir` and starts its bus (see the module comment for the files).
  *
  * Steps: check nats-server is installed, the address parses, the folder holds no mesh (unless
- * `force`) and the port is free; in a temporary folder make the mesh key, the bus's TLS key and
+ * `force`) and the port is free; in a staging folder inside it make the mesh key, the bus's TLS key and
  * certificate (SANs: the genesis host, localhost, 127.0.0.1, `extraNames`), the first user list
  * (R13: the controller at BOOTSTRAP_SEED's public key with the template's permissions, R15; the operator at
  * a fresh key), the nats-server configuration (checked with `nats-server -t`), the
- * controller's configuration and both credentials (0600); rename it into place; start the bus;
+ * controller's configuration and both credentials (0600); move it into place (mesh.json last); start the bus;
  * record the genesis commit (MeshCreated, the operator's CredentialMinted) as the controller at the
  * genesis seed. With `systemd`, the bus is stopped again after recording and a unit is
  * written to `<dir>/mesh-bus.service` and returned.
  *
  * Throws InstallerError with one line for each bad configuration: nats-server or openssl missing,
  * a malformed address, an existing mesh, a port in use, a configuration nats-server refuses, a bus
- * that does not start. Nothing is left half-written: the temporary folder, or the renamed one, is
+ * that does not start. Nothing is left half-written: the staging folder, or what was moved into place, is
  * removed on failure.
  */
 /**
@@ -339,8 +340,8 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
   /** Every server's client address on a cluster, the genesis address first (R62). */
   const addresses = servers?.map((s) => formatBusAddress({ ...address, port: s.port }));
 
-  const temp = join(dirname(paths.dir), `.${basename(paths.dir)}.genesis-${process.pid}-${randomBytes(4).toString("hex")}`);
-  makeFolderDurable(temp);
+  // R54, issue 26: staged inside the folder itself (it may be a mount point: installer/staging.ts).
+  const { staging: temp, madeDir } = makeStaging(paths.dir);
   const commits: Commit[] = [];
   let enrolReply: string | undefined;
   try {
@@ -423,15 +424,13 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
     if (!servers) mkdirSync(join(temp, STORE_DIR));
     writeFileDurable(join(temp, MESH_FILE), `${JSON.stringify(mesh, null, 2)}\n`, { mode: 0o644 });
 
-    if (existsSync(paths.dir)) {
-      await stopRecordedProcesses(paths);
-      // The genesis node's state folder inside `dir` (`mesh up`'s `.mesh/host`) is kept.
-      if (keep !== null && existsSync(join(paths.dir, keep))) renameDurable(join(paths.dir, keep), join(temp, keep));
-      rmSync(paths.dir, { recursive: true, force: true });
-    }
-    renameDurable(temp, paths.dir);
+    // A forced genesis replaces the mesh there; the genesis node's state folder inside `dir`
+    // (`mesh up`'s `.mesh/host`) and a volume's own entries are kept.
+    await stopRecordedProcesses(paths);
+    clearMeshFolder(paths.dir, keep);
+    commitStaging(temp, paths.dir, MESH_FILE);
   } catch (error) {
-    rmSync(temp, { recursive: true, force: true });
+    undoGenesis(paths.dir, temp, madeDir, keep);
     throw error;
   }
 
@@ -469,7 +468,7 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
     return { paths, mesh, ...(bus ? { bus } : {}), buses, ...(enrolReply ? { enrolReply } : {}) };
   } catch (error) {
     for (const one of buses) await one.stop();
-    rmSync(paths.dir, { recursive: true, force: true });
+    undoGenesis(paths.dir, temp, madeDir, keep);
     throw error;
   }
 }

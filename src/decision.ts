@@ -6,8 +6,11 @@ import type { Entity, MeshEvent } from "./events/index.ts";
  * commands (test/unit/layering.test.ts).
  */
 
-/** A business refusal: a stable code (asserted by tests), a message naming the fix, the field. */
-export type Refusal = { code: string; message: string; field?: string };
+/**
+ * A business refusal: a stable code (asserted by tests), a message naming the fix, the field; the
+ * command's id when the command failed after it was known (R76, replyErrorOf).
+ */
+export type Refusal = { code: string; message: string; field?: string; commandId?: string };
 
 /**
  * What decide returns: the events of one commit about one entity; or `unchanged`: accepted, the

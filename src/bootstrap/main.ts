@@ -25,7 +25,7 @@ import { BusConnectError, connectToBus, type BusConnectOptions } from "../bus/co
 import type { ControllerConfig } from "../config.ts";
 import { openCatalogue, RecordsBehind, type Catalogue } from "../records/catalogue.ts";
 import { InvalidEvent } from "../records/errors.ts";
-import { keptMark, writeRecordsMark } from "./recordsMark.ts";
+import { keptMark, writeRecordsMark, type KeptMark } from "./recordsMark.ts";
 import { watchReports } from "./reportWatch.ts";
 import { watchRecords } from "./recordsWatch.ts";
 import { serveCommands, type CommandServer } from "../commands/server.ts";
@@ -218,6 +218,8 @@ export async function startController(config: ControllerConfig, { log, connectTi
   const start: { stalled: StartStalled | null } = { stalled: null };
   /** What losing the lease stops (set once serving). */
   let onLeaseLost: () => void = () => undefined;
+  /** The records mark as kept while serving (R43, R76), once the records are open. */
+  let marks: KeptMark | undefined;
   try {
     // 2a. JetStream answers: a cluster started with this controller (`mesh up` after `mesh down`)
     // elects its leaders for seconds after the servers accept connections.
@@ -231,9 +233,10 @@ export async function startController(config: ControllerConfig, { log, connectTi
     // what was appended since (R77). A commit no fold can read (R45) does not stop the start: the
     // controller serves `replay` to void it, and refuses every other verb naming it (replyErrorOf).
     // R43: the high-water mark kept outside the records says whether they went back.
+    marks = keptMark(config.stateDir, log);
     const catalogue = await openCatalogue(nc, {
       replicas: config.replicas, holdInvalid: true, onSnapshotIgnored: (line) => log.info(line),
-      ...keptMark(config.stateDir),
+      mark: marks.mark, onAdvance: marks.onAdvance,
     });
     // Records latched behind (R43) are not folded further: they are served as they are.
     const foldTail = async () => catalogue.behind !== null ? catalogue.state : catalogue.catchUp().catch((error: unknown) => {
@@ -364,6 +367,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
         await server.stop();
         reports.stop();
         records.stop();
+        marks?.stop();
         // The lease first (R61): a standby takes over now, not after a snapshot that may be slow
         // (a snapshot is only a shortcut for the next start, and any controller may write one).
         await lease?.release();
@@ -377,6 +381,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
   } catch (error) {
     // A leader that cannot start serving gives the lease up rather than holding it idle (R61).
     startWatch?.served();
+    marks?.stop();
     await lease?.release().catch(() => undefined);
     await nc.close().catch(() => undefined);
     throw start.stalled ?? error;

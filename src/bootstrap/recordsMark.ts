@@ -15,12 +15,23 @@
  * line appended after a torn one is whole (the log has empty lines between marks). Past
  * MARK_LOG_BYTES the log is replaced by its last line (writeFileDurable), once in about a thousand
  * advances. A file of one line (as earlier releases wrote it) is a log already.
+ *
+ * A full disk (R76): a mark that cannot be written after a commit never turns that commit into a
+ * failed reply (keptMark). The reply goes out and the newest mark is written again at each advance
+ * and every MARK_RETRY_MS until it lands. Why that is safe: a mark behind the records is a lower
+ * bound, so it never makes healthy records look restored, and it is written again before anything
+ * else depends on it. What it costs while it lags: a restore that loses only the commits after
+ * the mark's last line is not seen by the mark itself; the operators' commands and the hosts'
+ * reports still carry the highest sequence their senders saw (R68), so such a restore is found when
+ * they next speak. A start is different: nothing was answered yet, and a controller that cannot
+ * keep its mark refuses to start (MarkUnwritable names the file and the space it needs).
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync, statSync, statfsSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { z } from "zod";
 import { appendFileDurable, writeFileDurable } from "../files/index.ts";
 import type { RecordsMark } from "../records/catalogue.ts";
+import type { ControllerLog } from "./log.ts";
 
 /** The mark's file name in the controller's state folder. */
 export const RECORDS_MARK_FILE = "records-mark.json";
@@ -73,25 +84,101 @@ export function readRecordsMark(stateDir: string): RecordsMark | null {
   return parsed.data;
 }
 
+/** How often a mark that could not be written is tried again while no advance comes (R76). */
+export const MARK_RETRY_MS = 2_000;
+
+/**
+ * The records mark could not be written (R76): `file`, the file system's error as `cause`, and
+ * for lack of space (ENOSPC, EDQUOT) the bytes free where it lies (null when unknown) and the
+ * bytes the write needs (whole blocks of that file system).
+ */
+export class MarkUnwritable extends Error {
+  override readonly name = "MarkUnwritable";
+  readonly file: string;
+  readonly freeBytes: number | null;
+  readonly neededBytes: number;
+  constructor(file: string, cause: unknown, space: { freeBytes: number | null; neededBytes: number }) {
+    const code = (cause as NodeJS.ErrnoException).code ?? "error";
+    const full = code === "ENOSPC" || code === "EDQUOT";
+    const why = full
+      ? `its file system has ${space.freeBytes ?? "an unknown number of"} bytes free and the mark needs at least ${space.neededBytes}: free space there`
+      : `${cause instanceof Error ? cause.message : String(cause)}: make the folder writable by the controller`;
+    super(`the records mark ${file} cannot be written (${code}): ${why} (R43, R76)`, { cause });
+    this.file = file;
+    this.freeBytes = space.freeBytes;
+    this.neededBytes = space.neededBytes;
+  }
+}
+
+/** The bytes free to this user on the file system of `dir` and its block size; nulls when it cannot be read. */
+function spaceOf(dir: string): { freeBytes: number | null; blockBytes: number | null } {
+  try {
+    const fs = statfsSync(dir);
+    return { freeBytes: fs.bavail * fs.bsize, blockBytes: fs.bsize };
+  } catch {
+    return { freeBytes: null, blockBytes: null };
+  }
+}
+
 /**
  * Writes `mark` to `stateDir` durably (R54): one line appended and fsynced, or the log replaced
- * by that line once it is past MARK_LOG_BYTES; 0600. On disk when this returns. Throws the file
- * system's error.
+ * by that line once it is past MARK_LOG_BYTES; 0600. On disk when this returns. Throws
+ * MarkUnwritable (the file, the space free and needed, the file system's error as its cause).
  */
 export function writeRecordsMark(stateDir: string, mark: RecordsMark): void {
   const path = recordsMarkPath(stateDir);
   // A newline first: a line appended after a torn one starts a line of its own.
   const line = `\n${JSON.stringify(mark)}\n`;
-  const size = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
-  if (size + line.length > MARK_LOG_BYTES) writeFileDurable(path, line, { mode: 0o600 });
-  else appendFileDurable(path, line, { mode: 0o600 });
+  try {
+    const size = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
+    if (size + line.length > MARK_LOG_BYTES) writeFileDurable(path, line, { mode: 0o600 });
+    else appendFileDurable(path, line, { mode: 0o600 });
+  } catch (error) {
+    const { freeBytes, blockBytes } = spaceOf(dirname(path));
+    const block = blockBytes ?? 4096;
+    throw new MarkUnwritable(path, error, { freeBytes, neededBytes: Math.ceil(line.length / block) * block });
+  }
 }
+
+/** The records mark as the controller keeps it (keptMark). */
+export type KeptMark = {
+  /** The mark as it was at the start (readRecordsMark). */
+  mark: RecordsMark | null;
+  /** Writes each advance; never throws (R76: see the module comment). */
+  onAdvance: (mark: RecordsMark) => void;
+  /** Stops trying again a mark not written yet (the controller stops). */
+  stop(): void;
+};
 
 /**
  * The catalogue's options that keep the mark in `stateDir` (R43): the mark as it is now
  * (readRecordsMark, which throws on an unreadable one), and every advance of the fold written
- * (writeRecordsMark). As the controller opens its records, and as the command bench does.
+ * (writeRecordsMark). A write that fails is said once in `log`, and the newest mark is written
+ * again at the next advance and every `retryMs` until it lands, which is said too (R76). As the
+ * controller opens its records, and as the command bench does.
  */
-export function keptMark(stateDir: string): { mark: RecordsMark | null; onAdvance: (mark: RecordsMark) => void } {
-  return { mark: readRecordsMark(stateDir), onAdvance: (mark) => writeRecordsMark(stateDir, mark) };
+export function keptMark(stateDir: string, log?: ControllerLog, retryMs = MARK_RETRY_MS): KeptMark {
+  let pending: RecordsMark | null = null;
+  let timer: NodeJS.Timeout | undefined;
+  const stop = () => {
+    clearInterval(timer);
+    timer = undefined;
+  };
+  const write = (mark: RecordsMark) => {
+    try {
+      writeRecordsMark(stateDir, mark);
+    } catch (error) {
+      if (pending === null) {
+        log?.error(`${error instanceof Error ? error.message : String(error)}; replies go out meanwhile, and the mark is written again at each commit and every ${retryMs / 1000} s`);
+        timer = setInterval(() => { if (pending !== null) write(pending); }, retryMs);
+        timer.unref();
+      }
+      pending = mark;
+      return;
+    }
+    if (pending !== null) log?.info(`the records mark ${recordsMarkPath(stateDir)} is written again, at sequence ${mark.lastSequence} (R43)`);
+    pending = null;
+    stop();
+  };
+  return { mark: readRecordsMark(stateDir), onAdvance: write, stop };
 }

@@ -10,6 +10,8 @@ import { packageVersion } from "../files/packageFiles.ts";
 for (const stream of [process.stdout, process.stderr]) {
   stream.on("error", (error: NodeJS.ErrnoException) => {
     if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
+    // R76: output sent to a file on a full disk is lost, never the process (`mesh host 2>>file`).
+    if (error.code === "ENOSPC" || error.code === "EDQUOT") return;
     throw error;
   });
 }

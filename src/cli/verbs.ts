@@ -89,7 +89,12 @@ export function report(
   }
   if (!reply.ok) {
     const { code } = reply.error;
-    const retry = SEND_AGAIN.has(code) && commandId !== undefined ? ` (retry with --command-id ${commandId})` : "";
+    // R76: an internal failure names the id the controller answered with: the command may have
+    // been applied, and only that id gets its reply (a rerun under a fresh id is refused, node-exists).
+    const id = reply.error.commandId ?? commandId;
+    const retry = id === undefined ? ""
+      : SEND_AGAIN.has(code) ? ` (retry with --command-id ${id})`
+        : code === "internal" ? ` (command ${id} may have been applied: send it again with --command-id ${id} to get its reply)` : "";
     ctx.err(`mesh ${verb.replace(/\./g, " ")}: refused (${code})${refusalText(reply.error, spelled)}${retry}`);
     return EXIT_REFUSED;
   }

@@ -87,6 +87,19 @@ export function replyInAskersInbox(principal: string, reply: string | undefined)
 }
 
 /**
+ * A command failed after its id was known (its commit may be on the records): replyErrorOf answers
+ * its cause's code with `commandId`, so the asker can send it again with that id (R53, R76).
+ */
+export class CommandFailed extends Error {
+  override readonly name = "CommandFailed";
+  readonly commandId: string;
+  constructor(commandId: string, cause: unknown) {
+    super(`command ${commandId}: ${cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause)}`, { cause });
+    this.commandId = commandId;
+  }
+}
+
+/**
  * The one place adapter errors become reply codes (STYLE.md 3): a fenced-out append is
  * `busy-retry` (retry the same command id), an invalid record is `invalid-records`, records behind
  * the world (R43) are `records-behind` naming the evidence and `mesh replay`, records that erase
@@ -95,9 +108,16 @@ export function replyInAskersInbox(principal: string, reply: string | undefined)
  * `bus-unavailable`, and so is any other transient bus condition (transientBusConditionOf: a
  * timeout, no responders, a leader election, a connection closed under the request), naming it and
  * saying to send the command again; anything else
- * `internal` with a generic message; the detail goes to the log only, never to the asker.
+ * `internal` with a generic message; the detail goes to the log only, never to the asker. A
+ * CommandFailed answers its cause's code naming the command id (R76).
  */
 export function replyErrorOf(error: unknown): Refusal {
+  if (error instanceof CommandFailed) {
+    const refusal = replyErrorOf(error.cause);
+    return refusal.code === "internal"
+      ? { code: "internal", message: `the controller failed to handle command ${error.commandId}: see its log; it may have been applied: send it again with the same command id to get its reply (it appends nothing twice, R53)`, commandId: error.commandId }
+      : { ...refusal, commandId: error.commandId };
+  }
   if (error instanceof RecordsBehind) {
     // R43: never "busy, retry" over records that went back; the evidence and the way out.
     return { code: "records-behind", message: error.message };
@@ -283,15 +303,20 @@ async function answerRequest(
   if (dryRun === true) return dryRunOf(await catalogue.catchUp(), def, parsed.value, envelope, deps);
   // R53: what this id is used for, recorded with the commit and compared on a duplicate.
   const request = commandRequest(verb, parsed.value);
-  const result = await catalogue.transact(commandId, (state) => {
-    const needed = def.secretsNeeded(state, parsed.value);
-    while (secrets.length < needed) secrets.push(freshSecret(deps));
-    return def.decide(state, parsed.value, envelope);
-  }, request);
-  if (!result.ok) return { ok: false, error: result.refusal };
-  const tools: ReplyTools = { openSecret: deps.openSecret, sealToNode };
-  const answer = spread(def.reply(result.state, result.events, tools, result.entity));
-  return commandReply(def, commandId, result, answer, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
+  try {
+    const result = await catalogue.transact(commandId, (state) => {
+      const needed = def.secretsNeeded(state, parsed.value);
+      while (secrets.length < needed) secrets.push(freshSecret(deps));
+      return def.decide(state, parsed.value, envelope);
+    }, request);
+    if (!result.ok) return { ok: false, error: result.refusal };
+    const tools: ReplyTools = { openSecret: deps.openSecret, sealToNode };
+    const answer = spread(def.reply(result.state, result.events, tools, result.entity));
+    return commandReply(def, commandId, result, answer, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
+  } catch (error) {
+    // R76: past here the commit may be on the records; whatever failed, the answer names the id.
+    throw new CommandFailed(commandId, error);
+  }
 }
 
 /**

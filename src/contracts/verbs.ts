@@ -24,8 +24,12 @@ const v = versionField("verbs");
 /** This build's version of the verbs' contract, stamped on every request and reply. */
 export const VERBS_VERSION = CONTRACT_VERSIONS.verbs;
 
-/** A refusal: a stable code (asserted by tests), a message naming the fix, and the field to fix. */
-export const Refusal = z.object({ code: z.string().min(1), message: z.string(), field: z.string().optional() }).strict();
+/**
+ * A refusal: a stable code (asserted by tests), a message naming the fix, and the field to fix;
+ * `commandId` when a command failed after its id was known (R76: it may have been applied, and
+ * sending it again with that id appends nothing twice and answers its reply).
+ */
+export const Refusal = z.object({ code: z.string().min(1), message: z.string(), field: z.string().optional(), commandId: z.string().optional() }).strict();
 export type Refusal = z.infer<typeof Refusal>;
 
 /** The command id a request may carry (its idempotency key, R53). */

@@ -126,6 +126,22 @@ export function renameDurable(from: string, to: string, fs: DurableFs = nodeFs):
 }
 
 /**
+ * Moves every entry of the folder `from` into the folder `to` (one file system: each rename is
+ * atomic), `last` after all the others and an fsync of `to`, so that `last` is there only once
+ * everything else is (R54: genesis's mesh.json, the mark of a whole mesh); then removes the
+ * emptied `from` and fsyncs `to`. For a folder built inside its final place because that place
+ * cannot be renamed (a mount point). Throws the file system's error.
+ */
+export function moveEntriesDurable(from: string, to: string, last?: string, fs: DurableFs & Pick<typeof nodeFs, "readdirSync" | "rmdirSync"> = nodeFs): void {
+  const entries = fs.readdirSync(from);
+  for (const entry of entries) if (entry !== last) fs.renameSync(join(from, entry), join(to, entry));
+  syncFolder(to, fs);
+  if (last !== undefined && entries.includes(last)) fs.renameSync(join(from, last), join(to, last));
+  fs.rmdirSync(from);
+  syncFolder(to, fs);
+}
+
+/**
  * Gives the file `from` a second name `to` (a hard link: no byte is copied or fsynced again),
  * atomically and durably (R54): the link is made under a temporary name beside `to`, renamed over
  * it (readers of `to` see the old file or `from`, never neither), and `to`'s folder fsynced. For a

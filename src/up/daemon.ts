@@ -1,9 +1,9 @@
 /**
- * The entry point of the processes `mesh up` leaves running: `daemon.ts controller <dir>` and
- * `daemon.ts host <dir>`. Each reads what it needs from the mesh folder (the controller its
- * controller.env through parseControllerConfig, R35; the host its state folder and the bus's
- * include file), logs one line per event to stdout (the caller sends it to `<dir>/logs`), and stops
- * cleanly on SIGTERM or SIGINT.
+ * The entry point of the processes `mesh up` leaves running: `daemon.ts controller <dir>`,
+ * `daemon.ts host <dir>` and `daemon.ts supervisor <dir>`. Each reads what it needs from the mesh
+ * folder (the controller its controller.env through parseControllerConfig, R35; the host its state
+ * folder and the bus's include file), logs one line per event to stdout (the caller sends it to
+ * `<dir>/logs`), says why it stops in its exit record (R76), and stops cleanly on SIGTERM or SIGINT.
  */
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
@@ -14,6 +14,9 @@ import { START_AGAIN_PAUSE_MS, startsAgainAfter } from "../bootstrap/startBound.
 import { setTimeout as sleep } from "node:timers/promises";
 import { meshPaths, readEnvFile, type MeshPaths } from "../../installer/genesis.ts";
 import { HOST_DIR, LOCAL_NODE_FILE, busReloadOptions, hasStandby, type Launcher } from "./up.ts";
+import { processLog } from "../bootstrap/log.ts";
+import { exitRecordFile, recordExit } from "./exitRecord.ts";
+import { supervise } from "./supervisor.ts";
 
 /** A part of the mesh running in this process. */
 export type Running = { stop(): Promise<void> };
@@ -94,30 +97,61 @@ export function runHost(paths: MeshPaths, log: (line: string) => void, onReport?
   });
 }
 
-/** Runs `controller <dir>` or `host <dir>` until SIGTERM/SIGINT (src/up/daemonMain.ts calls it). */
-export async function main(argv: readonly string[]): Promise<void> {
-  const [role, dir] = argv;
-  const log = (line: string) => { process.stdout.write(`${new Date().toISOString()} ${line}\n`); };
-  if ((role !== "controller" && role !== "host") || !dir) {
-    process.stderr.write("usage: daemon.ts controller|host <mesh dir>\n");
+/** One line of what `error` says (an Error's first line). */
+function firstLine(error: unknown): string {
+  return error instanceof Error ? error.message.split("\n")[0]! : String(error);
+}
+
+/**
+ * Runs `controller|host|supervisor <dir> [<name>]` until SIGTERM/SIGINT (src/up/daemonMain.ts
+ * calls it with the process's environment, which the supervisor passes on to what it starts).
+ * R76: its log never ends it (processLog), and why it stops (it could not start, an error nothing
+ * caught, a signal) is written to its exit record, which needs no new space (src/up/exitRecord.ts).
+ */
+export async function main(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): Promise<void> {
+  const [role, dir, given] = argv;
+  const log = processLog();
+  if ((role !== "controller" && role !== "host" && role !== "supervisor") || !dir) {
+    log("usage: daemon.ts controller|host|supervisor <mesh dir> [<process name>]");
     process.exitCode = 2;
     return;
   }
+  const name = given ?? role;
   const paths = meshPaths(dir);
+  const stopping = (reason: string, code: number) => {
+    log(reason);
+    recordExit(exitRecordFile(paths.dir, name), reason);
+    process.exitCode = code;
+  };
+  for (const event of ["uncaughtException", "unhandledRejection"] as const) {
+    process.on(event, (error: unknown) => {
+      if (error instanceof Error && error.stack) log(`${name}: ${error.stack}`);
+      stopping(`${name}: stopped by an error nothing caught: ${firstLine(error)}`, 1);
+      process.exit(1);
+    });
+  }
   let running: Running;
   try {
-    running = role === "controller" ? await runController(paths, log) : runHost(paths, log);
+    running = role === "controller" ? await runController(paths, log, { name })
+      : role === "host" ? runHost(paths, log)
+        : runSupervisor(paths.dir, log, env);
   } catch (error) {
-    log(`${role}: cannot start: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`);
-    process.exitCode = 1;
+    stopping(`${name}: cannot start: ${firstLine(error)}`, 1);
     return;
   }
-  log(`${role}: running (pid ${process.pid})`);
-  const stop = () => {
-    void running.stop().finally(() => { log(`${role}: stopped`); process.exit(0); });
+  log(`${name}: running (pid ${process.pid})`);
+  const stop = (signal: string) => {
+    void running.stop().finally(() => { stopping(`${name}: stopped on ${signal}`, 0); process.exit(0); });
   };
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
+}
+
+/** Runs the supervisor of the mesh in `dir` in this process (src/up/supervisor.ts) until stopped. */
+function runSupervisor(dir: string, log: (line: string) => void, env: Readonly<Record<string, string | undefined>>): Running {
+  const abort = new AbortController();
+  const done = supervise(dir, log, { env, signal: abort.signal });
+  return { stop: async () => { abort.abort(); await done; } };
 }
 
 /** A launcher running the controller and the host in this process (tests, and `up` embedded in a program). */

@@ -1,7 +1,7 @@
 /**
- * `node dist/src/up/daemonMain.js controller|host <mesh dir>` (from sources: `node --import tsx
- * src/up/daemonMain.ts ...`): what `mesh up` leaves running (spawnDaemon).
+ * `node dist/src/up/daemonMain.js controller|host|supervisor <mesh dir> [<name>]` (from sources:
+ * `node --import tsx src/up/daemonMain.ts ...`): what `mesh up` leaves running (spawnDaemon).
  */
 import { main } from "./daemon.ts";
 
-await main(process.argv.slice(2));
+await main(process.argv.slice(2), process.env);

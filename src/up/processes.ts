@@ -3,6 +3,7 @@ import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, re
 import { entryArguments, packageLayout, writeFileDurable } from "../files/index.ts";
 import { join } from "node:path";
 import { isAlive, pidFile, stopPid } from "../../installer/bus.ts";
+import { exitRecordFile, readExitRecord, reserveExitRecord } from "./exitRecord.ts";
 
 /**
  * The background processes of `mesh up` (the embedded default): the bus, the controller and the
@@ -10,8 +11,13 @@ import { isAlive, pidFile, stopPid } from "../../installer/bus.ts";
  * `<dir>/logs/<name>.log`, so `mesh down` can stop them and `mesh up` can find them again.
  */
 
-/** The processes `mesh up` runs, in the order they start (`mesh down` stops them in reverse). */
-export const PROCESSES = ["bus", "controller", "host"] as const;
+/**
+ * The processes `mesh up` runs, in the order they start (`mesh down` stops them in reverse: the
+ * supervisor first, so it starts nothing `mesh down` stops).
+ */
+export const PROCESSES = ["bus", "controller", "host", "supervisor"] as const;
+/** The process that starts again what stopped (src/up/supervisor.ts, R76). */
+export const SUPERVISOR = "supervisor";
 /** A process of `mesh up`: one of PROCESSES, or on a cluster `bus-<n>` and the standby `controller-2`. */
 export type ProcessName = string;
 /** The standby controller's process on a cluster (R61): it serves once the active one's lease lapses. */
@@ -24,7 +30,7 @@ export const STANDBY_CONTROLLER = "controller-2";
  */
 export function processesFor(servers: number): string[] {
   if (servers <= 1) return [...PROCESSES];
-  return [...Array.from({ length: servers }, (_, i) => `bus-${i + 1}`), "controller", STANDBY_CONTROLLER, "host"];
+  return [...Array.from({ length: servers }, (_, i) => `bus-${i + 1}`), "controller", STANDBY_CONTROLLER, "host", SUPERVISOR];
 }
 
 /** The processes of the mesh in `dir` (processesFor its mesh.json's servers; PROCESSES without one). */
@@ -74,16 +80,20 @@ export function lastLogLine(dir: string, name: ProcessName): string | undefined 
 }
 
 /**
- * Why `mesh up`'s controller in `dir` is not running: one line with its log's last line (the
- * daemon writes why it could not start there, `controller: cannot start: ...`) and the log's path.
- * Undefined while a controller of `dir` runs (the active one, or on a cluster the standby, R61),
- * and where none was recorded (never started, or stopped by `mesh down`, which removes the pids).
+ * Why `mesh up`'s controller in `dir` is not running: one line with the reason its exit record
+ * holds (R76: the daemon writes it there, `controller: cannot start: ...`, even on a full disk) and
+ * the log's path; a controller that left no reason (killed, or an older release) is said to have
+ * left none, its log's last line named as only that. Undefined while a controller of `dir` runs
+ * (the active one, or on a cluster the standby, R61), and where none was recorded (never started,
+ * or stopped by `mesh down`, which removes the pids).
  */
 export function controllerExit(dir: string): string | undefined {
   const controllers = ["controller", STANDBY_CONTROLLER].filter((name) => existsSync(pidFile(dir, name)));
   if (controllers.length === 0 || controllers.some((name) => runningPid(dir, name) !== null)) return undefined;
+  const reason = controllers.map((name) => readExitRecord(exitRecordFile(dir, name))).find((r) => r !== undefined);
+  if (reason !== undefined) return `the controller exited: ${reason} (its log: ${logFile(dir, "controller")})`;
   const last = lastLogLine(dir, "controller");
-  return `the controller exited: ${last ?? "its log is empty"} (its log: ${logFile(dir, "controller")})`;
+  return `the controller exited and recorded no reason (killed, or no room to write one); its log's last line: ${last ?? "none, the log is empty"} (its log: ${logFile(dir, "controller")})`;
 }
 
 /**
@@ -113,15 +123,22 @@ export function recordPid(dir: string, name: ProcessName, pid: number): void {
   writeFileDurable(pidFile(dir, name), `${pid}\n`, { mode: 0o644 });
 }
 
+/** What a daemon of `mesh up` runs (src/up/daemon.ts). */
+export type DaemonRole = "controller" | "host" | "supervisor";
+
 /**
- * Starts `src/up/daemonMain.ts <role> <dir>` (built: its .js, in node alone) detached (it outlives `mesh up`), its output appended to
+ * Starts `src/up/daemonMain.ts <role> <dir> <name>` (built: its .js, in node alone) detached (it
+ * outlives `mesh up`), its output appended to
  * `<dir>/logs/<role>.log`, and records its pid. `env` is the environment it gets (the caller's
  * own, passed in: nothing here reads process.env). Returns the pid.
  */
-export function spawnDaemon(dir: string, role: "controller" | "host", env: Readonly<Record<string, string | undefined>>, name: ProcessName = role): number {
+export function spawnDaemon(dir: string, role: DaemonRole, env: Readonly<Record<string, string | undefined>>, name: ProcessName = role): number {
   mkdirSync(join(dir, "logs"), { recursive: true });
+  mkdirSync(join(dir, "run"), { recursive: true });
+  // R76: the room for why it will stop, taken now: on a full disk later, the reason still fits.
+  try { reserveExitRecord(exitRecordFile(dir, name)); } catch { /* no room now: the daemon tries a new file when it stops */ }
   const out = openSync(logFile(dir, name), "a");
-  const child = spawn(process.execPath, [...entryArguments(DAEMON), role, dir], {
+  const child = spawn(process.execPath, [...entryArguments(DAEMON), role, dir, name], {
     // From sources, tsx resolves from the working folder: the package's root.
     cwd: packageLayout().root,
     detached: true,

@@ -22,7 +22,7 @@ import { startBus, pidFile } from "../../installer/bus.ts";
 import { readUserList } from "../../installer/carried.ts";
 import { localHost } from "../../installer/genesis.ts";
 import { InstallerError } from "../../installer/tls.ts";
-import { controllerExit, runningPid, recordPid, spawnDaemon, processesOf, STANDBY_CONTROLLER } from "./processes.ts";
+import { controllerExit, runningPid, recordPid, spawnDaemon, processesOf, STANDBY_CONTROLLER, SUPERVISOR } from "./processes.ts";
 import { appliedOf, nodesOf, principalsByUser, seatsOf, type NodeLastReport, type UpSummary } from "./summary.ts";
 import { REPORTS_PAGE } from "../push/reports.ts";
 import { planIssueAndAssign, planPlacement, planRegistrations, pushLines, type UpCommand } from "./plan.ts";
@@ -126,6 +126,11 @@ export type Launcher = {
    * tell leaves it out.
    */
   exited?(paths: MeshPaths): string | undefined;
+  /**
+   * Starts the supervisor unless it runs (R76: it starts again what stopped, src/up/supervisor.ts);
+   * `up` calls it once the host runs. A launcher whose processes live and die with it leaves it out.
+   */
+  supervise?(paths: MeshPaths): Promise<void>;
 };
 
 export type UpOptions = {
@@ -331,12 +336,14 @@ export async function up(options: UpOptions): Promise<UpResult> {
       // what it holds (the users of the list the bus runs, named when the restore is accepted) and
       // installs what the push after `mesh replay --accept-restore` sends. Nothing is sent meanwhile.
       await options.launcher.host(paths, node);
+      await options.launcher.supervise?.(paths);
       throw upOverRecordsBehind(paths.dir, nodes.error);
     }
     if (!nodesOf(ok("nodes", nodes)).some((n) => n.name === node)) {
       throw new UpError(`up: node ${node} is not enrolled in the mesh of ${paths.dir} (its genesis named another node?)`);
     }
     await options.launcher.host(paths, node);
+    await options.launcher.supervise?.(paths);
 
     // The example mesh, once: register, issue, assign, place (each step only when not done yet, so
     // an interrupted first `up` completes; afterwards what the operator changed is left alone).
@@ -461,8 +468,8 @@ export async function readSummary(
 }
 
 /**
- * The launcher of the CLI: the controller and the host as detached processes running
- * src/up/daemon.ts, each started only when its recorded pid is not alive. `env` is passed to them.
+ * The launcher of the CLI: the controller, the host and the supervisor (R76) as detached processes
+ * running src/up/daemon.ts, each started only when its recorded pid is not alive. `env` is passed to them.
  */
 export function detachedLauncher(env: Environment): Launcher {
   return {
@@ -475,6 +482,9 @@ export function detachedLauncher(env: Environment): Launcher {
       if (runningPid(paths.dir, "host") === null) spawnDaemon(paths.dir, "host", env);
     },
     exited: (paths) => controllerExit(paths.dir),
+    async supervise(paths) {
+      if (runningPid(paths.dir, SUPERVISOR) === null) spawnDaemon(paths.dir, "supervisor", env);
+    },
   };
 }
 

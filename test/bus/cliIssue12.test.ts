@@ -156,7 +156,7 @@ describe("mesh status of a stopped mesh", () => {
     assert.equal((printed.error as { code: string }).code, "not-running");
     assert.deepEqual(Object.keys(printed).filter((k) => k !== "error").sort(), ["dir", "genesisAddress", "ok", "processes", "summary", "v"]);
     assert.equal(printed.summary, null);
-    assert.deepEqual((printed.processes as Array<{ name: string; running: boolean }>).map((p) => p.running), [false, false, false]);
+    assert.deepEqual((printed.processes as Array<{ name: string; running: boolean }>).map((p) => p.running), PROCESSES.map(() => false));
   });
 });
 
@@ -189,6 +189,6 @@ describe("mesh status of a mesh whose controller exited while its bus runs", () 
     assert.equal(printed.ok, false);
     assert.equal(printed.error.code, "controller-not-running");
     assert.match(printed.error.message, /max_msgs is 3/);
-    assert.deepEqual(printed.processes.map((p) => [p.name, p.running]), [["bus", true], ["controller", false], ["host", false]]);
+    assert.deepEqual(printed.processes.map((p) => [p.name, p.running]), [["bus", true], ["controller", false], ["host", false], ["supervisor", false]]);
   });
 });

@@ -22,6 +22,7 @@ import { exampleMesh } from "../unit/compose/exampleMesh.ts";
 import { initHostKeys, readCredentialFile, saveNodeCredential, NODE_CREDENTIAL_FILE } from "../../src/host/index.ts";
 import { busUser } from "../../src/names.ts";
 import { credentialAt, nodeOf } from "../../src/projections/index.ts";
+import { bindMountOnItself, mountSkip, unmount } from "../support/mounts.ts";
 
 const quiet = (lines: string[]) => (line: string) => { lines.push(line); };
 
@@ -281,5 +282,59 @@ describe("genesis with its node (R56)", () => {
     assert.match(unit("mesh-controller.service"), new RegExp(`EnvironmentFile=${sd.paths.controllerEnv}`));
     assert.match(unit("mesh-controller.service"), /ExecStart=\S+ \S+bin\/mesh\.js controller/);
     assert.match(unit("mesh-host.service"), new RegExp(`ExecStart=\\S+ \\S+bin/mesh\\.js host --state ${keys} --node bushost --bus-include ${sd.paths.userList}`));
+  });
+});
+
+describe("genesis on a folder that is a mount point (issue 26)", { skip: mountSkip }, () => {
+  let root: string;
+  const mounted: string[] = [];
+  const made: GenesisResult[] = [];
+  const onMount = (name: string) => {
+    const dir = join(root, name);
+    bindMountOnItself(dir);
+    mounted.push(dir);
+    return dir;
+  };
+  before(() => {
+    root = mkdtempSync(join(tmpdir(), "mesh-genesis-mount-"));
+  });
+  after(async () => {
+    for (const one of made) await one.bus?.stop();
+    for (const dir of mounted) unmount(dir);
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it("R54: genesis makes its mesh in a mount point (its temporary files beside their targets, never renamed across devices, the folder itself never renamed)", async () => {
+    const dir = onMount("volume");
+    made.push(await genesis({ dir, brokerAddress: `tls://127.0.0.1:${await freePort()}`, log: () => {}, monitorPort: 0 }));
+    assert.ok(existsSync(join(dir, "mesh.json")) && existsSync(join(dir, "operator.json")));
+    assert.ok(!readdirSync(root).some((f) => f.includes("genesis")), "nothing was made beside the mount point");
+    assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith(".")), [], "no temporary folder is left inside it");
+  });
+
+  it("R56: genesis with its node keeps the node's folder inside the mount point, as `mesh up --dir <a volume>` makes it", async () => {
+    const dir = onMount("volume-node");
+    const hostDir = join(dir, "host");
+    initHostKeys(hostDir);
+    made.push(await genesis({ dir, brokerAddress: `tls://127.0.0.1:${await freePort()}`, log: () => {}, monitorPort: 0, node: { name: "bushost", stateDir: hostDir } }));
+    assert.ok(existsSync(join(hostDir, "node.seed")), "the node's keys are kept");
+    assert.ok(existsSync(join(dir, "bushost.enrol.json")));
+  });
+
+  it("R13: a forced genesis over a mesh in a mount point replaces it there", async () => {
+    const dir = onMount("volume-forced");
+    const first = await genesis({ dir, brokerAddress: `tls://127.0.0.1:${await freePort()}`, log: () => {}, monitorPort: 0 });
+    await first.bus?.stop();
+    const again = await genesis({ dir, brokerAddress: `tls://127.0.0.1:${await freePort()}`, log: () => {}, monitorPort: 0, force: true });
+    made.push(again);
+    assert.notEqual(again.mesh.fingerprint, first.mesh.fingerprint, "a new mesh");
+    assert.ok(!readdirSync(root).some((f) => f.includes("genesis")), "nothing was made beside the mount point");
+  });
+
+  it("R35: a mount point holding only lost+found (a new ext4 volume) counts as empty", async () => {
+    const dir = onMount("ext4-like");
+    mkdirSync(join(dir, "lost+found"));
+    made.push(await genesis({ dir, brokerAddress: `tls://127.0.0.1:${await freePort()}`, log: () => {}, monitorPort: 0 }));
+    assert.ok(existsSync(join(dir, "lost+found")) && existsSync(join(dir, "mesh.json")));
   });
 });

@@ -12,7 +12,7 @@ import {
 } from "../../src/bus/errors.ts";
 import { BusConnectError, CertificateMismatch, connectToBus } from "../../src/bus/connect.ts";
 import { ConfigError, parseControllerConfig } from "../../src/config.ts";
-import { replyErrorOf } from "../../src/commands/server.ts";
+import { CommandFailed, replyErrorOf } from "../../src/commands/server.ts";
 
 const apiError = (status: number, code: number, description: string) => new JetStreamApiError({ code: status, err_code: code, description });
 
@@ -140,5 +140,15 @@ describe("a transient bus condition, told apart from a fault (a new-user trial's
       assert.ok(refusal.message.includes(transientBusConditionOf(error)!.reason), `${what}: ${refusal.message}`);
     }
     for (const [what, error] of faults) assert.equal(replyErrorOf(error).code, "internal", what);
+  });
+
+  it("R76: a command that failed after its id was known answers with that id, whatever the code (internal, or a bus condition to send again)", () => {
+    const internal = replyErrorOf(new CommandFailed("enrol-7", new Error("ENOSPC: no space left on device")));
+    assert.equal(internal.code, "internal");
+    assert.equal(internal.commandId, "enrol-7");
+    const busy = replyErrorOf(new CommandFailed("enrol-8", new errors.TimeoutError()));
+    assert.equal(busy.code, "bus-unavailable");
+    assert.equal(busy.commandId, "enrol-8");
+    assert.equal(replyErrorOf(new Error("no id known")).commandId, undefined);
   });
 });

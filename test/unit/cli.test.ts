@@ -175,6 +175,19 @@ describe("refusals name what the person typed", () => {
   });
 });
 
+describe("R76: an internal failure names the command id", () => {
+  it("R76: a command answered internal names its id, and that sending it again with --command-id gets its reply", () => {
+    const lines: string[] = [];
+    const ctx = { globals: { json: false }, out: () => {}, err: (line: string) => lines.push(line) } as unknown as CliContext;
+    const reply = { ok: false as const, error: { code: "internal", message: "the controller failed", commandId: "enrol-7" } };
+    assert.equal(report(ctx, "node.enrol", reply, undefined, {}, "enrol-7"), EXIT_REFUSED);
+    assert.match(lines[0]!, /--command-id enrol-7/);
+    // The id the controller names is printed even when the CLI was given none to name.
+    report(ctx, "node.enrol", reply);
+    assert.match(lines[1]!, /--command-id enrol-7/);
+  });
+});
+
 describe("parseClientConfig", () => {
   it("R35: defaults the credential file and the timeout, and freezes the result", () => {
     const config = parseClientConfig({});

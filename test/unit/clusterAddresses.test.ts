@@ -47,6 +47,6 @@ describe("a cluster's addresses in credentials (R62)", () => {
 describe("the processes of mesh up --cluster", () => {
   it("R61: one server runs the bus, the controller and the host; a cluster every server, an active and a standby controller, the host", () => {
     assert.deepEqual(processesFor(1), [...PROCESSES]);
-    assert.deepEqual(processesFor(3), ["bus-1", "bus-2", "bus-3", "controller", "controller-2", "host"]);
+    assert.deepEqual(processesFor(3), ["bus-1", "bus-2", "bus-3", "controller", "controller-2", "host", "supervisor"]);
   });
 });
