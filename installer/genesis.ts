@@ -5,7 +5,7 @@ import { z } from "zod";
 import { connectToBus } from "../src/bus/connect.ts";
 import { openCatalogue } from "../src/records/catalogue.ts";
 import { renderUserList } from "../src/compose/userList.ts";
-import { certificateNames, evolve, initialState, formatBusAddress, parseBusAddress } from "../src/projections/index.ts";
+import { busCertificateNames, certificateNames, evolve, initialState, formatBusAddress, parseBusAddress } from "../src/projections/index.ts";
 import { isNodePublicKey, newFreshSecret, newMeshKey, openWithMeshKey, sealToNode, sealWithMeshKey } from "../src/crypto/secrets.ts";
 import { nodeEnrol } from "../src/commands/nodeEnrol.ts";
 import { nameProblem } from "../src/names.ts";
@@ -383,7 +383,7 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
       enrolReply = enrolReplyFile(paths.dir, node.name);
       writeFileDurable(join(temp, basename(enrolReply)), `${JSON.stringify(reply, null, 2)}\n`, { mode: 0o600 });
     }
-    const carriedList = renderUserList({ users: carriedUsers(genesisState) });
+    const carriedList = renderUserList({ users: carriedUsers(genesisState), busNames: busCertificateNames(genesisState) });
     if (servers) {
       // R60: each server reads its own configuration, so each gets its own copy of the one list.
       const configs = (root: string) => clusterServerConfigs({

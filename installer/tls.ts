@@ -2,8 +2,8 @@ import { readFileSync } from "node:fs";
 import { writeFileDurable } from "../src/files/index.ts";
 import { join } from "node:path";
 import { certificateFingerprint } from "../src/crypto/secrets.ts";
-import { issueBusCertificate, makeMeshCa, type KeyedCertificate } from "../src/crypto/ca.ts";
-import { certificateNames, LOOPBACK_NAMES } from "../src/projections/index.ts";
+import { makeMeshCa, type KeyedCertificate } from "../src/crypto/ca.ts";
+import { CA_CERT_FILE, CA_KEY_FILE, writeBusCertificate } from "../src/host/busCertificate.ts";
 
 /**
  * The mesh's certificate authority and the bus's TLS identity on disk (R34, R71): the CA's key and
@@ -12,12 +12,7 @@ import { certificateNames, LOOPBACK_NAMES } from "../src/projections/index.ts";
  * @peculiar/x509 (src/crypto/ca.ts), no `openssl`.
  */
 
-/** File names of the bus's TLS key and certificate (its chain: the bus's, then the CA's) inside the mesh folder. */
-export const TLS_KEY_FILE = "bus-key.pem";
-export const TLS_CERT_FILE = "bus-cert.pem";
-/** File names of the mesh CA's certificate and key (R71) inside the mesh folder, beside the mesh key. */
-export const CA_CERT_FILE = "mesh-ca.pem";
-export const CA_KEY_FILE = "mesh-ca-key.pem";
+export { CA_CERT_FILE, CA_KEY_FILE, TLS_CERT_FILE, TLS_KEY_FILE } from "../src/host/busCertificate.ts";
 
 /** One line error of the installer: what is wrong and what to do (bad configuration, R35). */
 export class InstallerError extends Error {
@@ -40,7 +35,7 @@ export async function makeBusCertificate(dir: string, names: readonly string[]):
   const ca = await makeMeshCa();
   writeFileDurable(join(dir, CA_KEY_FILE), ca.key, { mode: 0o600 });
   writeFileDurable(join(dir, CA_CERT_FILE), ca.certificate, { mode: 0o644 });
-  return writeBusCertificate(dir, ca, names);
+  return issueInto(dir, ca, names);
 }
 
 /**
@@ -49,7 +44,7 @@ export async function makeBusCertificate(dir: string, names: readonly string[]):
  * CA's certificate or key cannot be read.
  */
 export async function reissueBusCertificate(dir: string, names: readonly string[]): Promise<BusCertificateFiles> {
-  return writeBusCertificate(dir, readMeshCa(dir), names);
+  return issueInto(dir, readMeshCa(dir), names);
 }
 
 /** The mesh CA's certificate and key in `dir`. Throws InstallerError naming the file when one cannot be read. */
@@ -64,12 +59,8 @@ export function readMeshCa(dir: string): KeyedCertificate {
   return { certificate: read(CA_CERT_FILE), key: read(CA_KEY_FILE) };
 }
 
-async function writeBusCertificate(dir: string, ca: KeyedCertificate, names: readonly string[]): Promise<BusCertificateFiles> {
-  const bus = await issueBusCertificate(ca, certificateNames([...names, ...LOOPBACK_NAMES]));
-  const keyFile = join(dir, TLS_KEY_FILE);
-  const certFile = join(dir, TLS_CERT_FILE);
-  writeFileDurable(keyFile, bus.key, { mode: 0o600 });
-  writeFileDurable(certFile, bus.certificate, { mode: 0o644 });
+async function issueInto(dir: string, ca: KeyedCertificate, names: readonly string[]): Promise<BusCertificateFiles> {
+  const { keyFile, certFile } = await writeBusCertificate(dir, ca, names);
   return { keyFile, certFile, caFile: join(dir, CA_CERT_FILE), caKeyFile: join(dir, CA_KEY_FILE), fingerprint: certificateFingerprint(ca.certificate) };
 }
 
