@@ -174,7 +174,7 @@ export function credentialAddresses(credential: Pick<BusCredential, "address" | 
  * two (a probe doubled the client's and the bus's CPU for a dial). Safe to keep: a certificate is
  * kept only under its own fingerprint, and every (re)connect verifies the bus against it.
  */
-const pinnedCertificates = new Map<string, string>();
+const pinnedCertificates = new Map<string, { pem: string; own: boolean }>();
 
 /**
  * Connects to the bus with `credential` and returns the connection.
@@ -237,8 +237,8 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
     const pin = normalizeFingerprint(credential.fingerprint);
     const known = pinnedCertificates.get(pin);
     if (known !== undefined) {
-      settings.tls = caTlsOptions(known);
-      options.onCertificate?.(known);
+      settings.tls = caTlsOptions(known.pem, known.own ? pin : undefined);
+      options.onCertificate?.(known.pem);
       try {
         return await natsConnect(settings);
       } catch (error) {
@@ -262,8 +262,10 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
     if (presented === undefined) throw dialError(address, lastError);
     const trusted = pinnedCertificateOf(presented, pin);
     if (trusted === undefined) throw new CertificateMismatch(address, pin, presented.fingerprint);
-    pinnedCertificates.set(pin, trusted.pem);
-    settings.tls = caTlsOptions(trusted.pem);
+    // The pin is the bus's own certificate when it presents no CA behind it: a mesh made before R71.
+    const own = presented.chain.length === 1;
+    pinnedCertificates.set(pin, { pem: trusted.pem, own });
+    settings.tls = caTlsOptions(trusted.pem, own ? pin : undefined);
     options.onCertificate?.(trusted.pem);
   } else {
     // Only a test process that allowed plain dials gets here (tlsOnly.ts): its nats:// test servers.

@@ -1,5 +1,5 @@
 import { connect as netConnect, isIP } from "node:net";
-import { connect as tlsConnect, createSecureContext, type DetailedPeerCertificate, type TLSSocket } from "node:tls";
+import { connect as tlsConnect, createSecureContext, type DetailedPeerCertificate, type PeerCertificate, type TLSSocket } from "node:tls";
 import { X509Certificate } from "node:crypto";
 import type { NodeConnectionOptions } from "@nats-io/transport-node";
 import { TLS_REQUIRED } from "./tlsOnly.ts";
@@ -117,11 +117,19 @@ export function pinnedCertificateOf(presented: PresentedChain, pin: string): Pre
 /**
  * TLS options for nats.js that verify the bus the ordinary way against `caPem` alone (R71): the
  * chain must lead to it and the certificate must name the host dialled; Node's own identity check.
+ * With `ownPin` (the pin is the bus's own, self-signed certificate: a mesh made before R71) the
+ * identity check compares that fingerprint instead of names, as R34 did, so such a mesh's clients
+ * keep dialling the addresses it told them until it moves over to a CA.
  * nats.js hands these to Node's `tls.connect` unchanged, at the first connect and at every
  * reconnect: the CA is given as one secure context made here, not as `ca` (from which tls.connect
  * parses the PEM and builds a new context at each dial: a fifth of a client's time in a reconnect
  * storm, measured with `npm run bench -- fleet`). Throws Node's error when `caPem` is no certificate.
  */
-export function caTlsOptions(caPem: string): NodeTlsOptions {
-  return { secureContext: createSecureContext({ ca: caPem }), rejectUnauthorized: true } as NodeTlsOptions;
+export function caTlsOptions(caPem: string, ownPin?: string): NodeTlsOptions {
+  const options = { secureContext: createSecureContext({ ca: caPem }), rejectUnauthorized: true };
+  if (ownPin === undefined) return options as NodeTlsOptions;
+  const expected = normalizeFingerprint(ownPin);
+  const checkServerIdentity = (_host: string, certificate: PeerCertificate): Error | undefined =>
+    certificate.fingerprint256 === expected ? undefined : new Error(`the bus presented certificate ${certificate.fingerprint256}, not the pinned ${expected}`);
+  return { ...options, checkServerIdentity } as NodeTlsOptions;
 }

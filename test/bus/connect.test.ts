@@ -1,5 +1,6 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,6 +23,18 @@ async function meshCertificate(dir: string, names: readonly string[] = []): Prom
     leaf: certificateFingerprint(readFileSync(made.certFile, "utf8")),
     tls: `tls { cert_file: "${made.certFile}", key_file: "${made.keyFile}" }`,
   };
+}
+
+/** A self-signed EC certificate naming nothing, as the bus of a mesh made before R71 has (openssl, in the test only). */
+function preCaCertificate(dir: string): { cert: string; tls: string } {
+  const made = spawnSync(
+    "openssl",
+    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+      "-subj", "/CN=mesh-bus", "-keyout", join(dir, "bus.key"), "-out", join(dir, "bus.crt")],
+    { encoding: "utf8" },
+  );
+  if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr}`);
+  return { cert: readFileSync(join(dir, "bus.crt"), "utf8"), tls: `tls { cert_file: "${join(dir, "bus.crt")}", key_file: "${join(dir, "bus.key")}" }` };
 }
 
 const WRONG_PIN = Array.from({ length: 32 }, () => "AB").join(":");
@@ -238,6 +251,19 @@ describe("connectToBus", () => {
       const error = await connectToBus(credential, { reconnect: false }).then(() => null, (e: unknown) => e);
       assert.ok(error instanceof CertificateMismatch, `expected CertificateMismatch, got ${String(error)}`);
       assert.equal(error.presented, second!.leaf);
+    });
+
+    it("R34 R71: the bus of a mesh made before R71 (its own self-signed certificate, naming nothing) is still dialled by its pin, which still refuses another", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "mesh-cert-"));
+      dirs.push(dir);
+      const old = preCaCertificate(dir);
+      const server = await startNatsServer({ config: old.tls });
+      servers.push(server);
+      const credential = { address: `tls://127.0.0.1:${server.port}`, user: "node-a", password: "pw", fingerprint: certificateFingerprint(old.cert) };
+      await (await connectToBus(credential, { reconnect: false })).close();
+      await (await connectToBus(credential, { reconnect: false })).close();
+      const wrong = await connectToBus({ ...credential, fingerprint: WRONG_PIN }, { reconnect: false }).then(() => null, (e: unknown) => e);
+      assert.ok(wrong instanceof CertificateMismatch);
     });
 
     it("R71: a bus certificate reissued by the same CA (other names, another key) is trusted with the same pin, by a new dial and by a connection reconnecting", async () => {
