@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { openSync, closeSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { probeCertificate } from "../src/bus/pin.ts";
+import { pinnedCertificateOf, probeCertificate } from "../src/bus/pin.ts";
 import { InstallerError } from "./tls.ts";
 import { packageFile } from "../src/files/index.ts";
 
@@ -104,7 +104,7 @@ export async function startBus(options: {
     if (exited !== null) throw new InstallerError(`the bus exited (${exited}) at start: ${lastLogLine()}`);
     try {
       const presented = await probeCertificate(options.host, options.port, { timeoutMs: 1_000 });
-      if (presented.fingerprint !== options.fingerprint) {
+      if (pinnedCertificateOf(presented, options.fingerprint) === undefined) {
         await stopPid(pid);
         throw new InstallerError(
           `the bus at ${options.host}:${options.port} presents certificate ${presented.fingerprint}, not the mesh's ${options.fingerprint}: another server holds the port`,

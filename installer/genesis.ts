@@ -4,12 +4,12 @@ import { z } from "zod";
 import { connectToBus } from "../src/bus/connect.ts";
 import { openCatalogue } from "../src/records/catalogue.ts";
 import { renderUserList } from "../src/compose/userList.ts";
-import { evolve, initialState, formatBusAddress, parseBusAddress } from "../src/projections/index.ts";
+import { busCertificateNames, certificateNames, evolve, initialState, formatBusAddress, parseBusAddress } from "../src/projections/index.ts";
 import { isNodePublicKey, newFreshSecret, newMeshKey, openWithMeshKey, sealToNode, sealWithMeshKey } from "../src/crypto/secrets.ts";
 import { nodeEnrol } from "../src/commands/nodeEnrol.ts";
 import { nameProblem } from "../src/names.ts";
 import type { Commit } from "../src/events/index.ts";
-import { InstallerError, makeBusCertificate, TLS_CERT_FILE, TLS_KEY_FILE } from "./tls.ts";
+import { CA_CERT_FILE, CA_KEY_FILE, InstallerError, makeBusCertificate, TLS_CERT_FILE, TLS_KEY_FILE } from "./tls.ts";
 import { readBusCredential, writeBusCredential, writeFileDurable } from "../src/files/index.ts";
 import {
   assertPortFree, busLogFile, clusterServerConfigs, clusterServerDir, findNatsServer, freePort, renderServerConfig, testServerConfig,
@@ -31,7 +31,8 @@ import { clearMeshFolder, commitStaging, makeStaging, meshFolderEntries, undoGen
  * The mesh folder:
  *   mesh.json         the genesis facts (no secret): address, fingerprint, ports, operator
  *   mesh.key          the mesh key (0600)
- *   bus-key.pem       the bus's TLS key (0600); bus-cert.pem its self-signed certificate
+ *   mesh-ca.pem       the mesh's certificate authority (R71); mesh-ca-key.pem its key (0600)
+ *   bus-key.pem       the bus's TLS key (0600); bus-cert.pem its certificate, issued by the CA, then the CA's
  *   bus.conf          nats-server configuration; users.conf its user list (include file)
  *   store/            the JetStream store
  *   controller.env    the controller's configuration (MESH_* variables, 0600)
@@ -135,6 +136,8 @@ export type MeshPaths = {
   meshKey: string;
   tlsKey: string;
   tlsCert: string;
+  caCert: string;
+  caKey: string;
   serverConfig: string;
   userList: string;
   store: string;
@@ -154,6 +157,8 @@ export function meshPaths(dir: string): MeshPaths {
     meshKey: join(root, MESH_KEY_FILE),
     tlsKey: join(root, TLS_KEY_FILE),
     tlsCert: join(root, TLS_CERT_FILE),
+    caCert: join(root, CA_CERT_FILE),
+    caKey: join(root, CA_KEY_FILE),
     serverConfig: join(root, SERVER_CONFIG_FILE),
     userList: join(root, USER_LIST_FILE),
     store: join(root, STORE_DIR),
@@ -181,7 +186,8 @@ export function readMeshFile(dir: string): MeshFile {
 export function controllerEnvironment(paths: MeshPaths, genesisAddress: string, replicas = 1): Record<string, string> {
   return {
     MESH_BROKER_ADDRESS: genesisAddress,
-    MESH_BROKER_CERTIFICATE: paths.tlsCert,
+    // The CA, not the bus's certificate: its fingerprint is the pin, and it outlives every reissue (R71).
+    MESH_BROKER_CERTIFICATE: paths.caCert,
     MESH_KEY_FILE: paths.meshKey,
     MESH_CONTROLLER_CREDENTIAL: paths.controllerCredential,
     MESH_CONTROLLER_SUBMITS: CARRIED_CONTROLLER_SUBMITS.join(","),
@@ -285,8 +291,9 @@ async function stopRecordedProcesses(paths: MeshPaths): Promise<void> {
  * Creates a new mesh in `options.dir` and starts its bus (see the module comment for the files).
  *
  * Steps: check nats-server is installed, the address parses, the folder holds no mesh (unless
- * `force`) and the port is free; in a staging folder inside it make the mesh key, the bus's TLS key and
- * certificate (SANs: the genesis host, localhost, 127.0.0.1, `extraNames`), the first user list
+ * `force`) and the port is free; in a staging folder inside it make the mesh key, the bus's TLS key,
+ * the mesh's CA (R71) and the bus's certificate issued by it (names: the genesis host, `extraNames`,
+ * a cluster's servers, loopback), the first user list
  * (R13: the controller at BOOTSTRAP_SEED's public key with the template's permissions, R15; the operator at
  * a fresh key), the nats-server configuration (checked with `nats-server -t`), the
  * controller's configuration and both credentials (0600); move it into place (mesh.json last); start the bus;
@@ -294,7 +301,7 @@ async function stopRecordedProcesses(paths: MeshPaths): Promise<void> {
  * genesis seed. With `systemd`, the bus is stopped again after recording and a unit is
  * written to `<dir>/mesh-bus.service` and returned.
  *
- * Throws InstallerError with one line for each bad configuration: nats-server or openssl missing,
+ * Throws InstallerError with one line for each bad configuration: nats-server missing,
  * a malformed address, an existing mesh, a port in use, a configuration nats-server refuses, a bus
  * that does not start. Nothing is left half-written: the staging folder, or what was moved into place, is
  * removed on failure.
@@ -348,8 +355,10 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
     log(`genesis: making the mesh key and the bus certificate in ${paths.dir}`);
     const meshKey = newMeshKey();
     writeFileDurable(join(temp, MESH_KEY_FILE), `${meshKey}\n`, { mode: 0o600 });
-    const names = [address.host, ...(options.extraNames ?? [])];
-    const tls = makeBusCertificate(temp, names);
+    // R71: every name a principal is told at genesis (busCertificateNames of the genesis records).
+    const givenNames = certificateNames(options.extraNames ?? []);
+    const names = [address.host, ...givenNames, ...(addresses ?? []).map((one) => parseBusAddress(one).host)];
+    const tls = await makeBusCertificate(temp, names);
     const now = options.now ?? new Date().toISOString();
 
     // The genesis commit, decided here so the carried list and the records say the same thing.
@@ -357,7 +366,7 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
     const operatorSecret = newFreshSecret((seed) => sealWithMeshKey(meshKey, seed));
     const decision = decideGenesis(initialState, {
       genesisAddress, fingerprint: tls.fingerprint, bootstrapUser: BOOTSTRAP_USER, operator, operatorSecret, now,
-      ...(addresses ? { addresses } : {}),
+      ...(addresses ? { addresses } : {}), ...(givenNames.length > 0 ? { names: givenNames } : {}),
     });
     if (!decision.ok) throw new InstallerError(decision.refusal.message);
     commits.push({ commandId: GENESIS_COMMAND_ID, entity: decision.entity, events: decision.events });
@@ -375,7 +384,7 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
       enrolReply = enrolReplyFile(paths.dir, node.name);
       writeFileDurable(join(temp, basename(enrolReply)), `${JSON.stringify(reply, null, 2)}\n`, { mode: 0o600 });
     }
-    const carriedList = renderUserList({ users: carriedUsers(genesisState) });
+    const carriedList = renderUserList({ users: carriedUsers(genesisState), busNames: busCertificateNames(genesisState) });
     if (servers) {
       // R60: each server reads its own configuration, so each gets its own copy of the one list.
       const configs = (root: string) => clusterServerConfigs({

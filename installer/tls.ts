@@ -1,20 +1,18 @@
-import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { writeFileDurable } from "../src/files/index.ts";
 import { join } from "node:path";
-import { isIP } from "node:net";
 import { certificateFingerprint } from "../src/crypto/secrets.ts";
+import { makeMeshCa, type KeyedCertificate } from "../src/crypto/ca.ts";
+import { CA_CERT_FILE, CA_KEY_FILE, writeBusCertificate } from "../src/host/busCertificate.ts";
 
 /**
- * The bus's own TLS identity (R34): an EC P-256 key and a self-signed certificate made with
- * `openssl`. Clients of the mesh pin its SHA-256 fingerprint; the names in its SANs (the genesis
- * host, localhost, 127.0.0.1 and the overlay names the mesh knows) are there so standard Go tools
- * (the `nats` CLI) accept it too: Go refuses a certificate that names nothing.
+ * The mesh's certificate authority and the bus's TLS identity on disk (R34, R71): the CA's key and
+ * certificate, made once at genesis, and the bus's key and certificate, issued by the CA for every
+ * name a principal is told to dial (busCertificateNames) and reissued when those change. Made with
+ * @peculiar/x509 (src/crypto/ca.ts), no `openssl`.
  */
 
-/** File names of the bus's TLS key and certificate inside the mesh folder. */
-export const TLS_KEY_FILE = "bus-key.pem";
-export const TLS_CERT_FILE = "bus-cert.pem";
+export { CA_CERT_FILE, CA_KEY_FILE, TLS_CERT_FILE, TLS_KEY_FILE } from "../src/host/busCertificate.ts";
 
 /** One line error of the installer: what is wrong and what to do (bad configuration, R35). */
 export class InstallerError extends Error {
@@ -24,43 +22,46 @@ export class InstallerError extends Error {
   }
 }
 
-/** The SAN entries for `names`: `IP:` for addresses, `DNS:` for host names; deduplicated. */
-export function subjectAltNames(names: readonly string[]): string {
-  const unique = [...new Set(names.filter((name) => name.length > 0))];
-  return unique.map((name) => (isIP(name) ? `IP:${name}` : `DNS:${name}`)).join(",");
+/** The four files of a mesh's TLS identity in `dir`, and the CA's SHA-256 fingerprint clients pin (R71). */
+export type BusCertificateFiles = { keyFile: string; certFile: string; caFile: string; caKeyFile: string; fingerprint: string };
+
+/**
+ * Makes the mesh's CA (`mesh-ca.pem`, its key `mesh-ca-key.pem` 0600) in `dir` and issues the
+ * bus's key (`bus-key.pem`, 0600) and certificate (`bus-cert.pem`, the chain) from it, naming
+ * `names` (localhost, 127.0.0.1 and ::1 are always added; R71). Every file is written durably.
+ * Returns the paths and the CA's SHA-256 fingerprint (`AA:BB:...`), which the mesh's clients pin (R34, R71).
+ */
+export async function makeBusCertificate(dir: string, names: readonly string[]): Promise<BusCertificateFiles> {
+  const ca = await makeMeshCa();
+  writeFileDurable(join(dir, CA_KEY_FILE), ca.key, { mode: 0o600 });
+  writeFileDurable(join(dir, CA_CERT_FILE), ca.certificate, { mode: 0o644 });
+  return issueInto(dir, ca, names);
 }
 
 /**
- * Makes the bus's key (`bus-key.pem`, mode 0600) and a self-signed certificate (`bus-cert.pem`,
- * ten years) in `dir`, naming `names` in its SANs (localhost and 127.0.0.1 are always added).
- * Returns the two paths and the certificate's SHA-256 fingerprint (`AA:BB:...`, R34).
- * Throws InstallerError (one line) when `openssl` is missing or fails.
+ * Reissues the bus's certificate in `dir` from the mesh's CA there for `names` (plus loopback,
+ * R71), replacing `bus-key.pem` and `bus-cert.pem`. Throws InstallerError naming the file when the
+ * CA's certificate or key cannot be read.
  */
-export function makeBusCertificate(dir: string, names: readonly string[]): { keyFile: string; certFile: string; fingerprint: string } {
-  const keyFile = join(dir, TLS_KEY_FILE);
-  const certFile = join(dir, TLS_CERT_FILE);
-  // The key file exists, empty and 0600, before openssl writes the key into it (it keeps the mode).
-  writeFileDurable(keyFile, "", { mode: 0o600 });
-  const sans = subjectAltNames([...names, "localhost", "127.0.0.1"]);
-  const run = spawnSync(
-    "openssl",
-    [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-      "-keyout", keyFile, "-out", certFile, "-days", "3650", "-subj", "/CN=mesh-bus",
-      "-addext", `subjectAltName=${sans}`,
-    ],
-    { encoding: "utf8" },
-  );
-  if (run.error) throw new InstallerError("openssl is not installed: run `apt-get install -y openssl` and try again", { cause: run.error });
-  if (run.status !== 0) {
-    const reason = (run.stderr ?? "").trim().split("\n").pop() ?? "unknown error";
-    throw new InstallerError(`openssl could not make the bus certificate: ${reason}`);
-  }
-  // openssl neither fsyncs nor guarantees the mode: both are rewritten durably (R54), the key 0600.
-  writeFileDurable(keyFile, readFileSync(keyFile), { mode: 0o600 });
-  const pem = readFileSync(certFile, "utf8");
-  writeFileDurable(certFile, pem, { mode: 0o644 });
-  return { keyFile, certFile, fingerprint: certificateFingerprint(pem) };
+export async function reissueBusCertificate(dir: string, names: readonly string[]): Promise<BusCertificateFiles> {
+  return issueInto(dir, readMeshCa(dir), names);
+}
+
+/** The mesh CA's certificate and key in `dir`. Throws InstallerError naming the file when one cannot be read. */
+export function readMeshCa(dir: string): KeyedCertificate {
+  const read = (file: string): string => {
+    try {
+      return readFileSync(join(dir, file), "utf8");
+    } catch (error) {
+      throw new InstallerError(`the mesh CA's ${join(dir, file)} cannot be read (${(error as NodeJS.ErrnoException).code ?? "error"}) (R71: genesis makes the CA)`, { cause: error });
+    }
+  };
+  return { certificate: read(CA_CERT_FILE), key: read(CA_KEY_FILE) };
+}
+
+async function issueInto(dir: string, ca: KeyedCertificate, names: readonly string[]): Promise<BusCertificateFiles> {
+  const { keyFile, certFile } = await writeBusCertificate(dir, ca, names);
+  return { keyFile, certFile, caFile: join(dir, CA_CERT_FILE), caKeyFile: join(dir, CA_KEY_FILE), fingerprint: certificateFingerprint(ca.certificate) };
 }
 
 /**

@@ -132,7 +132,7 @@ type Bus = {
 /** `tls`: the server's client TLS block, given the certificate and key files. */
 async function startBus(label: string, firstList: string, tls: (certFile: string, keyFile: string) => string[]): Promise<Bus> {
   const dir = mkdtempSync(join(tmpdir(), `mesh-bench-fleet-${label}-`));
-  const certificate = makeBusCertificate(dir, []);
+  const certificate = await makeBusCertificate(dir, []);
   const usersFile = join(dir, "users.conf");
   const pidFile = join(dir, "server.pid");
   writeFileSync(usersFile, firstList, { mode: 0o600 });

@@ -2,7 +2,7 @@ import { connect as natsConnect, type Authenticator, type NatsConnection, type N
 import { z } from "zod";
 import { inboxPrefix } from "../names.ts";
 import { parseBusAddress } from "../projections/queries.ts";
-import { probeCertificate, pinnedTlsOptions, normalizeFingerprint } from "./pin.ts";
+import { caTlsOptions, normalizeFingerprint, pinnedCertificateOf, probeCertificate, type PresentedChain } from "./pin.ts";
 import { nkeySigner, type NkeySigner } from "./nkeySigner.ts";
 import { dialFailureOf, type BusConnectKind } from "./errors.ts";
 import { TLS_REQUIRED, isDialableBusAddress } from "./tlsOnly.ts";
@@ -103,8 +103,8 @@ export type BusConnectOptions = {
    */
   reconnectWaitMs?: number;
   /**
-   * Called with the bus certificate as PEM once its fingerprint matched the pin (tls:// only): a
-   * host hands it to its modules, whose clients verify against a file (R57).
+   * Called with the mesh CA's certificate as PEM once it matched the pin (tls:// only): a host
+   * hands it to its modules as `certificate.pem`, which a standard client verifies against (R57, R71).
    */
   onCertificate?: (pem: string) => void;
   /**
@@ -142,8 +142,9 @@ function dialError(address: string, error: unknown): BusConnectError {
 }
 
 /**
- * The bus certificate's fingerprint is not the pinned one (R34). Names the address and both
- * fingerprints; the connection was refused before any credential was sent.
+ * No certificate the bus presented has the pinned fingerprint (R34, R71: the mesh CA's). Names
+ * the address, the pin and the bus's own certificate's fingerprint; the connection was refused
+ * before any credential was sent.
  */
 export class CertificateMismatch extends BusConnectError {
   readonly expected: string;
@@ -168,27 +169,26 @@ export function credentialAddresses(credential: Pick<BusCredential, "address" | 
 }
 
 /**
- * The certificates a probe found matching their pin in this process, by pin (R34). A later dial
- * with the same pin trusts that certificate without probing again: one TLS handshake a dial
- * instead of two (a probe doubled the client's and the bus's CPU for a dial). Safe to keep: a
- * certificate is kept only under its own fingerprint, and every (re)connect still compares it.
+ * The CA certificates a probe found under their pin in this process, by pin (R34, R71). A later
+ * dial with the same pin trusts that CA without probing again: one TLS handshake a dial instead of
+ * two (a probe doubled the client's and the bus's CPU for a dial). Safe to keep: a certificate is
+ * kept only under its own fingerprint, and every (re)connect verifies the bus against it.
  */
-const pinnedCertificates = new Map<string, string>();
+const pinnedCertificates = new Map<string, { pem: string; own: boolean }>();
 
 /**
  * Connects to the bus with `credential` and returns the connection.
  *
  * A credential naming several servers (`addresses`, a cluster, R62) is dialled on all of them:
  * the client connects to one and, when it is lost, reconnects to any survivor. All must share one
- * scheme; over TLS the first server that answers is probed and must present the pinned certificate,
- * and the identity check compares the fingerprint again at every (re)connect to any of them.
+ * scheme; over TLS the first server that answers is probed and must present the pinned CA.
  *
  * `tls://host:port`: probes the server first (plain INFO, then a TLS handshake that only reads the
- * certificate), refuses with CertificateMismatch unless its SHA-256 fingerprint equals
- * `credential.fingerprint` (R34), then connects trusting exactly that certificate, with an
- * identity check that compares the fingerprint again on every (re)connect. The probe is made once
- * per pin in a process (pinnedCertificates); a dial that fails on a known certificate for a reason
- * other than the credential, the address or time probes again. A `tls://` credential without a
+ * chain), refuses with CertificateMismatch unless a certificate of the chain has the SHA-256
+ * fingerprint `credential.fingerprint` (the mesh CA's, R34, R71), then connects trusting that
+ * certificate alone, with ordinary TLS verification (chain and host name) on every (re)connect.
+ * The probe is made once per pin in a process (pinnedCertificates); a dial that fails on a known
+ * CA for a reason other than the credential, the address or time probes again. A `tls://` credential without a
  * fingerprint is refused. Any other address (`nats://`) is refused before a socket is opened
  * (R67: a CONNECT in clear could be relayed by anyone on the way), unless this is a test process
  * that allowed plain dials (tlsOnly.ts, the test harness's one seam).
@@ -237,8 +237,8 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
     const pin = normalizeFingerprint(credential.fingerprint);
     const known = pinnedCertificates.get(pin);
     if (known !== undefined) {
-      settings.tls = pinnedTlsOptions(known, pin);
-      options.onCertificate?.(known);
+      settings.tls = caTlsOptions(known.pem, known.own ? pin : undefined);
+      options.onCertificate?.(known.pem);
       try {
         return await natsConnect(settings);
       } catch (error) {
@@ -249,7 +249,7 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
       }
     }
     // The first server that answers is probed; a cluster with one server down still dials.
-    let presented: { fingerprint: string; pem: string } | undefined;
+    let presented: PresentedChain | undefined;
     let lastError: unknown;
     for (const p of all) {
       try {
@@ -260,10 +260,13 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
       }
     }
     if (presented === undefined) throw dialError(address, lastError);
-    if (presented.fingerprint !== pin) throw new CertificateMismatch(address, pin, presented.fingerprint);
-    pinnedCertificates.set(pin, presented.pem);
-    settings.tls = pinnedTlsOptions(presented.pem, pin);
-    options.onCertificate?.(presented.pem);
+    const trusted = pinnedCertificateOf(presented, pin);
+    if (trusted === undefined) throw new CertificateMismatch(address, pin, presented.fingerprint);
+    // The pin is the bus's own certificate when it presents no CA behind it: a mesh made before R71.
+    const own = presented.chain.length === 1;
+    pinnedCertificates.set(pin, { pem: trusted.pem, own });
+    settings.tls = caTlsOptions(trusted.pem, own ? pin : undefined);
+    options.onCertificate?.(trusted.pem);
   } else {
     // Only a test process that allowed plain dials gets here (tlsOnly.ts): its nats:// test servers.
     settings.tls = null;

@@ -1,5 +1,5 @@
 import { connect as netConnect, isIP } from "node:net";
-import { connect as tlsConnect, createSecureContext, type PeerCertificate, type TLSSocket } from "node:tls";
+import { connect as tlsConnect, createSecureContext, type DetailedPeerCertificate, type PeerCertificate, type TLSSocket } from "node:tls";
 import { X509Certificate } from "node:crypto";
 import type { NodeConnectionOptions } from "@nats-io/transport-node";
 import { TLS_REQUIRED } from "./tlsOnly.ts";
@@ -7,14 +7,12 @@ import { TLS_REQUIRED } from "./tlsOnly.ts";
 type NodeTlsOptions = NonNullable<NodeConnectionOptions["tls"]>;
 
 /**
- * Certificate pinning for the bus (R34). The mesh's bus presents its own, self-signed certificate
- * with no names on it; clients trust it by its SHA-256 fingerprint, not by a CA or a host name.
- *
- * Node calls `checkServerIdentity` only after the chain verified, which a self-signed certificate
- * fails; so the client first reads the certificate (probeCertificate), compares its fingerprint
- * with the pin, and then connects trusting exactly that certificate as its only CA, with an
- * identity check that compares the fingerprint again on every (re)connect. connectToBus keeps a
- * certificate that matched its pin, so a process probes once per pin, not once per dial.
+ * How a mesh client trusts the bus (R34, R71). The bus presents a certificate issued by the mesh's
+ * CA, followed by the CA's own; a credential pins the CA's SHA-256 fingerprint. The client reads
+ * the chain once (probeCertificate), takes the certificate whose fingerprint is the pin as its one
+ * CA, and then dials with ordinary TLS verification against it: chain and name, at every
+ * (re)connect. So the bus's certificate can be reissued (new names, new key) without any client
+ * changing its pin. connectToBus keeps the CA a pin found, so a process probes once per pin.
  */
 
 /** `aa:bb:...` or `AA:BB:...` → `AA:BB:...`, the form Node's `fingerprint256` uses. */
@@ -34,12 +32,12 @@ export function probeCertificate(
   host: string,
   port: number,
   { timeoutMs = 5_000 }: { timeoutMs?: number } = {},
-): Promise<{ fingerprint: string; pem: string }> {
+): Promise<PresentedChain> {
   return new Promise((resolve, reject) => {
     const socket = netConnect({ host, port });
     let secure: TLSSocket | undefined;
     let settled = false;
-    const finish = (error: Error | null, value?: { fingerprint: string; pem: string }) => {
+    const finish = (error: Error | null, value?: PresentedChain) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -85,26 +83,53 @@ export function probeCertificate(
       secure.once("secureConnect", () => {
         const certificate = secure!.getPeerCertificate(true);
         if (!certificate || !certificate.raw) return finish(new Error("the server presented no certificate"));
-        finish(null, { fingerprint: certificate.fingerprint256, pem: new X509Certificate(certificate.raw).toString() });
+        const chain = chainOf(certificate);
+        finish(null, { ...chain[0]!, chain });
       });
     };
     socket.on("data", onData);
   });
 }
 
+/** One certificate the bus presented: its SHA-256 fingerprint (`AA:BB:...`) and PEM. */
+export type PresentedCertificate = { fingerprint: string; pem: string };
+/** The bus's own certificate (fingerprint, pem) and the whole chain it presented, its own first. */
+export type PresentedChain = PresentedCertificate & { chain: PresentedCertificate[] };
+
+/** The certificates of a peer's chain, its own first, each once (a self-signed root is its own issuer). */
+function chainOf(first: DetailedPeerCertificate): PresentedCertificate[] {
+  const chain: PresentedCertificate[] = [];
+  for (let at: DetailedPeerCertificate | undefined = first; at?.raw && !chain.some((c) => c.fingerprint === at!.fingerprint256); at = at.issuerCertificate) {
+    chain.push({ fingerprint: at.fingerprint256, pem: new X509Certificate(at.raw).toString() });
+  }
+  return chain;
+}
+
 /**
- * TLS options for nats.js that accept exactly the pinned certificate: it is the only CA, and the
- * identity check compares the presented certificate's fingerprint with `pin` instead of names.
+ * The certificate of `presented` whose fingerprint is `pin` (the mesh's CA, R71; a bus of a mesh
+ * made before R71 presents a self-signed certificate, its own CA), or undefined when none is.
+ */
+export function pinnedCertificateOf(presented: PresentedChain, pin: string): PresentedCertificate | undefined {
+  const expected = normalizeFingerprint(pin);
+  return presented.chain.find((certificate) => certificate.fingerprint === expected);
+}
+
+/**
+ * TLS options for nats.js that verify the bus the ordinary way against `caPem` alone (R71): the
+ * chain must lead to it and the certificate must name the host dialled; Node's own identity check.
+ * With `ownPin` (the pin is the bus's own, self-signed certificate: a mesh made before R71) the
+ * identity check compares that fingerprint instead of names, as R34 did, so such a mesh's clients
+ * keep dialling the addresses it told them until it moves over to a CA.
  * nats.js hands these to Node's `tls.connect` unchanged, at the first connect and at every
  * reconnect: the CA is given as one secure context made here, not as `ca` (from which tls.connect
  * parses the PEM and builds a new context at each dial: a fifth of a client's time in a reconnect
- * storm, measured with `npm run bench -- fleet`). Throws Node's error when `pem` is no certificate.
+ * storm, measured with `npm run bench -- fleet`). Throws Node's error when `caPem` is no certificate.
  */
-export function pinnedTlsOptions(pem: string, pin: string): NodeTlsOptions {
-  const expected = normalizeFingerprint(pin);
+export function caTlsOptions(caPem: string, ownPin?: string): NodeTlsOptions {
+  const options = { secureContext: createSecureContext({ ca: caPem }), rejectUnauthorized: true };
+  if (ownPin === undefined) return options as NodeTlsOptions;
+  const expected = normalizeFingerprint(ownPin);
   const checkServerIdentity = (_host: string, certificate: PeerCertificate): Error | undefined =>
-    certificate.fingerprint256 === expected
-      ? undefined
-      : new Error(`the bus presented certificate ${certificate.fingerprint256}, not the pinned ${expected}`);
-  return { secureContext: createSecureContext({ ca: pem }), rejectUnauthorized: true, checkServerIdentity } as NodeTlsOptions;
+    certificate.fingerprint256 === expected ? undefined : new Error(`the bus presented certificate ${certificate.fingerprint256}, not the pinned ${expected}`);
+  return { ...options, checkServerIdentity } as NodeTlsOptions;
 }

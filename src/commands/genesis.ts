@@ -19,6 +19,8 @@ export type GenesisFacts = {
   operatorSecret: FreshSecret;
   /** Every server's client address on a cluster, the genesis address first (R62); absent on one server. */
   addresses?: readonly string[];
+  /** Host names given beside the address (`--name`): the bus's certificate names them (R71). */
+  names?: readonly string[];
   /** ISO 8601 time of genesis. */
   now: string;
 };
@@ -39,7 +41,8 @@ export function decideGenesis(state: State, facts: GenesisFacts): Decision {
     entity: { kind: "mesh", id: "genesis" },
     events: [
       { ...meta, type: "MeshCreated", genesisAddress: facts.genesisAddress, fingerprint: facts.fingerprint, bootstrapUser: facts.bootstrapUser,
-        ...(facts.addresses ? { addresses: [...facts.addresses] } : {}) },
+        ...(facts.addresses ? { addresses: [...facts.addresses] } : {}),
+        ...(facts.names && facts.names.length > 0 ? { names: [...facts.names] } : {}) },
       {
         ...meta,
         type: "CredentialMinted",

@@ -1,5 +1,5 @@
 import type { State } from "../projections/index.ts";
-import { assignedModules, brokerReachableAt, busAddressesOf, credentialOf, holdersOf, isEnrolled, moduleOf, nodeNames, overlayNameOf, principalOfModule, provisionOf, resolveSeat, seatOf } from "../projections/index.ts";
+import { assignedModules, brokerReachableAt, busCertificateNames, busAddressesOf, credentialOf, holdersOf, isEnrolled, moduleOf, nodeNames, overlayNameOf, principalOfModule, provisionOf, resolveSeat, seatOf } from "../projections/index.ts";
 import { BROKER_SEAT } from "../names.ts";
 import { CONTRACT_VERSIONS } from "../contracts/version.ts";
 import {
@@ -137,7 +137,8 @@ export function prepareComposition(state: State, config: ComposeConfig): Prepare
   const userListText = (): string | null => {
     if (text === undefined) {
       const list = busUsers();
-      text = list.ok ? renderUserList(list) : null;
+      // R71: the names the bus's certificate must carry travel with the list to the broker's holders.
+      text = list.ok ? renderUserList({ users: list.users, ...(state.mesh ? { busNames: busCertificateNames(state) } : {}) }) : null;
     }
     return text;
   };

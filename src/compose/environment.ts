@@ -11,9 +11,10 @@ import { EVENTS_STREAM, eventSubject, followConsumer, inboxPrefix, toolSubject, 
  * one line, in the manifest's order, so a module in any language reads them with one parse.
  *
  * - `MESH_BROKER_ADDRESS`: `tls://host:port`, where its node reaches the broker (R7, R10);
- * - `MESH_BROKER_CERTIFICATE`: the bus certificate's SHA-256 fingerprint (R34);
+ * - `MESH_BROKER_CERTIFICATE`: the mesh CA's SHA-256 fingerprint (R34, R71);
  * - `MESH_USER`: its bus user (the host adds `MESH_NKEY_SEED`, opened with the node's key, and
- *   `MESH_BROKER_CERTIFICATE_FILE`, the certificate as PEM, for clients that verify against a file);
+ *   `MESH_BROKER_CERTIFICATE_FILE`, the mesh CA's certificate as PEM: any standard client verifies
+ *   the bus against it, names included, R71);
  * - `MESH_INBOX_PREFIX`: the only inbox it may use (R33): a client's default `_INBOX.` is refused;
  * - `MESH_WORK`: `[{seat, stream, consumer, subjects}]`, the shared work queue of each seat it
  *   claims that accepts work (R16), pulled from the durable consumer `consumer`;
@@ -25,7 +26,7 @@ import { EVENTS_STREAM, eventSubject, followConsumer, inboxPrefix, toolSubject, 
  */
 export type { ModuleEnvironment };
 
-/** The variable the host adds: the path of the bus certificate as PEM (R57). */
+/** The variable the host adds: the path of the mesh CA's certificate as PEM (R57, R71). */
 export const CERTIFICATE_FILE_VARIABLE = "MESH_BROKER_CERTIFICATE_FILE";
 /** The variable the host adds: the module's password (a credential from before nkeys), opened with the node's key (R3: only in the 0600 env file). */
 export const PASSWORD_VARIABLE = "MESH_PASSWORD";

@@ -1,6 +1,6 @@
 export { type ComposeConfig, type Direction, type Grant, type Permissions, type BusUser, type BusUsers, type LeftOut } from "./types.ts";
 export { permissionsOf, grantsOf, moduleGrants, userOf, permissionsFromGrants, controllerReplyInboxes } from "./permissions.ts";
-export { composeBusUsers, renderUserList } from "./userList.ts";
+export { busNamesOfList, composeBusUsers, renderUserList } from "./userList.ts";
 export {
   composeDeclaration, composeDeclarations, prepareComposition, utf8Length, userListPartCount, USER_LIST_PART_BYTES,
   type UserListRef, type Declaration, type DeclarationResult, type DeclaredModule, type DeclaredCredential, type ProvisionGrant,

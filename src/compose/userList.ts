@@ -192,6 +192,20 @@ function putPermissions(line: Line, permissions: Permissions): void {
   put(line, permissions.allow_responses ? ", allow_responses: true}}  # " : "}}  # ");
 }
 
+/** The start of the user list's line naming the bus certificate's hosts (R71). */
+const BUS_NAMES_PREFIX = "# bus certificate names (R71): ";
+
+/**
+ * The hosts a user list says the bus's certificate must name (renderUserList's `busNames`), or
+ * undefined when it says none (a list composed before R71, or by a test). Pure.
+ */
+export function busNamesOfList(text: string): string[] | undefined {
+  const start = text.indexOf(`\n${BUS_NAMES_PREFIX}`);
+  if (start < 0) return undefined;
+  const end = text.indexOf("\n", start + 1);
+  return text.slice(start + 1 + BUS_NAMES_PREFIX.length, end < 0 ? undefined : end).split(" ").filter((name) => name.length > 0);
+}
+
 /**
  * The text of the bus's include file: a complete `authorization { users = [...] }` block, valid
  * on its own (`nats-server -t -c <file>`) and included by the bus's configuration with
@@ -200,8 +214,10 @@ function putPermissions(line: Line, permissions: Permissions): void {
  * its name in a comment at the end of its line (readUserList, usersOfListText read it back): no
  * secret, no hash (R3, R63). Each line is written from one list of pieces, the subjects themselves
  * (not a string per side and per quoted subject: 50,000 users make a 20 MiB text).
+ * `busNames` (busCertificateNames): the hosts the bus's certificate must name, in a comment line
+ * (busNamesOfList reads it back) that the broker's holder renews the certificate by (R71).
  */
-export function renderUserList(list: { users: readonly BusUser[] }): string {
+export function renderUserList(list: { users: readonly BusUser[]; busNames?: readonly string[] }): string {
   // composeBusUsers gives them sorted already: a copy is sorted only when they are not.
   const users = list.users.every((u, i) => i === 0 || compare(list.users[i - 1]!.user, u.user) <= 0)
     ? list.users
@@ -209,6 +225,7 @@ export function renderUserList(list: { users: readonly BusUser[] }): string {
   const lines: string[] = [
     "# The bus user list, composed by mesh-controller from its records on every push (R11).",
     "# Do not edit: the next push replaces it.",
+    ...(list.busNames ? [`${BUS_NAMES_PREFIX}${list.busNames.join(" ")}`] : []),
     "authorization {",
     "  users = [",
   ];

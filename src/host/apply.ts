@@ -71,7 +71,7 @@ export type Applied = {
 
 type Desired = Map<string, TreeFile>;
 
-/** The name of the bus certificate's PEM file in each module's folder (R57). */
+/** The name of the mesh CA's PEM file in each module's folder, what its client verifies the bus against (R57, R71). */
 export const CERTIFICATE_FILE = "certificate.pem";
 
 /**

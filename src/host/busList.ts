@@ -5,6 +5,8 @@ import { linkDurable, writeFileDurable } from "../files/index.ts";
 import { pollUntil, PollTimeout } from "../bus/retry.ts";
 import type { ServerListOutcome } from "../contracts/report.ts";
 import { firstLine, type ListInstallOutcome } from "./plan.ts";
+import { busNamesOfList } from "../compose/userList.ts";
+import { renewBusCertificate } from "./busCertificate.ts";
 
 /**
  * The broker holder's half of a push (DESIGN.md section 7, R11): the composed user list goes into
@@ -211,6 +213,10 @@ function keepLastGood(includeFile: string): void {
  *    same way and leaves its running list live (module comment);
  * 5. invalid, or not reloaded in time: the last good file is put back, and UserListRefused thrown;
  * 6. reloaded: the new file becomes the last good one.
+ * Before the signal, a list naming the hosts the bus's certificate must carry (busNamesOfList) has
+ * the certificate renewed from the mesh's CA when it names others (renewBusCertificate, R71): the
+ * same reload presents it. A renewed certificate is kept when the list is refused: it is issued by
+ * the same CA for the hosts the records name, so every client still verifies it.
  * Throws UserListRefused (`invalid`, `reload-failed`, `no-monitor`, `no-pid`) with the last good
  * file back in place and the bus still running it; the message names the file and the server's
  * reason (public keys only, never a secret: a list holds none, R3, R63). Precondition (as before):
@@ -222,6 +228,8 @@ export async function installUserList(text: string, options: BusReloadOptions): 
   if (existsSync(includeFile) && readFileSync(includeFile).equals(bytes)) return { changed: false };
   const before = await configLoadTime(monitorUrl, options.server);
   const pid = readPid(options.pid);
+  const names = busNamesOfList(text);
+  if (names !== undefined) await renewBusCertificate(configFile, names);
   const mode = existsSync(includeFile) ? statSync(includeFile).mode & 0o777 : 0o600;
   keepLastGood(includeFile);
   writeFileDurable(includeFile, bytes, { mode });

@@ -3,6 +3,7 @@ export { holdersOf, lastUserListSequence, credentialsDeliveredTo, provisionsDeli
 export { resolveSeat, seatOf, claimantsOf, moduleOf, everyModule, moduleNames, declaredSeat, seatNames, everySeat, aliasOf, everyAlias, type SeatRecord, type ModuleRecord, type ModulesState } from "./modules.ts";
 export { credentialOf, credentialAt, everyCredential, credentialEntries, principalOfModule, type CredentialRecord } from "./credentials.ts";
 export { nodesOfModule, modulesOnNode, assignedModules, handoversOf, type Handover } from "./assignments.ts";
+export { busCertificateNames, certificateNames, namesDiffer, isAddressName, LOOPBACK_NAMES } from "./busNames.ts";
 export { whereEveryoneIs, overlayNameOf } from "./overlay.ts";
 export { lastSent, type SentRecord } from "./sent.ts";
 export { nodeOf, nodeNames, isEnrolled, everyNode, nodeCount, type NodeRecord, type NodesState } from "./nodes.ts";

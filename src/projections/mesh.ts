@@ -9,6 +9,8 @@ export type MeshState = {
   createdAt: string;
   /** Every server's client address on a cluster (MeshCreated.addresses, R62); absent on one server. */
   addresses?: string[];
+  /** The host names genesis was given beside the address (MeshCreated.names, R71); absent when none. */
+  names?: string[];
   /**
    * The last sequence the world had seen when a restore was accepted (RecordsRestored's lost
    * range, R44): host reports up to it predate the restore and are no evidence (R43).
@@ -28,6 +30,7 @@ export function evolveMesh(mesh: MeshState, event: MeshEvent): MeshState {
         bootstrapUser: event.bootstrapUser,
         createdAt: event.at,
         ...(event.addresses ? { addresses: [...event.addresses] } : {}),
+        ...(event.names && event.names.length > 0 ? { names: [...event.names] } : {}),
       };
     case "NodeEnrolled": case "NodeRemoved": case "CredentialMinted": case "CredentialRotated":
     case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":

@@ -39,7 +39,7 @@ describe("the bus's log under a flood of denied publishes (R70)", () => {
     root = mkdtempSync(join(tmpdir(), "mesh-buslog-"));
     mkdirSync(join(root, "logs"));
     mkdirSync(join(root, "store"));
-    const tls = makeBusCertificate(root, []);
+    const tls = await makeBusCertificate(root, []);
     // A principal with no grants at all: every publish it makes is denied and logged.
     writeFileSync(join(root, USER_LIST_FILE), `authorization { users: [ { user: "nobody", password: "flood-test", permissions: { publish: { deny: [">"] }, subscribe: { deny: [">"] } } } ] }\n`);
     const port = await freePort();

@@ -243,7 +243,7 @@ describe("the installer's configuration of a three-server bus", () => {
     const defer = cleanups(t);
     const root = mkdtempSync(join(tmpdir(), "mesh-cluster-conf-"));
     defer(() => rmSync(root, { recursive: true, force: true }));
-    const tls = makeBusCertificate(root, []);
+    const tls = await makeBusCertificate(root, []);
     const ports = async () => [await freePort(), await freePort(), await freePort()];
     const configs = clusterServerConfigs({
       size: 3, root, listenHost: "127.0.0.1", clientPorts: await ports(), routePorts: await ports(), monitorPorts: [0, 0, 0],

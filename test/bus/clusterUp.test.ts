@@ -289,7 +289,7 @@ describe("mesh up --cluster 3 (issue 14)", () => {
       await leadersElected(second);
       const text = await status();
       assert.equal(text.code, EXIT_REFUSED, `${text.out}\n${text.err}`);
-      assert.match(text.out, /nodes:/, "the summary is printed: the controller answered");
+      assert.match(text.out, /nodes:/, `the summary is printed: the controller answered\n${text.err}`);
       assert.ok(text.err.includes(`${second.name} (${second.address}) is down`), text.err);
       const json = await status("--json");
       assert.equal(json.code, EXIT_REFUSED);

@@ -9,9 +9,24 @@ import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer
 import { connectToBus, BusConnectError, CertificateMismatch } from "../../src/bus/connect.ts";
 import { certificateFingerprint } from "../../src/crypto/secrets.ts";
 import { inboxPrefix } from "../../src/names.ts";
+import { makeBusCertificate, reissueBusCertificate } from "../../installer/tls.ts";
 
-/** A self-signed EC certificate with no subject alternative names, as the mesh's bus has. */
-function selfSignedCertificate(dir: string): { cert: string } {
+/**
+ * The mesh's CA and a bus certificate issued by it in `dir` (R71, as genesis makes them): `cert`
+ * is the CA's PEM (what a credential pins), `leaf` the bus's own certificate's fingerprint, `tls`
+ * the nats-server block presenting it.
+ */
+async function meshCertificate(dir: string, names: readonly string[] = []): Promise<{ cert: string; leaf: string; tls: string }> {
+  const made = await makeBusCertificate(dir, names);
+  return {
+    cert: readFileSync(made.caFile, "utf8"),
+    leaf: certificateFingerprint(readFileSync(made.certFile, "utf8")),
+    tls: `tls { cert_file: "${made.certFile}", key_file: "${made.keyFile}" }`,
+  };
+}
+
+/** A self-signed EC certificate naming nothing, as the bus of a mesh made before R71 has (openssl, in the test only). */
+function preCaCertificate(dir: string): { cert: string; tls: string } {
   const made = spawnSync(
     "openssl",
     ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
@@ -19,7 +34,7 @@ function selfSignedCertificate(dir: string): { cert: string } {
     { encoding: "utf8" },
   );
   if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr}`);
-  return { cert: readFileSync(join(dir, "bus.crt"), "utf8") };
+  return { cert: readFileSync(join(dir, "bus.crt"), "utf8"), tls: `tls { cert_file: "${join(dir, "bus.crt")}", key_file: "${join(dir, "bus.key")}" }` };
 }
 
 const WRONG_PIN = Array.from({ length: 32 }, () => "AB").join(":");
@@ -27,15 +42,15 @@ const WRONG_PIN = Array.from({ length: 32 }, () => "AB").join(":");
 describe("connectToBus", () => {
   let certDir: string;
   let pem: string;
+  let leaf: string;
   let tlsServer: NatsServer;
   let authServer: NatsServer;
   before(async () => {
     certDir = mkdtempSync(join(tmpdir(), "mesh-cert-"));
-    const { cert } = selfSignedCertificate(certDir);
-    pem = cert;
-    tlsServer = await startNatsServer({
-      config: `tls { cert_file: "${join(certDir, "bus.crt")}", key_file: "${join(certDir, "bus.key")}" }`,
-    });
+    const made = await meshCertificate(certDir);
+    pem = made.cert;
+    leaf = made.leaf;
+    tlsServer = await startNatsServer({ config: made.tls });
     authServer = await startNatsServer({
       config: `authorization { users: [ { user: "operator-ann", password: "the-right-secret" } ] }`,
     });
@@ -48,13 +63,13 @@ describe("connectToBus", () => {
 
   const tlsAddress = () => `tls://127.0.0.1:${tlsServer.port}`;
 
-  it("R34: a client that verifies the bus certificate by name is refused (no names on it)", async () => {
-    await assert.rejects(
-      connect({ servers: `127.0.0.1:${tlsServer.port}`, tls: { ca: pem }, reconnect: false, timeout: 3_000 }),
-    );
+  it("R71: a standard client verifying the bus against the mesh CA (names included) connects; one trusting only the system's CAs is refused", async () => {
+    const nc = await connect({ servers: `127.0.0.1:${tlsServer.port}`, tls: { ca: pem }, reconnect: false, timeout: 3_000, user: "node-a", pass: "pw" });
+    await nc.close();
+    await assert.rejects(connect({ servers: `127.0.0.1:${tlsServer.port}`, tls: {}, reconnect: false, timeout: 3_000 }));
   });
 
-  it("R34: a client pinning the certificate's SHA-256 fingerprint connects over TLS", async () => {
+  it("R34 R71: a client pinning the mesh CA's SHA-256 fingerprint connects over TLS", async () => {
     const nc = await connectToBus(
       { address: tlsAddress(), user: "node-a", password: "pw", fingerprint: certificateFingerprint(pem) },
       { reconnect: false },
@@ -82,9 +97,9 @@ describe("connectToBus", () => {
     ).then(() => null, (e: unknown) => e);
     assert.ok(error instanceof CertificateMismatch, `expected CertificateMismatch, got ${String(error)}`);
     assert.equal(error.expected, WRONG_PIN);
-    assert.equal(error.presented, certificateFingerprint(pem));
+    assert.equal(error.presented, leaf);
     assert.ok(error.message.includes(tlsAddress()));
-    assert.ok(error.message.includes(WRONG_PIN) && error.message.includes(certificateFingerprint(pem)));
+    assert.ok(error.message.includes(WRONG_PIN) && error.message.includes(leaf));
     assert.ok(!error.message.includes("secret-never-shown"));
   });
 
@@ -178,8 +193,9 @@ describe("connectToBus", () => {
     before(async () => {
       // A certificate of its own: no dial in this process has met its pin yet.
       ownDir = mkdtempSync(join(tmpdir(), "mesh-cert-"));
-      ownPem = selfSignedCertificate(ownDir).cert;
-      own = await startNatsServer({ config: `tls { cert_file: "${join(ownDir, "bus.crt")}", key_file: "${join(ownDir, "bus.key")}" }` });
+      const made = await meshCertificate(ownDir);
+      ownPem = made.cert;
+      own = await startNatsServer({ config: made.tls });
     });
     after(async () => {
       await own?.stop();
@@ -224,18 +240,49 @@ describe("connectToBus", () => {
       for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
     });
 
-    it("R34: a certificate trusted by an earlier dial is not trusted blindly: the bus presenting another one on the same address is refused naming both", async () => {
-      const [first, second] = dirs.map((dir) => selfSignedCertificate(dir).cert) as [string, string];
-      const tls = (dir: string) => `tls { cert_file: "${join(dir, "bus.crt")}", key_file: "${join(dir, "bus.key")}" }`;
-      const old = await startNatsServer({ config: tls(dirs[0]!) });
+    it("R34: a CA trusted by an earlier dial is not trusted blindly: the bus presenting a certificate of another CA on the same address is refused naming both", async () => {
+      const [first, second] = await Promise.all(dirs.map((dir) => meshCertificate(dir)));
+      const old = await startNatsServer({ config: first!.tls });
       servers.push(old);
-      const credential = { address: `tls://127.0.0.1:${old.port}`, user: "node-a", password: "pw", fingerprint: certificateFingerprint(first) };
+      const credential = { address: `tls://127.0.0.1:${old.port}`, user: "node-a", password: "pw", fingerprint: certificateFingerprint(first!.cert) };
       await (await connectToBus(credential, { reconnect: false })).close();
       await old.stop();
-      servers = [await startNatsServer({ config: tls(dirs[1]!), port: old.port })];
+      servers = [await startNatsServer({ config: second!.tls, port: old.port })];
       const error = await connectToBus(credential, { reconnect: false }).then(() => null, (e: unknown) => e);
       assert.ok(error instanceof CertificateMismatch, `expected CertificateMismatch, got ${String(error)}`);
-      assert.equal(error.presented, certificateFingerprint(second));
+      assert.equal(error.presented, second!.leaf);
+    });
+
+    it("R34 R71: the bus of a mesh made before R71 (its own self-signed certificate, naming nothing) is still dialled by its pin, which still refuses another", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "mesh-cert-"));
+      dirs.push(dir);
+      const old = preCaCertificate(dir);
+      const server = await startNatsServer({ config: old.tls });
+      servers.push(server);
+      const credential = { address: `tls://127.0.0.1:${server.port}`, user: "node-a", password: "pw", fingerprint: certificateFingerprint(old.cert) };
+      await (await connectToBus(credential, { reconnect: false })).close();
+      await (await connectToBus(credential, { reconnect: false })).close();
+      const wrong = await connectToBus({ ...credential, fingerprint: WRONG_PIN }, { reconnect: false }).then(() => null, (e: unknown) => e);
+      assert.ok(wrong instanceof CertificateMismatch);
+    });
+
+    it("R71: a bus certificate reissued by the same CA (other names, another key) is trusted with the same pin, by a new dial and by a connection reconnecting", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "mesh-cert-"));
+      dirs.push(dir);
+      const first = await meshCertificate(dir, ["vm.internal"]);
+      const old = await startNatsServer({ config: first.tls });
+      servers.push(old);
+      const credential = { address: `tls://127.0.0.1:${old.port}`, user: "node-a", password: "pw", fingerprint: certificateFingerprint(first.cert) };
+      const held = await connectToBus(credential, { reconnectWaitMs: 50 });
+      try {
+        await old.stop();
+        await reissueBusCertificate(dir, ["web1.internal"]);
+        servers.push(await startNatsServer({ config: first.tls, port: old.port }));
+        await waitFor(async () => { try { await held.flush(); return true; } catch { return false; } }, { timeoutMs: 10_000, name: "the held connection is back" });
+        await (await connectToBus(credential, { reconnect: false })).close();
+      } finally {
+        await held.close();
+      }
     });
   });
 });

@@ -103,7 +103,7 @@ describe("genesis", () => {
     assert.deepEqual(listed.map((u) => u.user).sort(), [BOOTSTRAP_USER, "operator-admin"]);
   });
 
-  it("R34: the certificate names the genesis host and localhost; a name-verifying client without the pin is refused, a wrong pin too", async () => {
+  it("R34 R71: the certificate names the genesis host and localhost; a client without the mesh CA is refused, a wrong pin too", async () => {
     const certificate = new X509Certificate(readFileSync(made.paths.tlsCert));
     assert.match(certificate.subjectAltName ?? "", /DNS:localhost/);
     assert.match(certificate.subjectAltName ?? "", /IP Address:127\.0\.0\.1/);

@@ -51,7 +51,7 @@ describe("a host agent the bus refuses", () => {
     // over TLS, pinned, as on a real mesh (R34)
     const certDir = join(root, "tls");
     mkdirSync(certDir, { recursive: true });
-    const { keyFile, certFile, fingerprint } = makeBusCertificate(certDir, []);
+    const { keyFile, certFile, fingerprint } = await makeBusCertificate(certDir, []);
     const bus = await startNatsServer({
       files: { "users.conf": list([admin, ghost]) },
       config: `include "users.conf"\ntls { cert_file: "${certFile}", key_file: "${keyFile}" }`,

@@ -2,12 +2,12 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
-  composeDeclaration, composeDeclarations, composeBusUsers, renderUserList, requiredProvisions, canonicalJson,
+  composeDeclaration, composeDeclarations, composeBusUsers, renderUserList, busNamesOfList, requiredProvisions, canonicalJson,
   utf8Length, userListPartCount, USER_LIST_PART_BYTES,
 } from "../../../src/compose/index.ts";
 import { EXAMPLE_CONFIG, FINGERPRINT, MeshBuilder, exampleMesh, manifests } from "./exampleMesh.ts";
 import { newUserKey } from "../../../src/crypto/secrets.ts";
-import { credentialAt } from "../../../src/projections/index.ts";
+import { busCertificateNames, credentialAt } from "../../../src/projections/index.ts";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
@@ -61,15 +61,16 @@ describe("declarations", () => {
     assert.ok(!/\/\/[^/]*@/.test(JSON.stringify(result.declaration)), "a URL with credentials");
   });
 
-  it("R11: the user list travels only with the declaration of the node holding mesh-broker, named by digest, size and parts", () => {
+  it("R11 R71: the user list travels only with the declaration of the node holding mesh-broker, named by digest, size and parts, with the hosts the bus's certificate must name", () => {
     const { declarations } = composeDeclarations(mesh.state, EXAMPLE_CONFIG, sha256);
     const byNode = Object.fromEntries(declarations.map((d) => [d.ok ? d.declaration.node : d.node, d]));
     const alpha = byNode.alpha!;
     assert.ok(alpha.ok);
     const users = composeBusUsers(mesh.state, EXAMPLE_CONFIG);
     assert.ok(users.ok);
-    const text = renderUserList(users);
+    const text = renderUserList({ users: users.users, busNames: busCertificateNames(mesh.state) });
     assert.equal(alpha.userListText, text);
+    assert.deepEqual(busNamesOfList(text), busCertificateNames(mesh.state), "R71: the list names the certificate's hosts, read back as written");
     const bytes = Buffer.byteLength(text, "utf8");
     assert.deepEqual(alpha.declaration.userList, { digest: sha256(text), bytes, parts: Math.ceil(bytes / USER_LIST_PART_BYTES) });
     assert.ok(!JSON.stringify(alpha.declaration).includes("$2"), "no hash travels in the declaration itself");
