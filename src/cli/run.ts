@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BusConnectError } from "../bus/connect.ts";
@@ -45,7 +44,7 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
 
   const program = new Command("mesh")
     .description("operate a mesh: send commands to its controller over the bus")
-    .version(packageVersion(), "-V, --version", "print mesh's version")
+    .option("-v, --version", "print the versions of mesh, and of the controller and the bus when a mesh answers (mesh version)")
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError("(add --help for usage)");
@@ -98,8 +97,13 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
     });
   }
 
+  // Bare `mesh` is a request for help, not a mistake: stdout, exit 0.
+  if (argv.length === 0) {
+    io.stdout.write(program.helpInformation());
+    return EXIT_OK;
+  }
   try {
-    await program.parseAsync([...argv], { from: "user" });
+    await program.parseAsync(versionAsVerb(argv), { from: "user" });
   } catch (error) {
     const failure = failureOf(error, err);
     exit = failure.exit;
@@ -161,8 +165,7 @@ function addGlobalOption(command: Command, name: GlobalOptionName, config: Clien
   }
 }
 
-/** The version in package.json, for `mesh --version`. */
-function packageVersion(): string {
-  const text = readFileSync(new URL("../../package.json", import.meta.url), "utf8");
-  return String((JSON.parse(text) as { version?: unknown }).version ?? "unknown");
+/** `mesh -v`, `-V` and `--version` (then any options) are `mesh version`: one verb prints the versions. */
+export function versionAsVerb(argv: readonly string[]): string[] {
+  return ["-v", "-V", "--version"].includes(argv[0] ?? "") ? ["version", ...argv.slice(1)] : [...argv];
 }

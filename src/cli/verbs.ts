@@ -22,6 +22,7 @@ import { CONTROLLER_CLI_VERB } from "./controller.ts";
 import { explainBody, explainExitCode, renderExplain, EXPLAIN_ARGUMENTS } from "./explain.ts";
 import { COMPOSE_CLI_VERB } from "./compose.ts";
 import { REPLAY_CLI_VERB } from "./replay.ts";
+import { VERSION_CLI_VERB } from "./version.ts";
 import { lastReportOf, lastReportText, type NodeLastReport } from "./lastReport.ts";
 
 /** A positional argument: `<name>`, `[name]` when optional, `<name...>` when variadic. */
@@ -504,4 +505,5 @@ export const CLI_VERBS: CliVerb[] = [
   ...HOST_VERBS,
   PUSH_CLI_VERB, COMPOSE_CLI_VERB, CONTROLLER_CLI_VERB, REPLAY_CLI_VERB,
   ...UP_VERBS,
+  VERSION_CLI_VERB,
 ];
