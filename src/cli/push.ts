@@ -5,6 +5,7 @@
  * `--wait` waits for the nodes' reports; the CLI waits for the reply that long plus
  * PUSH_REPLY_MARGIN_MS (composing and sending), and says both numbers when no reply came.
  */
+import { printData } from "./output.ts";
 import { randomUUID } from "node:crypto";
 import type { NodeOutcome, PushNodeLine, PushReply, Refusal } from "../contracts/verbs.ts";
 import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, busRefusesKeyOf, credentialFileNow, loadCredential, type CliContext } from "./context.ts";
@@ -265,13 +266,13 @@ export const PUSH_CLI_VERB: CliVerb = {
     const unshown = reply.ok && narrow && nodes.length > 0 ? namedNotShown(reply, nodes, (await import("../push/pushCommand.ts")).notEnrolled) : null;
     if (unshown !== null) reply = { ok: false, v: reply.v, error: unshown };
     if (!reply.ok) {
-      if (ctx.globals.json) ctx.out(JSON.stringify(reply, null, 2));
+      if (ctx.globals.json) printData(ctx, reply);
       ctx.err(`mesh ${narrow ? "compose" : "push"}: refused (${reply.error.code})${refusalText(reply.error)}`);
       return EXIT_REFUSED;
     }
     // `mesh compose <node>` shows that node alone; a push (and compose without names) shows every node.
     const report: PushShown = narrow ? onlyNamed(reply, nodes) : reply;
-    if (ctx.globals.json) ctx.out(JSON.stringify(report, null, 2));
+    if (ctx.globals.json) printData(ctx, report);
     else for (const line of renderPush(report)) ctx.out(line);
     return exitOf(report);
   },

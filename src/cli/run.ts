@@ -5,6 +5,7 @@ import { ConfigError, parseClientConfig, type ClientConfig } from "../config.ts"
 import { EXIT_OK, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext, type CliIo, type GlobalOptionName, type GlobalOptions } from "./context.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { CLI_VERBS, type CliVerb } from "./verbs.ts";
+import { OUTPUT_FORMATS, formatData, isData, type OutputFormat } from "./output.ts";
 
 /** What the word groups of `mesh` are about, for `mesh --help` and `mesh node --help`. */
 const GROUPS: Record<string, string> = {
@@ -51,8 +52,8 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
 
   let connection: Promise<NatsConnection> | undefined;
   let exit = EXIT_OK;
-  // Failures under --json are JSON on stdout too; known from the words until a verb's options are parsed.
-  let json = argv.includes("--json");
+  // Failures under -o json|yaml are data on stdout too; known from the words until a verb's options are parsed.
+  let output: OutputFormat = outputOfWords(argv);
   let commandId: string | undefined;
 
   for (const verb of verbs) {
@@ -72,14 +73,16 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
     for (const name of verb.globals ?? []) addGlobalOption(command, name, config, verb.globalHelp?.[name]);
     command.action(async (...params: unknown[]) => {
       const own = { ...(params.at(-2) as Record<string, unknown>) };
+      output = chosenOutput(own.json === true, own.output as OutputFormat | undefined);
       const globals: GlobalOptions = {
         credential: typeof own.credential === "string" && (verb.globals ?? []).includes("credential") ? own.credential : config.credentialFile,
-        json: own.json === true,
+        json: isData(output),
+        output,
         timeoutMs: typeof own.timeout === "number" ? own.timeout : config.timeoutMs,
         ...(typeof own.commandId === "string" ? { commandId: own.commandId } : {}),
       };
       for (const name of verb.globals ?? []) delete own[GLOBAL_KEYS[name]];
-      json = globals.json;
+      delete own.output;
       commandId = globals.commandId;
       const ctx: CliContext = {
         io,
@@ -107,9 +110,9 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
   } catch (error) {
     const failure = failureOf(error, err);
     exit = failure.exit;
-    if (json && failure.code !== undefined) {
+    if ((output === "json" || output === "yaml") && failure.code !== undefined) {
       const id = error instanceof CommandTransportError ? error.commandId ?? commandId : commandId;
-      io.stdout.write(`${JSON.stringify({ ok: false, error: { code: failure.code, message: failure.message }, ...(id === undefined ? {} : { commandId: id }) }, null, 2)}\n`);
+      for (const line of formatData({ ok: false, error: { code: failure.code, message: failure.message }, ...(id === undefined ? {} : { commandId: id }) }, output)) io.stdout.write(`${line}\n`);
     }
   } finally {
     if (connection) await connection.then((nc) => nc.close(), () => undefined);
@@ -154,7 +157,8 @@ function addGlobalOption(command: Command, name: GlobalOptionName, config: Clien
       command.option("--credential <file>", help ?? "the operator's credential file (MESH_CREDENTIAL)", config.credentialFile);
       return;
     case "json":
-      command.option("--json", help ?? "print the reply as JSON (failures too, with a code)", false);
+      command.option("--json", help ?? "print the reply as JSON (failures too, with a code); the same as -o json", false);
+      command.option("-o, --output <format>", `how to print: ${OUTPUT_FORMATS.filter((f) => f !== "text").join(", ")} (json and yaml: the reply as data, failures too; wide: tables with every cell whole; name: kind/name per line)`, parseOutput);
       return;
     case "timeout":
       command.option("--timeout <ms>", help ?? "milliseconds to wait for the bus to take the connection and for the controller's reply (MESH_TIMEOUT_MS)", parseTimeout, config.timeoutMs);
@@ -163,6 +167,25 @@ function addGlobalOption(command: Command, name: GlobalOptionName, config: Clien
       command.option("--command-id <id>", help ?? "the command's id: a retry with the same id appends nothing");
       return;
   }
+}
+
+function parseOutput(value: string): OutputFormat {
+  if (!(OUTPUT_FORMATS as readonly string[]).includes(value)) throw new InvalidArgumentError(`give one of ${OUTPUT_FORMATS.join(", ")}`);
+  return value as OutputFormat;
+}
+
+/** The format `--json` and `-o` ask for together; a usage error when they disagree. */
+function chosenOutput(json: boolean, output: OutputFormat | undefined): OutputFormat {
+  if (json && output !== undefined && output !== "json") throw new UsageError(`--json is -o json: give --json or -o ${output}, not both`);
+  return output ?? (json ? "json" : "text");
+}
+
+/** The output format the words ask for, before commander has parsed them (for a failure in parsing). */
+function outputOfWords(argv: readonly string[]): OutputFormat {
+  if (argv.includes("--json")) return "json";
+  const at = argv.findIndex((w) => w === "-o" || w === "--output");
+  const value = at >= 0 ? argv[at + 1] : argv.find((w) => w.startsWith("--output="))?.slice("--output=".length) ?? argv.find((w) => /^-o[a-z]/.test(w))?.slice(2);
+  return (OUTPUT_FORMATS as readonly string[]).includes(value ?? "") ? value as OutputFormat : "text";
 }
 
 /** `mesh -v`, `-V` and `--version` (then any options) are `mesh version`: one verb prints the versions. */

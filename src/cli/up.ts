@@ -13,6 +13,7 @@ import { DEFAULT_UP_ADDRESS } from "../up/plan.ts";
 import { renderSummary, serversDown, serversDownLine, type BusServerSeen, type UpSummary } from "../up/summary.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { ConfigError } from "../config.ts";
+import { printData } from "./output.ts";
 
 /**
  * What these verbs run, loaded by the verb that runs it: `up` itself, the processes it starts, and
@@ -88,7 +89,7 @@ async function failed(ctx: CliContext, error: unknown, dir: string): Promise<num
     if (left !== null) ctx.err(left);
     if (ctx.globals.json) {
       const code = error instanceof UpError ? error.code ?? "up" : error instanceof ConfigError ? "config" : error instanceof BusConnectError ? "connection" : "setup";
-      ctx.out(JSON.stringify({ ok: false, v: VERBS_VERSION, error: { code, message }, processes: processList(processes) }, null, 2));
+      printData(ctx, { ok: false, v: VERBS_VERSION, error: { code, message }, processes: processList(processes) });
     }
     return upExitCode(error);
   }
@@ -104,7 +105,7 @@ async function failed(ctx: CliContext, error: unknown, dir: string): Promise<num
  * fix (shortfallsOf). The processes keep running either way: only the exit code and the words say it.
  */
 export function printUp(ctx: Pick<CliContext, "out" | "err" | "globals">, result: UpResult, dir: string): number {
-  if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, v: VERBS_VERSION, node: result.node, summary: summaryJson(result.summary), push: result.push }, null, 2));
+  if (ctx.globals.json) printData(ctx, { ok: true, v: VERBS_VERSION, node: result.node, summary: summaryJson(result.summary), push: result.push });
   else {
     for (const line of renderSummary(result.summary)) ctx.out(line);
     ctx.out("");
@@ -161,7 +162,7 @@ const downVerb: CliVerb = {
     const [{ meshPaths }, { stopAll }] = await Promise.all([genesisModule(), processesModule()]);
     const dir = meshPaths(dirOf(options)).dir;
     const stopped = await stopAll(dir);
-    if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, stopped }, null, 2));
+    if (ctx.globals.json) printData(ctx, { ok: true, stopped });
     else ctx.out(stopped.length === 0 ? `nothing of ${dir} was running` : `stopped ${stopped.join(", ")} of ${dir}`);
     return EXIT_OK;
   },
@@ -241,7 +242,7 @@ const statusVerb: CliVerb = {
     const base = (genesisAddress: string | null) => ({ dir: paths.dir, genesisAddress, processes: processList(processes) });
     /** Not ok: the same shape under --json (summary null, the error's code), a line on stderr otherwise; exit 1. */
     const notOk = (genesisAddress: string | null, code: string, message: string): number => {
-      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: false, v: VERBS_VERSION, error: { code, message }, ...base(genesisAddress), summary: null }, null, 2));
+      if (ctx.globals.json) printData(ctx, { ok: false, v: VERBS_VERSION, error: { code, message }, ...base(genesisAddress), summary: null });
       else ctx.err(`mesh: ${message}`);
       return EXIT_REFUSED;
     };
@@ -295,7 +296,7 @@ const statusVerb: CliVerb = {
       const fix = here ? `\`mesh up --dir ${paths.dir}\` starts it again` : "start it again on its machine";
       const problem = down.length > 0 ? { code: "server-down", message: serversDownLine(down, fix) } : null;
       if (ctx.globals.json) {
-        ctx.out(JSON.stringify({ ok: problem === null, v: VERBS_VERSION, ...(problem ? { error: problem } : {}), ...base(genesisAddress), summary: summaryJson(summary) }, null, 2));
+        printData(ctx, { ok: problem === null, v: VERBS_VERSION, ...(problem ? { error: problem } : {}), ...base(genesisAddress), summary: summaryJson(summary) });
       } else {
         for (const line of renderSummary(summary)) ctx.out(line);
         if (problem) ctx.err(`mesh: ${problem.message}`);

@@ -3,6 +3,7 @@
  * command or query sent to the controller, or a plain CliVerb with its own `run` for verbs that do
  * something else (`up`, `host`, `push`, ...). runCli builds the argument parser from this list.
  */
+import { printData } from "./output.ts";
 import { HISTORY_LIMIT, PAGE_LIMIT_MAX, REPORTS_PAGE, VERBS, VERBS_VERSION, type AnyReply as Reply, type LastReport, type ReplyOf, type RequestOf, type Verb } from "../contracts/verbs.ts";
 import { ENTITY_KINDS } from "../names.ts";
 import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, loadCredential, verbUsageError, type CliContext, type GlobalOptionName } from "./context.ts";
@@ -83,7 +84,7 @@ export function report(
   commandId?: string,
 ): number {
   if (ctx.globals.json) {
-    ctx.out(JSON.stringify(!reply.ok && commandId !== undefined ? { ...reply, commandId } : reply, null, 2));
+    printData(ctx, !reply.ok && commandId !== undefined ? { ...reply, commandId } : reply);
   } else if (reply.ok) {
     for (const line of [...(reply.dryRun === true ? renderDryRun(reply) : render(reply)), ...duplicateNote(reply)]) ctx.out(line);
   }
@@ -360,7 +361,7 @@ const moduleRegister: CliVerb = {
     if (ctx.globals.json) {
       const first = refused[0];
       const error = first && !first.reply.ok ? { error: { ...first.reply.error, message: `${first.file}: ${first.reply.error.message}` } } : {};
-      ctx.out(JSON.stringify({ ok: refused.length === 0, ...error, ...(dryRun ? { dryRun: true } : {}), results }, null, 2));
+      printData(ctx, { ok: refused.length === 0, ...error, ...(dryRun ? { dryRun: true } : {}), results });
     }
     return refused.length > 0 ? EXIT_REFUSED : EXIT_OK;
   },

@@ -7,7 +7,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { runCli } from "../../src/cli/run.ts";
-import { EXIT_OK, type CliIo } from "../../src/cli/context.ts";
+import { parse as parseYaml } from "yaml";
+import { EXIT_OK, EXIT_USAGE, type CliContext, type CliIo } from "../../src/cli/context.ts";
+import { CLI_VERBS, report } from "../../src/cli/verbs.ts";
+import { nameLines } from "../../src/cli/output.ts";
 import { packageVersion, renderVersion } from "../../src/cli/version.ts";
 
 function memoryIo(env: Record<string, string> = {}): CliIo & { out(): string; err(): string } {
@@ -52,5 +55,55 @@ describe("bare mesh and mesh version (issue 29)", () => {
     assert.deepEqual(renderVersion({ cli: "1.0.0", controller: { verbsContract: 3 }, bus: { server: "2.9.10" } }), [
       "mesh 1.0.0", "controller: verbs contract v3", "bus: nats-server 2.9.10",
     ]);
+  });
+});
+
+describe("-o json|yaml|wide|name (issue 29)", () => {
+  it("every verb that takes --json takes -o, --output too, and --help says so", async () => {
+    for (const verb of CLI_VERBS.filter((v) => (v.globals ?? []).includes("json"))) {
+      const io = memoryIo();
+      assert.equal(await runCli([...verb.path, "--help"], io), EXIT_OK);
+      assert.match(io.out(), /-o, --output <format>/, verb.path.join(" "));
+    }
+  });
+
+  it("-o json is --json: mesh version -o json gives an object", async () => {
+    const io = memoryIo(NO_MESH);
+    assert.equal(await runCli(["version", "-o", "json"], io), EXIT_OK, io.err());
+    assert.equal((JSON.parse(io.out()) as { cli: string }).cli, packageVersion());
+  });
+
+  it("-o yaml prints the same object as YAML, failures too", async () => {
+    const io = memoryIo(NO_MESH);
+    assert.equal(await runCli(["version", "-o", "yaml"], io), EXIT_OK, io.err());
+    assert.equal((parseYaml(io.out()) as { cli: string }).cli, packageVersion());
+    const failed = memoryIo(NO_MESH);
+    assert.equal(await runCli(["where", "-o", "yaml"], failed), EXIT_USAGE);
+    assert.deepEqual((parseYaml(failed.out()) as { ok: boolean; error: { code: string } }).ok, false);
+  });
+
+  it("-o takes only the formats it names, and --json with another -o is a usage error", async () => {
+    const bad = memoryIo(NO_MESH);
+    assert.equal(await runCli(["version", "-o", "xml"], bad), EXIT_USAGE);
+    assert.match(bad.err(), /--output/);
+    const both = memoryIo(NO_MESH);
+    assert.equal(await runCli(["version", "--json", "-o", "yaml"], both), EXIT_USAGE);
+    assert.match(both.err(), /--json/);
+  });
+
+  it("-o name prints one kind/name per line of a list reply, and the subject of a command's", () => {
+    assert.deepEqual(nameLines({ ok: true, nodes: [{ name: "alpha" }, { name: "beta" }] }), ["node/alpha", "node/beta"]);
+    assert.deepEqual(nameLines({ ok: true, placed: [{ node: "alpha", overlayName: "x" }] }), ["node/alpha"]);
+    assert.deepEqual(nameLines({ ok: true, module: "echo", node: "alpha", nodes: ["alpha"] }), ["module/echo"]);
+  });
+
+  it("a bus verb's reply goes through the one renderer: -o name and -o yaml on report()", () => {
+    const lines: string[] = [];
+    const ctx = { globals: { json: true, output: "name", credential: "", timeoutMs: 1 }, out: (l: string) => lines.push(l), err: () => undefined } as unknown as CliContext;
+    assert.equal(report(ctx, "nodes", { ok: true, v: 1, asOf: 1, nodes: [{ name: "alpha" }] } as never), EXIT_OK);
+    assert.deepEqual(lines, ["node/alpha"]);
+    const yaml: string[] = [];
+    report({ ...ctx, globals: { ...ctx.globals, output: "yaml" }, out: (l: string) => yaml.push(l) }, "nodes", { ok: true, v: 1, asOf: 1, nodes: [{ name: "alpha" }] } as never);
+    assert.deepEqual((parseYaml(yaml.join("\n")) as { nodes: unknown[] }).nodes, [{ name: "alpha" }]);
   });
 });
