@@ -197,6 +197,7 @@ const ACTIONS: Record<string, Run> = { init, "rotate-key": rotateKey, credential
  */
 const host: CliVerb = {
   path: ["host"],
+  examples: [["on the node: make its keys", "mesh host init --state /var/lib/mesh-host"], ["keep the credential the enrol printed", "mesh host credential --state /var/lib/mesh-host --from enrol.json"]],
   globals: ["json"],
   summary: "the node side: `host init` (key pairs), `host rotate-key` (a pending nkey), `host credential` (keep the enrol reply), `host unit` (print its systemd unit), `host` (run the agent)",
   arguments: [{ name: "action", description: "init | rotate-key | credential | unit (print its systemd unit); none runs the agent", optional: true }],

@@ -213,6 +213,7 @@ export function pushClosedMessage(closed: { file: string; configured?: string; u
 
 export const PUSH_CLI_VERB: CliVerb = {
   path: ["push"],
+  examples: [["send every node its declaration and wait for their reports", "mesh push --wait"], ["only node alpha", "mesh push alpha"]],
   globals: QUERY_GLOBALS,
   globalHelp: {
     timeout: `milliseconds --wait waits for the nodes' reports (MESH_TIMEOUT_MS); the controller's reply is awaited that long + ${PUSH_REPLY_MARGIN_MS} ms (composing and sending)`,

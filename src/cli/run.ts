@@ -63,6 +63,7 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
         ?? parent.command(word).description(GROUPS[word] ?? `${word} commands`).exitOverride();
     }
     const command = parent.command(verb.path.at(-1)!).description(verb.summary).exitOverride();
+    command.addHelpText("after", examplesText(verb.examples));
     if (verb.exitCodes !== undefined) command.addHelpText("after", `\nExit codes: ${verb.exitCodes}`);
     for (const spec of verb.arguments ?? []) command.argument(argumentSyntax(spec), spec.description);
     for (const spec of verb.options ?? []) {
@@ -167,6 +168,11 @@ function addGlobalOption(command: Command, name: GlobalOptionName, config: Clien
       command.option("--command-id <id>", help ?? "the command's id: a retry with the same id appends nothing");
       return;
   }
+}
+
+/** A verb's examples as its --help ends: `# what` over `$ mesh ...`, as kubectl's. */
+export function examplesText(examples: CliVerb["examples"]): string {
+  return `\nExamples:\n${examples.map(([what, run]) => `  # ${what}\n  $ ${run}`).join("\n\n")}`;
 }
 
 function parseOutput(value: string): OutputFormat {

@@ -125,6 +125,7 @@ export function printUp(ctx: Pick<CliContext, "out" | "err" | "globals">, result
 
 const upVerb: CliVerb = {
   path: ["up"],
+  examples: [["a whole mesh on this machine, in .mesh", "mesh up"], ["a three-server cluster", "mesh up --cluster 3"]],
   globals: ["json"],
   summary: "bring a whole mesh up on this machine (genesis, bus, controller, host, the example mesh, push --wait); exit 1 when that push did not apply everywhere, as `mesh push` (a node refused, failed or not reporting: its host agent not running, say), naming what and the fix, the mesh left running; 2 when a step could not be taken",
   options: [
@@ -155,6 +156,7 @@ const upVerb: CliVerb = {
 
 const downVerb: CliVerb = {
   path: ["down"],
+  examples: [["stop what mesh up started; the records stay", "mesh down"]],
   globals: ["json"],
   summary: "stop what `mesh up` started (the records stay: `mesh up` resumes them)",
   options: [DIR_OPTION],
@@ -229,6 +231,7 @@ async function unansweredServers(addresses: readonly string[], timeoutMs: number
 
 const statusVerb: CliVerb = {
   path: ["status"],
+  examples: [["what runs, and the summary", "mesh status"], ["as JSON", "mesh status -o json"]],
   globals: ["credential", "json", "timeout"],
   summary: "ask the mesh's controller over the bus (the folder's operator credential, else --credential) and print its summary; the local processes `mesh up` started (exit 1 when nothing answers or a bus server is down)",
   options: [DIR_OPTION],
@@ -318,6 +321,7 @@ const statusVerb: CliVerb = {
 
 const genesisVerb: CliVerb = {
   path: ["genesis"],
+  examples: [["a mesh for a real machine", "mesh genesis --dir /etc/mesh --address tls://mesh.example:4222 --systemd"]],
   summary: "create a new mesh in a folder: keys, bus certificate and configuration, first user list, credentials",
   options: [
     DIR_OPTION,

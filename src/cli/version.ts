@@ -56,6 +56,7 @@ export async function meshVersions(ctx: CliContext): Promise<Omit<VersionReport,
 /** `mesh version`. */
 export const VERSION_CLI_VERB: CliVerb = {
   path: ["version"],
+  examples: [["this CLI's, the controller's and the bus's versions", "mesh version"], ["as an object", "mesh version -o json"]],
   summary: "print the versions of mesh, and of the controller and the bus when a mesh answers",
   globals: QUERY_GLOBALS,
   async run(ctx) {

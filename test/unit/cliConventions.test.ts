@@ -107,3 +107,17 @@ describe("-o json|yaml|wide|name (issue 29)", () => {
     assert.deepEqual((parseYaml(yaml.join("\n")) as { nodes: unknown[] }).nodes, [{ name: "alpha" }]);
   });
 });
+
+describe("Examples in every verb's help (issue 29)", () => {
+  it("every verb's --help ends with an Examples section whose lines run that verb", async () => {
+    for (const verb of CLI_VERBS) {
+      const io = memoryIo();
+      assert.equal(await runCli([...verb.path, "--help"], io), EXIT_OK);
+      const examples = io.out().split("\nExamples:\n")[1];
+      assert.ok(examples !== undefined, `mesh ${verb.path.join(" ")} --help has Examples:\n${io.out()}`);
+      const runs = examples.split("\n").filter((l) => l.startsWith("  $ "));
+      assert.ok(runs.length > 0, `mesh ${verb.path.join(" ")}: at least one example`);
+      for (const line of runs) assert.ok(line.startsWith(`  $ mesh ${verb.path.join(" ")}`), `mesh ${verb.path.join(" ")}: ${line}`);
+    }
+  });
+});
