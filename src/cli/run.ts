@@ -5,6 +5,7 @@ import { ConfigError, parseClientConfig, type ClientConfig } from "../config.ts"
 import { EXIT_OK, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext, type CliIo, type GlobalOptionName, type GlobalOptions } from "./context.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { CLI_VERBS, type CliVerb } from "./verbs.ts";
+import { SHELLS, completionScript, treeOf, type Shell } from "./completion.ts";
 import { OUTPUT_FORMATS, formatData, isData, type OutputFormat } from "./output.ts";
 
 /** What the word groups of `mesh` are about, for `mesh --help` and `mesh node --help`. */
@@ -101,6 +102,8 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
     });
   }
 
+  addCompletion(program, io);
+
   // Bare `mesh` is a request for help, not a mistake: stdout, exit 0.
   if (argv.length === 0) {
     io.stdout.write(program.helpInformation());
@@ -168,6 +171,23 @@ function addGlobalOption(command: Command, name: GlobalOptionName, config: Clien
       command.option("--command-id <id>", help ?? "the command's id: a retry with the same id appends nothing");
       return;
   }
+}
+
+/**
+ * `mesh completion <shell>`: the completion script of this very program (completion.ts), added
+ * last so that it names every verb. A shell it does not know is a usage error naming the three.
+ */
+function addCompletion(program: Command, io: CliIo): void {
+  program.command("completion").description("print a shell completion script: bash, zsh or fish").exitOverride()
+    .argument("<shell>", SHELLS.join(", "))
+    .addHelpText("after", examplesText([
+      ["complete mesh's verbs and options in this bash", "mesh completion bash > ~/.mesh-completion.bash && . ~/.mesh-completion.bash"],
+      ["in fish", "mesh completion fish | source"],
+    ]))
+    .action((shell: string) => {
+      if (!(SHELLS as readonly string[]).includes(shell)) throw new UsageError(`completion: <shell>: give one of ${SHELLS.join(", ")}`);
+      io.stdout.write(completionScript(shell as Shell, treeOf(program)));
+    });
 }
 
 /** A verb's examples as its --help ends: `# what` over `$ mesh ...`, as kubectl's. */

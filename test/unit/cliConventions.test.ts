@@ -121,3 +121,27 @@ describe("Examples in every verb's help (issue 29)", () => {
     }
   });
 });
+
+describe("mesh completion bash|zsh|fish (issue 29)", () => {
+  for (const shell of ["bash", "zsh", "fish"]) {
+    it(`the ${shell} script, made from the program's commands, names every verb and every verb's options`, async () => {
+      const io = memoryIo();
+      assert.equal(await runCli(["completion", shell], io), EXIT_OK, io.err());
+      const script = io.out();
+      for (const verb of CLI_VERBS) {
+        for (const word of verb.path) assert.match(script, new RegExp(`\\b${word}\\b`), `${shell}: ${verb.path.join(" ")}`);
+        for (const option of verb.options ?? []) {
+          const long = /--([a-z-]+)/.exec(option.flags)![1]!;
+          assert.ok(script.includes(shell === "fish" ? `-l ${long}` : `--${long}`), `${shell}: ${verb.path.join(" ")} ${option.flags}`);
+        }
+      }
+      assert.match(script, /\bcompletion\b/);
+    });
+  }
+
+  it("a shell it does not know is a usage error naming the three", async () => {
+    const io = memoryIo();
+    assert.equal(await runCli(["completion", "tcsh"], io), EXIT_USAGE);
+    assert.match(io.err(), /bash, zsh, fish/);
+  });
+});
