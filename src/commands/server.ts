@@ -269,7 +269,7 @@ export async function handleCommand(
   }, request);
   if (!result.ok) return { ok: false, error: result.refusal };
   const tools: ReplyTools = { openSecret: deps.openSecret, sealToNode };
-  const answer = spread(def.reply(result.state, result.events, tools, result.entity));
+  const answer = spread(def.reply(result.state, result.events, tools, result.entity, parsed.value));
   return commandReply(def, commandId, result, answer, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
 }
 
