@@ -5,12 +5,14 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { runCli } from "../../src/cli/run.ts";
 import { parse as parseYaml } from "yaml";
 import { EXIT_OK, EXIT_USAGE, type CliContext, type CliIo } from "../../src/cli/context.ts";
 import { CLI_VERBS, report } from "../../src/cli/verbs.ts";
 import { nameLines } from "../../src/cli/output.ts";
+import { HOST_DIR, LOCAL_NODE_FILE } from "../../src/up/up.ts";
 import { packageVersion, renderVersion } from "../../src/cli/version.ts";
 
 function memoryIo(env: Record<string, string> = {}): CliIo & { out(): string; err(): string } {
@@ -144,4 +146,32 @@ describe("mesh completion bash|zsh|fish (issue 29)", () => {
     assert.equal(await runCli(["completion", "tcsh"], io), EXIT_USAGE);
     assert.match(io.err(), /bash, zsh, fish/);
   });
+});
+
+describe("mesh up on a mesh that exists (issue 29)", () => {
+  /** A folder that holds a made mesh (mesh.json and its genesis node's name), nothing running. */
+  function madeMesh(): string {
+    const dir = mkdtempSync(join(tmpdir(), "mesh-up-made-"));
+    writeFileSync(join(dir, "mesh.json"), JSON.stringify({
+      genesisAddress: "tls://127.0.0.1:4222", fingerprint: "AB", operator: "operator-admin", listenHost: "127.0.0.1", port: 4222, monitorPort: 8222, createdAt: "2026-01-01T00:00:00.000Z",
+    }));
+    mkdirSync(join(dir, HOST_DIR));
+    writeFileSync(join(dir, HOST_DIR, LOCAL_NODE_FILE), "box\n");
+    return dir;
+  }
+
+  for (const [flag, value, made] of [["--address", "tls://127.0.0.1:4300", "tls://127.0.0.1:4222"], ["--node", "other", "box"]] as const) {
+    it(`refuses ${flag} that differs from how the mesh was made (exit 2), naming both values and the fix, before starting anything`, async () => {
+      const dir = madeMesh();
+      try {
+        const io = memoryIo();
+        assert.equal(await runCli(["up", "--dir", dir, flag, value], io), EXIT_USAGE, io.err());
+        assert.ok(io.err().includes(`${flag} ${value}`) && io.err().includes(made), io.err());
+        assert.match(io.err(), new RegExp(`drop ${flag}`));
+        assert.deepEqual(readdirSync(dir).sort(), [HOST_DIR, "mesh.json"], "nothing was made or started");
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
 });
