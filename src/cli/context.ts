@@ -13,7 +13,8 @@ export const EXIT_USAGE = 2;
 
 /** Where the CLI writes and what it reads: process streams in main.ts, buffers in tests. */
 export type CliIo = {
-  stdout: { write(text: string): unknown };
+  /** `isTTY` and `columns`: a terminal's width, which tables fit (process.stdout has them). */
+  stdout: { write(text: string): unknown; isTTY?: boolean; columns?: number };
   /** `isTTY`: a terminal (process.stderr has it); `mesh push` shows progress there. */
   stderr: { write(text: string): unknown; isTTY?: boolean };
   env: Environment;

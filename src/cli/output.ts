@@ -21,6 +21,16 @@ export function formatData(value: unknown, format: OutputFormat): string[] {
   return [JSON.stringify(value, null, 2)];
 }
 
+/**
+ * The view tables are drawn for (render.ts View): stdout's columns on a terminal; no limit for
+ * `-o wide` or when stdout is not a terminal (a pipe or a file gets every cell whole).
+ */
+export function viewOf(ctx: { io?: { stdout: { isTTY?: boolean; columns?: number } }; globals: { output?: OutputFormat } }): { width?: number } {
+  const stdout = ctx.io?.stdout;
+  if (ctx.globals.output === "wide" || stdout?.isTTY !== true || typeof stdout.columns !== "number" || stdout.columns <= 0) return {};
+  return { width: stdout.columns };
+}
+
 /** Prints a value in the verb's chosen data format (`ctx.globals.output`), one write per line. */
 export function printData(ctx: { globals: { output?: OutputFormat }; out(line: string): void }, value: unknown): void {
   for (const line of formatData(value, ctx.globals.output ?? "json")) ctx.out(line);

@@ -3,7 +3,7 @@
  * command or query sent to the controller, or a plain CliVerb with its own `run` for verbs that do
  * something else (`up`, `host`, `push`, ...). runCli builds the argument parser from this list.
  */
-import { printData } from "./output.ts";
+import { printData, viewOf } from "./output.ts";
 import { HISTORY_LIMIT, PAGE_LIMIT_MAX, REPORTS_PAGE, VERBS, VERBS_VERSION, type AnyReply as Reply, type LastReport, type ReplyOf, type RequestOf, type Verb } from "../contracts/verbs.ts";
 import { ENTITY_KINDS } from "../names.ts";
 import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, loadCredential, verbUsageError, type CliContext, type GlobalOptionName } from "./context.ts";
@@ -12,7 +12,7 @@ import { withSecret } from "../bus/connect.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
 import { readManifestFiles, registrationSummary } from "./manifests.ts";
 import { registrationOrder } from "../manifest/order.ts";
-import { duplicateNote, omittedLines, refusalText, renderGeneric, renderHistory, renderList, renderWhere, shortDigest, table } from "./render.ts";
+import { duplicateNote, omittedLines, refusalText, renderGeneric, renderHistory, renderList, renderWhere, shortDigest, table, type View } from "./render.ts";
 import { randomUUID } from "node:crypto";
 import { CommandTransportError } from "../client/send.ts";
 import { meshClient, type DryRunVerb, type ListVerb, type MeshClient } from "../client/client.ts";
@@ -84,14 +84,14 @@ export function report(
   ctx: CliContext,
   verb: string,
   reply: Reply,
-  render: (reply: Row) => string[] = renderGeneric,
+  render: (reply: Row, view: View) => string[] = renderGeneric,
   spelled: Readonly<Record<string, string>> = {},
   commandId?: string,
 ): number {
   if (ctx.globals.json) {
     printData(ctx, !reply.ok && commandId !== undefined ? { ...reply, commandId } : reply);
   } else if (reply.ok) {
-    for (const line of [...(reply.dryRun === true ? renderDryRun(reply) : render(reply)), ...duplicateNote(reply)]) ctx.out(line);
+    for (const line of [...(reply.dryRun === true ? renderDryRun(reply) : render(reply, viewOf(ctx))), ...duplicateNote(reply)]) ctx.out(line);
   }
   if (!reply.ok) {
     const { code } = reply.error;
@@ -125,7 +125,7 @@ export function busVerb<V extends Verb>(spec: {
    */
   body(args: readonly unknown[], options: Readonly<Record<string, unknown>>): Row;
   /** Readable lines of the accepted reply (after `receive` and `enrich`, which may add fields). */
-  render?(reply: ReplyOf<V> & Row): string[];
+  render?(reply: ReplyOf<V> & Row, view: View): string[];
   /** The exit code of an ok reply when it is not always EXIT_OK (`explain`: 1 when denied). */
   exitCode?(reply: ReplyOf<V>): number;
   /**
@@ -173,7 +173,7 @@ export function busVerb<V extends Verb>(spec: {
       const accepted = reply.ok && !dryRun ? (reply as ReplyOf<V>) : undefined;
       let shown: Reply = accepted && spec.receive ? { ...spec.receive(ctx, accepted), ok: true } : reply;
       if (accepted && spec.enrich) shown = { ...(await spec.enrich(ctx, shown as ReplyOf<V> & Row)), ok: true };
-      const code = report(ctx, spec.verb, shown, spec.render as ((reply: Row) => string[]) | undefined, spec.spelled, commandId);
+      const code = report(ctx, spec.verb, shown, spec.render as ((reply: Row, view: View) => string[]) | undefined, spec.spelled, commandId);
       if (reply.ok && !ctx.globals.json) for (const line of omittedLines(reply)) ctx.err(line);
       if (reply.ok && typeof reply.continue === "string" && !ctx.globals.json) {
         ctx.err(`more ${spec.paged ?? "items"}: mesh ${spec.path.join(" ")} ${page?.limit === undefined ? "" : `--limit ${String(page.limit)} `}--continue ${reply.continue}`);
@@ -245,12 +245,12 @@ async function withLastReports(ctx: CliContext, reply: ReplyOf<"nodes">): Promis
 }
 
 /** `mesh nodes`'s table: `lastReport` in one line (the data stays an object for `--json`, R55). */
-function renderNodes(reply: Row): string[] {
+function renderNodes(reply: Row, view: View): string[] {
   const nodes = Array.isArray(reply.nodes) ? (reply.nodes as Row[]) : [];
   return renderList("nodes", ["name", "overlayName", "hub", "modules", "credentialAddress", "lastReport"])({
     ...reply,
     nodes: nodes.map((n) => ({ ...n, lastReport: lastReportText((n.lastReport ?? null) as NodeLastReport | null, (n.lastSent as { digest?: string } | null)?.digest) })),
-  });
+  }, view);
 }
 
 /**
@@ -454,11 +454,11 @@ export const CLI_VERBS: CliVerb[] = [
     arguments: [arg("node", "the enrolled node")],
     options: [{ flags: "--hub", description: "make it the overlay's one hub" }],
     body: (a, o) => (o.hub === true ? { node: a[0], hub: true } : { node: a[0] }),
-    render: (r) => [
+    render: (r, view) => [
       `placed ${r.node} at ${r.overlayName}${r.hub ? " (hub)" : ""}`,
       ...(r.note ? [r.note] : []),
       ...(r.staleCredentials.length
-        ? ["recorded addresses that differ now (modules move at the next push; others keep theirs until rotated, R10):", ...table(r.staleCredentials, ["user", "address", "addressNow"]).map((l) => `  ${l}`)]
+        ? ["recorded addresses that differ now (modules move at the next push; others keep theirs until rotated, R10):", ...table(r.staleCredentials, ["user", "address", "addressNow"], view.width === undefined ? undefined : view.width - 2).map((l) => `  ${l}`)]
         : []),
     ],
   }),
@@ -510,8 +510,8 @@ export const CLI_VERBS: CliVerb[] = [
     options: [{ flags: "--after <node>", description: "the next page: start after this node (the previous page's `next`)" }],
     body: (_args, options) => (typeof options.after === "string" ? { after: options.after } : {}),
     spelled: { after: "--after" },
-    render: (reply) => [
-      ...table(reply.reports.map((r) => ({ ...r, digest: shortDigest(r.digest) })), ["node", "digest", "ok", "at", "drift", "error"]),
+    render: (reply, view) => [
+      ...table(reply.reports.map((r) => ({ ...r, digest: shortDigest(r.digest) })), ["node", "digest", "ok", "at", "drift", "error"], view.width),
       ...(reply.next !== undefined ? [`more: mesh reports --after ${reply.next}`] : []),
     ],
   }),

@@ -12,6 +12,7 @@ import { parse as parseYaml } from "yaml";
 import { EXIT_OK, EXIT_USAGE, type CliContext, type CliIo } from "../../src/cli/context.ts";
 import { CLI_VERBS, report } from "../../src/cli/verbs.ts";
 import { nameLines } from "../../src/cli/output.ts";
+import { renderList, table } from "../../src/cli/render.ts";
 import { HOST_DIR, LOCAL_NODE_FILE } from "../../src/up/up.ts";
 import { packageVersion, renderVersion } from "../../src/cli/version.ts";
 
@@ -174,4 +175,39 @@ describe("mesh up on a mesh that exists (issue 29)", () => {
       }
     });
   }
+});
+
+describe("tables fit the terminal (issue 29)", () => {
+  const rows = [
+    { name: "alpha", modules: ["broker", "controller", "echo", "packet-filter", "store", "builder", "relay"], address: "tls://alpha.internal:4443" },
+    { name: "beta", modules: [], address: "tls://beta.example.org:4443" },
+  ];
+
+  it("a table given a width fits it, each cut cell ending with an ellipsis; without one every cell is whole", () => {
+    const fitted = table(rows, ["name", "modules", "address"], 40);
+    for (const line of fitted) assert.ok(line.length <= 40, `${line.length}: ${line}`);
+    assert.ok(fitted.some((l) => l.includes("…")), fitted.join("\n"));
+    assert.ok(fitted[0]!.startsWith("NAME"), "the header stays");
+    const whole = table(rows, ["name", "modules", "address"]);
+    assert.ok(whole[1]!.includes("broker,controller,echo,packet-filter,store,builder,relay"));
+    assert.ok(!whole.join("").includes("…"));
+  });
+
+  it("a bus verb's table fits stdout's columns on a terminal, and -o wide shows every cell whole", () => {
+    const reply = { ok: true, v: 1, asOf: 1, nodes: rows } as never;
+    const printed = (output: string, stdout: object): string[] => {
+      const lines: string[] = [];
+      const ctx = {
+        io: { stdout, stderr: { write: () => true }, env: {} },
+        globals: { json: false, output, credential: "", timeoutMs: 1 },
+        out: (l: string) => lines.push(l), err: () => undefined,
+      } as unknown as CliContext;
+      report(ctx, "modules", reply, renderList("nodes", ["name", "modules", "address"]));
+      return lines;
+    };
+    const tty = { write: () => true, isTTY: true, columns: 44 };
+    for (const line of printed("text", tty)) assert.ok(line.length <= 44, `${line.length}: ${line}`);
+    assert.ok(printed("wide", tty).some((l) => l.length > 44), "-o wide: whole cells");
+    assert.ok(printed("text", { write: () => true }).some((l) => l.length > 44), "not a terminal: whole cells");
+  });
 });
