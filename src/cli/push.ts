@@ -5,7 +5,7 @@
  * `--wait` waits for the nodes' reports; the CLI waits for the reply that long plus
  * PUSH_REPLY_MARGIN_MS (composing and sending), and says both numbers when no reply came.
  */
-import { printData } from "./output.ts";
+import { printData, viewOf } from "./output.ts";
 import { randomUUID } from "node:crypto";
 import type { NodeOutcome, PushNodeLine, PushReply, Refusal } from "../contracts/verbs.ts";
 import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, busRefusesKeyOf, credentialFileNow, loadCredential, type CliContext } from "./context.ts";
@@ -13,7 +13,7 @@ import { isAuthorizationRefusal } from "../bus/errors.ts";
 import { busUser, progressSubject } from "../names.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
-import { missedServerLine, omittedLines, refusalText, serverLines, shortDigest, table } from "./render.ts";
+import { missedServerLine, omittedLines, refusalText, serverLines, shortDigest, table, type View } from "./render.ts";
 import type { CliVerb } from "./verbs.ts";
 
 export { PUSH_REPLY_MARGIN_MS };
@@ -74,7 +74,7 @@ export function namedNotShown(report: PushShown, nodes: readonly string[], notEn
  * `counts` over every node and `omitted`: the summary line is taken from the counts, and each cut
  * list is named with where to read it.
  */
-export function renderPush(report: PushShown): string[] {
+export function renderPush(report: PushShown, view: View = {}): string[] {
   const lines: string[] = [];
   const rows = report.nodes.map((n: PushNodeLine) => ({
     node: n.node,
@@ -83,7 +83,7 @@ export function renderPush(report: PushShown): string[] {
     why: n.refusal ? `${n.refusal.code}: ${n.refusal.message}` : (n.error ?? (n.reportedAt ? `nothing new to apply: last reported applied at ${n.reportedAt}` : "")),
   }));
   lines.push(`${report.dryRun ? "dry run" : "push"} ${report.pushId} from records sequence ${report.recordsSequence}`);
-  if (rows.length > 0) lines.push(...table(rows, ["node", "outcome", "digest", "why"]));
+  if (rows.length > 0) lines.push(...table(rows, ["node", "outcome", "digest", "why"], view.width));
   else lines.push("no node is enrolled");
   const counts = new Map<string, number>();
   if (report.counts) for (const [outcome, count] of Object.entries(report.counts)) counts.set(outcomeText(report, outcome as NodeOutcome), count ?? 0);
@@ -274,7 +274,7 @@ export const PUSH_CLI_VERB: CliVerb = {
     // `mesh compose <node>` shows that node alone; a push (and compose without names) shows every node.
     const report: PushShown = narrow ? onlyNamed(reply, nodes) : reply;
     if (ctx.globals.json) printData(ctx, report);
-    else for (const line of renderPush(report)) ctx.out(line);
+    else for (const line of renderPush(report, viewOf(ctx))) ctx.out(line);
     return exitOf(report);
   },
 };
