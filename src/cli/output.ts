@@ -46,7 +46,9 @@ const SUBJECT_FIELDS = ["module", "seat", "node"] as const;
 type Row = Record<string, unknown>;
 const isRow = (v: unknown): v is Row => v !== null && typeof v === "object" && !Array.isArray(v);
 
+/** An item's name: its first NAME_FIELDS; a result wrapping a reply (`module register`'s) names what the reply names. */
 function itemName(item: Row): string | undefined {
+  if (isRow(item.reply)) return itemName(item.reply);
   for (const field of NAME_FIELDS) if (typeof item[field] === "string") return item[field];
   return undefined;
 }

@@ -98,6 +98,8 @@ describe("-o json|yaml|wide|name (issue 29)", () => {
     assert.deepEqual(nameLines({ ok: true, nodes: [{ name: "alpha" }, { name: "beta" }] }), ["node/alpha", "node/beta"]);
     assert.deepEqual(nameLines({ ok: true, placed: [{ node: "alpha", overlayName: "x" }] }), ["node/alpha"]);
     assert.deepEqual(nameLines({ ok: true, module: "echo", node: "alpha", nodes: ["alpha"] }), ["module/echo"]);
+    // module register's results: each names the module its reply registered.
+    assert.deepEqual(nameLines({ ok: true, results: [{ file: "a/module.json", reply: { ok: true, module: "echo" } }] }), ["module/echo"]);
   });
 
   it("a bus verb's reply goes through the one renderer: -o name and -o yaml on report()", () => {
