@@ -26,13 +26,13 @@ export function packageVersion(): string {
   return String((JSON.parse(text) as { version?: unknown }).version ?? "unknown");
 }
 
-/** Readable lines of a VersionReport: one per part, `unknown` (and why) for what was not reached. */
+/** Readable lines of a VersionReport: one per part, `unknown` for what was not reached, then why once. */
 export function renderVersion(report: VersionReport): string[] {
-  const why = report.reason === undefined ? "" : ` (${report.reason})`;
   return [
     `mesh ${report.cli}`,
-    `controller: ${report.controller === null ? `unknown${why}` : `verbs contract v${report.controller.verbsContract}`}`,
-    `bus: ${report.bus === null ? `unknown${why}` : `nats-server ${report.bus.server}`}`,
+    `controller: ${report.controller === null ? "unknown" : `verbs contract v${report.controller.verbsContract}`}`,
+    `bus: ${report.bus === null ? "unknown" : `nats-server ${report.bus.server}`}`,
+    ...(report.reason === undefined ? [] : [`(${report.reason})`]),
   ];
 }
 
