@@ -375,12 +375,13 @@ export async function genesis(options: GenesisOptions): Promise<GenesisResult> {
       // The genesis node's enrolment is `node.enrol`'s own decide, recorded as the second commit (R56).
       // Its keys were generated on it (`mesh host init`, R64): only the public halves are read here.
       const commandId = genesisNodeCommandId(node.name);
-      const enrolled = nodeEnrol.decide(genesisState, { node: node.name, publicKey: node.publicKey, nkey: node.nkey }, { commandId, actor: "installer", now, secrets: [] });
+      const enrolRequest = { node: node.name, publicKey: node.publicKey, nkey: node.nkey };
+      const enrolled = nodeEnrol.decide(genesisState, enrolRequest, { commandId, actor: "installer", now, secrets: [] });
       if (!enrolled.ok) throw new InstallerError(`--node: ${enrolled.refusal.message}`);
       const nodeCommit: Commit = { commandId, entity: enrolled.entity, events: enrolled.events };
       commits.push(nodeCommit);
       genesisState = evolve(genesisState, [{ sequence: 2, commit: nodeCommit }]);
-      const reply = nodeEnrol.reply(genesisState, enrolled.events, { openSecret: (sealed) => openWithMeshKey(meshKey, sealed), sealToNode }, enrolled.entity);
+      const reply = nodeEnrol.reply(genesisState, enrolled.events, { openSecret: (sealed) => openWithMeshKey(meshKey, sealed), sealToNode }, enrolled.entity, enrolRequest);
       enrolReply = enrolReplyFile(paths.dir, node.name);
       writeFileDurable(join(temp, basename(enrolReply)), `${JSON.stringify(reply, null, 2)}\n`, { mode: 0o600 });
     }

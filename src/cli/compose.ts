@@ -16,6 +16,7 @@ import type { CliVerb } from "./verbs.ts";
 
 export const COMPOSE_CLI_VERB: CliVerb = {
   path: ["compose"],
+  examples: [["what a push would send node alpha (secrets redacted)", "mesh compose alpha"]],
   globals: QUERY_GLOBALS,
   globalHelp: { timeout: `milliseconds to wait for the controller's reply, + ${PUSH_REPLY_MARGIN_MS} ms for composing (MESH_TIMEOUT_MS)` },
   summary: "print what a push without names would compose and which nodes it would send, secrets redacted; send nothing (mesh push --dry-run of the whole mesh)",

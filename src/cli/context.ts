@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { BusConnectError, BusCredential, connectToBus, secretOf, type BusConnectOptions } from "../bus/connect.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
 import { CredentialFileError, readBusCredential, renameDurable } from "../files/index.ts";
+import type { OutputFormat } from "./output.ts";
 import { DEFAULT_CREDENTIAL_FILE, type ClientConfig, type Environment } from "../config.ts";
 
 /** Exit codes of `mesh`: 0 ok, 1 refused by the controller, 2 usage or connection error. */
@@ -12,7 +13,8 @@ export const EXIT_USAGE = 2;
 
 /** Where the CLI writes and what it reads: process streams in main.ts, buffers in tests. */
 export type CliIo = {
-  stdout: { write(text: string): unknown };
+  /** `isTTY` and `columns`: a terminal's width, which tables fit (process.stdout has them). */
+  stdout: { write(text: string): unknown; isTTY?: boolean; columns?: number };
   /** `isTTY`: a terminal (process.stderr has it); `mesh push` shows progress there. */
   stderr: { write(text: string): unknown; isTTY?: boolean };
   env: Environment;
@@ -33,8 +35,10 @@ export const DRY_RUN_OPTION: { flags: string; description: string } = { flags: "
 export type GlobalOptions = {
   /** The operator's credential file. */
   credential: string;
-  /** Print the reply JSON instead of readable lines. */
+  /** Print the reply as data (`-o json|yaml|name`, src/cli/output.ts) instead of readable lines. */
   json: boolean;
+  /** How to print (`-o`); absent: `text`, or `json` when `json` is set. */
+  output?: OutputFormat;
   /** Milliseconds to wait for the controller. */
   timeoutMs: number;
   /** Command id to send (a retry with the same id appends nothing). */

@@ -40,6 +40,7 @@ import type { CliVerb } from "./verbs.ts";
 
 export const CONTROLLER_CLI_VERB: CliVerb = {
   path: ["controller"],
+  examples: [["run the controller with the settings genesis wrote", "mesh controller --env .mesh/controller.env"]],
   summary: "run the controller in the foreground (settings from MESH_* variables, or --env <dir>/controller.env)",
   options: [{ flags: "--env <file>", description: "read the MESH_* settings from this file (genesis writes <mesh folder>/controller.env)" }],
   async run(ctx: CliContext, _args, options) {

@@ -11,7 +11,7 @@
  */
 import { PRINCIPAL_KINDS } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, verbUsageError } from "./context.ts";
-import { table } from "./render.ts";
+import { table, type View } from "./render.ts";
 import type { ArgumentSpec } from "./verbs.ts";
 
 type Row = Record<string, unknown>;
@@ -34,8 +34,8 @@ export function explainBody(args: readonly unknown[]): Row {
 }
 
 /** Readable lines of an explain reply: `allowed: <because>` per grant, or `denied: <reason>`. */
-export function renderExplain(reply: Row): string[] {
-  if (Array.isArray(reply.grants)) return renderGrants(reply);
+export function renderExplain(reply: Row, view: View = {}): string[] {
+  if (Array.isArray(reply.grants)) return renderGrants(reply, view);
   const because = Array.isArray(reply.because) ? (reply.because as Row[]) : [];
   const principal = (reply.principal ?? {}) as Row;
   const who = `${String(principal.kind)} ${String(principal.name)} (user ${String(reply.user)})`;
@@ -71,10 +71,10 @@ function credentialLines(reply: Row): string[] {
 }
 
 /** Readable lines of a principal's grants (explain without a subject): a table of direction, subject and why. */
-export function renderGrants(reply: Row): string[] {
+export function renderGrants(reply: Row, view: View = {}): string[] {
   const principal = (reply.principal ?? {}) as Row;
   const lines = [`${String(principal.kind)} ${String(principal.name)} (user ${String(reply.user)})${reply.responder === true ? ", answers requests" : ""}:`];
-  lines.push(...table(reply.grants as Row[], ["direction", "subject", "because"]));
+  lines.push(...table(reply.grants as Row[], ["direction", "subject", "because"], view.width));
   if (reply.onTheBus !== true) lines.push("note: it has no credential yet, so the bus admits none of this until it has one");
   lines.push(...credentialLines(reply));
   if (typeof reply.assumed === "string") lines.push(`note: ${reply.assumed}`);

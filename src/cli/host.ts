@@ -10,6 +10,7 @@
  * - `mesh host --state <dir> --node <name> [--credential <file>] [--bus-include ... --bus-config
  *   ... --bus-pid ... --bus-monitor ...] [--once]`: runs the host agent until SIGINT or SIGTERM.
  */
+import { printData } from "./output.ts";
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { nameProblem } from "../names.ts";
@@ -132,7 +133,7 @@ const init: Run = async (ctx, options) => {
     const stateDir = required(options, "state", "--state <dir>");
     const { publicKey, nkey, keyFile } = await hostState(({ initHostKeys }) => initHostKeys(stateDir, { force: options.force === true }));
     if (ctx.globals.json) {
-      ctx.out(JSON.stringify({ ok: true, publicKey, nkey, keyFile }, null, 2));
+      printData(ctx, { ok: true, publicKey, nkey, keyFile });
     } else {
       ctx.out(`${publicKey}\n${nkey}`);
       ctx.err(`private keys written under ${stateDir} (0600, they never leave this machine); enrol this node with: mesh node enrol <name> --key ${publicKey} --nkey ${nkey}`);
@@ -149,7 +150,7 @@ const rotateKey: Run = async (ctx, options) => {
     const stateDir = required(options, "state", "--state <dir>");
     const { nkey, file } = await hostState(({ rotateNodeKey }) => rotateNodeKey(stateDir, { force: options.force === true }));
     if (ctx.globals.json) {
-      ctx.out(JSON.stringify({ ok: true, nkey, file }, null, 2));
+      printData(ctx, { ok: true, nkey, file });
     } else {
       ctx.out(nkey);
       ctx.err(`pending seed written to ${file} (0600); record it with: mesh credential rotate node <name> --nkey ${nkey}`);
@@ -169,7 +170,7 @@ const credential: Run = async (ctx, options) => {
     }
     if (jsonDepthOver(value)) throw new UsageError(`${from} nests arrays or objects more than ${MAX_JSON_DEPTH} deep: it is not an enrol reply or credential`);
     const saved = await hostState(({ saveNodeCredential }) => saveNodeCredential(stateDir, value));
-    if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, ...saved }, null, 2));
+    if (ctx.globals.json) printData(ctx, { ok: true, ...saved });
     else ctx.out(`credential of ${saved.user} for ${saved.address} kept in ${saved.file}`);
     return EXIT_OK;
 };
@@ -196,6 +197,7 @@ const ACTIONS: Record<string, Run> = { init, "rotate-key": rotateKey, credential
  */
 const host: CliVerb = {
   path: ["host"],
+  examples: [["on the node: make its keys", "mesh host init --state /var/lib/mesh-host"], ["keep the credential the enrol printed", "mesh host credential --state /var/lib/mesh-host --from enrol.json"]],
   globals: ["json"],
   summary: "the node side: `host init` (key pairs), `host rotate-key` (a pending nkey), `host credential` (keep the enrol reply), `host unit` (print its systemd unit), `host` (run the agent)",
   arguments: [{ name: "action", description: "init | rotate-key | credential | unit (print its systemd unit); none runs the agent", optional: true }],

@@ -6,6 +6,7 @@
  * PUSH_REPLY_MARGIN_MS (composing and sending), and says both numbers when no reply came.
  */
 import { seenMemory } from "./seenFile.ts";
+import { printData, viewOf } from "./output.ts";
 import { randomUUID } from "node:crypto";
 import type { NodeOutcome, PushNodeLine, PushReply, Refusal } from "../contracts/verbs.ts";
 import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, busRefusesKeyOf, credentialFileNow, loadCredential, type CliContext } from "./context.ts";
@@ -13,7 +14,7 @@ import { isAuthorizationRefusal } from "../bus/errors.ts";
 import { busUser, progressSubject } from "../names.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
-import { missedServerLine, omittedLines, refusalText, serverLines, shortDigest, table } from "./render.ts";
+import { missedServerLine, omittedLines, refusalText, serverLines, shortDigest, table, type View } from "./render.ts";
 import type { CliVerb } from "./verbs.ts";
 
 export { PUSH_REPLY_MARGIN_MS };
@@ -74,7 +75,7 @@ export function namedNotShown(report: PushShown, nodes: readonly string[], notEn
  * `counts` over every node and `omitted`: the summary line is taken from the counts, and each cut
  * list is named with where to read it.
  */
-export function renderPush(report: PushShown): string[] {
+export function renderPush(report: PushShown, view: View = {}): string[] {
   const lines: string[] = [];
   const rows = report.nodes.map((n: PushNodeLine) => ({
     node: n.node,
@@ -83,7 +84,7 @@ export function renderPush(report: PushShown): string[] {
     why: n.refusal ? `${n.refusal.code}: ${n.refusal.message}` : (n.error ?? (n.reportedAt ? `nothing new to apply: last reported applied at ${n.reportedAt}` : "")),
   }));
   lines.push(`${report.dryRun ? "dry run" : "push"} ${report.pushId} from records sequence ${report.recordsSequence}`);
-  if (rows.length > 0) lines.push(...table(rows, ["node", "outcome", "digest", "why"]));
+  if (rows.length > 0) lines.push(...table(rows, ["node", "outcome", "digest", "why"], view.width));
   else lines.push("no node is enrolled");
   const counts = new Map<string, number>();
   if (report.counts) for (const [outcome, count] of Object.entries(report.counts)) counts.set(outcomeText(report, outcome as NodeOutcome), count ?? 0);
@@ -213,6 +214,7 @@ export function pushClosedMessage(closed: { file: string; configured?: string; u
 
 export const PUSH_CLI_VERB: CliVerb = {
   path: ["push"],
+  examples: [["send every node its declaration and wait for their reports", "mesh push --wait"], ["only node alpha", "mesh push alpha"]],
   globals: QUERY_GLOBALS,
   globalHelp: {
     timeout: `milliseconds --wait waits for the nodes' reports (MESH_TIMEOUT_MS); the controller's reply is awaited that long + ${PUSH_REPLY_MARGIN_MS} ms (composing and sending)`,
@@ -266,14 +268,14 @@ export const PUSH_CLI_VERB: CliVerb = {
     const unshown = reply.ok && narrow && nodes.length > 0 ? namedNotShown(reply, nodes, (await import("../push/pushCommand.ts")).notEnrolled) : null;
     if (unshown !== null) reply = { ok: false, v: reply.v, error: unshown };
     if (!reply.ok) {
-      if (ctx.globals.json) ctx.out(JSON.stringify(reply, null, 2));
+      if (ctx.globals.json) printData(ctx, reply);
       ctx.err(`mesh ${narrow ? "compose" : "push"}: refused (${reply.error.code})${refusalText(reply.error)}`);
       return EXIT_REFUSED;
     }
     // `mesh compose <node>` shows that node alone; a push (and compose without names) shows every node.
     const report: PushShown = narrow ? onlyNamed(reply, nodes) : reply;
-    if (ctx.globals.json) ctx.out(JSON.stringify(report, null, 2));
-    else for (const line of renderPush(report)) ctx.out(line);
+    if (ctx.globals.json) printData(ctx, report);
+    else for (const line of renderPush(report, viewOf(ctx))) ctx.out(line);
     return exitOf(report);
   },
 };

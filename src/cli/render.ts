@@ -25,13 +25,52 @@ export function columnTitle(field: string): string {
   return COLUMN_TITLES[field] ?? field.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toUpperCase();
 }
 
-/** Aligned columns with a header row; cells are strings, arrays joined by commas, empty as "-". */
-export function table(rows: readonly Row[], columns: readonly string[]): string[] {
+/**
+ * What a renderer draws for: `width`, the columns a table may take (stdout's on a terminal; none
+ * for `-o wide` or a pipe, viewOf in output.ts). Absent: no limit.
+ */
+export type View = { width?: number };
+
+/** The narrowest a cut column gets: its title, or this many characters when the title is shorter. */
+const MIN_COLUMN = 5;
+/** The spaces between two columns. */
+const GAP = 2;
+
+/**
+ * Column widths that fit `limit` (gaps included): the widest column is narrowed first, one
+ * character at a time, none below its floor (`floors`). Wider than `limit` only when every column
+ * is at its floor. Pure.
+ */
+export function fitWidths(widths: readonly number[], floors: readonly number[], limit: number): number[] {
+  const fitted = [...widths];
+  let total = fitted.reduce((a, b) => a + b, 0) + GAP * (fitted.length - 1);
+  while (total > limit) {
+    let widest = -1;
+    for (let i = 0; i < fitted.length; i++) if (fitted[i]! > floors[i]! && (widest < 0 || fitted[i]! > fitted[widest]!)) widest = i;
+    if (widest < 0) break;
+    fitted[widest]! -= 1;
+    total -= 1;
+  }
+  return fitted;
+}
+
+/** A cell cut to `width` characters, its last one an ellipsis when it was longer. */
+function cut(value: string, width: number): string {
+  return value.length <= width ? value : `${value.slice(0, Math.max(0, width - 1))}…`;
+}
+
+/**
+ * Aligned columns with a header row; cells are strings, arrays joined by commas, empty as "-".
+ * Given `width`, the table fits it (issue 29): the longest cells are cut, ending with an ellipsis.
+ */
+export function table(rows: readonly Row[], columns: readonly string[], width?: number): string[] {
   if (rows.length === 0) return ["(none)"];
-  const cells = rows.map((row) => columns.map((c) => cell(row[c])));
   const titles = columns.map(columnTitle);
-  const widths = titles.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
-  const line = (values: readonly string[]) => values.map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i]!))).join("  ").trimEnd();
+  const whole = rows.map((row) => columns.map((c) => cell(row[c])));
+  const natural = titles.map((c, i) => Math.max(c.length, ...whole.map((r) => r[i]!.length)));
+  const widths = width === undefined ? natural : fitWidths(natural, titles.map((t, i) => Math.min(natural[i]!, Math.max(t.length, MIN_COLUMN))), width);
+  const cells = whole.map((r) => r.map((v, i) => cut(v, widths[i]!)));
+  const line = (values: readonly string[]) => values.map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i]!))).join(" ".repeat(GAP)).trimEnd();
   return [line(titles), ...cells.map(line)];
 }
 
@@ -53,20 +92,21 @@ const BOOKKEEPING = new Set(["ok", "duplicate", "sequence", "asOf", "commandId"]
  * A reply with no renderer of its own: each scalar field as `name: value`; an array of objects as
  * a table of its keys; an object of objects as a table keyed by `name`.
  */
-export function renderGeneric(reply: Row): string[] {
+export function renderGeneric(reply: Row, view: View = {}): string[] {
+  const indented = view.width === undefined ? undefined : view.width - 2;
   const lines: string[] = [];
   for (const [key, value] of Object.entries(reply)) {
     if (BOOKKEEPING.has(key)) continue;
     if (Array.isArray(value) && value.every((v) => v !== null && typeof v === "object" && !Array.isArray(v))) {
       const rows = value as Row[];
       const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-      lines.push(`${key}:`, ...table(rows, columns).map((l) => `  ${l}`));
+      lines.push(`${key}:`, ...table(rows, columns, indented).map((l) => `  ${l}`));
     } else if (value !== null && typeof value === "object" && !Array.isArray(value)) {
       const entries = Object.entries(value as Row);
       if (entries.length > 0 && entries.every(([, v]) => v !== null && typeof v === "object" && !Array.isArray(v))) {
         const rows = entries.map(([name, v]) => ({ name, ...(v as Row) }));
         const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-        lines.push(`${key}:`, ...table(rows, columns).map((l) => `  ${l}`));
+        lines.push(`${key}:`, ...table(rows, columns, indented).map((l) => `  ${l}`));
       } else {
         lines.push(`${key}: ${entries.length === 0 ? "(none)" : entries.map(([k, v]) => `${k}=${cell(v)}`).join(" ")}`);
       }
@@ -90,14 +130,14 @@ export function duplicateNote(reply: Row): string[] {
 }
 
 /** `mesh where`: each placed node, its overlay name, and whether it is the hub or the broker's node. */
-export function renderWhere(reply: Row): string[] {
+export function renderWhere(reply: Row, view: View = {}): string[] {
   const placed = (Array.isArray(reply.placed) ? reply.placed : []) as Row[];
   const rows = placed.map((p) => ({
     node: p.node,
     overlay: p.overlayName,
     role: [p.hub === true ? "hub" : "", p.broker === true ? "broker" : ""].filter(Boolean).join(","),
   }));
-  const lines = rows.length === 0 ? ["no node is on the overlay yet: mesh overlay place <node> --hub"] : table(rows, ["node", "overlay", "role"]);
+  const lines = rows.length === 0 ? ["no node is on the overlay yet: mesh overlay place <node> --hub"] : table(rows, ["node", "overlay", "role"], view.width);
   if (typeof reply.broker === "string" && !placed.some((p) => p.node === reply.broker)) lines.push(`broker: ${reply.broker} (not on the overlay)`);
   return lines;
 }
@@ -106,11 +146,11 @@ export function renderWhere(reply: Row): string[] {
  * `mesh history`: one line per event, its summary naming the other party (the module and the node
  * of an assignment); a last line says when older events were left out (`--limit`).
  */
-export function renderHistory(reply: Row): string[] {
+export function renderHistory(reply: Row, view: View = {}): string[] {
   const events = (reply.events ?? []) as Row[];
   const entity = reply.entity as Row | undefined;
   if (events.length === 0) return [`no records about ${entity ? `${String(entity.kind)} ${String(entity.id)}` : "that entity"}`];
-  const lines = table(events, ["sequence", "at", "actor", "type", "summary"]);
+  const lines = table(events, ["sequence", "at", "actor", "type", "summary"], view.width);
   if (reply.truncated === true) {
     // Left out by --limit (more can be asked for) or by the reply's size (only the records hold more).
     const more = events.length < HISTORY_LIMIT ? `pass a larger --limit (up to ${HISTORY_LIMIT}) for more, or` : "older ones:";
@@ -120,11 +160,11 @@ export function renderHistory(reply: Row): string[] {
 }
 
 /** A table of one array field of the reply (nodes, modules, seats, credentials). */
-export function renderList(field: string, columns: readonly string[]): (reply: Row) => string[] {
-  return (reply) => {
+export function renderList(field: string, columns: readonly string[]): (reply: Row, view?: View) => string[] {
+  return (reply, view = {}) => {
     const value = reply[field];
     const rows = Array.isArray(value) ? (value as Row[]) : value && typeof value === "object" ? Object.values(value as Record<string, Row>) : [];
-    return table(rows, columns);
+    return table(rows, columns, view.width);
   };
 }
 

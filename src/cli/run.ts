@@ -5,7 +5,8 @@ import { ConfigError, parseClientConfig, type ClientConfig } from "../config.ts"
 import { EXIT_OK, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext, type CliIo, type GlobalOptionName, type GlobalOptions } from "./context.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { CLI_VERBS, type CliVerb } from "./verbs.ts";
-import { packageVersion } from "../files/packageFiles.ts";
+import { SHELLS, completionScript, treeOf, type Shell } from "./completion.ts";
+import { OUTPUT_FORMATS, formatData, isData, type OutputFormat } from "./output.ts";
 
 /** What the word groups of `mesh` are about, for `mesh --help` and `mesh node --help`. */
 const GROUPS: Record<string, string> = {
@@ -45,15 +46,15 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
 
   const program = new Command("mesh")
     .description("operate a mesh: send commands to its controller over the bus")
-    .version(packageVersion(), "-V, --version", "print mesh's version")
+    .option("-v, --version", "print the versions of mesh, and of the controller and the bus when a mesh answers (mesh version)")
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError("(add --help for usage)");
 
   let connection: Promise<NatsConnection> | undefined;
   let exit = EXIT_OK;
-  // Failures under --json are JSON on stdout too; known from the words until a verb's options are parsed.
-  let json = argv.includes("--json");
+  // Failures under -o json|yaml are data on stdout too; known from the words until a verb's options are parsed.
+  let output: OutputFormat = outputOfWords(argv);
   let commandId: string | undefined;
 
   for (const verb of verbs) {
@@ -63,6 +64,7 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
         ?? parent.command(word).description(GROUPS[word] ?? `${word} commands`).exitOverride();
     }
     const command = parent.command(verb.path.at(-1)!).description(verb.summary).exitOverride();
+    command.addHelpText("after", examplesText(verb.examples));
     if (verb.exitCodes !== undefined) command.addHelpText("after", `\nExit codes: ${verb.exitCodes}`);
     for (const spec of verb.arguments ?? []) command.argument(argumentSyntax(spec), spec.description);
     for (const spec of verb.options ?? []) {
@@ -73,14 +75,16 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
     for (const name of verb.globals ?? []) addGlobalOption(command, name, config, verb.globalHelp?.[name]);
     command.action(async (...params: unknown[]) => {
       const own = { ...(params.at(-2) as Record<string, unknown>) };
+      output = chosenOutput(own.json === true, own.output as OutputFormat | undefined);
       const globals: GlobalOptions = {
         credential: typeof own.credential === "string" && (verb.globals ?? []).includes("credential") ? own.credential : config.credentialFile,
-        json: own.json === true,
+        json: isData(output),
+        output,
         timeoutMs: typeof own.timeout === "number" ? own.timeout : config.timeoutMs,
         ...(typeof own.commandId === "string" ? { commandId: own.commandId } : {}),
       };
       for (const name of verb.globals ?? []) delete own[GLOBAL_KEYS[name]];
-      json = globals.json;
+      delete own.output;
       commandId = globals.commandId;
       const ctx: CliContext = {
         io,
@@ -98,14 +102,21 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
     });
   }
 
+  addCompletion(program, io);
+
+  // Bare `mesh` is a request for help, not a mistake: stdout, exit 0.
+  if (argv.length === 0) {
+    io.stdout.write(program.helpInformation());
+    return EXIT_OK;
+  }
   try {
-    await program.parseAsync([...argv], { from: "user" });
+    await program.parseAsync(versionAsVerb(argv), { from: "user" });
   } catch (error) {
     const failure = failureOf(error, err);
     exit = failure.exit;
-    if (json && failure.code !== undefined) {
+    if ((output === "json" || output === "yaml") && failure.code !== undefined) {
       const id = error instanceof CommandTransportError ? error.commandId ?? commandId : commandId;
-      io.stdout.write(`${JSON.stringify({ ok: false, error: { code: failure.code, message: failure.message }, ...(id === undefined ? {} : { commandId: id }) }, null, 2)}\n`);
+      for (const line of formatData({ ok: false, error: { code: failure.code, message: failure.message }, ...(id === undefined ? {} : { commandId: id }) }, output)) io.stdout.write(`${line}\n`);
     }
   } finally {
     if (connection) await connection.then((nc) => nc.close(), () => undefined);
@@ -150,7 +161,8 @@ function addGlobalOption(command: Command, name: GlobalOptionName, config: Clien
       command.option("--credential <file>", help ?? "the operator's credential file (MESH_CREDENTIAL)", config.credentialFile);
       return;
     case "json":
-      command.option("--json", help ?? "print the reply as JSON (failures too, with a code)", false);
+      command.option("--json", help ?? "print the reply as JSON (failures too, with a code); the same as -o json", false);
+      command.option("-o, --output <format>", `how to print: ${OUTPUT_FORMATS.filter((f) => f !== "text").join(", ")} (json and yaml: the reply as data, failures too; wide: tables with every cell whole; name: kind/name per line)`, parseOutput);
       return;
     case "timeout":
       command.option("--timeout <ms>", help ?? "milliseconds to wait for the bus to take the connection and for the controller's reply (MESH_TIMEOUT_MS)", parseTimeout, config.timeoutMs);
@@ -161,3 +173,48 @@ function addGlobalOption(command: Command, name: GlobalOptionName, config: Clien
   }
 }
 
+/**
+ * `mesh completion <shell>`: the completion script of this very program (completion.ts), added
+ * last so that it names every verb. A shell it does not know is a usage error naming the three.
+ */
+function addCompletion(program: Command, io: CliIo): void {
+  program.command("completion").description("print a shell completion script: bash, zsh or fish").exitOverride()
+    .argument("<shell>", SHELLS.join(", "))
+    .addHelpText("after", examplesText([
+      ["complete mesh's verbs and options in this bash", "mesh completion bash > ~/.mesh-completion.bash && . ~/.mesh-completion.bash"],
+      ["in fish", "mesh completion fish | source"],
+    ]))
+    .action((shell: string) => {
+      if (!(SHELLS as readonly string[]).includes(shell)) throw new UsageError(`completion: <shell>: give one of ${SHELLS.join(", ")}`);
+      io.stdout.write(completionScript(shell as Shell, treeOf(program)));
+    });
+}
+
+/** A verb's examples as its --help ends: `# what` over `$ mesh ...`, as kubectl's. */
+export function examplesText(examples: CliVerb["examples"]): string {
+  return `\nExamples:\n${examples.map(([what, run]) => `  # ${what}\n  $ ${run}`).join("\n\n")}`;
+}
+
+function parseOutput(value: string): OutputFormat {
+  if (!(OUTPUT_FORMATS as readonly string[]).includes(value)) throw new InvalidArgumentError(`give one of ${OUTPUT_FORMATS.join(", ")}`);
+  return value as OutputFormat;
+}
+
+/** The format `--json` and `-o` ask for together; a usage error when they disagree. */
+function chosenOutput(json: boolean, output: OutputFormat | undefined): OutputFormat {
+  if (json && output !== undefined && output !== "json") throw new UsageError(`--json is -o json: give --json or -o ${output}, not both`);
+  return output ?? (json ? "json" : "text");
+}
+
+/** The output format the words ask for, before commander has parsed them (for a failure in parsing). */
+function outputOfWords(argv: readonly string[]): OutputFormat {
+  if (argv.includes("--json")) return "json";
+  const at = argv.findIndex((w) => w === "-o" || w === "--output");
+  const value = at >= 0 ? argv[at + 1] : argv.find((w) => w.startsWith("--output="))?.slice("--output=".length) ?? argv.find((w) => /^-o[a-z]/.test(w))?.slice(2);
+  return (OUTPUT_FORMATS as readonly string[]).includes(value ?? "") ? value as OutputFormat : "text";
+}
+
+/** `mesh -v`, `-V` and `--version` (then any options) are `mesh version`: one verb prints the versions. */
+export function versionAsVerb(argv: readonly string[]): string[] {
+  return ["-v", "-V", "--version"].includes(argv[0] ?? "") ? ["version", ...argv.slice(1)] : [...argv];
+}

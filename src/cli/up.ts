@@ -14,6 +14,7 @@ import { DEFAULT_UP_ADDRESS } from "../up/plan.ts";
 import { renderSummary, serversDown, serversDownLine, type BusServerSeen, type UpSummary } from "../up/summary.ts";
 import { InstallerError } from "../../installer/tls.ts";
 import { ConfigError, meshInvocation } from "../config.ts";
+import { printData } from "./output.ts";
 
 /**
  * What these verbs run, loaded by the verb that runs it: `up` itself, the processes it starts, and
@@ -89,7 +90,7 @@ async function failed(ctx: CliContext, error: unknown, dir: string): Promise<num
     if (left !== null) ctx.err(left);
     if (ctx.globals.json) {
       const code = error instanceof UpError ? error.code ?? "up" : error instanceof ConfigError ? "config" : error instanceof BusConnectError ? "connection" : "setup";
-      ctx.out(JSON.stringify({ ok: false, v: VERBS_VERSION, error: { code, message }, processes: processList(processes) }, null, 2));
+      printData(ctx, { ok: false, v: VERBS_VERSION, error: { code, message }, processes: processList(processes) });
     }
     return upExitCode(error);
   }
@@ -127,7 +128,7 @@ export function nextSteps(mesh: string, dir: string, operatorCredential: string)
  * fix (shortfallsOf). The processes keep running either way: only the exit code and the words say it.
  */
 export function printUp(ctx: Pick<CliContext, "out" | "err" | "globals">, result: UpResult, dir: string, mesh = "mesh"): number {
-  if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, v: VERBS_VERSION, node: result.node, summary: summaryJson(result.summary), push: result.push }, null, 2));
+  if (ctx.globals.json) printData(ctx, { ok: true, v: VERBS_VERSION, node: result.node, summary: summaryJson(result.summary), push: result.push });
   else {
     for (const line of renderSummary(result.summary)) ctx.out(line);
     ctx.out("");
@@ -148,6 +149,7 @@ export function printUp(ctx: Pick<CliContext, "out" | "err" | "globals">, result
 
 const upVerb: CliVerb = {
   path: ["up"],
+  examples: [["a whole mesh on this machine, in .mesh", "mesh up"], ["a three-server cluster", "mesh up --cluster 3"]],
   globals: ["json"],
   summary: "bring a whole mesh up on this machine (genesis, bus, controller, host, the example mesh, push --wait); exit 1 when that push did not apply everywhere, as `mesh push` (a node refused, failed or not reporting: its host agent not running, say), naming what and the fix, the mesh left running; 2 when a step could not be taken",
   options: [
@@ -178,6 +180,7 @@ const upVerb: CliVerb = {
 
 const downVerb: CliVerb = {
   path: ["down"],
+  examples: [["stop what mesh up started; the records stay", "mesh down"]],
   globals: ["json"],
   summary: "stop what `mesh up` started (the records stay: `mesh up` resumes them)",
   options: [DIR_OPTION],
@@ -185,7 +188,7 @@ const downVerb: CliVerb = {
     const [{ meshPaths }, { stopAll }] = await Promise.all([genesisModule(), processesModule()]);
     const dir = meshPaths(dirOf(options)).dir;
     const stopped = await stopAll(dir);
-    if (ctx.globals.json) ctx.out(JSON.stringify({ ok: true, stopped }, null, 2));
+    if (ctx.globals.json) printData(ctx, { ok: true, stopped });
     else ctx.out(stopped.length === 0 ? `nothing of ${dir} was running` : `stopped ${stopped.join(", ")} of ${dir}`);
     return EXIT_OK;
   },
@@ -252,6 +255,7 @@ async function unansweredServers(addresses: readonly string[], timeoutMs: number
 
 const statusVerb: CliVerb = {
   path: ["status"],
+  examples: [["what runs, and the summary", "mesh status"], ["as JSON", "mesh status -o json"]],
   globals: ["credential", "json", "timeout"],
   summary: "ask the mesh's controller over the bus (the folder's operator credential, else --credential) and print its summary; the local processes `mesh up` started (exit 1 when nothing answers or a bus server is down)",
   options: [DIR_OPTION],
@@ -265,7 +269,7 @@ const statusVerb: CliVerb = {
     const base = (genesisAddress: string | null) => ({ dir: paths.dir, genesisAddress, processes: processList(processes) });
     /** Not ok: the same shape under --json (summary null, the error's code), a line on stderr otherwise; exit 1. */
     const notOk = (genesisAddress: string | null, code: string, message: string): number => {
-      if (ctx.globals.json) ctx.out(JSON.stringify({ ok: false, v: VERBS_VERSION, error: { code, message }, ...base(genesisAddress), summary: null }, null, 2));
+      if (ctx.globals.json) printData(ctx, { ok: false, v: VERBS_VERSION, error: { code, message }, ...base(genesisAddress), summary: null });
       else ctx.err(`mesh: ${message}`);
       return EXIT_REFUSED;
     };
@@ -320,7 +324,7 @@ const statusVerb: CliVerb = {
       const fix = here ? `\`mesh up --dir ${paths.dir}\` starts it again` : "start it again on its machine";
       const problem = down.length > 0 ? { code: "server-down", message: serversDownLine(down, fix) } : null;
       if (ctx.globals.json) {
-        ctx.out(JSON.stringify({ ok: problem === null, v: VERBS_VERSION, ...(problem ? { error: problem } : {}), ...base(genesisAddress), summary: summaryJson(summary) }, null, 2));
+        printData(ctx, { ok: problem === null, v: VERBS_VERSION, ...(problem ? { error: problem } : {}), ...base(genesisAddress), summary: summaryJson(summary) });
       } else {
         for (const line of renderSummary(summary)) ctx.out(line);
         if (problem) ctx.err(`mesh: ${problem.message}`);
@@ -342,6 +346,7 @@ const statusVerb: CliVerb = {
 
 const genesisVerb: CliVerb = {
   path: ["genesis"],
+  examples: [["a mesh for a real machine", "mesh genesis --dir /etc/mesh --address tls://mesh.example:4222 --systemd"]],
   summary: "create a new mesh in a folder: keys, bus certificate and configuration, first user list, credentials",
   options: [
     DIR_OPTION,

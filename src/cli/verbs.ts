@@ -4,6 +4,7 @@
  * something else (`up`, `host`, `push`, ...). runCli builds the argument parser from this list.
  */
 import { seenMemory } from "./seenFile.ts";
+import { printData, viewOf } from "./output.ts";
 import { HISTORY_LIMIT, PAGE_LIMIT_MAX, REPORTS_PAGE, VERBS, VERBS_VERSION, type AnyReply as Reply, type LastReport, type ReplyOf, type RequestOf, type Verb } from "../contracts/verbs.ts";
 import { ENTITY_KINDS } from "../names.ts";
 import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, loadCredential, verbUsageError, type CliContext, type GlobalOptionName } from "./context.ts";
@@ -12,7 +13,7 @@ import { withSecret } from "../bus/connect.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
 import { readManifestFiles, registrationSummary } from "./manifests.ts";
 import { registrationOrder } from "../manifest/order.ts";
-import { duplicateNote, omittedLines, refusalText, renderGeneric, renderHistory, renderList, renderWhere, shortDigest, table } from "./render.ts";
+import { duplicateNote, omittedLines, refusalText, renderGeneric, renderHistory, renderList, renderWhere, shortDigest, table, type View } from "./render.ts";
 import { randomUUID } from "node:crypto";
 import { CommandTransportError } from "../client/send.ts";
 import { meshClient, type DryRunVerb, type ListVerb, type MeshClient } from "../client/client.ts";
@@ -23,6 +24,7 @@ import { CONTROLLER_CLI_VERB } from "./controller.ts";
 import { explainBody, explainExitCode, renderExplain, EXPLAIN_ARGUMENTS } from "./explain.ts";
 import { COMPOSE_CLI_VERB } from "./compose.ts";
 import { REPLAY_CLI_VERB } from "./replay.ts";
+import { VERSION_CLI_VERB } from "./version.ts";
 import { lastReportOf, lastReportText, type NodeLastReport } from "./lastReport.ts";
 
 /** A positional argument: `<name>`, `[name]` when optional, `<name...>` when variadic. */
@@ -30,11 +32,16 @@ export type ArgumentSpec = { name: string; description: string; optional?: boole
 /** An option in commander's flag syntax (`--key <public-key>`, `--hub`). */
 export type OptionSpec = { flags: string; description: string; required?: boolean };
 
+/** One example of a verb's --help: what it does, and the command line that does it (`mesh ...`). */
+export type Example = readonly [what: string, run: string];
+
 /** One verb of the CLI. `args` are the positionals in order (a variadic one as a string array). */
 export type CliVerb = {
   /** The words of the verb: `["node", "enrol"]` is `mesh node enrol`. */
   path: readonly string[];
   summary: string;
+  /** What to type for what, shown after its --help under `Examples:` (issue 29): each runs this verb. */
+  examples: readonly Example[];
   arguments?: readonly ArgumentSpec[];
   options?: readonly OptionSpec[];
   /** The shared options it takes (none when absent); their values arrive in `ctx.globals`, not in `options`. */
@@ -78,14 +85,14 @@ export function report(
   ctx: CliContext,
   verb: string,
   reply: Reply,
-  render: (reply: Row) => string[] = renderGeneric,
+  render: (reply: Row, view: View) => string[] = renderGeneric,
   spelled: Readonly<Record<string, string>> = {},
   commandId?: string,
 ): number {
   if (ctx.globals.json) {
-    ctx.out(JSON.stringify(!reply.ok && commandId !== undefined ? { ...reply, commandId } : reply, null, 2));
+    printData(ctx, !reply.ok && commandId !== undefined ? { ...reply, commandId } : reply);
   } else if (reply.ok) {
-    for (const line of [...(reply.dryRun === true ? renderDryRun(reply) : render(reply)), ...duplicateNote(reply)]) ctx.out(line);
+    for (const line of [...(reply.dryRun === true ? renderDryRun(reply) : render(reply, viewOf(ctx))), ...duplicateNote(reply)]) ctx.out(line);
   }
   if (!reply.ok) {
     const { code } = reply.error;
@@ -110,6 +117,7 @@ export function busVerb<V extends Verb>(spec: {
   path: readonly string[];
   verb: V;
   summary: string;
+  examples: readonly Example[];
   arguments?: readonly ArgumentSpec[];
   options?: readonly OptionSpec[];
   /** A command that changes the records (default true): takes --command-id and --dry-run. */
@@ -123,7 +131,7 @@ export function busVerb<V extends Verb>(spec: {
    */
   body(args: readonly unknown[], options: Readonly<Record<string, unknown>>): Row;
   /** Readable lines of the accepted reply (after `receive` and `enrich`, which may add fields). */
-  render?(reply: ReplyOf<V> & Row): string[];
+  render?(reply: ReplyOf<V> & Row, view: View): string[];
   /** The exit code of an ok reply when it is not always EXIT_OK (`explain`: 1 when denied). */
   exitCode?(reply: ReplyOf<V>): number;
   /**
@@ -147,6 +155,7 @@ export function busVerb<V extends Verb>(spec: {
   return {
     path: spec.path,
     summary: spec.summary,
+    examples: spec.examples,
     ...(spec.arguments ? { arguments: spec.arguments } : {}),
     ...(options.length > 0 ? { options } : {}),
     globals: mutates ? COMMAND_GLOBALS : QUERY_GLOBALS,
@@ -170,7 +179,7 @@ export function busVerb<V extends Verb>(spec: {
       const accepted = reply.ok && !dryRun ? (reply as ReplyOf<V>) : undefined;
       let shown: Reply = accepted && spec.receive ? { ...spec.receive(ctx, accepted), ok: true } : reply;
       if (accepted && spec.enrich) shown = { ...(await spec.enrich(ctx, shown as ReplyOf<V> & Row)), ok: true };
-      const code = report(ctx, spec.verb, shown, spec.render as ((reply: Row) => string[]) | undefined, spec.spelled, commandId);
+      const code = report(ctx, spec.verb, shown, spec.render as ((reply: Row, view: View) => string[]) | undefined, spec.spelled, commandId);
       if (reply.ok && !ctx.globals.json) for (const line of omittedLines(reply)) ctx.err(line);
       if (reply.ok && typeof reply.continue === "string" && !ctx.globals.json) {
         ctx.err(`more ${spec.paged ?? "items"}: mesh ${spec.path.join(" ")} ${page?.limit === undefined ? "" : `--limit ${String(page.limit)} `}--continue ${reply.continue}`);
@@ -242,12 +251,12 @@ async function withLastReports(ctx: CliContext, reply: ReplyOf<"nodes">): Promis
 }
 
 /** `mesh nodes`'s table: `lastReport` in one line (the data stays an object for `--json`, R55). */
-function renderNodes(reply: Row): string[] {
+function renderNodes(reply: Row, view: View): string[] {
   const nodes = Array.isArray(reply.nodes) ? (reply.nodes as Row[]) : [];
   return renderList("nodes", ["name", "overlayName", "hub", "modules", "credentialAddress", "lastReport"])({
     ...reply,
     nodes: nodes.map((n) => ({ ...n, lastReport: lastReportText((n.lastReport ?? null) as NodeLastReport | null, (n.lastSent as { digest?: string } | null)?.digest) })),
-  });
+  }, view);
 }
 
 /**
@@ -323,6 +332,7 @@ function historyLimit(value: unknown): number {
  */
 const moduleRegister: CliVerb = {
   path: ["module", "register"],
+  examples: [["register every manifest of a folder (declarers of seats first)", "mesh module register modules/*/module.json"], ["check one without writing", "mesh module register echo/module.json --dry-run"]],
   summary: "register modules from their module.json files (declarers of seats first); each is tried and reported",
   arguments: [{ name: "manifests", description: "module.json files", variadic: true }],
   options: [DRY_RUN_OPTION],
@@ -365,7 +375,7 @@ const moduleRegister: CliVerb = {
     if (ctx.globals.json) {
       const first = refused[0];
       const error = first && !first.reply.ok ? { error: { ...first.reply.error, message: `${first.file}: ${first.reply.error.message}` } } : {};
-      ctx.out(JSON.stringify({ ok: refused.length === 0, ...error, ...(dryRun ? { dryRun: true } : {}), results }, null, 2));
+      printData(ctx, { ok: refused.length === 0, ...error, ...(dryRun ? { dryRun: true } : {}), results });
     }
     return refused.length > 0 ? EXIT_REFUSED : EXIT_OK;
   },
@@ -378,6 +388,7 @@ const moduleRegister: CliVerb = {
 export const CLI_VERBS: CliVerb[] = [
   busVerb({
     path: ["node", "enrol"], verb: "node.enrol",
+    examples: [["enrol node alpha with the two keys `mesh host init` printed on it", "mesh node enrol alpha --key <x25519-public-key> --nkey <U...>"]],
     summary: "enrol a node with the public keys its host generated (`mesh host init`); its seed never leaves it",
     arguments: [arg("name", "the node's name (also its overlay label)")],
     options: [
@@ -394,6 +405,7 @@ export const CLI_VERBS: CliVerb[] = [
   }),
   busVerb({
     path: ["node", "remove"], verb: "node.remove", summary: "remove a node (its assignments, overlay place and credential go with it; every credential and provision delivered to it is replaced)",
+    examples: [["remove node alpha; its credentials and provisions are replaced at the next push", "mesh node remove alpha"], ["see what it would append first", "mesh node remove alpha --dry-run"]],
     arguments: [arg("name", "the enrolled node")],
     body: (a) => ({ node: a[0] }),
     render: (r) => [
@@ -405,24 +417,28 @@ export const CLI_VERBS: CliVerb[] = [
   moduleRegister,
   busVerb({
     path: ["module", "issue"], verb: "module.issue", summary: "mint a module's credential: until then its node's declaration leaves it out",
+    examples: [["mint module echo's credential", "mesh module issue echo"]],
     arguments: [arg("module", "the registered module")],
     body: (a) => ({ module: a[0] }),
     render: (r) => [`issued module ${r.module}: user ${r.credential.user} at ${r.credential.address}`],
   }),
   busVerb({
     path: ["assign"], verb: "assign", summary: "place a module on a node",
+    examples: [["run module echo on node alpha (again: unchanged, exit 0)", "mesh assign echo alpha"]],
     arguments: [arg("module", "the registered module"), arg("node", "the enrolled node")],
     body: (a) => ({ module: a[0], node: a[1] }),
     render: (r) => [`assigned ${r.module} to ${r.node} (now on ${r.nodes.join(", ")})`],
   }),
   busVerb({
     path: ["unassign"], verb: "unassign", summary: "take a module off a node",
+    examples: [["take module echo off node alpha", "mesh unassign echo alpha"]],
     arguments: [arg("module", "the assigned module"), arg("node", "the node it runs on")],
     body: (a) => ({ module: a[0], node: a[1] }),
     render: (r) => [`unassigned ${r.module} from ${r.node}${r.nodes.length ? ` (still on ${r.nodes.join(", ")})` : ""}`],
   }),
   busVerb({
     path: ["seat", "alias"], verb: "seat.alias", summary: "rename a seat: lookups of <old> resolve to <new> (a cycle or a missing <new> is refused)",
+    examples: [["lookups of seat store resolve to seat storage", "mesh seat alias store storage"]],
     arguments: [arg("old", "the old seat name"), arg("new", "the seat it now resolves to")],
     body: (a) => ({ from: a[0], to: a[1] }),
     spelled: { from: "<old>", to: "<new>" },
@@ -430,6 +446,7 @@ export const CLI_VERBS: CliVerb[] = [
   }),
   busVerb({
     path: ["seat", "handover"], verb: "seat.handover", summary: "move a seat from one holder node to another",
+    examples: [["move seat storage from node alpha to node beta", "mesh seat handover storage alpha beta"]],
     arguments: [arg("seat", "the seat"), arg("from", "the node holding it now"), arg("to", "the node to hold it")],
     body: (a) => ({ seat: a[0], from: a[1], to: a[2] }),
     render: (r) => [
@@ -439,19 +456,21 @@ export const CLI_VERBS: CliVerb[] = [
   }),
   busVerb({
     path: ["overlay", "place"], verb: "overlay.place", summary: "put a node on the overlay (one node may be the hub); credentials minted before keep their old address until rotated",
+    examples: [["make node alpha the overlay's hub", "mesh overlay place alpha --hub"], ["place node beta", "mesh overlay place beta"]],
     arguments: [arg("node", "the enrolled node")],
     options: [{ flags: "--hub", description: "make it the overlay's one hub" }],
     body: (a, o) => (o.hub === true ? { node: a[0], hub: true } : { node: a[0] }),
-    render: (r) => [
+    render: (r, view) => [
       `placed ${r.node} at ${r.overlayName}${r.hub ? " (hub)" : ""}`,
       ...(r.note ? [r.note] : []),
       ...(r.staleCredentials.length
-        ? ["recorded addresses that differ now (modules move at the next push; others keep theirs until rotated, R10):", ...table(r.staleCredentials, ["user", "address", "addressNow"]).map((l) => `  ${l}`)]
+        ? ["recorded addresses that differ now (modules move at the next push; others keep theirs until rotated, R10):", ...table(r.staleCredentials, ["user", "address", "addressNow"], view.width === undefined ? undefined : view.width - 2).map((l) => `  ${l}`)]
         : []),
     ],
   }),
   busVerb({
     path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's key pair (a node's: the key `mesh host rotate-key` printed on it, --nkey; your own seed is kept beside your credential file, and mesh switches to it once the next push installs it: during that push if run from here, else at the first verb after it)",
+    examples: [["replace module echo's key pair", "mesh credential rotate module echo"], ["a node's: the key `mesh host rotate-key` printed on it", "mesh credential rotate node alpha --nkey <U...>"]],
     arguments: [arg("kind", "controller, operator, node, module or builder"), arg("name", "the principal's name")],
     options: [{ flags: "--nkey <public-key>", description: "node only: the new nkey public key `mesh host rotate-key` printed on the node" }],
     body: (a, o) => ({ kind: a[0], name: a[1], ...(o.nkey === undefined ? {} : { nkey: o.nkey }) }),
@@ -463,40 +482,48 @@ export const CLI_VERBS: CliVerb[] = [
       ...(r.principal.kind === "node" ? [`the node's host holds the seed of ${r.credential.nkey} (\`mesh host rotate-key\`): it switches to it by itself once the next push installs it`] : []),
     ],
   }),
-  busVerb({ path: ["where"], verb: "where", mutates: false, summary: "where every node is on the overlay", body: () => ({}), render: renderWhere, paged: "placed" }),
+  busVerb({
+    examples: [["every node on the overlay", "mesh where"], ["as YAML", "mesh where -o yaml"]],
+    path: ["where"], verb: "where", mutates: false, summary: "where every node is on the overlay", body: () => ({}), render: renderWhere, paged: "placed" }),
   busVerb({
     path: ["seats"], verb: "seats", mutates: false, summary: "every seat: declarer, protocol, holders", body: () => ({}),
+    examples: [["every seat and its holders", "mesh seats"], ["just the seat names", "mesh seats -o name"]],
     render: renderList("seats", ["name", "declaredBy", "protocol", "accepts", "emits", "holders", "aliases"]),
     paged: "seats",
   }),
   busVerb({
     path: ["nodes"], verb: "nodes", mutates: false, summary: "every node: overlay place, modules, its last report", body: () => ({}),
+    examples: [["every node and its last report", "mesh nodes"], ["every cell whole", "mesh nodes -o wide"], ["one page of 50", "mesh nodes --limit 50"]],
     render: renderNodes,
     enrich: withLastReports,
     paged: "nodes",
   }),
   busVerb({
     path: ["modules"], verb: "modules", mutates: false, summary: "every module: version, nodes, seats", body: () => ({}),
+    examples: [["every module", "mesh modules"], ["as JSON", "mesh modules -o json"]],
     render: renderList("modules", ["name", "version", "issued", "nodes", "declares", "claims"]),
     paged: "modules",
   }),
   busVerb({
     path: ["credentials"], verb: "credentials", mutates: false, summary: "every credential (never a secret)", body: () => ({}),
+    examples: [["every credential (no secret)", "mesh credentials"]],
     render: renderList("credentials", ["user", "principal", "address", "mintedAt"]),
     paged: "credentials",
   }),
   busVerb({
     path: ["reports"], verb: "reports", mutates: false, summary: `each node's last report on the bus: what it applied, when, files found changed and written back; ${REPORTS_PAGE} a page`,
+    examples: [["each node's last report", "mesh reports"], ["the next page", "mesh reports --after alpha"]],
     options: [{ flags: "--after <node>", description: "the next page: start after this node (the previous page's `next`)" }],
     body: (_args, options) => (typeof options.after === "string" ? { after: options.after } : {}),
     spelled: { after: "--after" },
-    render: (reply) => [
-      ...table(reply.reports.map((r) => ({ ...r, digest: shortDigest(r.digest) })), ["node", "digest", "ok", "at", "drift", "error"]),
+    render: (reply, view) => [
+      ...table(reply.reports.map((r) => ({ ...r, digest: shortDigest(r.digest) })), ["node", "digest", "ok", "at", "drift", "error"], view.width),
       ...(reply.next !== undefined ? [`more: mesh reports --after ${reply.next}`] : []),
     ],
   }),
   busVerb({
     path: ["history"], verb: "history", mutates: false, summary: "every event about one entity, wherever it was filed, with actor, command id and time",
+    examples: [["every event about node alpha", "mesh history node alpha"], ["the newest 20 about module echo", "mesh history module echo --limit 20"]],
     arguments: [arg("kind", ENTITY_KINDS.join(", ")), arg("id", "its name")],
     options: [{ flags: "--limit <n>", description: `the newest events to show, 1 to ${HISTORY_LIMIT} (default ${HISTORY_LIMIT})` }],
     body: (a, o) => ({ kind: a[0], id: a[1], ...(o.limit === undefined ? {} : { limit: historyLimit(o.limit) }) }),
@@ -504,10 +531,12 @@ export const CLI_VERBS: CliVerb[] = [
   }),
   busVerb({
     path: ["explain"], verb: "explain", mutates: false,
+    examples: [["may module echo publish on this subject?", "mesh explain module echo pub <subject>"], ["every grant node alpha has", "mesh explain node alpha"]],
     summary: "which manifest line and record allow a principal to pub or sub a subject, or why nothing does (exit 0 allowed and on the bus; 1 denied, or allowed but the principal has no credential yet, so it is not on the bus); without a subject, every grant it has",
     arguments: EXPLAIN_ARGUMENTS, body: explainBody, render: renderExplain, exitCode: explainExitCode,
   }),
   ...HOST_VERBS,
   PUSH_CLI_VERB, COMPOSE_CLI_VERB, CONTROLLER_CLI_VERB, REPLAY_CLI_VERB,
   ...UP_VERBS,
+  VERSION_CLI_VERB,
 ];

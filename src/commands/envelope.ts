@@ -44,9 +44,10 @@ export type CommandDefinition<Schema extends z.ZodType> = {
   decide(state: State, command: z.infer<Schema>, envelope: Envelope): Decision;
   /**
    * The reply's body, from the state after the commit, the commit's events and the entity it is
-   * about. An `unchanged` decision calls it with no events (the state is the one decide saw).
+   * about. An `unchanged` decision calls it with no events (the state is the one decide saw): the
+   * command, given last, says what it asked for.
    */
-  reply(state: State, events: readonly MeshEvent[], tools: ReplyTools, entity: Entity): unknown;
+  reply(state: State, events: readonly MeshEvent[], tools: ReplyTools, entity: Entity, command: z.infer<Schema>): unknown;
   /**
    * The reply's lists that grow with the mesh (R59): the shell sends the reply whole while it
    * fits the bus's max payload, else cuts these lists and says what it left out (fit.ts).

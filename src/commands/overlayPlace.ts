@@ -2,13 +2,14 @@ import { OverlayPlaceRequest, type BodyOf, type StaleCredential } from "../contr
 import type { MeshEvent } from "../events/index.ts";
 import { everyCredential, isEnrolled, overlayNameOf, type State } from "../projections/index.ts";
 import { overlayName } from "../names.ts";
-import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { metaOf, refuse, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { addressResolver } from "./shared.ts";
 
 /**
  * Refusals, in order: `unknown-node` (not enrolled); `hub-exists` when asked for a hub and the
- * overlay has one, naming it (R9); `already-placed` when the node is on the overlay and this would
- * change nothing (placing a placed node again as the hub, while there is none, promotes it).
+ * overlay has another, naming it (R9). A node on the overlay placed again, where that changes
+ * nothing, is accepted `unchanged` (no events): without --hub, or as the hub it already is
+ * (placing a placed node again as the hub, while there is none, promotes it).
  * Success: OverlayPlaced {node, hub, overlayName: `<node>.internal`} about `node/<node>`.
  */
 export function decide(state: State, command: OverlayPlaceRequest, envelope: Envelope): Decision {
@@ -16,16 +17,15 @@ export function decide(state: State, command: OverlayPlaceRequest, envelope: Env
     return refuse("unknown-node", `no node "${command.node}" is enrolled: run \`mesh node enrol\` first`, "node");
   }
   const hub = command.hub === true;
+  const entity = { kind: "node", id: command.node };
+  const placedAs = overlayNameOf(state.overlay, command.node);
+  if (placedAs !== undefined && (!hub || state.overlay.hub === command.node)) return unchanged(entity);
   if (hub && state.overlay.hub !== null) {
     return refuse("hub-exists", `the overlay already has a hub: node "${state.overlay.hub}"; place "${command.node}" without --hub`, "hub");
   }
-  const placedAs = overlayNameOf(state.overlay, command.node);
-  if (!hub && placedAs !== undefined) {
-    return refuse("already-placed", `node "${command.node}" is already on the overlay as ${placedAs}`, "node");
-  }
   return {
     ok: true,
-    entity: { kind: "node", id: command.node },
+    entity,
     events: [{ ...metaOf(envelope), type: "OverlayPlaced", node: command.node, hub, overlayName: overlayName(command.node) }],
   };
 }
@@ -42,9 +42,10 @@ export type { StaleCredential };
  * rotate`. `staleCredentials` lists each credential whose recorded address differs from the one its
  * principal would get now. Addresses only, never a secret (R3).
  */
-export function reply(state: State, events: readonly MeshEvent[]): OverlayPlaceReply {
-  const placed = events.find((e) => e.type === "OverlayPlaced");
-  if (!placed || placed.type !== "OverlayPlaced") throw new Error("overlay.place reply: the commit has no OverlayPlaced");
+export function reply(state: State, _events: readonly MeshEvent[], _tools: unknown, _entity: unknown, command: OverlayPlaceRequest): OverlayPlaceReply {
+  const placedAs = overlayNameOf(state.overlay, command.node);
+  if (placedAs === undefined) throw new Error(`overlay.place reply: node "${command.node}" is not on the overlay after the commit`);
+  const placed = { node: command.node, overlayName: placedAs, hub: state.overlay.hub === command.node };
   const staleCredentials: StaleCredential[] = [];
   if (state.mesh) {
     const addressFor = addressResolver(state);

@@ -1,16 +1,19 @@
 import { SeatAliasRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
 import { aliasOf, declaredSeat, resolveSeat, type State } from "../projections/index.ts";
-import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { metaOf, refuse, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 
 /**
  * Refusals, in order: `alias-cycle` when following aliases from `to` comes back to `from`
  * (including `from` equal to `to`); `seat-exists` when `from` is the name of a seat some module
  * declares now (an alias would hide it); `unknown-seat` when `to`, after aliases, is no seat of
- * the catalogue. Success: SeatAliased about `seat/<from>`. Re-pointing an existing alias is allowed.
+ * the catalogue. Success: SeatAliased about `seat/<from>`. Re-pointing an existing alias is allowed;
+ * the alias `from` → `to` already recorded is accepted `unchanged` (no events): the effect holds.
  */
 export function decide(state: State, command: SeatAliasRequest, envelope: Envelope): Decision {
   const catalogue = state.modules;
+  const entity = { kind: "seat", id: command.from };
+  if (aliasOf(catalogue, command.from) === command.to) return unchanged(entity);
   const seen = new Set<string>();
   for (let name: string | undefined = command.to; name !== undefined && !seen.has(name); name = aliasOf(catalogue, name)) {
     if (name === command.from) {
@@ -27,16 +30,14 @@ export function decide(state: State, command: SeatAliasRequest, envelope: Envelo
   }
   return {
     ok: true,
-    entity: { kind: "seat", id: command.from },
+    entity,
     events: [{ ...metaOf(envelope), type: "SeatAliased", from: command.from, to: command.to }],
   };
 }
 
-/** `{ from, to, resolvesTo }`: the alias and the seat it resolves to now. */
-export function reply(state: State, events: readonly MeshEvent[]): BodyOf<"seat.alias"> {
-  const aliased = events.find((e) => e.type === "SeatAliased");
-  if (!aliased || aliased.type !== "SeatAliased") throw new Error("seat.alias reply: the commit has no SeatAliased");
-  return { from: aliased.from, to: aliased.to, resolvesTo: resolveSeat(state.modules, aliased.from) };
+/** `{ from, to, resolvesTo }`: the alias (made now or already: unchanged) and the seat it resolves to now. */
+export function reply(state: State, _events: readonly MeshEvent[], _tools: unknown, _entity: unknown, command: SeatAliasRequest): BodyOf<"seat.alias"> {
+  return { from: command.from, to: command.to, resolvesTo: resolveSeat(state.modules, command.from) };
 }
 
 export const seatAlias: CommandDefinition<typeof SeatAliasRequest> = {

@@ -311,7 +311,7 @@ async function answerRequest(
     }, request);
     if (!result.ok) return { ok: false, error: result.refusal };
     const tools: ReplyTools = { openSecret: deps.openSecret, sealToNode };
-    const answer = spread(def.reply(result.state, result.events, tools, result.entity));
+    const answer = spread(def.reply(result.state, result.events, tools, result.entity, parsed.value));
     return commandReply(def, commandId, result, answer, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
   } catch (error) {
     // R76: past here the commit may be on the records; whatever failed, the answer names the id.

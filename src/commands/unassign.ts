@@ -1,31 +1,27 @@
 import { UnassignRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
 import { nodesOfModule, type State } from "../projections/index.ts";
-import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { metaOf, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
 import { refuseLosingBroker, refuseUnknownModuleOrNode } from "./shared.ts";
 
 /**
  * Refuses `unknown-module` and `unknown-node` as assign does (refuseUnknownModuleOrNode: a typo
- * is named as one, not as a module "not assigned"), `not-assigned` when the module is not on that
- * node, and `last-broker-holder` (field `module`) when that would leave mesh-broker with no
- * holder (R49). Success: ModuleUnassigned about `module/<module>`.
+ * is named as one, not as a module "not assigned"), and `last-broker-holder` (field `module`) when that would leave mesh-broker with no
+ * holder (R49). A module not on that node is accepted `unchanged` (no events): the effect holds.
+ * Success: ModuleUnassigned about `module/<module>`.
  */
 export function decide(state: State, command: UnassignRequest, envelope: Envelope): Decision {
   const unknown = refuseUnknownModuleOrNode(state, command.module, command.node);
   if (unknown) return unknown;
-  if (!nodesOfModule(state.assignments, command.module).includes(command.node)) {
-    return refuse("not-assigned", `module "${command.module}" is not assigned to node "${command.node}": see \`mesh modules\``, "node");
-  }
   const entity = { kind: "module", id: command.module };
+  if (!nodesOfModule(state.assignments, command.module).includes(command.node)) return unchanged(entity);
   const events: MeshEvent[] = [{ ...metaOf(envelope), type: "ModuleUnassigned", module: command.module, node: command.node }];
   return refuseLosingBroker(state, entity, events, envelope, "module") ?? { ok: true, entity, events };
 }
 
-/** `{ module, node, nodes }`: the assignment removed and the nodes the module is still on. */
-export function reply(state: State, events: readonly MeshEvent[]): BodyOf<"unassign"> {
-  const removed = events.find((e) => e.type === "ModuleUnassigned");
-  if (!removed || removed.type !== "ModuleUnassigned") throw new Error("unassign reply: the commit has no ModuleUnassigned");
-  return { module: removed.module, node: removed.node, nodes: [...nodesOfModule(state.assignments, removed.module)] };
+/** `{ module, node, nodes }`: the assignment removed (or already absent: unchanged) and the nodes the module is still on. */
+export function reply(state: State, _events: readonly MeshEvent[], _tools: unknown, _entity: unknown, command: UnassignRequest): BodyOf<"unassign"> {
+  return { module: command.module, node: command.node, nodes: [...nodesOfModule(state.assignments, command.module)] };
 }
 
 export const unassign: CommandDefinition<typeof UnassignRequest> = {

@@ -50,3 +50,28 @@ export function pushLines(push: Pick<PushReply, "nodes" | "controllerRotation" |
   lines.push(...serverLines(push.servers ?? []).map((line) => `up: push: ${line}`));
   return lines;
 }
+
+/** How the mesh in a folder was made (mesh.json and its genesis node, when it has one), for resumeRefusal. */
+export type MadeMesh = { dir: string; genesisAddress: string; servers: number; node?: string };
+/** What `mesh up` was asked for: `addressSource` names how the address was given (`--address`). */
+export type AskedMesh = { brokerAddress?: string; addressSource?: string; node?: string; cluster?: number };
+
+/**
+ * Why `mesh up` must not resume the mesh `made` as `asked` (issue 29): `--address`, `--node` and
+ * `--cluster` shape a mesh at genesis only, so one that differs from how the mesh was made would
+ * be silently ignored. One line naming both values and the fix; undefined when nothing differs.
+ */
+export function resumeRefusal(made: MadeMesh, asked: AskedMesh): string | undefined {
+  const fix = (flag: string, what: string) => `${flag} applies at genesis only: drop ${flag} to resume it, or give a new --dir for a mesh ${what}`;
+  if (asked.brokerAddress !== undefined && asked.brokerAddress !== made.genesisAddress) {
+    const source = asked.addressSource ?? "--address";
+    return `up: ${source} ${asked.brokerAddress}: the mesh in ${made.dir} was made at ${made.genesisAddress}, and ${fix(source, `at ${asked.brokerAddress}`)}`;
+  }
+  if (asked.node !== undefined && made.node !== undefined && asked.node !== made.node) {
+    return `up: --node ${asked.node}: the mesh in ${made.dir} was made with node ${made.node}, and ${fix("--node", `with node ${asked.node}`)}`;
+  }
+  if (asked.cluster !== undefined && asked.cluster !== made.servers) {
+    return `up: --cluster ${asked.cluster}: the mesh in ${made.dir} runs ${made.servers} server${made.servers === 1 ? "" : "s"}, and ${fix("--cluster", `of ${asked.cluster}`)}`;
+  }
+  return undefined;
+}

@@ -25,7 +25,7 @@ import { InstallerError } from "../../installer/tls.ts";
 import { controllerExit, runningPid, recordPid, spawnDaemon, processesOf, STANDBY_CONTROLLER, SUPERVISOR } from "./processes.ts";
 import { appliedOf, nodesOf, principalsByUser, seatsOf, type NodeLastReport, type UpSummary } from "./summary.ts";
 import { REPORTS_PAGE } from "../push/reports.ts";
-import { planIssueAndAssign, planPlacement, planRegistrations, pushLines, type UpCommand } from "./plan.ts";
+import { planIssueAndAssign, planPlacement, planRegistrations, pushLines, resumeRefusal, type UpCommand } from "./plan.ts";
 import { RECORDS_BEHIND, UpError, refusedStep, upOverRecordsBehind } from "./errors.ts";
 import { DEFAULT_UP_ADDRESS } from "./plan.ts";
 
@@ -298,11 +298,11 @@ export async function up(options: UpOptions): Promise<UpResult> {
       ...(options.searchPath === undefined ? {} : { searchPath: options.searchPath }),
     });
   } else {
-    // `--cluster` shapes a mesh at genesis only: a mesh that exists keeps the servers it was made with.
-    const servers = readMeshFile(paths.dir).servers?.length ?? 1;
-    if (options.cluster !== undefined && options.cluster !== servers) {
-      throw new UpError(`up: --cluster ${options.cluster}: the mesh in ${paths.dir} runs ${servers} server${servers === 1 ? "" : "s"}, and --cluster applies at genesis only: drop --cluster to resume it, or give a new --dir for a mesh of ${options.cluster}`);
-    }
+    // `--address`, `--node` and `--cluster` shape a mesh at genesis only: one that exists keeps how it was made.
+    const meshFile = readMeshFile(paths.dir);
+    const made = { dir: paths.dir, genesisAddress: meshFile.genesisAddress, servers: meshFile.servers?.length ?? 1, ...(existsSync(nodeFile) ? { node: readFileSync(nodeFile, "utf8").trim() } : {}) };
+    const refusal = resumeRefusal(made, options);
+    if (refusal !== undefined) throw new UpError(refusal);
     log(`up: resuming the mesh in ${paths.dir}`);
   }
   if (!existsSync(nodeFile)) {

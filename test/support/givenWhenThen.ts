@@ -180,7 +180,8 @@ function scenarioOf(state: State): Scenario {
         reply(tools = FAKE_TOOLS) {
           const next = after();
           assert.ok(decision.ok);
-          return definition.reply(next, decision.events, tools, decision.entity);
+          assert.ok(parsed.ok);
+          return definition.reply(next, decision.events, tools, decision.entity, parsed.value);
         },
         after,
       };

@@ -149,6 +149,7 @@ describe("mesh CLI without a server", () => {
     const extra: CliVerb = {
       path: ["frobnicate"],
       summary: "a verb no one registered",
+      examples: [["frobnicate two nodes", "mesh frobnicate alpha beta"]],
       arguments: [{ name: "nodes", description: "nodes", variadic: true, optional: true }],
       options: [{ flags: "--wait", description: "wait" }],
       run: async (_ctx, args, options) => { seen.push(args, options); return EXIT_REFUSED; },
@@ -157,7 +158,7 @@ describe("mesh CLI without a server", () => {
     assert.equal(await runCli(["frobnicate", "alpha", "beta", "--wait"], io, [...CLI_VERBS, extra]), EXIT_REFUSED);
     assert.deepEqual(seen, [[["alpha", "beta"]], { wait: true }]);
     // A bus verb builds its body from its arguments.
-    const bus = busVerb({ path: ["frobnicate-bus"], verb: "node.remove", summary: "x", arguments: [{ name: "node", description: "n" }], body: (a) => ({ node: a[0] }) });
+    const bus = busVerb({ path: ["frobnicate-bus"], verb: "node.remove", summary: "x", examples: [], arguments: [{ name: "node", description: "n" }], body: (a) => ({ node: a[0] }) });
     assert.deepEqual(bus.path, ["frobnicate-bus"]);
   });
 });

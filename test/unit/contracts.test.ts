@@ -40,7 +40,7 @@ function accept(state: State, verb: string, request: Record<string, unknown>): {
   assert.ok(decision.ok, decision.ok ? "" : `${verb} refused ${decision.refusal.code}: ${decision.refusal.message}`);
   const sequence = state.sequence + 1;
   const after = decision.unchanged ? state : evolve(state, [{ sequence, commit: { commandId: env.commandId, entity: decision.entity, events: decision.events } }]);
-  const answer = spread(def.reply(after, decision.events, FAKE_TOOLS, decision.entity));
+  const answer = spread(def.reply(after, decision.events, FAKE_TOOLS, decision.entity, parsed.value));
   const reply = commandReply(def, env.commandId, { duplicate: false, ...(decision.unchanged ? { unchanged: true } : {}), sequence }, answer, MAX_PAYLOAD);
   return { wire: stamped(reply), after };
 }

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { planIssueAndAssign, planPlacement, planRegistrations, pushLines } from "../../src/up/plan.ts";
+import { planIssueAndAssign, planPlacement, planRegistrations, pushLines, resumeRefusal } from "../../src/up/plan.ts";
 import { registrationOrder } from "../../src/manifest/order.ts";
 
 /**
@@ -65,5 +65,33 @@ describe("mesh up plan: the example mesh", () => {
     });
     assert.ok(lines.some((l) => l.startsWith("up: push: ") && /mesh-bus-1 unchanged/.test(l) && /mesh-bus-2 repaired/.test(l)), lines.join("\n"));
     assert.ok(lines.some((l) => /server mesh-bus-3 missed the user list: its monitoring endpoint did not answer/.test(l)), lines.join("\n"));
+  });
+});
+
+describe("mesh up on a mesh that exists (issue 29)", () => {
+  const made = { dir: ".mesh", genesisAddress: "tls://127.0.0.1:4222", servers: 1, node: "box" };
+
+  it("resumes when nothing differs from how the mesh was made, or nothing is asked", () => {
+    assert.equal(resumeRefusal(made, {}), undefined);
+    assert.equal(resumeRefusal(made, { brokerAddress: "tls://127.0.0.1:4222", node: "box", cluster: 1 }), undefined);
+  });
+
+  it("refuses an --address that differs, naming both and the fix", () => {
+    const refusal = resumeRefusal(made, { brokerAddress: "tls://127.0.0.1:4300", addressSource: "--address" }) ?? "";
+    assert.match(refusal, /--address tls:\/\/127\.0\.0\.1:4300/);
+    assert.match(refusal, /tls:\/\/127\.0\.0\.1:4222/);
+    assert.match(refusal, /drop --address/);
+    assert.match(refusal, /new --dir/);
+  });
+
+  it("refuses a --node that differs, naming both and the fix", () => {
+    const refusal = resumeRefusal(made, { node: "other" }) ?? "";
+    assert.match(refusal, /--node other/);
+    assert.match(refusal, /\bbox\b/);
+    assert.match(refusal, /drop --node/);
+  });
+
+  it("R62: refuses a --cluster that differs, as before", () => {
+    assert.match(resumeRefusal(made, { cluster: 3 }) ?? "", /--cluster 3.*1 server\b/);
   });
 });

@@ -21,10 +21,11 @@ describe("assign", () => {
     given(GENESIS, registration(broker)).when("assign", { module: "broker", node: "alpha" }).refused("unknown-node", "node");
   });
 
-  it("refuses a module already on that node (already-assigned)", () => {
-    given(GENESIS, ...enrolment("alpha"), registration(broker), { type: "ModuleAssigned", module: "broker", node: "alpha" })
-      .when("assign", { module: "broker", node: "alpha" })
-      .refused("already-assigned", "node");
+  it("a module already on that node is accepted unchanged, appending nothing, and the reply says where it is", () => {
+    const outcome = given(GENESIS, ...enrolment("alpha"), registration(broker), { type: "ModuleAssigned", module: "broker", node: "alpha" })
+      .when("assign", { module: "broker", node: "alpha" });
+    outcome.unchanged({ kind: "module", id: "broker" });
+    assert.deepEqual(outcome.reply(), { module: "broker", node: "alpha", nodes: ["alpha"] });
   });
 
   it("refuses a missing field (invalid-request)", () => {

@@ -46,10 +46,17 @@ describe("overlay.place", () => {
     given(...nodes).when("overlay.place", { node: "gamma" }).refused("unknown-node", "node");
   });
 
-  it("refuses placing a placed node again (already-placed)", () => {
-    given(...nodes, hubPlaced, { type: "OverlayPlaced", node: "alpha", hub: false, overlayName: "alpha.internal" })
-      .when("overlay.place", { node: "alpha" })
-      .refused("already-placed", "node");
+  it("placing a placed node again is accepted unchanged, appending nothing; so is the hub placed again as the hub", () => {
+    const again = given(...nodes, hubPlaced, { type: "OverlayPlaced", node: "alpha", hub: false, overlayName: "alpha.internal" })
+      .when("overlay.place", { node: "alpha" });
+    again.unchanged({ kind: "node", id: "alpha" });
+    const reply = again.reply() as { node: string; overlayName: string; hub: boolean };
+    assert.deepEqual([reply.node, reply.overlayName, reply.hub], ["alpha", "alpha.internal", false]);
+    const hub = given(...nodes, hubPlaced).when("overlay.place", { node: "hub", hub: true });
+    hub.unchanged({ kind: "node", id: "hub" });
+    assert.equal((hub.reply() as { hub: boolean }).hub, true);
+    // The hub placed again without --hub stays the hub: nothing to change either.
+    given(...nodes, hubPlaced).when("overlay.place", { node: "hub" }).unchanged();
   });
 
   it("refuses a hub flag that is not a boolean (invalid-request)", () => {

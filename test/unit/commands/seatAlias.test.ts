@@ -19,6 +19,12 @@ describe("seat.alias", () => {
     assert.deepEqual(outcome.reply(), { from: "mesh-build", to: "mesh-builds", resolvesTo: "mesh-builds" });
   });
 
+  it("R27: the same alias again is accepted unchanged, appending nothing, and the reply says where it resolves", () => {
+    const outcome = given(...renamed, { type: "SeatAliased", from: "mesh-build", to: "mesh-builds" }).when("seat.alias", { from: "mesh-build", to: "mesh-builds" });
+    outcome.unchanged({ kind: "seat", id: "mesh-build" });
+    assert.deepEqual(outcome.reply(), { from: "mesh-build", to: "mesh-builds", resolvesTo: "mesh-builds" });
+  });
+
   it("R27: an alias may point at another alias; lookups follow the chain", () => {
     const outcome = given(...renamed, { type: "SeatAliased", from: "builds", to: "mesh-builds" }).when("seat.alias", { from: "mesh-build", to: "builds" });
     outcome.then([{ type: "SeatAliased", from: "mesh-build", to: "builds" }]);

@@ -53,11 +53,18 @@ describe("seat.handover", () => {
     given(...mesh).when("seat.handover", { seat: "mesh-broker", from: "alpha", to: "gamma" }).refused("unknown-node", "to");
   });
 
-  it("refuses a from node that does not hold the seat (not-holder)", () => {
-    given(...mesh).when("seat.handover", { seat: "mesh-broker", from: "beta", to: "alpha" }).refused("not-holder", "from");
+  it("refuses a from node that does not hold the seat, when to does not hold it either (not-holder)", () => {
+    given(...mesh, ...enrolment("gamma")).when("seat.handover", { seat: "mesh-broker", from: "beta", to: "gamma" }).refused("not-holder", "from");
   });
 
-  it("refuses a target that already holds the seat (already-holder)", () => {
+  it("a handover already made (to holds the seat, from does not) is accepted unchanged, appending nothing", () => {
+    const outcome = given(...mesh, { type: "ModuleUnassigned", module: "broker", node: "alpha" }, { type: "ModuleAssigned", module: "broker", node: "beta" })
+      .when("seat.handover", { seat: "mesh-broker", from: "alpha", to: "beta" });
+    outcome.unchanged({ kind: "seat", id: "mesh-broker" });
+    assert.deepEqual(outcome.reply(), { seat: "mesh-broker", from: "alpha", to: "beta", modulesMoved: [], holders: ["beta"] });
+  });
+
+  it("refuses a target that already holds the seat while from holds it too (already-holder)", () => {
     given(...mesh, { type: "ModuleAssigned", module: "broker", node: "beta" })
       .when("seat.handover", { seat: "mesh-broker", from: "alpha", to: "beta" })
       .refused("already-holder", "to");

@@ -36,8 +36,11 @@ describe("unassign", () => {
       .then([{ type: "ModuleUnassigned", module: "broker", node: "alpha" }]);
   });
 
-  it("refuses a module not on that node (not-assigned)", () => {
-    given(GENESIS, ...enrolment("alpha"), registration(broker)).when("unassign", { module: "broker", node: "alpha" }).refused("not-assigned", "node");
+  it("a module not on that node is accepted unchanged, appending nothing, and the reply says where it is", () => {
+    const outcome = given(GENESIS, ...enrolment("alpha"), ...enrolment("beta"), registration(broker), { type: "ModuleAssigned", module: "broker", node: "beta" })
+      .when("unassign", { module: "broker", node: "alpha" });
+    outcome.unchanged({ kind: "module", id: "broker" });
+    assert.deepEqual(outcome.reply(), { module: "broker", node: "alpha", nodes: ["beta"] });
   });
 
   it("refuses an unknown module (unknown-module) and an unknown node (unknown-node) as assign does", () => {
