@@ -3,6 +3,7 @@ import {
   diffieHellman, hkdfSync, timingSafeEqual, X509Certificate, type KeyObject,
 } from "node:crypto";
 import bcrypt from "bcryptjs";
+import { NKEY_PREFIX_SEED, NKEY_PREFIX_USER, base32Decode, crc16, ed25519PrivateKey, ed25519PublicBytes, withChecksum } from "./nkeyEncoding.ts";
 
 /**
  * The mesh's secrets, in the shell (never imported by decide, evolve or compose).
@@ -38,63 +39,8 @@ export function passwordMatches(password: string, hash: string): boolean {
   return bcrypt.compareSync(password, hash);
 }
 
-/*
- * nkey encoding (the nats-io/nkeys format), done here with node:crypto's ed25519: the nkeys
- * library derives keys with a JavaScript ed25519 (measured here: ~10 ms a key pair, 50 s for
- * 5,000), node's OpenSSL does it in microseconds. A public key is base32(prefix byte, 32 raw
- * bytes, CRC-16 little-endian); a seed is base32(two prefix bytes, 32 raw seed bytes, CRC-16).
- * The bus and nats.js's nkeyAuthenticator read exactly this (a unit test holds it to the library).
- */
-const BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-const NKEY_PREFIX_USER = 20 << 3;
-const NKEY_PREFIX_SEED = 18 << 3;
-const ED25519_PKCS8_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
-
-function base32Encode(bytes: Uint8Array): string {
-  let bits = 0;
-  let value = 0;
-  let out = "";
-  for (const byte of bytes) {
-    value = (value << 8) | byte;
-    bits += 8;
-    while (bits >= 5) { out += BASE32[(value >>> (bits - 5)) & 31]; bits -= 5; }
-  }
-  if (bits > 0) out += BASE32[(value << (5 - bits)) & 31];
-  return out;
-}
-
-function base32Decode(text: string): Buffer {
-  let bits = 0;
-  let value = 0;
-  const out: number[] = [];
-  for (const char of text) {
-    const index = BASE32.indexOf(char);
-    if (index < 0) throw new Error("not base32");
-    value = (value << 5) | index;
-    bits += 5;
-    if (bits >= 8) { out.push((value >>> (bits - 8)) & 255); bits -= 8; }
-  }
-  return Buffer.from(out);
-}
-
-/** CRC-16/XMODEM, as nkeys checksums its keys. */
-function crc16(bytes: Uint8Array): number {
-  let crc = 0;
-  for (const byte of bytes) {
-    crc ^= byte << 8;
-    for (let i = 0; i < 8; i += 1) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-  }
-  return crc;
-}
-
-function withChecksum(body: Buffer): string {
-  const crc = crc16(body);
-  return base32Encode(Buffer.concat([body, Buffer.from([crc & 255, crc >>> 8])]));
-}
-
 function ed25519PublicOf(rawSeed: Buffer): Buffer {
-  const privateKey = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, rawSeed]), format: "der", type: "pkcs8" });
-  return Buffer.from(createPublicKey(privateKey).export({ format: "jwk" }).x!, "base64url");
+  return ed25519PublicBytes(ed25519PrivateKey(rawSeed));
 }
 
 function encodeUserKey(rawSeed: Buffer): { seed: string; publicKey: string } {
