@@ -163,7 +163,7 @@ describe("mesh up --cluster 3 (issue 14)", () => {
     assert.deepEqual(summary.nodes.map((n) => n.name), [NODE]);
     assert.ok(summary.applied.find((a) => a.node === NODE)?.ok, "the local node applied its declaration");
     assert.deepEqual(summary.mesh.servers?.map((s) => s.name), ["mesh-bus-1", "mesh-bus-2", "mesh-bus-3"]);
-    assert.deepEqual(Object.keys(summary.processes), ["bus-1", "bus-2", "bus-3", "controller", "controller-2", "host"]);
+    assert.deepEqual(Object.keys(summary.processes), ["bus-1", "bus-2", "bus-3", "controller", "controller-2", "host", "supervisor"]);
     // R60: the genesis push installed the list on each server, and each holds the same one.
     const lines = (result.push.servers ?? []) as ServerLine[];
     assert.deepEqual(lines.map((s) => [s.server, s.ok]), [["mesh-bus-1", true], ["mesh-bus-2", true], ["mesh-bus-3", true]]);
