@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
-import { newPassword, publicKeyOfSeed, sealToNode } from "../../src/crypto/secrets.ts";
+import { newPassword, publicKeyOfSeed } from "../../src/crypto/secrets.ts";
 import { createHash } from "node:crypto";
 import { splitUserList, userListPartHeaders } from "../../src/push/push.ts";
 import { USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER } from "../../src/names.ts";
@@ -15,7 +15,7 @@ import {
   rotateNodeKey, saveNodeCredential,
 } from "../../src/host/index.ts";
 import { UserListPartRefused, readPartHeader } from "../../src/contracts/userList.ts";
-import { Declaration } from "../../src/contracts/declaration.ts";
+import { hostDeclaration } from "../support/hostDeclaration.ts";
 
 /** The host's file side without a server: keys, credentials, applying declarations (R29), the CLI. */
 
@@ -31,24 +31,7 @@ function memoryIo(): CliIo & { out(): string; err(): string } {
   };
 }
 
-function declaration(node: string, publicKey: string, modules: Array<{ module: string; password: string }>, digest: string): Declaration {
-  return Declaration.parse({
-    node,
-    modules: modules.map((m) => ({
-      module: m.module,
-      version: "1.0.0",
-      run: { image: `example/${m.module}:1` },
-      credential: { address: "tls://bus.example:4222", user: `module-${m.module}`, sealed: sealToNode(publicKey, m.password), fingerprint: "AA:BB" },
-      env: {
-        MESH_BROKER_ADDRESS: "tls://bus.example:4222", MESH_BROKER_CERTIFICATE: "AA:BB", MESH_USER: `module-${m.module}`,
-        MESH_INBOX_PREFIX: `_INBOX_module-${m.module}`, MESH_WORK: "[]", MESH_SUBMITS: "[]", MESH_EMITS: "[]", MESH_FOLLOWS: "[]", MESH_TOOLS: "[]",
-      },
-      provisions: [],
-    })),
-    provisions: [],
-    digest,
-  });
-}
+const declaration = hostDeclaration;
 
 describe("host state: keys and credentials", () => {
   let root: string;

@@ -4,10 +4,11 @@ import { spawn } from "node:child_process";
 import { cpSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, sep } from "node:path";
-import { newPassword, sealToNode } from "../../src/crypto/secrets.ts";
+import { newPassword } from "../../src/crypto/secrets.ts";
 import { applyDeclaration, DeclarationRefused, MAX_OWNED_FILE_BYTES, MAX_OWNED_TOTAL_BYTES, readOwned, recheckOwned } from "../../src/host/apply.ts";
 import { initHostKeys, readNodePrivateKey } from "../../src/host/index.ts";
 import { Declaration } from "../../src/contracts/declaration.ts";
+import { hostDeclaration } from "../support/hostDeclaration.ts";
 
 /**
  * R69 (issues 25 and 26): a host applies a declaration all or nothing. It never writes or removes
@@ -18,25 +19,7 @@ import { Declaration } from "../../src/contracts/declaration.ts";
 
 const PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
 
-function declaration(node: string, publicKey: string, modules: Array<{ module: string; password: string; extra?: Record<string, unknown> }>, digest: string): Declaration {
-  return Declaration.parse({
-    node,
-    modules: modules.map((m) => ({
-      module: m.module,
-      version: "1.0.0",
-      run: { image: `example/${m.module}:1` },
-      credential: { address: "tls://bus.example:4222", user: `module-${m.module}`, sealed: sealToNode(publicKey, m.password), fingerprint: "AA:BB" },
-      env: {
-        MESH_BROKER_ADDRESS: "tls://bus.example:4222", MESH_BROKER_CERTIFICATE: "AA:BB", MESH_USER: `module-${m.module}`,
-        MESH_INBOX_PREFIX: `_INBOX_module-${m.module}`, MESH_WORK: "[]", MESH_SUBMITS: "[]", MESH_EMITS: "[]", MESH_FOLLOWS: "[]", MESH_TOOLS: "[]",
-      },
-      provisions: [],
-      ...(m.extra ?? {}),
-    })),
-    provisions: [],
-    digest,
-  });
-}
+const declaration = hostDeclaration;
 
 /** Every entry under `dir` (links not followed): path → content, `<link>` or `<folder>`. */
 function tree(dir: string): Record<string, string> {
