@@ -2,7 +2,7 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import { REPORTS_PAGE, ReportsRequest, type LastReport, type ReportsReply } from "../contracts/verbs.ts";
 import { parseHostReport } from "../contracts/report.ts";
 import type { Reply } from "../commands/envelope.ts";
-import type { ExtraVerb } from "../commands/server.ts";
+import type { ExtraVerb } from "../serve/server.ts";
 import { parseRequest } from "../commands/validation.ts";
 import { REPORTS_STREAM, REPORT_SUBJECTS, nodeOfReportSubject, reportSubject } from "../names.ts";
 import { isEnrolled, type NodesState } from "../projections/index.ts";

@@ -6,7 +6,7 @@ import { Declaration, declarationProblem, parseDeclaration } from "../../src/con
 import { parseHostReport } from "../../src/contracts/report.ts";
 import { parseReply } from "../../src/client/client.ts";
 import { commands, queries, definitionOf, parseRequest, type Envelope } from "../../src/commands/index.ts";
-import { commandReply, dryRunOf, handleCommand, queryReply, spread, stamped, withoutSecrets, type ServeDependencies } from "../../src/commands/server.ts";
+import { commandReply, dryRunOf, handleCommand, queryReply, spread, stamped, withoutSecrets, type ServeDependencies } from "../../src/serve/server.ts";
 import { QueryRefused } from "../../src/commands/envelope.ts";
 import { pageOf } from "../../src/commands/paging.ts";
 import { evolve, type State } from "../../src/projections/index.ts";
