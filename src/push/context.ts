@@ -8,6 +8,7 @@ import type { RaiseMemo, RaiseReport } from "../controller/raise.ts";
 import type { ControllerCredential } from "../controller/credential.ts";
 import type { NodeReport, ProvisionName } from "./plan.ts";
 import type { CompositionMemo } from "./composition.ts";
+import type { ReportHub } from "../bus/reports.ts";
 
 /** What a push is given and what it gives back: its context, its options, its report (R12, R30, R32). */
 
@@ -63,6 +64,8 @@ export type PushContext = {
    * cluster moved leaders); a heard report with every server installed takes the holder off.
    */
   listRepairs?: Set<string>;
+  /** The process's one subscription to the report subjects (bus/reports.ts reportHub); without it a push that waits for reports subscribes for itself. */
+  reports?: ReportHub;
   /** When given, push adds the milliseconds each step took (raise, mint, compose, reports, seal, publish, record, wait). */
   timings?: Record<string, number>;
 };

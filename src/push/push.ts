@@ -18,6 +18,7 @@ import { mintProvisions, withProvisionsMinted } from "./provisions.ts";
 import { adoptControllerCredential } from "./controllerKey.ts";
 import { SentRecorder } from "./recorder.ts";
 import { ReportWatch, missedServersOf, namesMissedServer } from "./watch.ts";
+import { reportHub } from "../bus/reports.ts";
 
 /**
  * Push (DESIGN.md "push", R5, R11, R12, R14, R21, R29..R32): mint what compositions need, compose
@@ -140,7 +141,10 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
    * first of them: a push whose broker's host is down waits one timeout in all, not one per wait.
    */
   const deadline = (): number => (reportDeadline ??= clock.now() + (options.timeoutMs ?? DEFAULT_WAIT_MS));
-  const watch = options.wait || ctx.controller ? new ReportWatch(ctx.nc, jsm, clock) : null;
+  // The process's one subscription to the report subjects (ctx.reports), or one of this push's own.
+  const watching = options.wait === true || ctx.controller !== undefined;
+  const ownHub = watching && !ctx.reports ? reportHub(ctx.nc) : null;
+  const watch = watching ? new ReportWatch((ctx.reports ?? ownHub)!, jsm, clock) : null;
   const sentDigests = new Map<string, string>();
   /**
    * R32: named nodes sent again with the declaration their last report says they applied (by
@@ -310,6 +314,7 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
     }
   } finally {
     watch?.close();
+    ownHub?.close();
   }
   report.nodes = withModulesLeftOut(outcomes, leftOutByNode, state);
   report.freshCredentials = freshSince(state, lastListSequence);

@@ -1,10 +1,9 @@
-import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Msg } from "@nats-io/transport-node";
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { REPORTS_STREAM, REPORT_SUBJECTS, nodeOfReportSubject, reportSubject } from "../names.ts";
+import { nodeOfReportSubject } from "../names.ts";
 import { parseHostReport, type HostReport } from "../contracts/report.ts";
-import { retryJetStream } from "../bus/retry.ts";
 import { total } from "../bus/total.ts";
-import { REPORT_READS_AT_ONCE } from "./reports.ts";
+import { readLastReport, readLastReports, reportsEnd, type ReportHub } from "../bus/reports.ts";
 import type { WaitClock } from "./context.ts";
 
 /** The reports a push waits for (R32) and the broker holders' servers that missed a list (R60). */
@@ -16,19 +15,12 @@ import type { WaitClock } from "./context.ts";
  * or one that does not parse, is not resent for this.
  */
 export async function missedServersOf(jsm: JetStreamManager, holders: readonly string[]): Promise<Set<string>> {
-  const missed = new Set<string>();
-  await Promise.all(holders.map(async (node) => {
-    // A server that just came back may leave JetStream answering late for a moment: retried.
-    const stored = await retryJetStream(`reading ${node}'s last report`, () => jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) }))
-      .catch(() => null);
-    if (!stored) return;
-    try {
-      if (namesMissedServer(stored.json<HostReport>())) missed.add(node);
-    } catch {
-      // not a report
-    }
+  // A server that just came back may leave JetStream answering late for a moment: retried.
+  const found = await readLastReports(jsm, holders, { retry: true });
+  return new Set(holders.filter((node) => {
+    const read = found.get(node);
+    return read?.kind === "stored" && namesMissedServer(read.stored.report);
   }));
-  return missed;
 }
 
 /** R60: whether `report` names a server that missed the user list it carried. */
@@ -49,12 +41,12 @@ export class ReportWatch {
    */
   readonly #fresh = new Set<string>();
   #from = 0;
-  readonly #subscription: Subscription;
+  readonly #unlisten: () => void;
   readonly #jsm: JetStreamManager;
   readonly #clock: WaitClock;
   #wake: (() => void) | null = null;
 
-  constructor(nc: NatsConnection, jsm: JetStreamManager, clock: WaitClock) {
+  constructor(reports: ReportHub, jsm: JetStreamManager, clock: WaitClock) {
     this.#jsm = jsm;
     this.#clock = clock;
     // R65: total; what is not a report (another subject, not JSON, another contract) is ignored
@@ -63,11 +55,7 @@ export class ReportWatch {
       const node = nodeOfReportSubject(m.subject);
       if (node !== null) this.#take(node, parseHostReport(m.json()));
     }, () => undefined);
-    this.#subscription = nc.subscribe(REPORT_SUBJECTS, {
-      callback: (error, m) => {
-        if (!error) void hear(m);
-      },
-    });
+    this.#unlisten = reports.listen({ hear: (m) => { void hear(m); } });
   }
 
   /**
@@ -86,7 +74,7 @@ export class ReportWatch {
 
   /** Marks where the REPORTS stream ends before anything is sent: stored reports up to it are not fresh. */
   async markFrom(): Promise<void> {
-    this.#from = await this.#jsm.streams.info(REPORTS_STREAM).then((i) => i.state.last_seq, () => 0);
+    this.#from = await reportsEnd(this.#jsm);
   }
 
   /** Expects `digest` from `node`; `sent`: this push sent it, so only a report made after the send counts. */
@@ -106,14 +94,10 @@ export class ReportWatch {
    * else undefined. Does not count as received.
    */
   async appliedBefore(node: string, digest: string): Promise<string | undefined> {
-    const stored = await this.#jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) }).catch(() => null);
-    if (!stored) return undefined;
-    try {
-      const r = parseHostReport(stored.json());
-      return r.node === node && r.digest === digest && r.ok === true ? stored.time.toISOString() : undefined;
-    } catch {
-      return undefined;
-    }
+    const read = await readLastReport(this.#jsm, node);
+    if (read.kind !== "stored") return undefined;
+    const { report: r, at } = read.stored;
+    return r.digest === digest && r.ok === true ? at.toISOString() : undefined;
   }
 
   report(node: string): HostReport | undefined {
@@ -132,19 +116,10 @@ export class ReportWatch {
     if (nodes.length > 0) await this.#fromStream(nodes);
   }
 
-  /** Reads the latest stored report of each missing node from the REPORTS stream. */
+  /** Reads the latest stored report of each missing node from the REPORTS stream (a batch at a time: R55 may read every node). */
   async #fromStream(nodes: readonly string[]): Promise<void> {
-    // In batches: every unchanged node of a large mesh may be read here (R55), and thousands of
-    // JetStream API requests at once would crowd out everything else on the controller's connection.
-    for (let i = 0; i < nodes.length; i += REPORT_READS_AT_ONCE) {
-      await Promise.all(nodes.slice(i, i + REPORT_READS_AT_ONCE).map(async (node) => {
-        try {
-          const stored = await this.#jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) });
-          if (stored) this.#take(node, parseHostReport(stored.json()), stored);
-        } catch {
-          // no stored report
-        }
-      }));
+    for (const read of (await readLastReports(this.#jsm, nodes)).values()) {
+      if (read.kind === "stored") this.#take(read.stored.node, read.stored.report, { seq: read.stored.seq, time: read.stored.at });
     }
   }
 
@@ -174,6 +149,6 @@ export class ReportWatch {
   }
 
   close(): void {
-    this.#subscription.unsubscribe();
+    this.#unlisten();
   }
 }
