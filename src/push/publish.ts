@@ -100,6 +100,55 @@ export function userListParts(text: string, ref: UserListRef): UserListParts {
 export type Send = { node: string; digest: string; payload(): string; userList?: UserListParts };
 
 /**
+ * The publishing window: `track(publish)` counts a publish in flight until it settles (adding it
+ * to `all`) and says when the loop must wait: a promise when the window is full (it resolves when
+ * one settles) or every PUBLISH_FLUSH publishes (resolved: just yield), else undefined. The loop
+ * yields only then: nats.js writes what is queued when the loop yields, so a yield per publish
+ * made one socket write per publish, and sealing the next ones (CPU) could not run while the bus
+ * acknowledged the earlier ones.
+ */
+function publishWindow(all: Array<Promise<void>>): (publish: Promise<void>) => Promise<void> | undefined {
+  let inFlight = 0;
+  let sinceYield = 0;
+  let room: (() => void) | null = null;
+  const settled = () => {
+    inFlight -= 1;
+    if (room && inFlight < PUBLISH_WINDOW) {
+      const wake = room;
+      room = null;
+      wake();
+    }
+  };
+  return (publish) => {
+    inFlight += 1;
+    all.push(publish.finally(settled));
+    if (inFlight >= PUBLISH_WINDOW) return new Promise<void>((resolve) => { room = resolve; });
+    if (++sinceYield >= PUBLISH_FLUSH) {
+      sinceYield = 0;
+      return Promise.resolve();
+    }
+    return undefined;
+  };
+}
+
+/**
+ * Purges each node's user-list parts older than the first part of its new list (`firstPartSequence`),
+ * skipping the nodes in `failures`; best effort: a purge that fails is a line in `purgeErrors`.
+ */
+async function purgeStaleParts(jsm: JetStreamManager, firstPartSequence: ReadonlyMap<string, number>, failures: ReadonlyMap<string, string>, purgeErrors: string[]): Promise<void> {
+  for (const [node, seq] of firstPartSequence) {
+    // nats-server 2.9.10 reads a purge `seq` of 0 or 1 as "no bound": it would take the new parts
+    // too. A first part at sequence 1 has nothing older to purge anyway.
+    if (failures.has(node) || seq <= 1) continue;
+    try {
+      await retryJetStream(`purging ${node}'s stale user-list parts`, () => jsm.streams.purge(CONTROL_STREAM, { filter: userListPartsFilter(node), seq }));
+    } catch (error) {
+      purgeErrors.push(`${node}: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
+    }
+  }
+}
+
+/**
  * Publishes each declaration, pipelined: up to PUBLISH_WINDOW publishes in flight, the next one
  * sealed (CPU) while earlier ones are acknowledged (bus). A broker holder's user-list parts are
  * published before its declaration, on userListPartSubject(node, index) with the list's digest and
@@ -133,31 +182,7 @@ export async function publishAll(
   const fail = (node: string) => (error: unknown) => {
     if (!failures.has(node)) failures.set(node, error instanceof Error ? error.message.split("\n")[0]! : String(error));
   };
-  // The window: publishes in flight, and the wake-up of a loop waiting for room. The loop yields
-  // only when the window is full or every PUBLISH_FLUSH publishes: nats.js writes what is queued
-  // when the loop yields, so a yield per publish made one socket write per publish, and sealing
-  // the next ones (CPU) could not run while the bus acknowledged the earlier ones.
-  let inFlight = 0;
-  let sinceYield = 0;
-  let room: (() => void) | null = null;
-  const settled = () => {
-    inFlight -= 1;
-    if (room && inFlight < PUBLISH_WINDOW) {
-      const wake = room;
-      room = null;
-      wake();
-    }
-  };
-  const track = (publish: Promise<void>): Promise<void> | undefined => {
-    inFlight += 1;
-    all.push(publish.finally(settled));
-    if (inFlight >= PUBLISH_WINDOW) return new Promise<void>((resolve) => { room = resolve; });
-    if (++sinceYield >= PUBLISH_FLUSH) {
-      sinceYield = 0;
-      return Promise.resolve();
-    }
-    return undefined;
-  };
+  const track = publishWindow(all);
   for (const send of sends) {
     let payload: string;
     const sealStart = performance.now();
@@ -191,16 +216,7 @@ export async function publishAll(
     if (wait) await wait;
   }
   await Promise.all(all);
-  for (const [node, seq] of firstPartSequence) {
-    // nats-server 2.9.10 reads a purge `seq` of 0 or 1 as "no bound": it would take the new parts
-    // too. A first part at sequence 1 has nothing older to purge anyway.
-    if (failures.has(node) || seq <= 1) continue;
-    try {
-      await retryJetStream(`purging ${node}'s stale user-list parts`, () => jsm.streams.purge(CONTROL_STREAM, { filter: userListPartsFilter(node), seq }));
-    } catch (error) {
-      purgeErrors.push(`${node}: ${error instanceof Error ? error.message.split("\n")[0]! : String(error)}`);
-    }
-  }
+  await purgeStaleParts(jsm, firstPartSequence, failures, purgeErrors);
   if (timings) timings.seal = (timings.seal ?? 0) + sealMs;
   return failures;
 }
