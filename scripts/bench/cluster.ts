@@ -22,7 +22,7 @@ import { startNatsCluster } from "../../test/support/natsCluster.ts";
 import { TEST_FINGERPRINT } from "../../test/support/commandMesh.ts";
 import { openCatalogue } from "../../src/records/catalogue.ts";
 import { keptMark } from "../../src/bootstrap/recordsMark.ts";
-import { serveCommands } from "../../src/commands/server.ts";
+import { serveCommands } from "../../src/serve/server.ts";
 import { sendCommand } from "../../src/client/send.ts";
 import { newMeshKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser, inboxPrefix } from "../../src/names.ts";

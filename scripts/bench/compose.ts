@@ -16,7 +16,7 @@ import { composeDeclarations, renderUserList } from "../../src/compose/index.ts"
 import { everyModule, evolve, initialState, type SequencedCommit, type State } from "../../src/projections/index.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
-import { sha256 } from "../../src/push/push.ts";
+import { sha256 } from "../../src/push/composition.ts";
 import { BROKER_SEAT, BUILD_SEAT, CONTROLLER_NAME, busUser, type PrincipalKind } from "../../src/names.ts";
 
 const MODULES_PER_NODE = 5;

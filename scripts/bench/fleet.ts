@@ -55,7 +55,7 @@ import { configLoadTime, installUserList } from "../../src/host/busList.ts";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import type { BusUser } from "../../src/compose/types.ts";
 import { openCatalogue } from "../../src/records/catalogue.ts";
-import { serveCommands } from "../../src/commands/server.ts";
+import { serveCommands } from "../../src/serve/server.ts";
 import { sendCommand } from "../../src/client/send.ts";
 import { newMeshKey, newNodeKeyPair, newUserKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CONTROLLER_NAME } from "../../src/names.ts";

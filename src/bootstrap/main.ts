@@ -27,10 +27,11 @@ import { openCatalogue, RecordsBehind, type Catalogue } from "../records/catalog
 import { InvalidEvent } from "../records/errors.ts";
 import { keptMark, writeRecordsMark, type KeptMark } from "./recordsMark.ts";
 import { watchReports } from "./reportWatch.ts";
+import { reportHub } from "../bus/reports.ts";
 import { watchRecords } from "./recordsWatch.ts";
-import { serveCommands, type CommandServer } from "../commands/server.ts";
+import { serveCommands, type CommandServer } from "../serve/server.ts";
 import type { SeenVouch } from "../commands/seen.ts";
-import { seenAware } from "../commands/serverSeen.ts";
+import { seenAware } from "../serve/serverSeen.ts";
 import type { Envelope } from "../commands/envelope.ts";
 import { decideRecordControllerCredential } from "../commands/controllerCredential.ts";
 import type { ComposeConfig } from "../compose/types.ts";
@@ -281,7 +282,9 @@ export async function startController(config: ControllerConfig, { log, connectTi
     else if (!catalogue.held) writeRecordsMark(config.stateDir, { lastSequence: catalogue.state.sequence, streamCreated: catalogue.streamCreated });
     // R43: the hosts' reports are evidence too (a declaration composed from records the stream lacks).
     // Only a claim carrying the controller's own tag counts (recordsTag: under the mesh key, which no host holds).
-    const reports = await watchReports(nc, catalogue, log, (fact, tag) => recordsTagVerifies(config.meshKey, fact, tag));
+    // One subscription to the report subjects for the whole controller: this watch and every push hear it.
+    const reportSubjects = reportHub(nc);
+    const reports = await watchReports(nc, catalogue, log, (fact, tag) => recordsTagVerifies(config.meshKey, fact, tag), reportSubjects);
     // R47: a change of the records' configuration is heard while serving (a reconnect reads it again).
     const records = watchRecords(nc, catalogue, log);
     onReconnect = () => { void records.recheck(); };
@@ -296,7 +299,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
     const raiseMemo = newRaiseMemo();
     const pushContext: PushContext = {
       nc, catalogue, meshKey: config.meshKey, compose, log, controller: credential, newId: () => `push-${randomUUID()}`,
-      sealCache: new Map(), raiseMemo, compositionMemo: newCompositionMemo(), listRepairs: new Set(),
+      sealCache: new Map(), raiseMemo, compositionMemo: newCompositionMemo(), listRepairs: new Set(), reports: reportSubjects,
     };
     // 6. Raise streams, then consumers (R21, R22), before any push: one push at a time, whether
     // asked over the bus or in-process, and the start's raise first.
@@ -348,7 +351,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
     if (start.stalled) throw start.stalled;
     log.info(`serving commands at ${nc.getServer()}`);
     // A controller that lost the lease serves nothing more: another is active (R61).
-    onLeaseLost = () => { void server.stop(); reports.stop(); records.stop(); lostHook?.(); };
+    onLeaseLost = () => { void server.stop(); reports.stop(); reportSubjects.close(); records.stop(); lostHook?.(); };
     // 6. The start's raise: a failure stops the start (caught below: the lease is given up, R61).
     const raised = await raising.catch(async (error: unknown) => { await server.stop(); throw error; });
     if (!blocked()) log.info(`raised the bus: ${describeRaise(raised)}`);
@@ -365,7 +368,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
         if (stopped) return;
         stopped = true;
         await server.stop();
-        reports.stop();
+        reports.stop(); reportSubjects.close();
         records.stop();
         marks?.stop();
         // The lease first (R61): a standby takes over now, not after a snapshot that may be slow

@@ -10,7 +10,7 @@ import { InvalidEvent, RecordsBehind, RecordsUnsafe, replay, type Catalogue } fr
 import { canonicalJson } from "../projections/canonical.ts";
 import { assignedModules, everyCredential, everyModule, nodeCount, seatNames, type State } from "../projections/index.ts";
 import type { FreshSecret, Reply } from "../commands/envelope.ts";
-import { CommandId, withoutSecrets, type ExtraVerb } from "../commands/server.ts";
+import { CommandId, withoutSecrets, type ExtraVerb } from "../serve/server.ts";
 import { parseRequest } from "../commands/validation.ts";
 import { commandRequest, type CommandRequest } from "../records/reuse.ts";
 import type { TransactResult } from "../records/catalogue.ts";
@@ -166,7 +166,7 @@ export function replayVerb(deps: ReplayDependencies): ExtraVerb {
 }
 
 /**
- * A replay's dry run as every command's (src/commands/server.ts dryRunOf, the DryRunReply
+ * A replay's dry run as every command's (src/serve/server.ts dryRunOf, the DryRunReply
  * contract): `{ ok, dryRun: true, commandId, wouldAppendAfter, events }` with every hash, password
  * and sealed secret taken out (R3); `duplicate: true` and no events for an id already applied;
  * the refusal the real request would get.

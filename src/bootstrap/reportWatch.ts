@@ -13,9 +13,10 @@
  * naming another node is ignored; a records sequence counts only with a tag only the controller
  * can make; an installed list counts only from a node that holds mesh-broker in the records.
  */
-import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { BROKER_SEAT, CATALOGUE_STREAM, REPORT_SUBJECTS, REPORTS_STREAM, nodeOfReportSubject, reportSubject } from "../names.ts";
+import { BROKER_SEAT, CATALOGUE_STREAM, nodeOfReportSubject, reportSubject } from "../names.ts";
+import { readLastReport, reportHub, reportingNodes, type ReportHub } from "../bus/reports.ts";
 import type { BehindEvidence, Catalogue } from "../records/catalogue.ts";
 import { latchBehind } from "../records/behind.ts";
 import { holdersOf, type State } from "../projections/index.ts";
@@ -125,13 +126,15 @@ function latch(catalogue: Catalogue, evidence: BehindEvidence, recordsSequence: 
  * tag verifies (`verify`) and that is ahead of the records latches `catalogue.behind` (one log line
  * each); a report that is ignored (judgeReport) is said once per node and kind in the log. Errors
  * reading the stream are logged, never thrown: the mark and the live reports still guard.
- * `installedList(state)` is installedListOf over the reports heard.
+ * `installedList(state)` is installedListOf over the reports heard. Hears on `reports` (the
+ * process's one subscription to the report subjects) when given, else on one of its own.
  */
 export async function watchReports(
   nc: NatsConnection,
   catalogue: Catalogue,
   log: ControllerLog,
   verify: VerifyRecordsTag,
+  reports?: ReportHub,
 ): Promise<{ stop(): void; installedList(state: State): InstalledList | undefined }> {
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   // Each node's latest report naming the list its bus runs, by the node of its subject.
@@ -139,15 +142,7 @@ export async function watchReports(
   // What was said of each node's ignored reports (`kind node`): once each, a node cannot flood the log.
   const said = new Set<string>();
   const drop = dropsOf(log);
-  const check = async (subject: string, raw: unknown) => {
-    // A message that does not follow the report contract (another version, a bad field) is no evidence.
-    let r: HostReport;
-    try {
-      r = parseHostReport(raw);
-    } catch {
-      drop("report-contract", `a report on ${boundedText(subject)}: dropped, it does not follow the report contract (R65)`);
-      return;
-    }
+  const check = async (subject: string, r: HostReport) => {
     const known = Math.max(catalogue.state.sequence, catalogue.state.mesh?.restoredUpTo ?? 0);
     const judgement = judgeReport(subject, r, known, verify);
     if (judgement.kind === "not-a-report") return;
@@ -165,12 +160,16 @@ export async function watchReports(
     const evidence = reportAhead(judgement.node, judgement.sequence, await lastOfRecords(jsm));
     if (evidence) latch(catalogue, evidence, judgement.sequence, log);
   };
+  // A message that does not follow the report contract (another version, a bad field) is no evidence.
+  const contractDrop = (subject: string) => drop("report-contract", `a report on ${boundedText(subject)}: dropped, it does not follow the report contract (R65)`);
   try {
-    const info = await jsm.streams.info(REPORTS_STREAM, { subjects_filter: REPORT_SUBJECTS });
-    for (const subject of Object.keys(info.state.subjects ?? {})) {
-      const stored = await jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: subject }).catch(() => null);
+    for (const node of await reportingNodes(jsm)) {
+      const subject = reportSubject(node);
+      const read = await readLastReport(jsm, node);
       // One stored report that cannot be read is dropped alone: the others are still read (R65).
-      if (stored) await total(() => check(stored.subject, stored.json<unknown>()), (error) => { drop("report-failed", `the stored report on ${boundedText(stored.subject)}: dropped, ${errorLine(error)} (R65)`); })();
+      const judged = read.kind === "stored" ? read.stored.report : read.kind === "other-node" ? read.report : null;
+      if (read.kind === "not-a-report") contractDrop(subject);
+      if (judged) await total(() => check(subject, judged), (error) => { drop("report-failed", `the stored report on ${boundedText(subject)}: dropped, ${errorLine(error)} (R65)`); })();
     }
   } catch (error) {
     log.info(`reports not read at start (${error instanceof Error ? error.message.split("\n")[0] : String(error)}): live reports still guard the records (R43)`);
@@ -188,13 +187,19 @@ export async function watchReports(
       drop("report-unreadable", `a report on ${boundedText(m.subject)}: dropped, not JSON (R65)`);
       return;
     }
-    await check(m.subject, raw);
+    let r: HostReport;
+    try {
+      r = parseHostReport(raw);
+    } catch {
+      contractDrop(m.subject);
+      return;
+    }
+    await check(m.subject, r);
   }, (error, m) => { drop("report-failed", `a report on ${boundedText(m.subject)}: dropped, ${errorLine(error)} (R65)`); });
-  const subscription: Subscription = nc.subscribe(REPORT_SUBJECTS, {
-    callback: (error, m) => {
-      if (error) log.error(`the report watch stopped: ${errorLine(error)}`);
-      else void hear(m);
-    },
+  const ownHub = reports === undefined ? reportHub(nc) : null;
+  const unlisten = (reports ?? ownHub!).listen({
+    hear: (m) => { void hear(m); },
+    stopped: (error) => log.error(`the report watch stopped: ${errorLine(error)}`),
   });
-  return { stop: () => subscription.unsubscribe(), installedList: (state) => installedListOf(state, lists) };
+  return { stop: () => { unlisten(); ownHub?.close(); }, installedList: (state) => installedListOf(state, lists) };
 }

@@ -4,7 +4,10 @@
  */
 
 import type { Omitted } from "../commands/fit.ts";
-import { HISTORY_LIMIT, type PushReply } from "../contracts/verbs.ts";
+import { HISTORY_LIMIT } from "../contracts/verbs.ts";
+
+/** R60: the lines of a push's servers, used by `mesh push` and `mesh up` alike (they live below both). */
+export { missedServerLine, serverLines, type ServerLine } from "../push/serverLines.ts";
 export { shortDigest } from "../contracts/declaration.ts";
 type Row = Record<string, unknown>;
 
@@ -189,26 +192,3 @@ export function omittedLines(reply: Readonly<Record<string, unknown>>): string[]
   return Object.entries(omitted).map(([field, o]) => `${o.count} more ${field} not shown: the reply must fit the bus's max payload (R59); see ${o.see}`);
 }
 
-/** One server's outcome of a user list in a push report (R60), as `servers` carries it. */
-export type ServerLine = NonNullable<PushReply["servers"]>[number];
-
-/**
- * R60: how a cluster's servers took the user list of a push: one line with every server's outcome,
- * `unchanged`, `reloaded`, `repaired` or `MISSED`, then one line per missed server (missedServerLine).
- * A server that reloaded while another server of the same holder already ran the very same list
- * had missed an earlier one: it is `repaired`. Nothing for a push that installed no list.
- */
-export function serverLines(servers: readonly ServerLine[]): string[] {
-  if (servers.length === 0) return [];
-  const ranItAlready = new Set(servers.filter((s) => s.ok && s.changed === false).map((s) => s.node));
-  const outcome = (s: ServerLine) => (!s.ok ? "MISSED" : s.changed === false ? "unchanged" : ranItAlready.has(s.node) ? "repaired (it had missed an earlier list)" : "reloaded");
-  return [
-    `user list on each server (R60): ${servers.map((s) => `${s.server} ${outcome(s)}`).join(", ")}`,
-    ...servers.filter((s) => !s.ok).map(missedServerLine),
-  ];
-}
-
-/** R60: a server that missed the user list, why, and the fix (the next push sends it again). */
-export function missedServerLine(server: ServerLine): string {
-  return `server ${server.server} missed the user list: ${server.error ?? "no reason given"}; the next push sends it again`;
-}

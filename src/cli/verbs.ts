@@ -71,7 +71,7 @@ function checkLocally(verb: Verb, request: Readonly<Record<string, unknown>>, sp
 
 /**
  * Refusal codes a retry can get past, the bus or the records being away for a moment or another
- * controller writing (src/commands/server.ts replyErrorOf): the same command id makes it safe (R53).
+ * controller writing (src/serve/server.ts replyErrorOf): the same command id makes it safe (R53).
  */
 const SEND_AGAIN: ReadonlySet<string> = new Set(["busy-retry", "bus-unavailable", "records-unavailable"]);
 

@@ -9,7 +9,7 @@
  * refuse everything by saying a big number). Pure: the shell is serverSeen.ts.
  */
 import { Seen } from "../contracts/verbs.ts";
-import type { BehindEvidence } from "../records/errors.ts";
+import type { BehindEvidence } from "../events/RecordsRestored.ts";
 import type { Refusal, Reply } from "./envelope.ts";
 
 /** How the shell vouches for a folded sequence and checks a claim (seenTag, seenTagVerifies under the mesh key). */

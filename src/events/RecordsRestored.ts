@@ -15,3 +15,6 @@ export const RecordsRestored = EventMeta.extend({
   lost: z.object({ from: z.number().int().positive(), to: z.number().int().positive() }).strict().nullable(),
 }).strict();
 export type RecordsRestored = z.infer<typeof RecordsRestored>;
+
+/** One piece of the world's evidence that the records are behind it (R43): what, in one line; a RecordsRestored names each it was accepted over. */
+export type BehindEvidence = RecordsRestored["evidence"][number];

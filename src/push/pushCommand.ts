@@ -1,6 +1,6 @@
 import { MAX_PUSH_WAIT_MS, PushRequest, type PushReply as PushReplyContract } from "../contracts/verbs.ts";
 import type { Refusal, Reply } from "../commands/envelope.ts";
-import type { ExtraVerb } from "../commands/server.ts";
+import type { ExtraVerb } from "../serve/server.ts";
 import { parseRequest } from "../commands/validation.ts";
 import { inboxPrefix } from "../names.ts";
 import { isEnrolled, type NodesState } from "../projections/index.ts";

@@ -1,10 +1,9 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { REPORTS_PAGE, ReportsRequest, type LastReport, type ReportsReply } from "../contracts/verbs.ts";
-import { parseHostReport } from "../contracts/report.ts";
 import type { Reply } from "../commands/envelope.ts";
-import type { ExtraVerb } from "../commands/server.ts";
+import type { ExtraVerb } from "../serve/server.ts";
 import { parseRequest } from "../commands/validation.ts";
-import { REPORTS_STREAM, REPORT_SUBJECTS, nodeOfReportSubject, reportSubject } from "../names.ts";
+import { readLastReports, reportingNodes } from "../bus/reports.ts";
 import { isEnrolled, type NodesState } from "../projections/index.ts";
 
 /**
@@ -19,29 +18,22 @@ export const REPORTS_VERB = "reports";
 export { REPORTS_PAGE, ReportsRequest, type LastReport, type ReportsReply };
 
 /**
- * Reads the last stored report of each of `nodes` (in that order; a node with no stored report,
- * or one that does not follow the report contract, is left out), all at once: callers pass a page (REPORTS_PAGE at most).
+ * The verb's line for each of `nodes` with a stored report (in that order; a node with none, or
+ * whose stored message is not its report, is left out), read through the REPORTS adapter.
  */
-export async function readLastReports(jsm: JetStreamManager, nodes: readonly string[]): Promise<LastReport[]> {
-  const found = await Promise.all(nodes.map(async (node): Promise<LastReport | null> => {
-    const stored = await jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) }).catch(() => null);
-    if (!stored) return null;
-    try {
-      const r = parseHostReport(stored.json());
-      return {
-        node, at: stored.time.toISOString(), digest: r.digest, ok: r.ok,
-        ...(r.error === undefined ? {} : { error: r.error }),
-        ...(r.drift === undefined ? {} : { drift: r.drift }),
-      };
-    } catch {
-      return null;
-    }
-  }));
-  return found.filter((r): r is LastReport => r !== null);
+async function lastReportRows(jsm: JetStreamManager, nodes: readonly string[]): Promise<LastReport[]> {
+  const found = await readLastReports(jsm, nodes);
+  return nodes.flatMap((node) => {
+    const read = found.get(node);
+    if (read?.kind !== "stored") return [];
+    const { report: r, at } = read.stored;
+    return [{
+      node, at: at.toISOString(), digest: r.digest, ok: r.ok,
+      ...(r.error === undefined ? {} : { error: r.error }),
+      ...(r.drift === undefined ? {} : { drift: r.drift }),
+    }];
+  });
 }
-
-/** Stored reports a push reads at once (a batch), at most: thousands of API requests at once would crowd the controller's connection. */
-export const REPORT_READS_AT_ONCE = 256;
 
 /**
  * R78: the last stored report of each of `nodes` as a push's plan reads it (LastReported), a batch
@@ -52,32 +44,11 @@ export const REPORT_READS_AT_ONCE = 256;
 export async function readLastReported(jsm: JetStreamManager, nodes: readonly string[]): Promise<{ reported: Map<string, { digest: string; ok: boolean } | null>; failed: number }> {
   const reported = new Map<string, { digest: string; ok: boolean } | null>();
   let failed = 0;
-  for (let i = 0; i < nodes.length; i += REPORT_READS_AT_ONCE) {
-    await Promise.all(nodes.slice(i, i + REPORT_READS_AT_ONCE).map(async (node) => {
-      let stored;
-      try {
-        stored = await jsm.streams.getMessage(REPORTS_STREAM, { last_by_subj: reportSubject(node) });
-      } catch {
-        failed += 1;
-        return;
-      }
-      let report: { digest: string; ok: boolean } | null = null;
-      try {
-        const r = stored === null ? null : parseHostReport(stored.json());
-        if (r !== null && r.node === node) report = { digest: r.digest, ok: r.ok };
-      } catch {
-        // not a report: none
-      }
-      reported.set(node, report);
-    }));
+  for (const [node, read] of await readLastReports(jsm, nodes)) {
+    if (read.kind === "failed") failed += 1;
+    else reported.set(node, read.kind === "stored" ? { digest: read.stored.report.digest, ok: read.stored.report.ok } : null);
   }
   return { reported, failed };
-}
-
-/** Every node with a stored report, sorted by name. */
-async function reportingNodes(jsm: JetStreamManager): Promise<string[]> {
-  const info = await jsm.streams.info(REPORTS_STREAM, { subjects_filter: REPORT_SUBJECTS });
-  return Object.keys(info.state.subjects ?? {}).map(nodeOfReportSubject).filter((n): n is string => n !== null).sort();
 }
 
 /**
@@ -98,7 +69,7 @@ export function reportsVerb(manager: JetStreamManager, enrolled: () => Promise<N
     if (!parsed.ok) return { ok: false, error: parsed.refusal };
     const request = parsed.value;
     if (request.nodes !== undefined) {
-      const reply: ReportsReply = { ok: true, reports: await readLastReports(manager, request.nodes) };
+      const reply: ReportsReply = { ok: true, reports: await lastReportRows(manager, request.nodes) };
       return reply;
     }
     const nodes = await enrolled();
@@ -114,7 +85,7 @@ export function reportsVerb(manager: JetStreamManager, enrolled: () => Promise<N
     const all = (await reportingNodes(manager)).filter((node) => isEnrolled(nodes, node));
     const from = request.after === undefined ? all : all.filter((n) => n > request.after!);
     const page = from.slice(0, request.limit);
-    const reply: ReportsReply = { ok: true, reports: await readLastReports(manager, page) };
+    const reply: ReportsReply = { ok: true, reports: await lastReportRows(manager, page) };
     if (from.length > page.length) reply.next = page.at(-1)!;
     return reply;
   };

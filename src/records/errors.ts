@@ -2,6 +2,7 @@
  * The few typed errors of the records adapter (STYLE.md 3): each has a `name` and a `cause`,
  * and is mapped to a reply code in one place by whoever serves commands.
  */
+import type { BehindEvidence } from "../events/RecordsRestored.ts";
 
 /**
  * An append was refused because the stream moved past the sequence the writer had folded (R40):
@@ -75,8 +76,7 @@ export class RecordsUnsafe extends Error {
   }
 }
 
-/** One piece of the world's evidence that the records are behind it (R43): what, in one line. */
-export type BehindEvidence = { kind: string; detail: string };
+export type { BehindEvidence };
 
 /**
  * The records are behind what the world has seen (R43): they were restored from a backup or lost

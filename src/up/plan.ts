@@ -4,7 +4,7 @@
  * hands them to these functions and sends the commands they return, in order.
  */
 import type { PushReply, Verb } from "../contracts/verbs.ts";
-import { serverLines } from "../cli/render.ts";
+import { serverLines } from "../push/serverLines.ts";
 import { shortDigest } from "../contracts/declaration.ts";
 
 /** The standard embedded address: the bus on this machine only. */

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { lookup } from "node:dns/promises";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { connectWithCredentialFile } from "../cli/context.ts";
+import { connectWithCredentialFile } from "../client/dial.ts";
 import { pollUntil, PollTimeout } from "../bus/retry.ts";
 import { makeFolderDurable, packageFile, readBusCredential, writeFileDurable } from "../files/index.ts";
 import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer, type SeenMemory } from "../client/client.ts";

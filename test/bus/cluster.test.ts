@@ -8,7 +8,7 @@ import { startNatsCluster, type NatsCluster } from "../support/natsCluster.ts";
 import { waitFor } from "../support/natsServer.ts";
 import { connectToBus, type BusCredential } from "../../src/bus/connect.ts";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
-import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
+import { serveCommands, type CommandServer } from "../../src/serve/server.ts";
 import { newMeshKey, newNodeKeyPair, newUserKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CommandTransportError } from "../../src/client/send.ts";
 import { askAs } from "../support/client.ts";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { startCommandMesh, type CommandMesh } from "../support/commandMesh.ts";
 import { startNatsServer, waitFor } from "../support/natsServer.ts";
-import { replyInAskersInbox, replyErrorOf, serveCommands, MAX_COMMAND_BYTES } from "../../src/commands/server.ts";
+import { replyInAskersInbox, replyErrorOf, serveCommands, MAX_COMMAND_BYTES } from "../../src/serve/server.ts";
 import { MAX_JSON_DEPTH } from "../../src/commands/validation.ts";
 import { askAs } from "../support/client.ts";
 import type { Catalogue } from "../../src/records/catalogue.ts";

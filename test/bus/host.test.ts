@@ -11,7 +11,7 @@ import {
   CONTROL_STREAM, CONTROL_SUBJECTS, REPORTS_STREAM, busUser, declarationConsumer, declarationFilter, declarationSubject, inboxPrefix, reportSubject,
   userListPartSubject,
 } from "../../src/names.ts";
-import { splitUserList, userListPartHeaders } from "../../src/push/push.ts";
+import { splitUserList, userListPartHeaders } from "../../src/push/publish.ts";
 import { newUserKey, publicKeyOfSeed, sealToNode } from "../../src/crypto/secrets.ts";
 import { canonicalJson, moduleEnvironment, permissionsOf, renderUserList, type BusUser, type Declaration } from "../../src/compose/index.ts";
 import type { DeclarationBody } from "../../src/contracts/declaration.ts";

@@ -11,7 +11,7 @@ import { openWithMeshKey } from "../../src/crypto/secrets.ts";
 import {
   CONTROL_STREAM, REPORTS_STREAM, declarationSubject, reportSubject, userListPartSubject, workConsumer, workStream, workSubject,
 } from "../../src/names.ts";
-import { userListPartHeaders } from "../../src/push/push.ts";
+import { userListPartHeaders } from "../../src/push/publish.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCli } from "../../src/cli/run.ts";

@@ -19,7 +19,7 @@ import { PermissionViolationError } from "@nats-io/nats-core";
 import { connectToBus } from "../../src/bus/connect.ts";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
-import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
+import { serveCommands, type CommandServer } from "../../src/serve/server.ts";
 import { askAs } from "../support/client.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";

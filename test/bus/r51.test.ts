@@ -17,7 +17,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connectToBus } from "../../src/bus/connect.ts";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
-import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
+import { serveCommands, type CommandServer } from "../../src/serve/server.ts";
 import { askAs } from "../support/client.ts";
 import { newMeshKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser, catalogueSubject, commandSubject, inboxPrefix, inboxSubjects } from "../../src/names.ts";

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
-import { serveCommands, type CommandServer, type ExtraVerb } from "../../src/commands/server.ts";
+import { serveCommands, type CommandServer, type ExtraVerb } from "../../src/serve/server.ts";
 import { newMeshKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { connectToBus } from "../../src/bus/connect.ts";
 import { CONTROLLER_DIAL } from "../../src/bootstrap/main.ts";

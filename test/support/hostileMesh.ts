@@ -10,7 +10,7 @@ import { connectToBus } from "../../src/bus/connect.ts";
 import { composeBusUsers, composeTopology, renderUserList } from "../../src/compose/index.ts";
 import type { DeclarationBody } from "../../src/contracts/declaration.ts";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
-import { serveCommands, type CommandServer } from "../../src/commands/server.ts";
+import { serveCommands, type CommandServer } from "../../src/serve/server.ts";
 import { watchReports } from "../../src/bootstrap/reportWatch.ts";
 import { watchRecords } from "../../src/bootstrap/recordsWatch.ts";
 import { acquireLease, type HeldLease } from "../../src/bootstrap/lease.ts";

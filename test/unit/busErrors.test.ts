@@ -12,7 +12,7 @@ import {
 } from "../../src/bus/errors.ts";
 import { BusConnectError, CertificateMismatch, connectToBus } from "../../src/bus/connect.ts";
 import { ConfigError, parseControllerConfig } from "../../src/config.ts";
-import { CommandFailed, replyErrorOf } from "../../src/commands/server.ts";
+import { CommandFailed, replyErrorOf } from "../../src/serve/server.ts";
 
 const apiError = (status: number, code: number, description: string) => new JetStreamApiError({ code: status, err_code: code, description });
 

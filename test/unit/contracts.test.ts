@@ -6,14 +6,15 @@ import { Declaration, declarationProblem, parseDeclaration } from "../../src/con
 import { parseHostReport } from "../../src/contracts/report.ts";
 import { parseReply } from "../../src/client/client.ts";
 import { commands, queries, definitionOf, parseRequest, type Envelope } from "../../src/commands/index.ts";
-import { commandReply, dryRunOf, handleCommand, queryReply, spread, stamped, withoutSecrets, type ServeDependencies } from "../../src/commands/server.ts";
+import { commandReply, dryRunOf, handleCommand, queryReply, spread, stamped, withoutSecrets, type ServeDependencies } from "../../src/serve/server.ts";
 import { QueryRefused } from "../../src/commands/envelope.ts";
 import { pageOf } from "../../src/commands/paging.ts";
 import { evolve, type State } from "../../src/projections/index.ts";
 import { composeDeclarations } from "../../src/compose/index.ts";
 import { PUSH_VERB, pushVerb } from "../../src/push/pushCommand.ts";
 import { REPORTS_VERB, reportsVerb } from "../../src/push/reports.ts";
-import { redactDeclaration, sha256, type PushReport } from "../../src/push/push.ts";
+import { redactDeclaration, sha256 } from "../../src/push/composition.ts";
+import { type PushReport } from "../../src/push/push.ts";
 import { REPLAY_VERB } from "../../src/commands/replay.ts";
 import { EXAMPLE_CONFIG, exampleMesh } from "./compose/exampleMesh.ts";
 import { FAKE_TOOLS, NODE_KEY, NOW, fakeSecret, nodeNkeyOf } from "../support/givenWhenThen.ts";

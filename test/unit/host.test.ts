@@ -7,7 +7,7 @@ import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
 import { newPassword, publicKeyOfSeed } from "../../src/crypto/secrets.ts";
 import { createHash } from "node:crypto";
-import { splitUserList, userListPartHeaders } from "../../src/push/push.ts";
+import { splitUserList, userListPartHeaders } from "../../src/push/publish.ts";
 import { USER_LIST_DIGEST_HEADER, USER_LIST_PART_HEADER } from "../../src/names.ts";
 import {
   UserListParts, MAX_LISTS_KEPT,

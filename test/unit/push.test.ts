@@ -4,9 +4,9 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  composeRemembered, newCompositionMemo, redactDeclaration, sealForNode, sha256, splitUserList, userListPartHeaders, userListParts, userListUndelivered,
-} from "../../src/push/push.ts";
+import { composeRemembered, newCompositionMemo, redactDeclaration, sha256 } from "../../src/push/composition.ts";
+import { sealForNode, splitUserList, userListPartHeaders, userListParts } from "../../src/push/publish.ts";
+import { userListUndelivered } from "../../src/push/push.ts";
 import { composeDeclarations } from "../../src/compose/declaration.ts";
 import { evolve, initialState, startFold, type SequencedCommit, type State } from "../../src/projections/index.ts";
 import { generateCommits } from "../support/history.ts";

@@ -7,7 +7,7 @@ import {
 import { composeDeclarations, type DeclarationResult } from "../../src/compose/declaration.ts";
 import { evolve, holdersOf, nodeOf, type State } from "../../src/projections/index.ts";
 import { BROKER_SEAT } from "../../src/names.ts";
-import { sha256 } from "../../src/push/push.ts";
+import { sha256 } from "../../src/push/composition.ts";
 import { NEW_NODE_BACKOFF_MAX_MS } from "../../src/host/plan.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash, manifests } from "./compose/exampleMesh.ts";
 

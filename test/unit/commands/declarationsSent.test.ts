@@ -5,7 +5,7 @@ import type { Envelope } from "../../../src/commands/index.ts";
 import { MeshEvent } from "../../../src/events/index.ts";
 import { composeDeclarations } from "../../../src/compose/declaration.ts";
 import { evolve, lastSent } from "../../../src/projections/index.ts";
-import { sha256 } from "../../../src/push/push.ts";
+import { sha256 } from "../../../src/push/composition.ts";
 import { EXAMPLE_CONFIG, exampleMesh } from "../compose/exampleMesh.ts";
 
 /** R31 decided without a server: the records say what each node was last sent. */

@@ -6,7 +6,7 @@ import { MeshEvent } from "../../../src/events/index.ts";
 import { requiredProvisions } from "../../../src/compose/provisions.ts";
 import { composeDeclarations } from "../../../src/compose/declaration.ts";
 import { evolve, provisionKey, type State } from "../../../src/projections/index.ts";
-import { sha256 } from "../../../src/push/push.ts";
+import { sha256 } from "../../../src/push/composition.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, fakeHash, manifests } from "../compose/exampleMesh.ts";
 
 /**

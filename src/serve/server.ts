@@ -21,19 +21,19 @@ import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, Rec
 import type { SequencedCommit } from "../projections/index.ts";
 import { isNodePublicKey, newFreshSecret, sealToNode } from "../crypto/secrets.ts";
 import type { ComposeConfig } from "../compose/types.ts";
-import { QueryRefused, type CommandDefinition, type Envelope, type FreshSecret, type QueryContext, type Refusal, type Reply, type ReplyTools } from "./envelope.ts";
+import { QueryRefused, type CommandDefinition, type Envelope, type FreshSecret, type QueryContext, type Refusal, type Reply, type ReplyTools } from "../commands/envelope.ts";
 import { appliedSequence, type State } from "../projections/index.ts";
-import { parseRequest, parseRequestBody } from "./validation.ts";
+import { parseRequest, parseRequestBody } from "../commands/validation.ts";
 import { commandRequest } from "../records/reuse.ts";
 import { JetStreamUnavailable } from "../bus/retry.ts";
 import { transientBusConditionOf } from "../bus/errors.ts";
-import { pageOf } from "./paging.ts";
+import { pageOf } from "../commands/paging.ts";
 import { CommandId, PageRequest } from "../contracts/verbs.ts";
 import { versionRefusal } from "../contracts/version.ts";
-import { fitReply } from "./fit.ts";
+import { fitReply } from "../commands/fit.ts";
 import { boundedText, dropsOf, errorLine, total } from "../bus/total.ts";
-import { commands, definitionOf, queries } from "./index.ts";
-import type { SeenVouch } from "./seen.ts";
+import { commands, definitionOf, queries } from "../commands/index.ts";
+import type { SeenVouch } from "../commands/seen.ts";
 import { weighSeen } from "./serverSeen.ts";
 import { DELIVERY_BOUND_MS, deliverReply, encodeReply, stamped } from "./serverReplies.ts";
 

@@ -4,7 +4,7 @@
  */
 import { errors, type NatsConnection } from "@nats-io/transport-node";
 import { VERBS_VERSION } from "../contracts/verbs.ts";
-import type { Reply } from "./envelope.ts";
+import type { Reply } from "../commands/envelope.ts";
 
 /** How long a long verb's reply is sent again while nothing subscribes its subject (deliverReply). */
 export const DELIVERY_BOUND_MS = 60_000;

@@ -9,8 +9,8 @@ import { CATALOGUE_STREAM } from "../names.ts";
 import type { Seen } from "../contracts/verbs.ts";
 import type { Catalogue } from "../records/catalogue.ts";
 import { latchBehind } from "../records/behind.ts";
-import type { Refusal, Reply } from "./envelope.ts";
-import { judgeSeen, seenAhead, takeSeen, withSeen, type SeenVouch } from "./seen.ts";
+import type { Refusal, Reply } from "../commands/envelope.ts";
+import { judgeSeen, seenAhead, takeSeen, withSeen, type SeenVouch } from "../commands/seen.ts";
 
 /**
  * Weighs `asker`'s `seen` (R68): a claim past what `catalogue` accounts for, whose tag verifies,
