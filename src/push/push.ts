@@ -11,6 +11,7 @@ import {
   USER_LIST_PART_BYTES, composeDeclarations, userListPartCount, type Declaration, type DeclarationResult, type ModuleLeftOut, type UserListRef,
 } from "../compose/declaration.ts";
 import { requiredProvisions } from "../compose/provisions.ts";
+import { openOverlaps, type OverlapReports } from "../compose/overlap.ts";
 import type { ComposeConfig, LeftOut, Principal } from "../compose/types.ts";
 import { CONTROLLER_PRINCIPAL, credentialOf, evolve, holdersOf, lastUserListSequence, provisionKey, type State } from "../projections/index.ts";
 import { newFreshSecret, newPassword, openWithMeshKey, passwordMatches, recordsTag, secretMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
@@ -30,7 +31,7 @@ import {
   unappliedCounts, unconfirmedNodes, unknownNamed, userListUndelivered, withModulesLeftOut, type LastReported, type NodeReport, type PlannedSend, type ProvisionName,
   type RoundPlan,
 } from "./plan.ts";
-import { REPORT_READS_AT_ONCE, readLastReported } from "./reports.ts";
+import { REPORT_READS_AT_ONCE, readLastReported, readOverlapReports } from "./reports.ts";
 
 /**
  * Push (DESIGN.md "push", R5, R11, R12, R14, R21, R29..R32): mint what compositions need, compose
@@ -322,8 +323,9 @@ export function newCompositionMemo(): CompositionMemo {
  * objects of its own. So equal inputs, compared by identity, are the same records as far as
  * composition can see. A slice composition starts to read must be added here.
  */
-function compositionInputs(state: State, config: ComposeConfig, digest: (text: string) => string): unknown[] {
-  return [state.mesh, state.nodes, state.modules, state.credentials, state.assignments, state.overlay, state.provisions, config, digest];
+function compositionInputs(state: State, config: ComposeConfig, digest: (text: string) => string, reports?: OverlapReports): unknown[] {
+  // R73: the reports count only through the overlaps they leave open (a string: compared by value).
+  return [state.mesh, state.nodes, state.modules, state.credentials, state.assignments, state.overlay, state.provisions, config, digest, openOverlaps(state, reports).join(" ")];
 }
 
 /**
@@ -332,11 +334,11 @@ function compositionInputs(state: State, config: ComposeConfig, digest: (text: s
  * give that result again. A push that recorded only what it sent (DeclarationSent folds into
  * `sent`) composes nothing the next time. Without a memo, composes.
  */
-export function composeRemembered(memo: CompositionMemo | undefined, state: State, config: ComposeConfig): Composition {
-  const inputs = compositionInputs(state, config, sha256);
+export function composeRemembered(memo: CompositionMemo | undefined, state: State, config: ComposeConfig, reports?: OverlapReports): Composition {
+  const inputs = compositionInputs(state, config, sha256, reports);
   const last = memo?.last;
   if (last && last.inputs.length === inputs.length && last.inputs.every((input, i) => input === inputs[i])) return last.composition;
-  const composition = composeDeclarations(state, config, sha256);
+  const composition = composeDeclarations(state, config, sha256, reports);
   if (memo) memo.last = { inputs, composition };
   return composition;
 }
@@ -928,11 +930,11 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
   if (options.dryRun) {
     const minted = withProvisionsMinted(state, pushId, { commandId: `${pushId}-provisions`, actor, now, secrets: [] });
     report.provisionsMinted = minted.count;
-    const { users, declarations } = composeDeclarations(minted.state, ctx.compose, sha256);
+    const jsm = await jetstreamManager(ctx.nc, { checkAPI: false });
+    const { users, declarations } = composeDeclarations(minted.state, ctx.compose, sha256, await readOverlapReports(jsm, minted.state));
     report.recordsSequence = state.sequence;
     report.leftOut = users.leftOut;
     if (!users.ok) report.userList = users.refusal;
-    const jsm = await jetstreamManager(ctx.nc, { checkAPI: false });
     const plan = planRound(state, declarations, named, 0, await firstRoundReports(ctx, jsm, pushId, state, declarations, named));
     takePlan(plan);
     for (const send of plan.sends) outcomes.set(send.node, { node: send.node, outcome: "sent", digest: send.digest });
@@ -1011,7 +1013,9 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       rotated = (await timed(ctx.timings, "mint", () => adoptControllerCredential(ctx, pushId, actor, now))) || rotated;
       state = await timed(ctx.timings, "catch-up", () => ctx.catalogue.catchUp());
       // 3. Compose every node (R30).
-      const { users, declarations } = await timed(ctx.timings, "compose", () => composeRemembered(ctx.compositionMemo, state, ctx.compose));
+      // R73: the reports that decide which rotated modules' previous keys the list still admits.
+      const overlapReports = await timed(ctx.timings, "reports", () => readOverlapReports(jsm, state));
+      const { users, declarations } = await timed(ctx.timings, "compose", () => composeRemembered(ctx.compositionMemo, state, ctx.compose, overlapReports));
       report.recordsSequence = state.sequence;
       report.leftOut = [...users.leftOut]; // the composition may be remembered for the next push: the report keeps its own list
       if (users.ok) delete report.userList;

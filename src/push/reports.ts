@@ -5,7 +5,8 @@ import type { Reply } from "../commands/envelope.ts";
 import type { ExtraVerb } from "../commands/server.ts";
 import { parseRequest } from "../commands/validation.ts";
 import { REPORTS_STREAM, REPORT_SUBJECTS, nodeOfReportSubject, reportSubject } from "../names.ts";
-import { isEnrolled, type NodesState } from "../projections/index.ts";
+import { isEnrolled, type NodesState, type State } from "../projections/index.ts";
+import { overlapNodes, type OverlapReports } from "../compose/overlap.ts";
 
 /**
  * R55: every node's last report, read from the REPORTS stream (which keeps the last report per
@@ -44,13 +45,20 @@ export async function readLastReports(jsm: JetStreamManager, nodes: readonly str
 export const REPORT_READS_AT_ONCE = 256;
 
 /**
+ * What a push reads of a node's last report: the digest it speaks of and whether it applied it
+ * (R78), and for R73 (compose/overlap.ts) the records sequence of that declaration and the
+ * modules' run states as the report carries them (unchecked here: overlapEnded reads them).
+ */
+export type ReportRead = { digest: string; ok: boolean; recordsSequence?: number; modules?: unknown };
+
+/**
  * R78: the last stored report of each of `nodes` as a push's plan reads it (LastReported), a batch
  * at a time: null when none is stored, or the stored one is not this node's report (does not parse,
  * or its body names another node); a node whose read failed is left out and counted in `failed`
  * (its report then has no say: a bus that cannot answer must not make a push re-send everyone).
  */
-export async function readLastReported(jsm: JetStreamManager, nodes: readonly string[]): Promise<{ reported: Map<string, { digest: string; ok: boolean } | null>; failed: number }> {
-  const reported = new Map<string, { digest: string; ok: boolean } | null>();
+export async function readLastReported(jsm: JetStreamManager, nodes: readonly string[]): Promise<{ reported: Map<string, ReportRead | null>; failed: number }> {
+  const reported = new Map<string, ReportRead | null>();
   let failed = 0;
   for (let i = 0; i < nodes.length; i += REPORT_READS_AT_ONCE) {
     await Promise.all(nodes.slice(i, i + REPORT_READS_AT_ONCE).map(async (node) => {
@@ -61,10 +69,14 @@ export async function readLastReported(jsm: JetStreamManager, nodes: readonly st
         failed += 1;
         return;
       }
-      let report: { digest: string; ok: boolean } | null = null;
+      let report: ReportRead | null = null;
       try {
         const r = stored === null ? null : parseHostReport(stored.json());
-        if (r !== null && r.node === node) report = { digest: r.digest, ok: r.ok };
+        if (r !== null && r.node === node) {
+          report = { digest: r.digest, ok: r.ok };
+          if (r.recordsSequence !== undefined) report.recordsSequence = r.recordsSequence;
+          if ((r as { modules?: unknown }).modules !== undefined) report.modules = (r as { modules?: unknown }).modules;
+        }
       } catch {
         // not a report: none
       }
@@ -72,6 +84,15 @@ export async function readLastReported(jsm: JetStreamManager, nodes: readonly st
     }));
   }
   return { reported, failed };
+}
+
+/**
+ * R73: the last report of every node that decides a rotated module's overlap (compose/overlap.ts
+ * overlapNodes), for composition: a node whose read failed is left out (its overlaps hold).
+ */
+export async function readOverlapReports(jsm: JetStreamManager, state: State): Promise<OverlapReports> {
+  const nodes = overlapNodes(state);
+  return nodes.length === 0 ? new Map() : (await readLastReported(jsm, nodes)).reported;
 }
 
 /** Every node with a stored report, sorted by name. */
