@@ -7,6 +7,7 @@
  */
 import { credentialEntries, nodesOfModule, type CredentialRecord, type State } from "../projections/index.ts";
 import { principalKey } from "../names.ts";
+import type { BusUsers, Principal } from "./types.ts";
 
 /**
  * One module's run state as a node reports it (R72): its state (`running`, `starting`, `exited`,
@@ -119,4 +120,13 @@ export function openOverlaps(state: State, reports: OverlapReports | undefined):
     if (credential.previous !== undefined && previousAdmitted(state, credential, reports)) open.push(principalKey(credential.principal.kind, credential.principal.name));
   }
   return open.sort();
+}
+
+/** R73: a principal whose previous key a composed list admits, until these nodes report the new one. */
+export type OpenOverlap = { principal: Principal; until: string[] };
+
+/** R73: the overlaps a composed user list holds open (its previous-key users), in list order. Pure. */
+export function overlapsOfList(list: BusUsers): OpenOverlap[] {
+  if (!list.ok) return [];
+  return list.users.flatMap((u) => (u.overlap === undefined ? [] : [{ principal: { kind: u.principal.kind, name: u.principal.name }, until: [...u.overlap.until] }]));
 }

@@ -544,6 +544,8 @@ export const PushReply = z
     leftOut: z.array(z.object({ principal: Principal, reason: z.string() }).strict()),
     userList: Refusal.optional(),
     freshCredentials: z.array(Principal),
+    /** R73: principals whose previous key this push's list still admits, until these nodes report the new one. */
+    overlaps: z.array(z.object({ principal: Principal, until: z.array(z.string()) }).strict()).optional(),
     /** Provisions whose rotated secret this push is the first to carry to a node receiving or granting them (R44, R48). */
     freshProvisions: z.array(ProvisionName),
     /** Provisions minted before composing (R31); in a dry run, the ones the push would mint. */

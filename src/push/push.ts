@@ -11,7 +11,7 @@ import {
   USER_LIST_PART_BYTES, composeDeclarations, userListPartCount, type Declaration, type DeclarationResult, type ModuleLeftOut, type UserListRef,
 } from "../compose/declaration.ts";
 import { requiredProvisions } from "../compose/provisions.ts";
-import { openOverlaps, type OverlapReports } from "../compose/overlap.ts";
+import { openOverlaps, overlapsOfList, type OpenOverlap, type OverlapReports } from "../compose/overlap.ts";
 import type { ComposeConfig, LeftOut, Principal } from "../compose/types.ts";
 import { CONTROLLER_PRINCIPAL, credentialOf, evolve, holdersOf, lastUserListSequence, provisionKey, type State } from "../projections/index.ts";
 import { newFreshSecret, newPassword, openWithMeshKey, passwordMatches, recordsTag, secretMatches, sealToNode, sealWithMeshKey } from "../crypto/secrets.ts";
@@ -159,6 +159,11 @@ export type PushReport = {
    * refuses their old keys once it is installed (R48, R50). Sorted by kind, then name.
    */
   freshCredentials: Principal[];
+  /**
+   * R73: principals (rotated modules) whose previous key this push's user list still admits beside
+   * the new one, each with the nodes whose report of the new one ends that: the push after it drops it.
+   */
+  overlaps?: OpenOverlap[];
   /**
    * Provisions whose secret was rotated (a node removal, an accepted restore: R48, R44) and that
    * this push's declarations are the first to carry to a node receiving or granting them
@@ -934,6 +939,8 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
     const { users, declarations } = composeDeclarations(minted.state, ctx.compose, sha256, await readOverlapReports(jsm, minted.state));
     report.recordsSequence = state.sequence;
     report.leftOut = users.leftOut;
+    const overlaps = overlapsOfList(users);
+    if (overlaps.length > 0) report.overlaps = overlaps;
     if (!users.ok) report.userList = users.refusal;
     const plan = planRound(state, declarations, named, 0, await firstRoundReports(ctx, jsm, pushId, state, declarations, named));
     takePlan(plan);
@@ -1020,6 +1027,9 @@ export async function push(ctx: PushContext, options: PushOptions = {}): Promise
       report.leftOut = [...users.leftOut]; // the composition may be remembered for the next push: the report keeps its own list
       if (users.ok) delete report.userList;
       else report.userList = users.refusal;
+      const overlaps = overlapsOfList(users);
+      if (overlaps.length > 0) report.overlaps = overlaps;
+      else delete report.overlaps;
       // 4. Send the named and the behind (R29, R31), broker holders last (planRound); a broker
       // holder's list in parts first. The race left: a node offline during the push, or one slower
       // to apply than the holder's reload, is refused with its old key; its agent then presents

@@ -79,9 +79,11 @@ describe("R73: rotation without a gap", () => {
   };
   const mesh = (...argv: string[]): Promise<CliRun> =>
     runMesh(argv, { MESH_CREDENTIAL: result.paths.operatorCredential, MESH_TIMEOUT_MS: "20000" });
-  const pushWait = async (): Promise<void> => {
+  /** `mesh push --wait`: what its report says of the overlaps it kept open (R73). */
+  const pushWait = async (): Promise<unknown> => {
     const pushed = await mesh("push", "--wait", "--json");
     assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
+    return (JSON.parse(pushed.out) as { overlaps?: unknown }).overlaps;
   };
 
   before(async () => {
@@ -111,7 +113,7 @@ describe("R73: rotation without a gap", () => {
       await emits(running.nc);
 
       await ask("credential.rotate", { kind: "module", name: MODULE });
-      await pushWait();
+      assert.deepEqual(await pushWait(), [{ principal: { kind: "module", name: MODULE }, until: [NODE] }], "the push says the old key stays until alpha reports");
       await waitFor(() => secretOf(readBusCredential(file)) !== secretOf(old), { timeoutMs: 10_000, name: "the module's new credential on disk" });
       // Dialed at the genesis address: the rotation points the credential at the broker's overlay name (R7), which resolves nowhere here.
       const fresh = { ...readBusCredential(file), address: old.address };
@@ -124,7 +126,7 @@ describe("R73: rotation without a gap", () => {
       assert.equal(await admitted(old), true, "R73: a reconnect with the old seed is still admitted: the node has not been pushed since it reported");
 
       // The node reported the new env applied (push --wait saw it): the next push drops the old key.
-      await pushWait();
+      assert.equal(await pushWait(), undefined, "no overlap is left open");
       assert.equal(await admitted(old), false, "the old seed is refused once the node reported the new one and a push followed");
       assert.equal(await admitted(fresh), true, "the new seed still is admitted");
     } finally {

@@ -1,7 +1,8 @@
 import { describe, it } from "node:test";
 import { createHash } from "node:crypto";
 import assert from "node:assert/strict";
-import { composeBusUsers, composeDeclarations, openOverlaps, overlapEnded, overlapNodes, renderUserList, type OverlapReport } from "../../../src/compose/index.ts";
+import { composeBusUsers, composeDeclarations, openOverlaps, overlapEnded, overlapNodes, overlapsOfList, renderUserList, type OverlapReport } from "../../../src/compose/index.ts";
+import { composeRemembered, newCompositionMemo } from "../../../src/push/push.ts";
 import { credentialOf } from "../../../src/projections/index.ts";
 import { busUser } from "../../../src/names.ts";
 import { BOOTSTRAP_NKEY } from "../../../src/genesis.ts";
@@ -163,5 +164,19 @@ describe("R73: the composed user list before, during and after the overlap", () 
     const list = composeBusUsers(b.state(), EXAMPLE_CONFIG);
     assert.ok(list.ok);
     assert.deepEqual(list.users.filter((u) => u.user === SHOWCASE).map((u) => u.nkey), [NEW_KEY]);
+  });
+});
+
+describe("R73: a push's composition and report of the overlap", () => {
+  it("R73: the push's remembered composition follows the reports: the same overlaps reuse it, an ended one composes again", () => {
+    const b = mesh().commit("module", "showcase", rotation("showcase", NEW_KEY));
+    const state = b.state();
+    const memo = newCompositionMemo();
+    const during = composeRemembered(memo, state, EXAMPLE_CONFIG, new Map([["gamma", null]]));
+    assert.equal(composeRemembered(memo, state, EXAMPLE_CONFIG, new Map([["gamma", { ok: true, recordsSequence: state.sequence - 1 }]])), during, "another report, the same overlaps: remembered");
+    const after = composeRemembered(memo, state, EXAMPLE_CONFIG, new Map([["gamma", { ok: true, recordsSequence: state.sequence }]]));
+    assert.notEqual(after, during);
+    assert.deepEqual(overlapsOfList(during.users), [{ principal: { kind: "module", name: "showcase" }, until: ["gamma"] }]);
+    assert.deepEqual(overlapsOfList(after.users), []);
   });
 });
