@@ -3,6 +3,8 @@ import { createHash } from "node:crypto";
 import assert from "node:assert/strict";
 import { composeBusUsers, composeDeclarations, openOverlaps, overlapEnded, overlapNodes, overlapsOfList, renderUserList, type OverlapReport } from "../../../src/compose/index.ts";
 import { composeRemembered, newCompositionMemo } from "../../../src/push/push.ts";
+import { credentialNote } from "../../../src/compose/index.ts";
+import { renderGrants } from "../../../src/cli/explain.ts";
 import { credentialOf } from "../../../src/projections/index.ts";
 import { busUser } from "../../../src/names.ts";
 import { BOOTSTRAP_NKEY } from "../../../src/genesis.ts";
@@ -178,5 +180,18 @@ describe("R73: a push's composition and report of the overlap", () => {
     assert.notEqual(after, during);
     assert.deepEqual(overlapsOfList(during.users), [{ principal: { kind: "module", name: "showcase" }, until: ["gamma"] }]);
     assert.deepEqual(overlapsOfList(after.users), []);
+  });
+});
+
+describe("R73: explain shows the overlap", () => {
+  it("R73: a rotated module's explain names the nodes whose report ends its old key's admission; before the rotation it names none", () => {
+    const b = mesh();
+    const principal = { kind: "module" as const, name: "showcase" };
+    assert.equal(credentialNote(b.state(), principal).previousKeyUntil, undefined);
+    b.commit("module", "showcase", rotation("showcase", NEW_KEY));
+    const note = credentialNote(b.state(), principal);
+    assert.deepEqual(note.previousKeyUntil, ["gamma"]);
+    const lines = renderGrants({ principal, user: SHOWCASE, grants: [], responder: false, onTheBus: true, ...note });
+    assert.ok(lines.some((l) => /the key it replaced keeps these grants until gamma reports the new one applied; the push after that drops it \(R73/.test(l)), lines.join("\n"));
   });
 });
