@@ -5,6 +5,8 @@ import { composeBusUsers, composeDeclarations, openOverlaps, overlapEnded, overl
 import { composeRemembered, newCompositionMemo } from "../../../src/push/push.ts";
 import { credentialNote } from "../../../src/compose/index.ts";
 import { renderGrants } from "../../../src/cli/explain.ts";
+import { readOverlapReports } from "../../../src/push/reports.ts";
+import { fakeReports } from "../../support/fakeReports.ts";
 import { credentialOf } from "../../../src/projections/index.ts";
 import { busUser } from "../../../src/names.ts";
 import { BOOTSTRAP_NKEY } from "../../../src/genesis.ts";
@@ -193,5 +195,23 @@ describe("R73: explain shows the overlap", () => {
     assert.deepEqual(note.previousKeyUntil, ["gamma"]);
     const lines = renderGrants({ principal, user: SHOWCASE, grants: [], responder: false, onTheBus: true, ...note });
     assert.ok(lines.some((l) => /the key it replaced keeps these grants until gamma reports the new one applied; the push after that drops it \(R73/.test(l)), lines.join("\n"));
+  });
+});
+
+describe("R73: the reports a push reads for the overlap", () => {
+  it("R73: it reads the last report of each node of a rotated module alone, with the records sequence and run states overlapEnded reads", async () => {
+    const b = mesh();
+    const stored = {
+      gamma: { v: 1, node: "gamma", digest: "d1", ok: true, recordsSequence: 40, modules: { showcase: { state: "running", publicKey: NEW_KEY } } },
+      alpha: { v: 1, node: "alpha", digest: "d2", ok: true, recordsSequence: 41 },
+    };
+    assert.equal((await readOverlapReports(fakeReports(stored), b.state())).size, 0, "no rotation: nothing to read");
+    b.commit("module", "showcase", rotation("showcase", NEW_KEY));
+    const read = await readOverlapReports(fakeReports(stored), b.state());
+    assert.deepEqual([...read.keys()], ["gamma"]);
+    assert.deepEqual(read.get("gamma"), { digest: "d1", ok: true, recordsSequence: 40, modules: { showcase: { state: "running", publicKey: NEW_KEY } } });
+    assert.equal(overlapEnded(read.get("gamma"), "showcase", { rotatedAt: b.state().sequence, nkey: NEW_KEY }), true);
+    const forged = await readOverlapReports(fakeReports({ gamma: { ...stored.gamma, node: "alpha" } }), b.state());
+    assert.equal(forged.get("gamma"), null, "a body naming another node is no report of gamma's");
   });
 });
