@@ -59,10 +59,16 @@ export function renderExplain(reply: Row, view: View = {}): string[] {
  * What an explain reply says of the credential it speaks of (`credentialSince`): that the key it
  * replaced is refused once the broker's holder applies a list carrying it; or, while that key waits for a push (`keyUnsent`,
  * R50), that it is the records' key, which the next push installs on the bus, the replaced one
- * admitted until then: the bus does not know it yet.
+ * admitted until then: the bus does not know it yet; for a rotated module (`previousKeyUntil`,
+ * R73), that the replaced key keeps its grants until the nodes named report the new one.
  */
 function credentialLines(reply: Row): string[] {
   if (typeof reply.credentialSince !== "string") return [];
+  const until = Array.isArray(reply.previousKeyUntil) ? reply.previousKeyUntil.map(String) : [];
+  if (until.length > 0) {
+    // R73: a module's rotation keeps its old key admitted, with these grants, until its nodes report the new one.
+    return [`with its credential of ${reply.credentialSince}: the key it replaced keeps these grants until ${until.join(", ")} report${until.length === 1 ? "s" : ""} the new one applied; the push after that drops it (R73; \`mesh push\` names the old keys it still admits)`];
+  }
   if (reply.keyUnsent === true) {
     return [`with its credential of ${reply.credentialSince}: the records' key, on no user list sent yet; the next push installs it on the bus, and until the broker's holder applies that list the bus admits the key it replaced (R50)`];
   }

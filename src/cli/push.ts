@@ -97,7 +97,13 @@ export function renderPush(report: PushShown, view: View = {}): string[] {
   for (const left of report.leftOut) lines.push(`left out of the user list: ${left.principal.kind} ${left.principal.name}: ${left.reason}`);
   if (report.userList) lines.push(`user list refused (${report.userList.code}): ${report.userList.message}`);
   if (report.provisionsMinted > 0) lines.push(report.dryRun ? `would mint ${report.provisionsMinted} provision(s) first (R31)` : `minted ${report.provisionsMinted} provision(s)`);
-  const fresh = (report.freshCredentials ?? []).map((p) => `${p.kind} ${p.name}`).join(", ");
+  // R73: a rotated module's old key stays admitted until its nodes report the new one: no line claims it refused.
+  const overlaps = report.overlaps ?? [];
+  const overlapping = new Set(overlaps.map((o) => `${o.principal.kind} ${o.principal.name}`));
+  for (const o of overlaps) {
+    lines.push(`previous key of ${o.principal.kind} ${o.principal.name} still admitted beside the new one (R73) until ${o.until.join(", ")} report${o.until.length === 1 ? "s" : ""} the new one applied; the push after that drops it`);
+  }
+  const fresh = (report.freshCredentials ?? []).map((p) => `${p.kind} ${p.name}`).filter((p) => !overlapping.has(p)).join(", ");
   // The old keys are refused only once the broker's holder applied a list carrying the new ones
   // (R44, R50), on every server of a cluster (R60): what is said follows this push's own outcomes.
   const missed = (report.servers ?? []).filter((s) => !s.ok).map((s) => s.server);

@@ -18,7 +18,9 @@ import { NO_MESH_MESSAGE, addressFor, nkeyInUse, refuseRetiredKey, secretAt } fr
  * CredentialRotated with the node's new `nkey` and no sealed secret, or fresh secret #1 (key and
  * mesh-sealed seed) for the other kinds, and the address `addressFor` gives now (R7), about
  * `node/<name>` or `module/<name>` for those kinds, else `<kind>/<name>`. The old public key is on
- * no list composed from then on (R50: the next push installs the list without it).
+ * no list composed from then on (R50: the next push installs the list without it), but for a
+ * module's: its rotation carries `overlap` (R73), so its old key stays admitted until its nodes
+ * report the new one (compose/overlap.ts).
  */
 export function decide(state: State, command: CredentialRotateRequest, envelope: Envelope): Decision {
   if (!state.mesh) return refuse("no-mesh", NO_MESH_MESSAGE);
@@ -60,6 +62,8 @@ export function decide(state: State, command: CredentialRotateRequest, envelope:
         user: busUser(command.kind, command.name),
         ...fresh,
         address: addressFor(state, principal),
+        // R73: a running module keeps its old key until its node reports the new one.
+        ...(command.kind === "module" ? { overlap: true as const } : {}),
       },
     ],
   };

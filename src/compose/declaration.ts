@@ -11,6 +11,7 @@ import { moduleEnvironment } from "./environment.ts";
 import { sortStrings } from "./sorting.ts";
 import { composeBusUsers, renderUserList } from "./userList.ts";
 import type { BusUsers, ComposeConfig, Principal, Refusal } from "./types.ts";
+import type { OverlapReports } from "./overlap.ts";
 
 /**
  * The declaration and its parts are the contract between the controller and the host
@@ -106,8 +107,11 @@ type ModuleComposed =
   | { kind: "unregistered" }
   | { kind: "refused"; code: string; message: string };
 
-/** Builds the shared indexes of one composition (see Prepared). O(records). */
-export function prepareComposition(state: State, config: ComposeConfig): Prepared {
+/**
+ * Builds the shared indexes of one composition (see Prepared). O(records). `reports`: the last
+ * reports that decide which rotated modules' previous keys the user list still admits (R73).
+ */
+export function prepareComposition(state: State, config: ComposeConfig, reports?: OverlapReports): Prepared {
   const modulesByNode = new Map<string, string[]>();
   const usersOfSeat = new Map<string, string[]>();
   const moduleEntries = new Map<string, Map<string, ModuleComposed>>();
@@ -133,7 +137,7 @@ export function prepareComposition(state: State, config: ComposeConfig): Prepare
   for (const list of usersOfSeat.values()) sortStrings(list);
   let users: BusUsers | undefined;
   let text: string | null | undefined;
-  const busUsers = (): BusUsers => (users ??= composeBusUsers(state, config));
+  const busUsers = (): BusUsers => (users ??= composeBusUsers(state, config, reports));
   const userListText = (): string | null => {
     if (text === undefined) {
       const list = busUsers();
@@ -309,14 +313,17 @@ function composeModule(state: State, module: string, address: string, fingerprin
 
 /**
  * Composes the user list and every enrolled node's declaration in one pass (sorted by node),
- * sharing the indexes: linear in the records. Pure; the shell sends the results.
+ * sharing the indexes: linear in the records. `reports` (R73): each node's last report that
+ * decides an overlap (compose/overlap.ts; without them every overlap holds). Pure; the shell
+ * sends the results.
  */
 export function composeDeclarations(
   state: State,
   config: ComposeConfig,
   digest: Digest,
+  reports?: OverlapReports,
 ): { users: BusUsers; declarations: DeclarationResult[] } {
-  const prepared = prepareComposition(state, config);
+  const prepared = prepareComposition(state, config, reports);
   const declarations = nodeNames(state.nodes).map((node) => composeDeclaration(state, node, config, digest, prepared));
   return { users: prepared.busUsers(), declarations };
 }

@@ -1,5 +1,6 @@
 import type { State } from "../projections/index.ts";
 import { credentialOf, lastUserListSequence } from "../projections/index.ts";
+import { overlapNodesOf } from "./overlap.ts";
 import { grantsOf } from "./permissions.ts";
 import { covers } from "./subjects.ts";
 import type { ComposeConfig, Direction, Grant, Principal } from "./types.ts";
@@ -25,6 +26,8 @@ export type Explanation = {
   credentialSince?: string;
   /** Present when that credential's key is on no user list sent yet (credentialNote). */
   keyUnsent?: true;
+  /** R73: the nodes whose report of the new key ends the admission of the key it replaced (credentialNote). */
+  previousKeyUntil?: string[];
 };
 
 /**
@@ -33,13 +36,16 @@ export type Explanation = {
  * records the user list last sent to the broker's holders was composed from (its `rotatedAt` past
  * lastUserListSequence): the key in the records is not on the bus yet, the next push installs it,
  * and until that list is applied the bus admits the key it replaced (R50). A rotation can be
- * told from the records; whether the list sent was applied is the holder's report, not theirs. Pure.
+ * told from the records; whether the list sent was applied is the holder's report, not theirs.
+ * `previousKeyUntil` (R73): a rotated module's nodes, whose report of the new key ends the
+ * admission of the one it replaced (whether they reported is theirs to say, not the records'). Pure.
  */
-export function credentialNote(state: State, principal: Principal): { credentialSince?: string; keyUnsent?: true } {
+export function credentialNote(state: State, principal: Principal): { credentialSince?: string; keyUnsent?: true; previousKeyUntil?: string[] } {
   const credential = credentialOf(state.credentials, principal);
   if (credential === undefined) return {};
   const unsent = credential.rotatedAt !== undefined && credential.rotatedAt > lastUserListSequence(state);
-  return { credentialSince: credential.mintedAt, ...(unsent ? { keyUnsent: true } : {}) };
+  const until = overlapNodesOf(state, credential);
+  return { credentialSince: credential.mintedAt, ...(unsent ? { keyUnsent: true } : {}), ...(until.length > 0 ? { previousKeyUntil: [...until] } : {}) };
 }
 
 /**

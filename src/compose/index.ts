@@ -14,4 +14,7 @@ export {
   type EmitEntry, type FollowEntry, type ToolEntry,
 } from "./environment.ts";
 export { covers } from "./subjects.ts";
+export {
+  overlapEnded, overlapNodes, openOverlaps, overlapsOfList, previousAdmitted, type ModuleRun, type OpenOverlap, type OverlapReport, type OverlapReports,
+} from "./overlap.ts";
 export { canonicalJson, type Digest } from "./digest.ts";

@@ -35,7 +35,17 @@ export type Permissions = {
  * records, its name (`user`, kept readable beside the key) and its permissions. No secret and no
  * hash: the bus checks a signature of its nonce against the key.
  */
-export type BusUser = { user: string; nkey: string; permissions: Permissions; principal: Principal };
+export type BusUser = {
+  user: string;
+  nkey: string;
+  permissions: Permissions;
+  principal: Principal;
+  /**
+   * R73: present on a principal's previous key, admitted beside its current one until `until` (its
+   * module's nodes) report the new one; `rotatedAt` is the rotation's records sequence.
+   */
+  overlap?: { rotatedAt: number; until: readonly string[] };
+};
 
 /** A principal left out of the user list, and why (R12: named in the push's report). */
 export type LeftOut = { principal: Principal; reason: string };

@@ -2,6 +2,7 @@ import { credentialEntries, credentialOf, everyModule, isEnrolled, moduleOf, nod
 import { ALL_SUBJECTS, CONTROLLER_NAME, principalKey } from "../names.ts";
 import { BOOTSTRAP_NKEY } from "../genesis.ts";
 import { permissionsOf } from "./permissions.ts";
+import { overlapNodesOf, previousAdmitted, type OverlapReports } from "./overlap.ts";
 import type { BusUser, BusUsers, ComposeConfig, LeftOut, Permissions, Principal } from "./types.ts";
 
 /**
@@ -16,10 +17,13 @@ import type { BusUser, BusUsers, ComposeConfig, LeftOut, Permissions, Principal 
  * module without one, an assigned module never issued. A second credential with a user already
  * taken is left out too (nats-server refuses duplicate users). A list with no users is refused
  * with code `user-list-empty`: that bus would refuse every connection of the mesh (R12).
+ * R73: a module credential's previous key is listed too, as a second user of the same name and
+ * permissions just before the current one, while its overlap holds by `reports` (each deciding
+ * node's last report, compose/overlap.ts previousAdmitted; without them every overlap holds).
  * Users are sorted by user name; O(principals log principals), with no map or set of every
  * principal (composing 50,000 users spent more in them than in anything else of the list's own).
  */
-export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
+export function composeBusUsers(state: State, config: ComposeConfig, reports?: OverlapReports): BusUsers {
   const leftOut: LeftOut[] = [];
   const credentials: CredentialRecord[] = [];
   // Counted to find who lacks a credential without looking every principal up (below).
@@ -59,12 +63,13 @@ export function composeBusUsers(state: State, config: ComposeConfig): BusUsers {
       continue;
     }
     owner = credential;
-    users.push({
-      user: credential.user,
-      nkey: credential.nkey,
-      permissions: permissionsOf(state, credential.principal, config, credential.user),
-      principal: credential.principal,
-    });
+    const permissions = permissionsOf(state, credential.principal, config, credential.user);
+    const previous = credential.previous;
+    if (previous !== undefined && previous.nkey !== BOOTSTRAP_NKEY && previousAdmitted(state, credential, reports)) {
+      const until = overlapNodesOf(state, credential);
+      users.push({ user: credential.user, nkey: previous.nkey, permissions, principal: credential.principal, overlap: { rotatedAt: previous.rotatedAt, until } });
+    }
+    users.push({ user: credential.user, nkey: credential.nkey, permissions, principal: credential.principal });
   }
   // Each principal is looked up only when the counts say some lack a credential.
   if (!controllerWith) {
@@ -192,6 +197,12 @@ function putPermissions(line: Line, permissions: Permissions): void {
   put(line, permissions.allow_responses ? ", allow_responses: true}}  # " : "}}  # ");
 }
 
+/** R73: the comment line before a previous key's line: whose it is and which nodes' reports end it. */
+function overlapComment(user: string, until: readonly string[]): string {
+  const safe = (name: string) => (COMMENT_SAFE.test(name) ? name : name.replace(/[^A-Za-z0-9_.-]/g, "?"));
+  return `    # R73: the previous key of ${safe(user)}, admitted until ${until.map(safe).join(", ")} report(s) the new one`;
+}
+
 /** The start of the user list's line naming the bus certificate's hosts (R71). */
 const BUS_NAMES_PREFIX = "# bus certificate names (R71): ";
 
@@ -231,6 +242,7 @@ export function renderUserList(list: { users: readonly BusUser[]; busNames?: rea
   ];
   const line: Line = { pieces: [], n: 0, used: 0 };
   for (const u of users) {
+    if (u.overlap !== undefined) lines.push(overlapComment(u.user, u.overlap.until));
     if (PLAIN.test(u.nkey)) {
       put(line, '    {nkey: "');
       put(line, u.nkey);

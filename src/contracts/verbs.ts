@@ -447,6 +447,11 @@ const assumed = z.string().optional();
  */
 const keyUnsent = z.literal(true).optional();
 /**
+ * R73: present when the principal (a rotated module) keeps the key its credential replaced: the
+ * nodes whose report of the new one ends its admission (the push after that report drops it).
+ */
+const previousKeyUntil = z.array(z.string()).optional();
+/**
  * With direction and subject: whether it is allowed, the grants that allow it (`because`), or why
  * nothing does (`reason`); `onTheBus` false when the principal has no credential (R12).
  */
@@ -462,6 +467,7 @@ export const ExplainSubjectAnswer = z
     onTheBus: z.boolean(),
     credentialSince: z.string().optional(),
     keyUnsent,
+    previousKeyUntil,
     assumed,
   })
   .strict();
@@ -476,6 +482,7 @@ export const GrantsAnswer = z
     onTheBus: z.boolean(),
     credentialSince: z.string().optional(),
     keyUnsent,
+    previousKeyUntil,
     assumed,
   })
   .strict();
@@ -544,6 +551,8 @@ export const PushReply = z
     leftOut: z.array(z.object({ principal: Principal, reason: z.string() }).strict()),
     userList: Refusal.optional(),
     freshCredentials: z.array(Principal),
+    /** R73: principals whose previous key this push's list still admits, until these nodes report the new one. */
+    overlaps: z.array(z.object({ principal: Principal, until: z.array(z.string()) }).strict()).optional(),
     /** Provisions whose rotated secret this push is the first to carry to a node receiving or granting them (R44, R48). */
     freshProvisions: z.array(ProvisionName),
     /** Provisions minted before composing (R31); in a dry run, the ones the push would mint. */

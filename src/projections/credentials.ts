@@ -32,7 +32,16 @@ export type CredentialRecord = {
    * (R48). A new credential starts with none.
    */
   deliveredTo?: string[];
+  /**
+   * R73: the key this credential replaced, kept by a rotation with `overlap` (a module's): the
+   * user list admits it beside `nkey` until the module's nodes report the new one (compose/overlap.ts).
+   * `rotatedAt` is the records sequence of that rotation. Only the key just replaced: a rotation
+   * drops the one before it, so a key whose overlap has ended is never admitted again (R66).
+   */
+  previous?: PreviousKey;
 };
+/** R73: a credential's replaced key and the records sequence of the rotation that replaced it. */
+export type PreviousKey = { nkey: string; rotatedAt: number };
 /**
  * Current credentials by principal key (`<kind>:<name>`), a bucketed map (buckets.ts): read it
  * with credentialOf, credentialAt and everyCredential.
@@ -83,14 +92,16 @@ function noteDelivery(byNode: Map<string, Set<string>>, node: string, key: strin
  * Fold of minting, rotation and revocation: the credentials after `event` (`owned`: see buckets.ts
  * setIn; records are replaced, never changed). A removed node's credential goes with it.
  * `sequence` is the records sequence of the commit the event is in (kept as `rotatedAt` by a
- * rotation). A module unassigned from a node leaves that node in its credential's `deliveredTo`
+ * rotation; a rotation with `overlap` keeps the key it replaced as `previous`, R73). A module unassigned from a node leaves that node in its credential's `deliveredTo`
  * (R48). `index` (the fold's, DeliveryIndex) only makes a NodeRemoved cheaper: the result is the same.
  */
 export function evolveCredentials(credentials: CredentialsState, event: MeshEvent, owned: Owned, sequence: number, index: DeliveryIndex): CredentialsState {
   switch (event.type) {
     case "CredentialMinted":
-    case "CredentialRotated":
-      return setIn(credentials, principalKey(event.principal.kind, event.principal.name), {
+    case "CredentialRotated": {
+      const key = principalKey(event.principal.kind, event.principal.name);
+      const replaced = event.type === "CredentialRotated" && event.overlap === true ? getIn(credentials, key)?.nkey : undefined;
+      return setIn(credentials, key, {
         principal: event.principal,
         user: event.user,
         ...(event.nkey !== undefined ? { nkey: event.nkey } : {}),
@@ -99,7 +110,9 @@ export function evolveCredentials(credentials: CredentialsState, event: MeshEven
         address: event.address,
         mintedAt: event.at,
         ...(event.type === "CredentialRotated" ? { rotatedAt: sequence } : {}),
+        ...(replaced !== undefined && replaced !== event.nkey ? { previous: { nkey: replaced, rotatedAt: sequence } } : {}),
       }, owned);
+    }
     case "ModuleUnassigned": {
       const principal = principalOfModule(event.module);
       const key = principalKey(principal.kind, principal.name);

@@ -1,5 +1,6 @@
 import { createHash, hash } from "node:crypto";
 import { composeDeclarations, type Declaration } from "../compose/declaration.ts";
+import { openOverlaps, type OverlapReports } from "../compose/overlap.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 import type { State } from "../projections/index.ts";
 
@@ -69,8 +70,9 @@ export function newCompositionMemo(): CompositionMemo {
  * objects of its own. So equal inputs, compared by identity, are the same records as far as
  * composition can see. A slice composition starts to read must be added here.
  */
-function compositionInputs(state: State, config: ComposeConfig, digest: (text: string) => string): unknown[] {
-  return [state.mesh, state.nodes, state.modules, state.credentials, state.assignments, state.overlay, state.provisions, config, digest];
+function compositionInputs(state: State, config: ComposeConfig, digest: (text: string) => string, reports?: OverlapReports): unknown[] {
+  // R73: the reports count only through the overlaps they leave open (a string: compared by value).
+  return [state.mesh, state.nodes, state.modules, state.credentials, state.assignments, state.overlay, state.provisions, config, digest, openOverlaps(state, reports).join(" ")];
 }
 
 /**
@@ -79,11 +81,11 @@ function compositionInputs(state: State, config: ComposeConfig, digest: (text: s
  * give that result again. A push that recorded only what it sent (DeclarationSent folds into
  * `sent`) composes nothing the next time. Without a memo, composes.
  */
-export function composeRemembered(memo: CompositionMemo | undefined, state: State, config: ComposeConfig): Composition {
-  const inputs = compositionInputs(state, config, sha256);
+export function composeRemembered(memo: CompositionMemo | undefined, state: State, config: ComposeConfig, reports?: OverlapReports): Composition {
+  const inputs = compositionInputs(state, config, sha256, reports);
   const last = memo?.last;
   if (last && last.inputs.length === inputs.length && last.inputs.every((input, i) => input === inputs[i])) return last.composition;
-  const composition = composeDeclarations(state, config, sha256);
+  const composition = composeDeclarations(state, config, sha256, reports);
   if (memo) memo.last = { inputs, composition };
   return composition;
 }

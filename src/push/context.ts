@@ -1,3 +1,4 @@
+import type { OpenOverlap } from "../compose/overlap.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Catalogue } from "../records/catalogue.ts";
@@ -110,6 +111,11 @@ export type PushReport = {
    * refuses their old keys once it is installed (R48, R50). Sorted by kind, then name.
    */
   freshCredentials: Principal[];
+  /**
+   * R73: principals (rotated modules) whose previous key this push's user list still admits beside
+   * the new one, each with the nodes whose report of the new one ends that: the push after it drops it.
+   */
+  overlaps?: OpenOverlap[];
   /**
    * Provisions whose secret was rotated (a node removal, an accepted restore: R48, R44) and that
    * this push's declarations are the first to carry to a node receiving or granting them

@@ -10,7 +10,8 @@ import {
   unappliedCounts, unconfirmedNodes, unknownNamed, userListUndelivered, withModulesLeftOut, type LastReported, type NodeReport, type PlannedSend,
   type RoundPlan,
 } from "./plan.ts";
-import { readLastReported } from "./reports.ts";
+import { readLastReported, readOverlapReports } from "./reports.ts";
+import { overlapsOfList } from "../compose/overlap.ts";
 import { DEFAULT_WAIT_MS, SYSTEM_CLOCK, type PushContext, type PushOptions, type PushReport, type ServerListLine } from "./context.ts";
 import { composeRemembered, redactDeclaration, sha256 } from "./composition.ts";
 import { publishAll, sealForNode, userListParts, type Send, type UserListParts } from "./publish.ts";
@@ -175,11 +176,13 @@ async function dryRun(run: Run): Promise<PushReport> {
   const { ctx, report, pushId, found: state } = run;
   const minted = withProvisionsMinted(state, pushId, { commandId: `${pushId}-provisions`, actor: run.actor, now: run.now, secrets: [] });
   report.provisionsMinted = minted.count;
-  const { users, declarations } = composeDeclarations(minted.state, ctx.compose, sha256);
+  const jsm = await jetstreamManager(ctx.nc, { checkAPI: false });
+  const { users, declarations } = composeDeclarations(minted.state, ctx.compose, sha256, await readOverlapReports(jsm, minted.state));
   report.recordsSequence = state.sequence;
   report.leftOut = users.leftOut;
+  const overlaps = overlapsOfList(users);
+  if (overlaps.length > 0) report.overlaps = overlaps;
   if (!users.ok) report.userList = users.refusal;
-  const jsm = await jetstreamManager(ctx.nc, { checkAPI: false });
   const plan = planRound(state, declarations, run.named, 0, await firstRoundReports(ctx, jsm, pushId, state, declarations, run.named));
   takePlan(run, plan);
   for (const send of plan.sends) run.outcomes.set(send.node, { node: send.node, outcome: "sent", digest: send.digest });
@@ -281,11 +284,16 @@ async function raiseAndMint(run: Run, live: Live, state: State): Promise<void> {
  */
 async function composeRound(run: Run, live: Live, round: number, state: State): Promise<RoundPlan> {
   const { ctx, report } = run;
-  const { users, declarations } = await timed(ctx.timings, "compose", () => composeRemembered(ctx.compositionMemo, state, ctx.compose));
+  // R73: the reports that decide which rotated modules' previous keys the list still admits.
+  const overlapReports = await timed(ctx.timings, "reports", () => readOverlapReports(live.jsm, state));
+  const { users, declarations } = await timed(ctx.timings, "compose", () => composeRemembered(ctx.compositionMemo, state, ctx.compose, overlapReports));
   report.recordsSequence = state.sequence;
   report.leftOut = [...users.leftOut]; // the composition may be remembered for the next push: the report keeps its own list
   if (users.ok) delete report.userList;
   else report.userList = users.refusal;
+  const overlaps = overlapsOfList(users);
+  if (overlaps.length > 0) report.overlaps = overlaps;
+  else delete report.overlaps;
   const asNamed = live.repair.size === 0 ? run.named : new Set([...run.named, ...live.repair]);
   const reported = round === 0 ? await timed(ctx.timings, "reports", () => firstRoundReports(ctx, live.jsm, run.pushId, state, declarations, asNamed)) : undefined;
   const plan = planRound(state, declarations as DeclarationResult[], asNamed, round, reported);

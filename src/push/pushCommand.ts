@@ -56,6 +56,7 @@ export function pushReply(report: PushReport, budgetBytes: number): PushReply {
     { field: "nodes", see: sent, first: (line) => ATTENTION.has((line as NodeReport).outcome) || ((line as NodeReport).modulesLeftOut?.length ?? 0) > 0 },
     { field: "timedOut", see: "`mesh reports` (each node's last report)" },
     { field: "freshCredentials", see: "`mesh credentials`" },
+    { field: "overlaps", see: "`mesh credentials`" },
     { field: "freshProvisions", see: "`mesh history seat <seat>` (each provision's rotations)" },
     { field: "leftOut", see: "`mesh explain` for one principal" },
   ];

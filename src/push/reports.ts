@@ -4,7 +4,8 @@ import type { Reply } from "../commands/envelope.ts";
 import type { ExtraVerb } from "../serve/server.ts";
 import { parseRequest } from "../commands/validation.ts";
 import { readLastReports, reportingNodes } from "../bus/reports.ts";
-import { isEnrolled, type NodesState } from "../projections/index.ts";
+import { isEnrolled, type NodesState, type State } from "../projections/index.ts";
+import { overlapNodes, type OverlapReports } from "../compose/overlap.ts";
 
 /**
  * R55: every node's last report, read from the REPORTS stream (which keeps the last report per
@@ -36,19 +37,44 @@ async function lastReportRows(jsm: JetStreamManager, nodes: readonly string[]): 
 }
 
 /**
+ * What a push reads of a node's last report: the digest it speaks of and whether it applied it
+ * (R78), and for R73 (compose/overlap.ts) the records sequence of that declaration and the
+ * modules' run states as the report carries them (unchecked here: overlapEnded reads them).
+ */
+export type ReportRead = { digest: string; ok: boolean; recordsSequence?: number; modules?: unknown };
+
+/** A stored report as a push reads it (ReportRead). */
+function reportRead(report: { digest: string; ok: boolean; recordsSequence?: number }): ReportRead {
+  const read: ReportRead = { digest: report.digest, ok: report.ok };
+  if (report.recordsSequence !== undefined) read.recordsSequence = report.recordsSequence;
+  const modules = (report as { modules?: unknown }).modules;
+  if (modules !== undefined) read.modules = modules;
+  return read;
+}
+
+/**
  * R78: the last stored report of each of `nodes` as a push's plan reads it (LastReported), a batch
  * at a time: null when none is stored, or the stored one is not this node's report (does not parse,
  * or its body names another node); a node whose read failed is left out and counted in `failed`
  * (its report then has no say: a bus that cannot answer must not make a push re-send everyone).
  */
-export async function readLastReported(jsm: JetStreamManager, nodes: readonly string[]): Promise<{ reported: Map<string, { digest: string; ok: boolean } | null>; failed: number }> {
-  const reported = new Map<string, { digest: string; ok: boolean } | null>();
+export async function readLastReported(jsm: JetStreamManager, nodes: readonly string[]): Promise<{ reported: Map<string, ReportRead | null>; failed: number }> {
+  const reported = new Map<string, ReportRead | null>();
   let failed = 0;
   for (const [node, read] of await readLastReports(jsm, nodes)) {
     if (read.kind === "failed") failed += 1;
-    else reported.set(node, read.kind === "stored" ? { digest: read.stored.report.digest, ok: read.stored.report.ok } : null);
+    else reported.set(node, read.kind === "stored" ? reportRead(read.stored.report) : null);
   }
   return { reported, failed };
+}
+
+/**
+ * R73: the last report of every node that decides a rotated module's overlap (compose/overlap.ts
+ * overlapNodes), for composition: a node whose read failed is left out (its overlaps hold).
+ */
+export async function readOverlapReports(jsm: JetStreamManager, state: State): Promise<OverlapReports> {
+  const nodes = overlapNodes(state);
+  return nodes.length === 0 ? new Map() : (await readLastReported(jsm, nodes)).reported;
 }
 
 /**

@@ -203,7 +203,7 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     for (const line of logs) assert.ok(!line.includes(secretOf(old)) && !line.includes(secretOf(now)), `a log line carries a password: ${line.slice(0, 120)}`);
   });
 
-  it("R50: a module's rotated credential reaches its node before the list refuses the old one", async () => {
+  it("R50 R73: a module's rotated credential reaches its node before the list refuses the old one, which goes at the push after the node reported", async () => {
     const file = join(dir, HOST_DIR, "modules", "showcase", "credential.json");
     const old = credentialFile(file);
     await ask("credential.rotate", { kind: "module", name: "showcase" });
@@ -211,8 +211,12 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
     await waitFor(() => secretOf(credentialFile(file)) !== secretOf(old), { timeoutMs: 10_000, name: "the module's new credential on disk" });
     // Dialed at the genesis address: the rotation points the credential at the broker's overlay name (R7), which resolves nowhere here.
-    assert.equal(await admitted(old), false);
     assert.equal(await admitted({ ...credentialFile(file), address: old.address }), true);
+    // R73: the old key stays admitted until the node reported the new one; the next push drops it.
+    assert.equal(await admitted(old), true);
+    const again = await mesh("push", "--wait", "--json");
+    assert.equal(again.code, EXIT_OK, `${again.out} ${again.err}`);
+    assert.equal(await admitted(old), false);
   });
 
   it("R50: mesh up dials with the operator's rotated key once a push installed it, before any other verb took it into the credential file", async () => {

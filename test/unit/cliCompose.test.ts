@@ -88,6 +88,20 @@ describe("mesh compose", () => {
     assert.ok(renderPush({ ...base, dryRun: false }).includes("minted 2 provision(s)"));
   });
 
+  it("R73: a push names each previous key its list still admits and the nodes whose report ends it, and claims no refusal of that old key", () => {
+    const base = {
+      pushId: "p1", recordsSequence: 7, nodes: [{ node: "alpha", outcome: "applied" as const, digest: "d".repeat(64), holdsUserList: true as const }], leftOut: [],
+      freshCredentials: [{ kind: "module" as const, name: "beacon" }, { kind: "operator" as const, name: "ada" }], freshProvisions: [], provisionsMinted: 0,
+      raised: { created: 0, updated: 0, refused: [] }, timedOut: [], rounds: 1, boundHit: false, dryRun: false,
+      overlaps: [{ principal: { kind: "module" as const, name: "beacon" }, until: ["alpha"] }],
+    };
+    const lines = renderPush(base);
+    assert.ok(lines.some((l) => /previous key of module beacon still admitted .*R73.* until alpha reports the new one applied/.test(l)), lines.join("\n"));
+    const refused = lines.filter((l) => l.includes("refuses the old ones"));
+    assert.equal(refused.length, 1, lines.join("\n"));
+    assert.ok(refused[0]!.endsWith(": operator ada"), refused[0]);
+  });
+
   it("--json prints the dry run's reply as it came", async () => {
     const { ctx, lines } = recordingContext(true);
     assert.equal(await COMPOSE_CLI_VERB.run(ctx, [[]], {}), EXIT_OK);

@@ -43,14 +43,14 @@ describe("credential.rotate", () => {
     given(GENESIS, ...enrolment("alpha")).when("credential.rotate", { kind: "node", name: "alpha", nkey: BOOTSTRAP_NKEY }).refused("key-in-use", "nkey");
   });
 
-  it("rotates an issued module's credential", () => {
+  it("R73: rotates an issued module's credential with overlap (its old key stays admitted until its nodes report the new one); no other kind's rotation carries it", () => {
     const issued: EventBody[] = [
       registration({ name: "app", version: "1" }),
       { type: "ModuleIssued", module: "app" },
       { type: "CredentialMinted", principal: { kind: "module", name: "app" }, user: "module-app", nkey: fakeSecret(9).nkey, sealed: "sealed-9", address: GENESIS_ADDRESS },
     ];
     const outcome = given(GENESIS, ...issued).when("credential.rotate", { kind: "module", name: "app" });
-    outcome.then([rotated("module", "app", GENESIS_ADDRESS)], { kind: "module", id: "app" });
+    outcome.then([{ ...rotated("module", "app", GENESIS_ADDRESS), overlap: true } as EventBody], { kind: "module", id: "app" });
     assert.equal((outcome.reply() as { credential: { seed?: string } }).credential.seed, undefined, "a module's seed travels sealed in its node's declaration, not in a reply");
   });
 
