@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import type { BusCredential } from "./bus/connect.ts";
 import { TLS_REQUIRED, isDialableBusAddress } from "./bus/tlsOnly.ts";
 import { CredentialFileError, readBusCredential } from "./files/index.ts";
-import { certificateFingerprint } from "./crypto/secrets.ts";
+import { certificateFingerprint, certificatesOf } from "./crypto/secrets.ts";
 
 /** A SHA-256 certificate fingerprint as clients pin it: 32 bytes, `AA:BB:...`. */
 const FINGERPRINT = /^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){31}$/;
@@ -228,7 +228,9 @@ export function parseControllerConfig(env: Environment): ControllerConfig {
   } else if (vars.MESH_BROKER_CERTIFICATE !== undefined) {
     const pem = readConfigFile("MESH_BROKER_CERTIFICATE", vars.MESH_BROKER_CERTIFICATE, "the bus certificate");
     try {
-      fingerprint = certificateFingerprint(pem);
+      // The chain's last certificate, its root: the CA (R71). A mesh made before R71 named its bus's
+      // certificate, which its first push turns into the CA behind a new one (renewBusCertificate).
+      fingerprint = certificateFingerprint(certificatesOf(pem).at(-1) ?? pem);
     } catch (error) {
       throw new ConfigError(["MESH_BROKER_CERTIFICATE"], `MESH_BROKER_CERTIFICATE=${vars.MESH_BROKER_CERTIFICATE} is not a PEM certificate`, { cause: error });
     }

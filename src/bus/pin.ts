@@ -1,5 +1,5 @@
 import { connect as netConnect, isIP } from "node:net";
-import { connect as tlsConnect, createSecureContext, type DetailedPeerCertificate, type PeerCertificate, type TLSSocket } from "node:tls";
+import { checkServerIdentity as checkNames, connect as tlsConnect, createSecureContext, type DetailedPeerCertificate, type PeerCertificate, type TLSSocket } from "node:tls";
 import { X509Certificate } from "node:crypto";
 import type { NodeConnectionOptions } from "@nats-io/transport-node";
 import { TLS_REQUIRED } from "./tlsOnly.ts";
@@ -119,7 +119,10 @@ export function pinnedCertificateOf(presented: PresentedChain, pin: string): Pre
  * chain must lead to it and the certificate must name the host dialled; Node's own identity check.
  * With `ownPin` (the pin is the bus's own, self-signed certificate: a mesh made before R71) the
  * identity check compares that fingerprint instead of names, as R34 did, so such a mesh's clients
- * keep dialling the addresses it told them until it moves over to a CA.
+ * keep dialling the addresses it told them until it moves over to a CA. When it has moved (its
+ * first push makes that certificate the CA, renewBusCertificate), the bus presents one issued by
+ * it, which the chain check already traced to the pin: its names are checked the ordinary way, so
+ * a connection made before the move reconnects after it.
  * nats.js hands these to Node's `tls.connect` unchanged, at the first connect and at every
  * reconnect: the CA is given as one secure context made here, not as `ca` (from which tls.connect
  * parses the PEM and builds a new context at each dial: a fifth of a client's time in a reconnect
@@ -129,7 +132,7 @@ export function caTlsOptions(caPem: string, ownPin?: string): NodeTlsOptions {
   const options = { secureContext: createSecureContext({ ca: caPem }), rejectUnauthorized: true };
   if (ownPin === undefined) return options as NodeTlsOptions;
   const expected = normalizeFingerprint(ownPin);
-  const checkServerIdentity = (_host: string, certificate: PeerCertificate): Error | undefined =>
-    certificate.fingerprint256 === expected ? undefined : new Error(`the bus presented certificate ${certificate.fingerprint256}, not the pinned ${expected}`);
+  const checkServerIdentity = (host: string, certificate: PeerCertificate): Error | undefined =>
+    certificate.fingerprint256 === expected ? undefined : checkNames(host, certificate);
   return { ...options, checkServerIdentity } as NodeTlsOptions;
 }

@@ -1,7 +1,10 @@
 import "./reflectShim.ts";
 import * as x509 from "@peculiar/x509";
-import { X509Certificate as NodeCertificate, randomBytes, webcrypto } from "node:crypto";
+import { X509Certificate as NodeCertificate, createPrivateKey, randomBytes, webcrypto } from "node:crypto";
 import { certificateNames, isAddressName } from "../projections/busNames.ts";
+import { certificatesOf } from "./secrets.ts";
+
+export { certificatesOf };
 
 /**
  * The mesh's certificate authority (R71), with @peculiar/x509 over Node's WebCrypto: genesis makes
@@ -42,8 +45,10 @@ async function keyPem(key: CryptoKey): Promise<string> {
   return `${x509.PemConverter.encode(await subtle.exportKey("pkcs8", key), "PRIVATE KEY")}\n`;
 }
 
-function validity(now: Date, days: number): { notBefore: Date; notAfter: Date } {
-  return { notBefore: new Date(now.getTime() - CLOCK_SKEW_MS), notAfter: new Date(now.getTime() + days * DAY_MS) };
+/** From an hour back to `days` ahead of `now`, never past `until` (an issuer's own end). */
+function validity(now: Date, days: number, until?: Date): { notBefore: Date; notAfter: Date } {
+  const notAfter = new Date(now.getTime() + days * DAY_MS);
+  return { notBefore: new Date(now.getTime() - CLOCK_SKEW_MS), notAfter: until !== undefined && until < notAfter ? until : notAfter };
 }
 
 /**
@@ -77,7 +82,7 @@ export async function issueBusCertificate(ca: KeyedCertificate, names: readonly 
   const signingKey = await subtle.importKey("pkcs8", x509.PemConverter.decodeFirst(ca.key), ALGORITHM, false, ["sign"]);
   const keys = await newKeys();
   const leaf = await x509.X509CertificateGenerator.create({
-    serialNumber: serialNumber(), subject: "CN=mesh-bus", issuer: authority.subject, ...validity(now, LEAF_DAYS),
+    serialNumber: serialNumber(), subject: "CN=mesh-bus", issuer: authority.subject, ...validity(now, LEAF_DAYS, authority.notAfter),
     signingAlgorithm: ALGORITHM, publicKey: keys.publicKey, signingKey,
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
@@ -105,7 +110,22 @@ export function namesOfCertificate(pem: string): string[] {
   }));
 }
 
-/** Every certificate of a PEM bundle (a chain), each as its own PEM, in order. */
-export function certificatesOf(bundle: string): string[] {
-  return bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)?.map((pem) => `${pem}\n`) ?? [];
+/**
+ * The certificate and key of a mesh made before R71 (its bus's own self-signed certificate, made
+ * by `openssl req -x509`: CA:TRUE, no key usage) as the mesh's CA, the key as PKCS#8 PEM; or
+ * undefined when `certificate` may not sign others (not self-signed, not CA:TRUE, or a key usage
+ * without keyCertSign). Keeping it as the CA keeps every pin, the records' fingerprint and each
+ * module's certificate.pem valid (R71: nobody locked out). Throws Node's error when `key` is no key.
+ */
+export function adoptableCa(certificate: string, key: string): KeyedCertificate | undefined {
+  const pem = certificatesOf(certificate)[0];
+  if (pem === undefined) return undefined;
+  const own = new x509.X509Certificate(pem);
+  const basic = own.getExtension(x509.BasicConstraintsExtension);
+  const usage = own.getExtension(x509.KeyUsagesExtension);
+  if (own.subject !== own.issuer || basic?.ca !== true) return undefined;
+  if (usage !== null && (usage.usages & x509.KeyUsageFlags.keyCertSign) === 0) return undefined;
+  if (!new NodeCertificate(pem).verify(new NodeCertificate(pem).publicKey)) return undefined;
+  const pkcs8 = createPrivateKey(key).export({ type: "pkcs8", format: "pem" }).toString();
+  return { certificate: pem, key: pkcs8 };
 }

@@ -279,6 +279,11 @@ export function openAsNode(privateKey: string, sealed: string): string {
   return aeadOpen(transportKey(shared, ephemeralPublic), body);
 }
 
+/** Every certificate of a PEM bundle (a chain), each as its own PEM, in order. Pure. */
+export function certificatesOf(bundle: string): string[] {
+  return bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)?.map((pem) => `${pem}\n`) ?? [];
+}
+
 /** SHA-256 fingerprint of a PEM certificate, `AA:BB:...` upper-case (R34). */
 export function certificateFingerprint(pem: string): string {
   return new X509Certificate(pem).fingerprint256;

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { writeFileDurable } from "../files/index.ts";
-import { issueBusCertificate, namesOfCertificate, type KeyedCertificate } from "../crypto/ca.ts";
+import { adoptableCa, issueBusCertificate, namesOfCertificate, type KeyedCertificate } from "../crypto/ca.ts";
 import { certificateNames, LOOPBACK_NAMES, namesDiffer } from "../projections/index.ts";
 
 /**
@@ -35,20 +35,47 @@ export function certFileOfConfig(configText: string): string | undefined {
   return /\bcert_file\s*:\s*"([^"]+)"/.exec(configText)?.[1];
 }
 
+/** The `key_file` a nats-server configuration's `tls` block names, or undefined. Pure. */
+export function keyFileOfConfig(configText: string): string | undefined {
+  return /\bkey_file\s*:\s*"([^"]+)"/.exec(configText)?.[1];
+}
+
+/**
+ * The mesh's CA in `dir`; a mesh made before R71 has none, and its bus's own self-signed
+ * certificate and key (`certFile`, `keyFile`) are adopted as the CA (adoptableCa), written beside
+ * them (the key 0600, R54: durably), so every pin stays valid. Returns the CA and whether it was
+ * adopted now; undefined when there is none and the bus's certificate cannot be one.
+ */
+function meshCaOf(dir: string, certFile: string, keyFile: string | undefined): { ca: KeyedCertificate; adopted: boolean } | undefined {
+  const caCert = join(dir, CA_CERT_FILE);
+  const caKey = join(dir, CA_KEY_FILE);
+  if (existsSync(caKey) && existsSync(caCert)) return { ca: { certificate: readFileSync(caCert, "utf8"), key: readFileSync(caKey, "utf8") }, adopted: false };
+  if (keyFile === undefined || !existsSync(keyFile)) return undefined;
+  const ca = adoptableCa(readFileSync(certFile, "utf8"), readFileSync(keyFile, "utf8"));
+  if (ca === undefined) return undefined;
+  writeFileDurable(caKey, ca.key, { mode: 0o600 });
+  writeFileDurable(caCert, ca.certificate, { mode: 0o644 });
+  return { ca, adopted: true };
+}
+
 /**
  * Renews the bus's certificate for `names` (R71) when the one the configuration `configFile` names
  * carries other names: issued from the mesh's CA beside it, written in its place, for the reload
- * that follows to present. Returns true when it wrote a new one; false when the names are the same,
- * the bus has no TLS, or no CA is beside its certificate (a mesh made before R71 keeps its own).
+ * that follows to present. A mesh made before R71 moves over here, at its first push: its bus's
+ * self-signed certificate becomes the CA (meshCaOf) and a certificate issued by it replaces it;
+ * the names that certificate carried are kept in every one issued after (a CA made at genesis
+ * carries none). Returns true when it wrote a new one; false when the names are the same, the bus
+ * has no TLS, or there is no CA and the bus's certificate cannot be one (it is kept).
  */
 export async function renewBusCertificate(configFile: string, names: readonly string[]): Promise<boolean> {
-  const certFile = certFileOfConfig(readFileSync(configFile, "utf8"));
+  const configText = readFileSync(configFile, "utf8");
+  const certFile = certFileOfConfig(configText);
   if (certFile === undefined || !existsSync(certFile)) return false;
   const dir = dirname(certFile);
-  if (!existsSync(join(dir, CA_KEY_FILE)) || !existsSync(join(dir, CA_CERT_FILE))) return false;
-  const wanted = certificateNames([...names, ...LOOPBACK_NAMES]);
-  if (!namesDiffer(namesOfCertificate(readFileSync(certFile, "utf8")), wanted)) return false;
-  const ca = { certificate: readFileSync(join(dir, CA_CERT_FILE), "utf8"), key: readFileSync(join(dir, CA_KEY_FILE), "utf8") };
-  await writeBusCertificate(dir, ca, wanted);
+  const found = meshCaOf(dir, certFile, keyFileOfConfig(configText));
+  if (found === undefined) return false;
+  const wanted = certificateNames([...names, ...namesOfCertificate(found.ca.certificate), ...LOOPBACK_NAMES]);
+  if (!found.adopted && !namesDiffer(namesOfCertificate(readFileSync(certFile, "utf8")), wanted)) return false;
+  await writeBusCertificate(dir, found.ca, wanted);
   return true;
 }

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { connect, createServer, type TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
-import { certificatesOf, issueBusCertificate, makeMeshCa, namesOfCertificate } from "../../src/crypto/ca.ts";
+import { adoptableCa, certificatesOf, issueBusCertificate, makeMeshCa, namesOfCertificate } from "../../src/crypto/ca.ts";
 
 const NAMES = ["127.0.0.1", "::1", "localhost", "vm.internal"];
 
@@ -74,5 +74,24 @@ describe("R71: the mesh's certificate authority", () => {
     const other = await makeMeshCa();
     await assert.rejects(issueBusCertificate(ca, []));
     await assert.rejects(issueBusCertificate({ certificate: ca.certificate, key: other.key }, NAMES));
+  });
+
+  it("R71: a certificate issued by a CA ending sooner than ten years ends with it, never after", async () => {
+    const now = new Date();
+    const ca = await makeMeshCa(new Date(now.getTime() - 19 * 365 * 24 * 3600 * 1000));
+    const bus = await issueBusCertificate(ca, NAMES, now);
+    assert.equal(new X509Certificate(certificatesOf(bus.certificate)[0]!).validTo, new X509Certificate(ca.certificate).validTo);
+  });
+
+  it("R71: a self-signed CA certificate and its key can be adopted as the mesh's CA; a certificate issued by one cannot", async () => {
+    const ca = await makeMeshCa();
+    // A key in SEC1 form ("EC PRIVATE KEY") is taken too, rewritten as PKCS#8.
+    const sec1 = createPrivateKey(ca.key).export({ type: "sec1", format: "pem" }).toString();
+    const adopted = adoptableCa(ca.certificate, sec1);
+    assert.equal(adopted?.certificate, certificatesOf(ca.certificate)[0]);
+    assert.match(adopted!.key, /BEGIN PRIVATE KEY/);
+    await issueBusCertificate(adopted!, NAMES);
+    const bus = await issueBusCertificate(ca, NAMES);
+    assert.equal(adoptableCa(bus.certificate, bus.key), undefined);
   });
 });

@@ -185,6 +185,8 @@ describe("R67: no client of the mesh dials a non-TLS address", () => {
     const seam = files.filter((file) => /(?<!function )allowPlainBusDialsInThisTestProcess\s*\(\s*\)/.test(readFileSync(file, "utf8")));
     assert.deepEqual(seam, [], "the seam is called only by the test harness");
     const dialling = files.filter((file) => /import\s*\{[^}]*\bconnect\b[^}]*\}\s*from\s*"@nats-io\/transport-node"/.test(readFileSync(file, "utf8")));
-    assert.deepEqual(dialling, [join("src", "bus", "connect.ts")], "connectToBus is the one dial of the product");
+    // Beside it, the module kit's dial (a module's own, verified against its certificate.pem): it
+    // refuses any address but tls:// before dialling (test/unit/kit/env.test.ts).
+    assert.deepEqual(dialling, [join("src", "bus", "connect.ts"), join("src", "kit", "module.ts")], "connectToBus is the one dial of the product");
   });
 });

@@ -6,7 +6,7 @@ import { given, givenState, GENESIS } from "../../support/givenWhenThen.ts";
 
 const examples = new URL("../../../examples/", import.meta.url);
 /** The registration order examples/README.md gives. */
-const ORDER = ["broker", "store", "builder", "packet-filter", "git", "npm", "artifacts", "showcase"];
+const ORDER = ["broker", "store", "builder", "packet-filter", "git", "npm", "artifacts", "showcase", "greeter"];
 const manifestOf = (name: string): unknown => JSON.parse(readFileSync(new URL(`${name}.json`, examples), "utf8"));
 
 describe("example mesh", () => {
@@ -35,6 +35,9 @@ describe("example mesh", () => {
     assert.deepEqual(showcase.follows, [{ seat: "mesh-build", event: "built" }]);
     assert.deepEqual(showcase.tools.map((t) => t.name), ["hello"]);
     assert.deepEqual(holdersOf(state, "mesh-broker"), []);
+    const greeter = moduleOf(state.modules, "greeter")!.manifest;
+    assert.deepEqual([seat("greetings")?.accepts, seat("greetings")?.emits, greeter.tools.map((t) => t.name)], [["greet"], ["greeted"], ["greet"]]);
+    assert.deepEqual(greeter.run.command, ["mesh-greeter"]);
   });
 
   it("R25: the showcase alone, before the modules it uses, is refused", () => {

@@ -1,0 +1,99 @@
+/**
+ * The module author's kit (src/kit, `mesh-controller/kit`) on a whole mesh: the example greeter
+ * (examples/greeter/greeter.mjs) is started by hand, as its node's agent will start it, in its
+ * module folder with the env a real push composed for it; a second module, written with the kit
+ * here, submits work to it and follows its events; an operator calls its tool.
+ */
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { up, operatorConnection, operatorUser, EXAMPLES_DIR, HOST_DIR, type UpResult } from "../../src/up/up.ts";
+import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
+import { stopAll } from "../../src/up/processes.ts";
+import { freePort } from "../../installer/serverConfig.ts";
+import { toolSubject } from "../../src/names.ts";
+import { makeMeshCa } from "../../src/crypto/ca.ts";
+import { connectModule, readModuleEnv, type MeshModule } from "../../src/kit/index.ts";
+import { askAs } from "../support/client.ts";
+import { waitFor } from "../support/natsServer.ts";
+
+const NODE = "alpha";
+const GREETER = join(EXAMPLES_DIR, "greeter", "greeter.mjs");
+/** A module that uses the greetings seat and follows its greeted event, as a module author would write it. */
+const LISTENER = { name: "listener", version: "1.0.0", uses: ["greetings"], follows: [{ seat: "greetings", event: "greeted" }] };
+
+describe("module kit: the example greeter on a mesh", () => {
+  let root: string;
+  let launcher: InProcessLauncher;
+  let result: UpResult;
+  let operator: NatsConnection;
+  let greeter: ChildProcess | undefined;
+  let listener: MeshModule | undefined;
+  const output: string[] = [];
+  const logs: string[] = [];
+  const moduleDir = (module: string) => join(result.paths.dir, HOST_DIR, "modules", module);
+
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), "mesh-kit-"));
+    launcher = inProcessLauncher((line) => { logs.push(line); });
+    const port = await freePort();
+    result = await up({
+      dir: join(root, ".mesh"), log: (line) => { logs.push(line); }, launcher, brokerAddress: `tls://127.0.0.1:${port}`, node: NODE,
+      detachBus: false, timeoutMs: 60_000, manifests: [join(EXAMPLES_DIR, "broker.json"), join(EXAMPLES_DIR, "greeter.json")],
+    });
+    operator = await operatorConnection(result.paths);
+    const ask = async (verb: string, body: Record<string, unknown>) => {
+      const reply = await askAs(operator, operatorUser(result.paths), verb, body, 30_000);
+      assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
+    };
+    await ask("module.register", { manifest: LISTENER });
+    await ask("module.issue", { module: "listener" });
+    await ask("assign", { module: "listener", node: NODE });
+    await ask("push", { wait: true });
+    // As the agent will start it: its run.command's script, in its folder, with nothing but its env file.
+    greeter = spawn(process.execPath, [GREETER], { cwd: moduleDir("greeter"), env: { PATH: process.env.PATH ?? "" }, stdio: ["ignore", "pipe", "pipe"] });
+    for (const stream of [greeter.stdout!, greeter.stderr!]) stream.on("data", (chunk: Buffer) => output.push(...chunk.toString().split("\n").filter(Boolean)));
+    let exited: number | null | undefined;
+    greeter.once("exit", (code) => { exited = code; });
+    await waitFor(() => exited !== undefined ? Promise.reject(new Error(`the greeter exited ${exited}: ${output.join("\n")}`)) : output.some((line) => line.startsWith("greeter: answering")), { timeoutMs: 20_000, name: "the greeter answers" });
+  });
+  after(async () => {
+    greeter?.kill("SIGKILL");
+    await listener?.close().catch(() => undefined);
+    await operator?.close().catch(() => undefined);
+    await launcher?.stop();
+    if (result) await stopAll(result.paths.dir);
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  it("kit: the greeter, dialled verified against its certificate.pem, answers greet called by an operator", async () => {
+    const reply = await operator.request(toolSubject("greeter", "greet"), JSON.stringify({ name: "ada" }), { timeout: 5_000 });
+    assert.equal((reply.json() as { greeting: string }).greeting, "hello, ada");
+  });
+
+  it("kit: work submitted twice with one message id is taken once, and its greeted event is followed once", async () => {
+    listener = await connectModule({ envFile: join(moduleDir("listener"), "env") });
+    const followed: string[] = [];
+    await listener.follow("greeted", (event) => { followed.push((event.data as { name: string }).name); });
+    const first = await listener.submit("greet", { name: "bob" }, { id: "greet-bob-1" });
+    const retry = await listener.submit("greet", { name: "bob" }, { id: "greet-bob-1" });
+    assert.deepEqual([first.duplicate, retry.duplicate, retry.seq], [false, true, first.seq], "the retry is the same work item");
+    await listener.submit("greet", { name: "cy" }, { id: "greet-cy-1" });
+    // The queue is taken in order: once cy's greeting is followed, bob's were all announced.
+    await waitFor(() => followed.includes("cy"), { timeoutMs: 10_000, name: "cy's greeting followed" });
+    assert.deepEqual(followed, ["bob", "cy"]);
+    assert.equal(output.filter((line) => line === "greeted bob").length, 1, output.join("\n"));
+  });
+
+  it("R71 kit: a module given a CA that is not the mesh's does not dial the bus", async () => {
+    const other = join(root, "other-ca.pem");
+    writeFileSync(other, (await makeMeshCa()).certificate);
+    const env = { ...readModuleEnv(join(moduleDir("listener"), "env")), MESH_BROKER_CERTIFICATE_FILE: other };
+    const refused = await connectModule({ env, timeoutMs: 3_000 }).then(async (m) => { await m.close(); return null; }, (error: unknown) => error);
+    assert.ok(refused instanceof Error, "refused");
+  });
+});
