@@ -1,6 +1,7 @@
 import type { State } from "../projections/index.ts";
 import { assignedModules, brokerReachableAt, busCertificateNames, busAddressesOf, credentialOf, holdersOf, isEnrolled, moduleOf, nodeNames, overlayNameOf, principalOfModule, provisionOf, resolveSeat, seatOf } from "../projections/index.ts";
 import { BROKER_SEAT } from "../names.ts";
+import { usedSeats, type Manifest } from "../manifest/manifest.ts";
 import { CONTRACT_VERSIONS } from "../contracts/version.ts";
 import {
   type Declaration, type DeclarationBody, type DeclaredModule, type DeclaredCredential, type NodeSelf, type ProvisionGrant, type ReceivedProvision,
@@ -120,7 +121,7 @@ export function prepareComposition(state: State, config: ComposeConfig): Prepare
       if (list) list.push(module);
       else modulesByNode.set(node, [module]);
     }
-    for (const use of moduleOf(state.modules, module)?.manifest.uses ?? []) {
+    for (const use of usedSeatsOf(moduleOf(state.modules, module)?.manifest)) {
       const seat = resolveSeat(state.modules, use);
       if (seatOf(state.modules, seat)?.provides === undefined) continue;
       const list = usersOfSeat.get(seat);
@@ -164,6 +165,11 @@ export function prepareComposition(state: State, config: ComposeConfig): Prepare
     return address;
   };
   return { modulesByNode, usersOfSeat, brokerHolders: new Set(holders), busUsers, userListText, userListRef, reachableAt, moduleEntries };
+}
+
+/** The seats a manifest uses (usedSeats), none for a module the catalogue lacks. */
+function usedSeatsOf(manifest: Manifest | undefined): string[] {
+  return manifest ? usedSeats(manifest) : [];
 }
 
 function refusal(node: string, code: string, message: string): DeclarationResult {
@@ -272,7 +278,7 @@ function composeModule(state: State, module: string, address: string, fingerprin
   }
   const sealed = credential.sealed;
   const received: ReceivedProvision[] = [];
-  for (const use of manifest.uses) {
+  for (const use of usedSeats(manifest)) {
     const seat = resolveSeat(state.modules, use);
     const provision = seatOf(state.modules, seat)?.provides;
     if (provision === undefined) continue;

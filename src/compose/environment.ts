@@ -2,6 +2,8 @@ import type { State } from "../projections/index.ts";
 import type { ModuleEnvironment } from "../contracts/declaration.ts";
 import { moduleOf, resolveSeat, seatOf } from "../projections/index.ts";
 import { jsonString } from "./digest.ts";
+import { toolUseOf, usedSeats } from "../manifest/manifest.ts";
+import { offersTool } from "./permissions.ts";
 import { EVENTS_STREAM, eventSubject, followConsumer, inboxPrefix, toolSubject, workConsumer, workStream, workSubject } from "../names.ts";
 
 /**
@@ -21,7 +23,9 @@ import { EVENTS_STREAM, eventSubject, followConsumer, inboxPrefix, toolSubject, 
  * - `MESH_SUBMITS`: `[{seat, kind, subject}]`, the work it may submit to the seats it uses;
  * - `MESH_EMITS`: `[{seat, event, subject}]`, the events of the seats it claims;
  * - `MESH_FOLLOWS`: `[{seat, event, subject, stream, consumer}]`, its follow consumers (R4);
- * - `MESH_TOOLS`: `[{tool, subject}]`, the requests it answers.
+ * - `MESH_TOOLS`: `[{tool, subject}]`, the requests it answers;
+ * - `MESH_CALLS`: `[{module, tool, subject}]`, the tools of other modules it may call, one per
+ *   `uses` entry `<module>/<tool>` whose module offers it (R74): a request on `subject`.
  * Seats are named as they resolve now (aliases followed, R27). Pure.
  */
 export type { ModuleEnvironment };
@@ -47,6 +51,8 @@ export type EmitEntry = { seat: string; event: string; subject: string };
 export type FollowEntry = { seat: string; event: string; subject: string; stream: string; consumer: string };
 /** A request a module answers. */
 export type ToolEntry = { tool: string; subject: string };
+/** Another module's tool a module may call (R74). */
+export type CallEntry = { module: string; tool: string; subject: string };
 
 /**
  * The environment's lists are written as text, entry by entry, with the bytes JSON.stringify writes
@@ -80,6 +86,7 @@ export function moduleEnvironment(state: State, module: string, address: string,
   let emits = "";
   let follows = "";
   let tools = "";
+  let calls = "";
   // A manifest names a few seats: the ones seen are kept in a list, not a set.
   const seen: string[] = [];
   for (const claim of manifest?.claims ?? []) {
@@ -91,12 +98,17 @@ export function moduleEnvironment(state: State, module: string, address: string,
     for (const event of record.emits) emits = add(emits, `{"seat":${jsonString(seat)},"event":${jsonString(event)},"subject":${jsonString(eventSubject(seat, event))}}`);
   }
   const used: string[] = [];
-  for (const use of manifest?.uses ?? []) {
+  for (const use of manifest ? usedSeats(manifest) : []) {
     const seat = resolveSeat(state.modules, use);
     const record = seatOf(state.modules, seat);
     if (!record || used.includes(seat)) continue;
     used.push(seat);
     for (const kind of record.accepts) submits = add(submits, `{"seat":${jsonString(seat)},"kind":${jsonString(kind)},"subject":${jsonString(workSubject(seat, kind))}}`);
+  }
+  for (const use of manifest?.uses ?? []) {
+    const tool = toolUseOf(use);
+    if (tool === null || !offersTool(state, tool.module, tool.tool)) continue;
+    calls = add(calls, `{"module":${jsonString(tool.module)},"tool":${jsonString(tool.tool)},"subject":${jsonString(toolSubject(tool.module, tool.tool))}}`);
   }
   for (const follow of manifest?.follows ?? []) {
     const seat = resolveSeat(state.modules, follow.seat);
@@ -109,6 +121,7 @@ export function moduleEnvironment(state: State, module: string, address: string,
   return {
     MESH_BROKER_ADDRESS: address,
     MESH_BROKER_CERTIFICATE: fingerprint,
+    MESH_CALLS: list(calls),
     MESH_EMITS: list(emits),
     MESH_FOLLOWS: list(follows),
     MESH_INBOX_PREFIX: inboxPrefix(user),
