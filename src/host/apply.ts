@@ -9,6 +9,7 @@ import type { HostReport } from "../contracts/report.ts";
 import { CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE, SEED_VARIABLE } from "../compose/environment.ts";
 import { DeclarationRefused } from "./refused.ts";
 import { finishInterrupted, stageTree, UnsafeTreePath, type TreeFile } from "../files/index.ts";
+import { EnvFileError, envFileText } from "../files/envFile.ts";
 
 export { DeclarationRefused } from "./refused.ts";
 
@@ -147,15 +148,14 @@ function open(privateKey: string, sealed: string, what: string): string {
   }
 }
 
+/** The module's env file (src/files/envFile.ts); a variable no env file carries refuses the declaration. */
 function envText(env: Record<string, string>, module: string): string {
-  const lines: string[] = [];
-  for (const key of Object.keys(env).sort()) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new DeclarationRefused("unsafe-name", `module "${module}" declares an environment variable with an unsafe name`);
-    const value = env[key]!;
-    if (/[\r\n\0]/.test(value)) throw new DeclarationRefused("unsafe-name", `module "${module}": environment variable ${key} contains a line break`);
-    lines.push(`${key}=${value}`);
+  try {
+    return envFileText(env);
+  } catch (error) {
+    if (error instanceof EnvFileError) throw new DeclarationRefused("unsafe-name", `module "${module}": ${error.message}`, { cause: error });
+    throw error;
   }
-  return lines.length ? `${lines.join("\n")}\n` : "";
 }
 
 function json(value: unknown): string {
@@ -170,7 +170,8 @@ function json(value: unknown): string {
  *   `password` for a credential minted before nkeys);
  * - `modules/<module>/env` (0600): the declared environment plus `MESH_NKEY_SEED` (or
  *   `MESH_PASSWORD`, before nkeys), and
- *   `MESH_BROKER_CERTIFICATE_FILE` naming the next file when the host knows the PEM, `KEY=value` lines;
+ *   `MESH_BROKER_CERTIFICATE_FILE` naming the next file when the host knows the PEM, `KEY='value'`
+ *   lines that sh, systemd and `node --env-file` read alike (envFileText);
  * - `modules/<module>/certificate.pem` (0644): the bus certificate the host pinned, for clients
  *   that verify against a file (R57), when `local.certificatePem` is given;
  * - `modules/<module>/provisions.json` (0600): `[{seat, provision, user, secret}]` it receives;
