@@ -95,7 +95,7 @@ async function run(ctx: CliContext, args: readonly unknown[]): Promise<number> {
 /** `mesh tool call`. */
 export const TOOL_CALL_CLI_VERB: CliVerb = {
   path: ["tool", "call"],
-  summary: "call a module's tool as an operator and print its answer (a request on mesh.tool.<module>.<tool>, R74)",
+  summary: "call a module's tool as an operator and print its answer (a request on mesh.tool.<module>.<tool>; operators may call every tool)",
   examples: [
     ["ask showcase's hello tool", "mesh tool call showcase hello"],
     ["with a JSON body, the answer as data", "mesh tool call showcase hello '{\"name\":\"ada\"}' -o json"],
