@@ -17,6 +17,7 @@ import { refusalOfZodError } from "./validation.ts";
  * - `seat-is-alias`: it declares a seat under a name that is a seat alias (R27: the alias would hide it);
  * - `seat-declared-elsewhere`: it declares a seat another module declares (a seat has one declarer);
  * - `seat-in-use`: a new version drops a seat it declared that another module still claims, uses or follows;
+ * - `tool-in-use` (field `manifest.tools`): a new version drops a tool another module uses (R74);
  * - `last-broker-holder` (last, field `manifest.claims`): a new version that no longer claims mesh-broker
  *   while its nodes are the seat's only holders (R49);
  * - `unknown-seat`: a claim, use or follow names a seat neither this manifest nor the catalogue
@@ -77,6 +78,19 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
         "seat-in-use",
         `this version of "${manifest.name}" no longer declares seat "${seat}", which module "${dependant.manifest.name}" still claims, uses or follows: keep declaring it or change that module first`,
         "manifest.seats",
+      );
+    }
+  }
+
+  // R74: a new version keeps every tool another module uses (its grant would vanish unseen).
+  for (const m of everyModule(catalogue)) {
+    if (m.manifest.name === manifest.name) continue;
+    const dropped = m.manifest.uses.map(toolUseOf).find((t) => t !== null && t.module === manifest.name && !manifest.tools.some((own) => own.name === t.tool));
+    if (dropped) {
+      return refuse(
+        "tool-in-use",
+        `this version of "${manifest.name}" no longer offers the tool "${dropped.tool}", which module "${m.manifest.name}" uses: keep offering it or change that module first`,
+        "manifest.tools",
       );
     }
   }

@@ -11,6 +11,7 @@ import { EXAMPLE_CONFIG, MeshBuilder, manifests } from "./exampleMesh.ts";
 
 const search = { name: "search", version: "1", tools: [{ name: "query" }, { name: "reindex" }] };
 const caller = { name: "caller", version: "1", uses: ["mesh-build", "search/query"] };
+const caller_only = { name: "caller", version: "1", uses: ["search/query"] };
 
 function mesh() {
   return new MeshBuilder().genesis().controller().operator("ada").register(manifests["build-machine"])
@@ -39,6 +40,13 @@ describe("R74: a module may use another module's tool", () => {
       .refused("unknown-tool", "manifest.uses.0");
     const ok = { name: "caller", version: "1", uses: ["search/query"] };
     given(GENESIS, registration(search)).when("module.register", { manifest: ok }).then([registration(ok)]);
+  });
+
+  it("R74: a new version that drops a tool another module uses is refused (tool-in-use), naming the tools field", () => {
+    const dropped = { ...search, version: "2", tools: [{ name: "reindex" }] };
+    given(GENESIS, registration(search), registration(caller_only)).when("module.register", { manifest: dropped }).refused("tool-in-use", "manifest.tools");
+    const kept = { ...search, version: "2", tools: [{ name: "query" }] };
+    given(GENESIS, registration(search), registration(caller_only)).when("module.register", { manifest: kept }).then([{ type: "ModuleRegistered", manifest: Manifest.parse(kept), replaces: "1" }]);
   });
 
   it("R74: the grant is exact: publish on that tool's subject alone; a module without the use gets none", () => {
