@@ -22,6 +22,6 @@ if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
   // `mesh --version` as cheap as starting node).
   process.stdout.write(`${packageVersion()}\n`);
 } else {
-  const { runCli } = await import("./run.ts");
-  process.exitCode = await runCli(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+  const [{ runCli }, { CLI_VERBS }, { TOOL_VERBS }] = await Promise.all([import("./run.ts"), import("./verbs.ts"), import("./tool.ts")]);
+  process.exitCode = await runCli(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env }, [...CLI_VERBS, ...TOOL_VERBS]);
 }

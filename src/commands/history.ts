@@ -3,6 +3,7 @@ import type { Commit, Entity, MeshEvent } from "../events/index.ts";
 import type { SequencedCommit, State } from "../projections/index.ts";
 import { assertNever } from "../projections/assertNever.ts";
 import { busUser } from "../names.ts";
+import { usedSeats } from "../manifest/manifest.ts";
 import { notFound, type QueryDefinition } from "./envelope.ts";
 
 export { HISTORY_LIMIT, type HistoryEntry };
@@ -18,7 +19,7 @@ const HIDDEN = new Set(["type", "actor", "commandId", "at", "hash", "sealed"]);
 
 /** The seats a manifest names: declared, claimed, used or followed. */
 function seatsNamed(manifest: Extract<MeshEvent, { type: "ModuleRegistered" }>["manifest"]): string[] {
-  return [...Object.keys(manifest.seats), ...manifest.claims, ...manifest.uses, ...manifest.follows.map((f) => f.seat)];
+  return [...Object.keys(manifest.seats), ...manifest.claims, ...usedSeats(manifest), ...manifest.follows.map((f) => f.seat)];
 }
 
 /**

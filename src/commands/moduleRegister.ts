@@ -1,6 +1,6 @@
 import { ModuleRegisterRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
-import { Manifest, type SeatDeclaration } from "../manifest/manifest.ts";
+import { Manifest, toolUseOf, usedSeats, type SeatDeclaration } from "../manifest/manifest.ts";
 import { aliasOf, declaredSeat, everyModule, everySeat, moduleOf, resolveSeat, type State } from "../projections/index.ts";
 import { canonicalJson } from "../projections/canonical.ts";
 import type { Entity } from "../events/index.ts";
@@ -17,11 +17,13 @@ import { refusalOfZodError } from "./validation.ts";
  * - `seat-is-alias`: it declares a seat under a name that is a seat alias (R27: the alias would hide it);
  * - `seat-declared-elsewhere`: it declares a seat another module declares (a seat has one declarer);
  * - `seat-in-use`: a new version drops a seat it declared that another module still claims, uses or follows;
+ * - `tool-in-use` (field `manifest.tools`): a new version drops a tool another module uses (R74);
  * - `last-broker-holder` (last, field `manifest.claims`): a new version that no longer claims mesh-broker
  *   while its nodes are the seat's only holders (R49);
  * - `unknown-seat`: a claim, use or follow names a seat neither this manifest nor the catalogue
  *   declares, after aliases (R25);
- * - `unknown-event`: a follow names an event its seat does not emit.
+ * - `unknown-event`: a follow names an event its seat does not emit;
+ * - `unknown-tool`: a use `<module>/<tool>` names a module not registered or a tool it does not offer (R74).
  * A marker seat (empty protocol) is accepted as written (R24), and a seat may share its name with
  * its provision (R26). Claiming or using a seat another module declares is fine.
  * Success: ModuleRegistered (the parsed manifest, defaults filled in, and `replaces`: the version it
@@ -68,7 +70,7 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
     if (record.declaredBy !== manifest.name || manifest.seats[seat] !== undefined) continue;
     const dependant = everyModule(catalogue).find((m) => {
       if (m.manifest.name === manifest.name) return false;
-      const names = [...m.manifest.claims, ...m.manifest.uses, ...m.manifest.follows.map((f) => f.seat)];
+      const names = [...m.manifest.claims, ...usedSeats(m.manifest), ...m.manifest.follows.map((f) => f.seat)];
       return names.some((name) => resolveSeat(catalogue, name) === seat);
     });
     if (dependant) {
@@ -76,6 +78,19 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
         "seat-in-use",
         `this version of "${manifest.name}" no longer declares seat "${seat}", which module "${dependant.manifest.name}" still claims, uses or follows: keep declaring it or change that module first`,
         "manifest.seats",
+      );
+    }
+  }
+
+  // R74: a new version keeps every tool another module uses (its grant would vanish unseen).
+  for (const m of everyModule(catalogue)) {
+    if (m.manifest.name === manifest.name) continue;
+    const dropped = m.manifest.uses.map(toolUseOf).find((t) => t !== null && t.module === manifest.name && !manifest.tools.some((own) => own.name === t.tool));
+    if (dropped) {
+      return refuse(
+        "tool-in-use",
+        `this version of "${manifest.name}" no longer offers the tool "${dropped.tool}", which module "${m.manifest.name}" uses: keep offering it or change that module first`,
+        "manifest.tools",
       );
     }
   }
@@ -94,8 +109,21 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
   for (const [i, seat] of manifest.claims.entries()) {
     if (!lookup(seat)) return unknownSeat(seat, `manifest.claims.${i}`);
   }
-  for (const [i, seat] of manifest.uses.entries()) {
-    if (!lookup(seat)) return unknownSeat(seat, `manifest.uses.${i}`);
+  for (const [i, use] of manifest.uses.entries()) {
+    const tool = toolUseOf(use);
+    if (tool === null) {
+      if (!lookup(use)) return unknownSeat(use, `manifest.uses.${i}`);
+      continue;
+    }
+    // R74: a tool use names a tool that is offered now: this manifest's own, else a registered module's.
+    const offered = tool.module === manifest.name ? manifest.tools : moduleOf(catalogue, tool.module)?.manifest.tools;
+    if (offered === undefined) {
+      return refuse("unknown-tool", `"${use}" names module "${tool.module}", which is not registered: register it first, or drop the use`, `manifest.uses.${i}`);
+    }
+    if (!offered.some((t) => t.name === tool.tool)) {
+      const tools = offered.length === 0 ? "none" : offered.map((t) => t.name).join(", ");
+      return refuse("unknown-tool", `"${use}": module "${tool.module}" offers no tool "${tool.tool}" (it offers ${tools})`, `manifest.uses.${i}`);
+    }
   }
   for (const [i, follow] of manifest.follows.entries()) {
     const declaration = lookup(follow.seat);

@@ -1,9 +1,10 @@
 import type { State } from "../projections/index.ts";
 import { assignedModules, brokerReachableAt, busCertificateNames, busAddressesOf, credentialOf, holdersOf, isEnrolled, moduleOf, nodeNames, overlayNameOf, principalOfModule, provisionOf, resolveSeat, seatOf } from "../projections/index.ts";
 import { BROKER_SEAT } from "../names.ts";
+import { usedSeats, type Manifest } from "../manifest/manifest.ts";
 import { CONTRACT_VERSIONS } from "../contracts/version.ts";
 import {
-  type Declaration, type DeclarationBody, type DeclaredModule, type DeclaredCredential, type NodeSelf, type ProvisionGrant, type ReceivedProvision,
+  type Declaration, type DeclarationBody, type DeclaredModule, type DeclaredCredential, type NodeSelf, type ProvisionGrant, type ProvisionLogin, type ReceivedProvision,
 } from "../contracts/declaration.ts";
 import { USER_LIST_PART_BYTES, type UserListRef } from "../contracts/userList.ts";
 import { canonicalJson, orderedView, type Digest } from "./digest.ts";
@@ -93,6 +94,8 @@ export type Prepared = {
    * so such a module is composed once per address. Filled by composeDeclaration.
    */
   moduleEntries: Map<string, Map<string, ModuleComposed>>;
+  /** holdersOf(state, seat), remembered per seat: a consumer's env names its provision's holders (R75). */
+  holdersOf(seat: string): readonly string[];
 };
 
 /**
@@ -124,7 +127,7 @@ export function prepareComposition(state: State, config: ComposeConfig, reports?
       if (list) list.push(module);
       else modulesByNode.set(node, [module]);
     }
-    for (const use of moduleOf(state.modules, module)?.manifest.uses ?? []) {
+    for (const use of usedSeatsOf(moduleOf(state.modules, module)?.manifest)) {
       const seat = resolveSeat(state.modules, use);
       if (seatOf(state.modules, seat)?.provides === undefined) continue;
       const list = usersOfSeat.get(seat);
@@ -167,7 +170,18 @@ export function prepareComposition(state: State, config: ComposeConfig, reports?
     }
     return address;
   };
-  return { modulesByNode, usersOfSeat, brokerHolders: new Set(holders), busUsers, userListText, userListRef, reachableAt, moduleEntries };
+  const holdersBySeat = new Map<string, readonly string[]>();
+  const holdersOfSeat = (seat: string): readonly string[] => {
+    let found = holdersBySeat.get(seat);
+    if (found === undefined) holdersBySeat.set(seat, found = holdersOf(state, seat));
+    return found;
+  };
+  return { modulesByNode, usersOfSeat, brokerHolders: new Set(holders), busUsers, userListText, userListRef, reachableAt, moduleEntries, holdersOf: holdersOfSeat };
+}
+
+/** The seats a manifest uses (usedSeats), none for a module the catalogue lacks. */
+function usedSeatsOf(manifest: Manifest | undefined): string[] {
+  return manifest ? usedSeats(manifest) : [];
 }
 
 function refusal(node: string, code: string, message: string): DeclarationResult {
@@ -276,7 +290,7 @@ function composeModule(state: State, module: string, address: string, fingerprin
   }
   const sealed = credential.sealed;
   const received: ReceivedProvision[] = [];
-  for (const use of manifest.uses) {
+  for (const use of usedSeats(manifest)) {
     const seat = resolveSeat(state.modules, use);
     const provision = seatOf(state.modules, seat)?.provides;
     if (provision === undefined) continue;
@@ -285,6 +299,7 @@ function composeModule(state: State, module: string, address: string, fingerprin
     received.push({ provision, sealed: record.sealed, seat, user: record.user });
   }
   const grants: ProvisionGrant[] = [];
+  const logins: ProvisionLogin[] = [];
   for (const claim of manifest.claims) {
     const seat = resolveSeat(state.modules, claim);
     const provision = seatOf(state.modules, seat)?.provides;
@@ -293,6 +308,8 @@ function composeModule(state: State, module: string, address: string, fingerprin
       const record = provisionOf(state.provisions, seat, provision, consumer);
       if (!record) return { kind: "refused", code: "provision-missing", message: `the provision ${provision} of ${seat} for ${consumer} is not minted (push mints it first, R31)` };
       grants.push({ consumer, provision, sealed: record.sealed, seat, user: record.user });
+      // R75: the provider is told in its own folder which logins to create (the host adds the secrets).
+      logins.push({ consumer, provision, seat, user: record.user });
     }
   }
   // R62: on a cluster the credential lists every server, so the module reconnects to a survivor.
@@ -302,7 +319,8 @@ function composeModule(state: State, module: string, address: string, fingerprin
   const run = orderedView(manifest.run);
   const entry: DeclaredModule = {
     credential: addresses ? { address, addresses, fingerprint, sealed, user: credential.user } : { address, fingerprint, sealed, user: credential.user },
-    env: moduleEnvironment(state, module, address, credential.user, fingerprint),
+    env: moduleEnvironment(state, module, address, credential.user, fingerprint, prepared.holdersOf),
+    ...(logins.length === 0 ? {} : { logins }),
     module,
     provisions: received.length < 2 ? received : received.sort(byReceived),
     run: run ?? manifest.run,

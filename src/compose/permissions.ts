@@ -8,6 +8,7 @@ import {
   pullGrants, reportSubject, streamUpdatedAdvisory, toolSubject, workConsumer, workStream, workSubject,
 } from "../names.ts";
 import { sortStrings } from "./sorting.ts";
+import { toolUseOf, usedSeats } from "../manifest/manifest.ts";
 import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./types.ts";
 
 /**
@@ -30,7 +31,9 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  *   mesh-broker adds nothing on the bus (the user list travels in its declaration).
  * - module: the pull of the consumers its manifest implies (R4): each claimed seat's shared work
  *   queue (R16), one consumer per follows entry (R18); publishes the work kinds of the seats it
- *   uses (submitting half only), the events of the seats it claims; subscribes its tools; its inbox.
+ *   uses (submitting half only), the events of the seats it claims, and the subject of each tool
+ *   of another module its `uses` names as `<module>/<tool>` (R74: exactly that tool; the answer
+ *   comes back on its own inbox, by the callee's allow_responses); subscribes its tools; its inbox.
  * - builder (a build machine's account): submits the work of the `mesh-build` role and hears its
  *   outcome events named exactly, its inbox. Nothing of `$JS`.
  *
@@ -108,13 +111,20 @@ function deriveModule(state: State, module: string, sink: Sink): boolean {
       sink.add("pub", eventSubject(seat, event), why ? `${line}: claims ${renamed(claim, seat)}, which emits ${event}` : "");
     }
   }
-  for (const use of manifest.uses) {
+  for (const use of usedSeats(manifest)) {
     const seat = resolveSeat(state.modules, use);
     const record = seatOf(state.modules, seat);
     if (!record) continue;
     for (const kind of record.accepts) {
       sink.add("pub", workSubject(seat, kind), why ? `${line}: uses ${renamed(use, seat)}, which accepts ${kind} (submitting half only)` : "");
     }
+  }
+  for (let i = 0; i < manifest.uses.length; i++) {
+    const use = manifest.uses[i]!;
+    const tool = toolUseOf(use);
+    // R74: exactly the tool named, while its module offers it; `explain` names the line.
+    if (tool === null || !offersTool(state, tool.module, tool.tool)) continue;
+    sink.add("pub", toolSubject(tool.module, tool.tool), why ? `${line}: uses[${i}] "${use}": calls the tool ${tool.tool} of ${tool.module} (R74)` : "");
   }
   for (const follow of manifest.follows) {
     const seat = resolveSeat(state.modules, follow.seat);
@@ -124,6 +134,11 @@ function deriveModule(state: State, module: string, sink: Sink): boolean {
     sink.add("sub", toolSubject(module, tool.name), why ? `${line}: offers the tool ${tool.name}` : "");
   }
   return manifest.tools.length > 0;
+}
+
+/** Whether the registered `module` offers `tool` (R74: a use of a tool that went grants nothing). */
+export function offersTool(state: State, module: string, tool: string): boolean {
+  return moduleOf(state.modules, module)?.manifest.tools.some((t) => t.name === tool) ?? false;
 }
 
 /** A sink that keeps every grant with its reason. */

@@ -1,4 +1,5 @@
 import type { State } from "../projections/index.ts";
+import { usedSeats } from "../manifest/manifest.ts";
 import { assignedModules, moduleOf, provisionKey, provisionOf, resolveSeat, seatOf } from "../projections/index.ts";
 
 /** A provision a composition needs: the seat whose holder grants it, its name, the module receiving it. */
@@ -14,7 +15,7 @@ export function neededProvisions(state: State): NeededProvision[] {
   for (const [module, nodes] of assignedModules(state.assignments)) {
     const manifest = moduleOf(state.modules, module)?.manifest;
     if (!manifest || nodes.length === 0) continue;
-    for (const use of manifest.uses) {
+    for (const use of usedSeats(manifest)) {
       const seat = resolveSeat(state.modules, use);
       const provision = seatOf(state.modules, seat)?.provides;
       if (provision === undefined) continue;

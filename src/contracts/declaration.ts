@@ -56,6 +56,16 @@ export const ProvisionGrant = z
   .strict();
 export type ProvisionGrant = z.infer<typeof ProvisionGrant>;
 
+/**
+ * A login a provider module on this node must create for one consumer of its seat (R75): no secret
+ * here; the host finds it in the declaration's grant of the same seat, provision and consumer and
+ * writes both to the provider's own folder (`logins.json`).
+ */
+export const ProvisionLogin = z
+  .object({ seat: z.string().min(1), provision: z.string().min(1), consumer: z.string().min(1), user: z.string() })
+  .strict();
+export type ProvisionLogin = z.infer<typeof ProvisionLogin>;
+
 /** What the node runs for a module, as its manifest says: a container image or a command, opaque to the mesh. */
 export const DeclaredRun = z
   .object({ image: z.string().optional(), command: z.array(z.string()).optional() })
@@ -99,6 +109,8 @@ export const DeclaredModule = z
     credential: DeclaredCredential,
     env: ModuleEnvironment,
     provisions: z.array(ReceivedProvision).default([]),
+    /** The logins it must create as a provider of a seat on this node (R75); absent when none. */
+    logins: z.array(ProvisionLogin).optional(),
   })
   .loose();
 export type DeclaredModule = z.infer<typeof DeclaredModule>;

@@ -7,3 +7,4 @@ export {
   stageTree, finishInterrupted, UnsafeTreePath, JOURNAL_FILE, STAGING_PREFIX, type StagedTree, type TreeFile,
 } from "./stagedTree.ts";
 export { packageLayout, packageFile, packageVersion, entryArguments, type PackageLayout } from "./packageFiles.ts";
+export { envFileText, parseEnvFile, EnvFileError } from "./envFile.ts";

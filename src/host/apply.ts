@@ -6,9 +6,10 @@ import { TLS_REQUIRED, isDialableBusAddress } from "../bus/tlsOnly.ts";
 import { NAME_PATTERN } from "../names.ts";
 import { Declaration } from "../contracts/declaration.ts";
 import type { HostReport } from "../contracts/report.ts";
-import { CERTIFICATE_FILE_VARIABLE, PASSWORD_VARIABLE, SEED_VARIABLE } from "../compose/environment.ts";
+import { CERTIFICATE_FILE_VARIABLE, LOGINS_FILE_VARIABLE, PASSWORD_VARIABLE, PROVISIONS_FILE_VARIABLE, SEED_VARIABLE } from "../compose/environment.ts";
 import { DeclarationRefused } from "./refused.ts";
 import { finishInterrupted, stageTree, UnsafeTreePath, type TreeFile } from "../files/index.ts";
+import { EnvFileError, envFileText } from "../files/envFile.ts";
 
 export { DeclarationRefused } from "./refused.ts";
 
@@ -147,15 +148,14 @@ function open(privateKey: string, sealed: string, what: string): string {
   }
 }
 
+/** The module's env file (src/files/envFile.ts); a variable no env file carries refuses the declaration. */
 function envText(env: Record<string, string>, module: string): string {
-  const lines: string[] = [];
-  for (const key of Object.keys(env).sort()) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new DeclarationRefused("unsafe-name", `module "${module}" declares an environment variable with an unsafe name`);
-    const value = env[key]!;
-    if (/[\r\n\0]/.test(value)) throw new DeclarationRefused("unsafe-name", `module "${module}": environment variable ${key} contains a line break`);
-    lines.push(`${key}=${value}`);
+  try {
+    return envFileText(env);
+  } catch (error) {
+    if (error instanceof EnvFileError) throw new DeclarationRefused("unsafe-name", `module "${module}": ${error.message}`, { cause: error });
+    throw error;
   }
-  return lines.length ? `${lines.join("\n")}\n` : "";
 }
 
 function json(value: unknown): string {
@@ -170,21 +170,29 @@ function json(value: unknown): string {
  *   `password` for a credential minted before nkeys);
  * - `modules/<module>/env` (0600): the declared environment plus `MESH_NKEY_SEED` (or
  *   `MESH_PASSWORD`, before nkeys), and
- *   `MESH_BROKER_CERTIFICATE_FILE` naming the next file when the host knows the PEM, `KEY=value` lines;
+ *   `MESH_BROKER_CERTIFICATE_FILE` naming the next file when the host knows the PEM, `KEY='value'`
+ *   lines that sh, systemd and `node --env-file` read alike (envFileText);
  * - `modules/<module>/certificate.pem` (0644): the bus certificate the host pinned, for clients
  *   that verify against a file (R57), when `local.certificatePem` is given;
- * - `modules/<module>/provisions.json` (0600): `[{seat, provision, user, secret}]` it receives;
+ * - `modules/<module>/provisions.json` (0600): `[{seat, provision, user, secret}]` it receives,
+ *   named by `MESH_PROVISIONS_FILE` in its env (R75);
+ * - `modules/<module>/logins.json` (0600): `[{seat, provision, consumer, user, secret}]`, the
+ *   logins a provider must create (its entry's `logins`, each secret from the declaration's grant),
+ *   named by `MESH_LOGINS_FILE` (R75: in its own folder);
  * - `provisions/<seat>/<provision>/<consumer>.json` (0600): `{seat, provision, consumer, user,
- *   secret}`, a login this node's provider must hold for a consumer.
+ *   secret}`, a grant no module here is told as a login (a controller from before R75).
  * Opens every secret with `privateKey`; throws DeclarationRefused when one does not open, a name
  * is not a safe file name, or a module's credential is not one a mesh client may dial (R67).
  */
 export function desiredFiles(declaration: Declaration, privateKey: string, local: LocalFacts = {}): Desired {
   const files: Desired = new Map();
+  // R75: grants a provider on this node is told as its logins go to its folder, and nowhere else.
+  const grantOf = new Map(declaration.provisions.map((g) => [grantKey(g), g]));
+  const toldAsLogins = new Set<string>();
   for (const entry of declaration.modules) {
     const module = safeName("module", entry.module);
     const base = `modules/${module}`;
-    const { credential, env, provisions, ...rest } = entry;
+    const { credential, env, provisions, logins, ...rest } = entry;
     files.set(`${base}/module.json`, { text: json(rest), mode: 0o644 });
     let password: string | undefined;
     if (credential) {
@@ -204,6 +212,18 @@ export function desiredFiles(declaration: Declaration, privateKey: string, local
       files.set(`${base}/${CERTIFICATE_FILE}`, { text: local.certificatePem, mode: 0o644 });
       added[CERTIFICATE_FILE_VARIABLE] = join(local.stateDir, base, CERTIFICATE_FILE);
     }
+    const inFolder = (file: string) => join(local.stateDir ?? "", base, file);
+    if (provisions.length > 0 && local.stateDir !== undefined) added[PROVISIONS_FILE_VARIABLE] = inFolder("provisions.json");
+    if (logins !== undefined && logins.length > 0) {
+      const opened = logins.map((login) => {
+        const grant = grantOf.get(grantKey(login));
+        if (grant === undefined) throw new DeclarationRefused("login-without-grant", `module "${module}" is told to create the login ${login.user} for "${login.consumer}", but the declaration grants no such provision`);
+        toldAsLogins.add(grantKey(login));
+        return { ...login, secret: open(privateKey, grant.sealed, `the provision ${login.provision} of ${login.seat} for "${login.consumer}"`) };
+      });
+      files.set(`${base}/logins.json`, { text: json(opened), mode: 0o600 });
+      if (local.stateDir !== undefined) added[LOGINS_FILE_VARIABLE] = inFolder("logins.json");
+    }
     if (env || Object.keys(added).length > 0) {
       files.set(`${base}/env`, { text: envText({ ...(env ?? {}), ...added }, module), mode: 0o600 });
     }
@@ -216,12 +236,18 @@ export function desiredFiles(declaration: Declaration, privateKey: string, local
     }
   }
   for (const grant of declaration.provisions) {
+    if (toldAsLogins.has(grantKey(grant))) continue;
     const { sealed, ...visible } = grant;
     const file = `provisions/${safeName("seat", grant.seat)}/${safeName("provision", grant.provision)}/${safeName("consumer", grant.consumer)}.json`;
     const secret = open(privateKey, sealed, `the provision ${grant.provision} of ${grant.seat} for "${grant.consumer}"`);
     files.set(file, { text: json({ ...visible, secret }), mode: 0o600 });
   }
   return files;
+}
+
+/** A grant's or a login's key: seat, provision and consumer (names hold no `/`). */
+function grantKey(g: { seat: string; provision: string; consumer: string }): string {
+  return `${g.seat}/${g.provision}/${g.consumer}`;
 }
 
 /** The files found under `folder` (links listed, never followed). */

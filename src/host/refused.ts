@@ -4,7 +4,7 @@
  * make where it would write or remove, a path taken by something else than a file or folder, or a
  * module credential naming a bus without TLS (R67).
  */
-export type RefusalCode = "unsafe-name" | "sealed-elsewhere" | "too-large" | "link" | "not-a-file" | "not-a-folder" | "not-tls";
+export type RefusalCode = "unsafe-name" | "sealed-elsewhere" | "too-large" | "link" | "not-a-file" | "not-a-folder" | "not-tls" | "login-without-grant";
 
 /** A declaration the host cannot apply; nothing on disk was changed by it (R69). */
 export class DeclarationRefused extends Error {

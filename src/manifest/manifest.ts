@@ -38,6 +38,35 @@ export type Follow = z.infer<typeof Follow>;
 export const Tool = z.object({ name: MeshName, description: z.string().default("") }).strict();
 export type Tool = z.infer<typeof Tool>;
 
+/** Another module's tool as a `uses` entry names it (R74): its module and the tool's name. */
+export type ToolUse = { module: string; tool: string };
+
+/**
+ * The tool a `uses` entry names, `<module>/<tool>` (R74), or null when the entry is a seat name.
+ * A mesh name holds no `/`, so the two forms never read alike. Pure.
+ */
+export function toolUseOf(use: string): ToolUse | null {
+  const slash = use.indexOf("/");
+  if (slash < 0) return null;
+  const module = use.slice(0, slash);
+  const tool = use.slice(slash + 1);
+  return NAME_PATTERN.test(module) && NAME_PATTERN.test(tool) ? { module, tool } : null;
+}
+
+/**
+ * One `uses` entry: a seat the module submits work to or takes a provision of, or another
+ * module's tool it calls, `<module>/<tool>` (R74).
+ */
+export const Use = z.string().refine(
+  (use) => NAME_PATTERN.test(use) || toolUseOf(use) !== null,
+  "name a seat (lowercase letters, digits and dashes) or another module's tool as <module>/<tool> (R74)",
+);
+
+/** The seats a manifest uses, in its order: its `uses` entries that name no tool. Pure. */
+export function usedSeats(manifest: { uses: readonly string[] }): string[] {
+  return manifest.uses.filter((use) => toolUseOf(use) === null);
+}
+
 export const Manifest = z
   .object({
     name: MeshName,
@@ -50,7 +79,8 @@ export const Manifest = z
       .default({}),
     seats: z.record(MeshName, SeatDeclaration).default({}),
     claims: z.array(MeshName).default([]),
-    uses: z.array(MeshName).default([]),
+    /** Seats it uses, and other modules' tools it calls as `<module>/<tool>` (R74). */
+    uses: z.array(Use).default([]),
     follows: z.array(Follow).default([]),
     tools: z.array(Tool).default([]),
   })

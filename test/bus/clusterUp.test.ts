@@ -22,6 +22,7 @@ import { CATALOGUE_STREAM } from "../../src/names.ts";
 import { waitFor } from "../support/natsServer.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
+import { parseEnvFile } from "../../src/files/envFile.ts";
 
 /**
  * `mesh up --cluster 3` (issue 14, R60..R62): one mesh on three local nats-servers, brought up once
@@ -186,8 +187,7 @@ describe("mesh up --cluster 3 (issue 14)", () => {
     // showcase submits work (a replicated publish, acknowledged), the builder pulls it.
     const modules = join(dir, HOST_DIR, "modules");
     const moduleCredential = (module: string): BusCredential => readBusCredential(join(modules, module, "credential.json"));
-    const env = (module: string): Record<string, string> => Object.fromEntries(readFileSync(join(modules, module, "env"), "utf8")
-      .split("\n").filter((l) => l.includes("=")).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    const env = (module: string): Record<string, string> => parseEnvFile(readFileSync(join(modules, module, "env"), "utf8"));
     assert.deepEqual(moduleCredential("builder").addresses, servers().map((s) => s.address), "a module's credential lists every server");
     const only = (credential: BusCredential, server: BusServer): BusCredential => {
       const { addresses: _all, ...rest } = credential;

@@ -249,7 +249,7 @@ describe("host agent: applying declarations", () => {
     assert.equal(credential.user, busUser("module", "web"));
     assert.equal(credential.fingerprint, undefined, "an empty fingerprint (nats://) is left out");
     assert.equal(statSync(join(dir, "credential.json")).mode & 0o777, 0o600);
-    assert.match(readFileSync(join(dir, "env"), "utf8"), new RegExp(`^MESH_NKEY_SEED=${web}$`, "m"));
+    assert.match(readFileSync(join(dir, "env"), "utf8"), new RegExp(`^MESH_NKEY_SEED='${web}'$`, "m"));
     assert.equal(statSync(join(dir, "env")).mode & 0o777, 0o600);
     assert.equal(JSON.parse(readFileSync(join(dir, "module.json"), "utf8")).run.image, "example/web:1");
     assert.equal(JSON.parse(readFileSync(join(dir, "provisions.json"), "utf8"))[0].secret, db);

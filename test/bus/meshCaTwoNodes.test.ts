@@ -20,13 +20,14 @@ import { EXIT_OK } from "../../src/cli/context.ts";
 import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
 import { runMesh, type CliRun } from "../support/cli.ts";
 import { parseBusAddress } from "../../src/projections/index.ts";
+import { parseEnvFile } from "../../src/files/envFile.ts";
 
 const NODE = "alpha";
 const app = { name: "app", version: "1.0.0" };
 
 /** A module's env file as key → value. */
 function envFile(path: string): Record<string, string> {
-  return Object.fromEntries(readFileSync(path, "utf8").split("\n").filter((l) => l.includes("=")).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+  return parseEnvFile(readFileSync(path, "utf8"));
 }
 
 /** Dials as a standard client with exactly the module's env: its address's host as the TLS name, its certificate file as the only CA. */

@@ -6,7 +6,12 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Declaration } from "../../src/contracts/declaration.ts";
+import { desiredFiles } from "../../src/host/apply.ts";
+import { parseEnvFile } from "../../src/files/envFile.ts";
 import { freshControllerSuite, openAsNode } from "../support/controller.ts";
 import { meshClient } from "../../src/client/client.ts";
 
@@ -65,5 +70,48 @@ describe("provisions end with the node they were delivered to (R48) and with a r
     assert.notEqual(afterRestore.granted, afterRemoval.granted, "an accepted restore replaces every provision secret");
     assert.equal(afterRestore.received, afterRestore.granted);
     await controller.stop();
+  });
+});
+
+describe("R75: a consumed provision's env names its holder and its secret's file; its provider's logins are in its own folder", () => {
+  const suite = freshControllerSuite();
+
+  it("R75: after a push, showcase on web1 is told where artifacts' holder is (hub.internal), its login and the file of its secret; artifacts on hub holds the same secret in its logins.json", async () => {
+    const fixture = suite.fixture;
+    const controller = await fixture.start();
+    const dir = mkdtempSync(join(tmpdir(), "mesh-r75-bus-"));
+    try {
+      const keys: Record<string, string> = { hub: await fixture.enrol("hub"), web1: await fixture.enrol("web1") };
+      for (const manifest of ["artifacts", "builder", "showcase"]) await fixture.send("module.register", { manifest: example(manifest) });
+      for (const module of ["artifacts", "showcase"]) await fixture.send("module.issue", { module });
+      await fixture.send("overlay.place", { node: "hub", hub: true });
+      await fixture.send("overlay.place", { node: "web1" });
+      await fixture.send("assign", { module: "artifacts", node: "hub" });
+      await fixture.send("assign", { module: "showcase", node: "web1" });
+      await controller.push();
+
+      /** The files node's host would write for its newest declaration, under `<dir>/<node>`. */
+      const filesOf = async (node: string) => {
+        const stateDir = join(dir, node);
+        const declaration = Declaration.parse((await fixture.drain(node)).at(-1));
+        return { stateDir, files: desiredFiles(declaration, keys[node]!, { stateDir }) };
+      };
+      const web1 = await filesOf("web1");
+      const env = parseEnvFile(web1.files.get("modules/showcase/env")!.text);
+      const [provision] = JSON.parse(env.MESH_PROVISIONS!) as Array<{ seat: string; provision: string; protocol: string; user: string; holders: unknown }>;
+      assert.deepEqual({ ...provision, user: undefined }, { seat: "artifacts", provision: "artifacts", protocol: "s3", user: undefined, holders: [{ node: "hub", address: "hub.internal" }] });
+      assert.equal(env.MESH_PROVISIONS_FILE, join(web1.stateDir, "modules", "showcase", "provisions.json"));
+      const received = JSON.parse(web1.files.get("modules/showcase/provisions.json")!.text) as Array<{ seat: string; user: string; secret: string }>;
+      assert.equal(received[0]!.user, provision!.user, "the file holds the login the env names");
+
+      const hub = await filesOf("hub");
+      const logins = JSON.parse(hub.files.get("modules/artifacts/logins.json")!.text) as Array<{ consumer: string; user: string; secret: string }>;
+      assert.deepEqual(logins.map((l) => [l.consumer, l.user, l.secret]), [["showcase", provision!.user, received[0]!.secret]], "the provider creates exactly the login its consumer is told");
+      assert.equal(parseEnvFile(hub.files.get("modules/artifacts/env")!.text).MESH_LOGINS_FILE, join(hub.stateDir, "modules", "artifacts", "logins.json"));
+      assert.deepEqual([...hub.files.keys()].filter((f) => !f.startsWith("modules/")), [], "nothing of a provision lies outside a module's folder");
+    } finally {
+      await controller.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

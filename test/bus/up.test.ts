@@ -26,6 +26,7 @@ import { secretMatches } from "../../src/crypto/secrets.ts";
 import { workConsumer, workStream, workSubject } from "../../src/names.ts";
 import { waitFor } from "../support/natsServer.ts";
 import { watchViolations } from "../support/violations.ts";
+import { parseEnvFile } from "../../src/files/envFile.ts";
 
 /**
  * The end-to-end story of the embedded default: `mesh up` in a temporary folder on a free port,
@@ -39,14 +40,9 @@ function credentialFile(path: string): BusCredential {
   return readBusCredential(path);
 }
 
-/** A module's `env` file (`KEY=value` lines) as a record. */
+/** A module's `env` file (`KEY='value'` lines) as a record. */
 function envFile(path: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const line of readFileSync(path, "utf8").split("\n")) {
-    const at = line.indexOf("=");
-    if (at > 0) env[line.slice(0, at)] = line.slice(at + 1);
-  }
-  return env;
+  return parseEnvFile(readFileSync(path, "utf8"));
 }
 
 function isAuthorizationRefusal(error: unknown): boolean {

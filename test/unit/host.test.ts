@@ -174,7 +174,7 @@ describe("applying a declaration to the state folder", () => {
     assert.deepEqual(first.removed, []);
     assert.ok(first.written.includes("modules/web/credential.json"));
     assert.equal(JSON.parse(readFileSync(join(state, "modules/web/credential.json"), "utf8")).fingerprint, "AA:BB");
-    assert.match(readFileSync(join(state, "modules/web/env"), "utf8"), /^MESH_USER=module-web$/m);
+    assert.match(readFileSync(join(state, "modules/web/env"), "utf8"), /^MESH_USER='module-web'$/m);
 
     // The same module again (a redelivery, or a push for another module) rewrites nothing of it.
     const replay = applyDeclaration(state, declaration("n1", publicKey, [{ module: "web", password: web }], "d2"), key);
