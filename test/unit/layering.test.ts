@@ -52,6 +52,8 @@ const LAYERS: Record<string, readonly string[]> = {
   host: [...CORE, ...ADAPTERS],
   bootstrap: [...CORE, ...ADAPTERS, "records", "controller", "push", "serve"],
   up: [...CORE, ...ADAPTERS, "records", "controller", "push", "serve", "client", "host", "bootstrap", "installer"],
+  // the module author's kit stands apart: it reads the env's entry shapes (types) and dials itself.
+  kit: ["compose"],
   cli: [...CORE, ...ADAPTERS, "records", "controller", "push", "client", "host", "bootstrap", "up", "installer"],
 };
 
