@@ -5,7 +5,7 @@ import { jetstream, type JsMsg } from "@nats-io/jetstream";
 import { connectToBus, type BusCredential } from "../bus/connect.ts";
 import { CONTROL_STREAM, declarationConsumer, declarationFilter } from "../names.ts";
 import { boundedText, dropsOf, errorLine, total } from "../bus/total.ts";
-import { readOwned, recheckOwned, stageDeclaration, type Applied, type StagedDeclaration } from "./apply.ts";
+import { readLastApplied, readOwned, recheckOwned, stageDeclaration, type Applied, type StagedDeclaration } from "./apply.ts";
 import { installOnEveryServer, type BusReloadOptions } from "./busList.ts";
 import { busLogFiles, watchBusLog } from "./busLog.ts";
 import { shortDigest, type Declaration as HostDeclaration } from "../contracts/declaration.ts";
@@ -21,6 +21,9 @@ import { isAuthorizationRefusal } from "../bus/errors.ts";
 import { RECONNECT_REFUSALS_BEFORE_BACKOFF, explainFailure, hostDialOptions, refusedAdvice } from "./connection.ts";
 import { ownCredential } from "./ownCredential.ts";
 import { reporter } from "./reporter.ts";
+import { moduleRunner, type RunnerOptions } from "./runner.ts";
+import { serveLogs } from "./logsService.ts";
+import { reportLog } from "./reportLog.ts";
 
 /**
  * The host agent (DESIGN.md section 7): the node side of a push.
@@ -98,7 +101,12 @@ export type HostOptions = {
    * that declaration's report with `drift` naming the files.
    */
   checkIntervalMs?: number;
+  /** R72: the module runner's restart pauses (tests shorten them); see RunnerOptions. */
+  runner?: Pick<RunnerOptions, "restart">;
 };
+
+/** R72: the least pause between two reports published because a module's run state changed. */
+export const RUN_STATE_REPORT_MIN_MS = 500;
 
 /** A running host. */
 export type Host = {
@@ -129,9 +137,9 @@ export function startHost(options: HostOptions): Host {
   const maxMs = options.backoff?.maxMs ?? 30_000;
   const given = typeof options.credential === "function" ? options.credential : () => options.credential as BusCredential;
   const own = ownCredential(stateDir, node, given, options.credentialFile ?? join(stateDir, NODE_CREDENTIAL_FILE), log);
-  const reports: HostReport[] = [];
-  const waiters = new Set<() => void>();
-  const notify = () => { for (const wake of [...waiters]) wake(); };
+  const published = reportLog(node, () => stopped);
+  const reports = published.reports;
+  const notify = published.notify;
   let stopped = false;
   let current: { nc: NatsConnection; stop: () => void } | undefined;
   let isBound = false;
@@ -143,7 +151,18 @@ export function startHost(options: HostOptions): Host {
       wakeSleeper = () => { clearTimeout(timer); wakeSleeper = undefined; resolve(); };
     });
 
-  const reportsOut = reporter({ node, log, stopped: () => stopped, initialMs, maxMs });
+  // R72: every report carries each module's run state; a change of it is published again (bounded).
+  let runStateTimer: NodeJS.Timeout | undefined;
+  const runStateChanged = () => {
+    if (runStateTimer !== undefined || stopped) return;
+    runStateTimer = setTimeout(() => {
+      runStateTimer = undefined;
+      const last = reportsOut.last();
+      if (last !== undefined && current && isBound && !stopped) void reportsOut.send(current.nc, last);
+    }, RUN_STATE_REPORT_MIN_MS);
+  };
+  const runner = moduleRunner({ stateDir, log: (line) => log(`host ${node}: ${line}`), onChange: runStateChanged, ...(options.runner ?? {}) });
+  const reportsOut = reporter({ node, log, stopped: () => stopped, initialMs, maxMs, extra: () => ({ modules: runner.states() }) });
 
   const publishReport = async (nc: NatsConnection, report: HostReport, applied: Applied | undefined) => {
     const sent = await reportsOut.send(nc, report);
@@ -224,6 +243,7 @@ export function startHost(options: HostOptions): Host {
       const done = listText === undefined ? undefined : await installOnEveryServer(listText, options.bus!, (line) => log(`host ${node}: ${line}`));
       const report = { ...appliedReport(node, declaration, listText), ...(done?.servers ? { servers: done.servers } : {}) };
       const applied = staged.commit({ declaration, report, ...(certificatePem === undefined ? {} : { certificatePem }) });
+      runner.apply(declaration);
       pending = undefined;
       parts.discardExcept();
       return { report, applied, ...(done ? { installed: done.installed } : {}) };
@@ -326,6 +346,7 @@ export function startHost(options: HostOptions): Host {
     current = { nc, stop: () => { void messages.stop(); } };
     void nc.closed().then(() => { void messages.stop(); });
     isBound = true;
+    serveLogs(nc, node, runner, log);
     // A dropped connection reconnects by itself, with the seed read again (own.password); bound()
     // is false meanwhile. Reconnects the bus refuses (both seeds of a rotation, R50) end it: the
     // loop dials again with backoff (the client's own redials come every 2 s for ever: a removed
@@ -460,53 +481,30 @@ export function startHost(options: HostOptions): Host {
     else driftReport = carryUnsent(driftReport, drifted);
   };
   recheck("start");
+  // R72: what the last applied declaration runs is started at once, connected or not.
+  try {
+    const last = readLastApplied(stateDir);
+    if (last) runner.apply(last.declaration);
+  } catch (error) {
+    log(`host ${node}: its modules are not started at start: ${firstLine(error)}`);
+  }
   const checkEvery = options.checkIntervalMs ?? 60_000;
   const checker = checkEvery > 0 ? setInterval(() => recheck("interval"), checkEvery) : undefined;
   checker?.unref();
 
   const running = loop();
 
-  const waitForReport = (digest: string, timeoutMs = 10_000) =>
-    new Promise<HostReport>((resolve, reject) => {
-      const check = () => {
-        const found = reports.find((r) => r.digest === digest);
-        if (found) { done(); resolve(found); return true; }
-        if (stopped) { done(); reject(new Error(`host ${node} stopped before reporting ${digest}`)); return true; }
-        return false;
-      };
-      const timer = setTimeout(() => { done(); reject(new Error(`host ${node} did not report ${digest} within ${timeoutMs} ms`)); }, timeoutMs);
-      const done = () => { clearTimeout(timer); waiters.delete(wake); };
-      const wake = () => { check(); };
-      if (!check()) waiters.add(wake);
-    });
-
-  const applied: AsyncIterable<HostReport> = {
-    [Symbol.asyncIterator]() {
-      let index = 0;
-      return {
-        async next(): Promise<IteratorResult<HostReport>> {
-          for (;;) {
-            if (index < reports.length) return { value: reports[index++]!, done: false };
-            if (stopped) return { value: undefined, done: true };
-            await new Promise<void>((resolve) => {
-              const wake = () => { waiters.delete(wake); resolve(); };
-              waiters.add(wake);
-            });
-          }
-        },
-      };
-    },
-  };
-
   return {
     reports,
-    applied,
-    waitForReport,
+    applied: published.applied,
+    waitForReport: published.waitFor,
     bound: () => isBound,
     async stop() {
       if (!stopped) {
         stopped = true;
         if (checker) clearInterval(checker);
+        if (runStateTimer) clearTimeout(runStateTimer);
+        await runner.stopAll();
         for (const watch of busLogs) watch.stop();
         current?.stop();
         wakeSleeper?.();

@@ -1,0 +1,99 @@
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { tailOf } from "./runPlan.ts";
+
+/**
+ * A module's output file (R72): `module.log` in its folder, rotated when it passes MODULE_LOG_BYTES
+ * (to `module.log.1`, the one before to `module.log.2`), so a module that floods its output fills
+ * at most three times that on the node's disk.
+ */
+
+export const MODULE_LOG_FILE = "module.log";
+/** A module's log is rotated past this many bytes. */
+export const MODULE_LOG_BYTES = 1024 * 1024;
+/** Rotated logs kept beside the current one. */
+export const MODULE_LOGS_KEPT = 2;
+/** The most bytes one `logs` answer carries. */
+export const LOGS_REPLY_MAX_BYTES = 256 * 1024;
+
+/** The log writer of one module: append, and close. Never throws (a full disk loses lines, not the agent). */
+export type ModuleLog = { write(chunk: Buffer | string): void; close(): void };
+
+/** Opens `<dir>/module.log` for appending, rotated at `maxBytes`. */
+export function openModuleLog(dir: string, maxBytes = MODULE_LOG_BYTES): ModuleLog {
+  const path = join(dir, MODULE_LOG_FILE);
+  let fd: number | undefined;
+  let size = 0;
+  const open = () => {
+    try {
+      fd = openSync(path, "a", 0o600);
+      size = fstatSync(fd).size;
+    } catch {
+      fd = undefined;
+    }
+  };
+  const rotate = () => {
+    if (fd !== undefined) closeSync(fd);
+    fd = undefined;
+    try {
+      rmSync(`${path}.${MODULE_LOGS_KEPT}`, { force: true });
+      for (let n = MODULE_LOGS_KEPT - 1; n >= 1; n--) if (existsSync(`${path}.${n}`)) renameSync(`${path}.${n}`, `${path}.${n + 1}`);
+      renameSync(path, `${path}.1`);
+    } catch {
+      // A rotation that failed leaves the file as it is; the next write tries again.
+    }
+    open();
+  };
+  open();
+  return {
+    write(chunk) {
+      try {
+        if (fd === undefined) open();
+        if (fd === undefined) return;
+        size += writeSync(fd, typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+        if (size >= maxBytes) rotate();
+      } catch {
+        // R76: lines are dropped before anything dies for them.
+      }
+    },
+    close() {
+      if (fd !== undefined) closeSync(fd);
+      fd = undefined;
+    },
+  };
+}
+
+/** What one `logs` question answers: the tail asked, and the current file's size (where a follower asks from next). */
+export type LogTail = { text: string; truncated: boolean; size: number };
+
+/**
+ * The newest `lines` lines of a module's output (at most `maxBytes`), or, with `from` (a byte
+ * offset of the current file a follower got as `size`), what was written since; a `from` past the
+ * file's end (it was rotated) reads it from its start. Reads at most the current and the first
+ * rotated file.
+ */
+export function readModuleLog(dir: string, lines: number, maxBytes = LOGS_REPLY_MAX_BYTES, from?: number): LogTail {
+  const path = join(dir, MODULE_LOG_FILE);
+  const size = existsSync(path) ? statSync(path).size : 0;
+  const bound = Math.min(maxBytes, LOGS_REPLY_MAX_BYTES);
+  if (from !== undefined) {
+    const start = from > size ? 0 : from;
+    const text = readRange(path, start, size);
+    const cut = tailOf(text, Number.MAX_SAFE_INTEGER, bound);
+    return { text: cut.text, truncated: cut.truncated, size };
+  }
+  const current = size > 0 ? readRange(path, Math.max(0, size - bound), size) : "";
+  const older = size < bound && existsSync(`${path}.1`) ? readRange(`${path}.1`, Math.max(0, statSync(`${path}.1`).size - (bound - size)), statSync(`${path}.1`).size) : "";
+  const cut = tailOf(older + current, lines, bound);
+  return { ...cut, size };
+}
+
+/** Bytes start..end of a file as UTF-8 text ("" when it is gone). */
+function readRange(path: string, start: number, end: number): string {
+  if (end <= start) return "";
+  try {
+    return readFileSync(path).subarray(start, end).toString("utf8");
+  } catch {
+    return "";
+  }
+}
