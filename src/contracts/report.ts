@@ -88,6 +88,20 @@ export const ModuleRun = z
   })
   .loose();
 export type ModuleRun = z.infer<typeof ModuleRun>;
+
+/**
+ * R72: modules' run states in one line for a person (`mesh status`, `nodes`, `reports`):
+ * `echo running, web exited 1 (3 restarts, again at 07:10:03Z), cache runtime-missing`; "-" for none.
+ */
+export function moduleRunsText(modules: readonly ModuleRun[] | undefined): string {
+  if (modules === undefined || modules.length === 0) return "-";
+  return modules.map((m) => {
+    const how = m.state !== "exited" ? "" : m.error !== undefined ? ` (${m.error})` : m.signal !== undefined ? ` by ${m.signal}` : m.code !== undefined && m.code !== null ? ` ${m.code}` : "";
+    const again = m.backoffUntil === undefined ? "" : `, again at ${m.backoffUntil.slice(11, 19)}Z`;
+    const restarts = m.restarts > 0 || again !== "" ? ` (${m.restarts} restart${m.restarts === 1 ? "" : "s"}${again})` : "";
+    return `${m.module} ${m.state}${how}${restarts}`;
+  }).join(", ");
+}
 /** One server's outcome of a user list (R60). */
 export type ServerListOutcome = NonNullable<HostReport["servers"]>[number];
 

@@ -32,6 +32,7 @@ export async function readLastReports(jsm: JetStreamManager, nodes: readonly str
         node, at: stored.time.toISOString(), digest: r.digest, ok: r.ok,
         ...(r.error === undefined ? {} : { error: r.error }),
         ...(r.drift === undefined ? {} : { drift: r.drift }),
+        ...(r.modules === undefined ? {} : { modules: r.modules }),
       };
     } catch {
       return null;

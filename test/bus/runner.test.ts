@@ -1,6 +1,6 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, nkeyAuthenticator, type NatsConnection } from "@nats-io/transport-node";
@@ -18,6 +18,8 @@ import { parseHostReport, type ModuleRun } from "../../src/contracts/report.ts";
 import { LogsReply } from "../../src/contracts/logs.ts";
 import { MODULE_LOG_BYTES, MODULE_LOG_FILE } from "../../src/host/moduleLog.ts";
 import { hostDeclaration } from "../support/hostDeclaration.ts";
+import { runMesh } from "../support/cli.ts";
+import { EXIT_OK, EXIT_REFUSED } from "../../src/cli/context.ts";
 
 /**
  * The module runner (R72) against a real nats-server and a real host agent: declarations naming a
@@ -166,6 +168,18 @@ describe("R72: the host agent runs its modules", () => {
     } finally {
       await ops.close();
     }
+    // The CLI, as an operator would type it, then as the module itself.
+    const credential = (name: string, user: string, seed: string) => {
+      const file = join(root, `${name}.json`);
+      writeFileSync(file, JSON.stringify({ address: server.url, user, seed }));
+      return file;
+    };
+    const asOperator = await runMesh(["logs", "echo", "--node", "alpha", "--tail", "5"], { MESH_CREDENTIAL: credential("ops", busUser("operator", "ops"), seeds.ops) });
+    assert.equal(asOperator.code, EXIT_OK, asOperator.err);
+    assert.match(asOperator.out, /hello from module-echo/);
+    assert.ok(asOperator.out.trimEnd().split("\n").length <= 5, "--tail 5");
+    const asModule = await runMesh(["logs", "echo", "--node", "alpha", "--timeout", "1500"], { MESH_CREDENTIAL: credential("echo", busUser("module", "echo"), seeds.echo) });
+    assert.equal(asModule.code, EXIT_REFUSED, asModule.out);
     for (const [user, seed] of [[busUser("module", "echo"), seeds.echo], [busUser("node", "beta"), seeds.beta]] as const) {
       const nc = await dial(user, seed);
       try {
