@@ -93,9 +93,10 @@ describe("R72: the host agent runs its modules", () => {
   });
 
   /** Publishes alpha's declaration of `modules` (each `{module, extra}`) as push does; returns when it was published. */
-  async function push(modules: Array<{ module: string; extra: Record<string, unknown> }>): Promise<number> {
+  async function push(modules: Array<{ module: string; extra: Record<string, unknown>; seed?: string }>): Promise<number> {
     sequence += 1;
-    const d = hostDeclaration("alpha", publicKey, modules.map((m) => ({ module: m.module, password: m.module === "echo" ? seeds.echo : newUserKey().seed, extra: m.extra })), `digest-${sequence}`);
+    const seedOf = (m: { module: string; seed?: string }) => m.seed ?? (m.module === "echo" ? seeds.echo : newUserKey().seed);
+    const d = hostDeclaration("alpha", publicKey, modules.map((m) => ({ module: m.module, password: seedOf(m), extra: m.extra })), `digest-${sequence}`);
     await jetstream(admin).publish(declarationSubject("alpha"), JSON.stringify(d));
     await host.waitForReport(d.digest);
     return Date.now();
@@ -188,6 +189,19 @@ describe("R72: the host agent runs its modules", () => {
         await nc.close().catch(() => undefined);
       }
     }
+  });
+
+  it("R72 R73: a new seed in its env (a rotation) restarts it, and its report names the key it now runs with", async () => {
+    await push([{ module: "echo", extra: command("steady") }]);
+    const before = await until("echo", (m) => m.state === "running" && m.startedWithNkey === publicKeyOfSeed(seeds.echo), "echo running with its key");
+    const rotated = newUserKey();
+    await push([{ module: "echo", extra: command("steady"), seed: rotated.seed }]);
+    const after = await until("echo", (m) => m.state === "running" && m.startedWithNkey === rotated.publicKey, "echo running with the new key");
+    assert.notEqual(after.pid, before.pid);
+    assert.notEqual(after.startedWithEnv, before.startedWithEnv);
+    assert.equal(alive(before.pid!), false, "the old process was stopped");
+    await push([{ module: "echo", extra: command("steady") }]);
+    await until("echo", (m) => m.state === "running" && m.startedWithNkey === publicKeyOfSeed(seeds.echo), "echo running with its first key again");
   });
 
   it("R72: unassign stops the module within its grace, SIGKILL for one that ignores SIGTERM", async () => {
