@@ -49,7 +49,7 @@ export type HostOptions = {
    */
   checkIntervalMs?: number;
   /** R72: the module runner's restart pauses (tests shorten them); see RunnerOptions. */
-  runner?: Pick<RunnerOptions, "restart">;
+  runner?: Pick<RunnerOptions, "restart" | "onPath">;
 };
 
 /** R72: the least pause between two reports published because a module's run state changed. */

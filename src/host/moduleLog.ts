@@ -1,14 +1,21 @@
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { tailOf } from "./runPlan.ts";
 
 /**
- * A module's output file (R72): `module.log` in its folder, rotated when it passes MODULE_LOG_BYTES
- * (to `module.log.1`, the one before to `module.log.2`), so a module that floods its output fills
- * at most three times that on the node's disk.
+ * A module's output file (R72): `<stateDir>/logs/<module>.log` (moduleLogFile), rotated when it
+ * passes MODULE_LOG_BYTES (to `<module>.log.1`, the one before to `.2`), so a module that floods
+ * its output fills at most three times that on the node's disk. Outside `modules/`, the mesh's
+ * own folders: a log is never a file the host "found" there (R29), and it outlives an unassign.
  */
 
-export const MODULE_LOG_FILE = "module.log";
+/** The folder of the modules' logs under the state folder. */
+export const MODULE_LOGS_FOLDER = "logs";
+
+/** The output file of `module` (a mesh name, checked by the caller) under `stateDir`. */
+export function moduleLogFile(stateDir: string, module: string): string {
+  return join(stateDir, MODULE_LOGS_FOLDER, `${module}.log`);
+}
 /** A module's log is rotated past this many bytes. */
 export const MODULE_LOG_BYTES = 1024 * 1024;
 /** Rotated logs kept beside the current one. */
@@ -19,13 +26,13 @@ export const LOGS_REPLY_MAX_BYTES = 256 * 1024;
 /** The log writer of one module: append, and close. Never throws (a full disk loses lines, not the agent). */
 export type ModuleLog = { write(chunk: Buffer | string): void; close(): void };
 
-/** Opens `<dir>/module.log` for appending, rotated at `maxBytes`. */
-export function openModuleLog(dir: string, maxBytes = MODULE_LOG_BYTES): ModuleLog {
-  const path = join(dir, MODULE_LOG_FILE);
+/** Opens `path` (moduleLogFile) for appending, rotated at `maxBytes`. */
+export function openModuleLog(path: string, maxBytes = MODULE_LOG_BYTES): ModuleLog {
   let fd: number | undefined;
   let size = 0;
   const open = () => {
     try {
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
       fd = openSync(path, "a", 0o600);
       size = fstatSync(fd).size;
     } catch {
@@ -72,8 +79,7 @@ export type LogTail = { text: string; truncated: boolean; size: number };
  * file's end (it was rotated) reads it from its start. Reads at most the current and the first
  * rotated file.
  */
-export function readModuleLog(dir: string, lines: number, maxBytes = LOGS_REPLY_MAX_BYTES, from?: number): LogTail {
-  const path = join(dir, MODULE_LOG_FILE);
+export function readModuleLog(path: string, lines: number, maxBytes = LOGS_REPLY_MAX_BYTES, from?: number): LogTail {
   const size = existsSync(path) ? statSync(path).size : 0;
   const bound = Math.min(maxBytes, LOGS_REPLY_MAX_BYTES);
   if (from !== undefined) {

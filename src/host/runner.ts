@@ -6,7 +6,8 @@ import type { Declaration } from "../contracts/declaration.ts";
 import type { ModuleRun } from "../contracts/report.ts";
 import { publicKeyOfSeed } from "../crypto/secrets.ts";
 import { SEED_VARIABLE } from "../compose/environment.ts";
-import { openModuleLog, readModuleLog, type LogTail, type ModuleLog } from "./moduleLog.ts";
+import { NAME_PATTERN } from "../names.ts";
+import { moduleLogFile, openModuleLog, readModuleLog, type LogTail, type ModuleLog } from "./moduleLog.ts";
 import {
   containerRuntime, exitsInARow, planRuns, restartDelay, runWish, RESTART_INITIAL_MS, RESTART_MAX_MS, RESTART_RESET_AFTER_MS, RUNNING_AFTER_MS,
   type NotRun, type RunSpec,
@@ -16,7 +17,7 @@ import {
  * The module runner (R72), the shell of runPlan.ts: each module of the applied declaration whose
  * `run` names a command (or an image, through podman or docker) is a supervised child process in
  * its folder (`<stateDir>/modules/<module>`) with its `env` file's variables, its output (stdout
- * and stderr) in `module.log` there (moduleLog.ts). A module that exits is started again after
+ * and stderr) in `<stateDir>/logs/<module>.log` (moduleLog.ts). A module that exits is started again after
  * restartDelay; one no longer declared is stopped (SIGTERM to its process group, SIGKILL after its
  * grace); one whose env changed (a rotation) is restarted. Nothing a module does stops the agent
  * or another module: a command that does not exist is an exit like any other.
@@ -42,7 +43,7 @@ export type Runner = {
   apply(declaration: Declaration): void;
   /** Every declared module's run state, sorted by module (the report's `modules`). */
   states(): ModuleRun[];
-  /** The tail of a module's output, or null when this node holds no such module. */
+  /** The tail of a module's output (running or not, as long as its log is kept), or null when this node has none. */
   logs(module: string, lines: number, maxBytes?: number, from?: number): LogTail | null;
   /** Stops every module (each within its grace). */
   stopAll(): Promise<void>;
@@ -97,7 +98,7 @@ export function moduleRunner(options: RunnerOptions): Runner {
     s.backoffUntil = undefined;
     s.state = "starting";
     s.startedAt = Date.now();
-    s.log ??= openModuleLog(s.spec.dir);
+    s.log ??= openModuleLog(moduleLogFile(stateDir, s.spec.module));
     s.log.write(`--- mesh: starting ${s.spec.argv.join(" ")} (start ${s.restarts + 1}) at ${new Date().toISOString()}\n`);
     let child: ChildProcess;
     try {
@@ -216,9 +217,9 @@ export function moduleRunner(options: RunnerOptions): Runner {
       return out.sort((a, b) => (a.module < b.module ? -1 : a.module > b.module ? 1 : 0));
     },
     logs(module, lines, maxBytes, from) {
-      const s = running.get(module);
-      const dir = s?.spec.dir ?? (skipped.some((n) => n.module === module) ? resolve(stateDir, "modules", module) : undefined);
-      return dir === undefined ? null : readModuleLog(dir, lines, maxBytes, from);
+      if (!NAME_PATTERN.test(module)) return null;
+      const file = moduleLogFile(stateDir, module);
+      return running.has(module) || existsSync(file) ? readModuleLog(file, lines, maxBytes, from) : null;
     },
     async stopAll() {
       stopping = true;

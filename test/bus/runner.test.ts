@@ -16,7 +16,7 @@ import { reportsStreamSpec } from "../../src/controller/planRaise.ts";
 import { initHostKeys, startHost, type Host } from "../../src/host/index.ts";
 import { parseHostReport, type ModuleRun } from "../../src/contracts/report.ts";
 import { LogsReply } from "../../src/contracts/logs.ts";
-import { MODULE_LOG_BYTES, MODULE_LOG_FILE } from "../../src/host/moduleLog.ts";
+import { MODULE_LOG_BYTES, moduleLogFile } from "../../src/host/moduleLog.ts";
 import { hostDeclaration } from "../support/hostDeclaration.ts";
 import { runMesh } from "../support/cli.ts";
 import { EXIT_OK, EXIT_REFUSED } from "../../src/cli/context.ts";
@@ -115,7 +115,7 @@ describe("R72: the host agent runs its modules", () => {
     assert.equal(running.startedWithNkey, publicKeyOfSeed(seeds.echo), "R73: the key the process was started with");
     assert.match(String(running.startedWithEnv), /^[0-9a-f]{64}$/);
     assert.ok(alive(running.pid!));
-    await waitFor(() => readFileSync(join(stateDir, "modules", "echo", MODULE_LOG_FILE), "utf8").includes("hello from module-echo"), { name: "echo's output in its log" });
+    await waitFor(() => readFileSync(moduleLogFile(stateDir, "echo"), "utf8").includes("hello from module-echo"), { name: "echo's output in its log" });
   });
 
   it("R72: kill -9 of the module's process brings it back with back-off", async () => {
@@ -142,7 +142,7 @@ describe("R72: the host agent runs its modules", () => {
     await until("quitter", (m) => m.state === "exited" && m.code === 3 && m.backoffUntil !== undefined, "quitter reported exited 3");
     await until("quitter", (m) => m.restarts >= 2, "quitter restarted with back-off", 10_000);
     await until("flood", (m) => m.state === "running", "flood running");
-    const floodLog = join(stateDir, "modules", "flood", MODULE_LOG_FILE);
+    const floodLog = moduleLogFile(stateDir, "flood");
     await waitFor(() => existsSync(`${floodLog}.2`), { timeoutMs: 15_000, name: "flood's log rotated twice" });
     for (const file of [floodLog, `${floodLog}.1`, `${floodLog}.2`]) {
       if (existsSync(file)) assert.ok(statSync(file).size <= MODULE_LOG_BYTES + 128 * 1024, `${file} is ${statSync(file).size} bytes`);
@@ -213,6 +213,7 @@ describe("R72: the host agent runs its modules", () => {
     await waitFor(() => !alive(stubborn.pid!), { timeoutMs: 3_000, name: "stubborn killed after its 1 s grace" });
     assert.ok(Date.now() - pushed < 3_000);
     await waitFor(() => reports.at(-1)!.modules.length === 0, { name: "the report lists no module" });
-    assert.match(readFileSync(join(stateDir, "modules", "stubborn", MODULE_LOG_FILE), "utf8"), /SIGTERM ignored/);
+    assert.match(readFileSync(moduleLogFile(stateDir, "stubborn"), "utf8"), /SIGTERM ignored/);
+    assert.equal(existsSync(join(stateDir, "modules", "stubborn")), false, "R29: its folder goes with its files; its log is kept apart");
   });
 });
