@@ -1,5 +1,6 @@
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { renameDurable } from "../files/index.ts";
 import { tailOf } from "./runPlan.ts";
 
 /**
@@ -44,8 +45,8 @@ export function openModuleLog(path: string, maxBytes = MODULE_LOG_BYTES): Module
     fd = undefined;
     try {
       rmSync(`${path}.${MODULE_LOGS_KEPT}`, { force: true });
-      for (let n = MODULE_LOGS_KEPT - 1; n >= 1; n--) if (existsSync(`${path}.${n}`)) renameSync(`${path}.${n}`, `${path}.${n + 1}`);
-      renameSync(path, `${path}.1`);
+      for (let n = MODULE_LOGS_KEPT - 1; n >= 1; n--) if (existsSync(`${path}.${n}`)) renameDurable(`${path}.${n}`, `${path}.${n + 1}`);
+      renameDurable(path, `${path}.1`);
     } catch {
       // A rotation that failed leaves the file as it is; the next write tries again.
     }
@@ -80,18 +81,29 @@ export type LogTail = { text: string; truncated: boolean; size: number };
  * rotated file.
  */
 export function readModuleLog(path: string, lines: number, maxBytes = LOGS_REPLY_MAX_BYTES, from?: number): LogTail {
-  const size = existsSync(path) ? statSync(path).size : 0;
+  const size = sizeOf(path);
   const bound = Math.min(maxBytes, LOGS_REPLY_MAX_BYTES);
   if (from !== undefined) {
     const start = from > size ? 0 : from;
-    const text = readRange(path, start, size);
-    const cut = tailOf(text, Number.MAX_SAFE_INTEGER, bound);
+    const cut = tailOf(readRange(path, start, size), Number.MAX_SAFE_INTEGER, bound);
     return { text: cut.text, truncated: cut.truncated, size };
   }
-  const current = size > 0 ? readRange(path, Math.max(0, size - bound), size) : "";
-  const older = size < bound && existsSync(`${path}.1`) ? readRange(`${path}.1`, Math.max(0, statSync(`${path}.1`).size - (bound - size)), statSync(`${path}.1`).size) : "";
-  const cut = tailOf(older + current, lines, bound);
-  return { ...cut, size };
+  const older = `${path}.1`;
+  const olderSize = size < bound ? sizeOf(older) : 0;
+  const olderStart = Math.max(0, olderSize - (bound - size));
+  const text = readRange(older, olderStart, olderSize) + readRange(path, Math.max(0, size - bound), size);
+  const cut = tailOf(text, lines, bound);
+  // Lines were left off when the files hold more than was read.
+  return { text: cut.text, truncated: cut.truncated || size > bound || olderStart > 0, size };
+}
+
+/** A file's size, 0 when it is not there. */
+function sizeOf(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
 }
 
 /** Bytes start..end of a file as UTF-8 text ("" when it is gone). */
