@@ -79,6 +79,56 @@ function onPathOf(path: string | undefined): (program: string) => boolean {
   });
 }
 
+/** The spec of each module `declaration` asks to run (its env file read from its folder), and the others with why. */
+function wantedRuns(stateDir: string, declaration: Declaration, runtime: string | null): { specs: Map<string, RunSpec>; skipped: NotRun[] } {
+  const specs = new Map<string, RunSpec>();
+  const skipped: NotRun[] = [];
+  for (const entry of declaration.modules) {
+    const dir = resolve(stateDir, "modules", entry.module);
+    const envFile = join(dir, "env");
+    const envText = existsSync(envFile) ? readFileSync(envFile, "utf8") : undefined;
+    const seed = envText?.match(new RegExp(`^${SEED_VARIABLE}=(.*)$`, "m"))?.[1];
+    let nkey: string | undefined;
+    try { nkey = seed === undefined ? undefined : publicKeyOfSeed(seed); } catch { nkey = undefined; }
+    const wish = runWish(entry, { dir, envText, envDigest: createHash("sha256").update(envText ?? "").digest("hex"), runtime, ...(nkey ? { nkey } : {}) });
+    if (wish.kind === "run") specs.set(entry.module, wish.spec);
+    else skipped.push(wish.notRun);
+  }
+  return { specs, skipped };
+}
+
+/** A supervised module's run state as the report says it (R72; R73: what it was started with). */
+function runStateOf(s: Supervised): ModuleRun {
+  return {
+    module: s.spec.module, state: s.state, restarts: s.restarts,
+    ...(s.child?.pid === undefined ? {} : { pid: s.child.pid }),
+    ...(s.state === "exited" && s.code !== undefined ? { code: s.code } : {}),
+    ...(s.state === "exited" && s.signal ? { signal: s.signal } : {}),
+    ...(s.state === "exited" && s.error ? { error: s.error } : {}),
+    ...(s.backoffUntil === undefined ? {} : { backoffUntil: new Date(s.backoffUntil).toISOString() }),
+    ...(s.child === undefined ? {} : { startedWithEnv: s.spec.envDigest, ...(s.spec.nkey ? { startedWithNkey: s.spec.nkey } : {}) }),
+  };
+}
+
+/** Stops `s` for good: SIGTERM to its process group, SIGKILL after its grace. */
+function stop(s: Supervised): Promise<void> {
+  if (s.stopped) return s.stopped;
+  if (s.timer) clearTimeout(s.timer);
+  s.timer = undefined;
+  const child = s.child;
+  s.stopped = new Promise<void>((done) => {
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) { s.log?.close(); done(); return; }
+    s.state = "stopping";
+    const signal = (name: NodeJS.Signals) => {
+      try { process.kill(-child.pid!, name); } catch { child.kill(name); }
+    };
+    const kill = setTimeout(() => signal("SIGKILL"), s.spec.graceMs);
+    child.once("close", () => { clearTimeout(kill); s.log?.close(); done(); });
+    signal("SIGTERM");
+  });
+  return s.stopped;
+}
+
 /** Starts a runner with nothing running (RunnerOptions). */
 export function moduleRunner(options: RunnerOptions): Runner {
   const { stateDir, log } = options;
@@ -141,48 +191,12 @@ export function moduleRunner(options: RunnerOptions): Runner {
     changed();
   };
 
-  /** Stops `s` for good: SIGTERM to its process group, SIGKILL after its grace. */
-  const stop = (s: Supervised): Promise<void> => {
-    if (s.stopped) return s.stopped;
-    if (s.timer) clearTimeout(s.timer);
-    s.timer = undefined;
-    const child = s.child;
-    s.stopped = new Promise<void>((done) => {
-      if (child === undefined || child.exitCode !== null || child.signalCode !== null) { s.log?.close(); done(); return; }
-      s.state = "stopping";
-      const signal = (name: NodeJS.Signals) => {
-        try { process.kill(-child.pid!, name); } catch { child.kill(name); }
-      };
-      const kill = setTimeout(() => signal("SIGKILL"), s.spec.graceMs);
-      child.once("close", () => { clearTimeout(kill); s.log?.close(); done(); });
-      signal("SIGTERM");
-    });
-    return s.stopped;
-  };
-
-  /** The spec of each module `declaration` asks to run; the others, with why, into `skipped`. */
-  const wanted = (declaration: Declaration): Map<string, RunSpec> => {
-    const specs = new Map<string, RunSpec>();
-    const notRun: NotRun[] = [];
-    for (const entry of declaration.modules) {
-      const dir = resolve(stateDir, "modules", entry.module);
-      const envFile = join(dir, "env");
-      const envText = existsSync(envFile) ? readFileSync(envFile, "utf8") : undefined;
-      const seed = envText?.match(new RegExp(`^${SEED_VARIABLE}=(.*)$`, "m"))?.[1];
-      let nkey: string | undefined;
-      try { nkey = seed === undefined ? undefined : publicKeyOfSeed(seed); } catch { nkey = undefined; }
-      const wish = runWish(entry, { dir, envText, envDigest: createHash("sha256").update(envText ?? "").digest("hex"), runtime, ...(nkey ? { nkey } : {}) });
-      if (wish.kind === "run") specs.set(entry.module, wish.spec);
-      else notRun.push(wish.notRun);
-    }
-    skipped = notRun;
-    return specs;
-  };
-
   return {
     apply(declaration) {
       if (stopping) return;
-      const plan = planRuns(new Map([...running].map(([m, s]) => [m, s.spec])), wanted(declaration));
+      const wanted = wantedRuns(stateDir, declaration, runtime);
+      skipped = wanted.skipped;
+      const plan = planRuns(new Map([...running].map(([m, s]) => [m, s.spec])), wanted.specs);
       for (const module of plan.stop) {
         const s = running.get(module)!;
         running.delete(module);
@@ -204,16 +218,7 @@ export function moduleRunner(options: RunnerOptions): Runner {
       changed();
     },
     states() {
-      const out: ModuleRun[] = [...running.values()].map((s) => ({
-        module: s.spec.module, state: s.state, restarts: s.restarts,
-        ...(s.child?.pid === undefined ? {} : { pid: s.child.pid }),
-        ...(s.state === "exited" && s.code !== undefined ? { code: s.code } : {}),
-        ...(s.state === "exited" && s.signal ? { signal: s.signal } : {}),
-        ...(s.state === "exited" && s.error ? { error: s.error } : {}),
-        ...(s.backoffUntil === undefined ? {} : { backoffUntil: new Date(s.backoffUntil).toISOString() }),
-        ...(s.child === undefined ? {} : { startedWithEnv: s.spec.envDigest, ...(s.spec.nkey ? { startedWithNkey: s.spec.nkey } : {}) }),
-      }));
-      for (const n of skipped) out.push({ module: n.module, state: n.state, reason: n.reason, restarts: 0 });
+      const out = [...[...running.values()].map(runStateOf), ...skipped.map((n): ModuleRun => ({ module: n.module, state: n.state, reason: n.reason, restarts: 0 }))];
       return out.sort((a, b) => (a.module < b.module ? -1 : a.module > b.module ? 1 : 0));
     },
     logs(module, lines, maxBytes, from) {
