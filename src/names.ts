@@ -203,6 +203,15 @@ export function reportSubject(node: string): string {
   return `mesh.report.${node}`;
 }
 export const REPORT_SUBJECTS = "mesh.report.>";
+/**
+ * Where a node's agent answers questions for its modules' output (`mesh logs`, R72):
+ * `mesh.logs.<node>`. Only the node subscribes to its own; only operators publish (LOGS_SUBJECTS).
+ */
+export function logsSubject(node: string): string {
+  return `mesh.logs.${node}`;
+}
+/** Every node's logs subject, what operators may ask on (R72). */
+export const LOGS_SUBJECTS = logsSubject("*");
 /** The node a report subject names (the inverse of reportSubject), or null when it is not one. */
 export function nodeOfReportSubject(subject: string): string | null {
   const prefix = reportSubject("");

@@ -1,5 +1,6 @@
 import type { LastReport } from "../contracts/verbs.ts";
 import { shortDigest } from "./render.ts";
+import { moduleRunsText, type ModuleRun } from "../contracts/report.ts";
 /**
  * R55: a node's last report as `mesh nodes` gives it: data for `--json`, one line for the table.
  * Pure.
@@ -21,6 +22,8 @@ export type NodeLastReport = {
   drift: string[];
   sent: string | null;
   error?: string;
+  /** R72: each module's run state as the node reported it. */
+  modules?: ModuleRun[];
 };
 
 /** The `lastReport` of a node last sent `sent` (null: never) whose stored report is `report` (undefined: none): null when none. */
@@ -30,6 +33,7 @@ export function lastReportOf(sent: string | null | undefined, report: StoredRepo
   return {
     digest: report.digest, outcome, at: report.at, drift: [...(report.drift ?? [])], sent: sent ?? null,
     ...(report.ok !== true ? { error: report.error ?? "" } : {}),
+    ...(report.modules === undefined ? {} : { modules: [...report.modules] }),
   };
 }
 
@@ -38,5 +42,6 @@ export function lastReportText(last: NodeLastReport | null, sent: string | null 
   if (last === null) return sent ? "none: no report of what it was sent" : "-";
   const drift = last.drift.length > 0 ? `, ${last.drift.length} drifted file(s) written back` : "";
   const state = last.outcome === "failed" ? `FAILED (${last.error ?? ""})` : last.outcome === "applied-older" ? `applied an older one (sent ${shortDigest(String(last.sent))})` : "applied";
-  return `${shortDigest(last.digest)} ${state} at ${last.at}${drift}`;
+  const runs = last.modules === undefined || last.modules.length === 0 ? "" : `; runs: ${moduleRunsText(last.modules)}`;
+  return `${shortDigest(last.digest)} ${state} at ${last.at}${drift}${runs}`;
 }

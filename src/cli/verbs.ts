@@ -25,7 +25,9 @@ import { explainBody, explainExitCode, renderExplain, EXPLAIN_ARGUMENTS } from "
 import { COMPOSE_CLI_VERB } from "./compose.ts";
 import { REPLAY_CLI_VERB } from "./replay.ts";
 import { VERSION_CLI_VERB } from "./version.ts";
+import { LOGS_CLI_VERB } from "./logs.ts";
 import { lastReportOf, lastReportText, type NodeLastReport } from "./lastReport.ts";
+import { moduleRunsText } from "../contracts/report.ts";
 
 /** A positional argument: `<name>`, `[name]` when optional, `<name...>` when variadic. */
 export type ArgumentSpec = { name: string; description: string; optional?: boolean; variadic?: boolean };
@@ -517,7 +519,7 @@ export const CLI_VERBS: CliVerb[] = [
     body: (_args, options) => (typeof options.after === "string" ? { after: options.after } : {}),
     spelled: { after: "--after" },
     render: (reply, view) => [
-      ...table(reply.reports.map((r) => ({ ...r, digest: shortDigest(r.digest) })), ["node", "digest", "ok", "at", "drift", "error"], view.width),
+      ...table(reply.reports.map((r) => ({ ...r, digest: shortDigest(r.digest), modules: moduleRunsText(r.modules) })), ["node", "digest", "ok", "at", "modules", "drift", "error"], view.width),
       ...(reply.next !== undefined ? [`more: mesh reports --after ${reply.next}`] : []),
     ],
   }),
@@ -536,7 +538,7 @@ export const CLI_VERBS: CliVerb[] = [
     arguments: EXPLAIN_ARGUMENTS, body: explainBody, render: renderExplain, exitCode: explainExitCode,
   }),
   ...HOST_VERBS,
-  PUSH_CLI_VERB, COMPOSE_CLI_VERB, CONTROLLER_CLI_VERB, REPLAY_CLI_VERB,
+  PUSH_CLI_VERB, COMPOSE_CLI_VERB, CONTROLLER_CLI_VERB, REPLAY_CLI_VERB, LOGS_CLI_VERB,
   ...UP_VERBS,
   VERSION_CLI_VERB,
 ];

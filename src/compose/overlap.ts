@@ -10,10 +10,11 @@ import { principalKey } from "../names.ts";
 import type { BusUsers, Principal } from "./types.ts";
 
 /**
- * One module's run state as a node reports it (R72): its state (`running`, `starting`, `exited`,
- * `runtime-missing`, ...) and the nkey public key it runs with, when the report says.
+ * One module's run state as a node reports it (R72, contracts/report.ts ModuleRun): its state
+ * (`running`, `starting`, `exited`, `runtime-missing`, ...) and the nkey public key of the seed its
+ * process was started with, when one runs.
  */
-export type ModuleRun = { state: string; publicKey?: string };
+export type ModuleRun = { module: string; state: string; startedWithNkey?: string };
 
 /**
  * What overlapEnded reads of a node's last report (contracts/report.ts HostReport): whether it
@@ -37,23 +38,26 @@ const LIVE_STATES: ReadonlySet<string> = new Set(["running", "starting", "stoppi
  * agent runs no modules, or one from before R72), or `"unreadable"` when the field is not the shape
  * this release reads. The one place that knows the report's per-module shape (R72).
  */
-function runsOf(report: OverlapReport): Record<string, ModuleRun> | "unreadable" | undefined {
+function runsOf(report: OverlapReport): Map<string, ModuleRun> | "unreadable" | undefined {
   const modules = report.modules;
   if (modules === undefined) return undefined;
-  if (modules === null || typeof modules !== "object" || Array.isArray(modules)) return "unreadable";
-  for (const run of Object.values(modules)) {
-    if (run === null || typeof run !== "object" || typeof (run as ModuleRun).state !== "string") return "unreadable";
-    const key = (run as ModuleRun).publicKey;
-    if (key !== undefined && typeof key !== "string") return "unreadable";
+  if (!Array.isArray(modules)) return "unreadable";
+  const runs = new Map<string, ModuleRun>();
+  for (const run of modules as unknown[]) {
+    if (run === null || typeof run !== "object") return "unreadable";
+    const { module, state, startedWithNkey } = run as Record<string, unknown>;
+    if (typeof module !== "string" || typeof state !== "string") return "unreadable";
+    if (startedWithNkey !== undefined && typeof startedWithNkey !== "string") return "unreadable";
+    runs.set(module, run as ModuleRun);
   }
-  return modules as Record<string, ModuleRun>;
+  return runs;
 }
 
 /**
  * R73: whether `report` (a node's last) ends the overlap of `module`'s rotation at records sequence
  * `rotatedAt` onto public key `nkey`: the node applied (`ok`) a declaration composed at or past the
  * rotation (its env holds the new seed), and, when the report carries run states, the module is not
- * live with another key: live (`running`, `starting`, `stopping`) only with `publicKey` equal to
+ * live with another key: live (`running`, `starting`, `stopping`) only with `startedWithNkey` equal to
  * `nkey`; not run by the agent (no entry), exited or runtime-missing, the new env applied is enough.
  * A live module whose report names no key, or run states of a shape this release cannot read, keep
  * the overlap (a running module is never cut off on a guess). No report (null or undefined): kept.
@@ -64,9 +68,9 @@ export function overlapEnded(report: OverlapReport | null | undefined, module: s
   const runs = runsOf(report);
   if (runs === undefined) return true;
   if (runs === "unreadable") return false;
-  const run = Object.hasOwn(runs, module) ? runs[module] : undefined;
+  const run = runs.get(module);
   if (run === undefined || !LIVE_STATES.has(run.state)) return true;
-  return run.publicKey === rotation.nkey;
+  return run.startedWithNkey === rotation.nkey;
 }
 
 /** The module a credential's overlap is about: its principal's name for a module's, else none (R73 speaks of modules). */

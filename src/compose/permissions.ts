@@ -2,10 +2,10 @@ import type { State } from "../projections/index.ts";
 import { credentialOf, everyCredential, everyModule, moduleOf, resolveSeat, seatOf, type ModuleRecord } from "../projections/index.ts";
 import {
   ALL_SUBJECTS, BUILD_SEAT, CATALOGUE_ERASE_SUBJECTS, CATALOGUE_STREAM, CATALOGUE_SUBJECTS, COMMAND_SUBJECTS, CONTROL_STREAM, CONTROL_SUBJECTS,
-  CONTROLLER_NAME, EVENTS_STREAM, commandSubjects, JS_API_SUBJECTS, REPORT_SUBJECTS, SHARED_INBOX_SUBJECTS, SNAPSHOT_BUCKET, CONTROLLER_LEASE_BUCKET,
+  CONTROLLER_NAME, EVENTS_STREAM, LOGS_SUBJECTS, commandSubjects, JS_API_SUBJECTS, REPORT_SUBJECTS, SHARED_INBOX_SUBJECTS, SNAPSHOT_BUCKET, CONTROLLER_LEASE_BUCKET,
   SNAPSHOT_OBJECTS, busUser, declarationConsumer, eventSubject, flowControlSubjects,
   followConsumer, inboxPrefix, inboxSubjects, kvStream, kvSubjects, objectStoreStream, objectStoreSubjects,
-  pullGrants, reportSubject, streamUpdatedAdvisory, toolSubject, workConsumer, workStream, workSubject,
+  logsSubject, pullGrants, reportSubject, streamUpdatedAdvisory, toolSubject, workConsumer, workStream, workSubject,
 } from "../names.ts";
 import { sortStrings } from "./sorting.ts";
 import { toolUseOf, usedSeats } from "../manifest/manifest.ts";
@@ -24,10 +24,11 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  *   the seats in `config.controllerSubmits` (R19; the submitting half only) and hears their
  *   outcome events named exactly (R15); plus what its own module (`mesh-controller`, claiming
  *   `the-controller`) derives like any module (R20).
- * - operator: publishes commands under its own name only (`commandSubjects(user)`, R51) and the
- *   tools of registered modules (named exactly), its inbox.
+ * - operator: publishes commands under its own name only (`commandSubjects(user)`, R51), the
+ *   tools of registered modules (named exactly), every node's logs subject (LOGS_SUBJECTS, R72), its inbox.
  *   Nothing of `$JS`.
- * - node: the pull of its own CONTROL consumer (R2), its report subject, its inbox. Holding
+ * - node: the pull of its own CONTROL consumer (R2), its report subject, its own logs subject
+ *   (subscribe, answering operators with allow_responses, R72), its inbox. Holding
  *   mesh-broker adds nothing on the bus (the user list travels in its declaration).
  * - module: the pull of the consumers its manifest implies (R4): each claimed seat's shared work
  *   queue (R16), one consumer per follows entry (R18); publishes the work kinds of the seats it
@@ -194,6 +195,7 @@ function derive(state: State, principal: Principal, config: ComposeConfig, sink:
     }
     case "operator":
       sink.add("pub", commandSubjects(user), why ? `operator: sends commands under its own name ${user} and no other's (R51: the bus says who asked)` : "");
+      sink.add("pub", LOGS_SUBJECTS, why ? "operator: reads any module's output through its node's agent (`mesh logs`, R72)" : "");
       // Composing sorts the subjects after (sortedUnique): only `mesh explain` reads them in the
       // modules' order, and sorting 50,000 names cost more than the operator's grants themselves.
       for (const { manifest } of why ? sortedByName(everyModule(state.modules)) : everyModule(state.modules)) {
@@ -205,6 +207,9 @@ function derive(state: State, principal: Principal, config: ComposeConfig, sink:
     case "node":
       pull(sink, CONTROL_STREAM, declarationConsumer(principal.name), why ? `node ${principal.name}: its own CONTROL consumer (R2, R22)` : "");
       sink.add("pub", reportSubject(principal.name), why ? `node ${principal.name}: reports what it applied` : "");
+      sink.add("sub", logsSubject(principal.name), why ? `node ${principal.name}: answers \`mesh logs\` for its own modules (R72)` : "");
+      // Its answers go to the asking operator's inbox, once per question (allow_responses).
+      responder = true;
       break;
     case "module":
       responder = deriveModule(state, principal.name, sink);

@@ -66,9 +66,12 @@ export const ProvisionLogin = z
   .strict();
 export type ProvisionLogin = z.infer<typeof ProvisionLogin>;
 
-/** What the node runs for a module, as its manifest says: a container image or a command, opaque to the mesh. */
+/**
+ * What the node runs for a module, as its manifest says (R72): a container image or a command,
+ * the seconds of grace before SIGKILL, and `by: "mesh"` for what genesis's units run (no agent does).
+ */
 export const DeclaredRun = z
-  .object({ image: z.string().optional(), command: z.array(z.string()).optional() })
+  .object({ image: z.string().optional(), command: z.array(z.string()).optional(), grace: z.number().optional(), by: z.string().optional() })
   .loose();
 export type DeclaredRun = z.infer<typeof DeclaredRun>;
 

@@ -2,6 +2,32 @@ import { z } from "zod";
 import { CONTRACT_VERSIONS, parseContract, versionField } from "./version.ts";
 
 /**
+ * R72: one module's run state in a node's report. `state`: `starting` (spawned, not yet up
+ * RUNNING_AFTER_MS), `running`, `exited` (with `code` or `signal`, `error` when it could not be
+ * spawned at all; `backoffUntil` says when it is started again), `stopping`, `runtime-missing`
+ * (`run.image` with neither podman nor docker on the node), `not-run` (`reason`: no `run`, or
+ * `run.by` is "mesh"). `restarts` counts the starts after the first. R73: `startedWithNkey` is the
+ * nkey public key of the seed the running process was started with, `startedWithEnv` the sha256
+ * of the `env` file it was started with.
+ */
+export const ModuleRun = z
+  .object({
+    module: z.string(),
+    state: z.enum(["starting", "running", "exited", "stopping", "runtime-missing", "not-run"]),
+    pid: z.number().int().optional(),
+    code: z.number().int().nullable().optional(),
+    signal: z.string().optional(),
+    error: z.string().optional(),
+    reason: z.string().optional(),
+    restarts: z.number().int().nonnegative().default(0),
+    backoffUntil: z.string().optional(),
+    startedWithNkey: z.string().optional(),
+    startedWithEnv: z.string().optional(),
+  })
+  .loose();
+export type ModuleRun = z.infer<typeof ModuleRun>;
+
+/**
  * A node's report (R32): what a host publishes on `reportSubject(node)` after each declaration it
  * applied or refused, and after a re-check that wrote drifted files back (R55). The host writes
  * it; the controller reads it (push waits on it, the REPORTS stream keeps the last per node and the
@@ -54,9 +80,30 @@ export const HostReport = z
      * missed (`error` says why; the next push sends it again). Absent when no list was installed.
      */
     servers: z.array(z.object({ server: z.string(), ok: z.boolean(), changed: z.boolean().optional(), error: z.string().optional() })).optional(),
+    /**
+     * R72: the run state of each module of the node's declaration, by module name, sorted: what the
+     * agent runs now (`modules` is absent on a report from before the runner; `v` stays 1).
+     */
+    modules: z.array(ModuleRun).optional(),
   })
   .loose();
 export type HostReport = z.infer<typeof HostReport>;
+
+
+
+/**
+ * R72: modules' run states in one line for a person (`mesh status`, `nodes`, `reports`):
+ * `echo running, web exited 1 (3 restarts, again at 07:10:03Z), cache runtime-missing`; "-" for none.
+ */
+export function moduleRunsText(modules: readonly ModuleRun[] | undefined): string {
+  if (modules === undefined || modules.length === 0) return "-";
+  return modules.map((m) => {
+    const how = m.state !== "exited" ? "" : m.error !== undefined ? ` (${m.error})` : m.signal !== undefined ? ` by ${m.signal}` : m.code !== undefined && m.code !== null ? ` ${m.code}` : "";
+    const again = m.backoffUntil === undefined ? "" : `, again at ${m.backoffUntil.slice(11, 19)}Z`;
+    const restarts = m.restarts > 0 || again !== "" ? ` (${m.restarts} restart${m.restarts === 1 ? "" : "s"}${again})` : "";
+    return `${m.module} ${m.state}${how}${restarts}`;
+  }).join(", ");
+}
 /** One server's outcome of a user list (R60). */
 export type ServerListOutcome = NonNullable<HostReport["servers"]>[number];
 

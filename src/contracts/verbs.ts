@@ -3,6 +3,7 @@ import { MeshName, Follow } from "../manifest/manifest.ts";
 import { ENTITY_KINDS, PRINCIPAL_KINDS } from "../names.ts";
 import { Entity, Principal } from "../events/meta.ts";
 import { Declaration } from "./declaration.ts";
+import { ModuleRun } from "./report.ts";
 import { CONTRACT_VERSIONS, versionField } from "./version.ts";
 
 /**
@@ -599,6 +600,8 @@ export const LastReport = z
     ok: z.boolean(),
     error: z.string().optional(),
     drift: z.array(z.string()).optional(),
+    /** R72: each module's run state as the node last reported it. */
+    modules: z.array(ModuleRun).optional(),
   })
   .strict();
 export type LastReport = z.infer<typeof LastReport>;

@@ -5,7 +5,7 @@ import { jetstream, type JsMsg } from "@nats-io/jetstream";
 import { connectToBus, type BusCredential } from "../bus/connect.ts";
 import { CONTROL_STREAM, declarationConsumer, declarationFilter } from "../names.ts";
 import { boundedText, dropsOf, errorLine, total } from "../bus/total.ts";
-import { readOwned, recheckOwned, stageDeclaration, type Applied, type StagedDeclaration } from "./apply.ts";
+import { readLastApplied, readOwned, recheckOwned, stageDeclaration, type Applied, type StagedDeclaration } from "./apply.ts";
 import { installOnEveryServer, type BusReloadOptions } from "./busList.ts";
 import { busLogFiles, watchBusLog } from "./busLog.ts";
 import { shortDigest, type Declaration as HostDeclaration } from "../contracts/declaration.ts";
@@ -21,6 +21,10 @@ import { isAuthorizationRefusal } from "../bus/errors.ts";
 import { RECONNECT_REFUSALS_BEFORE_BACKOFF, explainFailure, hostDialOptions, refusedAdvice } from "./connection.ts";
 import { ownCredential } from "./ownCredential.ts";
 import { reporter } from "./reporter.ts";
+import { moduleRunner } from "./runner.ts";
+import { serveLogs } from "./logsService.ts";
+import { reportLog } from "./reportLog.ts";
+import { RUN_STATE_REPORT_MIN_MS, type Host, type HostOptions } from "./hostOptions.ts";
 
 /**
  * The host agent (DESIGN.md section 7): the node side of a push.
@@ -55,67 +59,7 @@ import { reporter } from "./reporter.ts";
  */
 
 export { HOST_DIAL_TIMEOUT_MS, hostDialOptions, refusedAdvice } from "./connection.ts";
-
-/** Caller settings of startHost. */
-export type HostOptions = {
-  /** The node's state folder: its key (`node.key`), `owned.json` and the resources it applies. */
-  stateDir: string;
-  /** The node's mesh name (its consumer is `declarationConsumer(node)`). */
-  node: string;
-  /** The node's bus credential, or a function read at every connection attempt (a rotated file). */
-  credential: BusCredential | (() => BusCredential);
-  /**
-   * Where the host saves its own credential when a declaration carries a new one (`self`, after a
-   * `mesh credential rotate node`), 0600, atomically; from then on every connection attempt and
-   * every reconnect reads it from there. Default: `<stateDir>/credential.json`.
-   */
-  credentialFile?: string;
-  /**
-   * Present on the node holding mesh-broker: where the user list goes and how the bus reloads. On
-   * a cluster every server's (R60): each is installed and reloaded in turn, and the report names
-   * each one's outcome (`servers`); the list counts as applied when at least one server took it.
-   */
-  bus?: BusReloadOptions | readonly BusReloadOptions[];
-  /** One line per event (connected, applied, retrying); never a seed (R3). Default: stderr. */
-  log?: (line: string) => void;
-  /** Called after each declaration was handled and its report published. */
-  onReport?: (report: HostReport, applied: Applied | undefined) => void;
-  /**
-   * Retry delays in milliseconds: first, doubled per attempt up to max (default 500 and 30,000;
-   * at most NEW_NODE_BACKOFF_MAX_MS until the bus first admitted the node, R1).
-   */
-  backoff?: { initialMs?: number; maxMs?: number };
-  /** Milliseconds to wait for one connection (default HOST_DIAL_TIMEOUT_MS, 30,000). */
-  connectTimeoutMs?: number;
-  /**
-   * Called each time the bus refuses this node's credential (authorization), with the line saying
-   * why and what to do (refusedAdvice). The agent keeps retrying; `mesh host --once` stops on it.
-   */
-  onRefused?: (advice: string) => void;
-  /**
-   * R55: milliseconds between re-checks of the files the last applied declaration owns (default
-   * 60,000; 0: only the check at start). Drift is written back, logged, and reported on the bus as
-   * that declaration's report with `drift` naming the files.
-   */
-  checkIntervalMs?: number;
-};
-
-/** A running host. */
-export type Host = {
-  /** Stops consuming, closes the connection and waits for the loop to end. Idempotent. */
-  stop(): Promise<void>;
-  /** Every report published so far, oldest first (a live array). */
-  readonly reports: readonly HostReport[];
-  /**
-   * Every report, from the first one, as an async iterable (each iteration starts at the beginning
-   * and ends when the host stops).
-   */
-  readonly applied: AsyncIterable<HostReport>;
-  /** Resolves with the first report of `digest` (ok or not); rejects after `timeoutMs` (default 10,000). */
-  waitForReport(digest: string, timeoutMs?: number): Promise<HostReport>;
-  /** True while the host holds a bound consumer on a live connection. */
-  bound(): boolean;
-};
+export { RUN_STATE_REPORT_MIN_MS, type Host, type HostOptions } from "./hostOptions.ts";
 
 /**
  * Starts the host agent for `node` and returns at once (the connection is made in the background,
@@ -129,9 +73,9 @@ export function startHost(options: HostOptions): Host {
   const maxMs = options.backoff?.maxMs ?? 30_000;
   const given = typeof options.credential === "function" ? options.credential : () => options.credential as BusCredential;
   const own = ownCredential(stateDir, node, given, options.credentialFile ?? join(stateDir, NODE_CREDENTIAL_FILE), log);
-  const reports: HostReport[] = [];
-  const waiters = new Set<() => void>();
-  const notify = () => { for (const wake of [...waiters]) wake(); };
+  const published = reportLog(node, () => stopped);
+  const reports = published.reports;
+  const notify = published.notify;
   let stopped = false;
   let current: { nc: NatsConnection; stop: () => void } | undefined;
   let isBound = false;
@@ -143,7 +87,18 @@ export function startHost(options: HostOptions): Host {
       wakeSleeper = () => { clearTimeout(timer); wakeSleeper = undefined; resolve(); };
     });
 
-  const reportsOut = reporter({ node, log, stopped: () => stopped, initialMs, maxMs });
+  // R72: every report carries each module's run state; a change of it is published again (bounded).
+  let runStateTimer: NodeJS.Timeout | undefined;
+  const runStateChanged = () => {
+    if (runStateTimer !== undefined || stopped) return;
+    runStateTimer = setTimeout(() => {
+      runStateTimer = undefined;
+      const last = reportsOut.last();
+      if (last !== undefined && current && isBound && !stopped) void reportsOut.send(current.nc, last);
+    }, RUN_STATE_REPORT_MIN_MS);
+  };
+  const runner = moduleRunner({ stateDir, log: (line) => log(`host ${node}: ${line}`), onChange: runStateChanged, ...(options.runner ?? {}) });
+  const reportsOut = reporter({ node, log, stopped: () => stopped, initialMs, maxMs, extra: () => ({ modules: runner.states() }) });
 
   const publishReport = async (nc: NatsConnection, report: HostReport, applied: Applied | undefined) => {
     const sent = await reportsOut.send(nc, report);
@@ -224,6 +179,7 @@ export function startHost(options: HostOptions): Host {
       const done = listText === undefined ? undefined : await installOnEveryServer(listText, options.bus!, (line) => log(`host ${node}: ${line}`));
       const report = { ...appliedReport(node, declaration, listText), ...(done?.servers ? { servers: done.servers } : {}) };
       const applied = staged.commit({ declaration, report, ...(certificatePem === undefined ? {} : { certificatePem }) });
+      runner.apply(declaration);
       pending = undefined;
       parts.discardExcept();
       return { report, applied, ...(done ? { installed: done.installed } : {}) };
@@ -326,6 +282,7 @@ export function startHost(options: HostOptions): Host {
     current = { nc, stop: () => { void messages.stop(); } };
     void nc.closed().then(() => { void messages.stop(); });
     isBound = true;
+    serveLogs(nc, node, runner, log);
     // A dropped connection reconnects by itself, with the seed read again (own.password); bound()
     // is false meanwhile. Reconnects the bus refuses (both seeds of a rotation, R50) end it: the
     // loop dials again with backoff (the client's own redials come every 2 s for ever: a removed
@@ -460,53 +417,30 @@ export function startHost(options: HostOptions): Host {
     else driftReport = carryUnsent(driftReport, drifted);
   };
   recheck("start");
+  // R72: what the last applied declaration runs is started at once, connected or not.
+  try {
+    const last = readLastApplied(stateDir);
+    if (last) runner.apply(last.declaration);
+  } catch (error) {
+    log(`host ${node}: its modules are not started at start: ${firstLine(error)}`);
+  }
   const checkEvery = options.checkIntervalMs ?? 60_000;
   const checker = checkEvery > 0 ? setInterval(() => recheck("interval"), checkEvery) : undefined;
   checker?.unref();
 
   const running = loop();
 
-  const waitForReport = (digest: string, timeoutMs = 10_000) =>
-    new Promise<HostReport>((resolve, reject) => {
-      const check = () => {
-        const found = reports.find((r) => r.digest === digest);
-        if (found) { done(); resolve(found); return true; }
-        if (stopped) { done(); reject(new Error(`host ${node} stopped before reporting ${digest}`)); return true; }
-        return false;
-      };
-      const timer = setTimeout(() => { done(); reject(new Error(`host ${node} did not report ${digest} within ${timeoutMs} ms`)); }, timeoutMs);
-      const done = () => { clearTimeout(timer); waiters.delete(wake); };
-      const wake = () => { check(); };
-      if (!check()) waiters.add(wake);
-    });
-
-  const applied: AsyncIterable<HostReport> = {
-    [Symbol.asyncIterator]() {
-      let index = 0;
-      return {
-        async next(): Promise<IteratorResult<HostReport>> {
-          for (;;) {
-            if (index < reports.length) return { value: reports[index++]!, done: false };
-            if (stopped) return { value: undefined, done: true };
-            await new Promise<void>((resolve) => {
-              const wake = () => { waiters.delete(wake); resolve(); };
-              waiters.add(wake);
-            });
-          }
-        },
-      };
-    },
-  };
-
   return {
     reports,
-    applied,
-    waitForReport,
+    applied: published.applied,
+    waitForReport: published.waitFor,
     bound: () => isBound,
     async stop() {
       if (!stopped) {
         stopped = true;
         if (checker) clearInterval(checker);
+        if (runStateTimer) clearTimeout(runStateTimer);
+        await runner.stopAll();
         for (const watch of busLogs) watch.stop();
         current?.stop();
         wakeSleeper?.();

@@ -23,11 +23,17 @@ export type Reporter = {
   last(): HostReport | undefined;
 };
 
-/** Settings of a reporter: the node, its log, whether the host stopped, and its backoff. */
-export type ReporterOptions = { node: string; log: (line: string) => void; stopped: () => boolean; initialMs: number; maxMs: number };
+/**
+ * Settings of a reporter: the node, its log, whether the host stopped, its backoff, and `extra`,
+ * fields every report gets as it is sent (R72: the modules' run state, as it is then).
+ */
+export type ReporterOptions = {
+  node: string; log: (line: string) => void; stopped: () => boolean; initialMs: number; maxMs: number;
+  extra?: () => Partial<HostReport>;
+};
 
 /** A reporter for one host agent (Reporter). */
-export function reporter({ node, log, stopped, initialMs, maxMs }: ReporterOptions): Reporter {
+export function reporter({ node, log, stopped, initialMs, maxMs, extra }: ReporterOptions): Reporter {
   /** The latest report the stream has not acknowledged yet, with its message id. */
   let unstored: { report: HostReport; data: string; id: string } | undefined;
   let lastSent: HostReport | undefined;
@@ -66,7 +72,7 @@ export function reporter({ node, log, stopped, initialMs, maxMs }: ReporterOptio
   };
   return {
     async send(nc, report) {
-      const carried = carryUnsent(unstored?.report, report);
+      const carried = { ...carryUnsent(unstored?.report, report), ...(extra?.() ?? {}) };
       const waiting = { report: carried, data: JSON.stringify(stampReport(carried)), id: randomUUID() };
       lastSent = carried;
       unstored = waiting;

@@ -72,9 +72,19 @@ export const Manifest = z
     name: MeshName,
     version: z.string().min(1),
     description: z.string().default(""),
-    /** What the node runs for this module: a container image or a command, opaque to the mesh. */
+    /**
+     * How the node's agent runs this module (R72): a container `image` (through podman or docker)
+     * or a `command` (argv, no shell) in its folder; `grace` is the seconds between SIGTERM and
+     * SIGKILL when it is stopped (default 10); `by: "mesh"` says genesis's units and `mesh up` run
+     * it (the bus, the controller), so no agent starts a second copy.
+     */
     run: z
-      .object({ image: z.string().optional(), command: z.array(z.string()).optional() })
+      .object({
+        image: z.string().min(1).optional(),
+        command: z.array(z.string()).min(1, "give the program and its arguments, e.g. [\"node\", \"main.js\"]").optional(),
+        grace: z.number().int().min(0).max(3600).optional(),
+        by: z.literal("mesh").optional(),
+      })
       .strict()
       .default({}),
     seats: z.record(MeshName, SeatDeclaration).default({}),

@@ -32,6 +32,7 @@ async function lastReportRows(jsm: JetStreamManager, nodes: readonly string[]): 
       node, at: at.toISOString(), digest: r.digest, ok: r.ok,
       ...(r.error === undefined ? {} : { error: r.error }),
       ...(r.drift === undefined ? {} : { drift: r.drift }),
+      ...(r.modules === undefined ? {} : { modules: r.modules }),
     }];
   });
 }

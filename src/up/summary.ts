@@ -1,5 +1,6 @@
 import type { CredentialView, LastReport, NodeView, SeatView } from "../contracts/verbs.ts";
 import { shortDigest } from "../contracts/declaration.ts";
+import { moduleRunsText, type ModuleRun } from "../contracts/report.ts";
 /**
  * What `mesh up` and `mesh status` print: the nodes, who holds each seat, the users on the bus and
  * what each node applied. Pure: built from the controller's query replies, the user-list file and
@@ -19,7 +20,7 @@ export type UpSummary = {
    * What each node last applied: the local host's record (its files), else the node's last report
    * on the bus (R55: `reportedAt`, and `drift` when a re-check wrote files back).
    */
-  applied: Array<{ node: string; digest: string | null; ok: boolean; files: string[]; error?: string; reportedAt?: string; drift?: string[] }>;
+  applied: Array<{ node: string; digest: string | null; ok: boolean; files: string[]; error?: string; reportedAt?: string; drift?: string[]; modules?: ModuleRun[] }>;
   /** Processes of the embedded default and their pids (null: not running). */
   processes: Record<string, number | null>;
 };
@@ -58,8 +59,8 @@ export function renderSummary(summary: UpSummary): string[] {
   ));
   lines.push("", "applied:");
   lines.push(...table(
-    summary.applied.map((a) => [a.node, a.digest ? shortDigest(a.digest) : "-", appliedText(a)]),
-    ["NODE", "DECLARATION", "RESULT"],
+    summary.applied.map((a) => [a.node, a.digest ? shortDigest(a.digest) : "-", appliedText(a), moduleRunsText(a.modules)]),
+    ["NODE", "DECLARATION", "RESULT", "MODULES RUN (R72)"],
   ));
   return lines;
 }
@@ -85,6 +86,19 @@ export function appliedOf(
   local: { node: string; digest: string; files: readonly string[] } | null,
 ): UpSummary["applied"] {
   const byNode = new Map(reports.map((r) => [r.node, r]));
+  // R72: what each node runs, as its last report says, beside what it applied.
+  return appliedRows(nodes, byNode, local).map((a) => {
+    const modules = byNode.get(a.node)?.modules;
+    return modules === undefined ? a : { ...a, modules: [...modules] };
+  });
+}
+
+/** appliedOf's rows without the run states. */
+function appliedRows(
+  nodes: UpSummary["nodes"],
+  byNode: ReadonlyMap<string, NodeLastReport>,
+  local: { node: string; digest: string; files: readonly string[] } | null,
+): UpSummary["applied"] {
   return nodes.map((n) => {
     const report = byNode.get(n.name);
     const seen = report ? { reportedAt: report.at, ...(report.drift?.length ? { drift: [...report.drift] } : {}) } : {};

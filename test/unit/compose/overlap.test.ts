@@ -55,26 +55,26 @@ describe("R73: overlapEnded, a node's report against a module's rotation", () =>
 
   it("R73: with run states, a live module ends it only when it runs with the new key", () => {
     for (const state of ["running", "starting", "stopping"]) {
-      assert.equal(overlapEnded(applied(11, { modules: { showcase: { state, publicKey: NEW_KEY } } }), "showcase", rotated), true, state);
-      assert.equal(overlapEnded(applied(11, { modules: { showcase: { state, publicKey: OTHER_KEY } } }), "showcase", rotated), false, state);
-      assert.equal(overlapEnded(applied(11, { modules: { showcase: { state } } }), "showcase", rotated), false, `${state} without a key`);
-      assert.equal(overlapEnded(applied(9, { modules: { showcase: { state, publicKey: NEW_KEY } } }), "showcase", rotated), false, `${state}, env older`);
+      assert.equal(overlapEnded(applied(11, { modules: [{ module: "showcase", state, startedWithNkey: NEW_KEY }] }), "showcase", rotated), true, state);
+      assert.equal(overlapEnded(applied(11, { modules: [{ module: "showcase", state, startedWithNkey: OTHER_KEY }] }), "showcase", rotated), false, state);
+      assert.equal(overlapEnded(applied(11, { modules: [{ module: "showcase", state }] }), "showcase", rotated), false, `${state} without a key`);
+      assert.equal(overlapEnded(applied(9, { modules: [{ module: "showcase", state, startedWithNkey: NEW_KEY }] }), "showcase", rotated), false, `${state}, env older`);
     }
   });
 
   it("R73: a module exited, without a runtime, or not run by the agent: the new env applied is enough", () => {
-    for (const modules of [{ showcase: { state: "exited", publicKey: OTHER_KEY } }, { showcase: { state: "runtime-missing" } }, {}, { other: { state: "running", publicKey: OTHER_KEY } }]) {
+    for (const modules of [[{ module: "showcase", state: "exited", startedWithNkey: OTHER_KEY }], [{ module: "showcase", state: "runtime-missing" }], [{ module: "showcase", state: "not-run" }], [], [{ module: "other", state: "running", startedWithNkey: OTHER_KEY }]]) {
       assert.equal(overlapEnded(applied(10, { modules }), "showcase", rotated), true, JSON.stringify(modules));
       assert.equal(overlapEnded(applied(9, { modules }), "showcase", rotated), false, JSON.stringify(modules));
     }
   });
 
   it("R73: run states of a shape this release cannot read keep the overlap (never a guess that cuts a module off)", () => {
-    for (const modules of [null, [], "running", { showcase: "running" }, { showcase: { state: 1 } }, { showcase: { state: "running", publicKey: 7 } }]) {
+    for (const modules of [null, {}, "running", { showcase: { state: "running" } }, ["running"], [{ module: "showcase", state: 1 }], [{ state: "running" }], [{ module: "showcase", state: "running", startedWithNkey: 7 }]]) {
       assert.equal(overlapEnded(applied(11, { modules }), "showcase", rotated), false, JSON.stringify(modules));
     }
     // An inherited name is no entry.
-    assert.equal(overlapEnded(applied(11, { modules: {} }), "toString", rotated), true);
+    assert.equal(overlapEnded(applied(11, { modules: [] }), "toString", rotated), true);
   });
 });
 
@@ -202,14 +202,14 @@ describe("R73: the reports a push reads for the overlap", () => {
   it("R73: it reads the last report of each node of a rotated module alone, with the records sequence and run states overlapEnded reads", async () => {
     const b = mesh();
     const stored = {
-      gamma: { v: 1, node: "gamma", digest: "d1", ok: true, recordsSequence: 40, modules: { showcase: { state: "running", publicKey: NEW_KEY } } },
+      gamma: { v: 1, node: "gamma", digest: "d1", ok: true, recordsSequence: 40, modules: [{ module: "showcase", state: "running", startedWithNkey: NEW_KEY }] },
       alpha: { v: 1, node: "alpha", digest: "d2", ok: true, recordsSequence: 41 },
     };
     assert.equal((await readOverlapReports(fakeReports(stored), b.state())).size, 0, "no rotation: nothing to read");
     b.commit("module", "showcase", rotation("showcase", NEW_KEY));
     const read = await readOverlapReports(fakeReports(stored), b.state());
     assert.deepEqual([...read.keys()], ["gamma"]);
-    assert.deepEqual(read.get("gamma"), { digest: "d1", ok: true, recordsSequence: 40, modules: { showcase: { state: "running", publicKey: NEW_KEY } } });
+    assert.deepEqual(read.get("gamma"), { digest: "d1", ok: true, recordsSequence: 40, modules: [{ module: "showcase", state: "running", restarts: 0, startedWithNkey: NEW_KEY }] });
     assert.equal(overlapEnded(read.get("gamma"), "showcase", { rotatedAt: b.state().sequence, nkey: NEW_KEY }), true);
     const forged = await readOverlapReports(fakeReports({ gamma: { ...stored.gamma, node: "alpha" } }), b.state());
     assert.equal(forged.get("gamma"), null, "a body naming another node is no report of gamma's");

@@ -4,7 +4,7 @@ import { controllerReplyInboxes, grantsOf, permissionsFromGrants, permissionsOf,
 import {
   ALL_SUBJECTS, CONTROLLER_NAME, CONTROL_STREAM, EVENTS_STREAM, JS_API_SUBJECTS, SHARED_INBOX_SUBJECTS, busUser,
   declarationConsumer, eventSubject, followConsumer, inboxSubjects, pullGrants, reportSubject, toolSubject,
-  workConsumer, workStream, workSubject, COMMAND_SUBJECTS, commandSubject, commandSubjects,
+  workConsumer, workStream, workSubject, COMMAND_SUBJECTS, commandSubject, commandSubjects, LOGS_SUBJECTS, logsSubject,
 } from "../../../src/names.ts";
 import type { Principal } from "../../../src/events/index.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, manifests } from "./exampleMesh.ts";
@@ -60,11 +60,11 @@ describe("permissions per principal", () => {
     assert.throws(() => permissionsFromGrants([grant("pub", ALL_SUBJECTS)], false, controller, [ALL_SUBJECTS]), Error);
   });
 
-  it("R2: a node pulls its own CONTROL consumer only, reports on its own subject, and has nothing else", () => {
+  it("R2 R72: a node pulls its own CONTROL consumer only, reports on its own subject, answers its own logs subject, and has nothing else", () => {
     const p = perms({ kind: "node", name: "beta" });
     assert.deepEqual(p.publish.allow, [...pullGrants(CONTROL_STREAM, declarationConsumer("beta")).publish, reportSubject("beta")].sort());
-    assert.deepEqual(p.subscribe.allow, [inboxSubjects(busUser("node", "beta"))]);
-    assert.equal(p.allow_responses, undefined);
+    assert.deepEqual(p.subscribe.allow, [inboxSubjects(busUser("node", "beta")), logsSubject("beta")].sort());
+    assert.equal(p.allow_responses, true, "it answers `mesh logs` on the asker's inbox");
   });
 
   it("R2: the node holding mesh-broker gets nothing extra on the bus", () => {
@@ -130,14 +130,14 @@ describe("permissions per principal", () => {
     for (const name of names) b = b.register({ name, version: "1", tools: [{ name: "t" }] });
     const operator = { kind: "operator" as const, name: "ada" };
     const tools = [...names].sort().map((name) => toolSubject(name, "t"));
-    assert.deepEqual(permissionsOf(b.state(), operator, EXAMPLE_CONFIG).publish.allow, [commandSubjects("operator-ada"), ...tools].sort());
+    assert.deepEqual(permissionsOf(b.state(), operator, EXAMPLE_CONFIG).publish.allow, [commandSubjects("operator-ada"), LOGS_SUBJECTS, ...tools].sort());
     const explained = grantsOf(b.state(), operator, EXAMPLE_CONFIG).grants.map((g) => g.subject).filter((s) => tools.includes(s));
     assert.deepEqual(explained, tools);
   });
 
-  it("R33 R51: an operator publishes commands under its own name only and named tools, subscribes its inbox, and has nothing of $JS", () => {
+  it("R33 R51 R72: an operator publishes commands under its own name only, named tools and nodes' logs questions, subscribes its inbox, and has nothing of $JS", () => {
     const p = perms({ kind: "operator", name: "ada" });
-    assert.deepEqual(p.publish.allow, [commandSubjects("operator-ada"), toolSubject("showcase", "hello")].sort());
+    assert.deepEqual(p.publish.allow, [commandSubjects("operator-ada"), LOGS_SUBJECTS, toolSubject("showcase", "hello")].sort());
     for (const principal of principals) {
       const published = perms(principal).publish.allow.filter((s) => s.startsWith(commandSubject("x", "y").split(".").slice(0, 2).join(".") + "."));
       const user = principal.kind === "controller" ? "" : `${principal.kind}-${principal.name}`;
