@@ -1,3 +1,4 @@
+import { parseEnvFile } from "../files/envFile.ts";
 import type { DeclaredModule } from "../contracts/declaration.ts";
 
 /**
@@ -52,14 +53,17 @@ export type RunFacts = {
   runtime: string | null;
 };
 
-/** Parses an `env` file's `KEY=value` lines (the value is the rest of the line, as written). */
+/**
+ * The variables of an `env` file the host wrote (files/envFile.ts: `KEY='value'` lines; an older
+ * unquoted `KEY=value` reads as written). A line it cannot read leaves the file's variables out:
+ * the module then starts without them and says which one it misses.
+ */
 export function parseEnvText(text: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const line of text.split("\n")) {
-    const eq = line.indexOf("=");
-    if (eq > 0) env[line.slice(0, eq)] = line.slice(eq + 1);
+  try {
+    return parseEnvFile(text);
+  } catch {
+    return {};
   }
-  return env;
 }
 
 /**

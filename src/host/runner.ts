@@ -7,6 +7,7 @@ import type { ModuleRun } from "../contracts/report.ts";
 import { publicKeyOfSeed } from "../crypto/secrets.ts";
 import { SEED_VARIABLE } from "../compose/environment.ts";
 import { NAME_PATTERN } from "../names.ts";
+import { packageFile } from "../files/packageFiles.ts";
 import { moduleLogFile, openModuleLog, readModuleLog, type LogTail, type ModuleLog } from "./moduleLog.ts";
 import {
   containerRuntime, exitsInARow, planRuns, restartDelay, runWish, RESTART_INITIAL_MS, RESTART_MAX_MS, RESTART_RESET_AFTER_MS, RUNNING_AFTER_MS,
@@ -129,13 +130,23 @@ function stop(s: Supervised): Promise<void> {
   return s.stopped;
 }
 
+/**
+ * What every module inherits besides its env file: the agent's HOME and LANG, and its PATH with
+ * this package's bin/ first, so a manifest may run the package's own programs (`mesh-greeter`)
+ * however the package was installed (a clone, a tarball, `npm install -g`).
+ */
+function agentBaseEnv(): Record<string, string> {
+  const env = Object.fromEntries(["HOME", "LANG"].flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]!]])));
+  return { ...env, PATH: [packageFile("bin"), process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"].join(delimiter) };
+}
+
 /** Starts a runner with nothing running (RunnerOptions). */
 export function moduleRunner(options: RunnerOptions): Runner {
   const { stateDir, log } = options;
   const initialMs = options.restart?.initialMs ?? RESTART_INITIAL_MS;
   const maxMs = options.restart?.maxMs ?? RESTART_MAX_MS;
   const resetAfterMs = options.restart?.resetAfterMs ?? RESTART_RESET_AFTER_MS;
-  const baseEnv = options.baseEnv ?? Object.fromEntries(["PATH", "HOME", "LANG"].flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]!]])));
+  const baseEnv = options.baseEnv ?? agentBaseEnv();
   const runtime = containerRuntime(options.onPath ?? onPathOf(baseEnv.PATH));
   const running = new Map<string, Supervised>();
   let skipped: NotRun[] = [];

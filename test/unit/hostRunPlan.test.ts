@@ -10,7 +10,7 @@ import type { DeclaredModule } from "../../src/contracts/declaration.ts";
 
 /** The runner's decisions without a process: what to run, start, stop, restart, and when (R72). */
 
-const facts: RunFacts = { dir: "/state/modules/echo", envText: "MESH_USER=module-echo\nMESH_WORK=[\"a=b\"]\n", envDigest: "d1", runtime: null };
+const facts: RunFacts = { dir: "/state/modules/echo", envText: "MESH_USER='module-echo'\nMESH_WORK='[\"a=b\"]'\n", envDigest: "d1", runtime: null };
 const entry = (run: DeclaredModule["run"], module = "echo"): DeclaredModule =>
   ({ module, version: "1", run, credential: { address: "tls://x:1", user: "u", sealed: "s", fingerprint: "" }, env: {} as DeclaredModule["env"], provisions: [] });
 const spec = (module: string, envDigest = "d1", argv = ["node", "main.js"]): RunSpec => ({ module, argv, dir: `/m/${module}`, graceMs: 10_000, env: {}, envDigest });
@@ -89,6 +89,7 @@ describe("R72: the runner's plan", () => {
 
   it("R72: the env file's lines parse back to its variables, values kept whole", () => {
     assert.deepEqual(parseEnvText("A=1\nB=x=y\n\n"), { A: "1", B: "x=y" });
+    assert.deepEqual(parseEnvText("A='[{\"a\": 1}]'\nB='x y'\n"), { A: '[{"a": 1}]', B: "x y" }, "the quoted form the host writes");
   });
 
   it("R72: a log tail keeps the newest lines and at most the bytes asked", () => {
