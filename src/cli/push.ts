@@ -15,7 +15,7 @@ import { busUser, progressSubject } from "../names.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
 import { missedServerLine, omittedLines, refusalText, serverLines, shortDigest, table, type View } from "./render.ts";
-import type { CliVerb } from "./verbs.ts";
+import type { CliVerb } from "./busVerb.ts";
 
 export { PUSH_REPLY_MARGIN_MS };
 

@@ -5,7 +5,7 @@
  * busVerb (the CLI's one send path) as the `replay` verb.
  */
 import { verbUsageError } from "./context.ts";
-import { busVerb, pendingSeedNote, saveOwnRotation, type CliVerb } from "./verbs.ts";
+import { busVerb, pendingSeedNote, saveOwnRotation, type CliVerb } from "./busVerb.ts";
 
 type Row = Record<string, unknown>;
 
