@@ -27,6 +27,8 @@ export type Example = readonly [what: string, run: string];
 export type CliVerb = {
   /** The words of the verb: `["node", "enrol"]` is `mesh node enrol`. */
   path: readonly string[];
+  /** Other names of its last word (`module retire` is also `module unregister`): what a newcomer may type first. */
+  aliases?: readonly string[];
   summary: string;
   /** What to type for what, shown after its --help under `Examples:` (issue 29): each runs this verb. */
   examples: readonly Example[];
@@ -103,6 +105,7 @@ export function report(
  */
 export function busVerb<V extends Verb>(spec: {
   path: readonly string[];
+  aliases?: readonly string[];
   verb: V;
   summary: string;
   examples: readonly Example[];
@@ -142,6 +145,7 @@ export function busVerb<V extends Verb>(spec: {
   const options = [...(spec.options ?? []), ...(spec.paged === undefined ? [] : PAGE_OPTIONS), ...(canDryRun ? [DRY_RUN_OPTION] : [])];
   return {
     path: spec.path,
+    ...(spec.aliases ? { aliases: spec.aliases } : {}),
     summary: spec.summary,
     examples: spec.examples,
     ...(spec.arguments ? { arguments: spec.arguments } : {}),

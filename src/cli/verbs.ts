@@ -170,6 +170,17 @@ export const CLI_VERBS: CliVerb[] = [
     render: (r) => [`issued module ${r.module}: user ${r.credential.user} at ${r.credential.address}`],
   }),
   busVerb({
+    path: ["module", "retire"], aliases: ["unregister", "remove"], verb: "module.retire",
+    summary: "retire a module: it leaves the catalogue and its credential is revoked (the next push drops it from the user list); refused while it is assigned; its history stays",
+    examples: [["retire module echo once it runs nowhere (`mesh unassign` first; again: unchanged, exit 0)", "mesh module retire echo"], ["see what it would append first", "mesh module retire echo --dry-run"]],
+    arguments: [arg("module", "the registered module")],
+    body: (a) => ({ module: a[0] }),
+    render: (r) => [
+      `retired module ${r.module} ${r.version}`,
+      ...(r.credentialRevoked ? ["its credential is revoked: the next push leaves it off the user list (mesh push)"] : []),
+    ],
+  }),
+  busVerb({
     path: ["assign"], verb: "assign", summary: "place a module on a node",
     examples: [["run module echo on node alpha (again: unchanged, exit 0)", "mesh assign echo alpha"]],
     arguments: [arg("module", "the registered module"), arg("node", "the enrolled node")],

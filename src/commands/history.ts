@@ -54,6 +54,7 @@ export function mentions(event: MeshEvent, entity: Entity): boolean {
     case "ModuleRegistered":
       return (kind === "module" && event.manifest.name === id) || (kind === "seat" && seatsNamed(event.manifest).includes(id));
     case "ModuleIssued":
+    case "ModuleRetired":
       return kind === "module" && event.module === id;
     case "ModuleAssigned":
     case "ModuleUnassigned":
@@ -105,6 +106,8 @@ export function summaryOf(event: MeshEvent): string {
     }
     case "ModuleIssued":
       return `module ${event.module} issued`;
+    case "ModuleRetired":
+      return `module ${event.module} version ${event.version} retired`;
     case "ModuleAssigned":
       return `module ${event.module} assigned to node ${event.node}`;
     case "ModuleUnassigned":

@@ -8,6 +8,7 @@ import { nodeEnrol } from "./nodeEnrol.ts";
 import { nodeRemove } from "./nodeRemove.ts";
 import { moduleRegister } from "./moduleRegister.ts";
 import { moduleIssue } from "./moduleIssue.ts";
+import { moduleRetire } from "./moduleRetire.ts";
 import { assign } from "./assign.ts";
 import { unassign } from "./unassign.ts";
 import { seatAlias } from "./seatAlias.ts";
@@ -28,7 +29,7 @@ function byVerb<T extends { verb: string }>(definitions: readonly T[]): Record<s
 
 /** Every verb that changes the records, keyed by verb (`node.enrol`, `assign`, ...). */
 export const commands: Record<string, CommandDefinition<z.ZodType>> = byVerb<CommandDefinition<z.ZodType>>([
-  nodeEnrol, nodeRemove, moduleRegister, moduleIssue, assign, unassign, seatAlias, seatHandover, overlayPlace, credentialRotate,
+  nodeEnrol, nodeRemove, moduleRegister, moduleIssue, moduleRetire, assign, unassign, seatAlias, seatHandover, overlayPlace, credentialRotate,
 ]);
 
 /** Every read-only verb, keyed by verb. `history` carries `fromCommits`: it is answered from the records. */
@@ -50,6 +51,6 @@ export { parseRequest, refusalOfZodError } from "./validation.ts";
 export { addressFor, addressResolver, genesisAddress } from "./shared.ts";
 export { historyOf, mentions, concerns, summaryOf, HISTORY_LIMIT, type HistoryEntry } from "./history.ts";
 export {
-  nodeEnrol, nodeRemove, moduleRegister, moduleIssue, assign, unassign, seatAlias, seatHandover, overlayPlace, credentialRotate,
+  nodeEnrol, nodeRemove, moduleRegister, moduleIssue, moduleRetire, assign, unassign, seatAlias, seatHandover, overlayPlace, credentialRotate,
   where, seats, nodes, modules, credentials, history, explain,
 };

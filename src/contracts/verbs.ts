@@ -210,6 +210,16 @@ export type ModuleIssueRequest = z.infer<typeof ModuleIssueRequest>;
 /** The module's user, address and fingerprint; no password: its node's declaration carries it, sealed (R3). */
 export const ModuleIssueReply = commandReply({ module: z.string(), credential: z.object(CredentialPublic).strict() });
 
+/**
+ * `module.retire {module}`: a registered module leaves the catalogue (refused while it is assigned
+ * anywhere, or while another module claims, uses or follows a seat it declares); its credential is
+ * revoked, so the next push leaves it off the user list, and its history stays. Again: unchanged.
+ */
+export const ModuleRetireRequest = z.object({ v, module: MeshName.describe("the registered module to retire") }).strict();
+export type ModuleRetireRequest = z.infer<typeof ModuleRetireRequest>;
+/** The module and the version retired; `credentialRevoked`: this commit revoked its credential (false on a repeat). */
+export const ModuleRetireReply = commandReply({ module: z.string(), version: z.string(), credentialRevoked: z.boolean() });
+
 /** `assign {module, node}`: place a module on a node. */
 export const AssignRequest = z
   .object({ v, module: MeshName.describe("the registered module"), node: MeshName.describe("the enrolled node") })
@@ -693,6 +703,7 @@ export const VERBS = {
   "node.remove": contract("command", NodeRemoveRequest, NodeRemoveReply),
   "module.register": contract("command", ModuleRegisterRequest, ModuleRegisterReply),
   "module.issue": contract("command", ModuleIssueRequest, ModuleIssueReply),
+  "module.retire": contract("command", ModuleRetireRequest, ModuleRetireReply),
   assign: contract("command", AssignRequest, AssignReply),
   unassign: contract("command", UnassignRequest, UnassignReply),
   "seat.alias": contract("command", SeatAliasRequest, SeatAliasReply),

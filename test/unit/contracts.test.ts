@@ -103,6 +103,13 @@ const REPLIES: Record<Verb, (state: State) => Promise<unknown[]> | unknown[] | "
     accept(state, "module.register", { manifest: { name: "broker", version: "2.10.0", run: { image: "nats:2.10" }, seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] } }).wire,
   ],
   "module.issue": (state) => [accept(state, "module.issue", { module: "mesh-controller" }).wire],
+  "module.retire": (state) => {
+    const registered = accept(state, "module.register", { manifest: { name: "extra", version: "1.0.0" } }).after;
+    const issued = accept(registered, "module.issue", { module: "extra" }).after;
+    const retired = accept(issued, "module.retire", { module: "extra" });
+    // Retired again: accepted unchanged.
+    return [retired.wire, accept(retired.after, "module.retire", { module: "extra" }).wire];
+  },
   assign: (state) => [accept(state, "assign", { module: "npm-registry", node: "beta" }).wire],
   unassign: (state) => [accept(state, "unassign", { module: "showcase", node: "gamma" }).wire],
   "seat.alias": (state) => [accept(state, "seat.alias", { from: "old-build", to: "mesh-build" }).wire],
