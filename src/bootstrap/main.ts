@@ -30,7 +30,6 @@ import { watchReports } from "./reportWatch.ts";
 import { watchRecords } from "./recordsWatch.ts";
 import { serveCommands, type CommandServer } from "../commands/server.ts";
 import type { SeenVouch } from "../commands/seen.ts";
-import { seenAware } from "../commands/serverSeen.ts";
 import type { Envelope } from "../commands/envelope.ts";
 import { decideRecordControllerCredential } from "../commands/controllerCredential.ts";
 import type { ComposeConfig } from "../compose/types.ts";
@@ -332,7 +331,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
         compose,
         seen,
       },
-      seenAware({
+      {
         [PUSH_VERB]: pushVerb(runPush, log, (subject, line) => nc.publish(subject, line), async () => (await catalogue.catchUp()).nodes, () => nc.info?.max_payload),
         [REPLAY_VERB]: replayVerb({
           nc, catalogue, log, now: () => new Date(), newId: () => randomUUID(),
@@ -341,7 +340,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
           installedList: (state) => reports.installedList(state), compose,
         }),
         [REPORTS_VERB]: reportsVerb(jsm, async () => (await catalogue.catchUp()).nodes),
-      }, nc, catalogue, seen, log),
+      },
     );
     await nc.flush(); // the subscription is on the server before start returns
     startWatch?.served();

@@ -29,6 +29,8 @@ export type CliVerb = {
   path: readonly string[];
   /** Other names of its last word (`module retire` is also `module unregister`): what a newcomer may type first. */
   aliases?: readonly string[];
+  /** The controller verb it sends (src/contracts/verbs.ts), whose summary it shows; none for a verb of this machine's (`up`, `host`). */
+  verb?: Verb;
   summary: string;
   /** What to type for what, shown after its --help under `Examples:` (issue 29): each runs this verb. */
   examples: readonly Example[];
@@ -107,7 +109,6 @@ export function busVerb<V extends Verb>(spec: {
   path: readonly string[];
   aliases?: readonly string[];
   verb: V;
-  summary: string;
   examples: readonly Example[];
   arguments?: readonly ArgumentSpec[];
   options?: readonly OptionSpec[];
@@ -146,7 +147,9 @@ export function busVerb<V extends Verb>(spec: {
   return {
     path: spec.path,
     ...(spec.aliases ? { aliases: spec.aliases } : {}),
-    summary: spec.summary,
+    verb: spec.verb,
+    // The verb's one description is its contract's (issue 28): the CLI shows it, it does not restate it.
+    summary: VERBS[spec.verb].summary,
     examples: spec.examples,
     ...(spec.arguments ? { arguments: spec.arguments } : {}),
     ...(options.length > 0 ? { options } : {}),

@@ -6,7 +6,7 @@
  * verbs are built with is busVerb.ts (re-exported here for the tests).
  */
 import { printData } from "./output.ts";
-import { HISTORY_LIMIT, REPORTS_PAGE, type AnyReply as Reply, type LastReport, type ReplyOf } from "../contracts/verbs.ts";
+import { HISTORY_LIMIT, REPORTS_PAGE, VERBS, type AnyReply as Reply, type LastReport, type ReplyOf } from "../contracts/verbs.ts";
 import { ENTITY_KINDS } from "../names.ts";
 import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, UsageError, verbUsageError, type CliContext } from "./context.ts";
 import { readManifestFiles, registrationSummary } from "./manifests.ts";
@@ -79,8 +79,9 @@ function historyLimit(value: unknown): number {
  */
 const moduleRegister: CliVerb = {
   path: ["module", "register"],
+  verb: "module.register",
   examples: [["register every manifest of a folder (declarers of seats first)", "mesh module register modules/*/module.json"], ["check one without writing", "mesh module register echo/module.json --dry-run"]],
-  summary: "register modules from their module.json files (declarers of seats first); each is tried and reported",
+  summary: VERBS["module.register"].summary,
   arguments: [{ name: "manifests", description: "module.json files", variadic: true }],
   options: [DRY_RUN_OPTION],
   globals: COMMAND_GLOBALS,
@@ -136,7 +137,6 @@ export const CLI_VERBS: CliVerb[] = [
   busVerb({
     path: ["node", "enrol"], verb: "node.enrol",
     examples: [["enrol node alpha with the two keys `mesh host init` printed on it", "mesh node enrol alpha --key <x25519-public-key> --nkey <U...>"]],
-    summary: "enrol a node with the public keys its host generated (`mesh host init`); its seed never leaves it",
     arguments: [arg("name", "the node's name (also its overlay label)")],
     options: [
       { flags: "--key <public-key>", description: "the node's X25519 public key (base64), printed by `mesh host init`", required: true },
@@ -151,7 +151,7 @@ export const CLI_VERBS: CliVerb[] = [
     ],
   }),
   busVerb({
-    path: ["node", "remove"], verb: "node.remove", summary: "remove a node (its assignments, overlay place and credential go with it; every credential and provision delivered to it is replaced)",
+    path: ["node", "remove"], verb: "node.remove",
     examples: [["remove node alpha; its credentials and provisions are replaced at the next push", "mesh node remove alpha"], ["see what it would append first", "mesh node remove alpha --dry-run"]],
     arguments: [arg("name", "the enrolled node")],
     body: (a) => ({ node: a[0] }),
@@ -163,7 +163,7 @@ export const CLI_VERBS: CliVerb[] = [
   }),
   moduleRegister,
   busVerb({
-    path: ["module", "issue"], verb: "module.issue", summary: "mint a module's credential: until then its node's declaration leaves it out",
+    path: ["module", "issue"], verb: "module.issue",
     examples: [["mint module echo's credential", "mesh module issue echo"]],
     arguments: [arg("module", "the registered module")],
     body: (a) => ({ module: a[0] }),
@@ -171,7 +171,6 @@ export const CLI_VERBS: CliVerb[] = [
   }),
   busVerb({
     path: ["module", "retire"], aliases: ["unregister", "remove"], verb: "module.retire",
-    summary: "retire a module: it leaves the catalogue and its credential is revoked (the next push drops it from the user list); refused while it is assigned; its history stays",
     examples: [["retire module echo once it runs nowhere (`mesh unassign` first; again: unchanged, exit 0)", "mesh module retire echo"], ["see what it would append first", "mesh module retire echo --dry-run"]],
     arguments: [arg("module", "the registered module")],
     body: (a) => ({ module: a[0] }),
@@ -181,21 +180,21 @@ export const CLI_VERBS: CliVerb[] = [
     ],
   }),
   busVerb({
-    path: ["assign"], verb: "assign", summary: "place a module on a node",
+    path: ["assign"], verb: "assign",
     examples: [["run module echo on node alpha (again: unchanged, exit 0)", "mesh assign echo alpha"]],
     arguments: [arg("module", "the registered module"), arg("node", "the enrolled node")],
     body: (a) => ({ module: a[0], node: a[1] }),
     render: (r) => [`assigned ${r.module} to ${r.node} (now on ${r.nodes.join(", ")})`],
   }),
   busVerb({
-    path: ["unassign"], verb: "unassign", summary: "take a module off a node",
+    path: ["unassign"], verb: "unassign",
     examples: [["take module echo off node alpha", "mesh unassign echo alpha"]],
     arguments: [arg("module", "the assigned module"), arg("node", "the node it runs on")],
     body: (a) => ({ module: a[0], node: a[1] }),
     render: (r) => [`unassigned ${r.module} from ${r.node}${r.nodes.length ? ` (still on ${r.nodes.join(", ")})` : ""}`],
   }),
   busVerb({
-    path: ["seat", "alias"], verb: "seat.alias", summary: "rename a seat: lookups of <old> resolve to <new> (a cycle or a missing <new> is refused)",
+    path: ["seat", "alias"], verb: "seat.alias",
     examples: [["lookups of seat store resolve to seat storage", "mesh seat alias store storage"]],
     arguments: [arg("old", "the old seat name"), arg("new", "the seat it now resolves to")],
     body: (a) => ({ from: a[0], to: a[1] }),
@@ -203,7 +202,7 @@ export const CLI_VERBS: CliVerb[] = [
     render: (r) => [`seat ${r.from} now resolves to ${r.resolvesTo}`],
   }),
   busVerb({
-    path: ["seat", "handover"], verb: "seat.handover", summary: "move a seat from one holder node to another",
+    path: ["seat", "handover"], verb: "seat.handover",
     examples: [["move seat storage from node alpha to node beta", "mesh seat handover storage alpha beta"]],
     arguments: [arg("seat", "the seat"), arg("from", "the node holding it now"), arg("to", "the node to hold it")],
     body: (a) => ({ seat: a[0], from: a[1], to: a[2] }),
@@ -213,7 +212,7 @@ export const CLI_VERBS: CliVerb[] = [
     ],
   }),
   busVerb({
-    path: ["overlay", "place"], verb: "overlay.place", summary: "put a node on the overlay (one node may be the hub); credentials minted before keep their old address until rotated",
+    path: ["overlay", "place"], verb: "overlay.place",
     examples: [["make node alpha the overlay's hub", "mesh overlay place alpha --hub"], ["place node beta", "mesh overlay place beta"]],
     arguments: [arg("node", "the enrolled node")],
     options: [{ flags: "--hub", description: "make it the overlay's one hub" }],
@@ -227,7 +226,7 @@ export const CLI_VERBS: CliVerb[] = [
     ],
   }),
   busVerb({
-    path: ["credential", "rotate"], verb: "credential.rotate", summary: "replace a principal's key pair (a node's: the key `mesh host rotate-key` printed on it, --nkey; your own seed is kept beside your credential file, and mesh switches to it once the next push installs it: during that push if run from here, else at the first verb after it)",
+    path: ["credential", "rotate"], verb: "credential.rotate",
     examples: [["replace module echo's key pair", "mesh credential rotate module echo"], ["a node's: the key `mesh host rotate-key` printed on it", "mesh credential rotate node alpha --nkey <U...>"]],
     arguments: [arg("kind", "controller, operator, node, module or builder"), arg("name", "the principal's name")],
     options: [{ flags: "--nkey <public-key>", description: "node only: the new nkey public key `mesh host rotate-key` printed on the node" }],
@@ -242,34 +241,34 @@ export const CLI_VERBS: CliVerb[] = [
   }),
   busVerb({
     examples: [["every node on the overlay", "mesh where"], ["as YAML", "mesh where -o yaml"]],
-    path: ["where"], verb: "where", mutates: false, summary: "where every node is on the overlay", body: () => ({}), render: renderWhere, paged: "placed" }),
+    path: ["where"], verb: "where", mutates: false, body: () => ({}), render: renderWhere, paged: "placed" }),
   busVerb({
-    path: ["seats"], verb: "seats", mutates: false, summary: "every seat: declarer, protocol, holders", body: () => ({}),
+    path: ["seats"], verb: "seats", mutates: false, body: () => ({}),
     examples: [["every seat and its holders", "mesh seats"], ["just the seat names", "mesh seats -o name"]],
     render: renderList("seats", ["name", "declaredBy", "protocol", "accepts", "emits", "holders", "aliases"]),
     paged: "seats",
   }),
   busVerb({
-    path: ["nodes"], verb: "nodes", mutates: false, summary: "every node: overlay place, modules, its last report", body: () => ({}),
+    path: ["nodes"], verb: "nodes", mutates: false, body: () => ({}),
     examples: [["every node and its last report", "mesh nodes"], ["every cell whole", "mesh nodes -o wide"], ["one page of 50", "mesh nodes --limit 50"]],
     render: renderNodes,
     enrich: withLastReports,
     paged: "nodes",
   }),
   busVerb({
-    path: ["modules"], verb: "modules", mutates: false, summary: "every module: version, nodes, seats", body: () => ({}),
+    path: ["modules"], verb: "modules", mutates: false, body: () => ({}),
     examples: [["every module", "mesh modules"], ["as JSON", "mesh modules -o json"]],
     render: renderList("modules", ["name", "version", "issued", "nodes", "declares", "claims"]),
     paged: "modules",
   }),
   busVerb({
-    path: ["credentials"], verb: "credentials", mutates: false, summary: "every credential (never a secret)", body: () => ({}),
+    path: ["credentials"], verb: "credentials", mutates: false, body: () => ({}),
     examples: [["every credential (no secret)", "mesh credentials"]],
     render: renderList("credentials", ["user", "principal", "address", "mintedAt"]),
     paged: "credentials",
   }),
   busVerb({
-    path: ["reports"], verb: "reports", mutates: false, summary: `each node's last report on the bus: what it applied, when, files found changed and written back; ${REPORTS_PAGE} a page`,
+    path: ["reports"], verb: "reports", mutates: false,
     examples: [["each node's last report", "mesh reports"], ["the next page", "mesh reports --after alpha"]],
     options: [{ flags: "--after <node>", description: "the next page: start after this node (the previous page's `next`)" }],
     body: (_args, options) => (typeof options.after === "string" ? { after: options.after } : {}),
@@ -280,7 +279,7 @@ export const CLI_VERBS: CliVerb[] = [
     ],
   }),
   busVerb({
-    path: ["history"], verb: "history", mutates: false, summary: "every event about one entity, wherever it was filed, with actor, command id and time",
+    path: ["history"], verb: "history", mutates: false,
     examples: [["every event about node alpha", "mesh history node alpha"], ["the newest 20 about module echo", "mesh history module echo --limit 20"]],
     arguments: [arg("kind", ENTITY_KINDS.join(", ")), arg("id", "its name")],
     options: [{ flags: "--limit <n>", description: `the newest events to show, 1 to ${HISTORY_LIMIT} (default ${HISTORY_LIMIT})` }],
@@ -290,7 +289,6 @@ export const CLI_VERBS: CliVerb[] = [
   busVerb({
     path: ["explain"], verb: "explain", mutates: false,
     examples: [["may module echo publish on this subject?", "mesh explain module echo pub <subject>"], ["every grant node alpha has", "mesh explain node alpha"]],
-    summary: "which manifest line and record allow a principal to pub or sub a subject, or why nothing does (exit 0 allowed and on the bus; 1 denied, or allowed but the principal has no credential yet, so it is not on the bus); without a subject, every grant it has",
     arguments: EXPLAIN_ARGUMENTS, body: explainBody, render: renderExplain, exitCode: explainExitCode,
   }),
   ...HOST_VERBS,

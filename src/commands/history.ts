@@ -3,7 +3,7 @@ import type { Commit, Entity, MeshEvent } from "../events/index.ts";
 import type { SequencedCommit, State } from "../projections/index.ts";
 import { assertNever } from "../projections/assertNever.ts";
 import { busUser } from "../names.ts";
-import { notFound, type QueryDefinition } from "./envelope.ts";
+import { query, notFound } from "./envelope.ts";
 
 export { HISTORY_LIMIT, type HistoryEntry };
 
@@ -173,11 +173,7 @@ export function historyOf(
   return { entity, events, total: found.length, truncated: events.length < found.length };
 }
 
-export const history: QueryDefinition<typeof HistoryRequest> = {
-  kind: "query",
-  verb: "history",
-  summary: "every event about one entity, wherever it was filed, with actor, command id and time (the newest 500)",
-  schema: HistoryRequest,
+export const history = query("history", {
   answer(_state: State, _query: HistoryRequest): never {
     throw new Error("history is answered from the records: scan the commits and call fromCommits.answer");
   },
@@ -188,4 +184,4 @@ export const history: QueryDefinition<typeof HistoryRequest> = {
       return found.total === 0 ? notFound(`no records about ${query.kind} ${query.id}: check the name (mesh nodes, mesh modules, mesh seats)`, "id") : found;
     },
   },
-};
+});

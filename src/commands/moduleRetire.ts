@@ -1,7 +1,7 @@
 import { ModuleRetireRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
 import { credentialOf, everyModule, moduleOf, nodesOfModule, resolveSeat, retiredModuleOf, type State } from "../projections/index.ts";
-import { metaOf, refuse, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { command, metaOf, refuse, unchanged, type Decision, type Envelope } from "./envelope.ts";
 
 /**
  * A registered module leaves the catalogue; its history stays (issue 29). Refusals:
@@ -58,12 +58,8 @@ export function reply(state: State, events: readonly MeshEvent[], _tools: unknow
   };
 }
 
-export const moduleRetire: CommandDefinition<typeof ModuleRetireRequest> = {
-  kind: "command",
-  verb: "module.retire",
-  summary: "retire a module: it leaves the catalogue and its credential is revoked; its history stays",
-  schema: ModuleRetireRequest,
+export const moduleRetire = command("module.retire", {
   secretsNeeded: () => 0,
   decide,
   reply,
-};
+});
