@@ -31,7 +31,6 @@ import { reportHub } from "../bus/reports.ts";
 import { watchRecords } from "./recordsWatch.ts";
 import { serveCommands, type CommandServer } from "../serve/server.ts";
 import type { SeenVouch } from "../commands/seen.ts";
-import { seenAware } from "../serve/serverSeen.ts";
 import type { Envelope } from "../commands/envelope.ts";
 import { decideRecordControllerCredential } from "../commands/controllerCredential.ts";
 import type { ComposeConfig } from "../compose/types.ts";
@@ -335,7 +334,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
         compose,
         seen,
       },
-      seenAware({
+      {
         [PUSH_VERB]: pushVerb(runPush, log, (subject, line) => nc.publish(subject, line), async () => (await catalogue.catchUp()).nodes, () => nc.info?.max_payload),
         [REPLAY_VERB]: replayVerb({
           nc, catalogue, log, now: () => new Date(), newId: () => randomUUID(),
@@ -344,7 +343,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
           installedList: (state) => reports.installedList(state), compose,
         }),
         [REPORTS_VERB]: reportsVerb(jsm, async () => (await catalogue.catchUp()).nodes),
-      }, nc, catalogue, seen, log),
+      },
     );
     await nc.flush(); // the subscription is on the server before start returns
     startWatch?.served();

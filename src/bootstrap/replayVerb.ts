@@ -1,5 +1,5 @@
 /**
- * The `replay` verb as the controller serves it (serveCommands' extraVerbs; the decisions are
+ * The `replay` verb as the controller serves it (one of serveCommands' shell verbs; the decisions are
  * pure, in src/commands/replay.ts): a report of the records folded from sequence 1 ignoring
  * snapshots (R44), or an operator's voiding commit (R45) appended past the commit the fold stopped
  * at, which transact cannot do. Served even while the records hold a commit no fold can read.
@@ -10,12 +10,11 @@ import { InvalidEvent, RecordsBehind, RecordsUnsafe, replay, type Catalogue } fr
 import { canonicalJson } from "../projections/canonical.ts";
 import { assignedModules, everyCredential, everyModule, nodeCount, seatNames, type State } from "../projections/index.ts";
 import type { FreshSecret, Reply } from "../commands/envelope.ts";
-import { CommandId, withoutSecrets, type ExtraVerb } from "../serve/server.ts";
-import { parseRequest } from "../commands/validation.ts";
+import { withoutSecrets, type ShellHandler } from "../serve/server.ts";
 import { commandRequest, type CommandRequest } from "../records/reuse.ts";
 import type { TransactResult } from "../records/catalogue.ts";
 import {
-  REPLAY_VERB, ROTATIONS_PER_COMMIT, ReplayRequest, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals, restoreSecretsNeeded, absentFromInstalledList,
+  REPLAY_VERB, ROTATIONS_PER_COMMIT, decideAcceptRestore, decideRestoreRotations, decideVoid, restorePrincipals, restoreSecretsNeeded, absentFromInstalledList,
 } from "../commands/replay.ts";
 import type { Principal } from "../events/index.ts";
 import type { CredentialRevoked, CredentialRotated, MeshEvent, ProvisionRotated } from "../events/index.ts";
@@ -118,19 +117,9 @@ export type ReplayDependencies = {
  * an accept-restore runs the same decide and appends nothing: the reply is a command's dry run
  * (dryRunReplyOf); a bare report takes no dry run (it changes nothing), refused naming dryRun.
  */
-export function replayVerb(deps: ReplayDependencies): ExtraVerb {
-  return async (body, actor): Promise<Reply> => {
-    const { commandId: givenId, dryRun, ...fields } = body;
-    if (givenId !== undefined && !CommandId.safeParse(givenId).success) {
-      return { ok: false, error: { code: "invalid-request", field: "commandId", message: "\"commandId\": use 1 to 128 letters, digits, dots, dashes, colons or underscores, or leave it out" } };
-    }
-    if (dryRun !== undefined && typeof dryRun !== "boolean") {
-      return { ok: false, error: { code: "invalid-request", field: "dryRun", message: "\"dryRun\": true (decide, append nothing) or false, or leave it out" } };
-    }
-    const parsed = parseRequest(ReplayRequest, fields);
-    if (!parsed.ok) return { ok: false, error: parsed.refusal };
-    const request = parsed.value;
-    const commandId = typeof givenId === "string" ? givenId : deps.newId();
+export function replayVerb(deps: ReplayDependencies): ShellHandler<"replay"> {
+  return async (request, { actor, commandId: givenId, dryRun }): Promise<Reply> => {
+    const commandId = givenId ?? deps.newId();
     // R53: what this id is used for, recorded with the commit like every command's.
     const recorded = commandRequest(REPLAY_VERB, request);
     if (request.acceptRestore === true) {

@@ -12,7 +12,7 @@
  */
 import { PUSH_CLI_VERB, PUSH_REPLY_MARGIN_MS } from "./push.ts";
 import { QUERY_GLOBALS } from "./context.ts";
-import type { CliVerb } from "./verbs.ts";
+import type { CliVerb } from "./busVerb.ts";
 
 export const COMPOSE_CLI_VERB: CliVerb = {
   path: ["compose"],

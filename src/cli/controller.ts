@@ -36,7 +36,7 @@ function configOf(env: Environment, envFile: string | undefined, read: EnvFileRe
 import { existsSync } from "node:fs";
 import { ConfigError, parseControllerConfig, type Environment } from "../config.ts";
 import { EXIT_OK, UsageError, type CliContext } from "./context.ts";
-import type { CliVerb } from "./verbs.ts";
+import type { CliVerb } from "./busVerb.ts";
 
 export const CONTROLLER_CLI_VERB: CliVerb = {
   path: ["controller"],

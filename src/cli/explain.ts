@@ -12,7 +12,7 @@
 import { PRINCIPAL_KINDS } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, verbUsageError } from "./context.ts";
 import { table, type View } from "./render.ts";
-import type { ArgumentSpec } from "./verbs.ts";
+import type { ArgumentSpec } from "./busVerb.ts";
 
 type Row = Record<string, unknown>;
 

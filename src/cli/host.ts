@@ -15,7 +15,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { nameProblem } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
-import type { CliVerb } from "./verbs.ts";
+import type { CliVerb } from "./busVerb.ts";
 import { MAX_JSON_DEPTH, jsonDepthOver } from "../commands/validation.ts";
 import type { BusReloadOptions } from "../host/index.ts";
 import type { HostReport } from "../contracts/report.ts";

@@ -8,14 +8,14 @@
 import { seenMemory } from "./seenFile.ts";
 import { printData, viewOf } from "./output.ts";
 import { randomUUID } from "node:crypto";
-import type { NodeOutcome, PushNodeLine, PushReply, Refusal } from "../contracts/verbs.ts";
+import { VERBS, type NodeOutcome, type PushNodeLine, type PushReply, type Refusal } from "../contracts/verbs.ts";
 import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, busRefusesKeyOf, credentialFileNow, loadCredential, type CliContext } from "./context.ts";
 import { isAuthorizationRefusal } from "../bus/errors.ts";
 import { busUser, progressSubject } from "../names.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer } from "../client/client.ts";
 import { missedServerLine, omittedLines, refusalText, serverLines, shortDigest, table, type View } from "./render.ts";
-import type { CliVerb } from "./verbs.ts";
+import type { CliVerb } from "./busVerb.ts";
 
 export { PUSH_REPLY_MARGIN_MS };
 
@@ -220,12 +220,13 @@ export function pushClosedMessage(closed: { file: string; configured?: string; u
 
 export const PUSH_CLI_VERB: CliVerb = {
   path: ["push"],
+  verb: "push",
   examples: [["send every node its declaration and wait for their reports", "mesh push --wait"], ["only node alpha", "mesh push alpha"]],
   globals: QUERY_GLOBALS,
   globalHelp: {
     timeout: `milliseconds --wait waits for the nodes' reports (MESH_TIMEOUT_MS); the controller's reply is awaited that long + ${PUSH_REPLY_MARGIN_MS} ms (composing and sending)`,
   },
-  summary: "compose every node's declaration from the records and send it to the named nodes and to every node whose last one differs; a node that cannot be composed is reported and gets nothing",
+  summary: VERBS.push.summary,
   exitCodes: "0 sent (and applied, with --wait); 1 a node refused, failed or timed out, a module left out, a server missed the user list, or none reached the bus; "
     + "2 a usage or connection error, or no reply: timed out, or the bus closed the connection (as when this push takes away the key of the credential file): the push may have run, `mesh nodes` shows what each node was sent and applied",
   arguments: [{ name: "node", description: "nodes to send even when not behind", optional: true, variadic: true }],

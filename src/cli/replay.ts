@@ -5,7 +5,7 @@
  * busVerb (the CLI's one send path) as the `replay` verb.
  */
 import { verbUsageError } from "./context.ts";
-import { busVerb, pendingSeedNote, saveOwnRotation, type CliVerb } from "./verbs.ts";
+import { busVerb, pendingSeedNote, saveOwnRotation, type CliVerb } from "./busVerb.ts";
 
 type Row = Record<string, unknown>;
 
@@ -88,7 +88,6 @@ export const REPLAY_CLI_VERB: CliVerb = busVerb({
   examples: [["fold the records from sequence 1 and report them", "mesh replay"], ["void one record", "mesh replay --void 42 --reason \"entered by mistake\""]],
   // --void and --accept-restore append a commit: --dry-run shows it. The bare report changes nothing.
   dryRun: true,
-  summary: "fold the records from sequence 1 ignoring snapshots, validate and report them; --void a commit that stops the fold; --accept-restore after a restore",
   options: [
     { flags: "--void <seq>", description: "void the commit at this sequence (the one the fold stops at); needs --reason" },
     { flags: "--reason <why>", description: "why it is voided (kept in the records)" },

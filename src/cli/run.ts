@@ -11,7 +11,7 @@ import { OUTPUT_FORMATS, formatData, isData, type OutputFormat } from "./output.
 /** What the word groups of `mesh` are about, for `mesh --help` and `mesh node --help`. */
 const GROUPS: Record<string, string> = {
   node: "enrol and remove nodes",
-  module: "register and issue modules",
+  module: "register, issue and retire modules",
   seat: "rename seats and hand them over",
   overlay: "place nodes on the overlay",
   credential: "rotate credentials",
@@ -64,6 +64,7 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
         ?? parent.command(word).description(GROUPS[word] ?? `${word} commands`).exitOverride();
     }
     const command = parent.command(verb.path.at(-1)!).description(verb.summary).exitOverride();
+    if (verb.aliases !== undefined) command.aliases([...verb.aliases]);
     command.addHelpText("after", examplesText(verb.examples));
     if (verb.exitCodes !== undefined) command.addHelpText("after", `\nExit codes: ${verb.exitCodes}`);
     for (const spec of verb.arguments ?? []) command.argument(argumentSyntax(spec), spec.description);

@@ -5,7 +5,7 @@ import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError, connectWithCredentialFil
 import { CommandTransportError } from "../client/send.ts";
 import { BusConnectError, credentialAddresses } from "../bus/connect.ts";
 import { probeCertificate } from "../bus/pin.ts";
-import type { CliVerb } from "./verbs.ts";
+import type { CliVerb } from "./busVerb.ts";
 import { UpError } from "../up/errors.ts";
 import type { UpResult } from "../up/up.ts";
 import { exitOf, shortfallsOf } from "./push.ts";

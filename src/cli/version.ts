@@ -8,7 +8,7 @@ import { meshClient } from "../client/client.ts";
 import { VERBS_VERSION } from "../contracts/verbs.ts";
 import { EXIT_OK, QUERY_GLOBALS, type CliContext } from "./context.ts";
 import { printData } from "./output.ts";
-import type { CliVerb } from "./verbs.ts";
+import type { CliVerb } from "./busVerb.ts";
 
 /** What `mesh version` reports; `null` where the mesh could not be asked, with `reason` saying why. */
 export type VersionReport = {

@@ -1,6 +1,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  DryRunReply, RefusedReply, Seen, VERBS, VERBS_VERSION, type AnyReply, type Refusal, type ReplyOf, type RequestOf, type Verb,
+  DryRunReply, RefusedReply, Seen, VERBS, VERBS_VERSION, VERB_NAMES,
+  type AnyReply, type CommandVerb, type ListVerb, type Refusal, type ReplyOf, type RequestOf, type Verb,
 } from "../contracts/verbs.ts";
 import { parseContract } from "../contracts/version.ts";
 import { sendCommand, type SendOptions } from "./send.ts";
@@ -27,48 +28,40 @@ export type CallOptions = SendOptions & { /** Sent as `commandId`; a retry with 
 /** A verb's answer: its accepted reply, or the refusal. */
 export type Answer<V extends Verb> = ReplyOf<V> | RefusedReply;
 
-/** A verb that changes the records: it takes a dry run. */
-export type CommandVerb = { [V in Verb]: (typeof VERBS)[V]["kind"] extends "command" ? V : never }[Verb];
+export type { CommandVerb, ListVerb };
 
 /** A verb that takes a dry run: every command, and `replay` (its void and its accepted restore append). */
-export type DryRunVerb = CommandVerb | "replay";
+export type DryRunVerb = { [V in Verb]: (typeof VERBS)[V]["dryRun"] extends true ? V : never }[Verb];
 
-/** The list verbs (R59): their replies come a page at a time. */
-export type ListVerb = "where" | "seats" | "nodes" | "modules" | "credentials";
+/** The field of each list verb's reply that holds its list (the contract's `list`). */
+export const LIST_FIELD = Object.fromEntries(
+  VERB_NAMES.flatMap((verb) => { const list = (VERBS[verb] as { list?: string }).list; return list === undefined ? [] : [[verb, list]]; }),
+) as { readonly [V in ListVerb]: keyof ReplyOf<V> & string };
 
-/** The field of each list verb's reply that holds its list. */
-export const LIST_FIELD: { readonly [V in ListVerb]: keyof ReplyOf<V> & string } = {
-  where: "placed", seats: "seats", nodes: "nodes", modules: "modules", credentials: "credentials",
-};
+/** A verb's method name on the client: `node.enrol` is `nodeEnrol`. */
+export type MethodName<V extends string> = V extends `${infer Head}.${infer Tail}` ? `${Head}${Capitalize<MethodName<Tail>>}` : V;
+
+/** The method name of `verb` (MethodName). Pure. */
+export function methodName<V extends Verb>(verb: V): MethodName<V> {
+  return verb.replace(/\.([a-z])/g, (_, letter: string) => letter.toUpperCase()) as MethodName<V>;
+}
+
+/** One verb's method: its request may be left out when none of its fields is required. */
+type VerbMethod<V extends Verb> = Record<string, never> extends RequestOf<V>
+  ? (request?: RequestOf<V>, options?: CallOptions) => Promise<Answer<V>>
+  : (request: RequestOf<V>, options?: CallOptions) => Promise<Answer<V>>;
+
+/** One method per verb of the contract (src/contracts/verbs.ts VERBS), named by methodName. */
+export type VerbMethods = { [V in Verb as MethodName<V>]: VerbMethod<V> };
 
 /** The typed client: one method per verb, plus `ask`, `dryRun` and `everyPage` for code generic over verbs. */
-export type MeshClient = {
+export type MeshClient = VerbMethods & {
   /** Sends `verb` with `request` and parses its reply with the verb's contract. */
   ask<V extends Verb>(verb: V, request: RequestOf<V>, options?: CallOptions): Promise<Answer<V>>;
   /** The command's dry run: what it would append, nothing written. */
   dryRun<V extends DryRunVerb>(verb: V, request: RequestOf<V>, options?: CallOptions): Promise<DryRunReply | RefusedReply>;
   /** Every page of a list verb (R59), joined into one reply without a `continue` token; the first refused page as is. */
   everyPage<V extends ListVerb>(verb: V, request?: RequestOf<V>, options?: CallOptions): Promise<Answer<V>>;
-  nodeEnrol(request: RequestOf<"node.enrol">, options?: CallOptions): Promise<Answer<"node.enrol">>;
-  nodeRemove(request: RequestOf<"node.remove">, options?: CallOptions): Promise<Answer<"node.remove">>;
-  moduleRegister(request: RequestOf<"module.register">, options?: CallOptions): Promise<Answer<"module.register">>;
-  moduleIssue(request: RequestOf<"module.issue">, options?: CallOptions): Promise<Answer<"module.issue">>;
-  assign(request: RequestOf<"assign">, options?: CallOptions): Promise<Answer<"assign">>;
-  unassign(request: RequestOf<"unassign">, options?: CallOptions): Promise<Answer<"unassign">>;
-  seatAlias(request: RequestOf<"seat.alias">, options?: CallOptions): Promise<Answer<"seat.alias">>;
-  seatHandover(request: RequestOf<"seat.handover">, options?: CallOptions): Promise<Answer<"seat.handover">>;
-  overlayPlace(request: RequestOf<"overlay.place">, options?: CallOptions): Promise<Answer<"overlay.place">>;
-  credentialRotate(request: RequestOf<"credential.rotate">, options?: CallOptions): Promise<Answer<"credential.rotate">>;
-  where(request?: RequestOf<"where">, options?: CallOptions): Promise<Answer<"where">>;
-  seats(request?: RequestOf<"seats">, options?: CallOptions): Promise<Answer<"seats">>;
-  nodes(request?: RequestOf<"nodes">, options?: CallOptions): Promise<Answer<"nodes">>;
-  modules(request?: RequestOf<"modules">, options?: CallOptions): Promise<Answer<"modules">>;
-  credentials(request?: RequestOf<"credentials">, options?: CallOptions): Promise<Answer<"credentials">>;
-  history(request: RequestOf<"history">, options?: CallOptions): Promise<Answer<"history">>;
-  explain(request: RequestOf<"explain">, options?: CallOptions): Promise<Answer<"explain">>;
-  push(request?: RequestOf<"push">, options?: CallOptions): Promise<Answer<"push">>;
-  reports(request?: RequestOf<"reports">, options?: CallOptions): Promise<Answer<"reports">>;
-  replay(request?: RequestOf<"replay">, options?: CallOptions): Promise<Answer<"replay">>;
 };
 
 /**
@@ -153,27 +146,16 @@ export function meshClient(nc: NatsConnection, asker: string, defaults: SendOpti
     ask,
     dryRun: async (verb, request, options = {}) => (await send(verb, request, options, true)) as DryRunReply | RefusedReply,
     everyPage,
-    nodeEnrol: (request, options) => ask("node.enrol", request, options),
-    nodeRemove: (request, options) => ask("node.remove", request, options),
-    moduleRegister: (request, options) => ask("module.register", request, options),
-    moduleIssue: (request, options) => ask("module.issue", request, options),
-    assign: (request, options) => ask("assign", request, options),
-    unassign: (request, options) => ask("unassign", request, options),
-    seatAlias: (request, options) => ask("seat.alias", request, options),
-    seatHandover: (request, options) => ask("seat.handover", request, options),
-    overlayPlace: (request, options) => ask("overlay.place", request, options),
-    credentialRotate: (request, options) => ask("credential.rotate", request, options),
-    where: (request = {}, options) => ask("where", request, options),
-    seats: (request = {}, options) => ask("seats", request, options),
-    nodes: (request = {}, options) => ask("nodes", request, options),
-    modules: (request = {}, options) => ask("modules", request, options),
-    credentials: (request = {}, options) => ask("credentials", request, options),
-    history: (request, options) => ask("history", request, options),
-    explain: (request, options) => ask("explain", request, options),
-    push: (request = {}, options) => ask("push", request, options),
-    reports: (request = {}, options) => ask("reports", request, options),
-    replay: (request = {}, options) => ask("replay", request, options),
+    ...verbMethods(ask),
   };
+}
+
+/** One method per verb, each asking it with `ask` (an absent request is `{}`). */
+function verbMethods(ask: <V extends Verb>(verb: V, request: RequestOf<V>, options?: CallOptions) => Promise<Answer<V>>): VerbMethods {
+  return Object.fromEntries(VERB_NAMES.map((verb) => [
+    methodName(verb),
+    (request: RequestOf<typeof verb> | undefined, options?: CallOptions) => ask(verb, request ?? ({} as RequestOf<typeof verb>), options),
+  ])) as VerbMethods;
 }
 
 /** A refused answer as an error, for callers that stop at the first refusal (`mesh up`). */

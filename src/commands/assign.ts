@@ -1,7 +1,7 @@
 import { AssignRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
 import { nodesOfModule, type State } from "../projections/index.ts";
-import { metaOf, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { command, metaOf, unchanged, type Decision, type Envelope } from "./envelope.ts";
 import { refuseUnknownModuleOrNode } from "./shared.ts";
 
 /**
@@ -27,13 +27,9 @@ export function reply(state: State, _events: readonly MeshEvent[], _tools: unkno
   return { module: command.module, node: command.node, nodes: [...nodesOfModule(state.assignments, command.module)] };
 }
 
-export const assign: CommandDefinition<typeof AssignRequest> = {
-  kind: "command",
-  verb: "assign",
-  summary: "assign a module to a node",
-  schema: AssignRequest,
+export const assign = command("assign", {
   secretsNeeded: () => 0,
   decide,
   reply,
   bounded: [{ field: "nodes", see: "`mesh modules` (each module's nodes) or `mesh nodes` (each node's modules)" }],
-};
+});

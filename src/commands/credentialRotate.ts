@@ -2,7 +2,7 @@ import { CredentialRotateRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialRotated, MeshEvent } from "../events/index.ts";
 import { busAddressesOf, credentialOf, isEnrolled, moduleOf, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
-import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
+import { command, metaOf, refuse, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, nkeyInUse, refuseRetiredKey, secretAt } from "./shared.ts";
 
 /**
@@ -96,12 +96,8 @@ export function reply(state: State, events: readonly MeshEvent[], tools: ReplyTo
   return { principal: rotated.principal, credential };
 }
 
-export const credentialRotate: CommandDefinition<typeof CredentialRotateRequest> = {
-  kind: "command",
-  verb: "credential.rotate",
-  summary: "rotate a principal's credential: a new key pair at the current address (a node's from `mesh host rotate-key`)",
-  schema: CredentialRotateRequest,
+export const credentialRotate = command("credential.rotate", {
   secretsNeeded: (_state, command) => (command.kind === "node" ? 0 : 1),
   decide,
   reply,
-};
+});

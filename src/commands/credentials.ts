@@ -1,6 +1,6 @@
-import { CredentialsRequest, type BodyOf, type CredentialView } from "../contracts/verbs.ts";
+import type { BodyOf, CredentialView } from "../contracts/verbs.ts";
 import { everyCredential, type State } from "../projections/index.ts";
-import type { QueryDefinition } from "./envelope.ts";
+import { query } from "./envelope.ts";
 
 /** Each credential, sorted by user; fields picked one by one so a secret cannot slip through. */
 export function answer(state: State): BodyOf<"credentials"> {
@@ -11,11 +11,7 @@ export function answer(state: State): BodyOf<"credentials"> {
   };
 }
 
-export const credentials: QueryDefinition<typeof CredentialsRequest> = {
-  kind: "query",
-  verb: "credentials",
-  summary: "every credential: principal, user, address, minted at (never a secret)",
-  schema: CredentialsRequest,
+export const credentials = query("credentials", {
   answer,
   page: { field: "credentials", key: (item) => (item as CredentialView).user, compare: (a, b) => a.localeCompare(b) },
-};
+});

@@ -1,5 +1,4 @@
-import type { z } from "zod";
-import type { AnyReply } from "../contracts/verbs.ts";
+import { VERBS, type AnyReply, type BodyOf, type CommandVerb, type ParsedRequestOf, type QueryVerb } from "../contracts/verbs.ts";
 import type { Commit, Entity, MeshEvent } from "../events/index.ts";
 import type { Decision, Refusal } from "../decision.ts";
 import type { State, SequencedCommit } from "../projections/index.ts";
@@ -31,29 +30,38 @@ export type ReplyTools = {
   sealToNode(publicKey: string, secret: string): string;
 };
 
-/** One command verb that changes the records: its schema, decide and reply. */
-export type CommandDefinition<Schema extends z.ZodType> = {
+/**
+ * One command verb that changes the records: its decide and reply, typed by its contract
+ * (src/contracts/verbs.ts VERBS[verb]: the request it reads, the body it answers). Made with
+ * `command(verb, ...)`, which takes the schema from the contract: one definition per verb.
+ */
+export type CommandDefinition<V extends CommandVerb = CommandVerb> = {
   kind: "command";
   /** `node.enrol`: the last token of the asker's command subject (names.ts commandSubject, R51). */
-  verb: string;
-  summary: string;
-  schema: Schema;
+  verb: V;
+  /** The contract's request schema (VERBS[verb].request), not a second one. */
+  schema: (typeof VERBS)[V]["request"];
   /** How many fresh secrets decide will take from the envelope. */
-  secretsNeeded(state: State, command: z.infer<Schema>): number;
+  secretsNeeded(state: State, command: ParsedRequestOf<V>): number;
   /** Pure: the events of one commit, or a refusal. */
-  decide(state: State, command: z.infer<Schema>, envelope: Envelope): Decision;
+  decide(state: State, command: ParsedRequestOf<V>, envelope: Envelope): Decision;
   /**
    * The reply's body, from the state after the commit, the commit's events and the entity it is
    * about. An `unchanged` decision calls it with no events (the state is the one decide saw): the
    * command, given last, says what it asked for.
    */
-  reply(state: State, events: readonly MeshEvent[], tools: ReplyTools, entity: Entity, command: z.infer<Schema>): unknown;
+  reply(state: State, events: readonly MeshEvent[], tools: ReplyTools, entity: Entity, command: ParsedRequestOf<V>): BodyOf<V>;
   /**
    * The reply's lists that grow with the mesh (R59): the shell sends the reply whole while it
    * fits the bus's max payload, else cuts these lists and says what it left out (fit.ts).
    */
   bounded?: readonly BoundedList[];
 };
+
+/** The command definition of `verb`: its parts, with the schema taken from its contract. */
+export function command<V extends CommandVerb>(verb: V, parts: Omit<CommandDefinition<V>, "kind" | "verb" | "schema">): CommandDefinition<V> {
+  return { kind: "command", verb, schema: VERBS[verb].request, ...parts };
+}
 
 /**
  * What the shell lends a query besides the state: the controller's composition settings (for
@@ -62,13 +70,12 @@ export type CommandDefinition<Schema extends z.ZodType> = {
  */
 export type QueryContext = { compose?: ComposeConfig };
 
-/** One read-only verb: answered from the state, appends nothing. */
-export type QueryDefinition<Schema extends z.ZodType> = {
+/** One read-only verb: answered from the state, appends nothing. Typed by its contract, as CommandDefinition. */
+export type QueryDefinition<V extends QueryVerb = QueryVerb> = {
   kind: "query";
-  verb: string;
-  summary: string;
-  schema: Schema;
-  answer(state: State, query: z.infer<Schema>, context?: QueryContext): unknown;
+  verb: V;
+  schema: (typeof VERBS)[V]["request"];
+  answer(state: State, query: ParsedRequestOf<V>, context?: QueryContext): BodyOf<V> | QueryRefused;
   /**
    * Present on list verbs, whose reply grows with the mesh (R59): the shell accepts `limit` and
    * `continue` beside the verb's own fields and answers one page of `answer(...)[page.field]`
@@ -81,10 +88,15 @@ export type QueryDefinition<Schema extends z.ZodType> = {
    * answers with `answer(kept, query)`; `answer(state, query)` above is then only a fallback.
    */
   fromCommits?: {
-    concerns(commit: Commit, query: z.infer<Schema>): boolean;
-    answer(commits: readonly SequencedCommit[], query: z.infer<Schema>): unknown;
+    concerns(commit: Commit, query: ParsedRequestOf<V>): boolean;
+    answer(commits: readonly SequencedCommit[], query: ParsedRequestOf<V>): BodyOf<V> | QueryRefused;
   };
 };
+
+/** The query definition of `verb`: its parts, with the schema taken from its contract. */
+export function query<V extends QueryVerb>(verb: V, parts: Omit<QueryDefinition<V>, "kind" | "verb" | "schema">): QueryDefinition<V> {
+  return { kind: "query", verb, schema: VERBS[verb].request, ...parts };
+}
 
 /** Every reply as the server builds it, before its verb's contract types it (src/contracts/verbs.ts, AnyReply). */
 export type Reply = AnyReply;

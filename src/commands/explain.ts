@@ -1,7 +1,7 @@
 import { ExplainRequest, type BodyOf, type GrantsAnswer } from "../contracts/verbs.ts";
 import { credentialOf, isEnrolled, moduleOf, type State } from "../projections/index.ts";
 import { credentialNote, explain as explainGrants, grantsOf, type ComposeConfig, type Explanation } from "../compose/index.ts";
-import { notFound, type QueryContext, type QueryDefinition, type QueryRefused } from "./envelope.ts";
+import { query, notFound, type QueryContext, type QueryRefused } from "./envelope.ts";
 
 /** The verb of an explain request, sent on commandSubject(asker, EXPLAIN_VERB) (R51). */
 export const EXPLAIN_VERB = "explain";
@@ -59,10 +59,6 @@ export function answer(state: State, query: ExplainRequest, context: QueryContex
     : explanation;
 }
 
-export const explain: QueryDefinition<typeof ExplainRequest> = {
-  kind: "query",
-  verb: EXPLAIN_VERB,
-  summary: "which manifest line and record allow a principal to publish or subscribe a subject, or why nothing does",
-  schema: ExplainRequest,
+export const explain = query("explain", {
   answer,
-};
+});

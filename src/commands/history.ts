@@ -4,7 +4,7 @@ import type { SequencedCommit, State } from "../projections/index.ts";
 import { assertNever } from "../projections/assertNever.ts";
 import { busUser } from "../names.ts";
 import { usedSeats } from "../manifest/manifest.ts";
-import { notFound, type QueryDefinition } from "./envelope.ts";
+import { query, notFound } from "./envelope.ts";
 
 export { HISTORY_LIMIT, type HistoryEntry };
 
@@ -55,6 +55,7 @@ export function mentions(event: MeshEvent, entity: Entity): boolean {
     case "ModuleRegistered":
       return (kind === "module" && event.manifest.name === id) || (kind === "seat" && seatsNamed(event.manifest).includes(id));
     case "ModuleIssued":
+    case "ModuleRetired":
       return kind === "module" && event.module === id;
     case "ModuleAssigned":
     case "ModuleUnassigned":
@@ -106,6 +107,8 @@ export function summaryOf(event: MeshEvent): string {
     }
     case "ModuleIssued":
       return `module ${event.module} issued`;
+    case "ModuleRetired":
+      return `module ${event.module} version ${event.version} retired`;
     case "ModuleAssigned":
       return `module ${event.module} assigned to node ${event.node}`;
     case "ModuleUnassigned":
@@ -171,11 +174,7 @@ export function historyOf(
   return { entity, events, total: found.length, truncated: events.length < found.length };
 }
 
-export const history: QueryDefinition<typeof HistoryRequest> = {
-  kind: "query",
-  verb: "history",
-  summary: "every event about one entity, wherever it was filed, with actor, command id and time (the newest 500)",
-  schema: HistoryRequest,
+export const history = query("history", {
   answer(_state: State, _query: HistoryRequest): never {
     throw new Error("history is answered from the records: scan the commits and call fromCommits.answer");
   },
@@ -186,4 +185,4 @@ export const history: QueryDefinition<typeof HistoryRequest> = {
       return found.total === 0 ? notFound(`no records about ${query.kind} ${query.id}: check the name (mesh nodes, mesh modules, mesh seats)`, "id") : found;
     },
   },
-};
+});

@@ -2,7 +2,7 @@ import { ModuleIssueRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialMinted, MeshEvent } from "../events/index.ts";
 import { busAddressesOf, moduleOf, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
-import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { command, metaOf, refuse, type Decision, type Envelope } from "./envelope.ts";
 import { NO_MESH_MESSAGE, addressFor, secretAt } from "./shared.ts";
 
 /**
@@ -66,12 +66,8 @@ export function reply(state: State, events: readonly MeshEvent[]): ModuleIssueRe
   };
 }
 
-export const moduleIssue: CommandDefinition<typeof ModuleIssueRequest> = {
-  kind: "command",
-  verb: "module.issue",
-  summary: "issue a registered module: mint its credential (R1)",
-  schema: ModuleIssueRequest,
+export const moduleIssue = command("module.issue", {
   secretsNeeded: () => 1,
   decide,
   reply,
-};
+});

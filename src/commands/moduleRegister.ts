@@ -4,7 +4,7 @@ import { Manifest, toolUseOf, usedSeats, type SeatDeclaration } from "../manifes
 import { aliasOf, declaredSeat, everyModule, everySeat, moduleOf, resolveSeat, type State } from "../projections/index.ts";
 import { canonicalJson } from "../projections/canonical.ts";
 import type { Entity } from "../events/index.ts";
-import { metaOf, refuse, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { command, metaOf, refuse, unchanged, type Decision, type Envelope } from "./envelope.ts";
 import { refuseLosingBroker } from "./shared.ts";
 import { refusalOfZodError } from "./validation.ts";
 
@@ -160,12 +160,8 @@ export function reply(state: State, events: readonly MeshEvent[], _tools?: unkno
   return answer;
 }
 
-export const moduleRegister: CommandDefinition<typeof ModuleRegisterRequest> = {
-  kind: "command",
-  verb: "module.register",
-  summary: "register a module's manifest (module.json) in the catalogue (R23 to R26)",
-  schema: ModuleRegisterRequest,
+export const moduleRegister = command("module.register", {
   secretsNeeded: () => 0,
   decide,
   reply,
-};
+});

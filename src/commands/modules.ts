@@ -1,6 +1,6 @@
-import { ModulesRequest, type BodyOf, type ModuleView } from "../contracts/verbs.ts";
+import type { BodyOf, ModuleView } from "../contracts/verbs.ts";
 import { everyModule, nodesOfModule, type State } from "../projections/index.ts";
-import type { QueryDefinition } from "./envelope.ts";
+import { query } from "./envelope.ts";
 
 /** Each module (sorted): version, whether issued, the nodes it is on, and what its manifest states. */
 export function answer(state: State): BodyOf<"modules"> {
@@ -22,11 +22,7 @@ export function answer(state: State): BodyOf<"modules"> {
   };
 }
 
-export const modules: QueryDefinition<typeof ModulesRequest> = {
-  kind: "query",
-  verb: "modules",
-  summary: "every registered module: version, issued, nodes, seats",
-  schema: ModulesRequest,
+export const modules = query("modules", {
   answer,
   page: { field: "modules", key: (item) => (item as ModuleView).name, compare: (a, b) => a.localeCompare(b) },
-};
+});

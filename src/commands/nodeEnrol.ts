@@ -2,7 +2,7 @@ import { NodeEnrolRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialMinted, MeshEvent, NodeEnrolled } from "../events/index.ts";
 import { brokerReachableAt, busAddressesOf, everyNode, isEnrolled, type State } from "../projections/index.ts";
 import { busUser } from "../names.ts";
-import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
+import { command, metaOf, refuse, type Decision, type Envelope, type ReplyTools } from "./envelope.ts";
 import { NO_MESH_MESSAGE, nkeyInUse, refuseRetiredKey } from "./shared.ts";
 
 /** The way to new keys for a machine whose keys the mesh refuses. */
@@ -75,12 +75,8 @@ export function reply(state: State, events: readonly MeshEvent[], _tools: ReplyT
   };
 }
 
-export const nodeEnrol: CommandDefinition<typeof NodeEnrolRequest> = {
-  kind: "command",
-  verb: "node.enrol",
-  summary: "enrol a node: record it and mint its credential (R1)",
-  schema: NodeEnrolRequest,
+export const nodeEnrol = command("node.enrol", {
   secretsNeeded: () => 0,
   decide,
   reply,
-};
+});

@@ -1,7 +1,7 @@
 import { NodeRemoveRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { CredentialRotated, MeshEvent, ProvisionRotated } from "../events/index.ts";
 import { credentialOf, credentialsDeliveredTo, isEnrolled, provisionsDeliveredTo, type State } from "../projections/index.ts";
-import { metaOf, refuse, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { command, metaOf, refuse, type Decision, type Envelope } from "./envelope.ts";
 import { addressResolver, refuseLosingBroker, secretAt, stateAfter } from "./shared.ts";
 
 /**
@@ -60,14 +60,10 @@ export function reply(_state: State, events: readonly MeshEvent[]): NodeRemoveRe
   return { node: removed.node, freshCredentials: fresh, freshProvisions: provisions };
 }
 
-export const nodeRemove: CommandDefinition<typeof NodeRemoveRequest> = {
-  kind: "command",
-  verb: "node.remove",
-  summary: "remove a node: its assignments, overlay place and credential go with it, and every credential and provision delivered to it is replaced (R48)",
-  schema: NodeRemoveRequest,
+export const nodeRemove = command("node.remove", {
   secretsNeeded: (state, command) => (isEnrolled(state.nodes, command.node)
     ? credentialsDeliveredTo(state, command.node).length + provisionsDeliveredTo(state, command.node).length
     : 0),
   decide,
   reply,
-};
+});

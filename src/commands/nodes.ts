@@ -1,6 +1,6 @@
-import { NodesRequest, type BodyOf, type NodeView } from "../contracts/verbs.ts";
+import type { BodyOf, NodeView } from "../contracts/verbs.ts";
 import { credentialOf, lastSent, modulesOnNode, nodeNames, nodeOf, overlayNameOf, type State } from "../projections/index.ts";
-import type { QueryDefinition } from "./envelope.ts";
+import { query } from "./envelope.ts";
 
 /** Each node (sorted): overlay place, modules, its credential's address (never a secret) and what it was last sent. */
 export function answer(state: State): BodyOf<"nodes"> {
@@ -20,11 +20,7 @@ export function answer(state: State): BodyOf<"nodes"> {
   };
 }
 
-export const nodes: QueryDefinition<typeof NodesRequest> = {
-  kind: "query",
-  verb: "nodes",
-  summary: "every enrolled node: overlay place, modules, credential address",
-  schema: NodesRequest,
+export const nodes = query("nodes", {
   answer,
   page: { field: "nodes", key: (item) => (item as NodeView).name },
-};
+});

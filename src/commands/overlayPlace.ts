@@ -2,7 +2,7 @@ import { OverlayPlaceRequest, type BodyOf, type StaleCredential } from "../contr
 import type { MeshEvent } from "../events/index.ts";
 import { everyCredential, isEnrolled, overlayNameOf, type State } from "../projections/index.ts";
 import { overlayName } from "../names.ts";
-import { metaOf, refuse, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { command, metaOf, refuse, unchanged, type Decision, type Envelope } from "./envelope.ts";
 import { addressResolver } from "./shared.ts";
 
 /**
@@ -65,13 +65,9 @@ export function reply(state: State, _events: readonly MeshEvent[], _tools: unkno
   };
 }
 
-export const overlayPlace: CommandDefinition<typeof OverlayPlaceRequest> = {
-  kind: "command",
-  verb: "overlay.place",
-  summary: "place a node on the overlay, optionally as its one hub (R9, R10)",
-  schema: OverlayPlaceRequest,
+export const overlayPlace = command("overlay.place", {
   secretsNeeded: () => 0,
   decide,
   reply,
   bounded: [{ field: "staleCredentials", see: "`mesh credentials` (each credential's recorded address) and `mesh where` (where each node is now)" }],
-};
+});

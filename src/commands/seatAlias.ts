@@ -1,7 +1,7 @@
 import { SeatAliasRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
 import { aliasOf, declaredSeat, resolveSeat, type State } from "../projections/index.ts";
-import { metaOf, refuse, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { command, metaOf, refuse, unchanged, type Decision, type Envelope } from "./envelope.ts";
 
 /**
  * Refusals, in order: `alias-cycle` when following aliases from `to` comes back to `from`
@@ -40,12 +40,8 @@ export function reply(state: State, _events: readonly MeshEvent[], _tools: unkno
   return { from: command.from, to: command.to, resolvesTo: resolveSeat(state.modules, command.from) };
 }
 
-export const seatAlias: CommandDefinition<typeof SeatAliasRequest> = {
-  kind: "command",
-  verb: "seat.alias",
-  summary: "rename a seat: the old name resolves to the new one at every lookup (R27)",
-  schema: SeatAliasRequest,
+export const seatAlias = command("seat.alias", {
   secretsNeeded: () => 0,
   decide,
   reply,
-};
+});

@@ -1,7 +1,7 @@
 import { SeatHandoverRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { Entity, MeshEvent } from "../events/index.ts";
 import { claimantsOf, declaredSeat, holdersOf, isEnrolled, nodesOfModule, resolveSeat, type State } from "../projections/index.ts";
-import { metaOf, refuse, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { command, metaOf, refuse, unchanged, type Decision, type Envelope } from "./envelope.ts";
 import { refuseLosingBroker } from "./shared.ts";
 
 /**
@@ -52,12 +52,8 @@ export function reply(state: State, events: readonly MeshEvent[], _tools: unknow
   return { seat: entity.id, from: command.from, to: command.to, modulesMoved, holders: holdersOf(state, entity.id) };
 }
 
-export const seatHandover: CommandDefinition<typeof SeatHandoverRequest> = {
-  kind: "command",
-  verb: "seat.handover",
-  summary: "hand a seat over from the node holding it to another node (R17)",
-  schema: SeatHandoverRequest,
+export const seatHandover = command("seat.handover", {
   secretsNeeded: () => 0,
   decide,
   reply,
-};
+});

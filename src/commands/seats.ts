@@ -1,6 +1,6 @@
-import { SeatsRequest, type BodyOf, type SeatView } from "../contracts/verbs.ts";
+import type { BodyOf, SeatView } from "../contracts/verbs.ts";
 import { claimantsOf, everyAlias, everySeat, holdersOf, type State } from "../projections/index.ts";
-import type { QueryDefinition } from "./envelope.ts";
+import { query } from "./envelope.ts";
 
 /** Each seat (sorted by name): its declaration, claimants, holders (R17) and the aliases resolving to it (R27). */
 export function answer(state: State): BodyOf<"seats"> {
@@ -24,11 +24,7 @@ export function answer(state: State): BodyOf<"seats"> {
   };
 }
 
-export const seats: QueryDefinition<typeof SeatsRequest> = {
-  kind: "query",
-  verb: "seats",
-  summary: "every seat: declarer, fields, claimants, holders and aliases",
-  schema: SeatsRequest,
+export const seats = query("seats", {
   answer,
   page: { field: "seats", key: (item) => (item as SeatView).name, compare: (a, b) => a.localeCompare(b) },
-};
+});

@@ -1,7 +1,7 @@
 import { UnassignRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
 import { nodesOfModule, type State } from "../projections/index.ts";
-import { metaOf, unchanged, type CommandDefinition, type Decision, type Envelope } from "./envelope.ts";
+import { command, metaOf, unchanged, type Decision, type Envelope } from "./envelope.ts";
 import { refuseLosingBroker, refuseUnknownModuleOrNode } from "./shared.ts";
 
 /**
@@ -24,13 +24,9 @@ export function reply(state: State, _events: readonly MeshEvent[], _tools: unkno
   return { module: command.module, node: command.node, nodes: [...nodesOfModule(state.assignments, command.module)] };
 }
 
-export const unassign: CommandDefinition<typeof UnassignRequest> = {
-  kind: "command",
-  verb: "unassign",
-  summary: "take a module off a node",
-  schema: UnassignRequest,
+export const unassign = command("unassign", {
   secretsNeeded: () => 0,
   decide,
   reply,
   bounded: [{ field: "nodes", see: "`mesh modules` (each module's nodes) or `mesh nodes` (each node's modules)" }],
-};
+});

@@ -1,6 +1,6 @@
-import { WhereRequest, type BodyOf, type PlacedNode } from "../contracts/verbs.ts";
+import type { BodyOf, PlacedNode } from "../contracts/verbs.ts";
 import { brokerNode, whereEveryoneIs, type State } from "../projections/index.ts";
-import type { QueryDefinition } from "./envelope.ts";
+import { query } from "./envelope.ts";
 
 /**
  * `placed`: every node on the overlay, sorted by name (an array of objects, like every list a
@@ -17,11 +17,7 @@ export function answer(state: State): WhereAnswer {
   return { placed, hub, broker };
 }
 
-export const where: QueryDefinition<typeof WhereRequest> = {
-  kind: "query",
-  verb: "where",
-  summary: "where every node is on the overlay, the hub and the broker's node",
-  schema: WhereRequest,
+export const where = query("where", {
   answer,
   page: { field: "placed", key: (item) => (item as PlacedNode).node },
-};
+});

@@ -211,6 +211,16 @@ export type ModuleIssueRequest = z.infer<typeof ModuleIssueRequest>;
 /** The module's user, address and fingerprint; no password: its node's declaration carries it, sealed (R3). */
 export const ModuleIssueReply = commandReply({ module: z.string(), credential: z.object(CredentialPublic).strict() });
 
+/**
+ * `module.retire {module}`: a registered module leaves the catalogue (refused while it is assigned
+ * anywhere, or while another module claims, uses or follows a seat it declares); its credential is
+ * revoked, so the next push leaves it off the user list, and its history stays. Again: unchanged.
+ */
+export const ModuleRetireRequest = z.object({ v, module: MeshName.describe("the registered module to retire") }).strict();
+export type ModuleRetireRequest = z.infer<typeof ModuleRetireRequest>;
+/** The module and the version retired; `credentialRevoked`: this commit revoked its credential (false on a repeat). */
+export const ModuleRetireReply = commandReply({ module: z.string(), version: z.string(), credentialRevoked: z.boolean() });
+
 /** `assign {module, node}`: place a module on a node. */
 export const AssignRequest = z
   .object({ v, module: MeshName.describe("the registered module"), node: MeshName.describe("the enrolled node") })
@@ -683,49 +693,105 @@ export const ReplayAcceptReply = z
 export const ReplayReply = z.union([ReplayAcceptReply, ReplayVoidReply, ReplayReportReply]);
 
 // ---------------------------------------------------------------------------------------------
-// The registry: every verb, its request and its reply.
+// The registry: every verb, its one-line summary, its request and its reply.
 
 /** How a verb is served: a command (decide, one commit), a query (answered from the state), or by the controller's shell. */
 export type VerbKind = "command" | "query" | "shell";
 
-/** One verb's contract: its request, its accepted reply, and whether it takes a dry run. */
-export type VerbContract = { kind: VerbKind; request: z.ZodType; reply: z.ZodType; dryRun: boolean };
+/**
+ * One verb's contract: how it is served, its summary (the one description of the verb: the CLI's
+ * help shows it), its request, its accepted reply, whether it takes a dry run (every command, and
+ * `replay`), and for a list verb (R59) the reply field holding its list.
+ */
+export type VerbContract = { kind: VerbKind; summary: string; request: z.ZodType; reply: z.ZodType; dryRun: boolean; list?: string };
 
-function contract<Kind extends VerbKind, Request extends z.ZodType, Reply extends z.ZodType>(kind: Kind, request: Request, reply: Reply) {
-  return { kind, request, reply, dryRun: kind === "command" };
+/** The options of a verb's contract: its list field (a list verb, R59), and a dry run when it is not its kind's default. */
+type ContractOptions = { list?: string; dryRun?: boolean };
+
+/** One verb's contract, its `dryRun` and `list` as literal types (the client's DryRunVerb and ListVerb read them). */
+type ContractOf<Kind extends VerbKind, Request extends z.ZodType, Reply extends z.ZodType, Options extends ContractOptions> = {
+  kind: Kind; summary: string; request: Request; reply: Reply;
+  dryRun: Options["dryRun"] extends boolean ? Options["dryRun"] : Kind extends "command" ? true : false;
+} & (Options extends { list: infer List } ? { list: List } : unknown);
+
+function contract<Kind extends VerbKind, Request extends z.ZodType, Reply extends z.ZodType, const Options extends ContractOptions = Record<never, never>>(
+  kind: Kind, request: Request, reply: Reply, summary: string, options?: Options,
+): ContractOf<Kind, Request, Reply, Options> {
+  const list = options?.list;
+  return { kind, summary, request, reply, dryRun: options?.dryRun ?? kind === "command", ...(list === undefined ? {} : { list }) } as ContractOf<Kind, Request, Reply, Options>;
 }
 
 /**
- * Every verb the controller answers, keyed by verb (the last token of its subject). The command
- * registry (src/commands/index.ts) and the shell's verbs must each have an entry here, and the
- * other way round (test/unit/contracts.test.ts).
+ * Every verb the controller answers, keyed by verb (the last token of its subject): the one list
+ * of verbs. The server's registry (src/commands/index.ts) must have a definition for each command
+ * and query here (its type says so), the controller's shell a handler for each shell verb; the
+ * client (src/client) has a method for each, and the CLI a verb sending each (src/cli/verbs.ts,
+ * test/unit/verbRegistry.test.ts). Adding a verb: its request and reply above, one line here.
  */
 export const VERBS = {
-  "node.enrol": contract("command", NodeEnrolRequest, NodeEnrolReply),
-  "node.remove": contract("command", NodeRemoveRequest, NodeRemoveReply),
-  "module.register": contract("command", ModuleRegisterRequest, ModuleRegisterReply),
-  "module.issue": contract("command", ModuleIssueRequest, ModuleIssueReply),
-  assign: contract("command", AssignRequest, AssignReply),
-  unassign: contract("command", UnassignRequest, UnassignReply),
-  "seat.alias": contract("command", SeatAliasRequest, SeatAliasReply),
-  "seat.handover": contract("command", SeatHandoverRequest, SeatHandoverReply),
-  "overlay.place": contract("command", OverlayPlaceRequest, OverlayPlaceReply),
-  "credential.rotate": contract("command", CredentialRotateRequest, CredentialRotateReply),
-  where: contract("query", WhereRequest, WhereReply),
-  seats: contract("query", SeatsRequest, SeatsReply),
-  nodes: contract("query", NodesRequest, NodesReply),
-  modules: contract("query", ModulesRequest, ModulesReply),
-  credentials: contract("query", CredentialsRequest, CredentialsReply),
-  history: contract("query", HistoryRequest, HistoryReply),
-  explain: contract("query", ExplainRequest, ExplainReply),
-  push: contract("shell", PushRequest, PushReply),
-  reports: contract("shell", ReportsRequest, ReportsReply),
-  // A void or an accepted restore appends a commit: it takes a dry run as a command does.
-  replay: { ...contract("shell", ReplayRequest, ReplayReply), dryRun: true },
-} as const;
+  "node.enrol": contract("command", NodeEnrolRequest, NodeEnrolReply,
+    "enrol a node with the public keys its host generated (`mesh host init`); its seed never leaves it"),
+  "node.remove": contract("command", NodeRemoveRequest, NodeRemoveReply,
+    "remove a node (its assignments, overlay place and credential go with it; every credential and provision delivered to it is replaced)"),
+  "module.register": contract("command", ModuleRegisterRequest, ModuleRegisterReply,
+    "register modules from their module.json files (declarers of seats first); each is tried and reported"),
+  "module.issue": contract("command", ModuleIssueRequest, ModuleIssueReply,
+    "mint a module's credential: until then its node's declaration leaves it out"),
+  "module.retire": contract("command", ModuleRetireRequest, ModuleRetireReply,
+    "retire a module: it leaves the catalogue and its credential is revoked (the next push drops it from the user list); refused while it is assigned; its history stays"),
+  assign: contract("command", AssignRequest, AssignReply,
+    "place a module on a node"),
+  unassign: contract("command", UnassignRequest, UnassignReply,
+    "take a module off a node"),
+  "seat.alias": contract("command", SeatAliasRequest, SeatAliasReply,
+    "rename a seat: lookups of <old> resolve to <new> (a cycle or a missing <new> is refused)"),
+  "seat.handover": contract("command", SeatHandoverRequest, SeatHandoverReply,
+    "move a seat from one holder node to another"),
+  "overlay.place": contract("command", OverlayPlaceRequest, OverlayPlaceReply,
+    "put a node on the overlay (one node may be the hub); credentials minted before keep their old address until rotated"),
+  "credential.rotate": contract("command", CredentialRotateRequest, CredentialRotateReply,
+    "replace a principal's key pair (a node's: the key `mesh host rotate-key` printed on it, --nkey; your own seed is kept beside your credential file, and mesh switches to it once the next push installs it: during that push if run from here, else at the first verb after it)"),
+  where: contract("query", WhereRequest, WhereReply,
+    "where every node is on the overlay", { list: "placed" }),
+  seats: contract("query", SeatsRequest, SeatsReply,
+    "every seat: declarer, protocol, holders", { list: "seats" }),
+  nodes: contract("query", NodesRequest, NodesReply,
+    "every node: overlay place, modules, its last report", { list: "nodes" }),
+  modules: contract("query", ModulesRequest, ModulesReply,
+    "every module: version, nodes, seats", { list: "modules" }),
+  credentials: contract("query", CredentialsRequest, CredentialsReply,
+    "every credential (never a secret)", { list: "credentials" }),
+  history: contract("query", HistoryRequest, HistoryReply,
+    "every event about one entity, wherever it was filed, with actor, command id and time"),
+  explain: contract("query", ExplainRequest, ExplainReply,
+    "which manifest line and record allow a principal to pub or sub a subject, or why nothing does (exit 0 allowed and on the bus; 1 denied, or allowed but the principal has no credential yet, so it is not on the bus); without a subject, every grant it has"),
+  push: contract("shell", PushRequest, PushReply,
+    "compose every node's declaration from the records and send it to the named nodes and to every node whose last one differs; a node that cannot be composed is reported and gets nothing"),
+  reports: contract("shell", ReportsRequest, ReportsReply,
+    `each node's last report on the bus: what it applied, when, files found changed and written back; ${REPORTS_PAGE} a page`),
+  replay: contract("shell", ReplayRequest, ReplayReply,
+    "fold the records from sequence 1 ignoring snapshots, validate and report them; --void a commit that stops the fold; --accept-restore after a restore", { dryRun: true }),
+} as const satisfies Record<string, VerbContract>;
 
 /** A verb the controller answers. */
 export type Verb = keyof typeof VERBS;
+
+/** The verbs of one kind: `VerbOfKind<"command">` is every verb that appends through a decide. */
+export type VerbOfKind<Kind extends VerbKind> = { [V in Verb]: (typeof VERBS)[V]["kind"] extends Kind ? V : never }[Verb];
+/** A verb that changes the records through its decide (src/commands). */
+export type CommandVerb = VerbOfKind<"command">;
+/** A verb answered from the state (src/commands). */
+export type QueryVerb = VerbOfKind<"query">;
+/** A verb the controller's shell serves itself (push, reports, replay). */
+export type ShellVerb = VerbOfKind<"shell">;
+/** The list verbs (R59): their replies come a page at a time, the list in the field `list` names. */
+export type ListVerb = { [V in Verb]: (typeof VERBS)[V] extends { list: string } ? V : never }[Verb];
+
+/** Every verb, in the registry's order. */
+export const VERB_NAMES = Object.keys(VERBS) as Verb[];
+
+/** A verb's request as its schema parsed it (defaults filled in): what its decide, answer or handler reads. */
+export type ParsedRequestOf<V extends Verb> = z.output<(typeof VERBS)[V]["request"]>;
 
 /** The fields a verb's request carries (its input: defaults may be left out; `v` is stamped by the client). */
 export type RequestOf<V extends Verb> = Omit<z.input<(typeof VERBS)[V]["request"]>, "v">;

@@ -9,6 +9,7 @@ import { ModuleRegistered } from "./ModuleRegistered.ts";
 import { ModuleIssued } from "./ModuleIssued.ts";
 import { ModuleAssigned } from "./ModuleAssigned.ts";
 import { ModuleUnassigned } from "./ModuleUnassigned.ts";
+import { ModuleRetired } from "./ModuleRetired.ts";
 import { SeatAliased } from "./SeatAliased.ts";
 import { SeatHandedOver } from "./SeatHandedOver.ts";
 import { OverlayPlaced } from "./OverlayPlaced.ts";
@@ -31,6 +32,7 @@ export const MeshEvent = z.discriminatedUnion("type", [
   ModuleIssued,
   ModuleAssigned,
   ModuleUnassigned,
+  ModuleRetired,
   SeatAliased,
   SeatHandedOver,
   OverlayPlaced,
@@ -71,6 +73,7 @@ export {
   ModuleIssued,
   ModuleAssigned,
   ModuleUnassigned,
+  ModuleRetired,
   SeatAliased,
   SeatHandedOver,
   OverlayPlaced,

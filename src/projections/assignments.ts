@@ -61,7 +61,7 @@ export function evolveAssignments(state: AssignmentsState, event: MeshEvent, own
       return { ...state, handovers: setIn(state.handovers, event.seat, moves, owned) };
     }
     case "MeshCreated": case "NodeEnrolled": case "CredentialMinted": case "CredentialRotated":
-    case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "SeatAliased":
+    case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleRetired": case "SeatAliased":
     case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":
       return state;

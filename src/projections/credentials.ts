@@ -142,7 +142,7 @@ export function evolveCredentials(credentials: CredentialsState, event: MeshEven
       index.byNode?.delete(event.node);
       return after;
     }
-    case "MeshCreated": case "NodeEnrolled": case "ModuleRegistered": case "ModuleIssued":
+    case "MeshCreated": case "NodeEnrolled": case "ModuleRegistered": case "ModuleIssued": case "ModuleRetired":
     case "ModuleAssigned": case "SeatAliased": case "SeatHandedOver":
     case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":

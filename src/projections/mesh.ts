@@ -33,7 +33,7 @@ export function evolveMesh(mesh: MeshState, event: MeshEvent): MeshState {
         ...(event.names && event.names.length > 0 ? { names: [...event.names] } : {}),
       };
     case "NodeEnrolled": case "NodeRemoved": case "CredentialMinted": case "CredentialRotated":
-    case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
+    case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleRetired": case "ModuleAssigned":
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
     case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
     case "CommitVoided":

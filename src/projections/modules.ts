@@ -17,9 +17,18 @@ export type ModulesState = {
   modules: Buckets<ModuleRecord>;
   seats: Buckets<SeatRecord>;
   aliases: Buckets<string>;
+  /**
+   * Modules retired and not registered since, by name: the version retired and when. A plain
+   * object (few, and copied whole when one changes): it lets a repeated retire answer `unchanged`
+   * rather than `unknown-module`.
+   */
+  retired: Readonly<Record<string, RetiredModule>>;
 };
 
-export const initialModules: ModulesState = { modules: emptyBuckets(), seats: emptyBuckets(), aliases: emptyBuckets() };
+/** A module that left the catalogue (`mesh module retire`): the version it had and when it went. */
+export type RetiredModule = { version: string; at: string };
+
+export const initialModules: ModulesState = { modules: emptyBuckets(), seats: emptyBuckets(), aliases: emptyBuckets(), retired: {} };
 
 /**
  * Fold of registrations, issues and seat aliases: the catalogue after `event`, a new object when it
@@ -43,7 +52,16 @@ export function evolveModules(state: ModulesState, event: MeshEvent, owned: Owne
       for (const [seat, declaration] of Object.entries(event.manifest.seats)) {
         seats = setIn(seats, seat, { ...declaration, name: seat, declaredBy: name }, owned);
       }
-      return { ...state, modules, seats };
+      return { ...state, modules, seats, retired: withoutKey(state.retired, name) };
+    }
+    case "ModuleRetired": {
+      const before = getIn(state.modules, event.module);
+      let seats = state.seats;
+      for (const seat of Object.keys(before?.manifest.seats ?? {})) {
+        if (getIn(seats, seat)?.declaredBy === event.module) seats = deleteIn(seats, seat, owned);
+      }
+      const retired = { ...state.retired, [event.module]: { version: event.version, at: event.at } };
+      return { ...state, modules: deleteIn(state.modules, event.module, owned), seats, retired };
     }
     case "ModuleIssued": {
       const module = getIn(state.modules, event.module);
@@ -60,6 +78,18 @@ export function evolveModules(state: ModulesState, event: MeshEvent, owned: Owne
     default:
       return assertNever(event);
   }
+}
+
+/** `record` without `key` (itself when it has none). */
+function withoutKey<T>(record: Readonly<Record<string, T>>, key: string): Readonly<Record<string, T>> {
+  if (!Object.hasOwn(record, key)) return record;
+  const { [key]: _gone, ...rest } = record;
+  return rest;
+}
+
+/** The retirement of module `name` when it was retired and not registered since, else undefined. */
+export function retiredModuleOf(state: ModulesState, name: string): RetiredModule | undefined {
+  return Object.hasOwn(state.retired, name) ? state.retired[name] : undefined;
 }
 
 /** The registered module of that name, or undefined. */

@@ -16,7 +16,7 @@ export function evolveNodes(nodes: NodesState, event: MeshEvent, owned: Owned): 
     case "NodeRemoved":
       return deleteIn(nodes, event.node, owned);
     case "MeshCreated": case "CredentialMinted": case "CredentialRotated": case "CredentialRevoked":
-    case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned": case "ModuleUnassigned":
+    case "ModuleRegistered": case "ModuleIssued": case "ModuleRetired": case "ModuleAssigned": case "ModuleUnassigned":
     case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated":
     case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":

@@ -24,7 +24,7 @@ export function evolveOverlay(overlay: OverlayState, event: MeshEvent, owned: Ow
       return placed === overlay.placed && hub === overlay.hub ? overlay : { hub, placed };
     }
     case "MeshCreated": case "NodeEnrolled": case "CredentialMinted": case "CredentialRotated":
-    case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
+    case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleRetired": case "ModuleAssigned":
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "ProvisionMinted": case "ProvisionRotated":
     case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":

@@ -79,7 +79,7 @@ export function evolveProvisions(provisions: ProvisionsState, event: MeshEvent, 
       return after;
     }
     case "MeshCreated": case "NodeEnrolled": case "CredentialMinted":
-    case "CredentialRotated": case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued":
+    case "CredentialRotated": case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleRetired":
     case "ModuleAssigned": case "SeatAliased": case "SeatHandedOver":
     case "OverlayPlaced": case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":

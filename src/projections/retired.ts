@@ -48,7 +48,7 @@ export function evolveRetired(
       const after = retire(retired, credentialOf(credentials, principal)?.nkey, "nkey", principal, "node-removed");
       return retire(after, nodeOf(nodes, event.node)?.publicKey, "sealing", principal, "node-removed");
     }
-    case "MeshCreated": case "NodeEnrolled": case "ModuleRegistered": case "ModuleIssued":
+    case "MeshCreated": case "NodeEnrolled": case "ModuleRegistered": case "ModuleIssued": case "ModuleRetired":
     case "ModuleAssigned": case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver":
     case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
     case "CommitVoided": case "RecordsRestored":

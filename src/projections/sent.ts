@@ -20,7 +20,7 @@ export function evolveSent(sent: SentState, event: MeshEvent, owned: Owned): Sen
     case "NodeRemoved":
       return deleteIn(sent, event.node, owned);
     case "MeshCreated": case "NodeEnrolled": case "CredentialMinted": case "CredentialRotated":
-    case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleAssigned":
+    case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleRetired": case "ModuleAssigned":
     case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
     case "ProvisionMinted": case "ProvisionRotated":
     case "CommitVoided": case "RecordsRestored":

@@ -1,7 +1,6 @@
 import { MAX_PUSH_WAIT_MS, PushRequest, type PushReply as PushReplyContract } from "../contracts/verbs.ts";
 import type { Refusal, Reply } from "../commands/envelope.ts";
-import type { ExtraVerb } from "../serve/server.ts";
-import { parseRequest } from "../commands/validation.ts";
+import type { ShellHandler } from "../serve/server.ts";
 import { inboxPrefix } from "../names.ts";
 import { isEnrolled, type NodesState } from "../projections/index.ts";
 import { fitReply, type BoundedList, type Omitted } from "../commands/fit.ts";
@@ -87,8 +86,8 @@ export function notEnrolled(unknown: readonly string[]): Refusal {
 }
 
 /**
- * The `push` verb as the command server serves it (serveCommands' extraVerbs): validates the body
- * and replies with the report of `run` (the controller's push, which runs one push at a time).
+ * The `push` verb as the command server serves it (serveCommands' shell verbs: the request parsed
+ * by its contract, PushRequest, an unknown field refused there naming it) and replies with the report of `run` (the controller's push, which runs one push at a time).
  * The reply fits `maxPayload()` (the connection's max payload, R59: pushReply).
  * A body field the schema does not know is refused `invalid-request` naming it. With `enrolled`
  * (the caught-up state's nodes), a named node that is not enrolled is refused `unknown-node`
@@ -100,12 +99,8 @@ export function pushVerb(
   publish?: (subject: string, line: string) => void,
   enrolled?: () => Promise<NodesState>,
   maxPayload: () => number | undefined = () => undefined,
-): ExtraVerb {
-  return async (body, actor): Promise<Reply> => {
-    const { commandId: _ignored, ...fields } = body;
-    const parsed = parseRequest(PushRequest, fields);
-    if (!parsed.ok) return { ok: false, error: parsed.refusal };
-    const request = parsed.value;
+): ShellHandler<"push"> {
+  return async (request, { actor }): Promise<Reply> => {
     const subject = request.progressSubject;
     if (subject !== undefined && !isInInboxOf(actor, subject)) {
       return {

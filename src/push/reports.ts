@@ -1,8 +1,7 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { REPORTS_PAGE, ReportsRequest, type LastReport, type ReportsReply } from "../contracts/verbs.ts";
 import type { Reply } from "../commands/envelope.ts";
-import type { ExtraVerb } from "../serve/server.ts";
-import { parseRequest } from "../commands/validation.ts";
+import type { ShellHandler } from "../serve/server.ts";
 import { readLastReports, reportingNodes } from "../bus/reports.ts";
 import { isEnrolled, type NodesState, type State } from "../projections/index.ts";
 import { overlapNodes, type OverlapReports } from "../compose/overlap.ts";
@@ -79,8 +78,8 @@ export async function readOverlapReports(jsm: JetStreamManager, state: State): P
 }
 
 /**
- * The `reports` verb as the command server serves it (extraVerbs). Refuses a body the schema does
- * not take (`invalid-request` naming the field); a bus error becomes the server's `internal` reply.
+ * The `reports` verb as the command server serves it (its shell verbs: the request parsed by its
+ * contract, ReportsRequest, which refuses what it does not take); a bus error becomes the server's `internal` reply.
  * Listing (no `nodes` named), only the nodes `enrolled` (the caught-up state's nodes) holds are
  * listed and paged: the stream keeps a removed node's last report for good, and an operator reads
  * `mesh reports` beside `mesh nodes` as the fleet's, where a removed node's stale "applied" line
@@ -89,12 +88,8 @@ export async function readOverlapReports(jsm: JetStreamManager, state: State): P
  * removed since that page) is refused `unknown-node` (field `after`) naming it, never answered
  * with a page as if it were a place in the list.
  */
-export function reportsVerb(manager: JetStreamManager, enrolled: () => Promise<NodesState>): ExtraVerb {
-  return async (body): Promise<Reply> => {
-    const { commandId: _ignored, ...fields } = body;
-    const parsed = parseRequest(ReportsRequest, fields);
-    if (!parsed.ok) return { ok: false, error: parsed.refusal };
-    const request = parsed.value;
+export function reportsVerb(manager: JetStreamManager, enrolled: () => Promise<NodesState>): ShellHandler<"reports"> {
+  return async (request): Promise<Reply> => {
     if (request.nodes !== undefined) {
       const reply: ReportsReply = { ok: true, reports: await lastReportRows(manager, request.nodes) };
       return reply;

@@ -12,9 +12,10 @@ import { packBuckets, unpackBuckets, type Buckets, type PackedBuckets } from "..
  * record's fields) or the way a snapshot writes it changes shape: a snapshot written by another
  * shape is then ignored and the state folded from sequence 1, instead of loading data the code
  * would misread. 8: bucketed maps packed (PackedBuckets), the body gzipped. 9: the retired keys
- * (`retired`, R66). 10: a rotated module credential's `previous` key (R73).
+ * (`retired`, R66). 10: a rotated module credential's `previous` key (R73). 11: the modules retired
+ * (`modules.retired`, `mesh module retire`).
  */
-export const STATE_SHAPE_VERSION = 10;
+export const STATE_SHAPE_VERSION = 11;
 
 /** A slice as a snapshot holds it: its bucketed maps packed (buckets.ts PackedBuckets), the rest as it is. */
 type PackedSlice<T> = T extends Buckets<infer V> ? PackedBuckets<V>

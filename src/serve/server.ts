@@ -11,7 +11,7 @@
  * or a hash, and no reply carries a hash or a mesh-key-sealed secret.
  */
 import { type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { z } from "zod";
+import type { z } from "zod";
 import {
   COMMAND_QUEUE, COMMAND_SUBJECTS, commandOfSubject, inboxPrefix,
 } from "../names.ts";
@@ -21,18 +21,21 @@ import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, Rec
 import type { SequencedCommit } from "../projections/index.ts";
 import { isNodePublicKey, newFreshSecret, sealToNode } from "../crypto/secrets.ts";
 import type { ComposeConfig } from "../compose/types.ts";
-import { QueryRefused, type CommandDefinition, type Envelope, type FreshSecret, type QueryContext, type Refusal, type Reply, type ReplyTools } from "../commands/envelope.ts";
+import { QueryRefused, type CommandDefinition, type Envelope, type FreshSecret, type QueryContext, type QueryDefinition, type Refusal, type Reply, type ReplyTools } from "../commands/envelope.ts";
 import { appliedSequence, type State } from "../projections/index.ts";
 import { parseRequest, parseRequestBody } from "../commands/validation.ts";
 import { commandRequest } from "../records/reuse.ts";
 import { JetStreamUnavailable } from "../bus/retry.ts";
 import { transientBusConditionOf } from "../bus/errors.ts";
 import { pageOf } from "../commands/paging.ts";
-import { CommandId, PageRequest } from "../contracts/verbs.ts";
+import {
+  CommandId, PageRequest, VERBS, VERB_NAMES, isVerb,
+  type CommandVerb, type ParsedRequestOf, type QueryVerb, type ShellVerb, type Verb, type VerbContract,
+} from "../contracts/verbs.ts";
 import { versionRefusal } from "../contracts/version.ts";
 import { fitReply } from "../commands/fit.ts";
 import { boundedText, dropsOf, errorLine, total } from "../bus/total.ts";
-import { commands, definitionOf, queries } from "../commands/index.ts";
+import { definitionOf } from "../commands/index.ts";
 import type { SeenVouch } from "../commands/seen.ts";
 import { weighSeen } from "./serverSeen.ts";
 import { DELIVERY_BOUND_MS, deliverReply, encodeReply, stamped } from "./serverReplies.ts";
@@ -70,9 +73,14 @@ export type CommandServer = { stop(): Promise<void> };
 /** The request body: the verb's fields plus an optional command id (idempotency key, src/contracts/verbs.ts). */
 export { CommandId };
 
-/** Every verb the server answers, sorted, for the `unknown-verb` message. */
-export function knownVerbs(): string[] {
-  return [...new Set([...Object.keys(commands), ...Object.keys(queries)])].sort();
+/** Every verb the server answers, sorted, for the `unknown-verb` message: the registry's, and the shell verbs `shell` serves. */
+export function knownVerbs(shell: ShellVerbs = {}): string[] {
+  return VERB_NAMES.filter((verb) => definitionOf(verb) !== undefined || Object.hasOwn(shell, verb)).sort();
+}
+
+/** Whether `verb` is one the controller's shell serves (push, reports, replay). */
+function isShellVerb(verb: string): verb is ShellVerb {
+  return isVerb(verb) && VERBS[verb].kind === "shell";
 }
 
 /**
@@ -220,10 +228,65 @@ function shellRefusal(verb: string, command: unknown): Refusal | null {
   return null;
 }
 
+/** How a request was asked, besides its verb's fields: the asker (R51), the command id it gave, its dry run. */
+export type Asked = { actor: string; commandId?: string; dryRun?: boolean };
+
+/**
+ * A verb the controller's shell serves itself (push, reports, replay): its request as its contract
+ * parsed it, and how it was asked. It runs beside the command loop, not in it, so a long push
+ * does not hold up commands.
+ */
+export type ShellHandler<V extends ShellVerb> = (request: ParsedRequestOf<V>, asked: Asked) => Promise<Reply>;
+
+/** The shell verbs a controller serves, by verb; one it does not serve is answered `unknown-verb`. */
+export type ShellVerbs = { readonly [V in ShellVerb]?: ShellHandler<V> };
+
+/** A request through the first half of the one path: its verb, the fields its schema reads, how it was asked. */
+type Decoded = { verb: Verb; fields: Record<string, unknown>; commandId?: string; dryRun?: boolean };
+
+/**
+ * The first half of the one path every verb takes (R65): the size, the verb, one JSON object
+ * nested at most MAX_JSON_DEPTH deep, the contract's version (`v`), then the envelope fields
+ * `commandId` and `dryRun` taken out and checked. `dryRun` stays among the fields of a shell verb
+ * that takes no dry run of its own kind (push reads it as its own field). Pure.
+ */
+export function decodeRequest(askedVerb: string, data: Uint8Array): { ok: true; decoded: Decoded } | { ok: false; reply: Reply } {
+  if (data.length > MAX_COMMAND_BYTES) {
+    return { ok: false, reply: failure("payload-too-large", `the request is ${data.length} bytes; commands are at most ${MAX_COMMAND_BYTES} bytes: split it`) };
+  }
+  if (!isVerb(askedVerb)) return { ok: false, reply: failure("unknown-verb", `no command "${askedVerb}": the controller answers ${knownVerbs().join(", ")}`) };
+  const read = parseRequestBody(decoder.decode(data));
+  if (!read.ok) return { ok: false, reply: { ok: false, error: read.refusal } };
+  // The contract's version first (src/contracts): a client of another version hears about `v`.
+  const version = versionRefusal("verbs", read.body);
+  if (version) return { ok: false, reply: { ok: false, error: version } };
+  const contract: VerbContract = VERBS[askedVerb];
+  const ownsDryRun = contract.kind === "shell" && !contract.dryRun;
+  const { commandId, v: _version, ...rest } = read.body;
+  const { dryRun, ...fields } = ownsDryRun ? { dryRun: undefined, ...rest } : rest;
+  if (commandId !== undefined && !CommandId.safeParse(commandId).success) {
+    return { ok: false, reply: failure("invalid-request", "\"commandId\": use 1 to 128 letters, digits, dots, dashes, colons or underscores, or leave it out", "commandId") };
+  }
+  if (dryRun !== undefined && typeof dryRun !== "boolean") {
+    return { ok: false, reply: failure("invalid-request", "\"dryRun\": true (decide, append nothing) or false, or leave it out", "dryRun") };
+  }
+  return {
+    ok: true,
+    decoded: {
+      verb: askedVerb,
+      fields: ownsDryRun && rest.dryRun !== undefined ? { ...fields, dryRun: rest.dryRun } : fields,
+      ...(typeof commandId === "string" ? { commandId } : {}),
+      ...(typeof dryRun === "boolean" ? { dryRun } : {}),
+    },
+  };
+}
+
 /**
  * Handles one request body for `verb` asked by `actor` (the bus user of the subject's principal
- * token, R51) and returns the reply. Exposed for tests and the bench; serveCommands calls it for
- * each message whose reply lies in the actor's own inbox.
+ * token, R51) and returns the reply: the one path of every verb, command, query or shell
+ * (decodeRequest, the asker's `seen` weighed, R68, the fields parsed by the verb's contract,
+ * then decide, answer or the shell's handler from `shell`). Exposed for tests and the bench;
+ * serveCommands calls it for each message whose reply lies in the actor's own inbox.
  */
 export async function handleCommand(
   nc: NatsConnection,
@@ -232,89 +295,107 @@ export async function handleCommand(
   verb: string,
   data: Uint8Array,
   actor: string,
+  shell: ShellVerbs = {},
 ): Promise<Reply> {
-  if (data.length > MAX_COMMAND_BYTES) {
-    return failure("payload-too-large", `the request is ${data.length} bytes; commands are at most ${MAX_COMMAND_BYTES} bytes: split it`);
-  }
-  const def = definitionOf(verb);
-  if (!def) {
-    return failure("unknown-verb", `no command "${verb}": the controller answers ${knownVerbs().join(", ")}`);
-  }
-  // One JSON object, nested at most MAX_JSON_DEPTH deep (R65), before anything recursive reads it.
-  const read = parseRequestBody(decoder.decode(data));
-  if (!read.ok) return { ok: false, error: read.refusal };
-  const { body } = read;
-  // The contract's version first (src/contracts): a client of another version hears about `v`.
-  const version = versionRefusal("verbs", body);
-  if (version) return { ok: false, error: version };
-  const { commandId: givenId, dryRun, v: _version, ...given } = body as Record<string, unknown>;
+  const decoded = decodeRequest(verb, data);
+  if (!decoded.ok) return decoded.reply;
+  const { fields, ...asked } = decoded.decoded;
   // R68: the asker's `seen` is evidence, weighed before the verb, and vouched for in its reply.
-  const seen = await weighSeen(nc, catalogue, deps.seen, actor, given, deps.log);
+  const seen = await weighSeen(nc, catalogue, deps.seen, actor, fields, deps.log);
   if (!seen.ok) return { ok: false, error: seen.refusal };
-  return seen.vouched(await answerRequest(nc, catalogue, deps, verb, def, { givenId, dryRun, fields: seen.rest }, actor));
+  const how: Asked = { actor, ...(asked.commandId === undefined ? {} : { commandId: asked.commandId }), ...(asked.dryRun === undefined ? {} : { dryRun: asked.dryRun }) };
+  return seen.vouched(await answerRequest(nc, catalogue, deps, asked.verb, seen.rest, how, shell));
 }
 
-/** The request's own part (see handleCommand): its envelope fields, its verb's fields, then decide or answer. */
+/** The request's own part (see handleCommand): its fields parsed by its contract, then decide, answer or the shell's handler. */
 async function answerRequest(
   nc: NatsConnection,
   catalogue: Catalogue,
   deps: ServeDependencies,
-  verb: string,
-  def: NonNullable<ReturnType<typeof definitionOf>>,
-  asked: { givenId: unknown; dryRun: unknown; fields: Record<string, unknown> },
-  actor: string,
+  verb: Verb,
+  fields: Record<string, unknown>,
+  asked: Asked,
+  shell: ShellVerbs,
 ): Promise<Reply> {
-  const { givenId, dryRun, fields } = asked;
-  if (givenId !== undefined && !CommandId.safeParse(givenId).success) {
-    return failure("invalid-request", "\"commandId\": use 1 to 128 letters, digits, dots, dashes, colons or underscores, or leave it out", "commandId");
+  const def = definitionOf(verb);
+  if (def === undefined) {
+    const parsed = parseFields(verb, VERBS[verb].request, fields);
+    return parsed.ok ? serveShellVerb(verb, parsed.value, asked, shell, deps) : { ok: false, error: parsed.refusal };
   }
-  if (dryRun !== undefined && typeof dryRun !== "boolean") {
-    return failure("invalid-request", "\"dryRun\": true (decide, append nothing) or false, or leave it out", "dryRun");
+  if (def.kind === "command") {
+    const parsed = parseFields(verb, def.schema, fields);
+    return parsed.ok ? decideCommand(nc, catalogue, deps, def, parsed.value, asked) : { ok: false, error: parsed.refusal };
   }
   // List verbs (R59) take `limit` and `continue` beside their own fields.
-  const paging = def.kind === "query" && def.page !== undefined ? splitPaging(fields) : null;
+  const paging = def.page !== undefined ? splitPaging(fields) : null;
   if (paging && !paging.ok) return { ok: false, error: paging.refusal };
-  const parsed = parseRequest(def.schema, paging ? paging.rest : fields);
-  if (!parsed.ok) return { ok: false, error: parsed.refusal };
-  const shell = shellRefusal(verb, parsed.value);
-  if (shell) return { ok: false, error: shell };
+  const parsed = parseFields(verb, def.schema, paging ? paging.rest : fields);
+  return parsed.ok ? answerQuery(nc, catalogue, deps, def, parsed.value, paging ? paging.page : null) : { ok: false, error: parsed.refusal };
+}
 
-  if (def.kind === "query") {
-    const state = await catalogue.catchUp();
-    if (def.fromCommits) {
-      // Answered from the records (history): a scan of the commits up to the folded sequence.
-      const { concerns, answer } = def.fromCommits;
-      const commits = await scanCommits(nc, state.sequence, (commit) => concerns(commit, parsed.value));
-      const answered = answer(commits, parsed.value);
-      if (answered instanceof QueryRefused) return { ok: false, error: answered.refusal };
-      return queryReply(state.sequence, spread(withoutSecrets(answered)));
-    }
-    const context: QueryContext = deps.compose === undefined ? {} : { compose: deps.compose };
-    const answered = def.answer(state, parsed.value, context);
-    if (answered instanceof QueryRefused) return { ok: false, error: answered.refusal };
-    const answer = spread(answered);
-    if (def.page === undefined || !paging) return queryReply(state.sequence, answer);
-    const page = pageOf(verb, def.page, answer, paging.page, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
-    if (!page.ok) return { ok: false, error: page.refusal };
-    return queryReply(state.sequence, page.value);
+/** A verb's fields parsed by its contract's schema (`invalid-request` naming the field), then the checks the shell makes (shellRefusal). */
+function parseFields<Schema extends z.ZodType>(verb: Verb, schema: Schema, fields: Record<string, unknown>): { ok: true; value: z.output<Schema> } | { ok: false; refusal: Refusal } {
+  const parsed = parseRequest(schema, fields);
+  if (!parsed.ok) return parsed;
+  const refused = shellRefusal(verb, parsed.value);
+  return refused ? { ok: false, refusal: refused } : parsed;
+}
+
+/** A shell verb's reply from its handler, errors mapped by replyErrorOf (the detail to the log only). */
+async function serveShellVerb(verb: Verb, request: ParsedRequestOf<Verb>, asked: Asked, shell: ShellVerbs, deps: ServeDependencies): Promise<Reply> {
+  const handler = isShellVerb(verb) ? (shell[verb] as ShellHandler<ShellVerb> | undefined) : undefined;
+  if (handler === undefined) return failure("unknown-verb", `this controller does not serve "${verb}": it answers ${knownVerbs(shell).join(", ")}`);
+  try {
+    return await handler(request as ParsedRequestOf<ShellVerb>, asked);
+  } catch (error) {
+    deps.log.error(`command ${verb} by ${asked.actor} failed: ${errorLine(error)}`);
+    return { ok: false, error: replyErrorOf(error) };
   }
+}
 
+/** A query's reply: answered from the state, or from the records (`fromCommits`), one page of a list verb (R59). */
+async function answerQuery(
+  nc: NatsConnection, catalogue: Catalogue, deps: ServeDependencies, def: QueryDefinition, request: ParsedRequestOf<QueryVerb>, page: PageRequest | null,
+): Promise<Reply> {
+  const state = await catalogue.catchUp();
+  if (def.fromCommits) {
+    // Answered from the records (history): a scan of the commits up to the folded sequence.
+    const { concerns, answer } = def.fromCommits;
+    const commits = await scanCommits(nc, state.sequence, (commit) => concerns(commit, request));
+    const answered = answer(commits, request);
+    if (answered instanceof QueryRefused) return { ok: false, error: answered.refusal };
+    return queryReply(state.sequence, spread(withoutSecrets(answered)));
+  }
+  const context: QueryContext = deps.compose === undefined ? {} : { compose: deps.compose };
+  const answered = def.answer(state, request, context);
+  if (answered instanceof QueryRefused) return { ok: false, error: answered.refusal };
+  const answer = spread(answered);
+  if (def.page === undefined || page === null) return queryReply(state.sequence, answer);
+  const paged = pageOf(def.verb, def.page, answer, page, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
+  if (!paged.ok) return { ok: false, error: paged.refusal };
+  return queryReply(state.sequence, paged.value);
+}
+
+/** A command's reply: the envelope filled once, decide inside the fenced transaction (or its dry run), the reply built. */
+async function decideCommand(
+  nc: NatsConnection, catalogue: Catalogue, deps: ServeDependencies, def: CommandDefinition, request: ParsedRequestOf<CommandVerb>, asked: Asked,
+): Promise<Reply> {
   // The envelope is filled once: a fenced-out decide runs again with the same id, time and secrets.
-  const commandId = typeof givenId === "string" ? givenId : deps.newId();
+  const commandId = asked.commandId ?? deps.newId();
   const secrets: FreshSecret[] = [];
-  const envelope: Envelope = { commandId, actor, now: deps.now().toISOString(), secrets };
-  if (dryRun === true) return dryRunOf(await catalogue.catchUp(), def, parsed.value, envelope, deps);
+  const envelope: Envelope = { commandId, actor: asked.actor, now: deps.now().toISOString(), secrets };
+  if (asked.dryRun === true) return dryRunOf(await catalogue.catchUp(), def, request, envelope, deps);
   // R53: what this id is used for, recorded with the commit and compared on a duplicate.
-  const request = commandRequest(verb, parsed.value);
+  const recorded = commandRequest(def.verb, request);
   try {
     const result = await catalogue.transact(commandId, (state) => {
-      const needed = def.secretsNeeded(state, parsed.value);
+      const needed = def.secretsNeeded(state, request);
       while (secrets.length < needed) secrets.push(freshSecret(deps));
-      return def.decide(state, parsed.value, envelope);
-    }, request);
+      return def.decide(state, request, envelope);
+    }, recorded);
     if (!result.ok) return { ok: false, error: result.refusal };
     const tools: ReplyTools = { openSecret: deps.openSecret, sealToNode };
-    const answer = spread(def.reply(result.state, result.events, tools, result.entity, parsed.value));
+    const answer = spread(def.reply(result.state, result.events, tools, result.entity, request));
     return commandReply(def, commandId, result, answer, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
   } catch (error) {
     // R76: past here the commit may be on the records; whatever failed, the answer names the id.
@@ -329,7 +410,7 @@ async function answerRequest(
  * Pure.
  */
 export function commandReply(
-  def: CommandDefinition<z.ZodType>,
+  def: CommandDefinition,
   commandId: string,
   committed: { duplicate: boolean; unchanged?: boolean; sequence: number },
   answer: Record<string, unknown>,
@@ -358,7 +439,7 @@ export function queryReply(asOf: number, answer: Record<string, unknown>): Reply
  * refusal the command would get. A command id already applied answers `duplicate: true` and no
  * events, as the real command would append nothing.
  */
-export function dryRunOf(state: State, def: CommandDefinition<z.ZodType>, command: unknown, envelope: Envelope, deps: ServeDependencies): Reply {
+export function dryRunOf(state: State, def: CommandDefinition, command: ParsedRequestOf<CommandVerb>, envelope: Envelope, deps: ServeDependencies): Reply {
   const base = { ok: true as const, dryRun: true, commandId: envelope.commandId, wouldAppendAfter: state.sequence };
   if (appliedSequence(state, envelope.commandId) !== undefined) return { ...base, duplicate: true, events: [] };
   const needed = def.secretsNeeded(state, command);
@@ -370,16 +451,9 @@ export function dryRunOf(state: State, def: CommandDefinition<z.ZodType>, comman
 }
 
 /**
- * A verb the shell serves itself (the controller's `push`): it receives the request's JSON object
- * (minus nothing: its own schema validates it) and the actor (the subject's principal token, R51), and returns
- * the reply. It runs beside the command loop, not in it, so a long push does not hold up commands.
- */
-export type ExtraVerb = (body: Record<string, unknown>, actor: string) => Promise<Reply>;
-
-/**
  * Serves every principal's commands, COMMAND_SUBJECTS, in the queue group
- * COMMAND_QUEUE (a second controller stands by) until `stop()`. `extraVerbs` are served by their
- * handlers (see ExtraVerb), beside the loop. Requests are handled one at a time, in arrival order;
+ * COMMAND_QUEUE (a second controller stands by) until `stop()`. The shell verbs of `shell` are
+ * served by their handlers (ShellHandler) beside the loop, through the same path (handleCommand). Requests are handled one at a time, in arrival order;
  * each gets exactly one reply (see handleCommand). The actor is the subject's principal token (R51).
  * A request without a reply subject, or whose reply subject is not in that principal's own inbox,
  * is logged and dropped: nothing is decided, nothing appended, nothing sent. Dropped, not refused:
@@ -395,7 +469,7 @@ export function serveCommands(
   nc: NatsConnection,
   catalogue: Catalogue,
   deps: ServeDependencies,
-  extraVerbs: Readonly<Record<string, ExtraVerb>> = {},
+  shell: ShellVerbs = {},
 ): CommandServer {
   const inFlight = new Set<Promise<void>>();
   const subscription: Subscription = nc.subscribe(COMMAND_SUBJECTS, { queue: COMMAND_QUEUE });
@@ -427,10 +501,12 @@ export function serveCommands(
       drop("command-foreign-reply", `command ${verb} by ${actor}: dropped, its reply subject ${boundedText(m.reply)} is not in ${actor}'s own inbox ${inboxPrefix(actor)}. (R51, R33)`);
       return;
     }
-    const extra = Object.hasOwn(extraVerbs, askedVerb) ? extraVerbs[askedVerb] : undefined;
-    if (extra) {
+    if (isShellVerb(askedVerb)) {
       const replyTo = m.reply;
-      const running = runExtra(extra, m.data, actor, (line) => deps.log.error(`command ${verb} by ${actor} failed: ${line}`)).then(async (reply) => {
+      const running = handleCommand(nc, catalogue, deps, askedVerb, m.data, actor, shell).catch((error: unknown): Reply => {
+        deps.log.error(`command ${verb} by ${actor} failed: ${errorLine(error)}`);
+        return { ok: false, error: replyErrorOf(error) };
+      }).then(async (reply) => {
         const outcome = await deliverReply(nc, replyTo, encodeReply(reply, (line) => deps.log.error(`command ${verb} by ${actor}: ${line}`)), stopping.signal);
         const heard = outcome === "heard" ? "" : outcome === "unheard" ? ` (its reply was not heard: nothing subscribed ${actor}'s reply subject within ${DELIVERY_BOUND_MS} ms)` : " (its reply was still unheard when the server stopped)";
         deps.log.info(`command ${verb} by ${actor}: ${reply.ok ? "ok" : `refused ${reply.error.code}`}${heard}`);
@@ -441,7 +517,7 @@ export function serveCommands(
     }
     let reply: Reply;
     try {
-      reply = await handleCommand(nc, catalogue, deps, askedVerb, m.data, actor);
+      reply = await handleCommand(nc, catalogue, deps, askedVerb, m.data, actor, shell);
     } catch (error) {
       reply = { ok: false, error: replyErrorOf(error) };
       deps.log.error(`command ${verb} by ${actor} failed: ${errorLine(error)}`);
@@ -470,21 +546,4 @@ export function serveCommands(
       await Promise.all([...inFlight]);
     },
   };
-}
-
-/** Runs one shell-served verb: the JSON object body, the actor, errors mapped by replyErrorOf. */
-async function runExtra(extra: ExtraVerb, data: Uint8Array, actor: string, logError: (line: string) => void): Promise<Reply> {
-  if (data.length > MAX_COMMAND_BYTES) return failure("payload-too-large", `the request is ${data.length} bytes; commands are at most ${MAX_COMMAND_BYTES} bytes`);
-  const read = parseRequestBody(decoder.decode(data));
-  if (!read.ok) return { ok: false, error: read.refusal };
-  const { body } = read;
-  const version = versionRefusal("verbs", body);
-  if (version) return { ok: false, error: version };
-  const { v: _version, ...fields } = body as Record<string, unknown>;
-  try {
-    return await extra(fields, actor);
-  } catch (error) {
-    logError(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
-    return { ok: false, error: replyErrorOf(error) };
-  }
 }

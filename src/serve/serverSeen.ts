@@ -1,7 +1,7 @@
 /**
  * R68, the shell of an asker's `seen` (seen.ts holds the pure judgement): weighed against the
- * records' end read from the bus, latched as evidence, and vouched for in replies, for the verbs
- * handleCommand serves and for those the controller's shell serves (seenAware).
+ * records' end read from the bus, latched as evidence, and vouched for in replies, for every verb
+ * handleCommand serves (commands, queries and the shell's verbs alike).
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -47,21 +47,4 @@ export async function weighSeen(
   if (taken.seen === undefined || vouch === undefined) return { ok: true, rest: taken.rest, vouched: (reply) => reply };
   await noteSeen(nc, catalogue, vouch, asker, taken.seen, log);
   return { ok: true, rest: taken.rest, vouched: (reply) => withSeen(reply, catalogue.state.sequence, vouch) };
-}
-
-/** A verb the controller's shell serves (push, replay, reports): the request's fields and the asker. */
-type ShellVerb = (body: Record<string, unknown>, actor: string) => Promise<Reply>;
-
-/**
- * Each of `verbs` served as handleCommand serves a command's `seen` (R68, weighSeen): taken out of
- * the fields before the verb's own strict schema reads them, weighed, and vouched for in the
- * accepted reply to a request that carried it.
- */
-export function seenAware(verbs: Readonly<Record<string, ShellVerb>>, nc: NatsConnection, catalogue: Catalogue, vouch: SeenVouch | undefined, log: { error(line: string): void }): Record<string, ShellVerb> {
-  const wrap = (verb: ShellVerb): ShellVerb => async (body, actor) => {
-    const weighed = await weighSeen(nc, catalogue, vouch, actor, body, log);
-    if (!weighed.ok) return { ok: false, error: weighed.refusal };
-    return weighed.vouched(await verb(weighed.rest, actor));
-  };
-  return Object.fromEntries(Object.entries(verbs).map(([name, verb]) => [name, wrap(verb)]));
 }

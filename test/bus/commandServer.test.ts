@@ -288,7 +288,7 @@ describe("command server: a long verb's reply (R33 R50)", () => {
   beforeEach(async () => {
     const gate = new Promise<void>((resolve) => { release = resolve; });
     // A verb that answers only when the test says: a push waiting on its nodes' reports.
-    mesh = await startCommandMesh({ extraVerbs: { slow: async () => { await gate; return { ok: true, duplicate: false, sequence: 0 } as Reply; } } });
+    mesh = await startCommandMesh({ shellVerbs: { reports: async () => { await gate; return { ok: true, reports: [] } as Reply; } } });
     asker = await connect({ servers: mesh.server.url, inboxPrefix: inboxPrefix(OPERATOR), name: "test-operator" });
   });
   afterEach(async () => {
@@ -300,7 +300,7 @@ describe("command server: a long verb's reply (R33 R50)", () => {
   it("R33 R50: a reply ready while nothing heard the asker's inbox (its connection dropped by the push's own reload) reaches it once it subscribes again", async () => {
     const inbox = `${inboxPrefix(OPERATOR)}.away`;
     const before = asker.subscribe(inbox, { max: 1 });
-    asker.publish(commandSubject(OPERATOR, "slow"), "{}", { reply: inbox });
+    asker.publish(commandSubject(OPERATOR, "reports"), "{}", { reply: inbox });
     await asker.flush();
     // The asker is away: nothing subscribes its reply subject when the reply is ready.
     before.unsubscribe();
@@ -313,16 +313,16 @@ describe("command server: a long verb's reply (R33 R50)", () => {
       new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 10_000)),
     ]);
     assert.equal(heard?.ok, true, "the reply was sent again until the asker heard it");
-    await waitFor(() => mesh.infos.some((line) => line.startsWith(`command slow by ${OPERATOR}: ok`)), { name: "the verb's log line" });
-    assert.ok(mesh.infos.some((line) => line === `command slow by ${OPERATOR}: ok`), mesh.infos.join("\n"));
+    await waitFor(() => mesh.infos.some((line) => line.startsWith(`command reports by ${OPERATOR}: ok`)), { name: "the verb's log line" });
+    assert.ok(mesh.infos.some((line) => line === `command reports by ${OPERATOR}: ok`), mesh.infos.join("\n"));
   });
 
   it("R33: a reply nobody hears is given up when the server stops, and the log says so", async () => {
     const inbox = `${inboxPrefix(OPERATOR)}.gone`;
-    asker.publish(commandSubject(OPERATOR, "slow"), "{}", { reply: inbox });
+    asker.publish(commandSubject(OPERATOR, "reports"), "{}", { reply: inbox });
     await asker.flush();
     release();
     await mesh.commands.stop();
-    assert.ok(mesh.infos.some((line) => line.startsWith(`command slow by ${OPERATOR}: ok`) && line.includes("unheard when the server stopped")), mesh.infos.join("\n"));
+    assert.ok(mesh.infos.some((line) => line.startsWith(`command reports by ${OPERATOR}: ok`) && line.includes("unheard when the server stopped")), mesh.infos.join("\n"));
   });
 });

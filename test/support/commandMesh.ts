@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { openCatalogue, type Catalogue } from "../../src/records/catalogue.ts";
-import { serveCommands, type CommandServer, type ExtraVerb } from "../../src/serve/server.ts";
+import { serveCommands, type CommandServer, type ShellVerbs } from "../../src/serve/server.ts";
 import { newMeshKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { connectToBus } from "../../src/bus/connect.ts";
 import { CONTROLLER_DIAL } from "../../src/bootstrap/main.ts";
@@ -36,7 +36,8 @@ export type CommandMesh = {
 export async function startCommandMesh(options: {
   server?: NatsServerOptions;
   duplicateWindowMs?: number;
-  extraVerbs?: Readonly<Record<string, ExtraVerb>>;
+  /** Shell verbs (push, reports, replay) to serve beside the registry's. */
+  shellVerbs?: ShellVerbs;
   /** Keep the records' mark in this folder as the controller does (keptMark, R43); default: none. */
   stateDir?: string;
 } = {}): Promise<CommandMesh> {
@@ -67,7 +68,7 @@ export async function startCommandMesh(options: {
     now: () => new Date(),
     newId: () => randomUUID(),
     log: { info: (line) => { infos.push(line); }, error: (line) => { errors.push(line); } },
-  }, options.extraVerbs);
+  }, options.shellVerbs);
   const jsm = await jetstreamManager(nc);
   return {
     server, nc, catalogue, commands, meshKey, errors, infos,

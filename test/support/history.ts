@@ -27,7 +27,7 @@ export type HistoryOptions = {
  */
 const EVERY_EVENT_TYPE: Record<MeshEventType, true> = {
   MeshCreated: true, NodeEnrolled: true, NodeRemoved: true, CredentialMinted: true, CredentialRotated: true, CredentialRevoked: true,
-  ModuleRegistered: true, ModuleIssued: true, ModuleAssigned: true, ModuleUnassigned: true, SeatAliased: true, SeatHandedOver: true,
+  ModuleRegistered: true, ModuleIssued: true, ModuleAssigned: true, ModuleUnassigned: true, ModuleRetired: true, SeatAliased: true, SeatHandedOver: true,
   OverlayPlaced: true, ProvisionMinted: true, ProvisionRotated: true, DeclarationSent: true, CommitVoided: true, RecordsRestored: true,
 };
 
@@ -121,6 +121,9 @@ export function* generateHistory(options: HistoryOptions): Generator<Commit> {
         seats: { "packet-filter": { protocol: "", accepts: [], emits: [], scope: "node" } },
         claims: ["packet-filter"], uses: [], follows: [], tools: [] };
     }
+    if (name === "retiring") {
+      return { name, version: `${version}.0.0`, description: "", run: {}, seats: {}, claims: [], uses: [], follows: [], tools: [] };
+    }
     const n = Number(name.slice("app-".length));
     const seat = `svc-${n}`;
     return { name, version: `${version}.0.0`, description: `application ${n}`, run: { image: `registry/app-${n}:${version}` },
@@ -185,6 +188,12 @@ export function* generateHistory(options: HistoryOptions): Generator<Commit> {
     const node = pick([...set]);
     set.delete(node);
     return commit("module", module, [{ type: "ModuleUnassigned", module, node }]);
+  };
+  // A module registered for the purpose, never assigned or claimed: retiring it is always allowed.
+  const retireModule = (name: string): Commit => {
+    const version = modules.get(name)!.version;
+    modules.delete(name);
+    return commit("module", name, [{ type: "ModuleRetired", module: name, version }]);
   };
   const mintBuilder = (): Commit => {
     builderCounter += 1;
@@ -267,7 +276,7 @@ export function* generateHistory(options: HistoryOptions): Generator<Commit> {
     enrol, enrol, enrol, place, place,
     () => assign("broker", nodes[0]), () => assign("store", nodes[1]), () => assign(CONTROLLER_NAME, nodes[0]),
     issue, () => register("app-0".replace("0", String(++appCounter))), provision, rotateProvision, mintBuilder, rotate, revoke, alias,
-    handOver, unassign, send, removeNode, restored, voided,
+    handOver, unassign, send, removeNode, restored, voided, () => register("retiring"), () => retireModule("retiring"),
   ];
   for (const step of tour) {
     yield step();

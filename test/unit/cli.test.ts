@@ -8,6 +8,7 @@ import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
 import { registrationOrder } from "../../src/manifest/order.ts";
 import { CLI_VERBS, busVerb, report, type CliVerb } from "../../src/cli/verbs.ts";
+import { VERBS } from "../../src/contracts/verbs.ts";
 import type { CliContext } from "../../src/cli/context.ts";
 import { parseClientConfig, ConfigError, DEFAULT_CREDENTIAL_FILE } from "../../src/config.ts";
 
@@ -158,8 +159,9 @@ describe("mesh CLI without a server", () => {
     assert.equal(await runCli(["frobnicate", "alpha", "beta", "--wait"], io, [...CLI_VERBS, extra]), EXIT_REFUSED);
     assert.deepEqual(seen, [[["alpha", "beta"]], { wait: true }]);
     // A bus verb builds its body from its arguments.
-    const bus = busVerb({ path: ["frobnicate-bus"], verb: "node.remove", summary: "x", examples: [], arguments: [{ name: "node", description: "n" }], body: (a) => ({ node: a[0] }) });
+    const bus = busVerb({ path: ["frobnicate-bus"], verb: "node.remove", examples: [], arguments: [{ name: "node", description: "n" }], body: (a) => ({ node: a[0] }) });
     assert.deepEqual(bus.path, ["frobnicate-bus"]);
+    assert.equal(bus.summary, VERBS["node.remove"].summary, "a bus verb shows its contract's summary");
   });
 });
 

@@ -319,3 +319,22 @@ describe("usage errors read alike (found by a new-user trial)", () => {
     }
   });
 });
+
+describe("mesh module retire", () => {
+  it("is in mesh module --help, and `mesh module unregister` and `remove` are its aliases, not a usage error", async () => {
+    const io = memoryIo();
+    assert.equal(await runCli(["module", "--help"], io), EXIT_OK);
+    assert.match(io.out(), /retire\|unregister \[options\] <module>/);
+    for (const alias of ["unregister", "remove"]) {
+      const help = memoryIo();
+      assert.equal(await runCli(["module", alias, "--help"], help), EXIT_OK, help.err());
+      assert.match(help.out(), /Usage: mesh module retire\|unregister \[options\] <module>/);
+    }
+  });
+
+  it("docs/cli.md lists mesh module retire and counts it among the repeats that answer unchanged", () => {
+    const doc = readFileSync("docs/cli.md", "utf8");
+    assert.match(doc, /\| `mesh module retire <module>`/);
+    assert.match(doc.replace(/\s+/g, " "), /`module retire` of a module retired/);
+  });
+});

@@ -19,6 +19,7 @@ import { REPLAY_VERB } from "../../src/commands/replay.ts";
 import { EXAMPLE_CONFIG, exampleMesh } from "./compose/exampleMesh.ts";
 import { FAKE_TOOLS, NODE_KEY, NOW, fakeSecret, nodeNkeyOf } from "../support/givenWhenThen.ts";
 import { fakeReports } from "../support/fakeReports.ts";
+import { askShell } from "../support/shellVerb.ts";
 
 /**
  * The contracts (src/contracts, issue 12): every verb the controller answers has a request and a
@@ -104,6 +105,13 @@ const REPLIES: Record<Verb, (state: State) => Promise<unknown[]> | unknown[] | "
     accept(state, "module.register", { manifest: { name: "broker", version: "2.10.0", run: { image: "nats:2.10" }, seats: { "mesh-broker": { protocol: "nats" } }, claims: ["mesh-broker"] } }).wire,
   ],
   "module.issue": (state) => [accept(state, "module.issue", { module: "mesh-controller" }).wire],
+  "module.retire": (state) => {
+    const registered = accept(state, "module.register", { manifest: { name: "extra", version: "1.0.0" } }).after;
+    const issued = accept(registered, "module.issue", { module: "extra" }).after;
+    const retired = accept(issued, "module.retire", { module: "extra" });
+    // Retired again: accepted unchanged.
+    return [retired.wire, accept(retired.after, "module.retire", { module: "extra" }).wire];
+  },
   assign: (state) => [accept(state, "assign", { module: "npm-registry", node: "beta" }).wire],
   unassign: (state) => [accept(state, "unassign", { module: "showcase", node: "gamma" }).wire],
   "seat.alias": (state) => [accept(state, "seat.alias", { from: "old-build", to: "mesh-build" }).wire],
@@ -142,11 +150,11 @@ const REPLIES: Record<Verb, (state: State) => Promise<unknown[]> | unknown[] | "
     const replies: unknown[] = [];
     for (const dryRun of [false, true]) {
       const verb = pushVerb(async () => pushReport(state, dryRun), log);
-      replies.push(stamped(await verb({ dryRun }, ASKER)));
+      replies.push(stamped(await askShell("push", verb, { dryRun }, ASKER)));
     }
     // Cut to fit a small max payload (R59): `omitted` says what was left out.
     const small = pushVerb(async () => pushReport(state, true), log, undefined, undefined, () => 4096);
-    replies.push(stamped(await small({ dryRun: true }, ASKER)));
+    replies.push(stamped(await askShell("push", small, { dryRun: true }, ASKER)));
     return replies;
   },
   reports: async (state) => {
@@ -155,7 +163,7 @@ const REPLIES: Record<Verb, (state: State) => Promise<unknown[]> | unknown[] | "
       beta: { node: "beta", digest: "d2", ok: false, error: "disk full", missingParts: [1] },
     });
     const verb = reportsVerb(manager, async () => state.nodes);
-    return [stamped(await verb({ nodes: ["alpha", "beta", "gamma"] }, ASKER)), stamped(await verb({ limit: 1 }, ASKER))];
+    return [stamped(await askShell("reports", verb, { nodes: ["alpha", "beta", "gamma"] }, ASKER)), stamped(await askShell("reports", verb, { limit: 1 }, ASKER))];
   },
   replay: () => "bus",
 };

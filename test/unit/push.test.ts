@@ -21,6 +21,7 @@ import type { PushReport } from "../../src/push/push.ts";
 import type { Declaration } from "../../src/compose/declaration.ts";
 import { newMeshKey, newNodeKeyPair, openAsNode, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { bucketsOf, emptyBuckets } from "../../src/projections/buckets.ts";
+import { askShell } from "../support/shellVerb.ts";
 
 const meshKey = newMeshKey();
 const secret = "module-password-never-printed";
@@ -91,7 +92,7 @@ describe("push verb progress", () => {
     const published: Array<[string, string]> = [];
     const verb = pushVerb(async (options) => { options.progress?.(1, 1); return report; }, log, (subject, line) => { published.push([subject, line]); });
     const mine = progressSubject("operator-admin", "abc");
-    const reply = await verb({ wait: true, progressSubject: mine }, "operator-admin");
+    const reply = await askShell("push", verb, { wait: true, progressSubject: mine }, "operator-admin");
     assert.equal(reply.ok, true);
     assert.ok(published.length >= 2 && published.every(([subject]) => subject === mine), JSON.stringify(published));
     assert.ok(published.some(([, line]) => line.startsWith("sent 1 of 1")));
@@ -102,7 +103,7 @@ describe("push verb progress", () => {
     const published: string[] = [];
     const verb = pushVerb(async () => { ran += 1; return report; }, log, (subject) => { published.push(subject); });
     for (const subject of [progressSubject("operator-eve", "x"), "_INBOX_operator-admin", "_INBOX_operator-admin2.progress.x", "_INBOX_operator-admin.>"]) {
-      const reply = await verb({ progressSubject: subject }, "operator-admin");
+      const reply = await askShell("push", verb, { progressSubject: subject }, "operator-admin");
       assert.equal(reply.ok, false, subject);
       assert.equal(!reply.ok && reply.error.code, "invalid-request", subject);
     }
@@ -119,13 +120,13 @@ describe("push verb: named nodes must be enrolled (R31)", () => {
   it("R31: a named node that is not enrolled is refused unknown-node on field nodes, naming it, and the push never runs", async () => {
     let ran = 0;
     const verb = pushVerb(async () => { ran += 1; return report; }, log, undefined, async () => bucketsOf({ alpha: { name: "alpha", publicKey: "k1", enrolledAt: "t" }, beta: { name: "beta", publicKey: "k2", enrolledAt: "t" } }));
-    const reply = await verb({ nodes: ["alpha", "wbe1", "wbe1"] }, "operator-admin");
+    const reply = await askShell("push", verb, { nodes: ["alpha", "wbe1", "wbe1"] }, "operator-admin");
     assert.equal(reply.ok, false);
     assert.deepEqual(!reply.ok && [reply.error.code, reply.error.field], ["unknown-node", "nodes"]);
     assert.ok(!reply.ok && reply.error.message.includes("wbe1"));
     assert.equal(ran, 0);
-    assert.equal((await verb({ nodes: ["alpha"] }, "operator-admin")).ok, true);
-    assert.equal((await verb({}, "operator-admin")).ok, true, "a push naming nobody needs no check");
+    assert.equal((await askShell("push", verb, { nodes: ["alpha"] }, "operator-admin")).ok, true);
+    assert.equal((await askShell("push", verb, {}, "operator-admin")).ok, true, "a push naming nobody needs no check");
     assert.equal(ran, 2);
     assert.equal(unknownNamedNodes(["constructor"], emptyBuckets())?.code, "unknown-node", "an inherited property is no node");
   });

@@ -12,7 +12,7 @@ describe("command registry", () => {
     for (const [verb, d] of Object.entries(queries)) assert.equal(d.verb, verb);
     assert.deepEqual(Object.keys(commands).filter((v) => v in queries), []);
     assert.deepEqual(Object.keys(commands).sort(), [
-      "assign", "credential.rotate", "module.issue", "module.register", "node.enrol", "node.remove", "overlay.place", "seat.alias", "seat.handover", "unassign",
+      "assign", "credential.rotate", "module.issue", "module.register", "module.retire", "node.enrol", "node.remove", "overlay.place", "seat.alias", "seat.handover", "unassign",
     ]);
     assert.deepEqual(Object.keys(queries).sort(), ["credentials", "explain", "history", "modules", "nodes", "seats", "where"]);
   });
