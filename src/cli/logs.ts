@@ -3,7 +3,7 @@ import { LOGS_DEFAULT_LINES, LOGS_MAX_LINES, LogsReply } from "../contracts/logs
 import { meshClient } from "../client/client.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
 import { printData } from "./output.ts";
-import type { CliVerb } from "./verbs.ts";
+import type { CliVerb } from "./busVerb.ts";
 
 /**
  * `mesh logs <module> [--node n] [--tail N] [--follow]` (R72): a module's output, read through
