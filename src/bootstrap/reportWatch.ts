@@ -125,13 +125,15 @@ function latch(catalogue: Catalogue, evidence: BehindEvidence, recordsSequence: 
  * tag verifies (`verify`) and that is ahead of the records latches `catalogue.behind` (one log line
  * each); a report that is ignored (judgeReport) is said once per node and kind in the log. Errors
  * reading the stream are logged, never thrown: the mark and the live reports still guard.
- * `installedList(state)` is installedListOf over the reports heard.
+ * `installedList(state)` is installedListOf over the reports heard; `heard` hears each node's
+ * report read or heard (the metrics' nodes by state).
  */
 export async function watchReports(
   nc: NatsConnection,
   catalogue: Catalogue,
   log: ControllerLog,
   verify: VerifyRecordsTag,
+  heard?: (node: string, report: HostReport) => void,
 ): Promise<{ stop(): void; installedList(state: State): InstalledList | undefined }> {
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   // Each node's latest report naming the list its bus runs, by the node of its subject.
@@ -160,6 +162,7 @@ export async function watchReports(
       }
     }
     if (judgement.kind === "other-node") return;
+    heard?.(judgement.node, r);
     if (r.users !== undefined) lists.set(judgement.node, { sequence: r.recordsSequence ?? 0, users: r.users, keys: r.keys });
     if (judgement.kind !== "ahead") return;
     const evidence = reportAhead(judgement.node, judgement.sequence, await lastOfRecords(jsm));

@@ -21,6 +21,7 @@ import { isAuthorizationRefusal } from "../bus/errors.ts";
 import { RECONNECT_REFUSALS_BEFORE_BACKOFF, explainFailure, hostDialOptions, refusedAdvice } from "./connection.ts";
 import { ownCredential } from "./ownCredential.ts";
 import { reporter } from "./reporter.ts";
+import type { HostObserver } from "../metrics/host.ts";
 
 /**
  * The host agent (DESIGN.md section 7): the node side of a push.
@@ -98,6 +99,8 @@ export type HostOptions = {
    * that declaration's report with `drift` naming the files.
    */
   checkIntervalMs?: number;
+  /** Hears the agent's connections and stored reports (src/metrics/host.ts, `mesh host --metrics`). */
+  metrics?: HostObserver;
 };
 
 /** A running host. */
@@ -143,7 +146,7 @@ export function startHost(options: HostOptions): Host {
       wakeSleeper = () => { clearTimeout(timer); wakeSleeper = undefined; resolve(); };
     });
 
-  const reportsOut = reporter({ node, log, stopped: () => stopped, initialMs, maxMs });
+  const reportsOut = reporter({ node, log, stopped: () => stopped, initialMs, maxMs, onStored: () => options.metrics?.reportPublished() });
 
   const publishReport = async (nc: NatsConnection, report: HostReport, applied: Applied | undefined) => {
     const sent = await reportsOut.send(nc, report);
@@ -409,6 +412,7 @@ export function startHost(options: HostOptions): Host {
         current = { nc, stop: () => undefined };
         if (stopped) break;
         everAdmitted = true;
+        options.metrics?.connected(nc);
         log(`host ${node}: connected to ${credential.address} as ${credential.user}`);
         refusedInARow = 0;
         await serve(nc);

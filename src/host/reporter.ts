@@ -24,10 +24,14 @@ export type Reporter = {
 };
 
 /** Settings of a reporter: the node, its log, whether the host stopped, and its backoff. */
-export type ReporterOptions = { node: string; log: (line: string) => void; stopped: () => boolean; initialMs: number; maxMs: number };
+export type ReporterOptions = {
+  node: string; log: (line: string) => void; stopped: () => boolean; initialMs: number; maxMs: number;
+  /** Called for each report the stream stored (the host's metrics). */
+  onStored?: () => void;
+};
 
 /** A reporter for one host agent (Reporter). */
-export function reporter({ node, log, stopped, initialMs, maxMs }: ReporterOptions): Reporter {
+export function reporter({ node, log, stopped, initialMs, maxMs, onStored }: ReporterOptions): Reporter {
   /** The latest report the stream has not acknowledged yet, with its message id. */
   let unstored: { report: HostReport; data: string; id: string } | undefined;
   let lastSent: HostReport | undefined;
@@ -40,6 +44,7 @@ export function reporter({ node, log, stopped, initialMs, maxMs }: ReporterOptio
       await jetstream(nc).publish(reportSubject(node), waiting.data, { msgID: waiting.id });
       unansweredInARow = 0;
       if (unstored === waiting) unstored = undefined;
+      onStored?.();
       return true;
     } catch (error) {
       if (waiting === unstored) log(`host ${node}: its report was not stored in ${REPORTS_STREAM} (${firstLine(error)}): publishing it again until it is`);
