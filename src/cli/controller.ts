@@ -47,9 +47,9 @@ export const CONTROLLER_CLI_VERB: CliVerb = {
   async run(ctx: CliContext, _args, options) {
     // Loaded here, not at the top: every other verb of `mesh` starts without the controller's modules.
     const [{ readEnvFile }, { startController }, { lineLog }] = await Promise.all([import("../../installer/genesis.ts"), import("../bootstrap/main.ts"), import("../bootstrap/log.ts")]);
+    const listen = metricsListenOf(options);
     const config = configOf(ctx.io.env, typeof options.env === "string" ? options.env : undefined, readEnvFile);
     const log = lineLog(ctx.io.stderr);
-    const listen = metricsListenOf(options);
     const metrics = listen && (await import("../metrics/controller.ts")).controllerMetrics();
     const stopMetrics = listen && metrics ? await serveMetricsAt(metrics.registry, listen, (line) => log.info(line)) : undefined;
     const controller = await startController(config, { log, ...(metrics ? { metrics } : {}) }).catch(async (error: unknown) => {
