@@ -364,3 +364,35 @@ export function objectStoreSubjects(bucket: string): string {
  */
 export const ALL_SUBJECTS = ">";
 export const SHARED_INBOX_SUBJECTS = "_INBOX.>";
+
+// ---- discovery: the NATS services protocol ("micro", ADR-32) ------------------------------------
+
+/** The services protocol's monitoring verbs, in the order the protocol lists them. */
+export const MICRO_VERBS = ["PING", "INFO", "STATS"] as const;
+export type MicroVerb = (typeof MICRO_VERBS)[number];
+
+/** Every services-protocol request subject, `$SRV.>`: what an operator may ask (standard NATS tooling). */
+export const MICRO_REQUEST_SUBJECTS = "$SRV.>";
+
+/**
+ * One monitoring subject of the services protocol: `$SRV.<verb>` (every service answers),
+ * `$SRV.<verb>.<name>` (every instance of one service), `$SRV.<verb>.<name>.<id>` (one instance).
+ * Throws an Error when `id` is given without `name` (a bug: the protocol has no such subject).
+ */
+export function microSubject(verb: MicroVerb | "*", name?: string, id?: string): string {
+  if (id !== undefined && name === undefined) throw new Error("a services-protocol subject names the service before its instance id");
+  return ["$SRV", verb, ...(name === undefined ? [] : [name]), ...(id === undefined ? [] : [id])].join(".");
+}
+
+/**
+ * What one service subscribes to answer the protocol, for every verb: `$SRV.<verb>`,
+ * `$SRV.<verb>.<name>` and `$SRV.<verb>.<name>.*` (its instance ids), for its grant.
+ */
+export function microServiceSubjects(name: string): string[] {
+  return MICRO_VERBS.flatMap((verb) => [microSubject(verb), microSubject(verb, name), microSubject(verb, name, "*")]);
+}
+
+/** The subject the controller's endpoint of one verb answers, any asker: `mesh.command.*.<verb>` (R51). */
+export function commandEndpointSubject(verb: string): string {
+  return `${COMMAND_PREFIX}*.${verb}`;
+}

@@ -50,6 +50,9 @@ import type { ControllerLog } from "./log.ts";
 import { acquireLease, type HeldLease } from "./lease.ts";
 import { StartStalled, watchStart } from "./startBound.ts";
 import { busStatusLine } from "./busStatus.ts";
+import type { ControllerMetrics } from "../metrics/controller.ts";
+import type { HeardReport } from "../metrics/nodeStates.ts";
+import { startDiscovery } from "./discovery.ts";
 
 /** A running controller. */
 export type Controller = {
@@ -77,6 +80,8 @@ export type StartOptions = {
   signal?: AbortSignal;
   /** Called once when this controller lost the lease while serving (R61): it serves nothing more. */
   onLeaseLost?: () => void;
+  /** Where the controller counts what it does (src/metrics/controller.ts); served by the caller (`--metrics`). */
+  metrics?: ControllerMetrics;
 };
 
 /**
@@ -179,7 +184,7 @@ async function recordCredential(catalogue: Catalogue, config: ControllerConfig, 
  * credential, InvalidEvent when the records hold an invalid commit. Raise refusals are logged,
  * not thrown: the controller still serves, and the next push reports them again.
  */
-export async function startController(config: ControllerConfig, { log, connectTimeoutMs = 5_000, signal, onLeaseLost: lostHook }: StartOptions): Promise<Controller> {
+export async function startController(config: ControllerConfig, { log, connectTimeoutMs = 5_000, signal, onLeaseLost: lostHook, metrics }: StartOptions): Promise<Controller> {
   // 1. Configuration: parsed once by parseControllerConfig and passed in.
   const compose: ComposeConfig = { controllerSubmits: config.controllerSubmits, replicas: config.replicas };
   const credential = controllerCredential(config.credential, config.credentialFile);
@@ -200,6 +205,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
       if (status.type === "reconnect") {
         void checkJetStreamAfterReconnect(nc, log);
         onReconnect();
+        metrics?.reconnected();
       }
     }
   })();
@@ -283,7 +289,8 @@ export async function startController(config: ControllerConfig, { log, connectTi
     // Only a claim carrying the controller's own tag counts (recordsTag: under the mesh key, which no host holds).
     // One subscription to the report subjects for the whole controller: this watch and every push hear it.
     const reportSubjects = reportHub(nc);
-    const reports = await watchReports(nc, catalogue, log, (fact, tag) => recordsTagVerifies(config.meshKey, fact, tag), reportSubjects);
+    const heard = new Map<string, HeardReport>();
+    const reports = await watchReports(nc, catalogue, log, (fact, tag) => recordsTagVerifies(config.meshKey, fact, tag), reportSubjects, (node, r) => { heard.set(node, { digest: r.digest, ok: r.ok }); });
     // R47: a change of the records' configuration is heard while serving (a reconnect reads it again).
     const records = watchRecords(nc, catalogue, log);
     onReconnect = () => { void records.recheck(); };
@@ -310,7 +317,12 @@ export async function startController(config: ControllerConfig, { log, connectTi
       const run = queue.then(async () => {
         // R43: nothing is sent over records behind the world.
         if (catalogue.behind) throw new RecordsBehind(catalogue.behind);
-        const report = await push(pushContext, options);
+        const started = performance.now();
+        const report = await push(pushContext, options).catch((error: unknown) => {
+          metrics?.pushDone(null, (performance.now() - started) / 1000);
+          throw error;
+        });
+        metrics?.pushDone(report, (performance.now() - started) / 1000);
         if (catalogue.state.sequence - snapshotAt >= SNAPSHOT_EVERY) snapshotAt = (await catalogue.snapshot()).sequence;
         return report;
       });
@@ -322,6 +334,13 @@ export async function startController(config: ControllerConfig, { log, connectTi
       tag: (sequence) => seenTag(config.meshKey, sequence),
       verifies: (sequence, tag) => seenTagVerifies(config.meshKey, sequence, tag),
     };
+    // Discovery (issue 30): the NATS services protocol, its endpoints' statistics beside the metrics.
+    const discovery = startDiscovery(nc, log);
+    metrics?.watch({
+      state: () => catalogue.state,
+      heard: () => heard,
+      recordsEnd: async () => (await jsm.streams.info(CATALOGUE_STREAM)).state.last_seq,
+    });
     const server: CommandServer = serveCommands(
       nc,
       catalogue,
@@ -333,6 +352,10 @@ export async function startController(config: ControllerConfig, { log, connectTi
         log,
         compose,
         seen,
+        commandDone: (verb, outcome, seconds) => {
+          metrics?.commandDone(verb, outcome, seconds);
+          discovery.commandDone(verb, outcome, seconds);
+        },
       },
       {
         [PUSH_VERB]: pushVerb(runPush, log, (subject, line) => nc.publish(subject, line), async () => (await catalogue.catchUp()).nodes, () => nc.info?.max_payload),
@@ -350,9 +373,9 @@ export async function startController(config: ControllerConfig, { log, connectTi
     if (start.stalled) throw start.stalled;
     log.info(`serving commands at ${nc.getServer()}`);
     // A controller that lost the lease serves nothing more: another is active (R61).
-    onLeaseLost = () => { void server.stop(); reports.stop(); reportSubjects.close(); records.stop(); lostHook?.(); };
+    onLeaseLost = () => { void server.stop(); void discovery.stop(); reports.stop(); reportSubjects.close(); records.stop(); lostHook?.(); };
     // 6. The start's raise: a failure stops the start (caught below: the lease is given up, R61).
-    const raised = await raising.catch(async (error: unknown) => { await server.stop(); throw error; });
+    const raised = await raising.catch(async (error: unknown) => { await server.stop(); await discovery.stop(); throw error; });
     if (!blocked()) log.info(`raised the bus: ${describeRaise(raised)}`);
     for (const refusal of raised.refused) log.error(`not raised: ${refusal.reason}`);
 
@@ -367,6 +390,7 @@ export async function startController(config: ControllerConfig, { log, connectTi
         if (stopped) return;
         stopped = true;
         await server.stop();
+        await discovery.stop();
         reports.stop(); reportSubjects.close();
         records.stop();
         marks?.stop();

@@ -127,7 +127,8 @@ function latch(catalogue: Catalogue, evidence: BehindEvidence, recordsSequence: 
  * each); a report that is ignored (judgeReport) is said once per node and kind in the log. Errors
  * reading the stream are logged, never thrown: the mark and the live reports still guard.
  * `installedList(state)` is installedListOf over the reports heard. Hears on `reports` (the
- * process's one subscription to the report subjects) when given, else on one of its own.
+ * process's one subscription to the report subjects) when given, else on one of its own; `heard`
+ * hears each node's report read or heard (the metrics' nodes by state).
  */
 export async function watchReports(
   nc: NatsConnection,
@@ -135,6 +136,7 @@ export async function watchReports(
   log: ControllerLog,
   verify: VerifyRecordsTag,
   reports?: ReportHub,
+  heard?: (node: string, report: HostReport) => void,
 ): Promise<{ stop(): void; installedList(state: State): InstalledList | undefined }> {
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   // Each node's latest report naming the list its bus runs, by the node of its subject.
@@ -155,6 +157,7 @@ export async function watchReports(
       }
     }
     if (judgement.kind === "other-node") return;
+    heard?.(judgement.node, r);
     if (r.users !== undefined) lists.set(judgement.node, { sequence: r.recordsSequence ?? 0, users: r.users, keys: r.keys });
     if (judgement.kind !== "ahead") return;
     const evidence = reportAhead(judgement.node, judgement.sequence, await lastOfRecords(jsm));

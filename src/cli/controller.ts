@@ -37,24 +37,32 @@ import { existsSync } from "node:fs";
 import { ConfigError, parseControllerConfig, type Environment } from "../config.ts";
 import { EXIT_OK, UsageError, type CliContext } from "./context.ts";
 import type { CliVerb } from "./busVerb.ts";
+import { METRICS_OPTION, metricsListenOf, serveMetricsAt } from "./metricsFlag.ts";
 
 export const CONTROLLER_CLI_VERB: CliVerb = {
   path: ["controller"],
   examples: [["run the controller with the settings genesis wrote", "mesh controller --env .mesh/controller.env"]],
   summary: "run the controller in the foreground (settings from MESH_* variables, or --env <dir>/controller.env)",
-  options: [{ flags: "--env <file>", description: "read the MESH_* settings from this file (genesis writes <mesh folder>/controller.env)" }],
+  options: [{ flags: "--env <file>", description: "read the MESH_* settings from this file (genesis writes <mesh folder>/controller.env)" }, METRICS_OPTION],
   async run(ctx: CliContext, _args, options) {
     // Loaded here, not at the top: every other verb of `mesh` starts without the controller's modules.
     const [{ readEnvFile }, { startController }, { lineLog }] = await Promise.all([import("../../installer/genesis.ts"), import("../bootstrap/main.ts"), import("../bootstrap/log.ts")]);
+    const listen = metricsListenOf(options);
     const config = configOf(ctx.io.env, typeof options.env === "string" ? options.env : undefined, readEnvFile);
     const log = lineLog(ctx.io.stderr);
-    const controller = await startController(config, { log });
+    const metrics = listen && (await import("../metrics/controller.ts")).controllerMetrics();
+    const stopMetrics = listen && metrics ? await serveMetricsAt(metrics.registry, listen, (line) => log.info(line)) : undefined;
+    const controller = await startController(config, { log, ...(metrics ? { metrics } : {}) }).catch(async (error: unknown) => {
+      await stopMetrics?.();
+      throw error;
+    });
     await new Promise<void>((resolve) => {
       const done = () => resolve();
       process.once("SIGINT", done);
       process.once("SIGTERM", done);
     });
     await controller.stop();
+    await stopMetrics?.();
     return EXIT_OK;
   },
 };

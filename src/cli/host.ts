@@ -16,6 +16,7 @@ import { join, resolve } from "node:path";
 import { nameProblem } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
 import type { CliVerb } from "./busVerb.ts";
+import { METRICS_OPTION, metricsListenOf, serveMetricsAt } from "./metricsFlag.ts";
 import { MAX_JSON_DEPTH, jsonDepthOver } from "../commands/validation.ts";
 import type { BusReloadOptions } from "../host/index.ts";
 import type { HostReport } from "../contracts/report.ts";
@@ -91,6 +92,9 @@ const runAgent: Run = async (ctx, options) => {
     const interval = text(options.checkInterval);
     const checkSeconds = interval === undefined ? 60 : Number(interval);
     if (!Number.isFinite(checkSeconds) || checkSeconds < 0) throw new UsageError(`--check-interval: "${interval}" is not a number of seconds (0 or more)`);
+    const listen = metricsListenOf(options);
+    const metrics = listen && (await import("../metrics/host.ts")).hostMetrics();
+    const stopMetrics = listen && metrics ? await serveMetricsAt(metrics.registry, listen, (line) => ctx.err(line)) : undefined;
     let first: HostReport | undefined;
     let refused = false;
     let finish: () => void = () => undefined;
@@ -103,7 +107,9 @@ const runAgent: Run = async (ctx, options) => {
         ...(bus ? { bus } : {}),
         log: (line) => ctx.err(line),
         checkIntervalMs: Math.round(checkSeconds * 1000),
+        ...(metrics ? { metrics } : {}),
         onReport: (report) => {
+          metrics?.declarationReported(report);
           if (ctx.globals.json) ctx.out(JSON.stringify(report));
           if (once && first === undefined) { first = report; finish(); }
         },
@@ -120,6 +126,7 @@ const runAgent: Run = async (ctx, options) => {
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
       await host.stop();
+      await stopMetrics?.();
     }
     return refused || (first !== undefined && !first.ok) ? EXIT_REFUSED : EXIT_OK;
 };
@@ -211,6 +218,7 @@ const host: CliVerb = {
     { flags: "--bus-monitor <url>", description: "agent on the broker's holder: the bus's monitoring endpoint, http://host:port" },
     { flags: "--nats-server <path>", description: "agent: the nats-server binary used to validate (default: on the PATH)" },
     { flags: "--check-interval <seconds>", description: "agent: seconds between re-checks of the files it owns, drift written back and reported (default 60; 0: at start only)" },
+    { ...METRICS_OPTION, description: `agent: ${METRICS_OPTION.description}` },
     { flags: "--once", description: "agent: exit after the first declaration: 0 applied, 1 not applied or the bus refused the credential" },
     { flags: "--force", description: "init: replace the existing keys (the node must then be enrolled again); rotate-key: replace a pending key" },
     { flags: "--from <file>", description: "credential: the enrol reply (`mesh node enrol --json` output) or a credential file" },

@@ -4,7 +4,7 @@ import {
   ALL_SUBJECTS, BUILD_SEAT, CATALOGUE_ERASE_SUBJECTS, CATALOGUE_STREAM, CATALOGUE_SUBJECTS, COMMAND_SUBJECTS, CONTROL_STREAM, CONTROL_SUBJECTS,
   CONTROLLER_NAME, EVENTS_STREAM, LOGS_SUBJECTS, commandSubjects, JS_API_SUBJECTS, REPORT_SUBJECTS, SHARED_INBOX_SUBJECTS, SNAPSHOT_BUCKET, CONTROLLER_LEASE_BUCKET,
   SNAPSHOT_OBJECTS, busUser, declarationConsumer, eventSubject, flowControlSubjects,
-  followConsumer, inboxPrefix, inboxSubjects, kvStream, kvSubjects, objectStoreStream, objectStoreSubjects,
+  followConsumer, inboxPrefix, inboxSubjects, kvStream, kvSubjects, MICRO_REQUEST_SUBJECTS, microServiceSubjects, objectStoreStream, objectStoreSubjects,
   logsSubject, pullGrants, reportSubject, streamUpdatedAdvisory, toolSubject, workConsumer, workStream, workSubject,
 } from "../names.ts";
 import { sortStrings } from "./sorting.ts";
@@ -22,10 +22,14 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  *   records' configuration changes anyway (sub streamUpdatedAdvisory(CATALOGUE), R47), keeps its snapshot buckets
  *   (pub `$KV.<bucket>.>`, `$O.<bucket>.>` and those buckets' flow control), submits the work of
  *   the seats in `config.controllerSubmits` (R19; the submitting half only) and hears their
- *   outcome events named exactly (R15); plus what its own module (`mesh-controller`, claiming
+ *   outcome events named exactly (R15); answers the NATS services protocol for its own name
+ *   (sub microServiceSubjects(CONTROLLER_NAME): `$SRV.PING`, `.INFO`, `.STATS`, each bare, with its
+ *   name and with its name and an instance id); plus what its own module (`mesh-controller`, claiming
  *   `the-controller`) derives like any module (R20).
  * - operator: publishes commands under its own name only (`commandSubjects(user)`, R51), the
- *   tools of registered modules (named exactly), every node's logs subject (LOGS_SUBJECTS, R72), its inbox.
+ *   tools of registered modules (named exactly), every node's logs subject (LOGS_SUBJECTS, R72),
+ *   services-protocol requests (pub `$SRV.>`: standard NATS tooling finds the controller; the
+ *   replies come to its own inbox), its inbox.
  *   Nothing of `$JS`.
  * - node: the pull of its own CONTROL consumer (R2), its report subject, its own logs subject
  *   (subscribe, answering operators with allow_responses, R72), its inbox. Holding
@@ -185,6 +189,9 @@ function derive(state: State, principal: Principal, config: ComposeConfig, sink:
       sink.add("pub", objectStoreSubjects(SNAPSHOT_OBJECTS), "controller: writes snapshot bodies");
       sink.add("pub", flowControlSubjects(kvStream(SNAPSHOT_BUCKET)), "controller: flow control of its snapshot pointer's ordered consumers");
       sink.add("pub", flowControlSubjects(objectStoreStream(SNAPSHOT_OBJECTS)), "controller: flow control of its snapshot reads");
+      for (const subject of microServiceSubjects(CONTROLLER_NAME)) {
+        sink.add("sub", subject, why ? `controller: answers the NATS services protocol on ${subject} (discovery: \`nats micro ls\` finds it)` : "");
+      }
       for (const seat of config.controllerSubmits) deriveSubmitter(state, seat, sink, "controller configuration: submits to (R19)");
       deriveModule(state, CONTROLLER_NAME, sink);
       replies = controllerReplyInboxes(state);
@@ -196,6 +203,7 @@ function derive(state: State, principal: Principal, config: ComposeConfig, sink:
     case "operator":
       sink.add("pub", commandSubjects(user), why ? `operator: sends commands under its own name ${user} and no other's (R51: the bus says who asked)` : "");
       sink.add("pub", LOGS_SUBJECTS, why ? "operator: reads any module's output through its node's agent (`mesh logs`, R72)" : "");
+      sink.add("pub", MICRO_REQUEST_SUBJECTS, why ? "operator: asks the NATS services protocol ($SRV PING, INFO, STATS: discovery); replies come to its own inbox" : "");
       // Composing sorts the subjects after (sortedUnique): only `mesh explain` reads them in the
       // modules' order, and sorting 50,000 names cost more than the operator's grants themselves.
       for (const { manifest } of why ? sortedByName(everyModule(state.modules)) : everyModule(state.modules)) {

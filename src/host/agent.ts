@@ -61,6 +61,13 @@ import { RUN_STATE_REPORT_MIN_MS, type Host, type HostOptions } from "./hostOpti
 export { HOST_DIAL_TIMEOUT_MS, hostDialOptions, refusedAdvice } from "./connection.ts";
 export { RUN_STATE_REPORT_MIN_MS, type Host, type HostOptions } from "./hostOptions.ts";
 
+/** Modules by run state (`running`: 2), for the metrics' gauge. */
+function runStateCounts(runs: readonly { state: string }[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const { state } of runs) counts[state] = (counts[state] ?? 0) + 1;
+  return counts;
+}
+
 /**
  * Starts the host agent for `node` and returns at once (the connection is made in the background,
  * retried with backoff). Throws HostStateError `no-key` when the state folder has no node key.
@@ -90,6 +97,7 @@ export function startHost(options: HostOptions): Host {
   // R72: every report carries each module's run state; a change of it is published again (bounded).
   let runStateTimer: NodeJS.Timeout | undefined;
   const runStateChanged = () => {
+    if (options.metrics) options.metrics.setModuleRunStates(runStateCounts(runner.states()));
     if (runStateTimer !== undefined || stopped) return;
     runStateTimer = setTimeout(() => {
       runStateTimer = undefined;
@@ -98,7 +106,7 @@ export function startHost(options: HostOptions): Host {
     }, RUN_STATE_REPORT_MIN_MS);
   };
   const runner = moduleRunner({ stateDir, log: (line) => log(`host ${node}: ${line}`), onChange: runStateChanged, ...(options.runner ?? {}) });
-  const reportsOut = reporter({ node, log, stopped: () => stopped, initialMs, maxMs, extra: () => ({ modules: runner.states() }) });
+  const reportsOut = reporter({ node, log, stopped: () => stopped, initialMs, maxMs, extra: () => ({ modules: runner.states() }), onStored: () => options.metrics?.reportPublished() });
 
   const publishReport = async (nc: NatsConnection, report: HostReport, applied: Applied | undefined) => {
     const sent = await reportsOut.send(nc, report);
@@ -366,6 +374,7 @@ export function startHost(options: HostOptions): Host {
         current = { nc, stop: () => undefined };
         if (stopped) break;
         everAdmitted = true;
+        options.metrics?.connected(nc);
         log(`host ${node}: connected to ${credential.address} as ${credential.user}`);
         refusedInARow = 0;
         await serve(nc);

@@ -1,3 +1,4 @@
+import type { HostObserver } from "../metrics/host.ts";
 import type { BusCredential } from "../bus/connect.ts";
 import type { HostReport } from "../contracts/report.ts";
 import type { Applied } from "./apply.ts";
@@ -48,6 +49,8 @@ export type HostOptions = {
    * that declaration's report with `drift` naming the files.
    */
   checkIntervalMs?: number;
+  /** Hears the agent's connections and stored reports (src/metrics/host.ts, `mesh host --metrics`). */
+  metrics?: HostObserver;
   /** R72: the module runner's restart pauses (tests shorten them); see RunnerOptions. */
   runner?: Pick<RunnerOptions, "restart" | "onPath">;
 };

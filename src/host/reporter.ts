@@ -24,16 +24,18 @@ export type Reporter = {
 };
 
 /**
- * Settings of a reporter: the node, its log, whether the host stopped, its backoff, and `extra`,
- * fields every report gets as it is sent (R72: the modules' run state, as it is then).
+ * Settings of a reporter: the node, its log, whether the host stopped, its backoff, `extra`,
+ * fields every report gets as it is sent (R72: the modules' run state, as it is then), and
+ * `onStored`, called for each report the stream stored (the host's metrics).
  */
 export type ReporterOptions = {
   node: string; log: (line: string) => void; stopped: () => boolean; initialMs: number; maxMs: number;
   extra?: () => Partial<HostReport>;
+  onStored?: () => void;
 };
 
 /** A reporter for one host agent (Reporter). */
-export function reporter({ node, log, stopped, initialMs, maxMs, extra }: ReporterOptions): Reporter {
+export function reporter({ node, log, stopped, initialMs, maxMs, extra, onStored }: ReporterOptions): Reporter {
   /** The latest report the stream has not acknowledged yet, with its message id. */
   let unstored: { report: HostReport; data: string; id: string } | undefined;
   let lastSent: HostReport | undefined;
@@ -46,6 +48,7 @@ export function reporter({ node, log, stopped, initialMs, maxMs, extra }: Report
       await jetstream(nc).publish(reportSubject(node), waiting.data, { msgID: waiting.id });
       unansweredInARow = 0;
       if (unstored === waiting) unstored = undefined;
+      onStored?.();
       return true;
     } catch (error) {
       if (waiting === unstored) log(`host ${node}: its report was not stored in ${REPORTS_STREAM} (${firstLine(error)}): publishing it again until it is`);

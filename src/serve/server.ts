@@ -65,6 +65,8 @@ export type ServeDependencies = {
   compose?: ComposeConfig;
   /** R68: vouches for a folded sequence and checks an asker's claim; without it `seen` is neither sent nor believed. */
   seen?: SeenVouch;
+  /** Hears each answered command: its verb as asked, `ok` or the refusal's code, and its seconds (metrics, discovery stats). */
+  commandDone?: (verb: string, outcome: string, seconds: number) => void;
 };
 
 /** Stops taking requests, finishes the one in hand, and resolves. */
@@ -501,12 +503,15 @@ export function serveCommands(
       drop("command-foreign-reply", `command ${verb} by ${actor}: dropped, its reply subject ${boundedText(m.reply)} is not in ${actor}'s own inbox ${inboxPrefix(actor)}. (R51, R33)`);
       return;
     }
+    const started = performance.now();
+    const done = (reply: Reply) => deps.commandDone?.(askedVerb, reply.ok ? "ok" : reply.error.code, (performance.now() - started) / 1000);
     if (isShellVerb(askedVerb)) {
       const replyTo = m.reply;
       const running = handleCommand(nc, catalogue, deps, askedVerb, m.data, actor, shell).catch((error: unknown): Reply => {
         deps.log.error(`command ${verb} by ${actor} failed: ${errorLine(error)}`);
         return { ok: false, error: replyErrorOf(error) };
       }).then(async (reply) => {
+        done(reply);
         const outcome = await deliverReply(nc, replyTo, encodeReply(reply, (line) => deps.log.error(`command ${verb} by ${actor}: ${line}`)), stopping.signal);
         const heard = outcome === "heard" ? "" : outcome === "unheard" ? ` (its reply was not heard: nothing subscribed ${actor}'s reply subject within ${DELIVERY_BOUND_MS} ms)` : " (its reply was still unheard when the server stopped)";
         deps.log.info(`command ${verb} by ${actor}: ${reply.ok ? "ok" : `refused ${reply.error.code}`}${heard}`);
@@ -523,6 +528,7 @@ export function serveCommands(
       deps.log.error(`command ${verb} by ${actor} failed: ${errorLine(error)}`);
     }
     respond(m, reply);
+    done(reply);
     deps.log.info(
       `command ${verb} by ${actor}: ${reply.ok ? `ok${"sequence" in reply ? ` at ${String(reply.sequence)}` : ""}` : `refused ${reply.error.code}`}`,
     );

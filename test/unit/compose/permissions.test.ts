@@ -4,7 +4,7 @@ import { controllerReplyInboxes, grantsOf, permissionsFromGrants, permissionsOf,
 import {
   ALL_SUBJECTS, CONTROLLER_NAME, CONTROL_STREAM, EVENTS_STREAM, JS_API_SUBJECTS, SHARED_INBOX_SUBJECTS, busUser,
   declarationConsumer, eventSubject, followConsumer, inboxSubjects, pullGrants, reportSubject, toolSubject,
-  workConsumer, workStream, workSubject, COMMAND_SUBJECTS, commandSubject, commandSubjects, LOGS_SUBJECTS, logsSubject,
+  workConsumer, workStream, workSubject, COMMAND_SUBJECTS, commandSubject, commandSubjects, LOGS_SUBJECTS, logsSubject, MICRO_REQUEST_SUBJECTS, microServiceSubjects,
 } from "../../../src/names.ts";
 import type { Principal } from "../../../src/events/index.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, manifests } from "./exampleMesh.ts";
@@ -130,21 +130,34 @@ describe("permissions per principal", () => {
     for (const name of names) b = b.register({ name, version: "1", tools: [{ name: "t" }] });
     const operator = { kind: "operator" as const, name: "ada" };
     const tools = [...names].sort().map((name) => toolSubject(name, "t"));
-    assert.deepEqual(permissionsOf(b.state(), operator, EXAMPLE_CONFIG).publish.allow, [commandSubjects("operator-ada"), LOGS_SUBJECTS, ...tools].sort());
+    assert.deepEqual(permissionsOf(b.state(), operator, EXAMPLE_CONFIG).publish.allow, [commandSubjects("operator-ada"), LOGS_SUBJECTS, MICRO_REQUEST_SUBJECTS, ...tools].sort());
     const explained = grantsOf(b.state(), operator, EXAMPLE_CONFIG).grants.map((g) => g.subject).filter((s) => tools.includes(s));
     assert.deepEqual(explained, tools);
   });
 
-  it("R33 R51 R72: an operator publishes commands under its own name only, named tools and nodes' logs questions, subscribes its inbox, and has nothing of $JS", () => {
+  it("R33 R51 R72: an operator publishes commands under its own name only, named tools, nodes' logs questions and services-protocol requests, subscribes its inbox, and has nothing of $JS", () => {
     const p = perms({ kind: "operator", name: "ada" });
-    assert.deepEqual(p.publish.allow, [commandSubjects("operator-ada"), LOGS_SUBJECTS, toolSubject("showcase", "hello")].sort());
+    assert.deepEqual(p.publish.allow, [commandSubjects("operator-ada"), LOGS_SUBJECTS, MICRO_REQUEST_SUBJECTS, toolSubject("showcase", "hello")].sort());
     for (const principal of principals) {
       const published = perms(principal).publish.allow.filter((s) => s.startsWith(commandSubject("x", "y").split(".").slice(0, 2).join(".") + "."));
       const user = principal.kind === "controller" ? "" : `${principal.kind}-${principal.name}`;
       assert.deepEqual(published, principal.kind === "operator" ? [commandSubjects(user)] : [], `${principal.kind} ${principal.name} publishes commands under its own name only`);
     }
     assert.deepEqual(p.subscribe.allow, [inboxSubjects("operator-ada")]);
-    assert.ok(!all(p).some((s) => s.startsWith("$")));
+    assert.ok(!all(p).some((s) => s.startsWith("$") && s !== MICRO_REQUEST_SUBJECTS));
+  });
+
+  it("discovery: operators alone may ask the services protocol ($SRV.>), and the controller alone subscribes its own $SRV subjects", () => {
+    const answered = microServiceSubjects(CONTROLLER_NAME);
+    for (const principal of principals) {
+      const p = perms(principal);
+      const asks = p.publish.allow.filter((s) => s.startsWith("$SRV"));
+      const hears = p.subscribe.allow.filter((s) => s.startsWith("$SRV"));
+      assert.deepEqual(asks, principal.kind === "operator" ? [MICRO_REQUEST_SUBJECTS] : [], `${principal.kind} ${principal.name} asks`);
+      assert.deepEqual(hears, principal.kind === "controller" ? [...answered].sort() : [], `${principal.kind} ${principal.name} hears`);
+    }
+    const explained = grantsOf(state, { kind: "controller", name: CONTROLLER_NAME }, EXAMPLE_CONFIG).grants.filter((g) => g.subject.startsWith("$SRV"));
+    assert.ok(explained.every((g) => g.direction === "sub" && g.because.length > 0));
   });
 
   it("R20: a builder submits mesh-build work and hears its outcome, like any submitter of a role", () => {
