@@ -49,12 +49,15 @@ const LAYERS: Record<string, readonly string[]> = {
   // push reads the host's backoff bound (host/plan.ts) to judge a new node's silence (R78).
   push: [...CORE, ...ADAPTERS, "records", "controller", "host", "serve"],
   serve: [...CORE, ...ADAPTERS, "records"],
-  host: [...CORE, ...ADAPTERS],
-  bootstrap: [...CORE, ...ADAPTERS, "records", "controller", "push", "serve"],
+  // what a process exports to watch it: metrics over the records' folds, discovery over the verb list.
+  metrics: [...CORE],
+  discovery: [...SCHEMAS, "bus"],
+  host: [...CORE, ...ADAPTERS, "metrics"],
+  bootstrap: [...CORE, ...ADAPTERS, "records", "controller", "push", "serve", "metrics", "discovery"],
   up: [...CORE, ...ADAPTERS, "records", "controller", "push", "serve", "client", "host", "bootstrap", "installer"],
   // the module author's kit stands apart: it reads the env's entry shapes (types) and dials itself.
   kit: ["compose"],
-  cli: [...CORE, ...ADAPTERS, "records", "controller", "push", "client", "host", "bootstrap", "up", "installer"],
+  cli: [...CORE, ...ADAPTERS, "records", "controller", "push", "client", "host", "bootstrap", "up", "installer", "metrics"],
 };
 
 /** The part a repository-relative path belongs to: `src/push/push.ts` is `push`, `src/names.ts` is `names.ts`, `installer/bus.ts` is `installer`. */
