@@ -1,4 +1,5 @@
-import type { LastReport } from "../contracts/verbs.ts";
+import { REPORTS_PAGE, type LastReport } from "../contracts/verbs.ts";
+import type { MeshClient } from "../client/client.ts";
 import { shortDigest } from "./render.ts";
 /**
  * R55: a node's last report as `mesh nodes` gives it: data for `--json`, one line for the table.
@@ -39,4 +40,18 @@ export function lastReportText(last: NodeLastReport | null, sent: string | null 
   const drift = last.drift.length > 0 ? `, ${last.drift.length} drifted file(s) written back` : "";
   const state = last.outcome === "failed" ? `FAILED (${last.error ?? ""})` : last.outcome === "applied-older" ? `applied an older one (sent ${shortDigest(String(last.sent))})` : "applied";
   return `${shortDigest(last.digest)} ${state} at ${last.at}${drift}`;
+}
+
+/**
+ * R55: the last report of each of `nodes` on the bus, asked of the controller's `reports` verb a
+ * page of nodes at a time (R59); a node with none is absent. Null when the controller refused.
+ */
+export async function reportsOf(client: MeshClient, nodes: readonly string[]): Promise<Map<string, LastReport> | null> {
+  const found = new Map<string, LastReport>();
+  for (let i = 0; i < nodes.length; i += REPORTS_PAGE) {
+    const answer = await client.reports({ nodes: nodes.slice(i, i + REPORTS_PAGE) });
+    if (!answer.ok) return null;
+    for (const r of answer.reports) found.set(r.node, r);
+  }
+  return found;
 }

@@ -23,5 +23,10 @@ if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
   process.stdout.write(`${packageVersion()}\n`);
 } else {
   const { runCli } = await import("./run.ts");
-  process.exitCode = await runCli(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+  // Ctrl-C ends a `--watch` cleanly; every other verb keeps the default (the process ends at once).
+  const onInterrupt = (stop: () => void): (() => void) => {
+    for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, stop);
+    return () => { for (const signal of ["SIGINT", "SIGTERM"] as const) process.off(signal, stop); };
+  };
+  process.exitCode = await runCli(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env, onInterrupt });
 }

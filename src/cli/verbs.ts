@@ -3,11 +3,10 @@
  * command or query sent to the controller, or a plain CliVerb with its own `run` for verbs that do
  * something else (`up`, `host`, `push`, ...). runCli builds the argument parser from this list.
  */
-import { seenMemory } from "./seenFile.ts";
 import { printData, viewOf } from "./output.ts";
-import { HISTORY_LIMIT, PAGE_LIMIT_MAX, REPORTS_PAGE, VERBS, VERBS_VERSION, type AnyReply as Reply, type LastReport, type ReplyOf, type RequestOf, type Verb } from "../contracts/verbs.ts";
+import { HISTORY_LIMIT, PAGE_LIMIT_MAX, REPORTS_PAGE, VERBS, VERBS_VERSION, type AnyReply as Reply, type ReplyOf, type RequestOf, type Verb } from "../contracts/verbs.ts";
 import { ENTITY_KINDS } from "../names.ts";
-import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, loadCredential, verbUsageError, type CliContext, type GlobalOptionName } from "./context.ts";
+import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, clientOf, loadCredential, verbUsageError, type CliContext, type GlobalOptionName } from "./context.ts";
 import { writeBusCredential } from "../files/index.ts";
 import { withSecret } from "../bus/connect.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
@@ -16,7 +15,7 @@ import { registrationOrder } from "../manifest/order.ts";
 import { duplicateNote, omittedLines, refusalText, renderGeneric, renderHistory, renderList, renderWhere, shortDigest, table, type View } from "./render.ts";
 import { randomUUID } from "node:crypto";
 import { CommandTransportError } from "../client/send.ts";
-import { meshClient, type DryRunVerb, type ListVerb, type MeshClient } from "../client/client.ts";
+import type { DryRunVerb, ListVerb } from "../client/client.ts";
 import { HOST_VERBS } from "./host.ts";
 import { UP_VERBS } from "./up.ts";
 import { PUSH_CLI_VERB } from "./push.ts";
@@ -25,7 +24,12 @@ import { explainBody, explainExitCode, renderExplain, EXPLAIN_ARGUMENTS } from "
 import { COMPOSE_CLI_VERB } from "./compose.ts";
 import { REPLAY_CLI_VERB } from "./replay.ts";
 import { VERSION_CLI_VERB } from "./version.ts";
-import { lastReportOf, lastReportText, type NodeLastReport } from "./lastReport.ts";
+import { GET_CLI_VERB } from "./get.ts";
+import { WATCH_OPTION, watchChanges } from "./watch.ts";
+import { DESCRIBE_CLI_VERB } from "./describe.ts";
+import { EXAMPLES_CLI_VERBS } from "./examples.ts";
+import { CONFIG_CLI_VERBS } from "./configVerbs.ts";
+import { lastReportOf, lastReportText, reportsOf, type NodeLastReport } from "./lastReport.ts";
 
 /** A positional argument: `<name>`, `[name]` when optional, `<name...>` when variadic. */
 export type ArgumentSpec = { name: string; description: string; optional?: boolean; variadic?: boolean };
@@ -151,8 +155,8 @@ export function busVerb<V extends Verb>(spec: {
 }): CliVerb {
   const mutates = spec.mutates ?? true;
   const canDryRun = spec.dryRun ?? mutates;
-  const options = [...(spec.options ?? []), ...(spec.paged === undefined ? [] : PAGE_OPTIONS), ...(canDryRun ? [DRY_RUN_OPTION] : [])];
-  return {
+  const options = [...(spec.options ?? []), ...(spec.paged === undefined ? [] : [...PAGE_OPTIONS, WATCH_OPTION]), ...(canDryRun ? [DRY_RUN_OPTION] : [])];
+  const verb: CliVerb = {
     path: spec.path,
     summary: spec.summary,
     examples: spec.examples,
@@ -160,6 +164,11 @@ export function busVerb<V extends Verb>(spec: {
     ...(options.length > 0 ? { options } : {}),
     globals: mutates ? COMMAND_GLOBALS : QUERY_GLOBALS,
     async run(ctx, args, options) {
+      // A list drawn again at each change the bus carries (watch.ts), until Ctrl-C.
+      if (options.watch === true) {
+        const { watch: _watch, ...once } = options;
+        return watchChanges(ctx, await ctx.connection(), () => verb.run(ctx, args, once));
+      }
       const dryRun = canDryRun && options.dryRun === true;
       // A command always carries an id (--command-id or a fresh one): a timeout or a busy refusal names it, so the retry is safe.
       const commandId = mutates ? ctx.globals.commandId ?? randomUUID() : undefined;
@@ -187,11 +196,7 @@ export function busVerb<V extends Verb>(spec: {
       return accepted && spec.exitCode ? spec.exitCode(accepted) : code;
     },
   };
-}
-
-/** The typed client (src/client) over the CLI's connection, as its asker, with its --timeout. */
-async function clientOf(ctx: CliContext): Promise<MeshClient> {
-  return meshClient(await ctx.connection(), ctx.asker(), { timeoutMs: ctx.globals.timeoutMs }, seenMemory(ctx.globals.credential, ctx.err));
+  return verb;
 }
 
 /**
@@ -236,14 +241,8 @@ const arg = (name: string, description: string): ArgumentSpec => ({ name, descri
  * it applied, when, drift, lastReportOf; null when none), asked of the controller's `reports` verb a page of nodes at a time (R59).
  */
 async function withLastReports(ctx: CliContext, reply: ReplyOf<"nodes">): Promise<Row> {
-  const client = await clientOf(ctx);
-  const found = new Map<string, LastReport>();
-  for (let i = 0; i < reply.nodes.length; i += REPORTS_PAGE) {
-    const names = reply.nodes.slice(i, i + REPORTS_PAGE).map((n) => n.name);
-    const answer = await client.reports({ nodes: names });
-    if (!answer.ok) return reply;
-    for (const r of answer.reports) found.set(r.node, r);
-  }
+  const found = await reportsOf(await clientOf(ctx), reply.nodes.map((n) => n.name));
+  if (found === null) return reply;
   return {
     ...reply,
     nodes: reply.nodes.map((n) => ({ ...n, lastReport: lastReportOf(n.lastSent?.digest, found.get(n.name)) })),
@@ -539,4 +538,5 @@ export const CLI_VERBS: CliVerb[] = [
   PUSH_CLI_VERB, COMPOSE_CLI_VERB, CONTROLLER_CLI_VERB, REPLAY_CLI_VERB,
   ...UP_VERBS,
   VERSION_CLI_VERB,
+  GET_CLI_VERB, DESCRIBE_CLI_VERB, ...EXAMPLES_CLI_VERBS, ...CONFIG_CLI_VERBS,
 ];

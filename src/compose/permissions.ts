@@ -24,7 +24,8 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  *   outcome events named exactly (R15); plus what its own module (`mesh-controller`, claiming
  *   `the-controller`) derives like any module (R20).
  * - operator: publishes commands under its own name only (`commandSubjects(user)`, R51) and the
- *   tools of registered modules (named exactly), its inbox.
+ *   tools of registered modules (named exactly), its inbox; hears the records and the reports as
+ *   they are published (`mesh ... --watch`, issue 29).
  *   Nothing of `$JS`.
  * - node: the pull of its own CONTROL consumer (R2), its report subject, its inbox. Holding
  *   mesh-broker adds nothing on the bus (the user list travels in its declaration).
@@ -179,6 +180,10 @@ function derive(state: State, principal: Principal, config: ComposeConfig, sink:
     }
     case "operator":
       sink.add("pub", commandSubjects(user), why ? `operator: sends commands under its own name ${user} and no other's (R51: the bus says who asked)` : "");
+      // `mesh ... --watch` hears the mesh change as it happens (issue 29): what `mesh history` and
+      // `mesh reports` answer anyway, heard instead of polled. Never a publish on either.
+      sink.add("sub", CATALOGUE_SUBJECTS, "operator: hears the records as they are appended (mesh ... --watch)");
+      sink.add("sub", REPORT_SUBJECTS, "operator: hears the nodes' reports as they are published (mesh ... --watch)");
       // Composing sorts the subjects after (sortedUnique): only `mesh explain` reads them in the
       // modules' order, and sorting 50,000 names cost more than the operator's grants themselves.
       for (const { manifest } of why ? sortedByName(everyModule(state.modules)) : everyModule(state.modules)) {
