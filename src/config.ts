@@ -1,4 +1,4 @@
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { z } from "zod";
 import { readFileSync } from "node:fs";
 import type { BusCredential } from "./bus/connect.ts";
@@ -38,9 +38,15 @@ export const DEFAULT_CREDENTIAL_FILE = "./.mesh/operator.json";
 /** How long the CLI waits for the controller's reply, in milliseconds, unless told otherwise. */
 export const DEFAULT_COMMAND_TIMEOUT_MS = 10_000;
 
+/** A context's name (src/cli/contexts.ts): letters, digits, `.`, `_`, `@` and `-`, starting with a letter or digit. */
+export const CONTEXT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$/;
+
 const ClientSchema = z.object({
   MESH_CREDENTIAL: z.string().min(1).default(DEFAULT_CREDENTIAL_FILE),
   MESH_TIMEOUT_MS: z.coerce.number().int().positive().max(600_000).default(DEFAULT_COMMAND_TIMEOUT_MS),
+  MESH_CONTEXT: z.string().regex(CONTEXT_NAME, "a context's name, as `mesh config get-contexts` lists it").optional(),
+  XDG_CONFIG_HOME: z.string().optional(),
+  HOME: z.string().optional(),
 });
 
 /** The `mesh` CLI's settings. */
@@ -49,21 +55,33 @@ export type ClientConfig = Readonly<{
   credentialFile: string;
   /** Milliseconds to wait for a reply (MESH_TIMEOUT_MS). */
   timeoutMs: number;
+  /** Whether MESH_CREDENTIAL was set: it then wins over every context (src/cli/contexts.ts). */
+  credentialSet?: boolean;
+  /** The named context to use (MESH_CONTEXT), when set. */
+  context?: string;
+  /** The user's mesh configuration folder, `$XDG_CONFIG_HOME/mesh` or `$HOME/.config/mesh`; absent when neither is set. */
+  configDir?: string;
 }>;
 
 /**
- * Reads the CLI's settings from `env`: MESH_CREDENTIAL (default ./.mesh/operator.json) and
- * MESH_TIMEOUT_MS (default 10,000). Empty values count as unset. Returns a frozen object.
+ * Reads the CLI's settings from `env`: MESH_CREDENTIAL (default ./.mesh/operator.json),
+ * MESH_TIMEOUT_MS (default 10,000), MESH_CONTEXT, and where the user's configuration is
+ * (XDG_CONFIG_HOME, else HOME). Empty values count as unset. Returns a frozen object.
  * Throws ConfigError naming the variable when a value is malformed.
  */
 export function parseClientConfig(env: Environment): ClientConfig {
-  const parsed = ClientSchema.safeParse(withoutEmpty(env, ["MESH_CREDENTIAL", "MESH_TIMEOUT_MS"]));
+  const parsed = ClientSchema.safeParse(withoutEmpty(env, ["MESH_CREDENTIAL", "MESH_TIMEOUT_MS", "MESH_CONTEXT", "XDG_CONFIG_HOME", "HOME"]));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const variable = String(issue?.path[0] ?? "environment");
     throw new ConfigError([variable], `${variable}: ${issue?.message ?? "invalid"}: fix or unset it`);
   }
-  return Object.freeze({ credentialFile: parsed.data.MESH_CREDENTIAL, timeoutMs: parsed.data.MESH_TIMEOUT_MS });
+  const { MESH_CONTEXT: context, XDG_CONFIG_HOME: xdg, HOME: home } = parsed.data;
+  const configDir = xdg !== undefined ? join(xdg, "mesh") : home !== undefined ? join(home, ".config", "mesh") : undefined;
+  return Object.freeze({
+    credentialFile: parsed.data.MESH_CREDENTIAL, timeoutMs: parsed.data.MESH_TIMEOUT_MS, credentialSet: env.MESH_CREDENTIAL !== undefined && env.MESH_CREDENTIAL !== "",
+    ...(context === undefined ? {} : { context }), ...(configDir === undefined ? {} : { configDir }),
+  });
 }
 
 /**

@@ -3,17 +3,17 @@
  * to the controller, and `report` for its reply. It imports no verb file, so the verb files and
  * the list of verbs (verbs.ts) import it without an import circle (issue 28).
  */
-import { seenMemory } from "./seenFile.ts";
 import { printData, viewOf } from "./output.ts";
 import { PAGE_LIMIT_MAX, VERBS, VERBS_VERSION, type AnyReply as Reply, type ReplyOf, type RequestOf, type Verb } from "../contracts/verbs.ts";
-import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, loadCredential, verbUsageError, type CliContext, type GlobalOptionName } from "./context.ts";
+import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, UsageError, clientOf, loadCredential, verbUsageError, type CliContext, type GlobalOptionName } from "./context.ts";
 import { writeBusCredential } from "../files/index.ts";
 import { withSecret } from "../bus/connect.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
 import { duplicateNote, omittedLines, refusalText, renderGeneric, type View } from "./render.ts";
 import { randomUUID } from "node:crypto";
 import { CommandTransportError } from "../client/send.ts";
-import { meshClient, type DryRunVerb, type ListVerb, type MeshClient } from "../client/client.ts";
+import type { DryRunVerb, ListVerb } from "../client/client.ts";
+import { WATCH_OPTION, watchChanges } from "./watch.ts";
 
 /** A positional argument: `<name>`, `[name]` when optional, `<name...>` when variadic. */
 export type ArgumentSpec = { name: string; description: string; optional?: boolean; variadic?: boolean };
@@ -143,8 +143,8 @@ export function busVerb<V extends Verb>(spec: {
 }): CliVerb {
   const mutates = spec.mutates ?? true;
   const canDryRun = spec.dryRun ?? mutates;
-  const options = [...(spec.options ?? []), ...(spec.paged === undefined ? [] : PAGE_OPTIONS), ...(canDryRun ? [DRY_RUN_OPTION] : [])];
-  return {
+  const options = [...(spec.options ?? []), ...(spec.paged === undefined ? [] : [...PAGE_OPTIONS, WATCH_OPTION]), ...(canDryRun ? [DRY_RUN_OPTION] : [])];
+  const verb: CliVerb = {
     path: spec.path,
     ...(spec.aliases ? { aliases: spec.aliases } : {}),
     verb: spec.verb,
@@ -155,6 +155,11 @@ export function busVerb<V extends Verb>(spec: {
     ...(options.length > 0 ? { options } : {}),
     globals: mutates ? COMMAND_GLOBALS : QUERY_GLOBALS,
     async run(ctx, args, options) {
+      // A list drawn again at each change the bus carries (watch.ts), until Ctrl-C.
+      if (options.watch === true) {
+        const { watch: _watch, ...once } = options;
+        return watchChanges(ctx, await ctx.connection(), () => verb.run(ctx, args, once));
+      }
       const dryRun = canDryRun && options.dryRun === true;
       // A command always carries an id (--command-id or a fresh one): a timeout or a busy refusal names it, so the retry is safe.
       const commandId = mutates ? ctx.globals.commandId ?? randomUUID() : undefined;
@@ -182,12 +187,10 @@ export function busVerb<V extends Verb>(spec: {
       return accepted && spec.exitCode ? spec.exitCode(accepted) : code;
     },
   };
+  return verb;
 }
 
-/** The typed client (src/client) over the CLI's connection, as its asker, with its --timeout. */
-export async function clientOf(ctx: CliContext): Promise<MeshClient> {
-  return meshClient(await ctx.connection(), ctx.asker(), { timeoutMs: ctx.globals.timeoutMs }, seenMemory(ctx.globals.credential, ctx.err));
-}
+export { clientOf };
 
 /**
  * A client call, with a timeout's error, or a connection closed under it (`closed`), naming the

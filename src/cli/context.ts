@@ -5,6 +5,8 @@ import { pendingCredentialFile } from "../controller/credential.ts";
 import { connectWithCredentialFile as dialWithCredentialFile } from "../client/dial.ts";
 import { CredentialFileError, readBusCredential } from "../files/index.ts";
 import type { OutputFormat } from "./output.ts";
+import { meshClient, type MeshClient } from "../client/client.ts";
+import { seenMemory } from "./seenFile.ts";
 import { DEFAULT_CREDENTIAL_FILE, type ClientConfig, type Environment } from "../config.ts";
 
 /** Exit codes of `mesh`: 0 ok, 1 refused by the controller, 2 usage or connection error. */
@@ -19,6 +21,11 @@ export type CliIo = {
   /** `isTTY`: a terminal (process.stderr has it); `mesh push` shows progress there. */
   stderr: { write(text: string): unknown; isTTY?: boolean };
   env: Environment;
+  /**
+   * Calls `stop` on Ctrl-C (SIGINT, SIGTERM) until the returned function is called: how a
+   * `--watch` ends cleanly. Absent (tests in one process): a watch ends when its connection closes.
+   */
+  onInterrupt?(stop: () => void): () => void;
 };
 
 /** The options several verbs share; each verb names those it uses (its --help shows only those). */
@@ -60,6 +67,11 @@ export type CliContext = {
   /** Writes one line to stderr. */
   err(line: string): void;
 };
+
+/** The typed client (src/client) over the CLI's connection, as its asker, with its --timeout. */
+export async function clientOf(ctx: CliContext): Promise<MeshClient> {
+  return meshClient(await ctx.connection(), ctx.asker(), { timeoutMs: ctx.globals.timeoutMs }, seenMemory(ctx.globals.credential, ctx.err));
+}
 
 /** A mistake of the caller (arguments, files): exit 2 with this message on stderr. */
 export class UsageError extends Error {

@@ -1,4 +1,5 @@
-import type { LastReport } from "../contracts/verbs.ts";
+import { REPORTS_PAGE, type LastReport } from "../contracts/verbs.ts";
+import type { MeshClient } from "../client/client.ts";
 import { shortDigest } from "./render.ts";
 import { moduleRunsText, type ModuleRun } from "../contracts/report.ts";
 /**
@@ -44,4 +45,18 @@ export function lastReportText(last: NodeLastReport | null, sent: string | null 
   const state = last.outcome === "failed" ? `FAILED (${last.error ?? ""})` : last.outcome === "applied-older" ? `applied an older one (sent ${shortDigest(String(last.sent))})` : "applied";
   const runs = last.modules === undefined || last.modules.length === 0 ? "" : `; runs: ${moduleRunsText(last.modules)}`;
   return `${shortDigest(last.digest)} ${state} at ${last.at}${drift}${runs}`;
+}
+
+/**
+ * R55: the last report of each of `nodes` on the bus, asked of the controller's `reports` verb a
+ * page of nodes at a time (R59); a node with none is absent. Null when the controller refused.
+ */
+export async function reportsOf(client: MeshClient, nodes: readonly string[]): Promise<Map<string, LastReport> | null> {
+  const found = new Map<string, LastReport>();
+  for (let i = 0; i < nodes.length; i += REPORTS_PAGE) {
+    const answer = await client.reports({ nodes: nodes.slice(i, i + REPORTS_PAGE) });
+    if (!answer.ok) return null;
+    for (const r of answer.reports) found.set(r.node, r);
+  }
+  return found;
 }

@@ -22,6 +22,11 @@ if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
   // `mesh --version` as cheap as starting node).
   process.stdout.write(`${packageVersion()}\n`);
 } else {
-  const [{ runCli }, { CLI_VERBS }, { TOOL_VERBS }] = await Promise.all([import("./run.ts"), import("./verbs.ts"), import("./tool.ts")]);
-  process.exitCode = await runCli(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env }, [...CLI_VERBS, ...TOOL_VERBS]);
+  const { runCli } = await import("./run.ts");
+  // Ctrl-C ends a `--watch` cleanly; every other verb keeps the default (the process ends at once).
+  const onInterrupt = (stop: () => void): (() => void) => {
+    for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, stop);
+    return () => { for (const signal of ["SIGINT", "SIGTERM"] as const) process.off(signal, stop); };
+  };
+  process.exitCode = await runCli(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env, onInterrupt });
 }

@@ -1,7 +1,9 @@
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BusConnectError } from "../bus/connect.ts";
-import { ConfigError, parseClientConfig, type ClientConfig } from "../config.ts";
+import { existsSync } from "node:fs";
+import { ConfigError, DEFAULT_CREDENTIAL_FILE, parseClientConfig, type ClientConfig } from "../config.ts";
+import { readUserConfig, resolveCredential } from "./contexts.ts";
 import { EXIT_OK, EXIT_USAGE, UsageError, connectWithCredentialFile, loadCredential, type CliContext, type CliIo, type GlobalOptionName, type GlobalOptions } from "./context.ts";
 import { CommandTransportError } from "../client/send.ts";
 import { CLI_VERBS, type CliVerb } from "./verbs.ts";
@@ -15,6 +17,8 @@ const GROUPS: Record<string, string> = {
   seat: "rename seats and hand them over",
   overlay: "place nodes on the overlay",
   credential: "rotate credentials",
+  config: "your named contexts: which mesh the verbs dial",
+  examples: "the example module manifests this package ships",
 };
 
 function parseTimeout(value: string): number {
@@ -78,13 +82,14 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
       const own = { ...(params.at(-2) as Record<string, unknown>) };
       output = chosenOutput(own.json === true, own.output as OutputFormat | undefined);
       const globals: GlobalOptions = {
-        credential: typeof own.credential === "string" && (verb.globals ?? []).includes("credential") ? own.credential : config.credentialFile,
+        credential: (verb.globals ?? []).includes("credential") ? credentialOf(config, own) : config.credentialFile,
         json: isData(output),
         output,
         timeoutMs: typeof own.timeout === "number" ? own.timeout : config.timeoutMs,
         ...(typeof own.commandId === "string" ? { commandId: own.commandId } : {}),
       };
       for (const name of verb.globals ?? []) delete own[GLOBAL_KEYS[name]];
+      delete own.context;
       delete own.output;
       commandId = globals.commandId;
       const ctx: CliContext = {
@@ -149,6 +154,15 @@ function failureOf(error: unknown, err: (line: string) => void): { exit: number;
   return { exit: EXIT_USAGE, code: "internal", message };
 }
 
+/** The credential file a verb dials with (contexts.ts resolveCredential): --credential, MESH_CREDENTIAL, a context, the folder's. */
+function credentialOf(config: ClientConfig, own: Readonly<Record<string, unknown>>): string {
+  const flag = typeof own.credential === "string" ? own.credential : undefined;
+  const contextFlag = typeof own.context === "string" ? own.context : undefined;
+  // The user's configuration is read only when a context may decide.
+  const user = flag === undefined && config.credentialSet !== true ? readUserConfig(config.configDir) : { contexts: {} };
+  return resolveCredential({ config, user, exists: existsSync, ...(flag === undefined ? {} : { flag }), ...(contextFlag === undefined ? {} : { contextFlag }) }).file;
+}
+
 /** The option key (commander's camel case) of each shared option. */
 const GLOBAL_KEYS: Record<GlobalOptionName, string> = { credential: "credential", json: "json", timeout: "timeout", commandId: "commandId" };
 
@@ -159,7 +173,8 @@ const GLOBAL_KEYS: Record<GlobalOptionName, string> = { credential: "credential"
 function addGlobalOption(command: Command, name: GlobalOptionName, config: ClientConfig, help?: string): void {
   switch (name) {
     case "credential":
-      command.option("--credential <file>", help ?? "the operator's credential file (MESH_CREDENTIAL)", config.credentialFile);
+      command.option("--credential <file>", help ?? `the operator's credential file (default: MESH_CREDENTIAL, else --context's, else ${DEFAULT_CREDENTIAL_FILE} when this folder has one, else the current context's)`);
+      command.option("--context <name>", "dial the mesh of this named context (MESH_CONTEXT; `mesh config get-contexts` lists them)");
       return;
     case "json":
       command.option("--json", help ?? "print the reply as JSON (failures too, with a code); the same as -o json", false);

@@ -10,7 +10,7 @@ import { isTimeout, transientBusConditionOf } from "../bus/errors.ts";
 import { nameProblem, toolSubject } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, verbUsageError, type CliContext } from "./context.ts";
 import { formatData, printData } from "./output.ts";
-import type { CliVerb } from "./verbs.ts";
+import type { CliVerb } from "./busVerb.ts";
 
 /** Why a tool call got no answer: nobody serves the subject, nobody answered in time, the bus refused it, or it failed otherwise. */
 export type ToolCallFailure = { code: "no-responders" | "timeout" | "refused" | "failed"; message: string };

@@ -15,6 +15,8 @@ import { renderSummary, serversDown, serversDownLine, type BusServerSeen, type U
 import { InstallerError } from "../../installer/tls.ts";
 import { ConfigError, meshInvocation } from "../config.ts";
 import { printData } from "./output.ts";
+import { WATCH_OPTION, watchChanges } from "./watch.ts";
+import { registerContext } from "./contexts.ts";
 
 /**
  * What these verbs run, loaded by the verb that runs it: `up` itself, the processes it starts, and
@@ -171,7 +173,10 @@ const upVerb: CliVerb = {
         ...(typeof options.node === "string" ? { node: options.node } : {}),
         ...(cluster === undefined ? {} : { cluster }),
       });
-      return printUp(ctx, result, dir, meshInvocation(ctx.io.env));
+      const code = printUp(ctx, result, dir, meshInvocation(ctx.io.env));
+      const registered = registerContext(ctx.config.configDir, result.summary.mesh.genesisAddress, result.paths.operatorCredential);
+      if (registered !== null && !ctx.globals.json) ctx.err(registered);
+      return code;
     } catch (error) {
       return await failed(ctx, error, dir);
     }
@@ -258,8 +263,9 @@ const statusVerb: CliVerb = {
   examples: [["what runs, and the summary", "mesh status"], ["as JSON", "mesh status -o json"]],
   globals: ["credential", "json", "timeout"],
   summary: "ask the mesh's controller over the bus (the folder's operator credential, else --credential) and print its summary; the local processes `mesh up` started (exit 1 when nothing answers or a bus server is down)",
-  options: [DIR_OPTION],
-  async run(ctx, _args, options) {
+  options: [DIR_OPTION, WATCH_OPTION],
+  async run(ctx, args, options) {
+    if (options.watch === true) return watchStatus(ctx, args, options);
     const [{ busServers, hasMesh, meshPaths, readMeshFile }, { controllerExit, logFile, STANDBY_CONTROLLER }, { readSummary }] = await Promise.all([genesisModule(), processesModule(), upModule()]);
     const paths = meshPaths(dirOf(options));
     const here = hasMesh(paths.dir);
@@ -344,6 +350,23 @@ const statusVerb: CliVerb = {
   },
 };
 
+/**
+ * `mesh status --watch`: the status drawn again at each change the bus carries (watch.ts), heard
+ * with the credential status asks with (the folder's operator credential, else --credential).
+ */
+async function watchStatus(ctx: CliContext, args: readonly unknown[], options: Readonly<Record<string, unknown>>): Promise<number> {
+  const { watch: _watch, ...once } = options;
+  const { meshPaths } = await genesisModule();
+  const paths = meshPaths(dirOf(options));
+  const file = existsSync(paths.operatorCredential) ? paths.operatorCredential : ctx.globals.credential;
+  const nc = await connectWithCredentialFile(file, { name: "mesh-status-watch", reconnect: false, timeoutMs: ctx.globals.timeoutMs });
+  try {
+    return await watchChanges(ctx, nc, () => statusVerb.run(ctx, args, once));
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+}
+
 const genesisVerb: CliVerb = {
   path: ["genesis"],
   examples: [["a mesh for a real machine", "mesh genesis --dir /etc/mesh --address tls://mesh.example:4222 --systemd"]],
@@ -383,6 +406,8 @@ const genesisVerb: CliVerb = {
       ctx.out(`mesh created in ${made.paths.dir}: controller settings in ${made.paths.controllerEnv}, operator credential in ${made.paths.operatorCredential}`);
       if (made.enrolReply) ctx.out(`genesis node ${node} enrolled: open its credential with \`mesh host credential --state ${nodeState} --from ${made.enrolReply}\``);
       for (const file of made.unitFiles ?? []) ctx.out(`systemd unit: ${file}`);
+      const registered = registerContext(ctx.config.configDir, String(options.address), made.paths.operatorCredential);
+      if (registered !== null) ctx.err(registered);
       return EXIT_OK;
     } catch (error) {
       return await failed(ctx, error, dirOf(options));

@@ -22,7 +22,12 @@ import { COMPOSE_CLI_VERB } from "./compose.ts";
 import { REPLAY_CLI_VERB } from "./replay.ts";
 import { VERSION_CLI_VERB } from "./version.ts";
 import { LOGS_CLI_VERB } from "./logs.ts";
-import { lastReportOf, lastReportText, type NodeLastReport } from "./lastReport.ts";
+import { GET_CLI_VERB } from "./get.ts";
+import { DESCRIBE_CLI_VERB } from "./describe.ts";
+import { EXAMPLES_CLI_VERBS } from "./examples.ts";
+import { CONFIG_CLI_VERBS } from "./configVerbs.ts";
+import { TOOL_VERBS } from "./tool.ts";
+import { lastReportOf, lastReportText, reportsOf, type NodeLastReport } from "./lastReport.ts";
 import { moduleRunsText } from "../contracts/report.ts";
 import { busVerb, clientOf, namingId, pendingSeedNote, renderDryRun, report, saveOwnRotation, type ArgumentSpec, type CliVerb } from "./busVerb.ts";
 
@@ -40,14 +45,8 @@ const arg = (name: string, description: string): ArgumentSpec => ({ name, descri
  * it applied, when, drift, lastReportOf; null when none), asked of the controller's `reports` verb a page of nodes at a time (R59).
  */
 async function withLastReports(ctx: CliContext, reply: ReplyOf<"nodes">): Promise<Row> {
-  const client = await clientOf(ctx);
-  const found = new Map<string, LastReport>();
-  for (let i = 0; i < reply.nodes.length; i += REPORTS_PAGE) {
-    const names = reply.nodes.slice(i, i + REPORTS_PAGE).map((n) => n.name);
-    const answer = await client.reports({ nodes: names });
-    if (!answer.ok) return reply;
-    for (const r of answer.reports) found.set(r.node, r);
-  }
+  const found = await reportsOf(await clientOf(ctx), reply.nodes.map((n) => n.name));
+  if (found === null) return reply;
   return {
     ...reply,
     nodes: reply.nodes.map((n) => ({ ...n, lastReport: lastReportOf(n.lastSent?.digest, found.get(n.name)) })),
@@ -297,5 +296,6 @@ export const CLI_VERBS: CliVerb[] = [
   PUSH_CLI_VERB, COMPOSE_CLI_VERB, CONTROLLER_CLI_VERB, REPLAY_CLI_VERB, LOGS_CLI_VERB,
   ...UP_VERBS,
   VERSION_CLI_VERB,
+  GET_CLI_VERB, DESCRIBE_CLI_VERB, ...EXAMPLES_CLI_VERBS, ...CONFIG_CLI_VERBS, ...TOOL_VERBS,
 ];
 

@@ -29,7 +29,8 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  * - operator: publishes commands under its own name only (`commandSubjects(user)`, R51), the
  *   tools of registered modules (named exactly), every node's logs subject (LOGS_SUBJECTS, R72),
  *   services-protocol requests (pub `$SRV.>`: standard NATS tooling finds the controller; the
- *   replies come to its own inbox), its inbox.
+ *   replies come to its own inbox), its inbox; hears the records and the reports as they are
+ *   published (`mesh ... --watch`, issue 29).
  *   Nothing of `$JS`.
  * - node: the pull of its own CONTROL consumer (R2), its report subject, its own logs subject
  *   (subscribe, answering operators with allow_responses, R72), its inbox. Holding
@@ -204,6 +205,10 @@ function derive(state: State, principal: Principal, config: ComposeConfig, sink:
       sink.add("pub", commandSubjects(user), why ? `operator: sends commands under its own name ${user} and no other's (R51: the bus says who asked)` : "");
       sink.add("pub", LOGS_SUBJECTS, why ? "operator: reads any module's output through its node's agent (`mesh logs`, R72)" : "");
       sink.add("pub", MICRO_REQUEST_SUBJECTS, why ? "operator: asks the NATS services protocol ($SRV PING, INFO, STATS: discovery); replies come to its own inbox" : "");
+      // `mesh ... --watch` hears the mesh change as it happens (issue 29): what `mesh history` and
+      // `mesh reports` answer anyway, heard instead of polled. Never a publish on either.
+      sink.add("sub", CATALOGUE_SUBJECTS, "operator: hears the records as they are appended (mesh ... --watch)");
+      sink.add("sub", REPORT_SUBJECTS, "operator: hears the nodes' reports as they are published (mesh ... --watch)");
       // Composing sorts the subjects after (sortedUnique): only `mesh explain` reads them in the
       // modules' order, and sorting 50,000 names cost more than the operator's grants themselves.
       for (const { manifest } of why ? sortedByName(everyModule(state.modules)) : everyModule(state.modules)) {

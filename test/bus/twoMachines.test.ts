@@ -1,7 +1,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -91,7 +91,6 @@ describe("two machines, by docs/real-machines.md (R56)", () => {
     for (const f of ["mesh", "systemctl", "scp"]) chmodSync(join(bin, f), 0o755);
     writeFileSync(join(box, "hosts"), Object.entries(HOSTS).map(([h, m]) => `${h} ${m}`).join("\n") + "\n");
     for (const machine of Object.values(MACHINES)) mkdirSync(join(box, machine, "home"), { recursive: true });
-    cpSync(join(REPO, "examples"), join(box, "operator", "home", "examples"), { recursive: true });
     for (const { machine, script } of walkthroughBlocks(readFileSync(join(REPO, WALKTHROUGH.page), "utf8"))) {
       const root = join(box, machine);
       const text = script

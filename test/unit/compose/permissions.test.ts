@@ -4,7 +4,7 @@ import { controllerReplyInboxes, grantsOf, permissionsFromGrants, permissionsOf,
 import {
   ALL_SUBJECTS, CONTROLLER_NAME, CONTROL_STREAM, EVENTS_STREAM, JS_API_SUBJECTS, SHARED_INBOX_SUBJECTS, busUser,
   declarationConsumer, eventSubject, followConsumer, inboxSubjects, pullGrants, reportSubject, toolSubject,
-  workConsumer, workStream, workSubject, COMMAND_SUBJECTS, commandSubject, commandSubjects, LOGS_SUBJECTS, logsSubject, MICRO_REQUEST_SUBJECTS, microServiceSubjects,
+  workConsumer, workStream, workSubject, COMMAND_SUBJECTS, commandSubject, commandSubjects, LOGS_SUBJECTS, logsSubject, MICRO_REQUEST_SUBJECTS, microServiceSubjects, CATALOGUE_SUBJECTS, REPORT_SUBJECTS,
 } from "../../../src/names.ts";
 import type { Principal } from "../../../src/events/index.ts";
 import { EXAMPLE_CONFIG, MeshBuilder, exampleMesh, manifests } from "./exampleMesh.ts";
@@ -143,7 +143,7 @@ describe("permissions per principal", () => {
       const user = principal.kind === "controller" ? "" : `${principal.kind}-${principal.name}`;
       assert.deepEqual(published, principal.kind === "operator" ? [commandSubjects(user)] : [], `${principal.kind} ${principal.name} publishes commands under its own name only`);
     }
-    assert.deepEqual(p.subscribe.allow, [inboxSubjects("operator-ada")]);
+    assert.deepEqual(p.subscribe.allow, [inboxSubjects("operator-ada"), CATALOGUE_SUBJECTS, REPORT_SUBJECTS].sort());
     assert.ok(!all(p).some((s) => s.startsWith("$") && s !== MICRO_REQUEST_SUBJECTS));
   });
 
@@ -158,6 +158,16 @@ describe("permissions per principal", () => {
     }
     const explained = grantsOf(state, { kind: "controller", name: CONTROLLER_NAME }, EXAMPLE_CONFIG).grants.filter((g) => g.subject.startsWith("$SRV"));
     assert.ok(explained.every((g) => g.direction === "sub" && g.because.length > 0));
+  });
+
+  it("issue 29: an operator hears the records as they are appended and the nodes' reports (mesh ... --watch), and publishes on neither", () => {
+    const p = perms({ kind: "operator", name: "ada" });
+    assert.ok(p.subscribe.allow.includes(CATALOGUE_SUBJECTS));
+    assert.ok(p.subscribe.allow.includes(REPORT_SUBJECTS));
+    assert.ok(!p.publish.allow.some((s) => s.startsWith("mesh.catalogue.") || s.startsWith("mesh.report.")));
+    for (const principal of principals.filter((x) => x.kind === "node" || x.kind === "module" || x.kind === "builder")) {
+      assert.ok(!perms(principal).subscribe.allow.includes(CATALOGUE_SUBJECTS), `${principal.kind} ${principal.name} does not hear the records`);
+    }
   });
 
   it("R20: a builder submits mesh-build work and hears its outcome, like any submitter of a role", () => {
