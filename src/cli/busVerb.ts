@@ -100,12 +100,8 @@ export function report(
   return EXIT_OK;
 }
 
-/**
- * A verb that sends one request to the controller: `body` turns arguments into the request's
- * fields, `render` turns an ok reply into lines. `mutates` (a command, not a query) adds
- * --command-id and --dry-run.
- */
-export function busVerb<V extends Verb>(spec: {
+/** What busVerb builds a verb from (its one entry in CLI_VERBS). */
+export type BusVerbSpec<V extends Verb> = {
   path: readonly string[];
   aliases?: readonly string[];
   verb: V;
@@ -140,7 +136,14 @@ export function busVerb<V extends Verb>(spec: {
    * without them the CLI follows every page and prints one reply holding the whole list.
    */
   paged?: string;
-}): CliVerb {
+};
+
+/**
+ * A verb that sends one request to the controller: `body` turns arguments into the request's
+ * fields, `render` turns an ok reply into lines. `mutates` (a command, not a query) adds
+ * --command-id and --dry-run.
+ */
+export function busVerb<V extends Verb>(spec: BusVerbSpec<V>): CliVerb {
   const mutates = spec.mutates ?? true;
   const canDryRun = spec.dryRun ?? mutates;
   const options = [...(spec.options ?? []), ...(spec.paged === undefined ? [] : [...PAGE_OPTIONS, WATCH_OPTION]), ...(canDryRun ? [DRY_RUN_OPTION] : [])];

@@ -8,7 +8,7 @@ import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts
 import { configFileOf, readUserConfig, unknownContext, withContext, writeUserConfig, type MeshUserConfig } from "./contexts.ts";
 import { formatData } from "./output.ts";
 import { table } from "./render.ts";
-import type { CliVerb } from "./verbs.ts";
+import type { CliVerb } from "./busVerb.ts";
 import { CONTEXT_NAME } from "../config.ts";
 
 /** The user's configuration folder; a usage error when neither XDG_CONFIG_HOME nor HOME is set. */

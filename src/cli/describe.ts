@@ -7,7 +7,7 @@ import { clientOf, EXIT_OK, QUERY_GLOBALS, type CliContext } from "./context.ts"
 import { formatData, viewOf } from "./output.ts";
 import { GET_KINDS, describeLines, getKind, historyEntity, itemName, type Described } from "./getKinds.ts";
 import { printRefusal, readItems } from "./get.ts";
-import type { CliVerb } from "./verbs.ts";
+import type { CliVerb } from "./busVerb.ts";
 
 /** The newest events `describe` shows; `mesh history` shows more. */
 export const DESCRIBE_HISTORY = 10;

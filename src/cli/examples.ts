@@ -12,7 +12,7 @@ import { EXIT_OK, verbUsageError } from "./context.ts";
 import { formatData } from "./output.ts";
 import { table } from "./render.ts";
 import { closestName } from "./getKinds.ts";
-import type { CliVerb } from "./verbs.ts";
+import type { CliVerb } from "./busVerb.ts";
 
 /** The folder of the example manifests this package ships. */
 export function examplesDir(): string {

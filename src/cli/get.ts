@@ -10,7 +10,7 @@ import { lastReportOf, reportsOf } from "./lastReport.ts";
 import { formatData, viewOf } from "./output.ts";
 import { GET_KINDS, KIND_SPECS, getKind, getNames, getTable, itemName, notFoundOf, pushOf, type GetKind } from "./getKinds.ts";
 import { WATCH_OPTION, watchChanges } from "./watch.ts";
-import type { CliVerb } from "./verbs.ts";
+import type { CliVerb } from "./busVerb.ts";
 
 type Row = Record<string, unknown>;
 

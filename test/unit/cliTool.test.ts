@@ -9,7 +9,7 @@ import { errors } from "@nats-io/transport-node";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
 import { CLI_VERBS } from "../../src/cli/verbs.ts";
-import { TOOL_VERBS, toolCallFailureOf } from "../../src/cli/tool.ts";
+import { toolCallFailureOf } from "../../src/cli/tool.ts";
 import { toolSubject } from "../../src/names.ts";
 
 function memoryIo(env: Record<string, string> = {}): CliIo & { out(): string; err(): string } {
@@ -17,7 +17,7 @@ function memoryIo(env: Record<string, string> = {}): CliIo & { out(): string; er
   let err = "";
   return { stdout: { write: (s: string) => { out += s; } }, stderr: { write: (s: string) => { err += s; } }, env, out: () => out, err: () => err };
 }
-const verbs = [...CLI_VERBS, ...TOOL_VERBS];
+const verbs = CLI_VERBS;
 
 describe("mesh tool call", () => {
   it("R74: its help says what it does in words (no rule id) and ends with examples that run it", async () => {
