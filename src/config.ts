@@ -44,7 +44,7 @@ export const CONTEXT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$/;
 const ClientSchema = z.object({
   MESH_CREDENTIAL: z.string().min(1).default(DEFAULT_CREDENTIAL_FILE),
   MESH_TIMEOUT_MS: z.coerce.number().int().positive().max(600_000).default(DEFAULT_COMMAND_TIMEOUT_MS),
-  MESH_CONTEXT: z.string().regex(CONTEXT_NAME, "a context's name, as `mesh config get-contexts` lists it").optional(),
+  MESH_CONTEXT: z.string().regex(CONTEXT_NAME, "a context's name, as `mesh context list` lists it").optional(),
   XDG_CONFIG_HOME: z.string().optional(),
   HOME: z.string().optional(),
 });

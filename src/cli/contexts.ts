@@ -2,7 +2,7 @@
  * Named contexts (issue 29, as kubectl's): the user's configuration file,
  * `$XDG_CONFIG_HOME/mesh/config.json` (else `~/.config/mesh/config.json`), names each mesh this
  * person operates by the operator credential file to dial it with, and which one is current.
- * `mesh up` and `mesh genesis` register the mesh they make; `mesh config ...` lists and switches.
+ * `mesh up` and `mesh genesis` register the mesh they make; `mesh context ...` lists and switches.
  *
  * Which credential file a verb dials with (resolveCredential), first that applies:
  * `--credential <file>`; MESH_CREDENTIAL; `--context <name>` or MESH_CONTEXT; the current folder's
@@ -59,7 +59,7 @@ export function writeUserConfig(configDir: string, config: MeshUserConfig): void
   writeFileDurable(configFileOf(configDir), `${JSON.stringify(config, null, 2)}\n`);
 }
 
-/** Where a credential file was found, for `mesh config current-context` and error messages. */
+/** Where a credential file was found, for `mesh context current` and error messages. */
 export type CredentialSource = "--credential" | "MESH_CREDENTIAL" | "--context" | "MESH_CONTEXT" | "folder" | "current-context" | "default";
 
 /** What resolveCredential needs: the CLI's settings, the flags typed, the user's configuration, and whether a file exists. */
@@ -97,7 +97,7 @@ export function resolveCredential(q: CredentialQuestion): { file: string; source
 export function unknownContext(name: string, given: string, user: MeshUserConfig): UsageError {
   const names = Object.keys(user.contexts).sort();
   const near = closestName(name, names);
-  const there = names.length === 0 ? "there is none yet (`mesh up` or `mesh genesis` registers one; `mesh config set-context <name> <credential-file>` adds one)" : `one of ${names.join(", ")}`;
+  const there = names.length === 0 ? "there is none yet (`mesh up` or `mesh genesis` registers one; `mesh context add <name> <credential-file>` adds one)" : `one of ${names.join(", ")}`;
   return new UsageError(`${given} ${name}: no such context${near === undefined ? "" : ` (did you mean ${near}?)`}: ${there}`);
 }
 
@@ -132,7 +132,7 @@ export function registerContext(configDir: string | undefined, address: string, 
   const name = contextNameOf(address);
   try {
     writeUserConfig(configDir, withContext(readUserConfig(configDir), name, credentialFile));
-    return `context ${name} is now current in ${configFileOf(configDir)}: mesh verbs anywhere dial this mesh (a folder's own .mesh/ first); \`mesh config get-contexts\` lists them`;
+    return `context ${name} is now current in ${configFileOf(configDir)}: mesh verbs anywhere dial this mesh (a folder's own .mesh/ first); \`mesh context list\` lists them`;
   } catch (error) {
     return `context ${name} not registered (${error instanceof Error ? error.message.split("\n")[0] : String(error)}): pass --credential ${credentialFile} instead`;
   }

@@ -17,7 +17,7 @@ const GROUPS: Record<string, string> = {
   seat: "rename seats and hand them over",
   overlay: "place nodes on the overlay",
   credential: "rotate credentials",
-  config: "your named contexts: which mesh the verbs dial",
+  context: "your named contexts: which mesh the verbs dial",
   examples: "the example module manifests this package ships",
 };
 
@@ -174,7 +174,7 @@ function addGlobalOption(command: Command, name: GlobalOptionName, config: Clien
   switch (name) {
     case "credential":
       command.option("--credential <file>", help ?? `the operator's credential file (default: MESH_CREDENTIAL, else --context's, else ${DEFAULT_CREDENTIAL_FILE} when this folder has one, else the current context's)`);
-      command.option("--context <name>", "dial the mesh of this named context (MESH_CONTEXT; `mesh config get-contexts` lists them)");
+      command.option("--context <name>", "dial the mesh of this named context (MESH_CONTEXT; `mesh context list` lists them)");
       return;
     case "json":
       command.option("--json", help ?? "print the reply as JSON (failures too, with a code); the same as -o json", false);

@@ -25,7 +25,7 @@ import { LOGS_CLI_VERB } from "./logs.ts";
 import { GET_CLI_VERB } from "./get.ts";
 import { DESCRIBE_CLI_VERB } from "./describe.ts";
 import { EXAMPLES_CLI_VERBS } from "./examples.ts";
-import { CONFIG_CLI_VERBS } from "./configVerbs.ts";
+import { CONTEXT_CLI_VERBS } from "./contextVerbs.ts";
 import { TOOL_VERBS } from "./tool.ts";
 import { lastReportOf, lastReportText, reportsOf, type NodeLastReport } from "./lastReport.ts";
 import { moduleRunsText } from "../contracts/report.ts";
@@ -296,6 +296,6 @@ export const CLI_VERBS: CliVerb[] = [
   PUSH_CLI_VERB, COMPOSE_CLI_VERB, CONTROLLER_CLI_VERB, REPLAY_CLI_VERB, LOGS_CLI_VERB,
   ...UP_VERBS,
   VERSION_CLI_VERB,
-  GET_CLI_VERB, DESCRIBE_CLI_VERB, ...EXAMPLES_CLI_VERBS, ...CONFIG_CLI_VERBS, ...TOOL_VERBS,
+  GET_CLI_VERB, DESCRIBE_CLI_VERB, ...EXAMPLES_CLI_VERBS, ...CONTEXT_CLI_VERBS, ...TOOL_VERBS,
 ];
 

@@ -1,6 +1,6 @@
 /**
  * Issue 29: named contexts in the user's configuration folder, as kubectl's: which operator
- * credential a verb dials with, and `mesh config get-contexts | use-context | current-context |
+ * credential a verb dials with, and `mesh context list | use-context | current-context |
  * set-context`. A temporary HOME; no server.
  */
 import { describe, it, before, after } from "node:test";
@@ -60,7 +60,7 @@ describe("which credential a verb dials with (issue 29)", () => {
   });
 });
 
-describe("mesh config (issue 29)", () => {
+describe("mesh context (issue 29)", () => {
   let home: string;
   let env: Record<string, string>;
   before(() => {
@@ -69,28 +69,28 @@ describe("mesh config (issue 29)", () => {
   });
   after(() => { rmSync(home, { recursive: true, force: true }); });
 
-  it("mesh up and genesis register their mesh as the current context; get-contexts lists it, marked current", async () => {
+  it("mesh up and genesis register their mesh as the current context; context list lists it, marked current", async () => {
     const credential = join(home, "operator.json");
     writeFileSync(credential, "{}");
     assert.match(registerContext(join(home, ".config", "mesh"), "tls://127.0.0.1:4333", credential) ?? "", /context 127\.0\.0\.1-4333 is now current/);
     assert.equal(registerContext(undefined, "tls://127.0.0.1:4333", credential), null, "no HOME: nothing registered");
     const io = memoryIo(env);
-    assert.equal(await runCli(["config", "get-contexts"], io), EXIT_OK, io.err());
+    assert.equal(await runCli(["context", "list"], io), EXIT_OK, io.err());
     assert.match(io.out(), /^\*\s+127\.0\.0\.1-4333\s+\S+operator\.json\s+true$/m);
     const current = memoryIo(env);
-    assert.equal(await runCli(["config", "current-context"], current), EXIT_OK);
+    assert.equal(await runCli(["context", "current"], current), EXIT_OK);
     assert.equal(current.out(), "127.0.0.1-4333\n");
   });
 
   it("set-context adds one (current), use-context switches, an unknown one is a usage error", async () => {
     const set = memoryIo(env);
-    assert.equal(await runCli(["config", "set-context", "prod", "/p/operator.json"], set), EXIT_OK, set.err());
+    assert.equal(await runCli(["context", "add", "prod", "/p/operator.json"], set), EXIT_OK, set.err());
     assert.equal(readUserConfig(join(home, ".config", "mesh")).currentContext, "prod");
     const use = memoryIo(env);
-    assert.equal(await runCli(["config", "use-context", "127.0.0.1-4333"], use), EXIT_OK, use.err());
+    assert.equal(await runCli(["context", "use", "127.0.0.1-4333"], use), EXIT_OK, use.err());
     assert.equal((JSON.parse(readFileSync(join(home, ".config", "mesh", "config.json"), "utf8")) as MeshUserConfig).currentContext, "127.0.0.1-4333");
     const wrong = memoryIo(env);
-    assert.equal(await runCli(["config", "use-context", "prd"], wrong), EXIT_USAGE);
+    assert.equal(await runCli(["context", "use", "prd"], wrong), EXIT_USAGE);
     assert.match(wrong.err(), /no such context \(did you mean prod\?\)/);
   });
 
@@ -107,9 +107,9 @@ describe("mesh config (issue 29)", () => {
     const empty = mkdtempSync(join(tmpdir(), "mesh-home-"));
     try {
       const io = memoryIo({ HOME: empty });
-      assert.equal(await runCli(["config", "current-context"], io), EXIT_REFUSED);
+      assert.equal(await runCli(["context", "current"], io), EXIT_REFUSED);
       const noHome = memoryIo({});
-      assert.equal(await runCli(["config", "get-contexts"], noHome), EXIT_USAGE);
+      assert.equal(await runCli(["context", "list"], noHome), EXIT_USAGE);
       assert.match(noHome.err(), /set HOME/);
     } finally {
       rmSync(empty, { recursive: true, force: true });

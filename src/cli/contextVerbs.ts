@@ -1,5 +1,5 @@
 /**
- * `mesh config get-contexts | current-context | use-context <name> | set-context <name> <file>`
+ * `mesh context list | current-context | use-context <name> | set-context <name> <file>`
  * (issue 29, as kubectl's): the named contexts of the user's configuration (contexts.ts).
  */
 import { existsSync } from "node:fs";
@@ -23,7 +23,7 @@ function print(ctx: CliContext, value: Record<string, unknown>, lines: readonly 
   else for (const line of lines) ctx.out(line);
 }
 
-/** `get-contexts`' rows: each context, `*` on the current one, its credential file and whether it exists. Pure but `exists`. */
+/** `context list`'s rows: each context, `*` on the current one, its credential file and whether it exists. Pure but `exists`. */
 export function contextRows(user: MeshUserConfig, exists: (file: string) => boolean): Array<Record<string, unknown>> {
   return Object.keys(user.contexts).sort().map((name) => ({
     current: name === user.currentContext ? "*" : "",
@@ -39,30 +39,30 @@ function folderNote(): string[] {
 }
 
 const getContexts: CliVerb = {
-  path: ["config", "get-contexts"],
+  path: ["context", "list"],
   summary: "list the named contexts of your configuration (the current one marked *); a folder's own .mesh/ is dialled first",
-  examples: [["every context", "mesh config get-contexts"]],
+  examples: [["every context", "mesh context list"]],
   globals: ["json"],
   run(ctx) {
     const dir = configDirOf(ctx);
     const user = readUserConfig(dir);
     const rows = contextRows(user, existsSync);
     print(ctx, { ok: true, file: configFileOf(dir), currentContext: user.currentContext ?? null, contexts: rows.map(({ current: _c, ...r }) => r) },
-      rows.length === 0 ? [`no contexts in ${configFileOf(dir)}: \`mesh up\` or \`mesh genesis\` registers one, \`mesh config set-context <name> <credential-file>\` adds one`] : table(rows, ["current", "name", "credential", "found"]));
+      rows.length === 0 ? [`no contexts in ${configFileOf(dir)}: \`mesh up\` or \`mesh genesis\` registers one, \`mesh context add <name> <credential-file>\` adds one`] : table(rows, ["current", "name", "credential", "found"]));
     if (!ctx.globals.json) for (const line of folderNote()) ctx.err(line);
     return Promise.resolve(EXIT_OK);
   },
 };
 
 const currentContext: CliVerb = {
-  path: ["config", "current-context"],
+  path: ["context", "current"],
   summary: "print the current context's name (exit 1 when none is set)",
-  examples: [["which mesh verbs dial outside a folder with its own .mesh/", "mesh config current-context"]],
+  examples: [["which mesh verbs dial outside a folder with its own .mesh/", "mesh context current"]],
   globals: ["json"],
   run(ctx) {
     const user = readUserConfig(configDirOf(ctx));
     if (user.currentContext === undefined) {
-      ctx.err("mesh: config current-context: no current context: `mesh config use-context <name>` sets one");
+      ctx.err("mesh: context current: no current context: `mesh context use <name>` sets one");
       if (ctx.globals.json) print(ctx, { ok: false, error: { code: "not-found", message: "no current context" } }, []);
       return Promise.resolve(EXIT_REFUSED);
     }
@@ -73,16 +73,16 @@ const currentContext: CliVerb = {
 };
 
 const useContext: CliVerb = {
-  path: ["config", "use-context"],
+  path: ["context", "use"],
   summary: "make a named context the current one",
-  examples: [["dial the mesh of context prod from now on", "mesh config use-context prod"]],
-  arguments: [{ name: "name", description: "a context `mesh config get-contexts` lists" }],
+  examples: [["dial the mesh of context prod from now on", "mesh context use prod"]],
+  arguments: [{ name: "name", description: "a context `mesh context list` lists" }],
   globals: ["json"],
   run(ctx, args) {
     const dir = configDirOf(ctx);
     const user = readUserConfig(dir);
     const name = String(args[0]);
-    if (user.contexts[name] === undefined) throw unknownContext(name, "config use-context:", user);
+    if (user.contexts[name] === undefined) throw unknownContext(name, "context use:", user);
     writeUserConfig(dir, { ...user, currentContext: name });
     print(ctx, { ok: true, currentContext: name }, [`switched to context ${name}`, ...folderNote()]);
     return Promise.resolve(EXIT_OK);
@@ -90,9 +90,9 @@ const useContext: CliVerb = {
 };
 
 const setContext: CliVerb = {
-  path: ["config", "set-context"],
+  path: ["context", "add"],
   summary: "add (or change) a named context: the operator credential file that dials its mesh; it becomes current",
-  examples: [["the credential copied from the genesis host", "mesh config set-context prod ~/operator.json"]],
+  examples: [["the credential copied from the genesis host", "mesh context add prod ~/operator.json"]],
   arguments: [
     { name: "name", description: "the context's name: letters, digits, `.`, `_`, `@`, `-`" },
     { name: "credential-file", description: "the operator credential file (kept as an absolute path)" },
@@ -101,7 +101,7 @@ const setContext: CliVerb = {
   run(ctx, args) {
     const dir = configDirOf(ctx);
     const name = String(args[0]);
-    if (!CONTEXT_NAME.test(name)) throw new UsageError(`config set-context: <name>: ${JSON.stringify(name)}: letters, digits, \`.\`, \`_\`, \`@\` and \`-\`, starting with a letter or digit`);
+    if (!CONTEXT_NAME.test(name)) throw new UsageError(`context add: <name>: ${JSON.stringify(name)}: letters, digits, \`.\`, \`_\`, \`@\` and \`-\`, starting with a letter or digit`);
     const updated = withContext(readUserConfig(dir), name, String(args[1]));
     writeUserConfig(dir, updated);
     print(ctx, { ok: true, currentContext: name, credential: updated.contexts[name]!.credential }, [`context ${name} (${updated.contexts[name]!.credential}) is now current`]);
@@ -109,5 +109,5 @@ const setContext: CliVerb = {
   },
 };
 
-/** The verbs of `mesh config`, registered in src/cli/verbs.ts. */
-export const CONFIG_CLI_VERBS: readonly CliVerb[] = [getContexts, currentContext, useContext, setContext];
+/** The verbs of `mesh context`, registered in src/cli/verbs.ts. */
+export const CONTEXT_CLI_VERBS: readonly CliVerb[] = [getContexts, currentContext, useContext, setContext];
