@@ -1,4 +1,6 @@
 import { parseEnvFile } from "../files/envFile.ts";
+import { publicKeyOfSeed } from "../crypto/secrets.ts";
+import { SEED_VARIABLE } from "../compose/environment.ts";
 import type { DeclaredModule } from "../contracts/declaration.ts";
 
 /**
@@ -63,6 +65,19 @@ export function parseEnvText(text: string): Record<string, string> {
     return parseEnvFile(text);
   } catch {
     return {};
+  }
+}
+
+/**
+ * R73: the nkey public key of the seed in a module's env file (SEED_VARIABLE), the key a process
+ * started with it dials as; undefined when the file or the seed is missing or not a seed.
+ */
+export function startedWithNkeyOf(envText: string | undefined): string | undefined {
+  const seed = envText === undefined ? undefined : parseEnvText(envText)[SEED_VARIABLE];
+  try {
+    return seed === undefined ? undefined : publicKeyOfSeed(seed);
+  } catch {
+    return undefined;
   }
 }
 

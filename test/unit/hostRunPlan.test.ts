@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
-  containerRuntime, exitsInARow, parseEnvText, planRuns, restartDelay, runWish, specChanged, tailOf,
+  containerRuntime, exitsInARow, parseEnvText, startedWithNkeyOf, planRuns, restartDelay, runWish, specChanged, tailOf,
   DEFAULT_GRACE_SECONDS, RESTART_INITIAL_MS, RESTART_MAX_MS, RESTART_RESET_AFTER_MS, type RunFacts, type RunSpec,
 } from "../../src/host/runPlan.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
@@ -112,5 +112,14 @@ describe("R72: the runner's plan", () => {
     assert.equal(Manifest.safeParse({ ...base, run: { command: [] } }).success, false);
     assert.equal(Manifest.safeParse({ ...base, run: { command: ["x"], by: "agent" } }).success, false);
     assert.equal(Manifest.safeParse({ ...base, run: { command: ["x"], grace: -1 } }).success, false);
+  });
+  it("R72 R73: the key a module is started with is read from its env file as the host writes it (quoted)", () => {
+    const seed = "SUAEKNQHF7MLFGAFAELJCIONUG7KEWADUXFNVPIFT6MU6YEOYQDETAJ73I";
+    const key = "UAF2P4LZUFGOMXACFSRYLF4AAHNGXFCUD7N52IW2AG7R4QBFE4EEAJRW";
+    assert.equal(startedWithNkeyOf(`MESH_USER='module-echo'\nMESH_NKEY_SEED='${seed}'\n`), key);
+    assert.equal(startedWithNkeyOf(`MESH_NKEY_SEED=${seed}\n`), key, "an older unquoted line");
+    assert.equal(startedWithNkeyOf("MESH_USER='module-echo'\n"), undefined, "no seed: no key");
+    assert.equal(startedWithNkeyOf("MESH_NKEY_SEED='not-a-seed'\n"), undefined, "a bad seed: no key");
+    assert.equal(startedWithNkeyOf(undefined), undefined);
   });
 });
