@@ -35,7 +35,7 @@ async function nodeOf(ctx: CliContext, module: string, given: unknown): Promise<
   if (!found) throw new UsageError(`logs: no module "${module}" is registered: \`mesh modules\` lists them`);
   if (found.nodes.length !== 1) {
     throw new UsageError(found.nodes.length === 0
-      ? `logs: module ${module} is assigned to no node (\`mesh assign ${module} <node>\`)`
+      ? `logs: module ${module} is assigned to no node now: name the node it ran on (\`mesh logs ${module} --node <node>\`), or assign it (\`mesh assign ${module} <node>\`)`
       : `logs: module ${module} runs on ${found.nodes.join(", ")}: pass --node <node>`);
   }
   return found.nodes[0]!;
@@ -49,7 +49,7 @@ export const LOGS_CLI_VERB: CliVerb = {
   options: [
     { flags: "--node <node>", description: "the node to ask (default: the one it is assigned to)" },
     { flags: "--tail <lines>", description: `the newest lines to show (default ${LOGS_DEFAULT_LINES})` },
-    { flags: "--follow", description: "keep printing what it writes, until interrupted" },
+    { flags: "-f, --follow", description: "keep printing what it writes, until interrupted" },
   ],
   globals: ["credential", "json", "timeout"],
   async run(ctx, args, options) {
