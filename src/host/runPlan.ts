@@ -1,5 +1,7 @@
 import { parseEnvFile } from "../files/envFile.ts";
 import type { DeclaredModule } from "../contracts/declaration.ts";
+import { SEED_VARIABLE } from "../compose/environment.ts";
+import { publicKeyOfSeed } from "../crypto/secrets.ts";
 
 /**
  * The module runner's decisions (R72), pure: what a module's declaration asks the agent to run,
@@ -48,7 +50,6 @@ export type RunFacts = {
   dir: string;
   envText: string | undefined;
   envDigest: string;
-  nkey?: string;
   /** The container runtime on PATH (podman, docker), or null when neither is. */
   runtime: string | null;
 };
@@ -63,6 +64,17 @@ export function parseEnvText(text: string): Record<string, string> {
     return parseEnvFile(text);
   } catch {
     return {};
+  }
+}
+
+/** R73: the nkey public key of the env's seed, or undefined when it holds none a key derives from. */
+function nkeyOf(env: Readonly<Record<string, string>>): string | undefined {
+  const seed = env[SEED_VARIABLE];
+  if (seed === undefined) return undefined;
+  try {
+    return publicKeyOfSeed(seed);
+  } catch {
+    return undefined;
   }
 }
 
@@ -91,11 +103,10 @@ export function runWish(entry: DeclaredModule, facts: RunFacts): RunWish {
       "--env-file", `${facts.dir}/env`, "--volume", `${facts.dir}:${facts.dir}:ro`, "--workdir", facts.dir, image!,
     ];
   }
-  const spec: RunSpec = {
-    module, argv, dir: facts.dir, graceMs: graceSeconds * 1000,
-    env: facts.envText === undefined ? {} : parseEnvText(facts.envText), envDigest: facts.envDigest,
-    ...(facts.nkey === undefined ? {} : { nkey: facts.nkey }),
-  };
+  const env = facts.envText === undefined ? {} : parseEnvText(facts.envText);
+  // The key is read from the variables the module gets, parsed as the env file is written (R73).
+  const nkey = nkeyOf(env);
+  const spec: RunSpec = { module, argv, dir: facts.dir, graceMs: graceSeconds * 1000, env, envDigest: facts.envDigest, ...(nkey === undefined ? {} : { nkey }) };
   return { kind: "run", spec };
 }
 

@@ -4,8 +4,6 @@ import { accessSync, constants, existsSync, readFileSync } from "node:fs";
 import { delimiter, join, resolve } from "node:path";
 import type { Declaration } from "../contracts/declaration.ts";
 import type { ModuleRun } from "../contracts/report.ts";
-import { publicKeyOfSeed } from "../crypto/secrets.ts";
-import { SEED_VARIABLE } from "../compose/environment.ts";
 import { NAME_PATTERN } from "../names.ts";
 import { packageFile } from "../files/packageFiles.ts";
 import { moduleLogFile, openModuleLog, readModuleLog, type LogTail, type ModuleLog } from "./moduleLog.ts";
@@ -88,10 +86,7 @@ function wantedRuns(stateDir: string, declaration: Declaration, runtime: string 
     const dir = resolve(stateDir, "modules", entry.module);
     const envFile = join(dir, "env");
     const envText = existsSync(envFile) ? readFileSync(envFile, "utf8") : undefined;
-    const seed = envText?.match(new RegExp(`^${SEED_VARIABLE}=(.*)$`, "m"))?.[1];
-    let nkey: string | undefined;
-    try { nkey = seed === undefined ? undefined : publicKeyOfSeed(seed); } catch { nkey = undefined; }
-    const wish = runWish(entry, { dir, envText, envDigest: createHash("sha256").update(envText ?? "").digest("hex"), runtime, ...(nkey ? { nkey } : {}) });
+    const wish = runWish(entry, { dir, envText, envDigest: createHash("sha256").update(envText ?? "").digest("hex"), runtime });
     if (wish.kind === "run") specs.set(entry.module, wish.spec);
     else skipped.push(wish.notRun);
   }

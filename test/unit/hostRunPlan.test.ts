@@ -7,6 +7,8 @@ import {
 } from "../../src/host/runPlan.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
 import type { DeclaredModule } from "../../src/contracts/declaration.ts";
+import { envFileText } from "../../src/files/envFile.ts";
+import { newUserKey } from "../../src/crypto/secrets.ts";
 
 /** The runner's decisions without a process: what to run, start, stop, restart, and when (R72). */
 
@@ -24,6 +26,17 @@ describe("R72: the runner's plan", () => {
     assert.equal(wish.spec.dir, facts.dir);
     assert.equal(wish.spec.graceMs, DEFAULT_GRACE_SECONDS * 1000);
     assert.deepEqual(wish.spec.env, { MESH_USER: "module-echo", MESH_WORK: "[\"a=b\"]" });
+  });
+
+  it("R73: the key a module starts with is read from its env file as the agent writes it (quoted values)", () => {
+    const key = newUserKey();
+    const envText = envFileText({ MESH_NKEY_SEED: key.seed, MESH_USER: "module-echo" });
+    const wish = runWish(entry({ command: ["x"] }), { ...facts, envText });
+    assert.equal(wish.kind === "run" && wish.spec.nkey, key.publicKey);
+    const unquoted = runWish(entry({ command: ["x"] }), { ...facts, envText: `MESH_NKEY_SEED=${key.seed}\n` });
+    assert.equal(unquoted.kind === "run" && unquoted.spec.nkey, key.publicKey, "an older unquoted line reads as written");
+    const none = runWish(entry({ command: ["x"] }), { ...facts, envText: "MESH_NKEY_SEED='not-a-seed'\n" });
+    assert.equal(none.kind === "run" && none.spec.nkey, undefined, "no key said rather than a wrong one");
   });
 
   it("R72: run.grace sets the seconds before SIGKILL", () => {
