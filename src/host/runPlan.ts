@@ -1,7 +1,7 @@
 import { parseEnvFile } from "../files/envFile.ts";
-import { publicKeyOfSeed } from "../crypto/secrets.ts";
-import { SEED_VARIABLE } from "../compose/environment.ts";
 import type { DeclaredModule } from "../contracts/declaration.ts";
+import { SEED_VARIABLE } from "../compose/environment.ts";
+import { publicKeyOfSeed } from "../crypto/secrets.ts";
 
 /**
  * The module runner's decisions (R72), pure: what a module's declaration asks the agent to run,
@@ -50,7 +50,6 @@ export type RunFacts = {
   dir: string;
   envText: string | undefined;
   envDigest: string;
-  nkey?: string;
   /** The container runtime on PATH (podman, docker), or null when neither is. */
   runtime: string | null;
 };
@@ -68,14 +67,12 @@ export function parseEnvText(text: string): Record<string, string> {
   }
 }
 
-/**
- * R73: the nkey public key of the seed in a module's env file (SEED_VARIABLE), the key a process
- * started with it dials as; undefined when the file or the seed is missing or not a seed.
- */
-export function startedWithNkeyOf(envText: string | undefined): string | undefined {
-  const seed = envText === undefined ? undefined : parseEnvText(envText)[SEED_VARIABLE];
+/** R73: the nkey public key of the env's seed, or undefined when it holds none a key derives from. */
+function nkeyOf(env: Readonly<Record<string, string>>): string | undefined {
+  const seed = env[SEED_VARIABLE];
+  if (seed === undefined) return undefined;
   try {
-    return seed === undefined ? undefined : publicKeyOfSeed(seed);
+    return publicKeyOfSeed(seed);
   } catch {
     return undefined;
   }
@@ -106,11 +103,10 @@ export function runWish(entry: DeclaredModule, facts: RunFacts): RunWish {
       "--env-file", `${facts.dir}/env`, "--volume", `${facts.dir}:${facts.dir}:ro`, "--workdir", facts.dir, image!,
     ];
   }
-  const spec: RunSpec = {
-    module, argv, dir: facts.dir, graceMs: graceSeconds * 1000,
-    env: facts.envText === undefined ? {} : parseEnvText(facts.envText), envDigest: facts.envDigest,
-    ...(facts.nkey === undefined ? {} : { nkey: facts.nkey }),
-  };
+  const env = facts.envText === undefined ? {} : parseEnvText(facts.envText);
+  // The key is read from the variables the module gets, parsed as the env file is written (R73).
+  const nkey = nkeyOf(env);
+  const spec: RunSpec = { module, argv, dir: facts.dir, graceMs: graceSeconds * 1000, env, envDigest: facts.envDigest, ...(nkey === undefined ? {} : { nkey }) };
   return { kind: "run", spec };
 }
 

@@ -8,7 +8,7 @@ import { NAME_PATTERN } from "../names.ts";
 import { packageFile } from "../files/packageFiles.ts";
 import { moduleLogFile, openModuleLog, readModuleLog, type LogTail, type ModuleLog } from "./moduleLog.ts";
 import {
-  containerRuntime, exitsInARow, planRuns, restartDelay, runWish, startedWithNkeyOf, RESTART_INITIAL_MS, RESTART_MAX_MS, RESTART_RESET_AFTER_MS, RUNNING_AFTER_MS,
+  containerRuntime, exitsInARow, planRuns, restartDelay, runWish, RESTART_INITIAL_MS, RESTART_MAX_MS, RESTART_RESET_AFTER_MS, RUNNING_AFTER_MS,
   type NotRun, type RunSpec,
 } from "./runPlan.ts";
 
@@ -86,8 +86,7 @@ function wantedRuns(stateDir: string, declaration: Declaration, runtime: string 
     const dir = resolve(stateDir, "modules", entry.module);
     const envFile = join(dir, "env");
     const envText = existsSync(envFile) ? readFileSync(envFile, "utf8") : undefined;
-    const nkey = startedWithNkeyOf(envText);
-    const wish = runWish(entry, { dir, envText, envDigest: createHash("sha256").update(envText ?? "").digest("hex"), runtime, ...(nkey ? { nkey } : {}) });
+    const wish = runWish(entry, { dir, envText, envDigest: createHash("sha256").update(envText ?? "").digest("hex"), runtime });
     if (wish.kind === "run") specs.set(entry.module, wish.spec);
     else skipped.push(wish.notRun);
   }

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { checkServerIdentity, type PeerCertificate } from "node:tls";
-import { connect, nkeyAuthenticator, type Msg, type NatsConnection, type NodeConnectionOptions, type Subscription } from "@nats-io/transport-node";
+import { connect, nkeyAuthenticator, type Msg, type NatsConnection, type NodeConnectionOptions, type Status, type Subscription } from "@nats-io/transport-node";
 import { jetstream, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import { ENV_FILE, ModuleEnvError, moduleSettings, readModuleEnv, type ModuleSettings } from "./env.ts";
 
@@ -31,6 +31,12 @@ export type ConnectModuleOptions = {
   name?: string;
   /** Milliseconds the first dial may take (default 5,000). */
   timeoutMs?: number;
+  /**
+   * Where each bus status line goes (a disconnect, a reconnect, a refusal such as `authorization
+   * violation`), one bounded line each; default stderr, which its node's agent keeps in its log
+   * (R72); `false` for none.
+   */
+  log?: ((line: string) => void) | false;
 };
 
 /** A JSON message as a handler gets it: its decoded body and the message id it was sent with. */
@@ -104,6 +110,24 @@ function pick<T extends { seat: string }>(entries: readonly T[], variable: strin
   throw new ModuleEnvError(variable, `${variable} ${why} ${what}${seat === undefined ? "" : ` of seat ${seat}`}: its manifest says what the module may do`);
 }
 
+/** The longest status line the kit writes: a server's error text is bounded before it reaches a log. */
+const STATUS_LINE_CHARS = 200;
+
+/** One line saying what a bus status event is, or undefined for the ones not worth a line (pings). */
+export function statusLine(status: Status): string | undefined {
+  if (status.type === "ping") return undefined;
+  const detail = status.type === "error" ? status.error.message : "server" in status ? status.server : "";
+  return `mesh-kit: bus ${status.type}${detail === "" ? "" : `: ${detail}`}`.replace(/\s+/g, " ").slice(0, STATUS_LINE_CHARS);
+}
+
+/** Writes each status event of `nc` as statusLine until it closes. */
+async function logStatus(nc: NatsConnection, log: (line: string) => void): Promise<void> {
+  for await (const status of nc.status()) {
+    const line = statusLine(status);
+    if (line !== undefined) log(line);
+  }
+}
+
 /** Runs `handler` over a durable pull consumer bound by name, acking each message it handled. */
 async function consume(js: JetStreamClient, stream: string, name: string, handler: (delivery: Delivery) => Promise<void> | void): Promise<Stop> {
   // consumers.get asks CONSUMER.INFO of this one consumer only: granted to its owner (R2).
@@ -145,6 +169,9 @@ export async function connectModule(options: ConnectModuleOptions = {}): Promise
     timeout: options.timeoutMs ?? 5_000,
     maxReconnectAttempts: -1,
   });
+  // A refusal after a reconnect (`authorization violation`) shows only as a status: said in the log.
+  const log = options.log ?? ((line: string) => { process.stderr.write(`${line}\n`); });
+  if (log !== false) void logStatus(nc, log);
   const js = jetstream(nc);
   const publish = async (subject: string, data: unknown, id: string | undefined) => {
     const ack = await js.publish(subject, encode(data), id === undefined ? {} : { msgID: id });

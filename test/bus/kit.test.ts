@@ -1,13 +1,12 @@
 /**
  * The module author's kit (src/kit, `mesh-controller/kit`) on a whole mesh: the example greeter
- * (examples/greeter/greeter.mjs) is started by hand, as its node's agent will start it, in its
- * module folder with the env a real push composed for it; a second module, written with the kit
- * here, submits work to it and follows its events; an operator calls its tool.
+ * (examples/greeter/greeter.mjs) is started by its node's agent (R72) in its module folder with
+ * the env a real push composed for it; a second module, written with the kit here, submits work
+ * to it and follows its events; an operator calls its tool.
  */
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -17,12 +16,12 @@ import { stopAll } from "../../src/up/processes.ts";
 import { freePort } from "../../installer/serverConfig.ts";
 import { toolSubject } from "../../src/names.ts";
 import { makeMeshCa } from "../../src/crypto/ca.ts";
+import { moduleLogFile } from "../../src/host/moduleLog.ts";
 import { connectModule, readModuleEnv, type MeshModule } from "../../src/kit/index.ts";
 import { askAs } from "../support/client.ts";
 import { waitFor } from "../support/natsServer.ts";
 
 const NODE = "alpha";
-const GREETER = join(EXAMPLES_DIR, "greeter", "greeter.mjs");
 /** A module that uses the greetings seat and follows its greeted event, as a module author would write it. */
 const LISTENER = { name: "listener", version: "1.0.0", uses: ["greetings"], follows: [{ seat: "greetings", event: "greeted" }] };
 
@@ -31,11 +30,14 @@ describe("module kit: the example greeter on a mesh", () => {
   let launcher: InProcessLauncher;
   let result: UpResult;
   let operator: NatsConnection;
-  let greeter: ChildProcess | undefined;
   let listener: MeshModule | undefined;
-  const output: string[] = [];
   const logs: string[] = [];
   const moduleDir = (module: string) => join(result.paths.dir, HOST_DIR, "modules", module);
+  /** The greeter's output: its log file under the host's logs/ (R72). */
+  const output = (): string[] => {
+    const file = moduleLogFile(join(result.paths.dir, HOST_DIR), "greeter");
+    return existsSync(file) ? readFileSync(file, "utf8").split("\n") : [];
+  };
 
   before(async () => {
     root = mkdtempSync(join(tmpdir(), "mesh-kit-"));
@@ -54,15 +56,10 @@ describe("module kit: the example greeter on a mesh", () => {
     await ask("module.issue", { module: "listener" });
     await ask("assign", { module: "listener", node: NODE });
     await ask("push", { wait: true });
-    // As the agent will start it: its run.command's script, in its folder, with nothing but its env file.
-    greeter = spawn(process.execPath, [GREETER], { cwd: moduleDir("greeter"), env: { PATH: process.env.PATH ?? "" }, stdio: ["ignore", "pipe", "pipe"] });
-    for (const stream of [greeter.stdout!, greeter.stderr!]) stream.on("data", (chunk: Buffer) => output.push(...chunk.toString().split("\n").filter(Boolean)));
-    let exited: number | null | undefined;
-    greeter.once("exit", (code) => { exited = code; });
-    await waitFor(() => exited !== undefined ? Promise.reject(new Error(`the greeter exited ${exited}: ${output.join("\n")}`)) : output.some((line) => line.startsWith("greeter: answering")), { timeoutMs: 20_000, name: "the greeter answers" });
+    // Started by the agent from its run.command (mesh-greeter, on the PATH it gives its modules).
+    await waitFor(() => output().some((line) => line.startsWith("greeter: answering")), { timeoutMs: 20_000, name: "the greeter answers" });
   });
   after(async () => {
-    greeter?.kill("SIGKILL");
     await listener?.close().catch(() => undefined);
     await operator?.close().catch(() => undefined);
     await launcher?.stop();
@@ -86,7 +83,7 @@ describe("module kit: the example greeter on a mesh", () => {
     // The queue is taken in order: once cy's greeting is followed, bob's were all announced.
     await waitFor(() => followed.includes("cy"), { timeoutMs: 10_000, name: "cy's greeting followed" });
     assert.deepEqual(followed, ["bob", "cy"]);
-    assert.equal(output.filter((line) => line === "greeted bob").length, 1, output.join("\n"));
+    assert.equal(output().filter((line) => line === "greeted bob").length, 1, output().join("\n"));
   });
 
   it("R71 kit: a module given a CA that is not the mesh's does not dial the bus", async () => {

@@ -2,11 +2,13 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
-  containerRuntime, exitsInARow, parseEnvText, startedWithNkeyOf, planRuns, restartDelay, runWish, specChanged, tailOf,
+  containerRuntime, exitsInARow, parseEnvText, planRuns, restartDelay, runWish, specChanged, tailOf,
   DEFAULT_GRACE_SECONDS, RESTART_INITIAL_MS, RESTART_MAX_MS, RESTART_RESET_AFTER_MS, type RunFacts, type RunSpec,
 } from "../../src/host/runPlan.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
 import type { DeclaredModule } from "../../src/contracts/declaration.ts";
+import { envFileText } from "../../src/files/envFile.ts";
+import { newUserKey } from "../../src/crypto/secrets.ts";
 
 /** The runner's decisions without a process: what to run, start, stop, restart, and when (R72). */
 
@@ -24,6 +26,17 @@ describe("R72: the runner's plan", () => {
     assert.equal(wish.spec.dir, facts.dir);
     assert.equal(wish.spec.graceMs, DEFAULT_GRACE_SECONDS * 1000);
     assert.deepEqual(wish.spec.env, { MESH_USER: "module-echo", MESH_WORK: "[\"a=b\"]" });
+  });
+
+  it("R73: the key a module starts with is read from its env file as the agent writes it (quoted values)", () => {
+    const key = newUserKey();
+    const envText = envFileText({ MESH_NKEY_SEED: key.seed, MESH_USER: "module-echo" });
+    const wish = runWish(entry({ command: ["x"] }), { ...facts, envText });
+    assert.equal(wish.kind === "run" && wish.spec.nkey, key.publicKey);
+    const unquoted = runWish(entry({ command: ["x"] }), { ...facts, envText: `MESH_NKEY_SEED=${key.seed}\n` });
+    assert.equal(unquoted.kind === "run" && unquoted.spec.nkey, key.publicKey, "an older unquoted line reads as written");
+    const none = runWish(entry({ command: ["x"] }), { ...facts, envText: "MESH_NKEY_SEED='not-a-seed'\n" });
+    assert.equal(none.kind === "run" && none.spec.nkey, undefined, "no key said rather than a wrong one");
   });
 
   it("R72: run.grace sets the seconds before SIGKILL", () => {
@@ -112,14 +125,5 @@ describe("R72: the runner's plan", () => {
     assert.equal(Manifest.safeParse({ ...base, run: { command: [] } }).success, false);
     assert.equal(Manifest.safeParse({ ...base, run: { command: ["x"], by: "agent" } }).success, false);
     assert.equal(Manifest.safeParse({ ...base, run: { command: ["x"], grace: -1 } }).success, false);
-  });
-  it("R72 R73: the key a module is started with is read from its env file as the host writes it (quoted)", () => {
-    const seed = "SUAEKNQHF7MLFGAFAELJCIONUG7KEWADUXFNVPIFT6MU6YEOYQDETAJ73I";
-    const key = "UAF2P4LZUFGOMXACFSRYLF4AAHNGXFCUD7N52IW2AG7R4QBFE4EEAJRW";
-    assert.equal(startedWithNkeyOf(`MESH_USER='module-echo'\nMESH_NKEY_SEED='${seed}'\n`), key);
-    assert.equal(startedWithNkeyOf(`MESH_NKEY_SEED=${seed}\n`), key, "an older unquoted line");
-    assert.equal(startedWithNkeyOf("MESH_USER='module-echo'\n"), undefined, "no seed: no key");
-    assert.equal(startedWithNkeyOf("MESH_NKEY_SEED='not-a-seed'\n"), undefined, "a bad seed: no key");
-    assert.equal(startedWithNkeyOf(undefined), undefined);
   });
 });
