@@ -69,58 +69,78 @@ export function pageOf<T>(items: readonly T[], page: number, size = UI_PAGE): { 
   return { items: items.slice(p * size, (p + 1) * size), page: p, pages, total: items.length };
 }
 
-/** Starts the server; resolves once it listens. Rejects when the address cannot be bound. */
-export async function startUi(options: UiOptions): Promise<UiServer> {
-  const token = options.token ?? newToken();
-  let version = 0;
-  let current: Promise<Overview> = options.reader.overview();
-  const streams = new Set<ServerResponse>();
+/** The overview as last read, re-read at each change `watch` tells of (debounced); `listeners` hear each new version. */
+type Live = { current: Promise<Overview>; version: number; listeners: Set<(version: number) => void>; stop(): void };
+
+function liveOverview(reader: MeshReader, watch: UiOptions["watch"]): Live {
   let timer: NodeJS.Timeout | undefined;
   const refresh = (): void => {
     timer = undefined;
-    const next = options.reader.overview();
+    const next = reader.overview();
+    // A failed read keeps the last good one; the next change reads again.
     next.then(() => {
-      current = next;
-      version += 1;
-      for (const s of streams) s.write(`event: change\ndata: ${version}\n\n`);
+      live.current = next;
+      live.version += 1;
+      for (const listener of live.listeners) listener(live.version);
     }, () => undefined);
   };
-  const stopWatch = options.watch(() => { timer ??= setTimeout(refresh, UI_DEBOUNCE_MS); });
-
-  const json = (response: ServerResponse, status: number, value: unknown): void => {
-    let text: string;
-    try {
-      text = safeJson(value, options.secrets);
-    } catch (error) {
-      status = 500;
-      text = JSON.stringify({ ok: false, error: { code: "internal", message: error instanceof Error ? error.message : String(error) } });
-    }
-    response.writeHead(status, { ...HEADERS, "content-type": "application/json; charset=utf-8" }).end(text);
+  const stopWatch = watch(() => { timer ??= setTimeout(refresh, UI_DEBOUNCE_MS); });
+  const first = reader.overview();
+  // Asked by a page, a failed first read answers 502; unasked, it must not end the process.
+  first.catch(() => undefined);
+  const live: Live = {
+    current: first, version: 0, listeners: new Set(),
+    stop() { stopWatch(); if (timer !== undefined) clearTimeout(timer); },
   };
+  return live;
+}
 
-  const api = async (url: URL, response: ServerResponse): Promise<void> => {
-    const q = (name: string): string => url.searchParams.get(name) ?? "";
-    const page = (name: string): number => Number(url.searchParams.get(name) ?? "0");
-    switch (url.pathname) {
-      case "/api/overview": {
-        const o = await current;
-        return json(response, 200, { ok: true, version, nodes: pageOf(o.nodes, page("nodes")), modules: pageOf(o.modules, page("modules")), seats: pageOf(o.seats, page("seats")) });
-      }
-      case "/api/graph": {
-        const o = await current;
-        return json(response, 200, { ok: true, version, ...layoutOf(o.modules.map((m) => m.name), edgesOf(o.modules, o.seats)) });
-      }
-      case "/api/item": {
-        const o = await current;
-        const list: Array<{ name: string }> = q("kind") === "node" ? o.nodes : q("kind") === "module" ? o.modules : q("kind") === "seat" ? o.seats : [];
-        const item = list.find((i) => i.name === q("name"));
-        return json(response, item === undefined ? 404 : 200, item === undefined ? { ok: false, error: { code: "not-found", message: `no ${q("kind")} ${q("name")}` } } : { ok: true, version, item });
-      }
-      case "/api/history": return json(response, 200, await options.reader.history(q("kind"), q("id")));
-      case "/api/explain": return json(response, 200, await options.reader.explain(q("kind"), q("name")));
-      default: return json(response, 404, { ok: false, error: { code: "not-found", message: `no ${url.pathname}` } });
+/** The status and JSON value answering an `/api/...` request. Rejects when the mesh cannot be read. */
+async function apiAnswer(url: URL, live: Live, reader: MeshReader): Promise<{ status: number; value: unknown }> {
+  const q = (name: string): string => url.searchParams.get(name) ?? "";
+  const page = (name: string): number => Number(url.searchParams.get(name) ?? "0");
+  const notFound = (what: string) => ({ status: 404, value: { ok: false, error: { code: "not-found", message: `no ${what}` } } });
+  const version = live.version;
+  switch (url.pathname) {
+    case "/api/overview": {
+      const o = await live.current;
+      return { status: 200, value: { ok: true, version, nodes: pageOf(o.nodes, page("nodes")), modules: pageOf(o.modules, page("modules")), seats: pageOf(o.seats, page("seats")) } };
     }
-  };
+    case "/api/graph": {
+      const o = await live.current;
+      return { status: 200, value: { ok: true, version, ...layoutOf(o.modules.map((m) => m.name), edgesOf(o.modules, o.seats)) } };
+    }
+    case "/api/item": {
+      const o = await live.current;
+      const list: Array<{ name: string }> = q("kind") === "node" ? o.nodes : q("kind") === "module" ? o.modules : q("kind") === "seat" ? o.seats : [];
+      const item = list.find((i) => i.name === q("name"));
+      return item === undefined ? notFound(`${q("kind")} ${q("name")}`) : { status: 200, value: { ok: true, version, item } };
+    }
+    case "/api/history": return { status: 200, value: await reader.history(q("kind"), q("id")) };
+    case "/api/explain": return { status: 200, value: await reader.explain(q("kind"), q("name")) };
+    default: return notFound(url.pathname);
+  }
+}
+
+/** Writes `value` as JSON through safeJson: a reply holding a known secret is answered 500 instead. */
+function sendJson(response: ServerResponse, status: number, value: unknown, secrets: readonly string[]): void {
+  let text: string;
+  try {
+    text = safeJson(value, secrets);
+  } catch (error) {
+    status = 500;
+    text = JSON.stringify({ ok: false, error: { code: "internal", message: error instanceof Error ? error.message : String(error) } });
+  }
+  response.writeHead(status, { ...HEADERS, "content-type": "application/json; charset=utf-8" }).end(text);
+}
+
+/** Starts the server; resolves once it listens. Rejects when the address cannot be bound. */
+export async function startUi(options: UiOptions): Promise<UiServer> {
+  const token = options.token ?? newToken();
+  const live = liveOverview(options.reader, options.watch);
+  const streams = new Set<ServerResponse>();
+  const tell = (version: number): void => { for (const s of streams) s.write(`event: change\ndata: ${version}\n\n`); };
+  live.listeners.add(tell);
 
   const handle = (request: IncomingMessage, response: ServerResponse): void => {
     const url = new URL(request.url ?? "/", "http://ui.invalid");
@@ -141,12 +161,15 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
     }
     if (url.pathname === "/events") {
       response.writeHead(200, { ...HEADERS, "content-type": "text/event-stream", connection: "keep-alive" });
-      response.write(`event: change\ndata: ${version}\n\n`);
+      response.write(`event: change\ndata: ${live.version}\n\n`);
       streams.add(response);
       request.on("close", () => streams.delete(response));
       return;
     }
-    api(url, response).catch((error: unknown) => json(response, 502, { ok: false, error: { code: "unavailable", message: error instanceof Error ? error.message : String(error) } }));
+    apiAnswer(url, live, options.reader).then(
+      (answer) => sendJson(response, answer.status, answer.value, options.secrets),
+      (error: unknown) => sendJson(response, 502, { ok: false, error: { code: "unavailable", message: error instanceof Error ? error.message : String(error) } }, options.secrets),
+    );
   };
 
   const server = createServer(handle);
@@ -160,8 +183,7 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
     token,
     url: `http://${host}:${address.port}/?token=${token}`,
     async stop() {
-      stopWatch();
-      if (timer !== undefined) clearTimeout(timer);
+      live.stop();
       for (const s of streams) s.end();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
