@@ -2,12 +2,12 @@
  * `mesh ui` (issue 30) in a real browser over a real controller: Debian's Chromium driven by
  * playwright-core loads the page with its token, finds the node and a module running, sees an
  * assign made with the CLI appear within 1 s without a reload, finds the graph's edge that
- * `explain` allows, and nothing the server sent holds a seed or a secret. A screenshot is kept
- * in a temp folder and copied to docs/ui.png (the README's picture).
+ * `explain` allows, and nothing the server sent holds a seed or a secret. Screenshots are kept in
+ * the test's temp folder; the graph's is copied to docs/ui-graph.png (docs/ui.md's picture).
  */
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -105,10 +105,7 @@ describe("mesh ui in a browser over a real controller (issue 30)", { skip: SKIP 
     t.diagnostic(`the assign showed on the page ${Date.now() - done} ms after the CLI returned`);
     assert.ok(Date.now() - done <= 1_000);
     assert.equal(await page.evaluate(() => (globalThis as unknown as { marker?: number }).marker), 1, "the same page, not reloaded");
-    const shot = join(dir, "ui.png");
-    await page.screenshot({ path: shot, fullPage: true });
-    mkdirSync(join(ROOT, "docs"), { recursive: true });
-    copyFileSync(shot, join(ROOT, "docs", "ui.png"));
+    await page.screenshot({ path: join(dir, "ui.png"), fullPage: true });
   });
 
   it("the graph has showcase's edge to the seat it uses, and it links to the grants explain gives", async () => {
