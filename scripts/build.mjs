@@ -3,7 +3,7 @@
 // Type errors are `npm run typecheck`'s to report: the build emits without checking (--noCheck),
 // a few seconds. Plain JavaScript: it runs before anything is built, tsx or not.
 import { spawnSync } from "node:child_process";
-import { rmSync } from "node:fs";
+import { cpSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
@@ -19,4 +19,6 @@ try {
 }
 rmSync(new URL("../dist", import.meta.url), { recursive: true, force: true });
 const run = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json", "--noCheck"], { cwd: root, stdio: "inherit" });
+// `mesh ui`'s page: plain files the compiler does not emit, served from beside the server's code.
+if (run.status === 0) cpSync(new URL("../src/ui/static", import.meta.url), new URL("../dist/src/ui/static", import.meta.url), { recursive: true });
 process.exit(run.status ?? 1);

@@ -27,6 +27,7 @@ import { DESCRIBE_CLI_VERB } from "./describe.ts";
 import { EXAMPLES_CLI_VERBS } from "./examples.ts";
 import { CONTEXT_CLI_VERBS } from "./contextVerbs.ts";
 import { TOOL_VERBS } from "./tool.ts";
+import { UI_CLI_VERB } from "./ui.ts";
 import { lastReportOf, lastReportText, reportsOf, type NodeLastReport } from "./lastReport.ts";
 import { moduleRunsText } from "../contracts/report.ts";
 import { busVerb, clientOf, namingId, pendingSeedNote, renderDryRun, report, saveOwnRotation, type ArgumentSpec, type CliVerb } from "./busVerb.ts";
@@ -297,5 +298,6 @@ export const CLI_VERBS: CliVerb[] = [
   ...UP_VERBS,
   VERSION_CLI_VERB,
   GET_CLI_VERB, DESCRIBE_CLI_VERB, ...EXAMPLES_CLI_VERBS, ...CONTEXT_CLI_VERBS, ...TOOL_VERBS,
+  UI_CLI_VERB,
 ];
 

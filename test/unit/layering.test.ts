@@ -52,12 +52,14 @@ const LAYERS: Record<string, readonly string[]> = {
   // what a process exports to watch it: metrics over the records' folds, discovery over the verb list.
   metrics: [...CORE],
   discovery: [...SCHEMAS, "bus"],
+  // `mesh ui`'s web server: it reads the mesh through what the CLI gives it, never the CLI itself.
+  ui: [...SCHEMAS],
   host: [...CORE, ...ADAPTERS, "metrics"],
   bootstrap: [...CORE, ...ADAPTERS, "records", "controller", "push", "serve", "metrics", "discovery"],
   up: [...CORE, ...ADAPTERS, "records", "controller", "push", "serve", "client", "host", "bootstrap", "installer"],
   // the module author's kit stands apart: it reads the env's entry shapes (types) and dials itself.
   kit: ["compose"],
-  cli: [...CORE, ...ADAPTERS, "records", "controller", "push", "client", "host", "bootstrap", "up", "installer", "metrics"],
+  cli: [...CORE, ...ADAPTERS, "records", "controller", "push", "client", "host", "bootstrap", "up", "installer", "metrics", "ui"],
 };
 
 /** The part a repository-relative path belongs to: `src/push/push.ts` is `push`, `src/names.ts` is `names.ts`, `installer/bus.ts` is `installer`. */
