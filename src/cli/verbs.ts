@@ -6,7 +6,7 @@
  * verbs are built with is busVerb.ts (re-exported here for the tests).
  */
 import { printData } from "./output.ts";
-import { HISTORY_LIMIT, REPORTS_PAGE, VERBS, type AnyReply as Reply, type LastReport, type ReplyOf } from "../contracts/verbs.ts";
+import { HISTORY_LIMIT, VERBS, type AnyReply as Reply, type ReplyOf } from "../contracts/verbs.ts";
 import { ENTITY_KINDS } from "../names.ts";
 import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, UsageError, verbUsageError, type CliContext } from "./context.ts";
 import { readManifestFiles, registrationSummary } from "./manifests.ts";

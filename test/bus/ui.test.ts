@@ -3,8 +3,9 @@
  * playwright-core loads the page with its token, finds the node and a module running, sees an
  * assign made with the CLI appear within 1 s without a reload, finds the graph's edge that
  * `explain` allows, and nothing the server sent holds a seed or a secret. Screenshots are kept in
- * the test's temp folder; the graph's is copied to docs/ui-graph.png (docs/ui.md's picture).
+ * the test's temp folder and test-artifacts/; MESH_UPDATE_SCREENSHOTS=1 renews docs/ui-graph.png.
  */
+import { artifactsDir } from "../support/artifacts.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -119,7 +120,9 @@ describe("mesh ui in a browser over a real controller (issue 30)", { skip: SKIP 
     assert.equal(await page.locator('[data-edge="greeter claims greetings"]').count(), 1);
     const shot = join(dir, "graph.png");
     await page.screenshot({ path: shot });
-    copyFileSync(shot, join(ROOT, "docs", "ui-graph.png"));
+    // The test artifact stays in test-artifacts/ (gitignored); the docs' picture is renewed on request only.
+    copyFileSync(shot, join(artifactsDir(), "ui-graph.png"));
+    if (process.env.MESH_UPDATE_SCREENSHOTS === "1") copyFileSync(shot, join(ROOT, "docs", "ui-graph.png"));
     await edge.click();
     await page.locator("text=explain module showcase").waitFor({ timeout: 5_000 });
     const subjects = await page.locator("td code").allTextContents();

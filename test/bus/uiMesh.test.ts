@@ -2,8 +2,9 @@
  * `mesh ui` over a whole mesh made by `mesh up` (issue 30): the greeter example runs through its
  * node's agent (the runner, R72), and the page, in Debian's Chromium, shows it running, then
  * shows a module assigned by the CLI (`mesh assign`, as typed) within 1 s without a reload. Its
- * screenshot, kept in the test's temp folder, is copied to docs/ui.png (the README's picture).
+ * screenshot is kept in test-artifacts/; MESH_UPDATE_SCREENSHOTS=1 renews docs/ui.png (the README's).
  */
+import { artifactsDir } from "../support/artifacts.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -75,6 +76,8 @@ describe("mesh ui over a mesh made by mesh up: the greeter runs through its agen
     t.diagnostic(`the assign showed ${Date.now() - done} ms after the CLI returned`);
     const shot = join(root, "ui.png");
     await page.screenshot({ path: shot, fullPage: true });
-    copyFileSync(shot, join(import.meta.dirname, "../../docs/ui.png"));
+    // The test artifact stays in test-artifacts/ (gitignored); the docs' picture is renewed on request only.
+    copyFileSync(shot, join(artifactsDir(), "ui.png"));
+    if (process.env.MESH_UPDATE_SCREENSHOTS === "1") copyFileSync(shot, join(import.meta.dirname, "../../docs/ui.png"));
   });
 });
