@@ -31,7 +31,6 @@ const FUNCTIONS_BEING_SPLIT: Record<string, string> = {
   "src/commands/moduleRegister.ts decide": "the verb registry (issue 28)",
   "src/config.ts parseControllerConfig": "issue 28 small shells, next",
   "src/controller/raise.ts raiseTopology": "issue 28 small shells, next",
-  "src/host/runner.ts moduleRunner": "issue 28 small shells, next",
   "src/up/up.ts up": "issue 28 small shells, next",
 };
 
