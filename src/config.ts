@@ -218,6 +218,31 @@ function normalAddress(address: string): string | null {
  * credential file's own — the message says which to unset. Never includes a secret (R3).
  */
 export function parseControllerConfig(env: Environment): ControllerConfig {
+  const vars = controllerVariables(env);
+  const brokerAddress = brokerAddressOf(vars);
+  const fingerprint = givenFingerprint(vars);
+  const keyText = meshKeyOf(vars);
+  const stored = readControllerCredential(vars.MESH_CONTROLLER_CREDENTIAL);
+  const address = dialledAddress(vars, stored.address, brokerAddress);
+  const credential = dialledCredential(vars, stored, address, fingerprint);
+  return Object.freeze({
+    brokerAddress,
+    fingerprint: credential.fingerprint ?? null,
+    credentialFile: vars.MESH_CONTROLLER_CREDENTIAL,
+    credential: Object.freeze(credential),
+    meshKey: keyText,
+    controllerSubmits: Object.freeze([...vars.MESH_CONTROLLER_SUBMITS]),
+    replicas: vars.MESH_CATALOGUE_REPLICAS,
+    stateDir: vars.MESH_CONTROLLER_STATE_DIR ?? dirname(vars.MESH_CONTROLLER_CREDENTIAL),
+    leaseMs: vars.MESH_CONTROLLER_LEASE_MS ?? (vars.MESH_CATALOGUE_REPLICAS > 1 ? DEFAULT_CLUSTER_LEASE_MS : 0),
+  });
+}
+
+/** The controller's variables as controllerEnvSchema reads them. */
+type ControllerVariables = z.output<typeof controllerEnvSchema>;
+
+/** The controller's variables parsed by their schema (empty ones as unset); ConfigError names the first one at fault. */
+function controllerVariables(env: Environment): ControllerVariables {
   const names = Object.keys(controllerEnvSchema.shape);
   const parsed = controllerEnvSchema.safeParse(withoutEmpty(env, names));
   if (!parsed.success) {
@@ -226,18 +251,21 @@ export function parseControllerConfig(env: Environment): ControllerConfig {
     const unset = issue.code === "invalid_type";
     throw new ConfigError([variable], `${variable}: ${unset ? "is not set" : issue.message}`, { problem: unset ? "unset" : "invalid" });
   }
-  const vars = parsed.data;
+  return parsed.data;
+}
 
-  // The genesis address (R8).
-  let brokerAddress: string | null = null;
-  if (vars.MESH_BROKER_ADDRESS !== undefined) {
-    brokerAddress = normalAddress(vars.MESH_BROKER_ADDRESS);
-    if (brokerAddress === null) {
-      throw new ConfigError(["MESH_BROKER_ADDRESS"], "MESH_BROKER_ADDRESS is not host[:port] or tls://host[:port] (and carries no user or password)");
-    }
+/** The genesis address (R8), a port-less one given 4222; null when MESH_BROKER_ADDRESS is unset. */
+function brokerAddressOf(vars: ControllerVariables): string | null {
+  if (vars.MESH_BROKER_ADDRESS === undefined) return null;
+  const brokerAddress = normalAddress(vars.MESH_BROKER_ADDRESS);
+  if (brokerAddress === null) {
+    throw new ConfigError(["MESH_BROKER_ADDRESS"], "MESH_BROKER_ADDRESS is not host[:port] or tls://host[:port] (and carries no user or password)");
   }
+  return brokerAddress;
+}
 
-  // The pinned fingerprint: from the certificate, given directly, or both agreeing (R34, R35).
+/** The pinned fingerprint: from the certificate, given directly, or both agreeing (R34, R35); null when neither is set. */
+function givenFingerprint(vars: ControllerVariables): string | null {
   let fingerprint: string | null = null;
   if (vars.MESH_BROKER_CERTIFICATE !== undefined && FINGERPRINT.test(vars.MESH_BROKER_CERTIFICATE)) {
     // A module's declared environment carries the fingerprint itself in MESH_BROKER_CERTIFICATE
@@ -253,40 +281,49 @@ export function parseControllerConfig(env: Environment): ControllerConfig {
       throw new ConfigError(["MESH_BROKER_CERTIFICATE"], `MESH_BROKER_CERTIFICATE=${vars.MESH_BROKER_CERTIFICATE} is not a PEM certificate`, { cause: error });
     }
   }
-  if (vars.MESH_BROKER_FINGERPRINT !== undefined) {
-    const given = vars.MESH_BROKER_FINGERPRINT.toUpperCase();
-    if (fingerprint !== null && fingerprint !== given) {
-      throw new ConfigError(
-        ["MESH_BROKER_CERTIFICATE", "MESH_BROKER_FINGERPRINT"],
-        `MESH_BROKER_FINGERPRINT (${given}) disagrees with the fingerprint of MESH_BROKER_CERTIFICATE (${fingerprint}): unset MESH_BROKER_FINGERPRINT (the certificate file is the source) or point MESH_BROKER_CERTIFICATE at the bus's certificate`,
-      );
-    }
-    fingerprint = given;
+  if (vars.MESH_BROKER_FINGERPRINT === undefined) return fingerprint;
+  const given = vars.MESH_BROKER_FINGERPRINT.toUpperCase();
+  if (fingerprint !== null && fingerprint !== given) {
+    throw new ConfigError(
+      ["MESH_BROKER_CERTIFICATE", "MESH_BROKER_FINGERPRINT"],
+      `MESH_BROKER_FINGERPRINT (${given}) disagrees with the fingerprint of MESH_BROKER_CERTIFICATE (${fingerprint}): unset MESH_BROKER_FINGERPRINT (the certificate file is the source) or point MESH_BROKER_CERTIFICATE at the bus's certificate`,
+    );
   }
+  return given;
+}
 
-  // The mesh key.
+/** The mesh key: MESH_KEY_FILE's text, base64 of 32 bytes. */
+function meshKeyOf(vars: ControllerVariables): string {
   const keyText = readConfigFile("MESH_KEY_FILE", vars.MESH_KEY_FILE, "the mesh key").trim();
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(keyText) || Buffer.from(keyText, "base64").length !== 32) {
     throw new ConfigError(["MESH_KEY_FILE"], `MESH_KEY_FILE=${vars.MESH_KEY_FILE} does not hold a mesh key (base64 of 32 bytes)`);
   }
+  return keyText;
+}
 
-  // The credential file, and the address the controller dials.
-  const stored = readControllerCredential(vars.MESH_CONTROLLER_CREDENTIAL);
-  let address = stored.address;
-  if (vars.MESH_BUS_URL !== undefined) {
-    const dialled = normalAddress(vars.MESH_BUS_URL);
-    if (dialled === null || !/^[a-z]+:\/\//.test(vars.MESH_BUS_URL)) {
-      throw new ConfigError(["MESH_BUS_URL"], "MESH_BUS_URL is not tls://host:port (and carries no user or password)");
-    }
-    if (!isDialableBusAddress(dialled)) throw new ConfigError(["MESH_BUS_URL"], `MESH_BUS_URL (${dialled}): ${TLS_REQUIRED}`);
-    if (brokerAddress !== null && dialled !== brokerAddress) {
-      throw new ConfigError(
-        ["MESH_BUS_URL", "MESH_BROKER_ADDRESS"],
-        `MESH_BUS_URL (${dialled}) and MESH_BROKER_ADDRESS (${brokerAddress}) state the bus address differently: unset MESH_BUS_URL to dial the credential's address, or correct one of them`,
-      );
-    }
-    address = dialled;
+/** The address the controller dials: the credential file's, or MESH_BUS_URL (TLS, R67), which must agree with MESH_BROKER_ADDRESS (R35). */
+function dialledAddress(vars: ControllerVariables, storedAddress: string, brokerAddress: string | null): string {
+  if (vars.MESH_BUS_URL === undefined) return storedAddress;
+  const dialled = normalAddress(vars.MESH_BUS_URL);
+  if (dialled === null || !/^[a-z]+:\/\//.test(vars.MESH_BUS_URL)) {
+    throw new ConfigError(["MESH_BUS_URL"], "MESH_BUS_URL is not tls://host:port (and carries no user or password)");
   }
+  if (!isDialableBusAddress(dialled)) throw new ConfigError(["MESH_BUS_URL"], `MESH_BUS_URL (${dialled}): ${TLS_REQUIRED}`);
+  if (brokerAddress !== null && dialled !== brokerAddress) {
+    throw new ConfigError(
+      ["MESH_BUS_URL", "MESH_BROKER_ADDRESS"],
+      `MESH_BUS_URL (${dialled}) and MESH_BROKER_ADDRESS (${brokerAddress}) state the bus address differently: unset MESH_BUS_URL to dial the credential's address, or correct one of them`,
+    );
+  }
+  return dialled;
+}
+
+/**
+ * The credential the controller dials with: the file's user and secret at `address`, its
+ * cluster's servers (R62), and the pin, the given `fingerprint` or the file's, which must agree
+ * (R35); a tls:// address with no pin is refused (R34).
+ */
+function dialledCredential(vars: ControllerVariables, stored: BusCredential, address: string, fingerprint: string | null): BusCredential {
   if (fingerprint !== null && stored.fingerprint !== undefined && stored.fingerprint.toUpperCase() !== fingerprint) {
     const source = vars.MESH_BROKER_CERTIFICATE !== undefined ? "MESH_BROKER_CERTIFICATE" : "MESH_BROKER_FINGERPRINT";
     throw new ConfigError(
@@ -309,16 +346,5 @@ export function parseControllerConfig(env: Environment): ControllerConfig {
       `the controller dials ${address} but no certificate fingerprint is known to pin (R34): set MESH_BROKER_CERTIFICATE (or MESH_BROKER_FINGERPRINT)`,
     );
   }
-
-  return Object.freeze({
-    brokerAddress,
-    fingerprint: pin,
-    credentialFile: vars.MESH_CONTROLLER_CREDENTIAL,
-    credential: Object.freeze(credential),
-    meshKey: keyText,
-    controllerSubmits: Object.freeze([...vars.MESH_CONTROLLER_SUBMITS]),
-    replicas: vars.MESH_CATALOGUE_REPLICAS,
-    stateDir: vars.MESH_CONTROLLER_STATE_DIR ?? dirname(vars.MESH_CONTROLLER_CREDENTIAL),
-    leaseMs: vars.MESH_CONTROLLER_LEASE_MS ?? (vars.MESH_CATALOGUE_REPLICAS > 1 ? DEFAULT_CLUSTER_LEASE_MS : 0),
-  });
+  return credential;
 }

@@ -139,8 +139,28 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
   const kv = await retryJetStream("opening the controllers' lease bucket",
     () => new Kvm(jetstream(nc, { timeout: timings.requestTimeoutMs })).create(CONTROLLER_LEASE_BUCKET, { history: 1, replicas: options.replicas, storage: StorageType.File }),
     { delaysMs: BUS_READY_DELAYS_MS });
+  const lease: LeaseBucket = { kv, options, now, stalled: stalledOn(nc, options) };
+  const taken = await standBy(nc, lease, timings);
+  if (taken.closed) throw new Error("the bus connection closed while standing by for the controllers' lease (R61)");
+  options.log.info(`holding the controllers' lease as ${options.holder} (R61)`);
+  return new Holding(lease, taken, timings).held();
+}
+
+/** What the standby and the holder share: the lease's bucket, the caller's settings, the clock, and `stalled`. */
+type LeaseBucket = {
+  kv: KV;
+  options: LeaseOptions;
+  now: () => number;
   /** `operation`, with a timeout on a connection that is up said to onStalled (see LeaseOptions). */
-  const stalled = async <T>(operation: Promise<T>, what: string): Promise<T> => {
+  stalled: <T>(operation: Promise<T>, what: string) => Promise<T>;
+};
+
+/** The lease as this controller took it: the bucket's revision and when it runs out. */
+type Taken = { closed: false; revision: number; expiresAt: number };
+
+/** Wraps an operation on the bucket: a timeout while the connection is up is said to onStalled, then thrown. */
+function stalledOn(nc: NatsConnection, options: LeaseOptions): LeaseBucket["stalled"] {
+  return async <T>(operation: Promise<T>, what: string): Promise<T> => {
     try {
       return await operation;
     } catch (error) {
@@ -148,11 +168,17 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
       throw error;
     }
   };
+}
+
+/**
+ * Polls until this controller took the lease (or the connection closed: `closed`). A standby has
+ * no deadline: it waits as long as another controller holds the lease. A throw (another
+ * controller won the compare-and-set, or the bus is between leaders) reads again.
+ */
+async function standBy(nc: NatsConnection, { kv, options, now, stalled }: LeaseBucket, timings: LeaseTimings): Promise<Taken | { closed: true }> {
   let waitingOn = "";
-  // A standby has no deadline: it waits as long as another controller holds the lease. A throw
-  // (another controller won the compare-and-set, or the bus is between leaders) reads again.
-  const taken = await pollUntil(async () => {
-    // A standby being stopped: its connection closed, so stop polling (said below).
+  return pollUntil(async () => {
+    // A standby being stopped: its connection closed, so stop polling (said by the caller).
     if (nc.isClosed()) return { closed: true as const };
     const step = decideLease(await stalled(readLease(kv), "reading"), options.holder, now(), options.leaseMs);
     if (step.kind === "wait") {
@@ -165,66 +191,92 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
     const written = step.kind === "create" ? await kv.create(CONTROLLER_LEASE_KEY, body) : await kv.update(CONTROLLER_LEASE_KEY, body, step.revision);
     return { closed: false as const, revision: written, expiresAt: step.value.expiresAt };
   }, { everyMs: timings.pollEveryMs, what: "the controllers' lease is free" });
-  if (taken.closed) throw new Error("the bus connection closed while standing by for the controllers' lease (R61)");
-  let revision = taken.revision;
-  let expiresAt = taken.expiresAt;
-  options.log.info(`holding the controllers' lease as ${options.holder} (R61)`);
+}
 
-  let state: "held" | "lost" | "released" = "held";
-  const lost = (reason: string) => {
-    if (state !== "held") return;
-    state = "lost";
-    clearInterval(timer);
-    options.log.error(`lost the controllers' lease: ${reason} (R61)`);
-    options.onLost(reason);
-  };
-  let renewing = false;
-  const timer = setInterval(() => {
-    if (state !== "held") return;
-    const step = holderTick({ now: now(), expiresAt, renewing });
+/**
+ * The lease while this controller holds it: renewed every renewEveryMs (holderTick), lost once
+ * (onLost) when another took it or it ran out unrenewed, released at most once.
+ */
+class Holding {
+  private state: "held" | "lost" | "released" = "held";
+  private revision: number;
+  private expiresAt: number;
+  private renewing = false;
+  private readonly timer: ReturnType<typeof setInterval>;
+
+  constructor(private readonly lease: LeaseBucket, taken: Taken, timings: LeaseTimings) {
+    this.revision = taken.revision;
+    this.expiresAt = taken.expiresAt;
+    this.timer = setInterval(() => this.tick(), timings.renewEveryMs);
+    this.timer.unref?.();
+  }
+
+  /** The caller's handle (HeldLease). */
+  held(): HeldLease {
+    return { holder: this.lease.options.holder, release: () => this.release() };
+  }
+
+  /** One tick of the renewal timer: lost when it ran out, a renewal when one is due and none is running. */
+  private tick(): void {
+    if (this.state !== "held") return;
+    const step = holderTick({ now: this.lease.now(), expiresAt: this.expiresAt, renewing: this.renewing });
     if (step === "lost") {
-      lost("it could not be renewed before it ran out");
+      this.lost("it could not be renewed before it ran out");
       return;
     }
     if (step === "wait") return;
-    renewing = true;
-    void (async () => {
-      const value: LeaseValue = { holder: options.holder, expiresAt: now() + options.leaseMs };
-      try {
-        revision = await stalled(kv.update(CONTROLLER_LEASE_KEY, JSON.stringify(value), revision), "renewing");
-        expiresAt = value.expiresAt;
-      } catch (error) {
-        // A revision mismatch: someone else holds it. Anything else (no bus) is tried again next
-        // tick, until the lease's own time has passed.
-        if (isWrongLastSequence(error)) {
-          // A renewal whose answer was lost (a stalled connection) still moved the revision: the
-          // lease is still this controller's when the bucket names it.
-          const entry = await readLease(kv).catch(() => null);
-          if (entry?.value?.holder === options.holder && entry.value.expiresAt > now()) {
-            revision = entry.revision;
-            expiresAt = entry.value.expiresAt;
-          } else {
-            lost("another controller holds it");
-          }
-        } else if (now() >= expiresAt) {
-          lost("it could not be renewed before it ran out");
-        }
-      } finally {
-        renewing = false;
-      }
-      // R65: nothing a renewal meets (an unreadable lease, a throwing onLost) ends the process.
-    })().catch((error: unknown) => { options.log.error(`renewing the controllers' lease failed: ${errorLine(error)} (R61)`); });
-  }, timings.renewEveryMs);
-  timer.unref?.();
+    this.renewing = true;
+    // R65: nothing a renewal meets (an unreadable lease, a throwing onLost) ends the process.
+    void this.renew().catch((error: unknown) => { this.lease.options.log.error(`renewing the controllers' lease failed: ${errorLine(error)} (R61)`); });
+  }
 
-  return {
-    holder: options.holder,
-    release: async () => {
-      if (state !== "held") return;
-      state = "released";
-      clearInterval(timer);
-      // Ends it now so a standby need not wait; compare-and-set, so a lease already lost stays.
-      await stalled(kv.update(CONTROLLER_LEASE_KEY, JSON.stringify({ holder: options.holder, expiresAt: 0 }), revision), "releasing").catch(() => undefined);
-    },
-  };
+  /** One renewal (compare-and-set on the revision held); `renewing` is false again after it. */
+  private async renew(): Promise<void> {
+    const { kv, options, now, stalled } = this.lease;
+    const value: LeaseValue = { holder: options.holder, expiresAt: now() + options.leaseMs };
+    try {
+      this.revision = await stalled(kv.update(CONTROLLER_LEASE_KEY, JSON.stringify(value), this.revision), "renewing");
+      this.expiresAt = value.expiresAt;
+    } catch (error) {
+      // A revision mismatch: someone else holds it. Anything else (no bus) is tried again next
+      // tick, until the lease's own time has passed.
+      if (isWrongLastSequence(error)) await this.checkStillHeld();
+      else if (now() >= this.expiresAt) this.lost("it could not be renewed before it ran out");
+    } finally {
+      this.renewing = false;
+    }
+  }
+
+  /**
+   * After a lost compare-and-set: a renewal whose answer was lost (a stalled connection) still
+   * moved the revision, so the lease is still this controller's when the bucket names it.
+   */
+  private async checkStillHeld(): Promise<void> {
+    const { kv, options, now } = this.lease;
+    const entry = await readLease(kv).catch(() => null);
+    if (entry?.value?.holder === options.holder && entry.value.expiresAt > now()) {
+      this.revision = entry.revision;
+      this.expiresAt = entry.value.expiresAt;
+    } else {
+      this.lost("another controller holds it");
+    }
+  }
+
+  /** Lost while held: once, the renewals stopped, said, and onLost called. */
+  private lost(reason: string): void {
+    if (this.state !== "held") return;
+    this.state = "lost";
+    clearInterval(this.timer);
+    this.lease.options.log.error(`lost the controllers' lease: ${reason} (R61)`);
+    this.lease.options.onLost(reason);
+  }
+
+  /** Ends it now so a standby need not wait; compare-and-set, so a lease already lost stays. */
+  private async release(): Promise<void> {
+    if (this.state !== "held") return;
+    this.state = "released";
+    clearInterval(this.timer);
+    const { kv, options, stalled } = this.lease;
+    await stalled(kv.update(CONTROLLER_LEASE_KEY, JSON.stringify({ holder: options.holder, expiresAt: 0 }), this.revision), "releasing").catch(() => undefined);
+  }
 }

@@ -20,14 +20,13 @@
  */
 import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { BusConnectError, connectToBus, type BusConnectOptions } from "../bus/connect.ts";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { ControllerConfig } from "../config.ts";
 import { openCatalogue, RecordsBehind, type Catalogue } from "../records/catalogue.ts";
 import { InvalidEvent } from "../records/errors.ts";
 import { keptMark, writeRecordsMark, type KeptMark } from "./recordsMark.ts";
 import { watchReports } from "./reportWatch.ts";
-import { reportHub } from "../bus/reports.ts";
+import { reportHub, type ReportHub } from "../bus/reports.ts";
 import { watchRecords } from "./recordsWatch.ts";
 import { serveCommands, type CommandServer } from "../serve/server.ts";
 import type { SeenVouch } from "../commands/seen.ts";
@@ -37,22 +36,23 @@ import type { ComposeConfig } from "../compose/types.ts";
 import { credentialOf } from "../projections/index.ts";
 import { hashPassword, isSeedSecret, openWithMeshKey, publicKeyOfSeed, recordsTagVerifies, secretMatches, sealWithMeshKey, seenTag, seenTagVerifies } from "../crypto/secrets.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME } from "../names.ts";
-import { BUS_READY_DELAYS_MS, retryJetStream } from "../bus/retry.ts";
-import { isStreamNotFound } from "../bus/errors.ts";
 import { newCompositionMemo, push, type PushContext, type PushOptions, type PushReport } from "../push/push.ts";
 import { PUSH_VERB, pushVerb } from "../push/pushCommand.ts";
 import { REPORTS_VERB, reportsVerb } from "../push/reports.ts";
-import { controllerCredential, pendingPassword, type ControllerCredential } from "../controller/credential.ts";
+import { controllerCredential, type ControllerCredential } from "../controller/credential.ts";
 import { describeRaise, newRaiseMemo, raiseMesh, type RaiseReport } from "../controller/raise.ts";
 import { replayVerb } from "./replayVerb.ts";
 import { REPLAY_VERB } from "../commands/replay.ts";
 import type { ControllerLog } from "./log.ts";
 import { acquireLease, type HeldLease } from "./lease.ts";
 import { StartStalled, watchStart } from "./startBound.ts";
-import { busStatusLine } from "./busStatus.ts";
 import type { ControllerMetrics } from "../metrics/controller.ts";
 import type { HeardReport } from "../metrics/nodeStates.ts";
 import { startDiscovery } from "./discovery.ts";
+import { CONTROLLER_DIAL, connect, redialer, waitForJetStream, watchBusStatus, type Hooks } from "./busLink.ts";
+
+/** The controller's own dial settings, where callers have always found them (busLink.ts). */
+export { CONTROLLER_DIAL };
 
 /** A running controller. */
 export type Controller = {
@@ -84,62 +84,8 @@ export type StartOptions = {
   metrics?: ControllerMetrics;
 };
 
-/**
- * The controller's own settings of every dial (connectToBus), beside its credential, its secret
- * and its first connect's timeout: its name on the bus, and no async traces (a command's fenced
- * append is a JetStream request, and the controller's log never shows a stack). The command bench's
- * controller dials with these too (test/support/commandMesh.ts), so it measures what ships.
- */
-export const CONTROLLER_DIAL: Readonly<BusConnectOptions> = { name: CONTROLLER_NAME, asyncTraces: false };
-
 /** Commits folded since the last snapshot before a push saves another. */
 export const SNAPSHOT_EVERY = 5_000;
-
-/** The bus refused the dialled seed (BusConnectError of kind `unauthorized`): a pending rotated one may be the right one. */
-function isAuthorizationRefusal(error: unknown): boolean {
-  return error instanceof BusConnectError && error.kind === "unauthorized";
-}
-
-/** Step 2: dial with the file's seed, else with a pending rotated one (then kept, R14). */
-async function connect(config: ControllerConfig, credential: ControllerCredential, log: ControllerLog, timeoutMs: number): Promise<NatsConnection> {
-  const address = credential.current().address;
-  const dial = () => connectToBus(credential.current(), { ...CONTROLLER_DIAL, timeoutMs, secret: credential.dialPassword });
-  try {
-    const nc = await dial();
-    // The server dialled, not the first configured: on a cluster that one may be down (R62).
-    log.info(`connected to the bus at ${nc.getServer()} as ${credential.current().user}`);
-    return nc;
-  } catch (error) {
-    const pending = pendingPassword(config.credentialFile, credential.current().user);
-    if (!isAuthorizationRefusal(error) || pending === null) throw error;
-    log.info(`the bus at ${address} refused the credential file's key; trying the rotated one pending beside it (R14)`);
-    credential.stage(pending);
-    const nc = await dial();
-    credential.commit();
-    log.info(`connected to the bus at ${nc.getServer()} as ${credential.current().user} with the rotated key; the credential file is updated`);
-    return nc;
-  }
-}
-
-/**
- * Seen on a 2.9.10 cluster (issue 14): after the reload of a user list that changed the
- * controller's own key, the reconnected connection could get no JetStream answer for a
- * minute while core messages flowed (its lease then lapsed, R61); a fresh connection answers at
- * once. So after each reconnect JetStream is asked (account info, 1.5 s each); no answer, twice:
- * dial again, well within a lease. Never throws.
- */
-async function checkJetStreamAfterReconnect(nc: NatsConnection, log: ControllerLog): Promise<void> {
-  for (let attempt = 1; attempt <= 2; attempt += 1) {
-    try {
-      await (await jetstreamManager(nc, { checkAPI: false, timeout: 1_500 })).getAccountInfo();
-      return;
-    } catch {
-      if (nc.isClosed()) return;
-    }
-  }
-  log.error("JetStream did not answer on the reconnected connection: dialling the bus again");
-  await nc.reconnect().catch(() => undefined);
-}
 
 /**
  * Step 5 (R14): records a CredentialMinted for the controller with the public key of the seed in use
@@ -195,221 +141,271 @@ export async function startController(config: ControllerConfig, { log, connectTi
   if (signal?.aborted) abandon();
   signal?.addEventListener("abort", abandon, { once: true });
   const address = credential.current().address;
-  /** What a reconnect rechecks besides JetStream (set once the records are open). */
-  let onReconnect: () => void = () => undefined;
-  void (async () => {
-    for await (const status of nc.status()) {
-      // The server named is the one the event concerns (a survivor after a reconnect, R62).
-      const line = busStatusLine(status, nc.getServer());
-      if (line) log[line.level](line.text);
-      if (status.type === "reconnect") {
-        void checkJetStreamAfterReconnect(nc, log);
-        onReconnect();
-        metrics?.reconnected();
-      }
-    }
-  })();
-
-  /** Dials the bus again (once at a time) when JetStream stopped answering on a connection that is up. */
-  let redialling = false;
-  const redial = (why: string) => {
-    if (redialling || nc.isClosed()) return;
-    redialling = true;
-    log.error(`${why}: dialling the bus again`);
-    void nc.reconnect().catch(() => undefined).finally(() => { redialling = false; });
-  };
-  let lease: HeldLease | null = null;
-  let startWatch: { served(): void } | null = null;
-  /** Set when the start held the lease past its bound and gave it up (R61). */
-  const start: { stalled: StartStalled | null } = { stalled: null };
-  /** What losing the lease stops (set once serving). */
-  let onLeaseLost: () => void = () => undefined;
-  /** The records mark as kept while serving (R43, R76), once the records are open. */
-  let marks: KeptMark | undefined;
+  const hooks: Hooks = { onReconnect: () => undefined, onLeaseLost: () => undefined };
+  watchBusStatus(nc, log, hooks, metrics);
+  const redial = redialer(nc, log);
+  const held: Held = { lease: null, startWatch: null, stalled: null, marks: undefined };
   try {
     // 2a. JetStream answers: a cluster started with this controller (`mesh up` after `mesh down`)
     // elects its leaders for seconds after the servers accept connections.
-    await retryJetStream("asking JetStream for the records' stream", () => jetstreamManager(nc, { checkAPI: false })
-      .then((jsm) => jsm.streams.info(CATALOGUE_STREAM))
-      .catch((error: unknown) => (isStreamNotFound(error) ? null : Promise.reject(error))), {
-      delaysMs: BUS_READY_DELAYS_MS,
-      onRetry: (attempt) => { if (attempt === 1) log.info("waiting for JetStream on the bus to answer (a cluster elects its leaders after a start)"); },
-    });
+    await waitForJetStream(nc, log);
     // 3. Load the snapshot and catch up, before the lease: a standby's takeover then folds only
-    // what was appended since (R77). A commit no fold can read (R45) does not stop the start: the
-    // controller serves `replay` to void it, and refuses every other verb naming it (replyErrorOf).
-    // R43: the high-water mark kept outside the records says whether they went back.
-    marks = keptMark(config.stateDir, log);
-    const catalogue = await openCatalogue(nc, {
-      replicas: config.replicas, holdInvalid: true, onSnapshotIgnored: (line) => log.info(line),
-      mark: marks.mark, onAdvance: marks.onAdvance,
-    });
-    // Records latched behind (R43) are not folded further: they are served as they are.
-    const foldTail = async () => catalogue.behind !== null ? catalogue.state : catalogue.catchUp().catch((error: unknown) => {
-      if (!(error instanceof InvalidEvent)) throw error;
-      return catalogue.state;
-    });
-
-    // 3a. The lease (R61): one controller active at a time; a standby waits here, folding the
-    // records as they grow (one fold at a time; a failed one is tried at the next poll).
-    if (config.leaseMs > 0) {
-      let folding = false;
-      lease = await acquireLease(nc, {
-        holder: `${CONTROLLER_NAME}-${randomUUID().slice(0, 8)}`, leaseMs: config.leaseMs, replicas: config.replicas, log,
-        onLost: () => onLeaseLost(),
-        onStalled: (what) => redial(what),
-        whileStandingBy: () => {
-          if (folding) return;
-          folding = true;
-          void foldTail().catch(() => undefined).finally(() => { folding = false; });
-        },
-      });
-    }
-
+    // what was appended since (R77).
+    const { catalogue, foldTail } = await openRecords(nc, config, log, held);
+    // 3a. The lease (R61): one controller active at a time; a standby waits here.
+    if (config.leaseMs > 0) held.lease = await standBy(nc, config, log, { foldTail, redial, onLost: () => hooks.onLeaseLost() });
     signal?.removeEventListener("abort", abandon);
     if (nc.isClosed()) throw new Error("stopped before it held the controllers' lease (R61)");
-    // R61: holding the lease, it serves within a bound or gives the lease up (the lease first, then
-    // the connection, which fails whatever the start waits on).
-    startWatch = lease && watchStart({
-      redial,
-      giveUp: (error) => {
-        start.stalled = error;
-        log.error(error.message);
-        void lease!.release().catch(() => undefined).finally(() => { void nc.close().catch(() => undefined); });
-      },
-    });
-
+    held.startWatch = held.lease && watchStartBound(nc, held, redial, log);
     // What the active controller appended while this one stood by.
-    if (lease) await foldTail();
-    log.info(`records folded to sequence ${catalogue.state.sequence}`);
-    if (catalogue.held) log.error(`${catalogue.held.message}; serving \`mesh replay\` only until then`);
-    if (catalogue.behind) log.error(`${new RecordsBehind(catalogue.behind).message}; serving \`mesh replay\` only until then`);
-    else if (!catalogue.held) writeRecordsMark(config.stateDir, { lastSequence: catalogue.state.sequence, streamCreated: catalogue.streamCreated });
-    // R43: the hosts' reports are evidence too (a declaration composed from records the stream lacks).
-    // Only a claim carrying the controller's own tag counts (recordsTag: under the mesh key, which no host holds).
-    // One subscription to the report subjects for the whole controller: this watch and every push hear it.
-    const reportSubjects = reportHub(nc);
-    const heard = new Map<string, HeardReport>();
-    const reports = await watchReports(nc, catalogue, log, (fact, tag) => recordsTagVerifies(config.meshKey, fact, tag), reportSubjects, (node, r) => { heard.set(node, { digest: r.digest, ok: r.ok }); });
-    // R47: a change of the records' configuration is heard while serving (a reconnect reads it again).
-    const records = watchRecords(nc, catalogue, log);
-    onReconnect = () => { void records.recheck(); };
+    if (held.lease) await foldTail();
+    sayFolded(catalogue, config, log);
+    const evidence = await watchEvidence(nc, catalogue, config, log);
+    hooks.onReconnect = () => { void evidence.records.recheck(); };
     const blocked = () => catalogue.held !== null || catalogue.behind !== null;
-    let snapshotAt = catalogue.state.sequence;
+    const snapshots = { at: catalogue.state.sequence };
 
     // 4. The controller's credential (R14); not over records it cannot fold to their end.
     if (!blocked()) await recordCredential(catalogue, config, credential, log);
 
-    // 5. Serve commands, push among them; 6. the raise (below) is the push queue's first task.
+    // 5. Serve commands, push among them; 6. the raise is the push queue's first task (R21, R22).
     const jsm = await jetstreamManager(nc, { checkAPI: false });
     const raiseMemo = newRaiseMemo();
     const pushContext: PushContext = {
       nc, catalogue, meshKey: config.meshKey, compose, log, controller: credential, newId: () => `push-${randomUUID()}`,
-      sealCache: new Map(), raiseMemo, compositionMemo: newCompositionMemo(), listRepairs: new Set(), reports: reportSubjects,
+      sealCache: new Map(), raiseMemo, compositionMemo: newCompositionMemo(), listRepairs: new Set(), reports: evidence.reportSubjects,
     };
-    // 6. Raise streams, then consumers (R21, R22), before any push: one push at a time, whether
-    // asked over the bus or in-process, and the start's raise first.
     const raising: Promise<RaiseReport> = blocked()
       ? Promise.resolve({ created: [], updated: [], unchanged: [], refused: [] })
       : raiseMesh(jsm, catalogue.state, compose, { memo: raiseMemo, nc });
-    let queue: Promise<unknown> = raising.catch(() => undefined);
-    const runPush = (options: PushOptions = {}): Promise<PushReport> => {
-      const run = queue.then(async () => {
-        // R43: nothing is sent over records behind the world.
-        if (catalogue.behind) throw new RecordsBehind(catalogue.behind);
-        const started = performance.now();
-        const report = await push(pushContext, options).catch((error: unknown) => {
-          metrics?.pushDone(null, (performance.now() - started) / 1000);
-          throw error;
-        });
-        metrics?.pushDone(report, (performance.now() - started) / 1000);
-        if (catalogue.state.sequence - snapshotAt >= SNAPSHOT_EVERY) snapshotAt = (await catalogue.snapshot()).sequence;
-        return report;
-      });
-      queue = run.catch(() => undefined);
-      return run;
-    };
-    // R68: an asker's CLI echoes the sequence the controller vouched for (seenTag: under the mesh key).
-    const seen: SeenVouch = {
-      tag: (sequence) => seenTag(config.meshKey, sequence),
-      verifies: (sequence, tag) => seenTagVerifies(config.meshKey, sequence, tag),
-    };
-    // Discovery (issue 30): the NATS services protocol, its endpoints' statistics beside the metrics.
-    const discovery = startDiscovery(nc, log);
-    metrics?.watch({
-      state: () => catalogue.state,
-      heard: () => heard,
-      recordsEnd: async () => (await jsm.streams.info(CATALOGUE_STREAM)).state.last_seq,
-    });
-    const server: CommandServer = serveCommands(
-      nc,
-      catalogue,
-      {
-        sealSecret: (password) => sealWithMeshKey(config.meshKey, password),
-        openSecret: (sealed) => openWithMeshKey(config.meshKey, sealed),
-        now: () => new Date(),
-        newId: () => randomUUID(),
-        log,
-        compose,
-        seen,
-        commandDone: (verb, outcome, seconds) => {
-          metrics?.commandDone(verb, outcome, seconds);
-          discovery.commandDone(verb, outcome, seconds);
-        },
-      },
-      {
-        [PUSH_VERB]: pushVerb(runPush, log, (subject, line) => nc.publish(subject, line), async () => (await catalogue.catchUp()).nodes, () => nc.info?.max_payload),
-        [REPLAY_VERB]: replayVerb({
-          nc, catalogue, log, now: () => new Date(), newId: () => randomUUID(),
-          sealSecret: (password) => sealWithMeshKey(config.meshKey, password),
-          openSecret: (sealed) => openWithMeshKey(config.meshKey, sealed),
-          installedList: (state) => reports.installedList(state), compose,
-        }),
-        [REPORTS_VERB]: reportsVerb(jsm, async () => (await catalogue.catchUp()).nodes),
-      },
-    );
+    const runPush = pushQueue(pushContext, raising, snapshots, metrics);
+    const served = serve({ nc, jsm, catalogue, config, log, compose, metrics, runPush, evidence });
     await nc.flush(); // the subscription is on the server before start returns
-    startWatch?.served();
-    if (start.stalled) throw start.stalled;
+    held.startWatch?.served();
+    if (held.stalled) throw held.stalled;
     log.info(`serving commands at ${nc.getServer()}`);
     // A controller that lost the lease serves nothing more: another is active (R61).
-    onLeaseLost = () => { void server.stop(); void discovery.stop(); reports.stop(); reportSubjects.close(); records.stop(); lostHook?.(); };
+    hooks.onLeaseLost = () => { void served.server.stop(); void served.discovery.stop(); stopEvidence(evidence); lostHook?.(); };
     // 6. The start's raise: a failure stops the start (caught below: the lease is given up, R61).
-    const raised = await raising.catch(async (error: unknown) => { await server.stop(); await discovery.stop(); throw error; });
+    const raised = await raising.catch(async (error: unknown) => { await stopServing(served); throw error; });
     if (!blocked()) log.info(`raised the bus: ${describeRaise(raised)}`);
     for (const refusal of raised.refused) log.error(`not raised: ${refusal.reason}`);
-
-    let stopped = false;
-    return {
-      nc,
-      catalogue,
-      credential,
-      raised,
-      push: runPush,
-      stop: async () => {
-        if (stopped) return;
-        stopped = true;
-        await server.stop();
-        await discovery.stop();
-        reports.stop(); reportSubjects.close();
-        records.stop();
-        marks?.stop();
-        // The lease first (R61): a standby takes over now, not after a snapshot that may be slow
-        // (a snapshot is only a shortcut for the next start, and any controller may write one).
-        await lease?.release();
-        if (catalogue.state.sequence > snapshotAt && !catalogue.behind) await catalogue.snapshot().catch((error: unknown) => {
-          log.error(`snapshot on stop failed: ${error instanceof Error ? error.message : String(error)}`);
-        });
-        await nc.drain().catch(() => undefined);
-        log.info(`stopped; disconnected from ${address}`);
-      },
-    };
+    return { nc, catalogue, credential, raised, push: runPush, stop: stopOnce({ nc, catalogue, log, held, served, evidence, snapshots, address }) };
   } catch (error) {
     // A leader that cannot start serving gives the lease up rather than holding it idle (R61).
-    startWatch?.served();
-    marks?.stop();
-    await lease?.release().catch(() => undefined);
+    held.startWatch?.served();
+    held.marks?.stop();
+    await held.lease?.release().catch(() => undefined);
     await nc.close().catch(() => undefined);
-    throw start.stalled ?? error;
+    throw held.stalled ?? error;
   }
+}
+
+/** What the start holds and must give back if it fails: the lease, the start's bound (R61), the records mark (R43). */
+type Held = {
+  lease: HeldLease | null;
+  startWatch: { served(): void } | null;
+  /** Set when the start held the lease past its bound and gave it up (R61). */
+  stalled: StartStalled | null;
+  /** The records mark as kept while serving (R43, R76), once the records are open. */
+  marks: KeptMark | undefined;
+};
+
+
+/**
+ * Step 3: the records opened from the snapshot and caught up, the mark kept outside them (R43, in
+ * `held`), and `foldTail`, which folds what was appended since. A commit no fold can read (R45)
+ * does not stop the start: the controller serves `replay` to void it, and refuses every other verb
+ * naming it (replyErrorOf).
+ */
+async function openRecords(nc: NatsConnection, config: ControllerConfig, log: ControllerLog, held: Held): Promise<{ catalogue: Catalogue; foldTail: () => Promise<unknown> }> {
+  const marks = keptMark(config.stateDir, log);
+  held.marks = marks;
+  const catalogue = await openCatalogue(nc, {
+    replicas: config.replicas, holdInvalid: true, onSnapshotIgnored: (line) => log.info(line),
+    mark: marks.mark, onAdvance: marks.onAdvance,
+  });
+  // Records latched behind (R43) are not folded further: they are served as they are.
+  const foldTail = async () => catalogue.behind !== null ? catalogue.state : catalogue.catchUp().catch((error: unknown) => {
+    if (!(error instanceof InvalidEvent)) throw error;
+    return catalogue.state;
+  });
+  return { catalogue, foldTail };
+}
+
+/** Step 3a (R61): waits as a standby until this controller holds the lease, folding the records as they grow (one fold at a time; a failed one is tried at the next poll). */
+async function standBy(
+  nc: NatsConnection, config: ControllerConfig, log: ControllerLog,
+  { foldTail, redial, onLost }: { foldTail: () => Promise<unknown>; redial: (why: string) => void; onLost: () => void },
+): Promise<HeldLease> {
+  let folding = false;
+  return acquireLease(nc, {
+    holder: `${CONTROLLER_NAME}-${randomUUID().slice(0, 8)}`, leaseMs: config.leaseMs, replicas: config.replicas, log,
+    onLost,
+    onStalled: (what) => redial(what),
+    whileStandingBy: () => {
+      if (folding) return;
+      folding = true;
+      void foldTail().catch(() => undefined).finally(() => { folding = false; });
+    },
+  });
+}
+
+/**
+ * R61: holding the lease, the start serves within a bound or gives the lease up (the lease first,
+ * then the connection, which fails whatever the start waits on); the stall is kept in `held`.
+ */
+function watchStartBound(nc: NatsConnection, held: Held, redial: (why: string) => void, log: ControllerLog): { served(): void } {
+  return watchStart({
+    redial,
+    giveUp: (error) => {
+      held.stalled = error;
+      log.error(error.message);
+      void held.lease!.release().catch(() => undefined).finally(() => { void nc.close().catch(() => undefined); });
+    },
+  });
+}
+
+/** Says what the records were folded to and what holds them (R45, R43); writes the records mark when nothing does. */
+function sayFolded(catalogue: Catalogue, config: ControllerConfig, log: ControllerLog): void {
+  log.info(`records folded to sequence ${catalogue.state.sequence}`);
+  if (catalogue.held) log.error(`${catalogue.held.message}; serving \`mesh replay\` only until then`);
+  if (catalogue.behind) log.error(`${new RecordsBehind(catalogue.behind).message}; serving \`mesh replay\` only until then`);
+  else if (!catalogue.held) writeRecordsMark(config.stateDir, { lastSequence: catalogue.state.sequence, streamCreated: catalogue.streamCreated });
+}
+
+/** The watches of evidence while serving: the hosts' reports (R43) and the records' configuration (R47). */
+type Evidence = {
+  reportSubjects: ReportHub;
+  heard: Map<string, HeardReport>;
+  reports: Awaited<ReturnType<typeof watchReports>>;
+  records: ReturnType<typeof watchRecords>;
+};
+
+/**
+ * R43: the hosts' reports are evidence too (a declaration composed from records the stream lacks).
+ * Only a claim carrying the controller's own tag counts (recordsTag: under the mesh key, which no
+ * host holds). One subscription to the report subjects for the whole controller: this watch and
+ * every push hear it. R47: a change of the records' configuration is heard while serving.
+ */
+async function watchEvidence(nc: NatsConnection, catalogue: Catalogue, config: ControllerConfig, log: ControllerLog): Promise<Evidence> {
+  const reportSubjects = reportHub(nc);
+  const heard = new Map<string, HeardReport>();
+  const reports = await watchReports(nc, catalogue, log, (fact, tag) => recordsTagVerifies(config.meshKey, fact, tag), reportSubjects, (node, r) => { heard.set(node, { digest: r.digest, ok: r.ok }); });
+  const records = watchRecords(nc, catalogue, log);
+  return { reportSubjects, heard, reports, records };
+}
+
+/** Ends the evidence watches. */
+function stopEvidence({ reports, reportSubjects, records }: Evidence): void {
+  reports.stop();
+  reportSubjects.close();
+  records.stop();
+}
+
+/**
+ * Step 5: one push at a time, whether asked over the bus or in-process, the start's raise first.
+ * R43: nothing is sent over records behind the world. A snapshot is saved every SNAPSHOT_EVERY
+ * commits (`snapshots.at`, shared with stop).
+ */
+function pushQueue(pushContext: PushContext, raising: Promise<RaiseReport>, snapshots: { at: number }, metrics: ControllerMetrics | undefined): (options?: PushOptions) => Promise<PushReport> {
+  const { catalogue } = pushContext;
+  let queue: Promise<unknown> = raising.catch(() => undefined);
+  return (options: PushOptions = {}): Promise<PushReport> => {
+    const run = queue.then(async () => {
+      if (catalogue.behind) throw new RecordsBehind(catalogue.behind);
+      const started = performance.now();
+      const report = await push(pushContext, options).catch((error: unknown) => {
+        metrics?.pushDone(null, (performance.now() - started) / 1000);
+        throw error;
+      });
+      metrics?.pushDone(report, (performance.now() - started) / 1000);
+      if (catalogue.state.sequence - snapshots.at >= SNAPSHOT_EVERY) snapshots.at = (await catalogue.snapshot()).sequence;
+      return report;
+    });
+    queue = run.catch(() => undefined);
+    return run;
+  };
+}
+
+/** What serving needs (serve). */
+type Serving = {
+  nc: NatsConnection; jsm: JetStreamManager; catalogue: Catalogue; config: ControllerConfig; log: ControllerLog;
+  compose: ComposeConfig; metrics: ControllerMetrics | undefined; runPush: (options?: PushOptions) => Promise<PushReport>; evidence: Evidence;
+};
+
+/**
+ * Step 5: the command server with its shell verbs (push, replay, reports), discovery (issue 30:
+ * the NATS services protocol, its endpoints' statistics beside the metrics) and the metrics'
+ * watch.
+ */
+function serve({ nc, jsm, catalogue, config, log, compose, metrics, runPush, evidence }: Serving): Served {
+  // R68: an asker's CLI echoes the sequence the controller vouched for (seenTag: under the mesh key).
+  const seen: SeenVouch = {
+    tag: (sequence) => seenTag(config.meshKey, sequence),
+    verifies: (sequence, tag) => seenTagVerifies(config.meshKey, sequence, tag),
+  };
+  const discovery = startDiscovery(nc, log);
+  metrics?.watch({
+    state: () => catalogue.state,
+    heard: () => evidence.heard,
+    recordsEnd: async () => (await jsm.streams.info(CATALOGUE_STREAM)).state.last_seq,
+  });
+  const sealSecret = (password: string) => sealWithMeshKey(config.meshKey, password);
+  const openSecret = (sealed: string) => openWithMeshKey(config.meshKey, sealed);
+  const server: CommandServer = serveCommands(
+    nc,
+    catalogue,
+    {
+      sealSecret, openSecret, now: () => new Date(), newId: () => randomUUID(), log, compose, seen,
+      commandDone: (verb, outcome, seconds) => {
+        metrics?.commandDone(verb, outcome, seconds);
+        discovery.commandDone(verb, outcome, seconds);
+      },
+    },
+    {
+      [PUSH_VERB]: pushVerb(runPush, log, (subject, line) => nc.publish(subject, line), async () => (await catalogue.catchUp()).nodes, () => nc.info?.max_payload),
+      [REPLAY_VERB]: replayVerb({
+        nc, catalogue, log, now: () => new Date(), newId: () => randomUUID(), sealSecret, openSecret,
+        installedList: (state) => evidence.reports.installedList(state), compose,
+      }),
+      [REPORTS_VERB]: reportsVerb(jsm, async () => (await catalogue.catchUp()).nodes),
+    },
+  );
+  return { server, discovery };
+}
+
+/** What serve started: the command server and discovery. */
+type Served = { server: CommandServer; discovery: { stop(): Promise<void> } };
+
+/** Stops the command server, then discovery. */
+async function stopServing({ server, discovery }: Served): Promise<void> {
+  await server.stop();
+  await discovery.stop();
+}
+
+/** What a started controller's stop ends, in order (stopOnce). */
+type Running = {
+  nc: NatsConnection; catalogue: Catalogue; log: ControllerLog; held: Held; served: Served;
+  evidence: Evidence; snapshots: { at: number }; address: string;
+};
+
+/** Controller.stop: serving, the watches, the lease (R61), a last snapshot, the connection; once. */
+function stopOnce({ nc, catalogue, log, held, served, evidence, snapshots, address }: Running): () => Promise<void> {
+  let stopped = false;
+  return async () => {
+    if (stopped) return;
+    stopped = true;
+    await stopServing(served);
+    stopEvidence(evidence);
+    held.marks?.stop();
+    // The lease first (R61): a standby takes over now, not after a snapshot that may be slow
+    // (a snapshot is only a shortcut for the next start, and any controller may write one).
+    await held.lease?.release();
+    if (catalogue.state.sequence > snapshots.at && !catalogue.behind) await catalogue.snapshot().catch((error: unknown) => {
+      log.error(`snapshot on stop failed: ${error instanceof Error ? error.message : String(error)}`);
+    });
+    await nc.drain().catch(() => undefined);
+    log.info(`stopped; disconnected from ${address}`);
+  };
 }

@@ -9,7 +9,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { InvalidEvent, RecordsBehind, RecordsUnsafe, replay, type Catalogue } from "../records/catalogue.ts";
 import { canonicalJson } from "../projections/canonical.ts";
 import { assignedModules, everyCredential, everyModule, nodeCount, seatNames, type State } from "../projections/index.ts";
-import type { FreshSecret, Reply } from "../commands/envelope.ts";
+import type { FreshSecret, Refusal, Reply } from "../commands/envelope.ts";
 import { withoutSecrets, type ShellHandler } from "../serve/server.ts";
 import { commandRequest, type CommandRequest } from "../records/reuse.ts";
 import type { TransactResult } from "../records/catalogue.ts";
@@ -198,60 +198,94 @@ async function dryRunRestore(deps: ReplayDependencies, commandId: string, actor:
  * its CLI keeps it, the next push installs it.
  */
 async function acceptRestore(deps: ReplayDependencies, commandId: string, actor: string, recorded: CommandRequest): Promise<Reply> {
-  const freshSecrets = (count: number) => Array.from({ length: count }, () => newFreshSecret(deps.sealSecret));
-  const at = deps.now().toISOString();
+  const asked: Asked = { commandId, actor, at: deps.now().toISOString(), recorded };
+  const accepted = await acceptCommit(deps, asked);
+  if (!accepted.result.ok) return { ok: false, error: accepted.result.refusal };
+  const result = accepted.result;
+  // A retried id decides nothing: the list is read over the records as accepted then.
+  const installed = accepted.installed ?? deps.installedList?.(deps.catalogue.state);
+  // The rest of the fresh credentials, a commit each batch (a retried id appends nothing twice).
+  const further = result.duplicate ? [] : await rotateTheRest(deps, asked, accepted.all, installed?.keys);
+  if (!Array.isArray(further)) return { ok: false, error: further.refusal };
+  const events = [...result.events, ...further];
+  const rotated = events.filter((e): e is CredentialRotated => e.type === "CredentialRotated");
+  deps.log.info(`replay: ${actor} accepted the records as restored at sequence ${result.sequence}; ${rotated.length} credential(s) rotated, installed by the next push (R44)`);
+  return restoreReply(deps, asked, result, events, installed);
+}
+
+/** How a restore was asked: the command id, the operator, the time stamped on its commits, and the request recorded with them (R53). */
+type Asked = { commandId: string; actor: string; at: string; recorded: CommandRequest };
+
+/**
+ * The first commit of an acceptance (decideAcceptRestore): RecordsRestored and the first
+ * ROTATIONS_PER_COMMIT fresh credentials, with every principal to rotate (`all`) and, R44 R64,
+ * the list the bus ran, from the broker's holder in the records being accepted.
+ */
+async function acceptCommit(deps: ReplayDependencies, { commandId, actor, at, recorded }: Asked): Promise<{ result: TransactResult; all: Principal[]; installed: InstalledList | undefined }> {
   let all: Principal[] = [];
   let secrets: FreshSecret[] = [];
-  // R44 R64: the list the bus ran, from the broker's holder in the records being accepted.
   let installed: InstalledList | undefined;
   const result = await deps.catalogue.acceptRestore(commandId, (state, evidence, lost) => {
     all = restorePrincipals(state);
     installed = deps.installedList?.(state);
     const needed = restoreSecretsNeeded(state);
-    if (secrets.length < needed) secrets = [...secrets, ...freshSecrets(needed - secrets.length)];
+    if (secrets.length < needed) secrets = [...secrets, ...freshSecrets(deps, needed - secrets.length)];
     return decideAcceptRestore(state, evidence, lost, { commandId, actor, now: at, secrets }, installed?.keys);
   }, recorded);
-  if (!result.ok) return { ok: false, error: result.refusal };
-  // A retried id decides nothing: the list is read over the records as accepted then.
-  installed ??= deps.installedList?.(deps.catalogue.state);
-  const installedKeys = installed?.keys;
-  // The rest of the fresh credentials, a commit each batch (a retried id appends nothing twice).
+  return { result, all, installed };
+}
+
+/** `count` fresh secrets sealed with the mesh key. */
+function freshSecrets(deps: ReplayDependencies, count: number): FreshSecret[] {
+  return Array.from({ length: count }, () => newFreshSecret(deps.sealSecret));
+}
+
+/** The fresh credentials past the first commit, ROTATIONS_PER_COMMIT a commit (`<id>.rotate-<n>`); their events, or the first refusal. */
+async function rotateTheRest(deps: ReplayDependencies, { commandId, actor, at, recorded }: Asked, all: Principal[], installedKeys: InstalledList["keys"] | undefined): Promise<MeshEvent[] | { refusal: Refusal }> {
   const further: MeshEvent[] = [];
-  for (let from = ROTATIONS_PER_COMMIT, batch = 1; from < all.length && !result.duplicate; from += ROTATIONS_PER_COMMIT, batch += 1) {
+  for (let from = ROTATIONS_PER_COMMIT, batch = 1; from < all.length; from += ROTATIONS_PER_COMMIT, batch += 1) {
     const slice = all.slice(from, from + ROTATIONS_PER_COMMIT);
     const id = `${commandId}.rotate-${batch}`;
-    const batchSecrets = freshSecrets(slice.length);
+    const batchSecrets = freshSecrets(deps, slice.length);
     const more = await deps.catalogue.transact(id, (state) => decideRestoreRotations(state, slice, { commandId: id, actor, now: at, secrets: batchSecrets }, installedKeys), recorded);
-    if (!more.ok) return { ok: false, error: more.refusal };
+    if (!more.ok) return { refusal: more.refusal };
     further.push(...more.events);
   }
+  return further;
+}
+
+/**
+ * Principals the records hold and the installed list does not (removed after the backup, or
+ * never pushed): freshly minted like all, but their credential is never handed out here. A node
+ * revoked by this acceptance (the bus ran without it, R64) is absent too, though no longer on the
+ * records' list. Sorted by kind, then name.
+ */
+function absentPrincipals(composedUsers: Parameters<typeof absentFromInstalledList>[0] | undefined, installedUsers: readonly string[] | undefined, actor: string, revoked: readonly Principal[]): { kind: string; name: string; user: string }[] {
+  return [
+    ...(composedUsers === undefined ? [] : absentFromInstalledList(composedUsers, installedUsers, actor)),
+    ...revoked.map((p) => ({ kind: p.kind, name: p.name, user: busUser(p.kind, p.name) })),
+  ].sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
+}
+
+/** The reply to an accepted restore (see acceptRestore): what it appended, and what the world runs against what the records compose (R44). */
+function restoreReply(deps: ReplayDependencies, { commandId, actor }: Asked, result: Extract<TransactResult, { ok: true }>, events: readonly MeshEvent[], installed: InstalledList | undefined): Reply {
   const restored = result.events.find((e) => e.type === "RecordsRestored");
-  const all2 = [...result.events, ...further];
-  const rotated = all2.filter((e): e is CredentialRotated => e.type === "CredentialRotated");
-  const revoked = all2.filter((e): e is CredentialRevoked => e.type === "CredentialRevoked").map((e) => e.principal);
-  const provisions = all2.filter((e): e is ProvisionRotated => e.type === "ProvisionRotated").map((e) => ({ seat: e.seat, provision: e.provision, consumer: e.consumer }));
+  const rotated = events.filter((e): e is CredentialRotated => e.type === "CredentialRotated");
+  const revoked = events.filter((e): e is CredentialRevoked => e.type === "CredentialRevoked").map((e) => e.principal);
+  const provisions = events.filter((e): e is ProvisionRotated => e.type === "ProvisionRotated").map((e) => ({ seat: e.seat, provision: e.provision, consumer: e.consumer }));
   const state = deps.catalogue.state;
   // R44: what the world runs, from the broker holder's last report, against what the records compose.
   const composed = deps.compose === undefined ? undefined : composeBusUsers(state, deps.compose);
   const known = composed?.ok ? new Set(composed.users.map((u) => u.user)) : undefined;
-  const installedUsers = installed?.users;
   // Principals the world admits and the records do not know (enrolled after the backup, say).
-  const unknownToRecords = known === undefined ? [] : (installedUsers ?? []).filter((u) => !known.has(u)).sort();
-  // Principals the records hold and the installed list does not (removed after the backup, or
-  // never pushed): freshly minted like all, but their credential is never handed out here.
-  // A node revoked by this acceptance (the bus ran without it, R64) is absent too, though no
-  // longer on the records' list.
-  const absent = [
-    ...(composed?.ok ? absentFromInstalledList(composed.users, installedUsers, actor) : []),
-    ...revoked.map((p) => ({ kind: p.kind, name: p.name, user: busUser(p.kind, p.name) })),
-  ].sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
+  const unknownToRecords = known === undefined ? [] : (installed?.users ?? []).filter((u) => !known.has(u)).sort();
+  const absent = absentPrincipals(composed?.ok ? composed.users : undefined, installed?.users, actor, revoked);
   // R50: the asking operator's fresh password, to its own inbox alone (R33) as `credential rotate`
   // answers an operator rotating its own: its CLI keeps it beside its credential file, prints none.
   const own = rotated.find((e) => e.principal.kind === "operator" && e.user === actor);
   const credential = own?.sealed === undefined ? {} : {
     credential: { address: own.address, user: own.user, fingerprint: state.mesh?.fingerprint ?? "", seed: deps.openSecret(own.sealed) },
   };
-  deps.log.info(`replay: ${actor} accepted the records as restored at sequence ${result.sequence}; ${rotated.length} credential(s) rotated, installed by the next push (R44)`);
   return {
     ok: true,
     commandId,
@@ -263,7 +297,7 @@ async function acceptRestore(deps: ReplayDependencies, commandId: string, actor:
     rotated: rotated.length > 1000 ? { count: rotated.length } : rotated.map((e) => e.principal),
     ...(revoked.length > 0 ? { revoked: revoked.length > 1000 ? { count: revoked.length } : revoked } : {}),
     freshProvisions: provisions.length > 1000 ? { count: provisions.length } : provisions,
-    ...(installedKeys === undefined ? { nodeKeys: "unchecked: no holder of mesh-broker reported the list the bus ran; each node keeps its recorded key" } : {}),
+    ...(installed?.keys === undefined ? { nodeKeys: "unchecked: no holder of mesh-broker reported the list the bus ran; each node keeps its recorded key" } : {}),
     unknownToRecords,
     ...(absent.length > ABSENT_IN_REPLY ? { absentLeftOut: absent.length - ABSENT_IN_REPLY } : {}),
     absentFromInstalledList: absent.slice(0, ABSENT_IN_REPLY).map((p) => ({

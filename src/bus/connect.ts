@@ -197,9 +197,42 @@ const pinnedCertificates = new Map<string, { pem: string; own: boolean }>();
  * credential is refused, or the address is malformed or not TLS (kind `setup`).
  */
 export async function connectToBus(credential: BusCredential, options: BusConnectOptions = {}): Promise<NatsConnection> {
+  const { address, all } = dialAddresses(credential);
+  const timeoutMs = options.timeoutMs ?? 5_000;
+  const settings = dialSettings(credential, all, timeoutMs, options);
+  if (all[0]!.scheme === "tls") {
+    if (credential.fingerprint === undefined) {
+      throw new BusConnectError(address, "the credential has no certificate fingerprint to pin (R34): add \"fingerprint\" to it");
+    }
+    const pin = normalizeFingerprint(credential.fingerprint);
+    const dialled = await dialKnownPin(settings, address, pin, options);
+    if (dialled !== undefined) return dialled;
+    const trusted = await probePin(address, all, pin, timeoutMs);
+    settings.tls = caTlsOptions(trusted.pem, trusted.own ? pin : undefined);
+    options.onCertificate?.(trusted.pem);
+  } else {
+    // Only a test process that allowed plain dials gets here (tlsOnly.ts): its nats:// test servers.
+    settings.tls = null;
+  }
+  try {
+    return await natsConnect(settings);
+  } catch (error) {
+    throw dialError(address, error);
+  }
+}
+
+/** One server of a credential, parsed. */
+type DialAddress = { scheme: string; host: string; port: number };
+
+/**
+ * The credential's addresses parsed (`address`: all of them, for lines), each checked before a
+ * socket is opened: well formed, TLS (R67, unless a test allowed plain dials), all one scheme.
+ * Throws BusConnectError naming the address at fault.
+ */
+function dialAddresses(credential: BusCredential): { address: string; all: DialAddress[] } {
   const addresses = credentialAddresses(credential);
   const address = addresses.join(",");
-  const all: Array<{ scheme: string; host: string; port: number }> = [];
+  const all: DialAddress[] = [];
   for (const one of addresses) {
     try {
       all.push(parseBusAddress(one));
@@ -212,7 +245,11 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
   const parts = all[0]!;
   const mixed = all.find((p) => p.scheme !== parts.scheme);
   if (mixed) throw new BusConnectError(address, `the addresses mix ${parts.scheme}:// and ${mixed.scheme}://: every server of one bus is dialled the same way`);
-  const timeoutMs = options.timeoutMs ?? 5_000;
+  return { address, all };
+}
+
+/** nats.js's settings for a dial of `all` (its `tls` set by the caller): the credential's authenticator and inbox prefix (R33), BusConnectOptions. */
+function dialSettings(credential: BusCredential, all: readonly DialAddress[], timeoutMs: number, options: BusConnectOptions): NodeConnectionOptions {
   const reconnect = options.reconnect ?? true;
   const secret = options.secret ?? (() => secretOf(credential));
   const settings: NodeConnectionOptions = {
@@ -230,52 +267,53 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
     ...(options.reconnectWaitMs === undefined ? {} : { reconnectTimeWait: options.reconnectWaitMs, reconnectJitter: 0, reconnectJitterTLS: 0 }),
   };
   if (options.secret) settings.ignoreAuthErrorAbort = true;
-  if (parts.scheme === "tls") {
-    if (credential.fingerprint === undefined) {
-      throw new BusConnectError(address, "the credential has no certificate fingerprint to pin (R34): add \"fingerprint\" to it");
-    }
-    const pin = normalizeFingerprint(credential.fingerprint);
-    const known = pinnedCertificates.get(pin);
-    if (known !== undefined) {
-      settings.tls = caTlsOptions(known.pem, known.own ? pin : undefined);
-      options.onCertificate?.(known.pem);
-      try {
-        return await natsConnect(settings);
-      } catch (error) {
-        const failure = dialError(address, error);
-        // The bus may present another certificate now: probed again below, which names it (CertificateMismatch).
-        if (failure.kind !== "other" && failure.kind !== "certificate") throw failure;
-        pinnedCertificates.delete(pin);
-      }
-    }
-    // The first server that answers is probed; a cluster with one server down still dials.
-    let presented: PresentedChain | undefined;
-    let lastError: unknown;
-    for (const p of all) {
-      try {
-        presented = await probeCertificate(p.host, p.port, { timeoutMs });
-        break;
-      } catch (error) {
-        lastError = error;
-      }
-    }
-    if (presented === undefined) throw dialError(address, lastError);
-    const trusted = pinnedCertificateOf(presented, pin);
-    if (trusted === undefined) throw new CertificateMismatch(address, pin, presented.fingerprint);
-    // The pin is the bus's own certificate when it presents no CA behind it: a mesh made before R71.
-    const own = presented.chain.length === 1;
-    pinnedCertificates.set(pin, { pem: trusted.pem, own });
-    settings.tls = caTlsOptions(trusted.pem, own ? pin : undefined);
-    options.onCertificate?.(trusted.pem);
-  } else {
-    // Only a test process that allowed plain dials gets here (tlsOnly.ts): its nats:// test servers.
-    settings.tls = null;
-  }
+  return settings;
+}
+
+/**
+ * A dial trusting the certificate this process already pinned for `pin` (pinnedCertificates), or
+ * undefined when none is known or the dial failed in a way a new probe may explain (the pin then
+ * forgotten). Throws BusConnectError for a failure of the credential, the address or time.
+ */
+async function dialKnownPin(settings: NodeConnectionOptions, address: string, pin: string, options: BusConnectOptions): Promise<NatsConnection | undefined> {
+  const known = pinnedCertificates.get(pin);
+  if (known === undefined) return undefined;
+  settings.tls = caTlsOptions(known.pem, known.own ? pin : undefined);
+  options.onCertificate?.(known.pem);
   try {
     return await natsConnect(settings);
   } catch (error) {
-    throw dialError(address, error);
+    const failure = dialError(address, error);
+    // The bus may present another certificate now: probed again by the caller, which names it (CertificateMismatch).
+    if (failure.kind !== "other" && failure.kind !== "certificate") throw failure;
+    pinnedCertificates.delete(pin);
+    return undefined;
   }
+}
+
+/**
+ * The certificate to trust for `pin`, probed on the first server that answers (a cluster with one
+ * server down still dials) and kept in pinnedCertificates. Throws CertificateMismatch when no
+ * certificate of the chain has the pin, BusConnectError when no server answers.
+ */
+async function probePin(address: string, all: readonly DialAddress[], pin: string, timeoutMs: number): Promise<{ pem: string; own: boolean }> {
+  let presented: PresentedChain | undefined;
+  let lastError: unknown;
+  for (const p of all) {
+    try {
+      presented = await probeCertificate(p.host, p.port, { timeoutMs });
+      break;
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  if (presented === undefined) throw dialError(address, lastError);
+  const trusted = pinnedCertificateOf(presented, pin);
+  if (trusted === undefined) throw new CertificateMismatch(address, pin, presented.fingerprint);
+  // The pin is the bus's own certificate when it presents no CA behind it: a mesh made before R71.
+  const own = presented.chain.length === 1;
+  pinnedCertificates.set(pin, { pem: trusted.pem, own });
+  return { pem: trusted.pem, own };
 }
 
 /**

@@ -47,67 +47,15 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
     err(`mesh: ${error instanceof Error ? error.message : String(error)}`);
     return EXIT_USAGE;
   }
-
   const program = new Command("mesh")
     .description("operate a mesh: send commands to its controller over the bus")
     .option("-v, --version", "print the versions of mesh, and of the controller and the bus when a mesh answers (mesh version)")
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError("(add --help for usage)");
-
-  let connection: Promise<NatsConnection> | undefined;
-  let exit = EXIT_OK;
   // Failures under -o json|yaml are data on stdout too; known from the words until a verb's options are parsed.
-  let output: OutputFormat = outputOfWords(argv);
-  let commandId: string | undefined;
-
-  for (const verb of verbs) {
-    let parent = program;
-    for (const word of verb.path.slice(0, -1)) {
-      parent = parent.commands.find((c) => c.name() === word)
-        ?? parent.command(word).description(GROUPS[word] ?? `${word} commands`).exitOverride();
-    }
-    const command = parent.command(verb.path.at(-1)!).description(verb.summary).exitOverride();
-    if (verb.aliases !== undefined) command.aliases([...verb.aliases]);
-    command.addHelpText("after", examplesText(verb.examples));
-    if (verb.exitCodes !== undefined) command.addHelpText("after", `\nExit codes: ${verb.exitCodes}`);
-    for (const spec of verb.arguments ?? []) command.argument(argumentSyntax(spec), spec.description);
-    for (const spec of verb.options ?? []) {
-      if (spec.required) command.requiredOption(spec.flags, spec.description);
-      else command.option(spec.flags, spec.description);
-    }
-    // Only the shared options this verb uses: `mesh down --help` shows no --timeout.
-    for (const name of verb.globals ?? []) addGlobalOption(command, name, config, verb.globalHelp?.[name]);
-    command.action(async (...params: unknown[]) => {
-      const own = { ...(params.at(-2) as Record<string, unknown>) };
-      output = chosenOutput(own.json === true, own.output as OutputFormat | undefined);
-      const globals: GlobalOptions = {
-        credential: (verb.globals ?? []).includes("credential") ? credentialOf(config, own) : config.credentialFile,
-        json: isData(output),
-        output,
-        timeoutMs: typeof own.timeout === "number" ? own.timeout : config.timeoutMs,
-        ...(typeof own.commandId === "string" ? { commandId: own.commandId } : {}),
-      };
-      for (const name of verb.globals ?? []) delete own[GLOBAL_KEYS[name]];
-      delete own.context;
-      delete own.output;
-      commandId = globals.commandId;
-      const ctx: CliContext = {
-        io,
-        config,
-        globals,
-        connection: () => {
-          connection ??= connectWithCredentialFile(globals.credential, { name: "mesh-cli", reconnect: false, timeoutMs: globals.timeoutMs });
-          return connection;
-        },
-        asker: () => loadCredential(globals.credential).user,
-        out: (line) => { io.stdout.write(`${line}\n`); },
-        err,
-      };
-      exit = await verb.run(ctx, params.slice(0, -2), own);
-    });
-  }
-
+  const run: Run = { exit: EXIT_OK, output: outputOfWords(argv) };
+  for (const verb of verbs) commandOf(program, verb, config).action(actionOf(verb, { io, config, err, run }));
   addCompletion(program, io);
 
   // Bare `mesh` is a request for help, not a mistake: stdout, exit 0.
@@ -119,15 +67,74 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
     await program.parseAsync(versionAsVerb(argv), { from: "user" });
   } catch (error) {
     const failure = failureOf(error, err);
-    exit = failure.exit;
-    if ((output === "json" || output === "yaml") && failure.code !== undefined) {
-      const id = error instanceof CommandTransportError ? error.commandId ?? commandId : commandId;
-      for (const line of formatData({ ok: false, error: { code: failure.code, message: failure.message }, ...(id === undefined ? {} : { commandId: id }) }, output)) io.stdout.write(`${line}\n`);
+    run.exit = failure.exit;
+    if ((run.output === "json" || run.output === "yaml") && failure.code !== undefined) {
+      const id = error instanceof CommandTransportError ? error.commandId ?? run.commandId : run.commandId;
+      for (const line of formatData({ ok: false, error: { code: failure.code, message: failure.message }, ...(id === undefined ? {} : { commandId: id }) }, run.output)) io.stdout.write(`${line}\n`);
     }
   } finally {
-    if (connection) await connection.then((nc) => nc.close(), () => undefined);
+    if (run.connection) await run.connection.then((nc) => nc.close(), () => undefined);
   }
-  return exit;
+  return run.exit;
+}
+
+/** One run of `mesh`, as the verb that ran left it: its exit code, output format, command id and the connection it opened (closed at the end). */
+type Run = { exit: number; output: OutputFormat; commandId?: string; connection?: Promise<NatsConnection> };
+
+/** The command of `verb` under `program` (its word groups made as needed), with its arguments, options, help and the shared options it uses. */
+function commandOf(program: Command, verb: CliVerb, config: ClientConfig): Command {
+  let parent = program;
+  for (const word of verb.path.slice(0, -1)) {
+    parent = parent.commands.find((c) => c.name() === word)
+      ?? parent.command(word).description(GROUPS[word] ?? `${word} commands`).exitOverride();
+  }
+  const command = parent.command(verb.path.at(-1)!).description(verb.summary).exitOverride();
+  if (verb.aliases !== undefined) command.aliases([...verb.aliases]);
+  command.addHelpText("after", examplesText(verb.examples));
+  if (verb.exitCodes !== undefined) command.addHelpText("after", `\nExit codes: ${verb.exitCodes}`);
+  for (const spec of verb.arguments ?? []) command.argument(argumentSyntax(spec), spec.description);
+  for (const spec of verb.options ?? []) {
+    if (spec.required) command.requiredOption(spec.flags, spec.description);
+    else command.option(spec.flags, spec.description);
+  }
+  // Only the shared options this verb uses: `mesh down --help` shows no --timeout.
+  for (const name of verb.globals ?? []) addGlobalOption(command, name, config, verb.globalHelp?.[name]);
+  return command;
+}
+
+/**
+ * The action of `verb`: its shared options taken out of its own (GlobalOptions), its context
+ * (one connection per run, opened on first use), then the verb run, its exit code kept in `run`.
+ */
+function actionOf(verb: CliVerb, { io, config, err, run }: { io: CliIo; config: ClientConfig; err: (line: string) => void; run: Run }): (...params: unknown[]) => Promise<void> {
+  return async (...params: unknown[]) => {
+    const own = { ...(params.at(-2) as Record<string, unknown>) };
+    run.output = chosenOutput(own.json === true, own.output as OutputFormat | undefined);
+    const globals: GlobalOptions = {
+      credential: (verb.globals ?? []).includes("credential") ? credentialOf(config, own) : config.credentialFile,
+      json: isData(run.output),
+      output: run.output,
+      timeoutMs: typeof own.timeout === "number" ? own.timeout : config.timeoutMs,
+      ...(typeof own.commandId === "string" ? { commandId: own.commandId } : {}),
+    };
+    for (const name of verb.globals ?? []) delete own[GLOBAL_KEYS[name]];
+    delete own.context;
+    delete own.output;
+    run.commandId = globals.commandId;
+    const ctx: CliContext = {
+      io,
+      config,
+      globals,
+      connection: () => {
+        run.connection ??= connectWithCredentialFile(globals.credential, { name: "mesh-cli", reconnect: false, timeoutMs: globals.timeoutMs });
+        return run.connection;
+      },
+      asker: () => loadCredential(globals.credential).user,
+      out: (line) => { io.stdout.write(`${line}\n`); },
+      err,
+    };
+    run.exit = await verb.run(ctx, params.slice(0, -2), own);
+  };
 }
 
 /**

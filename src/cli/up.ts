@@ -13,6 +13,7 @@ import { VERBS_VERSION } from "../contracts/verbs.ts";
 import { DEFAULT_UP_ADDRESS } from "../up/plan.ts";
 import { renderSummary, serversDown, serversDownLine, type BusServerSeen, type UpSummary } from "../up/summary.ts";
 import { InstallerError } from "../../installer/tls.ts";
+import type { MeshPaths } from "../../installer/genesis.ts";
 import { ConfigError, meshInvocation } from "../config.ts";
 import { printData } from "./output.ts";
 import { WATCH_OPTION, watchChanges } from "./watch.ts";
@@ -266,89 +267,118 @@ const statusVerb: CliVerb = {
   options: [DIR_OPTION, WATCH_OPTION],
   async run(ctx, args, options) {
     if (options.watch === true) return watchStatus(ctx, args, options);
-    const [{ busServers, hasMesh, meshPaths, readMeshFile }, { controllerExit, logFile, STANDBY_CONTROLLER }, { readSummary }] = await Promise.all([genesisModule(), processesModule(), upModule()]);
+    const { hasMesh, meshPaths } = await genesisModule();
     const paths = meshPaths(dirOf(options));
-    const here = hasMesh(paths.dir);
-    const processes = await managedProcesses(paths.dir);
+    const scene: StatusScene = { ctx, paths, here: hasMesh(paths.dir), processes: await managedProcesses(paths.dir) };
     const credentialFile = existsSync(paths.operatorCredential) ? paths.operatorCredential : ctx.globals.credential;
-    const running = (line: Record<string, number | null>) => Object.keys(line).map((n) => `${n} ${line[n] === null ? "stopped" : `pid ${line[n]}`}`).join(", ");
-    const base = (genesisAddress: string | null) => ({ dir: paths.dir, genesisAddress, processes: processList(processes) });
-    /** Not ok: the same shape under --json (summary null, the error's code), a line on stderr otherwise; exit 1. */
-    const notOk = (genesisAddress: string | null, code: string, message: string): number => {
-      if (ctx.globals.json) printData(ctx, { ok: false, v: VERBS_VERSION, error: { code, message }, ...base(genesisAddress), summary: null });
-      else ctx.err(`mesh: ${message}`);
-      return EXIT_REFUSED;
-    };
-    // `mesh up`'s own mesh, stopped (`mesh down`): nothing answers; `mesh up` resumes it here.
-    // On a cluster: stopped when no server of the bus runs, or neither controller does (R61, R62).
-    const buses = Object.keys(processes).filter((n) => n === "bus" || n.startsWith("bus-"));
-    const busStopped = buses.length > 0 && buses.every((n) => processes[n] === null);
-    const controllerStopped = "controller" in processes && processes.controller === null && (processes[STANDBY_CONTROLLER] ?? null) === null;
-    if (here && (busStopped || controllerStopped)) {
-      const mesh = readMeshFile(paths.dir);
-      if (!ctx.globals.json) ctx.out(`mesh at ${mesh.genesisAddress}: ${running(processes)}`);
-      if (busStopped) return notOk(mesh.genesisAddress, "not-running", `the mesh in ${paths.dir} is stopped: \`mesh up --dir ${paths.dir}\` starts it`);
-      // The bus runs: the controller alone stopped (it could not start, or it died); its log says why.
-      const why = controllerExit(paths.dir) ?? `the controller is not running (its log: ${logFile(paths.dir, "controller")})`;
-      return notOk(mesh.genesisAddress, "controller-not-running", `the bus of the mesh in ${paths.dir} runs but ${why.replace(/^the /, "its ")}; \`mesh up --dir ${paths.dir}\` starts it again`);
-    }
-    // A folder named on purpose is the mesh asked about: one that holds neither a mesh nor an
-    // operator's credential to ask one is said, never swapped for the credential file's mesh.
-    if (!here && typeof options.dir === "string" && !existsSync(paths.operatorCredential)) {
-      const elsewhere = existsSync(ctx.globals.credential) ? `, or leave --dir out to ask the mesh of the credential file (${ctx.globals.credential})` : "";
-      return notOk(null, "no-mesh", `no mesh in ${paths.dir}: it holds neither ${paths.meshFile} nor ${paths.operatorCredential}; \`mesh up --dir ${paths.dir}\` makes one there${elsewhere}`);
-    }
-    // No mesh here and nothing to ask one elsewhere: the same answer as for a folder named on purpose.
-    if (!here && !existsSync(credentialFile)) {
-      return notOk(null, "no-mesh", `no mesh in ${paths.dir} and no operator credential at ${credentialFile}: \`mesh up\` makes one here; to look at a mesh elsewhere pass --credential <file> (MESH_CREDENTIAL)`);
-    }
+    const local = await localStatus(scene, options, credentialFile);
+    if (local !== undefined) return local;
     if (!existsSync(credentialFile)) {
       throw new UsageError(`no operator credential at ${credentialFile}: pass --credential <file> (MESH_CREDENTIAL) to ask the controller`);
     }
-    const credential = loadCredential(credentialFile);
-    const genesisAddress = here ? readMeshFile(paths.dir).genesisAddress : credential.address;
-    // The controller is asked wherever it runs, over the bus, as the operator (R51).
-    let nc: NatsConnection;
-    try {
-      nc = await connectWithCredentialFile(credentialFile, { name: "mesh-status", reconnect: false, timeoutMs: ctx.globals.timeoutMs });
-    } catch (error) {
-      if (!(error instanceof BusConnectError)) throw error;
-      return notOk(genesisAddress, "connection", `cannot reach the bus at ${credential.address} as ${credential.user}: ${error.message.split("\n")[0]}${Object.keys(processes).length ? `; here: ${running(processes)}` : ""}`);
-    }
-    try {
-      const summary = await readSummary(paths, nc, ctx.globals.timeoutMs, {
-        asker: credential.user,
-        processes,
-        memory: seenMemory(credentialFile, ctx.err),
-        ...(here ? {} : { mesh: { genesisAddress: credential.address, fingerprint: credential.fingerprint ?? "-" } }),
-      });
-      // R62: a cluster answers with a server down; the summary is printed and the server named (exit 1).
-      const seen: BusServerSeen[] = here
-        ? busServers(paths, readMeshFile(paths.dir)).map((s) => ({ name: s.name, address: s.address, process: s.process }))
-        : credentialAddresses(credential).map((address) => ({ name: address, address }));
-      const down = seen.length > 1 ? serversDown(seen, processes, await unansweredServers(seen.map((s) => s.address), ctx.globals.timeoutMs)) : [];
-      const fix = here ? `\`mesh up --dir ${paths.dir}\` starts it again` : "start it again on its machine";
-      const problem = down.length > 0 ? { code: "server-down", message: serversDownLine(down, fix) } : null;
-      if (ctx.globals.json) {
-        printData(ctx, { ok: problem === null, v: VERBS_VERSION, ...(problem ? { error: problem } : {}), ...base(genesisAddress), summary: summaryJson(summary) });
-      } else {
-        for (const line of renderSummary(summary)) ctx.out(line);
-        if (problem) ctx.err(`mesh: ${problem.message}`);
-      }
-      return problem ? EXIT_REFUSED : EXIT_OK;
-    } catch (error) {
-      if (!(error instanceof CommandTransportError || error instanceof UpError)) throw error;
-      const code = error instanceof CommandTransportError ? error.code : error.code ?? "not-running";
-      // A refusal is an answer (records-behind, say): say it as the controller's, not as silence.
-      const said = error instanceof UpError && error.code !== undefined
-        ? error.message.split("\n")[0]!
-        : `the controller did not answer at ${credential.address}: ${error.message.split("\n")[0]}`;
-      return notOk(genesisAddress, code, `${said}${Object.keys(processes).length ? `; here: ${running(processes)}` : ""}`);
-    } finally {
-      await nc.close().catch(() => undefined);
-    }
+    return askStatus(scene, credentialFile);
   },
 };
+
+/** What `mesh status` looks at: the folder (`here`: it holds a mesh) and the local processes `mesh up` started. */
+type StatusScene = { ctx: CliContext; paths: MeshPaths; here: boolean; processes: Record<string, number | null> };
+
+/** The local processes as one line: `bus pid 12, controller stopped`. */
+function runningLine(processes: Record<string, number | null>): string {
+  return Object.keys(processes).map((n) => `${n} ${processes[n] === null ? "stopped" : `pid ${processes[n]}`}`).join(", ");
+}
+
+/** Not ok: the same shape under --json (summary null, the error's code), a line on stderr otherwise; exit 1. */
+function statusNotOk({ ctx, paths, processes }: StatusScene, genesisAddress: string | null, code: string, message: string): number {
+  if (ctx.globals.json) printData(ctx, { ok: false, v: VERBS_VERSION, error: { code, message }, dir: paths.dir, genesisAddress, processes: processList(processes), summary: null });
+  else ctx.err(`mesh: ${message}`);
+  return EXIT_REFUSED;
+}
+
+/**
+ * The answers found without the bus: `mesh up`'s own mesh stopped (`mesh down`), or no mesh here
+ * and nothing to ask one elsewhere; undefined when the controller is to be asked.
+ */
+async function localStatus(scene: StatusScene, options: Readonly<Record<string, unknown>>, credentialFile: string): Promise<number | undefined> {
+  const { ctx, paths, here, processes } = scene;
+  // `mesh up`'s own mesh, stopped (`mesh down`): nothing answers; `mesh up` resumes it here.
+  // On a cluster: stopped when no server of the bus runs, or neither controller does (R61, R62).
+  const { controllerExit, logFile, STANDBY_CONTROLLER } = await processesModule();
+  const buses = Object.keys(processes).filter((n) => n === "bus" || n.startsWith("bus-"));
+  const busStopped = buses.length > 0 && buses.every((n) => processes[n] === null);
+  const controllerStopped = "controller" in processes && processes.controller === null && (processes[STANDBY_CONTROLLER] ?? null) === null;
+  if (here && (busStopped || controllerStopped)) {
+    const mesh = (await genesisModule()).readMeshFile(paths.dir);
+    if (!ctx.globals.json) ctx.out(`mesh at ${mesh.genesisAddress}: ${runningLine(processes)}`);
+    if (busStopped) return statusNotOk(scene, mesh.genesisAddress, "not-running", `the mesh in ${paths.dir} is stopped: \`mesh up --dir ${paths.dir}\` starts it`);
+    // The bus runs: the controller alone stopped (it could not start, or it died); its log says why.
+    const why = controllerExit(paths.dir) ?? `the controller is not running (its log: ${logFile(paths.dir, "controller")})`;
+    return statusNotOk(scene, mesh.genesisAddress, "controller-not-running", `the bus of the mesh in ${paths.dir} runs but ${why.replace(/^the /, "its ")}; \`mesh up --dir ${paths.dir}\` starts it again`);
+  }
+  // A folder named on purpose is the mesh asked about: one that holds neither a mesh nor an
+  // operator's credential to ask one is said, never swapped for the credential file's mesh.
+  if (!here && typeof options.dir === "string" && !existsSync(paths.operatorCredential)) {
+    const elsewhere = existsSync(ctx.globals.credential) ? `, or leave --dir out to ask the mesh of the credential file (${ctx.globals.credential})` : "";
+    return statusNotOk(scene, null, "no-mesh", `no mesh in ${paths.dir}: it holds neither ${paths.meshFile} nor ${paths.operatorCredential}; \`mesh up --dir ${paths.dir}\` makes one there${elsewhere}`);
+  }
+  // No mesh here and nothing to ask one elsewhere: the same answer as for a folder named on purpose.
+  if (!here && !existsSync(credentialFile)) {
+    return statusNotOk(scene, null, "no-mesh", `no mesh in ${paths.dir} and no operator credential at ${credentialFile}: \`mesh up\` makes one here; to look at a mesh elsewhere pass --credential <file> (MESH_CREDENTIAL)`);
+  }
+  return undefined;
+}
+
+/**
+ * The controller asked wherever it runs, over the bus, as the operator (R51): its summary printed,
+ * and on a cluster every server that did not answer named (R62, exit 1); not reached or not
+ * answering is said with the local processes.
+ */
+async function askStatus(scene: StatusScene, credentialFile: string): Promise<number> {
+  const { ctx, paths, here, processes } = scene;
+  const [{ busServers, readMeshFile }, { readSummary }] = await Promise.all([genesisModule(), upModule()]);
+  const credential = loadCredential(credentialFile);
+  const genesisAddress = here ? readMeshFile(paths.dir).genesisAddress : credential.address;
+  const hereLine = Object.keys(processes).length ? `; here: ${runningLine(processes)}` : "";
+  let nc: NatsConnection;
+  try {
+    nc = await connectWithCredentialFile(credentialFile, { name: "mesh-status", reconnect: false, timeoutMs: ctx.globals.timeoutMs });
+  } catch (error) {
+    if (!(error instanceof BusConnectError)) throw error;
+    return statusNotOk(scene, genesisAddress, "connection", `cannot reach the bus at ${credential.address} as ${credential.user}: ${error.message.split("\n")[0]}${hereLine}`);
+  }
+  try {
+    const summary = await readSummary(paths, nc, ctx.globals.timeoutMs, {
+      asker: credential.user,
+      processes,
+      memory: seenMemory(credentialFile, ctx.err),
+      ...(here ? {} : { mesh: { genesisAddress: credential.address, fingerprint: credential.fingerprint ?? "-" } }),
+    });
+    // R62: a cluster answers with a server down; the summary is printed and the server named (exit 1).
+    const seen: BusServerSeen[] = here
+      ? busServers(paths, readMeshFile(paths.dir)).map((s) => ({ name: s.name, address: s.address, process: s.process }))
+      : credentialAddresses(credential).map((address) => ({ name: address, address }));
+    const down = seen.length > 1 ? serversDown(seen, processes, await unansweredServers(seen.map((s) => s.address), ctx.globals.timeoutMs)) : [];
+    const fix = here ? `\`mesh up --dir ${paths.dir}\` starts it again` : "start it again on its machine";
+    const problem = down.length > 0 ? { code: "server-down", message: serversDownLine(down, fix) } : null;
+    if (ctx.globals.json) {
+      printData(ctx, { ok: problem === null, v: VERBS_VERSION, ...(problem ? { error: problem } : {}), dir: paths.dir, genesisAddress, processes: processList(processes), summary: summaryJson(summary) });
+    } else {
+      for (const line of renderSummary(summary)) ctx.out(line);
+      if (problem) ctx.err(`mesh: ${problem.message}`);
+    }
+    return problem ? EXIT_REFUSED : EXIT_OK;
+  } catch (error) {
+    if (!(error instanceof CommandTransportError || error instanceof UpError)) throw error;
+    const code = error instanceof CommandTransportError ? error.code : error.code ?? "not-running";
+    // A refusal is an answer (records-behind, say): say it as the controller's, not as silence.
+    const said = error instanceof UpError && error.code !== undefined
+      ? error.message.split("\n")[0]!
+      : `the controller did not answer at ${credential.address}: ${error.message.split("\n")[0]}`;
+    return statusNotOk(scene, genesisAddress, code, `${said}${hereLine}`);
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+}
 
 /**
  * `mesh status --watch`: the status drawn again at each change the bus carries (watch.ts), heard

@@ -48,7 +48,20 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
       "manifest.version",
     );
   }
+  const refused = seatDeclarationRefusal(catalogue, manifest) ?? droppedSeatRefusal(catalogue, manifest) ?? droppedToolRefusal(catalogue, manifest)
+    ?? referenceRefusal(catalogue, manifest);
+  if (refused) return refused;
 
+  const events: MeshEvent[] = [{ ...metaOf(envelope), type: "ModuleRegistered", manifest, ...(registered ? { replaces: registered.version } : {}) }];
+  // A new version that stops claiming mesh-broker takes the seat from every node it runs on (R49).
+  return refuseLosingBroker(state, entity, events, envelope, "manifest.claims") ?? { ok: true, entity, events };
+}
+
+/** The catalogue of modules and seats a manifest is judged against. */
+type Catalogue = State["modules"];
+
+/** `seat-is-alias` or `seat-declared-elsewhere` for the first seat the manifest may not declare (R27); undefined when none. */
+function seatDeclarationRefusal(catalogue: Catalogue, manifest: Manifest): Decision | undefined {
   for (const seat of Object.keys(manifest.seats)) {
     const aliased = aliasOf(catalogue, seat);
     if (aliased !== undefined) {
@@ -63,8 +76,11 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
       );
     }
   }
+  return undefined;
+}
 
-  // A new version replaces what the old one declared: seats it no longer declares disappear.
+/** `seat-in-use`: a new version replaces what the old one declared, so a seat it drops must be one no other module claims, uses or follows. */
+function droppedSeatRefusal(catalogue: Catalogue, manifest: Manifest): Decision | undefined {
   for (const record of everySeat(catalogue)) {
     const seat = record.name;
     if (record.declaredBy !== manifest.name || manifest.seats[seat] !== undefined) continue;
@@ -81,8 +97,11 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
       );
     }
   }
+  return undefined;
+}
 
-  // R74: a new version keeps every tool another module uses (its grant would vanish unseen).
+/** `tool-in-use` (R74): a new version keeps every tool another module uses (its grant would vanish unseen). */
+function droppedToolRefusal(catalogue: Catalogue, manifest: Manifest): Decision | undefined {
   for (const m of everyModule(catalogue)) {
     if (m.manifest.name === manifest.name) continue;
     const dropped = m.manifest.uses.map(toolUseOf).find((t) => t !== null && t.module === manifest.name && !manifest.tools.some((own) => own.name === t.tool));
@@ -94,7 +113,11 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
       );
     }
   }
+  return undefined;
+}
 
+/** `unknown-seat` (R25), `unknown-tool` (R74) or `unknown-event` for the first claim, use or follow that names nothing declared or offered. */
+function referenceRefusal(catalogue: Catalogue, manifest: Manifest): Decision | undefined {
   /** The declaration a name refers to: this manifest's own, else the catalogue's (after aliases). */
   const lookup = (name: string): SeatDeclaration | undefined => {
     if (manifest.seats[name]) return manifest.seats[name];
@@ -115,15 +138,8 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
       if (!lookup(use)) return unknownSeat(use, `manifest.uses.${i}`);
       continue;
     }
-    // R74: a tool use names a tool that is offered now: this manifest's own, else a registered module's.
-    const offered = tool.module === manifest.name ? manifest.tools : moduleOf(catalogue, tool.module)?.manifest.tools;
-    if (offered === undefined) {
-      return refuse("unknown-tool", `"${use}" names module "${tool.module}", which is not registered: register it first, or drop the use`, `manifest.uses.${i}`);
-    }
-    if (!offered.some((t) => t.name === tool.tool)) {
-      const tools = offered.length === 0 ? "none" : offered.map((t) => t.name).join(", ");
-      return refuse("unknown-tool", `"${use}": module "${tool.module}" offers no tool "${tool.tool}" (it offers ${tools})`, `manifest.uses.${i}`);
-    }
+    const refused = toolUseRefusal(catalogue, manifest, use, tool, `manifest.uses.${i}`);
+    if (refused) return refused;
   }
   for (const [i, follow] of manifest.follows.entries()) {
     const declaration = lookup(follow.seat);
@@ -133,10 +149,20 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
       return refuse("unknown-event", `seat "${follow.seat}" does not emit "${follow.event}" (it emits ${emits})`, `manifest.follows.${i}.event`);
     }
   }
+  return undefined;
+}
 
-  const events: MeshEvent[] = [{ ...metaOf(envelope), type: "ModuleRegistered", manifest, ...(registered ? { replaces: registered.version } : {}) }];
-  // A new version that stops claiming mesh-broker takes the seat from every node it runs on (R49).
-  return refuseLosingBroker(state, entity, events, envelope, "manifest.claims") ?? { ok: true, entity, events };
+/** R74: a tool use names a tool that is offered now: this manifest's own, else a registered module's; `unknown-tool` else. */
+function toolUseRefusal(catalogue: Catalogue, manifest: Manifest, use: string, tool: { module: string; tool: string }, field: string): Decision | undefined {
+  const offered = tool.module === manifest.name ? manifest.tools : moduleOf(catalogue, tool.module)?.manifest.tools;
+  if (offered === undefined) {
+    return refuse("unknown-tool", `"${use}" names module "${tool.module}", which is not registered: register it first, or drop the use`, field);
+  }
+  if (!offered.some((t) => t.name === tool.tool)) {
+    const tools = offered.length === 0 ? "none" : offered.map((t) => t.name).join(", ");
+    return refuse("unknown-tool", `"${use}": module "${tool.module}" offers no tool "${tool.tool}" (it offers ${tools})`, field);
+  }
+  return undefined;
 }
 
 /**

@@ -127,100 +127,119 @@ export async function raiseTopology(
   const existingStreams = await listStreams(jsm);
   const streamCreated = new Map<string, string>();
   for (const [name, info] of existingStreams) streamCreated.set(name, info.created);
-
   // 1. Streams, before any consumer (R22).
-  await inBatches(topology.streams, RAISE_CONCURRENCY, async (spec) => {
-    const current = existingStreams.get(spec.name);
-    const plan = planStream(spec, current?.config);
-    try {
-      switch (plan.kind) {
-        case "add":
-          streamCreated.set(spec.name, (await jsm.streams.add(toStreamConfig(spec))).created);
-          outcome.set(spec.name, "created");
-          return;
-        case "unchanged":
-          outcome.set(spec.name, "unchanged");
-          return;
-        case "refuse":
-          outcome.set(spec.name, plan.refusal);
-          return;
-        case "update":
-          await jsm.streams.update(spec.name, { ...current!.config, ...toStreamConfig(spec) });
-          outcome.set(spec.name, "updated");
-          return;
-      }
-    } catch (error) {
-      if (!isConfigurationError(error)) throw error;
-      outcome.set(spec.name, { object: spec.name, reason: `stream ${spec.name}: ${reasonOf(error)}` });
-    }
-  });
-
+  await inBatches(topology.streams, RAISE_CONCURRENCY, (spec) => raiseStream(jsm, spec, existingStreams.get(spec.name), outcome, streamCreated));
   // 2. Consumers, on the streams that exist now.
-  const byStream = new Map<string, ConsumerSpec[]>();
-  for (const spec of topology.consumers) {
-    const list = byStream.get(spec.stream);
-    if (list) list.push(spec);
-    else byStream.set(spec.stream, [spec]);
+  const existing = await readConsumers(jsm, topology, { outcome, existingStreams, streamCreated }, remembered);
+  await inBatches(topology.consumers, RAISE_CONCURRENCY, (spec) => raiseConsumer(jsm, spec, existing, outcome));
+  if (memo) rememberRaise(memo, topology, outcome, streamCreated);
+  return raiseReportOf(topology, outcome);
+}
+
+/** One stream raised as planStream says; its outcome set (a configuration error is a refusal), its creation time kept when added. */
+async function raiseStream(jsm: JetStreamManager, spec: StreamSpec, current: StreamInfo | undefined, outcome: Map<string, RaiseOutcome>, streamCreated: Map<string, string>): Promise<void> {
+  const plan = planStream(spec, current?.config);
+  try {
+    switch (plan.kind) {
+      case "add":
+        streamCreated.set(spec.name, (await jsm.streams.add(toStreamConfig(spec))).created);
+        outcome.set(spec.name, "created");
+        return;
+      case "unchanged":
+        outcome.set(spec.name, "unchanged");
+        return;
+      case "refuse":
+        outcome.set(spec.name, plan.refusal);
+        return;
+      case "update":
+        await jsm.streams.update(spec.name, { ...current!.config, ...toStreamConfig(spec) });
+        outcome.set(spec.name, "updated");
+        return;
+    }
+  } catch (error) {
+    if (!isConfigurationError(error)) throw error;
+    outcome.set(spec.name, { object: spec.name, reason: `stream ${spec.name}: ${reasonOf(error)}` });
   }
-  // What exists: read in full without a memo; with one, the names, and the infos the memo has not verified.
-  const existingConsumers = new Map<string, Map<string, ConsumerInfo>>();
+}
+
+/** The consumers that exist, by stream (none for a stream not raised), and those a memo already verified (`verified`, object names). */
+type ExistingConsumers = { byStream: Map<string, Map<string, ConsumerInfo>>; verified: Set<string> };
+
+/**
+ * What exists of the consumers `topology` wants: read in full without a memo; with one, the
+ * names, and the infos the memo has not verified (consumerReading, consumersToRead).
+ */
+async function readConsumers(
+  jsm: JetStreamManager,
+  topology: Topology,
+  streams: { outcome: Map<string, RaiseOutcome>; existingStreams: Map<string, StreamInfo>; streamCreated: Map<string, string> },
+  remembered: { memo: RaiseMemo; nc: NatsConnection } | undefined,
+): Promise<ExistingConsumers> {
+  const memo = remembered?.memo;
+  const wanted = new Map<string, ConsumerSpec[]>();
+  for (const spec of topology.consumers) {
+    const list = wanted.get(spec.stream);
+    if (list) list.push(spec);
+    else wanted.set(spec.stream, [spec]);
+  }
+  const byStream = new Map<string, Map<string, ConsumerInfo>>();
   const verified = new Set<string>();
-  for (const [stream, specs] of byStream) {
+  for (const [stream, specs] of wanted) {
     const known = memo?.get(stream);
-    switch (consumerReading(outcome.get(stream), existingStreams.has(stream), memo ? known : undefined, streamCreated.get(stream))) {
+    switch (consumerReading(streams.outcome.get(stream), streams.existingStreams.has(stream), memo ? known : undefined, streams.streamCreated.get(stream))) {
       case "skip":
         break;
       case "none":
-        existingConsumers.set(stream, new Map());
+        byStream.set(stream, new Map());
         break;
       case "list":
-        existingConsumers.set(stream, await listConsumers(jsm, stream));
+        byStream.set(stream, await listConsumers(jsm, stream));
         break;
       case "names": {
         const reading = consumersToRead(specs, await consumerNames(remembered!.nc, jsm, stream), known!);
         for (const object of reading.verified) verified.add(object);
-        existingConsumers.set(stream, reading.listAll ? await listConsumers(jsm, stream) : await consumerInfos(jsm, stream, reading.toRead));
+        byStream.set(stream, reading.listAll ? await listConsumers(jsm, stream) : await consumerInfos(jsm, stream, reading.toRead));
         break;
       }
     }
   }
-  await inBatches(topology.consumers, RAISE_CONCURRENCY, async (spec) => {
-    const name = consumerObject(spec.stream, spec.config.durable_name);
-    const consumers = existingConsumers.get(spec.stream);
-    if (!consumers) {
-      outcome.set(name, missingStreamRefusal(spec));
-      return;
-    }
-    if (verified.has(name)) {
-      outcome.set(name, "unchanged");
-      return;
-    }
-    const plan = planConsumer(spec, consumers.get(spec.config.durable_name)?.config);
-    try {
-      switch (plan.kind) {
-        case "add":
-          await jsm.consumers.add(spec.stream, toConsumerConfig(spec));
-          outcome.set(name, "created");
-          return;
-        case "unchanged":
-          outcome.set(name, "unchanged");
-          return;
-        case "refuse":
-          outcome.set(name, plan.refusal);
-          return;
-        case "update":
-          await jsm.consumers.update(spec.stream, spec.config.durable_name, plan.delta as Partial<ConsumerConfig>);
-          outcome.set(name, "updated");
-          return;
-      }
-    } catch (error) {
-      if (!isConfigurationError(error)) throw error;
-      outcome.set(name, { object: name, reason: `consumer ${spec.config.durable_name} on ${spec.stream}: ${reasonOf(error)}` });
-    }
-  });
+  return { byStream, verified };
+}
 
-  if (memo) rememberRaise(memo, topology, outcome, streamCreated);
-  return raiseReportOf(topology, outcome);
+/** One consumer raised as planConsumer says; refused naming its stream when that does not exist (R22); its outcome set. */
+async function raiseConsumer(jsm: JetStreamManager, spec: ConsumerSpec, existing: ExistingConsumers, outcome: Map<string, RaiseOutcome>): Promise<void> {
+  const name = consumerObject(spec.stream, spec.config.durable_name);
+  const consumers = existing.byStream.get(spec.stream);
+  if (!consumers) {
+    outcome.set(name, missingStreamRefusal(spec));
+    return;
+  }
+  if (existing.verified.has(name)) {
+    outcome.set(name, "unchanged");
+    return;
+  }
+  const plan = planConsumer(spec, consumers.get(spec.config.durable_name)?.config);
+  try {
+    switch (plan.kind) {
+      case "add":
+        await jsm.consumers.add(spec.stream, toConsumerConfig(spec));
+        outcome.set(name, "created");
+        return;
+      case "unchanged":
+        outcome.set(name, "unchanged");
+        return;
+      case "refuse":
+        outcome.set(name, plan.refusal);
+        return;
+      case "update":
+        await jsm.consumers.update(spec.stream, spec.config.durable_name, plan.delta as Partial<ConsumerConfig>);
+        outcome.set(name, "updated");
+        return;
+    }
+  } catch (error) {
+    if (!isConfigurationError(error)) throw error;
+    outcome.set(name, { object: name, reason: `consumer ${spec.config.durable_name} on ${spec.stream}: ${reasonOf(error)}` });
+  }
 }
 
 /**

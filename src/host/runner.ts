@@ -137,32 +137,99 @@ function agentBaseEnv(): Record<string, string> {
 
 /** Starts a runner with nothing running (RunnerOptions). */
 export function moduleRunner(options: RunnerOptions): Runner {
-  const { stateDir, log } = options;
-  const initialMs = options.restart?.initialMs ?? RESTART_INITIAL_MS;
-  const maxMs = options.restart?.maxMs ?? RESTART_MAX_MS;
-  const resetAfterMs = options.restart?.resetAfterMs ?? RESTART_RESET_AFTER_MS;
-  const baseEnv = options.baseEnv ?? agentBaseEnv();
-  const runtime = containerRuntime(options.onPath ?? onPathOf(baseEnv.PATH));
-  const running = new Map<string, Supervised>();
-  let skipped: NotRun[] = [];
-  let stopping = false;
+  return new ModuleRunner(options);
+}
 
-  const changed = () => { if (!stopping) options.onChange(); };
+/**
+ * The runner's shell (Runner): the supervised modules by name, the declared ones not run with why,
+ * and whether it is stopping; starts each module's process and starts it again when it exits.
+ */
+class ModuleRunner implements Runner {
+  private readonly stateDir: string;
+  private readonly log: (line: string) => void;
+  private readonly restart: { initialMs: number; maxMs: number; resetAfterMs: number };
+  private readonly baseEnv: Record<string, string>;
+  /** podman or docker when on PATH, for modules that run an image. */
+  private readonly runtime: string | null;
+  private readonly running = new Map<string, Supervised>();
+  private skipped: NotRun[] = [];
+  private stopping = false;
 
-  const start = (s: Supervised) => {
+  constructor(private readonly options: RunnerOptions) {
+    this.stateDir = options.stateDir;
+    this.log = options.log;
+    this.restart = {
+      initialMs: options.restart?.initialMs ?? RESTART_INITIAL_MS,
+      maxMs: options.restart?.maxMs ?? RESTART_MAX_MS,
+      resetAfterMs: options.restart?.resetAfterMs ?? RESTART_RESET_AFTER_MS,
+    };
+    this.baseEnv = options.baseEnv ?? agentBaseEnv();
+    this.runtime = containerRuntime(options.onPath ?? onPathOf(this.baseEnv.PATH));
+  }
+
+  apply(declaration: Declaration): void {
+    if (this.stopping) return;
+    const { running, log } = this;
+    const wanted = wantedRuns(this.stateDir, declaration, this.runtime);
+    this.skipped = wanted.skipped;
+    const plan = planRuns(new Map([...running].map(([m, s]) => [m, s.spec])), wanted.specs);
+    for (const module of plan.stop) {
+      const s = running.get(module)!;
+      running.delete(module);
+      log(`runner: module ${module} is no longer declared here: stopping it`);
+      void stop(s);
+    }
+    for (const spec of plan.restart) {
+      const old = running.get(spec.module)!;
+      const next: Supervised = { spec, state: "starting", restarts: old.restarts + 1, inARow: 0, startedAt: Date.now() };
+      running.set(spec.module, next);
+      log(`runner: module ${spec.module}'s run or environment changed: restarting it`);
+      void stop(old).then(() => { if (running.get(spec.module) === next && !this.stopping) this.start(next); });
+    }
+    for (const spec of plan.start) {
+      const s: Supervised = { spec, state: "starting", restarts: 0, inARow: 0, startedAt: Date.now() };
+      running.set(spec.module, s);
+      this.start(s);
+    }
+    this.changed();
+  }
+
+  states(): ModuleRun[] {
+    const out = [...[...this.running.values()].map(runStateOf), ...this.skipped.map((n): ModuleRun => ({ module: n.module, state: n.state, reason: n.reason, restarts: 0 }))];
+    return out.sort((a, b) => (a.module < b.module ? -1 : a.module > b.module ? 1 : 0));
+  }
+
+  logs(module: string, lines: number, maxBytes?: number, from?: number): LogTail | null {
+    if (!NAME_PATTERN.test(module)) return null;
+    const file = moduleLogFile(this.stateDir, module);
+    return this.running.has(module) || existsSync(file) ? readModuleLog(file, lines, maxBytes, from) : null;
+  }
+
+  async stopAll(): Promise<void> {
+    this.stopping = true;
+    await Promise.all([...this.running.values()].map(stop));
+  }
+
+  /** Tells the agent a run state changed, unless the runner is stopping. */
+  private changed(): void {
+    if (!this.stopping) this.options.onChange();
+  }
+
+  /** Starts `s`'s process in its own group, its output to its log; `running` once it stayed up RUNNING_AFTER_MS. */
+  private start(s: Supervised): void {
     s.timer = undefined;
     s.backoffUntil = undefined;
     s.state = "starting";
     s.startedAt = Date.now();
-    s.log ??= openModuleLog(moduleLogFile(stateDir, s.spec.module));
+    s.log ??= openModuleLog(moduleLogFile(this.stateDir, s.spec.module));
     s.log.write(`--- mesh: starting ${s.spec.argv.join(" ")} (start ${s.restarts + 1}) at ${new Date().toISOString()}\n`);
     let child: ChildProcess;
     try {
       child = spawn(s.spec.argv[0]!, s.spec.argv.slice(1), {
-        cwd: s.spec.dir, env: { ...baseEnv, ...s.spec.env }, stdio: ["ignore", "pipe", "pipe"], detached: true,
+        cwd: s.spec.dir, env: { ...this.baseEnv, ...s.spec.env }, stdio: ["ignore", "pipe", "pipe"], detached: true,
       });
     } catch (error) {
-      exited(s, undefined, null, null, error);
+      this.exited(s, undefined, null, null, error);
       return;
     }
     s.child = child;
@@ -170,15 +237,16 @@ export function moduleRunner(options: RunnerOptions): Runner {
     child.stderr?.on("data", (chunk: Buffer) => s.log?.write(chunk));
     let spawnError: unknown;
     child.on("error", (error) => { spawnError = error; });
-    child.on("close", (code, signal) => exited(s, child, code, signal, spawnError));
+    child.on("close", (code, signal) => this.exited(s, child, code, signal, spawnError));
     const upAt = setTimeout(() => {
-      if (s.child === child && s.state === "starting") { s.state = "running"; changed(); }
+      if (s.child === child && s.state === "starting") { s.state = "running"; this.changed(); }
     }, RUNNING_AFTER_MS);
     upAt.unref();
-    changed();
-  };
+    this.changed();
+  }
 
-  const exited = (s: Supervised, child: ChildProcess | undefined, code: number | null, signal: NodeJS.Signals | null, error: unknown) => {
+  /** `s`'s process (`child`, or a spawn that threw) ended: said in its log, and started again after restartDelay unless stopping. */
+  private exited(s: Supervised, child: ChildProcess | undefined, code: number | null, signal: NodeJS.Signals | null, error: unknown): void {
     if (child !== undefined && s.child !== child) return;
     s.child = undefined;
     // A spawn that failed (no such command) closes with a negative errno: said as its error, no code.
@@ -187,54 +255,14 @@ export function moduleRunner(options: RunnerOptions): Runner {
     s.error = error === undefined ? undefined : error instanceof Error ? error.message : String(error);
     const what = s.error ?? (signal ? `signal ${signal}` : `code ${code}`);
     s.log?.write(`--- mesh: exited (${what}) at ${new Date().toISOString()}\n`);
-    if (s.stopped !== undefined || stopping) { s.state = "exited"; return; }
+    if (s.stopped !== undefined || this.stopping) { s.state = "exited"; return; }
+    const { initialMs, maxMs, resetAfterMs } = this.restart;
     s.inARow = exitsInARow(s.inARow, Date.now() - s.startedAt, resetAfterMs);
     const delay = restartDelay(s.inARow, Math.random(), initialMs, maxMs);
     s.state = "exited";
     s.backoffUntil = Date.now() + delay;
-    log(`runner: module ${s.spec.module} exited (${what}); starting it again in ${delay} ms`);
-    s.timer = setTimeout(() => { s.restarts += 1; start(s); }, delay);
-    changed();
-  };
-
-  return {
-    apply(declaration) {
-      if (stopping) return;
-      const wanted = wantedRuns(stateDir, declaration, runtime);
-      skipped = wanted.skipped;
-      const plan = planRuns(new Map([...running].map(([m, s]) => [m, s.spec])), wanted.specs);
-      for (const module of plan.stop) {
-        const s = running.get(module)!;
-        running.delete(module);
-        log(`runner: module ${module} is no longer declared here: stopping it`);
-        void stop(s);
-      }
-      for (const spec of plan.restart) {
-        const old = running.get(spec.module)!;
-        const next: Supervised = { spec, state: "starting", restarts: old.restarts + 1, inARow: 0, startedAt: Date.now() };
-        running.set(spec.module, next);
-        log(`runner: module ${spec.module}'s run or environment changed: restarting it`);
-        void stop(old).then(() => { if (running.get(spec.module) === next && !stopping) start(next); });
-      }
-      for (const spec of plan.start) {
-        const s: Supervised = { spec, state: "starting", restarts: 0, inARow: 0, startedAt: Date.now() };
-        running.set(spec.module, s);
-        start(s);
-      }
-      changed();
-    },
-    states() {
-      const out = [...[...running.values()].map(runStateOf), ...skipped.map((n): ModuleRun => ({ module: n.module, state: n.state, reason: n.reason, restarts: 0 }))];
-      return out.sort((a, b) => (a.module < b.module ? -1 : a.module > b.module ? 1 : 0));
-    },
-    logs(module, lines, maxBytes, from) {
-      if (!NAME_PATTERN.test(module)) return null;
-      const file = moduleLogFile(stateDir, module);
-      return running.has(module) || existsSync(file) ? readModuleLog(file, lines, maxBytes, from) : null;
-    },
-    async stopAll() {
-      stopping = true;
-      await Promise.all([...running.values()].map(stop));
-    },
-  };
+    this.log(`runner: module ${s.spec.module} exited (${what}); starting it again in ${delay} ms`);
+    s.timer = setTimeout(() => { s.restarts += 1; this.start(s); }, delay);
+    this.changed();
+  }
 }

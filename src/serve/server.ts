@@ -17,7 +17,6 @@ import {
 } from "../names.ts";
 import type { Commit } from "../events/index.ts";
 import { readCommits, type Catalogue } from "../records/catalogue.ts";
-import { FencedAppend, FenceRetriesExhausted, InvalidEvent, ReadInterrupted, RecordsBehind, RecordsUnsafe } from "../records/errors.ts";
 import type { SequencedCommit } from "../projections/index.ts";
 import { isNodePublicKey, newFreshSecret, sealToNode } from "../crypto/secrets.ts";
 import type { ComposeConfig } from "../compose/types.ts";
@@ -25,22 +24,24 @@ import { QueryRefused, type CommandDefinition, type Envelope, type FreshSecret, 
 import { appliedSequence, type State } from "../projections/index.ts";
 import { parseRequest, parseRequestBody } from "../commands/validation.ts";
 import { commandRequest } from "../records/reuse.ts";
-import { JetStreamUnavailable } from "../bus/retry.ts";
-import { transientBusConditionOf } from "../bus/errors.ts";
 import { pageOf } from "../commands/paging.ts";
 import {
   CommandId, PageRequest, VERBS, VERB_NAMES, isVerb,
   type CommandVerb, type ParsedRequestOf, type QueryVerb, type ShellVerb, type Verb, type VerbContract,
 } from "../contracts/verbs.ts";
 import { versionRefusal } from "../contracts/version.ts";
-import { fitReply } from "../commands/fit.ts";
-import { boundedText, dropsOf, errorLine, total } from "../bus/total.ts";
+import { boundedText, dropsOf, errorLine, total, type DropLog } from "../bus/total.ts";
 import { definitionOf } from "../commands/index.ts";
 import type { SeenVouch } from "../commands/seen.ts";
 import { weighSeen } from "./serverSeen.ts";
 import { DELIVERY_BOUND_MS, deliverReply, encodeReply, stamped } from "./serverReplies.ts";
 
+import { CommandFailed, replyErrorOf } from "./replyErrors.ts";
+import { commandReply, failure, queryReply, spread, withoutSecrets } from "./replyShapes.ts";
+
+// The names the server has always exported, where callers find them (their homes are the files above).
 export { DELIVERY_BOUND_MS, deliverReply, stamped };
+export { CommandFailed, replyErrorOf, commandReply, queryReply, spread, withoutSecrets };
 
 /** Decodes request bodies (UTF-8); one for the server, not one per request. */
 const decoder = new TextDecoder();
@@ -100,87 +101,6 @@ export function replyInAskersInbox(principal: string, reply: string | undefined)
 }
 
 /**
- * A command failed after its id was known (its commit may be on the records): replyErrorOf answers
- * its cause's code with `commandId`, so the asker can send it again with that id (R53, R76).
- */
-export class CommandFailed extends Error {
-  override readonly name = "CommandFailed";
-  readonly commandId: string;
-  constructor(commandId: string, cause: unknown) {
-    super(`command ${commandId}: ${cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause)}`, { cause });
-    this.commandId = commandId;
-  }
-}
-
-/**
- * The one place adapter errors become reply codes (STYLE.md 3): a fenced-out append is
- * `busy-retry` (retry the same command id), an invalid record is `invalid-records`, records behind
- * the world (R43) are `records-behind` naming the evidence and `mesh replay`, records that erase
- * commits or erased some (R47) are `records-unsafe` naming the setting and its fix, a read of the records
- * that could not go on (the bus away past the read's stall limit, R58) is `records-unavailable`, the JetStream API unavailable through retryJetStream's bound is
- * `bus-unavailable`, and so is any other transient bus condition (transientBusConditionOf: a
- * timeout, no responders, a leader election, a connection closed under the request), naming it and
- * saying to send the command again; anything else
- * `internal` with a generic message; the detail goes to the log only, never to the asker. A
- * CommandFailed answers its cause's code naming the command id (R76).
- */
-export function replyErrorOf(error: unknown): Refusal {
-  if (error instanceof CommandFailed) {
-    const refusal = replyErrorOf(error.cause);
-    return refusal.code === "internal"
-      ? { code: "internal", message: `the controller failed to handle command ${error.commandId}: see its log; it may have been applied: send it again with the same command id to get its reply (it appends nothing twice, R53)`, commandId: error.commandId }
-      : { ...refusal, commandId: error.commandId };
-  }
-  if (error instanceof RecordsBehind) {
-    // R43: never "busy, retry" over records that went back; the evidence and the way out.
-    return { code: "records-behind", message: error.message };
-  }
-  if (error instanceof RecordsUnsafe) {
-    // R47: nothing is appended onto records that erase commits; the setting and the way out.
-    return { code: "records-unsafe", message: error.message };
-  }
-  if (error instanceof FencedAppend || error instanceof FenceRetriesExhausted) {
-    return { code: "busy-retry", message: "another controller kept writing the records: send the same command again (same command id)" };
-  }
-  if (error instanceof InvalidEvent) {
-    return {
-      code: "invalid-records",
-      message: error.sequence === 0
-        ? "the command produced an event that fails its schema: nothing was written; report this as a bug"
-        : `the records hold a commit the controller cannot fold at sequence ${error.sequence} (${error.types.join(", ") || "no event type"}): it serves nothing else until it is voided; see \`mesh replay\`, then \`mesh replay --void ${error.sequence} --reason <why>\` (R45)`,
-    };
-  }
-  if (error instanceof JetStreamUnavailable) {
-    return { code: "bus-unavailable", message: "the bus's JetStream API did not answer through several retries, so the step that needed it did not run: send the command again once the bus is back (a push sends only what is still behind, R31)" };
-  }
-  if (error instanceof ReadInterrupted) {
-    return { code: "records-unavailable", message: "the controller could not read the records from the bus: send the command again once the bus is back" };
-  }
-  // A bus condition that passes (a cluster's server stopped, a leader election) is no fault of the
-  // controller: the asker hears which, and that sending again is safe (the same command id appends
-  // nothing twice, R53; a push sends only what is still behind, R31).
-  const transient = transientBusConditionOf(error);
-  if (transient !== undefined) {
-    return { code: "bus-unavailable", message: `the bus was unavailable for a moment (${transient.reason}), so the controller could not finish: send the command again (the same command id appends nothing twice; a push sends only what is still behind, R31)` };
-  }
-  return { code: "internal", message: "the controller failed to handle the command: see its log" };
-}
-
-/** Keys whose values never leave the controller in a reply: hashes and mesh-key-sealed secrets. */
-const SECRET_KEYS = new Set(["hash", "sealed", "password", "seed"]);
-
-/** A deep copy of `value` without any field named hash, sealed, password or seed (R3). */
-export function withoutSecrets(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutSecrets);
-  if (value !== null && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value)) if (!SECRET_KEYS.has(key)) out[key] = withoutSecrets(inner);
-    return out;
-  }
-  return value;
-}
-
-/**
  * The commits `keep` accepts, in stream order, from sequence 1 to `toSequence`, each validated
  * (readCommits). This is a scan of the whole CATALOGUE: fine for an operator's query (`history`),
  * which wants every event about an entity wherever its commit was filed; not for a hot path.
@@ -208,17 +128,6 @@ function splitPaging(fields: Record<string, unknown>): { ok: true; page: PageReq
   const parsed = parseRequest(PageRequest, { ...(limit === undefined ? {} : { limit }), ...(token === undefined ? {} : { continue: token }) });
   if (!parsed.ok) return parsed;
   return { ok: true, page: parsed.value, rest };
-}
-
-function failure(code: string, message: string, field?: string): Reply {
-  return { ok: false, error: field === undefined ? { code, message } : { code, message, field } };
-}
-
-/** A verb's answer as reply fields: an object as it is, anything else as `result`. */
-export function spread(answer: unknown): Record<string, unknown> {
-  return answer !== null && typeof answer === "object" && !Array.isArray(answer)
-    ? (answer as Record<string, unknown>)
-    : { result: answer };
 }
 
 /** Checks the shell makes for the pure schemas (they have no crypto): a real node key. */
@@ -406,35 +315,6 @@ async function decideCommand(
 }
 
 /**
- * The reply to an accepted command (src/contracts/verbs.ts: the command envelope, then the verb's
- * body): the command id, whether it was a duplicate (R53) or changed nothing, the commit's
- * sequence, and `answer` (the verb's reply), whose growing lists are cut to fit `maxPayload` (R59).
- * Pure.
- */
-export function commandReply(
-  def: CommandDefinition,
-  commandId: string,
-  committed: { duplicate: boolean; unchanged?: boolean; sequence: number },
-  answer: Record<string, unknown>,
-  maxPayload: number,
-): Reply {
-  return {
-    ok: true,
-    commandId,
-    duplicate: committed.duplicate,
-    ...(committed.unchanged ? { unchanged: true } : {}),
-    sequence: committed.sequence,
-    // R59: a list in the reply that grows with the mesh is cut to fit the max payload.
-    ...(def.bounded === undefined ? answer : fitReply(answer, def.bounded, maxPayload)),
-  };
-}
-
-/** The reply to a query (src/contracts/verbs.ts: `asOf`, the sequence it was answered at, then the answer). Pure. */
-export function queryReply(asOf: number, answer: Record<string, unknown>): Reply {
-  return { ok: true, asOf, ...answer };
-}
-
-/**
  * A command's dry run (`dryRun: true`): the same decide on the state caught up to the records'
  * end, nothing appended. The reply is `{ ok: true, dryRun: true, commandId, wouldAppendAfter,
  * events }` with every hash, password and sealed secret taken out of the events (R3), or the
@@ -473,68 +353,11 @@ export function serveCommands(
   deps: ServeDependencies,
   shell: ShellVerbs = {},
 ): CommandServer {
-  const inFlight = new Set<Promise<void>>();
   const subscription: Subscription = nc.subscribe(COMMAND_SUBJECTS, { queue: COMMAND_QUEUE });
-  const encoder = new TextEncoder();
-  const stopping = new AbortController();
-  const respond = (m: Msg, reply: Reply) => {
-    try {
-      m.respond(encoder.encode(JSON.stringify(stamped(reply))));
-    } catch (error) {
-      deps.log.error(`command ${boundedText(m.subject)}: the reply could not be sent: ${errorLine(error)}`);
-      m.respond(encoder.encode(JSON.stringify(stamped(failure("internal", "the reply could not be sent (too large?): see the controller's log")))));
-    }
-  };
   // R65: every drop is one bounded, rate-limited line, and nothing a message does ends the loop.
-  const drop = dropsOf(deps.log);
-  const serveOne = async (m: Msg) => {
-    const asked = commandOfSubject(m.subject);
-    if (!asked) {
-      drop("command-subject", `a message on ${boundedText(m.subject)} reached the command subscription: dropped, not a command subject ${COMMAND_SUBJECTS} (R51, R65)`);
-      return;
-    }
-    const { principal: actor, verb: askedVerb } = asked;
-    const verb = boundedText(askedVerb, 64);
-    if (!m.reply) {
-      drop("command-no-reply", `command ${verb} by ${actor}: dropped, no reply subject`);
-      return;
-    }
-    if (!replyInAskersInbox(actor, m.reply)) {
-      drop("command-foreign-reply", `command ${verb} by ${actor}: dropped, its reply subject ${boundedText(m.reply)} is not in ${actor}'s own inbox ${inboxPrefix(actor)}. (R51, R33)`);
-      return;
-    }
-    const started = performance.now();
-    const done = (reply: Reply) => deps.commandDone?.(askedVerb, reply.ok ? "ok" : reply.error.code, (performance.now() - started) / 1000);
-    if (isShellVerb(askedVerb)) {
-      const replyTo = m.reply;
-      const running = handleCommand(nc, catalogue, deps, askedVerb, m.data, actor, shell).catch((error: unknown): Reply => {
-        deps.log.error(`command ${verb} by ${actor} failed: ${errorLine(error)}`);
-        return { ok: false, error: replyErrorOf(error) };
-      }).then(async (reply) => {
-        done(reply);
-        const outcome = await deliverReply(nc, replyTo, encodeReply(reply, (line) => deps.log.error(`command ${verb} by ${actor}: ${line}`)), stopping.signal);
-        const heard = outcome === "heard" ? "" : outcome === "unheard" ? ` (its reply was not heard: nothing subscribed ${actor}'s reply subject within ${DELIVERY_BOUND_MS} ms)` : " (its reply was still unheard when the server stopped)";
-        deps.log.info(`command ${verb} by ${actor}: ${reply.ok ? "ok" : `refused ${reply.error.code}`}${heard}`);
-      }).catch((error: unknown) => { drop("command-failed", `command ${verb} by ${actor}: dropped, its handler failed: ${errorLine(error)} (R65)`); });
-      inFlight.add(running);
-      void running.finally(() => inFlight.delete(running));
-      return;
-    }
-    let reply: Reply;
-    try {
-      reply = await handleCommand(nc, catalogue, deps, askedVerb, m.data, actor, shell);
-    } catch (error) {
-      reply = { ok: false, error: replyErrorOf(error) };
-      deps.log.error(`command ${verb} by ${actor} failed: ${errorLine(error)}`);
-    }
-    respond(m, reply);
-    done(reply);
-    deps.log.info(
-      `command ${verb} by ${actor}: ${reply.ok ? `ok${"sequence" in reply ? ` at ${String(reply.sequence)}` : ""}` : `refused ${reply.error.code}`}`,
-    );
-  };
-  const serve = total(serveOne, (error, m: Msg) => {
-    drop("command-failed", `a message on ${boundedText(m.subject)}: dropped, its handler failed: ${errorLine(error)} (R65)`);
+  const serving: Serving = { nc, catalogue, deps, shell, drop: dropsOf(deps.log), stopping: new AbortController(), inFlight: new Set() };
+  const serve = total((m: Msg) => serveOne(serving, m), (error, m: Msg) => {
+    serving.drop("command-failed", `a message on ${boundedText(m.subject)}: dropped, its handler failed: ${errorLine(error)} (R65)`);
   });
   const loop = (async () => {
     try {
@@ -548,8 +371,106 @@ export function serveCommands(
       if (!subscription.isClosed()) await subscription.drain();
       await loop;
       // A reply nobody hears is not sent again after the stop: the handlers end, not the bound.
-      stopping.abort();
-      await Promise.all([...inFlight]);
+      serving.stopping.abort();
+      await Promise.all([...serving.inFlight]);
     },
   };
+}
+
+/** What serving one message needs: the server's parts, its drop log, its stop signal, and the shell verbs still running. */
+type Serving = {
+  nc: NatsConnection;
+  catalogue: Catalogue;
+  deps: ServeDependencies;
+  shell: ShellVerbs;
+  drop: DropLog;
+  stopping: AbortController;
+  inFlight: Set<Promise<void>>;
+};
+
+/** A message that passed the asker checks: who asked, the verb as asked and as logged (bounded), its reply subject. */
+type Admitted = { actor: string; askedVerb: string; verb: string; reply: string };
+
+/** One message of the loop: admitted (or dropped), then a shell verb beside the loop or any other verb in it. */
+async function serveOne(serving: Serving, m: Msg): Promise<void> {
+  const asked = admit(m, serving.drop);
+  if (asked === null) return;
+  const started = performance.now();
+  const done = (reply: Reply) => serving.deps.commandDone?.(asked.askedVerb, reply.ok ? "ok" : reply.error.code, (performance.now() - started) / 1000);
+  if (isShellVerb(asked.askedVerb)) serveBeside(serving, m, asked, done);
+  else await serveInLoop(serving, m, asked, done);
+}
+
+/**
+ * The asker and verb of `m` (R51), or null when it is dropped with one line (R65): not a command
+ * subject, no reply subject, or a reply subject outside the asker's own inbox (R33).
+ */
+function admit(m: Msg, drop: DropLog): Admitted | null {
+  const asked = commandOfSubject(m.subject);
+  if (!asked) {
+    drop("command-subject", `a message on ${boundedText(m.subject)} reached the command subscription: dropped, not a command subject ${COMMAND_SUBJECTS} (R51, R65)`);
+    return null;
+  }
+  const { principal: actor, verb: askedVerb } = asked;
+  const verb = boundedText(askedVerb, 64);
+  if (!m.reply) {
+    drop("command-no-reply", `command ${verb} by ${actor}: dropped, no reply subject`);
+    return null;
+  }
+  if (!replyInAskersInbox(actor, m.reply)) {
+    drop("command-foreign-reply", `command ${verb} by ${actor}: dropped, its reply subject ${boundedText(m.reply)} is not in ${actor}'s own inbox ${inboxPrefix(actor)}. (R51, R33)`);
+    return null;
+  }
+  return { actor, askedVerb, verb, reply: m.reply };
+}
+
+/**
+ * A shell verb, run beside the loop so a long push does not hold up commands: its reply delivered
+ * until heard, DELIVERY_BOUND_MS or the server's stop, then logged; tracked until it ends.
+ */
+function serveBeside(serving: Serving, m: Msg, asked: Admitted, done: (reply: Reply) => void): void {
+  const { nc, catalogue, deps, shell, drop, stopping, inFlight } = serving;
+  const { actor, askedVerb, verb, reply: replyTo } = asked;
+  const running = handleCommand(nc, catalogue, deps, askedVerb, m.data, actor, shell).catch((error: unknown): Reply => {
+    deps.log.error(`command ${verb} by ${actor} failed: ${errorLine(error)}`);
+    return { ok: false, error: replyErrorOf(error) };
+  }).then(async (reply) => {
+    done(reply);
+    const outcome = await deliverReply(nc, replyTo, encodeReply(reply, (line) => deps.log.error(`command ${verb} by ${actor}: ${line}`)), stopping.signal);
+    const heard = outcome === "heard" ? "" : outcome === "unheard" ? ` (its reply was not heard: nothing subscribed ${actor}'s reply subject within ${DELIVERY_BOUND_MS} ms)` : " (its reply was still unheard when the server stopped)";
+    deps.log.info(`command ${verb} by ${actor}: ${reply.ok ? "ok" : `refused ${reply.error.code}`}${heard}`);
+  }).catch((error: unknown) => { drop("command-failed", `command ${verb} by ${actor}: dropped, its handler failed: ${errorLine(error)} (R65)`); });
+  inFlight.add(running);
+  void running.finally(() => inFlight.delete(running));
+}
+
+/** A command or query, in the loop (one at a time, in arrival order): its one reply sent on `m`, then logged. */
+async function serveInLoop(serving: Serving, m: Msg, asked: Admitted, done: (reply: Reply) => void): Promise<void> {
+  const { nc, catalogue, deps, shell } = serving;
+  const { actor, askedVerb, verb } = asked;
+  let reply: Reply;
+  try {
+    reply = await handleCommand(nc, catalogue, deps, askedVerb, m.data, actor, shell);
+  } catch (error) {
+    reply = { ok: false, error: replyErrorOf(error) };
+    deps.log.error(`command ${verb} by ${actor} failed: ${errorLine(error)}`);
+  }
+  respond(m, reply, deps.log);
+  done(reply);
+  deps.log.info(
+    `command ${verb} by ${actor}: ${reply.ok ? `ok${"sequence" in reply ? ` at ${String(reply.sequence)}` : ""}` : `refused ${reply.error.code}`}`,
+  );
+}
+
+/** Encodes replies sent on a message; one for the server. */
+const encoder = new TextEncoder();
+
+/** Sends `reply` on `m`; a reply that cannot be sent (too large) becomes an `internal` one, the cause in the log. */
+function respond(m: Msg, reply: Reply, log: ServerLog): void {
+  try {
+    m.respond(encoder.encode(JSON.stringify(stamped(reply))));
+  } catch (error) {
+    log.error(`command ${boundedText(m.subject)}: the reply could not be sent: ${errorLine(error)}`);
+    m.respond(encoder.encode(JSON.stringify(stamped(failure("internal", "the reply could not be sent (too large?): see the controller's log")))));
+  }
 }

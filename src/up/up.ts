@@ -1,23 +1,19 @@
 import { existsSync, readFileSync, readdirSync } from "node:fs";
-import { hostname } from "node:os";
-import { lookup } from "node:dns/promises";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectWithCredentialFile } from "../client/dial.ts";
 import { pollUntil, PollTimeout } from "../bus/retry.ts";
-import { makeFolderDurable, packageFile, readBusCredential, writeFileDurable } from "../files/index.ts";
-import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer, type SeenMemory } from "../client/client.ts";
+import { packageFile, readBusCredential, writeFileDurable } from "../files/index.ts";
+import { meshClient, PUSH_REPLY_MARGIN_MS, type Answer, type MeshClient, type SeenMemory } from "../client/client.ts";
 import type { ReplyOf, RequestOf, Verb } from "../contracts/verbs.ts";
 import { registrationOrder } from "../manifest/order.ts";
 import type { Environment } from "../config.ts";
 import {
-  initHostKeys, readOwned, saveNodeCredential, NODE_CREDENTIAL_FILE, NODE_KEY_FILE,
+  readOwned, saveNodeCredential, NODE_CREDENTIAL_FILE,
   type BusReloadOptions,
 } from "../host/index.ts";
-import { NAME_PATTERN } from "../names.ts";
-import { parseBusAddress } from "../projections/index.ts";
-import { busServers, enrolReplyFile, genesis, hasMesh, meshPaths, readMeshFile, type MeshPaths } from "../../installer/genesis.ts";
-import { findNatsServer, freePort, isPortFree, testServerConfig } from "../../installer/serverConfig.ts";
+import { busServers, enrolReplyFile, hasMesh, meshPaths, readMeshFile, type MeshPaths } from "../../installer/genesis.ts";
+import { findNatsServer, testServerConfig } from "../../installer/serverConfig.ts";
 import { startBus, pidFile } from "../../installer/bus.ts";
 import { readUserList } from "../../installer/carried.ts";
 import { localHost } from "../../installer/genesis.ts";
@@ -25,11 +21,14 @@ import { InstallerError } from "../../installer/tls.ts";
 import { controllerExit, runningPid, recordPid, spawnDaemon, processesOf, STANDBY_CONTROLLER, SUPERVISOR } from "./processes.ts";
 import { appliedOf, nodesOf, principalsByUser, seatsOf, type NodeLastReport, type UpSummary } from "./summary.ts";
 import { REPORTS_PAGE } from "../push/reports.ts";
-import { planIssueAndAssign, planPlacement, planRegistrations, pushLines, resumeRefusal, type UpCommand } from "./plan.ts";
+import { planIssueAndAssign, planPlacement, planRegistrations, pushLines, type UpCommand } from "./plan.ts";
 import { RECORDS_BEHIND, UpError, refusedStep, upOverRecordsBehind } from "./errors.ts";
 import { DEFAULT_UP_ADDRESS } from "./plan.ts";
 
-export { DEFAULT_UP_ADDRESS };
+import { DEFAULT_UP_HOST, DEFAULT_UP_PORT, addressResolves, chooseUpAddress, genesisOrResume, localNodeName, type UpAddress } from "./upGenesis.ts";
+
+// Steps 1-2 live in upGenesis.ts; their names stay exported here, where callers find them.
+export { DEFAULT_UP_ADDRESS, DEFAULT_UP_HOST, DEFAULT_UP_PORT, addressResolves, chooseUpAddress, localNodeName, type UpAddress };
 
 /**
  * `mesh up`: the embedded default, a whole mesh on this machine (DESIGN.md: installer, R13, R14).
@@ -59,52 +58,9 @@ export const HOST_DIR = "host";
 export const LOCAL_NODE_FILE = "node.name";
 /** Written once the example mesh is set up: a later `mesh up` only resumes and pushes. */
 export const EXAMPLE_MESH_FILE = "example-mesh.json";
-/** Its host and preferred port (R8); when the port is taken the OS picks a free one (chooseUpAddress). */
-export const DEFAULT_UP_HOST = "127.0.0.1";
-export const DEFAULT_UP_PORT = 4222;
 
-/** The embedded default's genesis address and monitoring port, and whether the preferred port was taken. */
-/**
- * Resolves when `address`'s host resolves on this machine (`resolve`: node's dns lookup, a test's
- * stand-in). `mesh up` runs the bus here and dials it at the genesis address, and the mesh keeps
- * that address for good: one this machine cannot resolve is refused before anything is made.
- * Throws UpError naming `source`, the address, the host and the fix. An address of another form
- * is left to genesis, which refuses it.
- */
-export async function addressResolves(
-  address: string,
-  source: string,
-  resolve: (host: string) => Promise<unknown> = (host) => lookup(host),
-): Promise<void> {
-  let host: string;
-  try {
-    host = parseBusAddress(address).host.replace(/^\[(.*)\]$/, "$1");
-  } catch {
-    return; // Not an address at all: genesis refuses it with its own words (and never echoes a password in it, R3).
-  }
-  try {
-    await resolve(host);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    throw new UpError(`up: ${source} ${address}: ${host} does not resolve on this machine (${code}), and mesh up dials its own bus there; give a name or address this machine resolves (nothing was made)`);
-  }
-}
 
-export type UpAddress = { brokerAddress: string; monitorPort: number; fallback: boolean };
 
-/**
- * The genesis address for `mesh up` without `--address`: `tls://127.0.0.1:<preferred>` when that
- * port is free (default 4222, R8), else a port the OS chooses (e.g. Debian's own nats-server holds
- * 4222). The monitoring port is client port + 4000 when free, else one the OS chooses. Ports are
- * free when checked; a race with another program is reported by genesis (InstallerError).
- */
-export async function chooseUpAddress(preferred = DEFAULT_UP_PORT, host = DEFAULT_UP_HOST): Promise<UpAddress> {
-  const free = await isPortFree(host, preferred);
-  const port = free ? preferred : await freePort(host);
-  const monitorWanted = Math.min(port + 4000, 65535);
-  const monitorPort = monitorWanted !== port && await isPortFree("127.0.0.1", monitorWanted) ? monitorWanted : await freePort("127.0.0.1");
-  return { brokerAddress: `tls://${host}:${port}`, monitorPort, fallback: !free };
-}
 
 /** The example mesh's manifests and the controller's own module.json (shipped with the package). */
 export const EXAMPLES_DIR = packageFile("examples");
@@ -174,11 +130,6 @@ export type UpResult = {
   push: ReplyOf<"push">;
 };
 
-/** This machine's host name as a mesh name (lowercase, dashes), or `local`. */
-export function localNodeName(raw = hostname()): string {
-  const name = raw.toLowerCase().split(".")[0]!.replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 63);
-  return NAME_PATTERN.test(name) ? name : "local";
-}
 
 /** The manifests `mesh up` registers: examples/*.json, then the controller's own module.json. */
 export function defaultManifests(): string[] {
@@ -273,50 +224,8 @@ export async function up(options: UpOptions): Promise<UpResult> {
   // <dir>/host`, `mesh host credential --state <dir>/host --from <dir>/<node>.enrol.json`.
   const hostDir = join(paths.dir, HOST_DIR);
   const nodeFile = join(hostDir, LOCAL_NODE_FILE);
-  if (!hasMesh(paths.dir)) {
-    if (options.brokerAddress !== undefined) await addressResolves(options.brokerAddress, options.addressSource ?? "MESH_BROKER_ADDRESS");
-    makeFolderDurable(hostDir);
-    const name = existsSync(nodeFile) ? readFileSync(nodeFile, "utf8").trim() : (options.node ?? localNodeName());
-    writeFileDurable(nodeFile, `${name}\n`, { mode: 0o644 });
-    if (!existsSync(join(hostDir, NODE_KEY_FILE))) initHostKeys(hostDir);
-    let chosen: { brokerAddress: string; monitorPort?: number } = { brokerAddress: options.brokerAddress ?? DEFAULT_UP_ADDRESS };
-    if (options.brokerAddress === undefined) {
-      const preferred = options.preferredPort ?? DEFAULT_UP_PORT;
-      const picked = await chooseUpAddress(preferred);
-      chosen = picked;
-      log(picked.fallback
-        ? `up: port ${preferred} on ${DEFAULT_UP_HOST} is taken (another nats-server?): the bus takes ${picked.brokerAddress} instead`
-        : `up: the bus takes ${picked.brokerAddress}`);
-    }
-    await genesis({
-      dir: paths.dir, brokerAddress: chosen.brokerAddress, log,
-      ...(chosen.monitorPort === undefined ? {} : { monitorPort: chosen.monitorPort }),
-      ...(options.addressSource === undefined ? {} : { addressSource: options.addressSource }),
-      detachBus: detached,
-      node: { name, stateDir: hostDir },
-      ...(options.cluster === undefined || options.cluster <= 1 ? {} : { cluster: options.cluster }),
-      ...(options.searchPath === undefined ? {} : { searchPath: options.searchPath }),
-    });
-  } else {
-    // `--address`, `--node` and `--cluster` shape a mesh at genesis only: one that exists keeps how it was made.
-    const meshFile = readMeshFile(paths.dir);
-    const made = { dir: paths.dir, genesisAddress: meshFile.genesisAddress, servers: meshFile.servers?.length ?? 1, ...(existsSync(nodeFile) ? { node: readFileSync(nodeFile, "utf8").trim() } : {}) };
-    const refusal = resumeRefusal(made, options);
-    if (refusal !== undefined) throw new UpError(refusal);
-    log(`up: resuming the mesh in ${paths.dir}`);
-  }
-  if (!existsSync(nodeFile)) {
-    throw new UpError(`up: ${paths.dir} holds a mesh made without a genesis node (no ${nodeFile}): \`mesh up\` runs meshes it made; run this one's parts by hand (docs/real-machines.md)`);
-  }
-  const node = readFileSync(nodeFile, "utf8").trim();
-  if (!existsSync(join(hostDir, NODE_CREDENTIAL_FILE))) {
-    const reply = enrolReplyFile(paths.dir, node);
-    if (!existsSync(reply)) {
-      throw new UpError(`up: ${join(hostDir, NODE_CREDENTIAL_FILE)} and ${reply} are gone: write {"credential": {"address", "user", "nkey", "fingerprint"}} for node ${node} (no secret: its seed is ${join(hostDir, "node.seed")}) and run \`mesh host credential --state ${hostDir} --from <that file>\``);
-    }
-    log(`up: opening ${node}'s enrol reply (mesh host credential --from ${reply})`);
-    saveNodeCredential(hostDir, JSON.parse(readFileSync(reply, "utf8")));
-  }
+  await genesisOrResume(options, { paths, hostDir, nodeFile, detached });
+  const node = localNode(paths, hostDir, nodeFile, log);
   await ensureBus(paths, binary, detached, log);
 
   // 3. the controller, then the operator's view of it.
@@ -330,39 +239,8 @@ export async function up(options: UpOptions): Promise<UpResult> {
     const client = meshClient(nc, asker, { timeoutMs });
 
     // 4. the local node's host agent: enrolled at genesis, its account carried in the first list (R56).
-    const nodes = await client.nodes();
-    if (!nodes.ok && nodes.error.code === RECORDS_BEHIND) {
-      // R43: the records are behind the world. The local host still runs: it tells the controller
-      // what it holds (the users of the list the bus runs, named when the restore is accepted) and
-      // installs what the push after `mesh replay --accept-restore` sends. Nothing is sent meanwhile.
-      await options.launcher.host(paths, node);
-      await options.launcher.supervise?.(paths);
-      throw upOverRecordsBehind(paths.dir, nodes.error);
-    }
-    if (!nodesOf(ok("nodes", nodes)).some((n) => n.name === node)) {
-      throw new UpError(`up: node ${node} is not enrolled in the mesh of ${paths.dir} (its genesis named another node?)`);
-    }
-    await options.launcher.host(paths, node);
-    await options.launcher.supervise?.(paths);
-
-    // The example mesh, once: register, issue, assign, place (each step only when not done yet, so
-    // an interrupted first `up` completes; afterwards what the operator changed is left alone).
-    const exampleDone = join(paths.dir, EXAMPLE_MESH_FILE);
-    if (!existsSync(exampleDone)) {
-      const run = async (commands: readonly UpCommand[]) => {
-        for (const command of commands) {
-          log(command.line);
-          ok(command.verb, await client.ask(command.verb, command.body as RequestOf<typeof command.verb>));
-        }
-      };
-      const registered = new Set(ok("modules", await client.modules()).modules.map((m) => m.name));
-      const files = (options.manifests ?? defaultManifests()).map((file) => ({ file, manifest: JSON.parse(readFileSync(file, "utf8")) as { name: string } }));
-      await run(planRegistrations(registered, registrationOrder(files)));
-      const { modules } = ok("modules", await client.modules());
-      await run(planIssueAndAssign(modules, node));
-      await run(planPlacement(nodesOf(ok("nodes", await client.nodes())), node));
-      writeFileDurable(exampleDone, `${JSON.stringify({ node, modules: modules.map((m) => m.name) }, null, 2)}\n`, { mode: 0o644 });
-    }
+    await startLocalHost(client, options, paths, node);
+    await exampleMesh(client, options, paths, node);
 
     // The push, waiting for the node to apply (R32).
     // A node whose agent is not running is waited for to the end: said, so the wait is not silence.
@@ -378,6 +256,71 @@ export async function up(options: UpOptions): Promise<UpResult> {
   } finally {
     await nc.close().catch(() => undefined);
   }
+}
+
+/**
+ * Steps 1-2 continued: the local node's name (its file), and its credential opened from its enrol
+ * reply when the host folder lacks it. Throws UpError naming what is gone and the fix.
+ */
+function localNode(paths: MeshPaths, hostDir: string, nodeFile: string, log: (line: string) => void): string {
+  if (!existsSync(nodeFile)) {
+    throw new UpError(`up: ${paths.dir} holds a mesh made without a genesis node (no ${nodeFile}): \`mesh up\` runs meshes it made; run this one's parts by hand (docs/real-machines.md)`);
+  }
+  const node = readFileSync(nodeFile, "utf8").trim();
+  if (!existsSync(join(hostDir, NODE_CREDENTIAL_FILE))) {
+    const reply = enrolReplyFile(paths.dir, node);
+    if (!existsSync(reply)) {
+      throw new UpError(`up: ${join(hostDir, NODE_CREDENTIAL_FILE)} and ${reply} are gone: write {"credential": {"address", "user", "nkey", "fingerprint"}} for node ${node} (no secret: its seed is ${join(hostDir, "node.seed")}) and run \`mesh host credential --state ${hostDir} --from <that file>\``);
+    }
+    log(`up: opening ${node}'s enrol reply (mesh host credential --from ${reply})`);
+    saveNodeCredential(hostDir, JSON.parse(readFileSync(reply, "utf8")));
+  }
+  return node;
+}
+
+/**
+ * Step 4: the local host agent started (R56), and supervised. Over records behind the world (R43)
+ * it still runs, and `up` stops with UpError saying what to do; a mesh whose records lack the
+ * local node is refused.
+ */
+async function startLocalHost(client: MeshClient, options: UpOptions, paths: MeshPaths, node: string): Promise<void> {
+  const nodes = await client.nodes();
+  if (!nodes.ok && nodes.error.code === RECORDS_BEHIND) {
+    // R43: the records are behind the world. The local host still runs: it tells the controller
+    // what it holds (the users of the list the bus runs, named when the restore is accepted) and
+    // installs what the push after `mesh replay --accept-restore` sends. Nothing is sent meanwhile.
+    await options.launcher.host(paths, node);
+    await options.launcher.supervise?.(paths);
+    throw upOverRecordsBehind(paths.dir, nodes.error);
+  }
+  if (!nodesOf(ok("nodes", nodes)).some((n) => n.name === node)) {
+    throw new UpError(`up: node ${node} is not enrolled in the mesh of ${paths.dir} (its genesis named another node?)`);
+  }
+  await options.launcher.host(paths, node);
+  await options.launcher.supervise?.(paths);
+}
+
+/**
+ * The example mesh, once: register, issue, assign, place (each step only when not done yet, so
+ * an interrupted first `up` completes; afterwards what the operator changed is left alone).
+ */
+async function exampleMesh(client: MeshClient, options: UpOptions, paths: MeshPaths, node: string): Promise<void> {
+  const exampleDone = join(paths.dir, EXAMPLE_MESH_FILE);
+  if (existsSync(exampleDone)) return;
+  const run = async (commands: readonly UpCommand[]) => {
+    for (const command of commands) {
+      options.log(command.line);
+      ok(command.verb, await client.ask(command.verb, command.body as RequestOf<typeof command.verb>));
+    }
+  };
+  const registered = new Set(ok("modules", await client.modules()).modules.map((m) => m.name));
+  const files = (options.manifests ?? defaultManifests()).map((file) => ({ file, manifest: JSON.parse(readFileSync(file, "utf8")) as { name: string } }));
+  await run(planRegistrations(registered, registrationOrder(files)));
+  const { modules } = ok("modules", await client.modules());
+  await run(planIssueAndAssign(modules, node));
+  await run(planPlacement(nodesOf(ok("nodes", await client.nodes())), node));
+  writeFileDurable(exampleDone, `${JSON.stringify({ node, modules: modules.map((m) => m.name) }, null, 2)}
+`, { mode: 0o644 });
 }
 
 /**
