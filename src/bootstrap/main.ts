@@ -405,7 +405,8 @@ function stopOnce({ nc, catalogue, log, held, served, evidence, snapshots, addre
     if (catalogue.state.sequence > snapshots.at && !catalogue.behind) await catalogue.snapshot().catch((error: unknown) => {
       log.error(`snapshot on stop failed: ${error instanceof Error ? error.message : String(error)}`);
     });
-    await nc.drain().catch(() => undefined);
+    // A drain needs the bus; without it the connection is closed, or it would go on reconnecting.
+    await nc.drain().catch(() => nc.close()).catch(() => undefined);
     log.info(`stopped; disconnected from ${address}`);
   };
 }

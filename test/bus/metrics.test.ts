@@ -34,7 +34,6 @@ async function scrape(server: MetricsServer): Promise<string> {
 }
 
 describe("metrics: the controller's and a host agent's Prometheus endpoints", () => {
-  const suite = freshControllerSuite();
   const root = mkdtempSync(join(tmpdir(), "mesh-metrics-"));
   let controller: Controller;
   let metrics: ControllerMetrics;
@@ -43,19 +42,22 @@ describe("metrics: the controller's and a host agent's Prometheus endpoints", ()
   let hostMetricsOf: HostMetrics;
   let hostServed: MetricsServer;
 
-  before(async () => {
-    metrics = controllerMetrics();
-    served = await serveMetrics(metrics.registry, { host: "127.0.0.1", port: 0 });
-    controller = await startController(parseControllerConfig(suite.fixture.env), { log: memoryLog(), metrics });
-    hostMetricsOf = hostMetrics();
-    hostServed = await serveMetrics(hostMetricsOf.registry, { host: "127.0.0.1", port: 0 });
-  });
+  // Ours before the suite's: the controller and the host stop while their server still runs (node
+  // runs after-hooks in the order they were added), or a connection left reconnecting keeps the process.
   after(async () => {
     await host?.stop();
     await controller?.stop();
     await served?.stop();
     await hostServed?.stop();
     rmSync(root, { recursive: true, force: true });
+  });
+  const suite = freshControllerSuite();
+  before(async () => {
+    metrics = controllerMetrics();
+    served = await serveMetrics(metrics.registry, { host: "127.0.0.1", port: 0 });
+    controller = await startController(parseControllerConfig(suite.fixture.env), { log: memoryLog(), metrics });
+    hostMetricsOf = hostMetrics();
+    hostServed = await serveMetrics(hostMetricsOf.registry, { host: "127.0.0.1", port: 0 });
   });
 
   it("issue 30: after a command and a push both endpoints' counters moved", async () => {
