@@ -1,7 +1,7 @@
 /**
  * `--watch` (`-w`, issue 29): a list or the status drawn again each time the mesh changes, fed by
- * the bus, not by polling: every commit appended to the records (`mesh.catalogue.>`) and every
- * report a node publishes (`mesh.report.>`) is heard as it happens (the operator's grants,
+ * the bus, not by polling: every commit appended to the records (CATALOGUE_SUBJECTS) and every
+ * report a node publishes (REPORT_SUBJECTS) is heard as it happens (the operator's grants,
  * src/compose/permissions.ts), and a burst of them is drawn once (debounced). Ctrl-C ends it, exit
  * the last drawing's code.
  */

@@ -47,19 +47,42 @@ export function envFileText(env: Readonly<Record<string, string>>): string {
 }
 
 /**
- * The variables of an env file envFileText wrote (its inverse; lines that are empty or start
- * with `#` are skipped, an unquoted `KEY=value` line is read as written). Throws an Error naming
- * the line number of a line it cannot read.
+ * The value of one `KEY=value` line: unquoted as is, or single-quoted as a POSIX shell writes it
+ * (`'a'\''b'` is `a'b`), which systemd's EnvironmentFile and node --env-file read too. Pure.
+ */
+function unquote(raw: string): string {
+  if (!raw.startsWith("'")) return raw;
+  let value = "";
+  let at = 0;
+  while (at < raw.length) {
+    if (raw.startsWith("\\'", at)) {
+      value += "'";
+      at += 2;
+    } else if (raw[at] === "'") {
+      const end = raw.indexOf("'", at + 1);
+      if (end < 0) return raw;
+      value += raw.slice(at + 1, end);
+      at = end + 1;
+    } else {
+      return raw;
+    }
+  }
+  return value;
+}
+
+/**
+ * An env file's text as key → value: envFileText's inverse, and what a person writes by hand too:
+ * `KEY=value` lines, values unquoted or single-quoted; blank lines, `#` comments and an `export `
+ * before a key are skipped, as is a line with no `=`. Pure; throws nothing.
  */
 export function parseEnvFile(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const lines = text.split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!;
-    if (line === "" || line.startsWith("#")) continue;
-    const match = /^([A-Za-z_][A-Za-z0-9_]*)=(?:'([^']*)'|([^'"]*))$/.exec(line);
-    if (!match) throw new Error(`env file line ${i + 1} is not KEY='value'`);
-    out[match[1]!] = match[2] ?? match[3]!;
+  const env: Record<string, string> = {};
+  for (const line of text.split("\n")) {
+    const trimmed = line.trim().replace(/^export\s+/, "");
+    if (trimmed === "" || trimmed.startsWith("#")) continue;
+    const at = trimmed.indexOf("=");
+    if (at <= 0) continue;
+    env[trimmed.slice(0, at)] = unquote(trimmed.slice(at + 1));
   }
-  return out;
+  return env;
 }

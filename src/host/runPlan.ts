@@ -54,19 +54,6 @@ export type RunFacts = {
   runtime: string | null;
 };
 
-/**
- * The variables of an `env` file the host wrote (files/envFile.ts: `KEY='value'` lines; an older
- * unquoted `KEY=value` reads as written). A line it cannot read leaves the file's variables out:
- * the module then starts without them and says which one it misses.
- */
-export function parseEnvText(text: string): Record<string, string> {
-  try {
-    return parseEnvFile(text);
-  } catch {
-    return {};
-  }
-}
-
 /** R73: the nkey public key of the env's seed, or undefined when it holds none a key derives from. */
 function nkeyOf(env: Readonly<Record<string, string>>): string | undefined {
   const seed = env[SEED_VARIABLE];
@@ -103,7 +90,7 @@ export function runWish(entry: DeclaredModule, facts: RunFacts): RunWish {
       "--env-file", `${facts.dir}/env`, "--volume", `${facts.dir}:${facts.dir}:ro`, "--workdir", facts.dir, image!,
     ];
   }
-  const env = facts.envText === undefined ? {} : parseEnvText(facts.envText);
+  const env = facts.envText === undefined ? {} : parseEnvFile(facts.envText);
   // The key is read from the variables the module gets, parsed as the env file is written (R73).
   const nkey = nkeyOf(env);
   const spec: RunSpec = { module, argv, dir: facts.dir, graceMs: graceSeconds * 1000, env, envDigest: facts.envDigest, ...(nkey === undefined ? {} : { nkey }) };

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { parseEnvFile } from "../files/envFile.ts";
 import type { EmitEntry, FollowEntry, SubmitEntry, ToolEntry, WorkEntry } from "../compose/environment.ts";
 
 /**
@@ -8,6 +9,9 @@ import type { EmitEntry, FollowEntry, SubmitEntry, ToolEntry, WorkEntry } from "
  * src/compose/environment.ts (R57); the subjects, streams and consumers are the ones the mesh
  * granted, read from the env, never built here.
  */
+
+/** An env file's text as key → value (files/envFile.ts: the one reader of the format). */
+export { parseEnvFile as parseEnvText };
 
 /** The file the agent writes in a module's folder. */
 export const ENV_FILE = "env";
@@ -22,49 +26,9 @@ export class ModuleEnvError extends Error {
   }
 }
 
-/**
- * The value of one `KEY=value` line: unquoted as is, or single-quoted as a POSIX shell writes it
- * (`'a'\''b'` is `a'b`), which systemd's EnvironmentFile and node --env-file read too. Pure.
- */
-function unquote(raw: string): string {
-  if (!raw.startsWith("'")) return raw;
-  let value = "";
-  let at = 0;
-  while (at < raw.length) {
-    if (raw.startsWith("\\'", at)) {
-      value += "'";
-      at += 2;
-    } else if (raw[at] === "'") {
-      const end = raw.indexOf("'", at + 1);
-      if (end < 0) return raw;
-      value += raw.slice(at + 1, end);
-      at = end + 1;
-    } else {
-      return raw;
-    }
-  }
-  return value;
-}
-
-/**
- * An env file's text as key → value: `KEY=value` lines, values unquoted or single-quoted;
- * blank lines, `#` comments and an `export ` before a key are skipped. Pure.
- */
-export function parseEnvText(text: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const line of text.split("\n")) {
-    const trimmed = line.trim().replace(/^export\s+/, "");
-    if (trimmed === "" || trimmed.startsWith("#")) continue;
-    const at = trimmed.indexOf("=");
-    if (at <= 0) continue;
-    env[trimmed.slice(0, at)] = unquote(trimmed.slice(at + 1));
-  }
-  return env;
-}
-
 /** Reads the env file `file` (default `./env`, the module's folder) as key → value. Throws Node's error when it cannot be read. */
 export function readModuleEnv(file: string = ENV_FILE): Record<string, string> {
-  return parseEnvText(readFileSync(file, "utf8"));
+  return parseEnvFile(readFileSync(file, "utf8"));
 }
 
 // The entries' shapes are the composer's own (one definition); a type import leaves nothing at run time.
@@ -109,7 +73,7 @@ function jsonList<T>(env: Record<string, string | undefined>, variable: string):
 }
 
 /**
- * The settings of a module's env (parseEnvText's result, or process.env). Throws ModuleEnvError
+ * The settings of a module's env (parseEnvFile's result, or process.env). Throws ModuleEnvError
  * naming the variable that is missing or malformed: the address (`tls://host:port` only, R67), the
  * user, the seed, the CA file, the inbox prefix, or a list that is no JSON array.
  */

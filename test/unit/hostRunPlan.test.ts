@@ -1,8 +1,9 @@
+import { parseEnvFile } from "../../src/files/envFile.ts";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
-  containerRuntime, exitsInARow, parseEnvText, planRuns, restartDelay, runWish, specChanged, tailOf,
+  containerRuntime, exitsInARow, planRuns, restartDelay, runWish, specChanged, tailOf,
   DEFAULT_GRACE_SECONDS, RESTART_INITIAL_MS, RESTART_MAX_MS, RESTART_RESET_AFTER_MS, type RunFacts, type RunSpec,
 } from "../../src/host/runPlan.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
@@ -101,8 +102,8 @@ describe("R72: the runner's plan", () => {
   });
 
   it("R72: the env file's lines parse back to its variables, values kept whole", () => {
-    assert.deepEqual(parseEnvText("A=1\nB=x=y\n\n"), { A: "1", B: "x=y" });
-    assert.deepEqual(parseEnvText("A='[{\"a\": 1}]'\nB='x y'\n"), { A: '[{"a": 1}]', B: "x y" }, "the quoted form the host writes");
+    assert.deepEqual(parseEnvFile("A=1\nB=x=y\n\n"), { A: "1", B: "x=y" });
+    assert.deepEqual(parseEnvFile("A='[{\"a\": 1}]'\nB='x y'\n"), { A: '[{"a": 1}]', B: "x y" }, "the quoted form the host writes");
   });
 
   it("R72: a log tail keeps the newest lines and at most the bytes asked", () => {

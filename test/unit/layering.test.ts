@@ -57,8 +57,8 @@ const LAYERS: Record<string, readonly string[]> = {
   host: [...CORE, ...ADAPTERS, "metrics"],
   bootstrap: [...CORE, ...ADAPTERS, "records", "controller", "push", "serve", "metrics", "discovery"],
   up: [...CORE, ...ADAPTERS, "records", "controller", "push", "serve", "client", "host", "bootstrap", "installer"],
-  // the module author's kit stands apart: it reads the env's entry shapes (types) and dials itself.
-  kit: ["compose"],
+  // the module author's kit stands apart: the env's entry shapes (types) and its file's reader.
+  kit: ["compose", "files"],
   cli: [...CORE, ...ADAPTERS, "records", "controller", "push", "client", "host", "bootstrap", "up", "installer", "metrics", "ui"],
 };
 
