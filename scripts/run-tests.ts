@@ -20,6 +20,7 @@ if (files.length === 0) {
 // A test that hangs fails after TEST_TIMEOUT_MS (the longest bus file takes about two minutes here), naming itself, instead of holding the suite (and
 // CI's time) until it is killed: one bus test waited on a cluster for ten idle minutes once.
 const TEST_TIMEOUT_MS = 15 * 60_000;
-const args = ["--import", "tsx", "--test", "--test-reporter=spec", `--test-concurrency=${suite === "bus" ? 2 : 4}`, `--test-timeout=${TEST_TIMEOUT_MS}`, ...files];
+// Every file runs with the exit guard: a file that does not exit after its last test fails in 30 s naming what is open.
+const args = ["--import", "tsx", "--import", "./test/support/exitGuard.ts", "--test", "--test-reporter=spec", `--test-concurrency=${suite === "bus" ? 2 : 4}`, `--test-timeout=${TEST_TIMEOUT_MS}`, ...files];
 const run = spawnSync(process.execPath, args, { stdio: "inherit" });
 process.exit(run.status ?? 1);

@@ -19,7 +19,7 @@ import { initHostKeys, saveNodeCredential, readCredentialFile, NODE_CREDENTIAL_F
 import { PUSH_VERB } from "../../src/push/pushCommand.ts";
 import { renderPush, type PushShown } from "../../src/cli/push.ts";
 import { CATALOGUE_STREAM } from "../../src/names.ts";
-import { waitFor } from "../support/natsServer.ts";
+import { waitFor, within } from "../support/natsServer.ts";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_REFUSED, type CliIo } from "../../src/cli/context.ts";
 import { parseEnvFile } from "../../src/files/envFile.ts";
@@ -31,6 +31,11 @@ import { parseEnvFile } from "../../src/files/envFile.ts";
  */
 
 const NODE = "alpha";
+/**
+ * A test of this file that has not ended after this long is stuck (each takes seconds to about a
+ * minute and a half here), and fails printing the processes' last lines rather than holding CI.
+ */
+const TEST_LIMIT_MS = 5 * 60_000;
 type Row = Record<string, unknown>;
 type ServerLine = { node: string; server: string; ok: boolean; changed?: boolean; error?: string };
 
@@ -42,7 +47,10 @@ describe("mesh up --cluster 3 (issue 14)", () => {
   let operator: NatsConnection;
   let asker: string;
   const logs: string[] = [];
-  const log = (line: string) => { logs.push(line); };
+  const timed: string[] = [];
+  const log = (line: string) => { logs.push(line); timed.push(`${new Date().toISOString().slice(11, 23)} ${line}`); };
+  /** The processes' last lines, timed, for a test that fails by running too long. */
+  const recent = (): string => timed.slice(-80).join("\n");
   const servers = (): BusServer[] => busServers(result.paths, readMeshFile(dir));
   /**
    * A command as the operator, as an operator's CLI retries it: while a killed server's streams
@@ -152,14 +160,14 @@ describe("mesh up --cluster 3 (issue 14)", () => {
     operator = await operatorConnection(result.paths);
     asker = operatorUser(result.paths);
   });
-  after(async () => {
+  after(() => within(60_000, recent, async () => {
     await operator?.close().catch(() => undefined);
     await launcher?.stop();
     if (dir) await stopAll(dir);
     if (root) rmSync(root, { recursive: true, force: true });
-  });
+  }));
 
-  it("R60, R61, R62: brings a mesh up on three servers: the node applied, the same list installed on every server, every stream with three replicas, a standby controller, and modules working through servers that do not lead the records", async () => {
+  it("R60, R61, R62: brings a mesh up on three servers: the node applied, the same list installed on every server, every stream with three replicas, a standby controller, and modules working through servers that do not lead the records", () => within(TEST_LIMIT_MS, recent, async () => {
     const { summary } = result;
     assert.deepEqual(summary.nodes.map((n) => n.name), [NODE]);
     assert.ok(summary.applied.find((a) => a.node === NODE)?.ok, "the local node applied its declaration");
@@ -211,9 +219,9 @@ describe("mesh up --cluster 3 (issue 14)", () => {
       await showcase.close();
       await builder.close();
     }
-  });
+  }));
 
-  it("R60: a server that was down during a push is named in the push's reply, and the next push installs the list on it", async () => {
+  it("R60: a server that was down during a push is named in the push's reply, and the next push installs the list on it", () => within(TEST_LIMIT_MS, recent, async () => {
     const third = servers()[2]!;
     await kill(third);
     try {
@@ -252,9 +260,9 @@ describe("mesh up --cluster 3 (issue 14)", () => {
     } finally {
       await restartStopped();
     }
-  });
+  }));
 
-  it("R62: a credential minted after genesis lists every server's address, and still connects when a server is killed", async () => {
+  it("R62: a credential minted after genesis lists every server's address, and still connects when a server is killed", () => within(TEST_LIMIT_MS, recent, async () => {
     const node = `after-${process.pid}`;
     const { reply, credential } = await enrolNode(node);
     const all = servers().map((s) => s.address);
@@ -274,9 +282,9 @@ describe("mesh up --cluster 3 (issue 14)", () => {
     } finally {
       await restartStopped();
     }
-  });
+  }));
 
-  it("R62: mesh status with a server of the cluster down prints the summary, names that server and its address, and exits 1 (server-down under --json)", async () => {
+  it("R62: mesh status with a server of the cluster down prints the summary, names that server and its address, and exits 1 (server-down under --json)", () => within(TEST_LIMIT_MS, recent, async () => {
     const status = async (...args: string[]) => {
       let out = "";
       let err = "";
@@ -306,11 +314,11 @@ describe("mesh up --cluster 3 (issue 14)", () => {
     const back = await waitFor(async () => { const again = await status(); return again.code === EXIT_OK ? again : undefined; },
       { timeoutMs: 30_000, intervalMs: 500, name: "mesh status exits 0 once the server is back" });
     assert.match(back.out, /nodes:/);
-  });
+  }));
 
   // Found by a new-user trial: the servers accept connections seconds before the cluster has
   // elected its leaders, and the controller used to give up at its first JetStream timeout.
-  it("R61 R62: mesh up after every process stopped (the three servers too) brings the cluster back: a controller serves", async () => {
+  it("R61 R62: mesh up after every process stopped (the three servers too) brings the cluster back: a controller serves", () => within(TEST_LIMIT_MS, recent, async () => {
     await operator.close();
     await launcher.stop();
     await stopAll(dir);
@@ -321,7 +329,7 @@ describe("mesh up --cluster 3 (issue 14)", () => {
     operator = await operatorConnection(result.paths);
     const nodes = await ask("nodes");
     assert.ok(JSON.stringify(nodes).includes(NODE), JSON.stringify(nodes));
-  });
+  }));
 
 });
 

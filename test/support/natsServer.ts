@@ -144,3 +144,20 @@ export function uniqueName(prefix: string): string {
   counter += 1;
   return `${prefix}_${process.pid}_${counter}`;
 }
+
+/**
+ * Runs `body`, failing after `ms` with `explain()` (a test's recent log lines, say) when it has not
+ * settled by then: a test stuck on a bus that never answers fails naming where it was, instead of
+ * holding its file until the runner's timeout, which names nothing.
+ */
+export async function within<T>(ms: number, explain: () => string, body: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`still running after ${ms} ms:\n${explain()}`)), ms);
+  });
+  try {
+    return await Promise.race([body(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
