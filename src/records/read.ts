@@ -95,6 +95,20 @@ function sleep(ms: number): Promise<void> {
 }
 
 /**
+ * Waits for `event` or `ms`, whichever comes first, and clears the timer either way: a timer left
+ * running after a reconnect won would keep a short-lived process (a CLI's read) alive for up to the
+ * stall limit.
+ */
+async function eventOrTimeout(event: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([event, new Promise<void>((resolve) => { timer = setTimeout(resolve, ms); })]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
  * One attempt of a read: an ordered consumer from `next` (on `filter` when given), asked for at most
  * `messages` at a time, until `take` says the last sequence was reached (null), or that the
  * messages grew too large for that count ("narrowed"), or something else ends the attempt (the
@@ -224,7 +238,7 @@ export async function readMessages(bus: Bus, from: number, last: number, options
       }
       if (!watch.connected) {
         // Wait for the client to reconnect, never past the stall limit.
-        await Promise.race([watch.next("reconnect"), sleep(left)]);
+        await eventOrTimeout(watch.next("reconnect"), left);
         // Dropped by the same server (a restart changes the server id): it found the reader too
         // slow for its pending limit. Ask for less at a time from now on.
         if (watch.connected && bus.nc.info?.server_id === server) bytes = Math.max(floor, Math.floor(bytes / 2));
