@@ -150,7 +150,7 @@ describe("mesh up --cluster 3 (issue 14)", () => {
     return { reply, credential: readCredentialFile(join(state, NODE_CREDENTIAL_FILE), state) };
   };
 
-  before(async () => {
+  before(() => within(TEST_LIMIT_MS, recent, async () => {
     root = mkdtempSync(join(tmpdir(), "mesh-cluster-up-"));
     dir = join(root, ".mesh");
     launcher = inProcessLauncher(log);
@@ -159,7 +159,7 @@ describe("mesh up --cluster 3 (issue 14)", () => {
       .catch((error: unknown) => { throw new Error(`${String(error)}\n${logs.slice(-60).join("\n")}`); });
     operator = await operatorConnection(result.paths);
     asker = operatorUser(result.paths);
-  });
+  }));
   after(() => within(60_000, recent, async () => {
     await operator?.close().catch(() => undefined);
     await launcher?.stop();
