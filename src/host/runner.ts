@@ -6,6 +6,7 @@ import type { Declaration } from "../contracts/declaration.ts";
 import type { ModuleRun } from "../contracts/report.ts";
 import { NAME_PATTERN } from "../names.ts";
 import { packageFile } from "../files/packageFiles.ts";
+import { forgetModulePid, rememberModulePid, stopLeftovers } from "./modulePids.ts";
 import { moduleLogFile, openModuleLog, readModuleLog, type LogTail, type ModuleLog } from "./moduleLog.ts";
 import {
   containerRuntime, exitsInARow, planRuns, restartDelay, runWish, RESTART_INITIAL_MS, RESTART_MAX_MS, RESTART_RESET_AFTER_MS, RUNNING_AFTER_MS,
@@ -154,6 +155,8 @@ class ModuleRunner implements Runner {
   private readonly running = new Map<string, Supervised>();
   private skipped: NotRun[] = [];
   private stopping = false;
+  /** Modules a previous agent left running (modulePids.ts), until each is gone: started after. */
+  private readonly leftovers: Map<string, Promise<void>>;
 
   constructor(private readonly options: RunnerOptions) {
     this.stateDir = options.stateDir;
@@ -163,6 +166,7 @@ class ModuleRunner implements Runner {
       maxMs: options.restart?.maxMs ?? RESTART_MAX_MS,
       resetAfterMs: options.restart?.resetAfterMs ?? RESTART_RESET_AFTER_MS,
     };
+    this.leftovers = stopLeftovers(this.stateDir, this.log);
     this.baseEnv = options.baseEnv ?? agentBaseEnv();
     this.runtime = containerRuntime(options.onPath ?? onPathOf(this.baseEnv.PATH));
   }
@@ -217,6 +221,13 @@ class ModuleRunner implements Runner {
 
   /** Starts `s`'s process in its own group, its output to its log; `running` once it stayed up RUNNING_AFTER_MS. */
   private start(s: Supervised): void {
+    const leftover = this.leftovers.get(s.spec.module);
+    if (leftover !== undefined) {
+      // Never two of one module: the one a killed agent left runs until it is gone.
+      this.leftovers.delete(s.spec.module);
+      void leftover.then(() => { if (this.running.get(s.spec.module) === s && !this.stopping && s.stopped === undefined) this.start(s); });
+      return;
+    }
     s.timer = undefined;
     s.backoffUntil = undefined;
     s.state = "starting";
@@ -233,6 +244,7 @@ class ModuleRunner implements Runner {
       return;
     }
     s.child = child;
+    if (child.pid !== undefined) rememberModulePid(this.stateDir, s.spec.module, child.pid, s.spec.graceMs);
     child.stdout?.on("data", (chunk: Buffer) => s.log?.write(chunk));
     child.stderr?.on("data", (chunk: Buffer) => s.log?.write(chunk));
     let spawnError: unknown;
@@ -248,6 +260,7 @@ class ModuleRunner implements Runner {
   /** `s`'s process (`child`, or a spawn that threw) ended: said in its log, and started again after restartDelay unless stopping. */
   private exited(s: Supervised, child: ChildProcess | undefined, code: number | null, signal: NodeJS.Signals | null, error: unknown): void {
     if (child !== undefined && s.child !== child) return;
+    if (child?.pid !== undefined) forgetModulePid(this.stateDir, s.spec.module, child.pid);
     s.child = undefined;
     // A spawn that failed (no such command) closes with a negative errno: said as its error, no code.
     s.code = error === undefined ? code : null;
