@@ -107,8 +107,8 @@ function runStateOf(s: Supervised): ModuleRun {
   };
 }
 
-/** Stops `s` for good: SIGTERM to its process group, SIGKILL after its grace. */
-function stop(s: Supervised): Promise<void> {
+/** Stops `s` for good: SIGTERM to its process group, SIGKILL after its grace; its log says `why`. */
+function stop(s: Supervised, why: string): Promise<void> {
   if (s.stopped) return s.stopped;
   if (s.timer) clearTimeout(s.timer);
   s.timer = undefined;
@@ -116,6 +116,7 @@ function stop(s: Supervised): Promise<void> {
   s.stopped = new Promise<void>((done) => {
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) { s.log?.close(); done(); return; }
     s.state = "stopping";
+    s.log?.write(`--- mesh: stopping it (${why}): SIGTERM, SIGKILL after ${s.spec.graceMs / 1000} s, at ${new Date().toISOString()}\n`);
     const signal = (name: NodeJS.Signals) => {
       try { process.kill(-child.pid!, name); } catch { child.kill(name); }
     };
@@ -181,14 +182,14 @@ class ModuleRunner implements Runner {
       const s = running.get(module)!;
       running.delete(module);
       log(`runner: module ${module} is no longer declared here: stopping it`);
-      void stop(s);
+      void stop(s, "no longer declared on this node");
     }
     for (const spec of plan.restart) {
       const old = running.get(spec.module)!;
       const next: Supervised = { spec, state: "starting", restarts: old.restarts + 1, inARow: 0, startedAt: Date.now() };
       running.set(spec.module, next);
       log(`runner: module ${spec.module}'s run or environment changed: restarting it`);
-      void stop(old).then(() => { if (running.get(spec.module) === next && !this.stopping) this.start(next); });
+      void stop(old, "its run or environment changed: it starts again").then(() => { if (running.get(spec.module) === next && !this.stopping) this.start(next); });
     }
     for (const spec of plan.start) {
       const s: Supervised = { spec, state: "starting", restarts: 0, inARow: 0, startedAt: Date.now() };
@@ -211,7 +212,7 @@ class ModuleRunner implements Runner {
 
   async stopAll(): Promise<void> {
     this.stopping = true;
-    await Promise.all([...this.running.values()].map(stop));
+    await Promise.all([...this.running.values()].map((s) => stop(s, "the agent is stopping")));
   }
 
   /** Tells the agent a run state changed, unless the runner is stopping. */

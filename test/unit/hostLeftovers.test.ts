@@ -4,6 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { moduleRunner, type Runner } from "../../src/host/runner.ts";
+import { moduleLogFile } from "../../src/host/moduleLog.ts";
 import { initHostKeys } from "../../src/host/index.ts";
 import { newUserKey } from "../../src/crypto/secrets.ts";
 import { hostDeclaration } from "../support/hostDeclaration.ts";
@@ -51,6 +52,9 @@ describe("R72: modules a killed agent left running", () => {
         { timeoutMs: 10_000, name: "the second runner's module started" });
       assert.equal(alive(leftover), false, "the leftover was stopped first");
       assert.ok(alive(now));
+      // Found by a trial: the module's log said it exited on SIGTERM, not why it was stopped.
+      await second.stopAll();
+      assert.match(readFileSync(moduleLogFile(stateDir, "echo"), "utf8"), /--- mesh: stopping it \(the agent is stopping\): SIGTERM, SIGKILL after 2 s/);
       assert.ok(lines.some((l) => l.includes(`module echo was left running by an agent that stopped without stopping it (pid ${leftover})`)), lines.join("\n"));
     } finally {
       await second?.stopAll();
