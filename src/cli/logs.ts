@@ -3,6 +3,7 @@ import { LOGS_DEFAULT_LINES, LOGS_MAX_LINES, LogsReply } from "../contracts/logs
 import { meshClient } from "../client/client.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
 import { printData } from "./output.ts";
+import { printable } from "./render.ts";
 import type { CliVerb } from "./busVerb.ts";
 
 /**
@@ -76,7 +77,8 @@ export const LOGS_CLI_VERB: CliVerb = {
       printData(ctx, answer);
       return EXIT_OK;
     }
-    const print = (text: string) => { for (const line of text.replace(/\n$/, "").split("\n")) if (text !== "") ctx.out(line); };
+    // A module wrote this text: its escape sequences are shown, never run by the terminal.
+    const print = (text: string) => { for (const line of printable(text).replace(/\n$/, "").split("\n")) if (text !== "") ctx.out(line); };
     print(answer.text);
     if (options.follow !== true) return EXIT_OK;
     let stop = false;

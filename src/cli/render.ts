@@ -192,3 +192,13 @@ export function omittedLines(reply: Readonly<Record<string, unknown>>): string[]
   return Object.entries(omitted).map(([field, o]) => `${o.count} more ${field} not shown: the reply must fit the bus's max payload (R59); see ${o.see}`);
 }
 
+
+/**
+ * `text` safe to print on a terminal: every control character but tab and newline (C0, DEL, C1:
+ * escape sequences that move the cursor, clear the screen, set the title or write the clipboard)
+ * shown as `\xHH`. For output a principal wrote, such as a module's log (`mesh logs`).
+ */
+export function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, rmSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { renameDurable } from "../files/index.ts";
 import { tailOf } from "./runPlan.ts";
@@ -34,7 +34,8 @@ export function openModuleLog(path: string, maxBytes = MODULE_LOG_BYTES): Module
   const open = () => {
     try {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-      fd = openSync(path, "a", 0o600);
+      // Appended to only as itself: the agent never writes through a link into another file.
+      fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
       size = fstatSync(fd).size;
     } catch {
       fd = undefined;
@@ -100,7 +101,8 @@ export function readModuleLog(path: string, lines: number, maxBytes = LOGS_REPLY
 /** A file's size, 0 when it is not there. */
 function sizeOf(path: string): number {
   try {
-    return statSync(path).size;
+    const stat = lstatSync(path);
+    return stat.isFile() ? stat.size : 0;
   } catch {
     return 0;
   }
@@ -109,9 +111,24 @@ function sizeOf(path: string): number {
 /** Bytes start..end of a file as UTF-8 text ("" when it is gone). */
 function readRange(path: string, start: number, end: number): string {
   if (end <= start) return "";
+  let fd: number | undefined;
   try {
-    return readFileSync(path).subarray(start, end).toString("utf8");
+    // Never through a link: a link put in the logs folder must not serve another file.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    const buffer = Buffer.alloc(end - start);
+    return buffer.subarray(0, readSync(fd, buffer, 0, buffer.length, start)).toString("utf8");
   } catch {
     return "";
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Whether `path` is a log file itself (a regular file, not a link to one). */
+export function isLogFile(path: string): boolean {
+  try {
+    return lstatSync(path).isFile();
+  } catch {
+    return false;
   }
 }

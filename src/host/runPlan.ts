@@ -84,6 +84,8 @@ export function runWish(entry: DeclaredModule, facts: RunFacts): RunWish {
   if (command !== undefined) {
     argv = [...command];
   } else {
+    // Records written before the manifest refused it: an image read as a flag is never run.
+    if (image!.startsWith("-") || /\s/.test(image!)) return skip("not-run", `run.image ${JSON.stringify(image)} is not an image reference`);
     if (facts.runtime === null) return skip("runtime-missing", `run.image ${image} needs podman or docker on the node's PATH; neither is there`);
     argv = [
       facts.runtime, "run", "--rm", "--init", "--name", `mesh-${module}`, "--network", "host",

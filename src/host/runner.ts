@@ -7,7 +7,7 @@ import type { ModuleRun } from "../contracts/report.ts";
 import { NAME_PATTERN } from "../names.ts";
 import { packageFile } from "../files/packageFiles.ts";
 import { forgetModulePid, rememberModulePid, stopLeftovers } from "./modulePids.ts";
-import { moduleLogFile, openModuleLog, readModuleLog, type LogTail, type ModuleLog } from "./moduleLog.ts";
+import { isLogFile, moduleLogFile, openModuleLog, readModuleLog, type LogTail, type ModuleLog } from "./moduleLog.ts";
 import {
   containerRuntime, exitsInARow, planRuns, restartDelay, runWish, RESTART_INITIAL_MS, RESTART_MAX_MS, RESTART_RESET_AFTER_MS, RUNNING_AFTER_MS,
   type NotRun, type RunSpec,
@@ -207,7 +207,7 @@ class ModuleRunner implements Runner {
   logs(module: string, lines: number, maxBytes?: number, from?: number): LogTail | null {
     if (!NAME_PATTERN.test(module)) return null;
     const file = moduleLogFile(this.stateDir, module);
-    return this.running.has(module) || existsSync(file) ? readModuleLog(file, lines, maxBytes, from) : null;
+    return this.running.has(module) || isLogFile(file) ? readModuleLog(file, lines, maxBytes, from) : null;
   }
 
   async stopAll(): Promise<void> {

@@ -80,7 +80,8 @@ export const Manifest = z
      */
     run: z
       .object({
-        image: z.string().min(1).optional(),
+        // Passed to podman or docker as one argument: a leading '-' would be read as a flag.
+        image: z.string().regex(/^[^\s-]\S*$/, "give an image reference, e.g. \"docker.io/library/nginx:1.27\" (no spaces, no leading '-')").optional(),
         command: z.array(z.string()).min(1, "give the program and its arguments, e.g. [\"node\", \"main.js\"]").optional(),
         grace: z.number().int().min(0).max(3600).optional(),
         by: z.literal("mesh").optional(),

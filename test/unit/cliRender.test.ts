@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { duplicateNote, renderHistory } from "../../src/cli/render.ts";
+import { duplicateNote, printable, renderHistory } from "../../src/cli/render.ts";
 import { CLI_VERBS, pendingSeedNote } from "../../src/cli/verbs.ts";
 import { renderPush } from "../../src/cli/push.ts";
 import { EXIT_OK, type CliContext } from "../../src/cli/context.ts";
@@ -63,5 +63,20 @@ describe("mesh reports (found by a new-user trial)", () => {
       pushId: "p", dryRun: false, recordsSequence: 1, nodes: [{ node: "alpha", outcome: "sent", digest }], leftOut: [], freshCredentials: [], freshProvisions: [], provisionsMinted: 0,
       raised: { created: 0, updated: 0, refused: [] }, timedOut: [], rounds: 1, boundHit: false,
     }).some((line) => line.includes(`${digest.slice(0, 12)} `) && !line.includes(digest)), "the short form is push's");
+  });
+});
+
+// Found by an attacker's trial: a module's log reached the operator's terminal with its escape
+// sequences (a forged screen, the window title, OSC 52 to the clipboard).
+describe("printable: what a principal wrote, shown on a terminal", () => {
+  it("every control character but tab and newline is shown as \\xHH; the rest is unchanged", () => {
+    assert.equal(printable("\u001b]0;PWNED\u0007\u001b[2Jfake\tok\n"), "\\x1b]0;PWNED\\x07\\x1b[2Jfake\tok\n");
+    assert.equal(printable("\u009b31m\u007f\r"), "\\x9b31m\\x7f\\x0d");
+    for (let code = 0; code < 0x100; code++) {
+      const c = String.fromCharCode(code);
+      const control = (code < 0x20 && c !== "\t" && c !== "\n") || (code >= 0x7f && code <= 0x9f);
+      assert.equal(printable(c) === c, !control, `U+${code.toString(16)}`);
+    }
+    assert.equal(printable("héllo ✓"), "héllo ✓");
   });
 });

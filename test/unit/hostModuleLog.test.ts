@@ -1,15 +1,31 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LOGS_REPLY_MAX_BYTES, moduleLogFile, openModuleLog, readModuleLog } from "../../src/host/moduleLog.ts";
+import { LOGS_REPLY_MAX_BYTES, isLogFile, moduleLogFile, openModuleLog, readModuleLog } from "../../src/host/moduleLog.ts";
 
 /** A module's output file (R72): rotated by size, two old files kept, read back bounded. */
 describe("R72: a module's log", () => {
   let dir: string;
   before(() => { dir = mkdtempSync(join(tmpdir(), "mesh-module-log-")); });
   after(() => { rmSync(dir, { recursive: true, force: true }); });
+
+  // Found by an attacker's trial: a link in the logs folder served any file through `mesh logs`.
+  it("R72: a log that is a link is neither read nor written through", () => {
+    const secret = join(dir, "secret.txt");
+    writeFileSync(secret, "node seed\n");
+    const file = moduleLogFile(dir, "linked");
+    openModuleLog(file).close(); // makes the logs folder
+    rmSync(file, { force: true });
+    symlinkSync(secret, file);
+    assert.equal(isLogFile(file), false);
+    assert.deepEqual(readModuleLog(file, 10), { text: "", truncated: false, size: 0 });
+    const log = openModuleLog(file);
+    log.write("appended\n");
+    log.close();
+    assert.equal(readFileSync(secret, "utf8"), "node seed\n");
+  });
 
   it("R72: output past the bound rotates, keeping two old files, none over the bound by more than one write", () => {
     const file = moduleLogFile(dir, "flood");

@@ -40,6 +40,18 @@ describe("R72: the runner's plan", () => {
     assert.equal(none.kind === "run" && none.spec.nkey, undefined, "no key said rather than a wrong one");
   });
 
+  // Found by an attacker's trial: `"--privileged"` as an image became a flag of `docker run`.
+  it("R72: an image that would read as a flag, or holds a space, is refused by the manifest and never run from older records", () => {
+    for (const image of ["--privileged", "-v/:/host", "nginx --privileged", ""]) {
+      const parsed = Manifest.safeParse({ name: "echo", version: "1", run: { image } });
+      assert.equal(parsed.success, false, image);
+      assert.match(JSON.stringify(parsed.error?.issues), /image reference/, image);
+      const wish = runWish(entry({ image }), { ...facts, runtime: "podman" });
+      if (image !== "") assert.deepEqual([wish.kind, wish.kind === "skip" && wish.notRun.state], ["skip", "not-run"], image);
+    }
+    assert.ok(Manifest.safeParse({ name: "echo", version: "1", run: { image: "docker.io/library/nginx:1.27" } }).success);
+  });
+
   it("R72: run.grace sets the seconds before SIGKILL", () => {
     const wish = runWish(entry({ command: ["x"], grace: 2 }), facts);
     assert.equal(wish.kind === "run" && wish.spec.graceMs, 2000);
