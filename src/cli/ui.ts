@@ -1,6 +1,6 @@
 /**
  * `mesh ui [--listen host:port]` (issue 30): a local, read-only web page of the mesh, read over the
- * bus with the operator's credential through the same queries `mesh get`, `history` and `explain`
+ * bus with the operator's credential through the same queries `mesh get`, `pushes`, `history` and `explain`
  * send, and drawn again as the bus carries each change (the records' commits and the nodes'
  * reports, as --watch hears them). It prints its address with a random token; Ctrl-C stops it.
  */
@@ -9,10 +9,16 @@ import { clientOf, EXIT_OK, UsageError, loadCredential, type CliContext } from "
 import { readItems } from "./get.ts";
 import { WATCHED_SUBJECTS } from "./watch.ts";
 import { parseMetricsListen } from "../metrics/serve.ts";
-import { startUi, type MeshReader, type Overview } from "../ui/server.ts";
+import { UI_PUSHES, startUi, type MeshReader, type Overview } from "../ui/server.ts";
 import type { MeshClient } from "../client/client.ts";
 import type { CliVerb } from "./busVerb.ts";
-import type { ModuleView, SeatView } from "../contracts/verbs.ts";
+import type { ModuleView, PushView, SeatView } from "../contracts/verbs.ts";
+
+/** The newest UI_PUSHES pushes (`pushes`); none when the controller refuses (one older than the verb): the page says so by an empty list. */
+async function lastPushes(client: MeshClient): Promise<PushView[]> {
+  const reply = await client.pushes({ limit: UI_PUSHES });
+  return reply.ok ? reply.pushes : [];
+}
 
 /** The reads the page makes, through the controller's query verbs; a refused list is thrown (the page says so). */
 export function meshReader(client: MeshClient): MeshReader {
@@ -23,8 +29,8 @@ export function meshReader(client: MeshClient): MeshReader {
   };
   return {
     async overview(): Promise<Overview> {
-      const [nodes, modules, seats] = await Promise.all([items("node"), items("module"), items("seat")]);
-      return { nodes: nodes as Overview["nodes"], modules: modules as ModuleView[], seats: seats as SeatView[] };
+      const [nodes, modules, seats, pushes] = await Promise.all([items("node"), items("module"), items("seat"), lastPushes(client)]);
+      return { nodes: nodes as Overview["nodes"], modules: modules as ModuleView[], seats: seats as SeatView[], pushes };
     },
     history: (kind, id) => client.ask("history", { kind, id } as never),
     explain: (kind, name) => client.ask("explain", { kind, name } as never),

@@ -10,18 +10,21 @@ import type { AddressInfo } from "node:net";
 import { readFileSync } from "node:fs";
 import { TOKEN_COOKIE, admitted, newToken, safeJson, tokenOf } from "./guard.ts";
 import { edgesOf, layoutOf } from "./graph.ts";
-import type { ModuleView, SeatView } from "../contracts/verbs.ts";
+import type { ModuleView, PushView, SeatView } from "../contracts/verbs.ts";
+import { pushesShown, type NodeSeen } from "./pushes.ts";
 
 /** Rows a list page holds: 10,000 nodes are 50 pages, each drawn at once. */
 export const UI_PAGE = 200;
+/** The last pushes the overview shows. */
+export const UI_PUSHES = 5;
 /** Milliseconds a burst of bus changes is gathered before one read. */
 export const UI_DEBOUNCE_MS = 100;
 
 /** The policy every answer carries: nothing but this server's own files, no inline script or style. */
 export const CONTENT_SECURITY_POLICY = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
-/** What the overview shows: every node (with its last report, as `mesh get nodes`), module and seat. */
-export type Overview = { nodes: Array<Record<string, unknown> & { name: string }>; modules: ModuleView[]; seats: SeatView[] };
+/** What the overview shows: every node (with its last report, as `mesh get nodes`), module and seat, and the last pushes (`pushes`). */
+export type Overview = { nodes: Array<Record<string, unknown> & NodeSeen>; modules: ModuleView[]; seats: SeatView[]; pushes: PushView[] };
 
 /** How the server reads the mesh (src/cli/ui.ts gives it the controller's query verbs). Each rejects or answers a refusal `{ok:false,error}`. */
 export type MeshReader = {
@@ -104,7 +107,10 @@ async function apiAnswer(url: URL, live: Live, reader: MeshReader): Promise<{ st
   switch (url.pathname) {
     case "/api/overview": {
       const o = await live.current;
-      return { status: 200, value: { ok: true, version, nodes: pageOf(o.nodes, page("nodes")), modules: pageOf(o.modules, page("modules")), seats: pageOf(o.seats, page("seats")) } };
+      return { status: 200, value: {
+        ok: true, version, nodes: pageOf(o.nodes, page("nodes")), modules: pageOf(o.modules, page("modules")), seats: pageOf(o.seats, page("seats")),
+        pushes: pushesShown(o.pushes, o.nodes),
+      } };
     }
     case "/api/graph": {
       const o = await live.current;

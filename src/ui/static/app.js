@@ -52,6 +52,24 @@ function runStates(node) {
   return box;
 }
 
+/** A push's outcomes in words: the counts of its nodes by outcome, then each node it lists. */
+function pushOutcomes(p) {
+  const counts = Object.entries(p.counts).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`).join(", ");
+  const box = el("span", {}, el("span", { class: "muted" }, counts || "-"), el("br", {}));
+  for (const o of p.outcomes) {
+    const title = o.outcome === "failed" ? `failed: ${o.error}` : o.at ? `${o.outcome} at ${o.at}` : o.outcome;
+    box.append(link(`#/node/${o.node}`, o.node), " ", el("span", { class: `outcome-${o.outcome}`, "data-push-node": `${p.id}/${o.node}`, title }, o.outcome), "  ");
+  }
+  if (p.sent > p.outcomes.length) box.append(el("span", { class: "muted" }, `(and ${p.sent - p.outcomes.length} more)`));
+  return box;
+}
+
+function pushesSection(pushes) {
+  const rows = pushes.map((p) => [el("code", { "data-push": p.id }, p.id), p.at, p.actor, String(p.sent), pushOutcomes(p)]);
+  return el("section", {}, el("h2", {}, "Last pushes"),
+    pushes.length === 0 ? el("p", { class: "muted" }, "no push in the records yet") : table(["push", "at", "by", "nodes sent", "outcomes (from the nodes' last reports)"], rows));
+}
+
 async function overview() {
   const o = await get(`/api/overview?nodes=${pages.nodes}&modules=${pages.modules}&seats=${pages.seats}`);
   const nodes = o.nodes.items.map((n) => {
@@ -62,6 +80,7 @@ async function overview() {
   const modules = o.modules.items.map((m) => [link(`#/module/${m.name}`, m.name), m.version, el("span", { "data-nodes": m.name }, m.nodes.join(", ") || "-"), m.issued ? "yes" : "no", link(`#/explain/module/${m.name}`, "explain")]);
   return [
     el("section", {}, el("h2", {}, "Nodes"), table(["node", "last report", "modules assigned", "modules running"], nodes), pager("nodes", o.nodes)),
+    pushesSection(o.pushes || []),
     el("section", {}, el("h2", {}, "Seats"), table(["seat", "protocol", "declared by", "holders", "claimants"], seats), pager("seats", o.seats)),
     el("section", {}, el("h2", {}, "Modules"), table(["module", "version", "nodes", "issued", "grants"], modules), pager("modules", o.modules)),
   ];
