@@ -5,7 +5,8 @@
  * as `bench | measured | goal | met?`.
  *
  * Rows (names for --only): command, fenced, replay, start, compose, push, broker, fleet, memory, cluster (issue 14),
- * cli (issue 29: cli.ts), failover (issue 26: median of 3 rounds, 1 with --quick). `--quick` shrinks the sizes (the goals then speak of other sizes:
+ * cli (issue 29: cli.ts), failover (issue 26: median of 3 rounds, 1 with --quick), ui (issue 30: ui.ts,
+ * `--ui-nodes 10000`, 1000 with --quick; by default only where /usr/bin/chromium is). `--quick` shrinks the sizes (the goals then speak of other sizes:
  * the row says which were used) and leaves out `broker`. `fleet` (fleet.ts: a user-list reload and a
  * reconnect storm with N real connections) runs at `--fleet 1000` by default, `--fleet 1000,10000`
  * on request (200 with --quick); `memory` (memory.ts: the controller's RSS in a fresh child process)
@@ -30,6 +31,8 @@ import { measureMemory } from "./memory.ts";
 import { measureCluster } from "./cluster.ts";
 import { measureCli, type Side } from "./cli.ts";
 import { measureFailover, type FailoverKind } from "./failover.ts";
+import { CHROMIUM, measureUi } from "./ui.ts";
+import { existsSync } from "node:fs";
 
 /** One line of the table: what was measured, against what, the goal and whether it is met. */
 export type TableRow = { bench: string; measured: string; baseline: string; goal: string; met: boolean | null };
@@ -349,6 +352,21 @@ async function cliRows(quick: boolean, log: (line: string) => void): Promise<Tab
   ];
 }
 
+/**
+ * Issue 30, `mesh ui` at `nodes` nodes (ui.ts): the page's first view in Chromium, the server just
+ * started (its first read included), against the client's raw reads of what the overview shows.
+ */
+async function uiRow(nodes: number, log: (line: string) => void): Promise<TableRow> {
+  const r = await measureUi(nodes, log);
+  return {
+    bench: `\`mesh ui\` first view at ${r.nodes} nodes, server just started (Chromium: navigation to the first page of nodes drawn)`,
+    measured: `${s(r.coldMs)} (${ratio(r.coldMs / r.rawMs)} raw; the whole overview with reports ${s(r.coldWholeMs)}, ${ratio(r.coldWholeMs / r.rawMs)} raw; `
+      + `opened again ${ms(r.warmMs)}; /api/overview ${ms(r.firstByteMs)}, ${Math.round(r.overviewBytes / 1024)} KiB)`,
+    baseline: `the client's reads of what the overview shows ${s(r.rawMs)} (nodes alone ${s(r.nodesQueryMs)})`,
+    goal: "< 1 s", met: r.coldMs < 1000,
+  };
+}
+
 /** Prints rows as a markdown table (so docs/performance.md can take it as printed). */
 export function printTable(title: string, rows: readonly TableRow[]): void {
   console.log(`\n${title}\n`);
@@ -359,11 +377,11 @@ export function printTable(title: string, rows: readonly TableRow[]): void {
 
 export async function run(args: string[]): Promise<void> {
   const quick = args.includes("--quick");
-  const known = ["command", "fenced", "replay", "start", "compose", "push", "broker", "fleet", "memory", "cluster", "cli", "failover"];
+  const known = ["command", "fenced", "replay", "start", "compose", "push", "broker", "fleet", "memory", "cluster", "cli", "failover", "ui"];
   const only = option(args, "--only")?.split(",");
   const unknown = only?.filter((name) => !known.includes(name)) ?? [];
   if (unknown.length > 0) throw new Error(`--only takes ${known.join(",")}; not ${unknown.join(",")}`);
-  const wanted = (name: string) => (only ? only.includes(name) : name === "broker" ? !quick : true);
+  const wanted = (name: string) => (only ? only.includes(name) : name === "broker" ? !quick : name === "ui" ? existsSync(CHROMIUM) : true);
   const log = (line: string) => console.error(line);
   const rows: TableRow[] = [];
   // A row that throws (a bus busy after a reload, say) is printed as failed; the others still are.
@@ -416,6 +434,8 @@ export async function run(args: string[]): Promise<void> {
   if (wanted("cluster")) await attempt("the mesh on a 3-server cluster", () => clusterRows(quick));
   if (wanted("cli")) await attempt("the mesh command line", () => cliRows(quick, log));
   if (wanted("failover")) await attempt("failover on a 3-server cluster", () => failoverRows(quick ? 1 : 3, log));
+
+  if (wanted("ui")) await attempt("mesh ui", () => uiRow(Number(option(args, "--ui-nodes") ?? (quick ? 1000 : 10_000)), log));
 
   if (args.includes("--json")) console.log(JSON.stringify(rows, null, 2));
   else printTable(`issue 13 performance table${quick ? " (--quick sizes)" : ""}: ${Math.round((performance.now() - started) / 1000)} s`, rows);

@@ -1,30 +1,46 @@
 /**
  * `mesh ui [--listen host:port]` (issue 30): a local, read-only web page of the mesh, read over the
- * bus with the operator's credential through the same queries `mesh get`, `history` and `explain`
+ * bus with the operator's credential through the same queries `mesh get`, `pushes`, `history` and `explain`
  * send, and drawn again as the bus carries each change (the records' commits and the nodes'
  * reports, as --watch hears them). It prints its address with a random token; Ctrl-C stops it.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import { clientOf, EXIT_OK, UsageError, loadCredential, type CliContext } from "./context.ts";
 import { readItems } from "./get.ts";
+import { lastReportOf, reportsOf } from "./lastReport.ts";
 import { WATCHED_SUBJECTS } from "./watch.ts";
 import { parseMetricsListen } from "../metrics/serve.ts";
-import { startUi, type MeshReader, type Overview } from "../ui/server.ts";
+import { UI_PUSHES, startUi, type MeshReader, type Overview } from "../ui/server.ts";
 import type { MeshClient } from "../client/client.ts";
 import type { CliVerb } from "./busVerb.ts";
-import type { ModuleView, SeatView } from "../contracts/verbs.ts";
+import type { ModuleView, NodeView, PushView, Refusal, SeatView } from "../contracts/verbs.ts";
+
+/** The newest UI_PUSHES pushes (`pushes`); none when the controller refuses (one older than the verb): the page says so by an empty list. */
+async function lastPushes(client: MeshClient): Promise<PushView[]> {
+  const reply = await client.pushes({ limit: UI_PUSHES });
+  return reply.ok ? reply.pushes : [];
+}
 
 /** The reads the page makes, through the controller's query verbs; a refused list is thrown (the page says so). */
 export function meshReader(client: MeshClient): MeshReader {
-  const items = async (kind: "node" | "module" | "seat"): Promise<Array<Record<string, unknown>>> => {
+  const refused = (kind: string, error: Refusal): Error => new Error(`the controller refused the ${kind}s (${error.code}): ${error.message}`);
+  const items = async (kind: "module" | "seat"): Promise<Array<Record<string, unknown>>> => {
     const read = await readItems(client, kind);
-    if (!read.ok) throw new Error(`the controller refused the ${kind}s (${read.error.code}): ${read.error.message}`);
+    if (!read.ok) throw refused(kind, read.error);
     return read.items;
   };
   return {
-    async overview(): Promise<Overview> {
-      const [nodes, modules, seats] = await Promise.all([items("node"), items("module"), items("seat")]);
-      return { nodes: nodes as Overview["nodes"], modules: modules as ModuleView[], seats: seats as SeatView[] };
+    async overview(early): Promise<Overview> {
+      // The lists first: each is one reply a page (R59). The nodes' last reports are read a node
+      // at a time by the controller (R55): at 10,000 nodes, seconds. The page is drawn from the
+      // lists meanwhile (`early`), its reports marked as still being read.
+      const [nodes, modules, seats] = await Promise.all([client.everyPage("nodes"), items("module"), items("seat")]);
+      if (!nodes.ok) throw refused("node", nodes.error);
+      const lists = { modules: modules as ModuleView[], seats: seats as SeatView[] };
+      early?.({ nodes: nodes.nodes, ...lists, pushes: [], reportsPending: true });
+      const [reports, pushes] = await Promise.all([reportsOf(client, nodes.nodes.map((n) => n.name)), lastPushes(client)]);
+      const withReports = nodes.nodes.map((n: NodeView) => ({ ...n, lastReport: reports === null ? null : lastReportOf(n.lastSent?.digest, reports.get(n.name)) }));
+      return { nodes: withReports, ...lists, pushes };
     },
     history: (kind, id) => client.ask("history", { kind, id } as never),
     explain: (kind, name) => client.ask("explain", { kind, name } as never),

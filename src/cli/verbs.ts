@@ -6,7 +6,7 @@
  * verbs are built with is busVerb.ts (re-exported here for the tests).
  */
 import { printData } from "./output.ts";
-import { HISTORY_LIMIT, VERBS, type AnyReply as Reply, type ReplyOf } from "../contracts/verbs.ts";
+import { HISTORY_LIMIT, PUSHES_LIMIT, VERBS, type AnyReply as Reply, type ReplyOf } from "../contracts/verbs.ts";
 import { ENTITY_KINDS } from "../names.ts";
 import { COMMAND_GLOBALS, DRY_RUN_OPTION, EXIT_OK, EXIT_REFUSED, UsageError, verbUsageError, type CliContext } from "./context.ts";
 import { readManifestFiles, registrationSummary } from "./manifests.ts";
@@ -67,6 +67,13 @@ function renderNodes(reply: Row, view: View): string[] {
 function historyLimit(value: unknown): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > HISTORY_LIMIT) throw new UsageError(`history: --limit takes a whole number from 1 to ${HISTORY_LIMIT}`);
+  return n;
+}
+
+/** `--limit <n>` of `mesh pushes`: a whole number from 1 to PUSHES_LIMIT, else a usage error. */
+function pushesLimit(value: unknown): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > PUSHES_LIMIT) throw new UsageError(`pushes: --limit takes a whole number from 1 to ${PUSHES_LIMIT}`);
   return n;
 }
 
@@ -287,6 +294,13 @@ export const CLI_VERBS: CliVerb[] = [
     options: [{ flags: "--limit <n>", description: `the newest events to show, 1 to ${HISTORY_LIMIT} (default ${HISTORY_LIMIT})` }],
     body: (a, o) => ({ kind: a[0], id: a[1], ...(o.limit === undefined ? {} : { limit: historyLimit(o.limit) }) }),
     render: renderHistory,
+  }),
+  busVerb({
+    path: ["pushes"], verb: "pushes", mutates: false,
+    examples: [["the newest pushes", "mesh pushes"], ["the newest 20", "mesh pushes --limit 20"]],
+    options: [{ flags: "--limit <n>", description: `the newest pushes to show, 1 to ${PUSHES_LIMIT}` }],
+    body: (_a, o) => (o.limit === undefined ? {} : { limit: pushesLimit(o.limit) }),
+    render: (reply, view) => table(reply.pushes.map((p) => ({ ...p, nodes: p.nodes.map((n) => n.node).join(", ") + (p.sent > p.nodes.length ? ", ..." : "") })), ["id", "at", "actor", "sent", "provisions", "nodes"], view.width),
   }),
   busVerb({
     path: ["explain"], verb: "explain", mutates: false,

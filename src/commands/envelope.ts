@@ -84,10 +84,12 @@ export type QueryDefinition<V extends QueryVerb = QueryVerb> = {
   page?: PageSpec;
   /**
    * Present on verbs answered from the records rather than the state (`history`): the shell scans
-   * the commits up to the folded sequence, keeps those `concerns(commit, query)` accepts, and
+   * the commits from `since` (or 1) up to the folded sequence, keeps those `concerns(commit, query)` accepts, and
    * answers with `answer(kept, query)`; `answer(state, query)` above is then only a fallback.
    */
   fromCommits?: {
+    /** The first sequence worth scanning (default 1): the commits before it cannot change the answer. */
+    since?(state: State, query: ParsedRequestOf<V>): number;
     concerns(commit: Commit, query: ParsedRequestOf<V>): boolean;
     answer(commits: readonly SequencedCommit[], query: ParsedRequestOf<V>): BodyOf<V> | QueryRefused;
   };

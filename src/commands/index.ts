@@ -23,6 +23,7 @@ import { nodes } from "./nodes.ts";
 import { modules } from "./modules.ts";
 import { credentials } from "./credentials.ts";
 import { history } from "./history.ts";
+import { pushes } from "./pushes.ts";
 import { explain } from "./explain.ts";
 
 /**
@@ -52,6 +53,7 @@ export const REGISTRY: Registry = {
   modules,
   credentials,
   history,
+  pushes,
   explain,
 };
 
@@ -65,7 +67,7 @@ function ofKind<Kind extends AnyDefinition["kind"]>(kind: Kind): Record<string, 
 /** Every verb that changes the records, keyed by verb (`node.enrol`, `assign`, ...): REGISTRY's commands. */
 export const commands: Readonly<Record<string, CommandDefinition>> = ofKind("command");
 
-/** Every read-only verb, keyed by verb: REGISTRY's queries. `history` carries `fromCommits`: it is answered from the records. */
+/** Every read-only verb, keyed by verb: REGISTRY's queries. `history` and `pushes` carry `fromCommits`: it is answered from the records. */
 export const queries: Readonly<Record<string, QueryDefinition>> = ofKind("query");
 
 /** The definition of a verb, command or query, or undefined for a verb the registry does not hold. */
@@ -83,5 +85,5 @@ export { addressFor, addressResolver, genesisAddress } from "./shared.ts";
 export { historyOf, mentions, concerns, summaryOf, HISTORY_LIMIT, type HistoryEntry } from "./history.ts";
 export {
   nodeEnrol, nodeRemove, moduleRegister, moduleIssue, moduleRetire, assign, unassign, seatAlias, seatHandover, overlayPlace, credentialRotate,
-  where, seats, nodes, modules, credentials, history, explain,
+  where, seats, nodes, modules, credentials, history, pushes, explain,
 };

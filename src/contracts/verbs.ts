@@ -422,6 +422,43 @@ export type HistoryEntry = z.infer<typeof HistoryEntry>;
 /** The entity, its events (oldest first), how many were found, and whether older ones were left out. */
 export const HistoryReply = queryReply({ entity: Entity, events: z.array(HistoryEntry), total: z.number().int().nonnegative(), truncated: z.boolean() });
 
+/** The most pushes one `pushes` answer holds; PUSHES_DEFAULT unless `limit` says otherwise. */
+export const PUSHES_LIMIT = 20;
+export const PUSHES_DEFAULT = 5;
+/** The most nodes a push's view lists by name (`nodes`); `sent` counts them all. */
+export const PUSH_NODES_SHOWN = 50;
+
+/** `pushes {limit?}`: the newest pushes the records hold (their DeclarationSent and ProvisionMinted commits, R31), newest first. */
+export const PushesRequest = z
+  .object({
+    v,
+    limit: z.number().int().min(1).max(PUSHES_LIMIT).default(PUSHES_DEFAULT).describe(`the newest pushes to answer, 1 to ${PUSHES_LIMIT} (default ${PUSHES_DEFAULT})`),
+  })
+  .strict();
+export type PushesRequest = z.infer<typeof PushesRequest>;
+/**
+ * One push as the records tell it: its id (the entity its commits were filed under), when it
+ * started and who asked (`at`, `actor`), its commits' command ids and sequences, the records
+ * sequence it composed from, how many nodes it sent a declaration (`sent`), the first
+ * PUSH_NODES_SHOWN of them with the digest sent (`nodes`), and the provisions it minted. What each
+ * node made of it is in the node's last report (`reports`, `nodes`), not in the records.
+ */
+export const PushView = z
+  .object({
+    id: z.string(),
+    at: z.string(),
+    actor: z.string(),
+    commandIds: z.array(z.string()),
+    sequences: z.array(z.number().int().positive()),
+    recordsSequence: z.number().int().nonnegative().nullable(),
+    sent: z.number().int().nonnegative(),
+    nodes: z.array(z.object({ node: z.string(), digest: z.string() }).strict()),
+    provisions: z.number().int().nonnegative(),
+  })
+  .strict();
+export type PushView = z.infer<typeof PushView>;
+export const PushesReply = queryReply({ pushes: z.array(PushView) });
+
 /**
  * A subject as a client would write it: dot-separated non-empty tokens, no whitespace, wildcards
  * (`*`, `>`) allowed (a wildcard subject is allowed only when one grant covers all of it).
@@ -763,6 +800,8 @@ export const VERBS = {
     "every credential (never a secret)", { list: "credentials" }),
   history: contract("query", HistoryRequest, HistoryReply,
     "every event about one entity, wherever it was filed, with actor, command id and time"),
+  pushes: contract("query", PushesRequest, PushesReply,
+    "the newest pushes: when, by whom, the nodes each sent a declaration and the provisions it minted"),
   explain: contract("query", ExplainRequest, ExplainReply,
     "which manifest line and record allow a principal to pub or sub a subject, or why nothing does (exit 0 allowed and on the bus; 1 denied, or allowed but the principal has no credential yet, so it is not on the bus); without a subject, every grant it has"),
   push: contract("shell", PushRequest, PushReply,

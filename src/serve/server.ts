@@ -101,15 +101,15 @@ export function replyInAskersInbox(principal: string, reply: string | undefined)
 }
 
 /**
- * The commits `keep` accepts, in stream order, from sequence 1 to `toSequence`, each validated
+ * The commits `keep` accepts, in stream order, from `fromSequence` (default 1) to `toSequence`, each validated
  * (readCommits). This is a scan of the whole CATALOGUE: fine for an operator's query (`history`),
  * which wants every event about an entity wherever its commit was filed; not for a hot path.
  * Throws InvalidEvent naming the sequence of a stored commit that fails its schema.
  */
-export async function scanCommits(nc: NatsConnection, toSequence: number, keep: (commit: Commit) => boolean): Promise<SequencedCommit[]> {
+export async function scanCommits(nc: NatsConnection, toSequence: number, keep: (commit: Commit) => boolean, fromSequence = 1): Promise<SequencedCommit[]> {
   const kept: SequencedCommit[] = [];
-  if (toSequence < 1) return kept;
-  await readCommits(nc, 1, (batch) => {
+  if (toSequence < Math.max(1, fromSequence)) return kept;
+  await readCommits(nc, Math.max(1, fromSequence), (batch) => {
     for (const sequenced of batch) if (keep(sequenced.commit)) kept.push(sequenced);
   }, { toSequence });
   return kept;
@@ -271,8 +271,8 @@ async function answerQuery(
   const state = await catalogue.catchUp();
   if (def.fromCommits) {
     // Answered from the records (history): a scan of the commits up to the folded sequence.
-    const { concerns, answer } = def.fromCommits;
-    const commits = await scanCommits(nc, state.sequence, (commit) => concerns(commit, request));
+    const { concerns, answer, since } = def.fromCommits;
+    const commits = await scanCommits(nc, state.sequence, (commit) => concerns(commit, request), since?.(state, request) ?? 1);
     const answered = answer(commits, request);
     if (answered instanceof QueryRefused) return { ok: false, error: answered.refusal };
     return queryReply(state.sequence, spread(withoutSecrets(answered)));

@@ -10,22 +10,30 @@ import type { AddressInfo } from "node:net";
 import { readFileSync } from "node:fs";
 import { TOKEN_COOKIE, admitted, newToken, safeJson, tokenOf } from "./guard.ts";
 import { edgesOf, layoutOf } from "./graph.ts";
-import type { ModuleView, SeatView } from "../contracts/verbs.ts";
+import type { ModuleView, PushView, SeatView } from "../contracts/verbs.ts";
+import { pushesShown, type NodeSeen } from "./pushes.ts";
 
 /** Rows a list page holds: 10,000 nodes are 50 pages, each drawn at once. */
 export const UI_PAGE = 200;
+/** The last pushes the overview shows. */
+export const UI_PUSHES = 5;
 /** Milliseconds a burst of bus changes is gathered before one read. */
 export const UI_DEBOUNCE_MS = 100;
 
 /** The policy every answer carries: nothing but this server's own files, no inline script or style. */
 export const CONTENT_SECURITY_POLICY = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
-/** What the overview shows: every node (with its last report, as `mesh get nodes`), module and seat. */
-export type Overview = { nodes: Array<Record<string, unknown> & { name: string }>; modules: ModuleView[]; seats: SeatView[] };
+/** What the overview shows: every node (with its last report, as `mesh get nodes`), module and seat, and the last pushes (`pushes`). */
+export type Overview = {
+  nodes: Array<Record<string, unknown> & NodeSeen>; modules: ModuleView[]; seats: SeatView[]; pushes: PushView[];
+  /** True in the first view drawn before the nodes' last reports (and the pushes) were read. */
+  reportsPending?: boolean;
+};
 
 /** How the server reads the mesh (src/cli/ui.ts gives it the controller's query verbs). Each rejects or answers a refusal `{ok:false,error}`. */
 export type MeshReader = {
-  overview(): Promise<Overview>;
+  /** The whole overview; `early` is told a first one without reports when the lists alone came first. */
+  overview(early?: (partial: Overview) => void): Promise<Overview>;
   history(kind: string, id: string): Promise<unknown>;
   explain(kind: string, name: string): Promise<unknown>;
 };
@@ -74,18 +82,35 @@ type Live = { current: Promise<Overview>; version: number; listeners: Set<(versi
 
 function liveOverview(reader: MeshReader, watch: UiOptions["watch"]): Live {
   let timer: NodeJS.Timeout | undefined;
+  // One read at a time: at 10,000 nodes a read takes seconds and reports come all the while, so
+  // changes heard during a read ask for one more read after it, not one read each.
+  let reading = true;
+  let again = false;
+  const tell = (overview: Overview): void => {
+    live.current = Promise.resolve(overview);
+    live.version += 1;
+    for (const listener of live.listeners) listener(live.version);
+  };
+  const done = (): void => {
+    reading = false;
+    if (again) { again = false; schedule(); }
+  };
   const refresh = (): void => {
     timer = undefined;
-    const next = reader.overview();
+    if (reading) { again = true; return; }
+    reading = true;
     // A failed read keeps the last good one; the next change reads again.
-    next.then(() => {
-      live.current = next;
-      live.version += 1;
-      for (const listener of live.listeners) listener(live.version);
-    }, () => undefined);
+    reader.overview().then(tell, () => undefined).finally(done);
   };
-  const stopWatch = watch(() => { timer ??= setTimeout(refresh, UI_DEBOUNCE_MS); });
-  const first = reader.overview();
+  const schedule = (): void => { timer ??= setTimeout(refresh, UI_DEBOUNCE_MS); };
+  const stopWatch = watch(schedule);
+  // The first view is drawn from the first overview that comes: the lists without the reports
+  // (`early`) when they come first; the whole one then follows as a change.
+  let early = false;
+  let settle: (first: Overview) => void = () => undefined;
+  const whole = reader.overview((partial) => { early = true; settle(partial); });
+  const first = new Promise<Overview>((resolve, reject) => { settle = resolve; whole.then(resolve, reject); });
+  whole.then((overview) => { if (early) tell(overview); }, () => undefined).finally(done);
   // Asked by a page, a failed first read answers 502; unasked, it must not end the process.
   first.catch(() => undefined);
   const live: Live = {
@@ -104,7 +129,10 @@ async function apiAnswer(url: URL, live: Live, reader: MeshReader): Promise<{ st
   switch (url.pathname) {
     case "/api/overview": {
       const o = await live.current;
-      return { status: 200, value: { ok: true, version, nodes: pageOf(o.nodes, page("nodes")), modules: pageOf(o.modules, page("modules")), seats: pageOf(o.seats, page("seats")) } };
+      return { status: 200, value: {
+        ok: true, version, reportsPending: o.reportsPending === true, nodes: pageOf(o.nodes, page("nodes")), modules: pageOf(o.modules, page("modules")), seats: pageOf(o.seats, page("seats")),
+        pushes: pushesShown(o.pushes, o.nodes),
+      } };
     }
     case "/api/graph": {
       const o = await live.current;

@@ -131,6 +131,33 @@ describe("mesh ui in a browser over a real controller (issue 30)", { skip: SKIP 
     await page.locator("text=node alpha enrolled").first().waitFor({ timeout: 5_000 });
   });
 
+  it("the last pushes show the push the CLI made, by whom, and each node's outcome as its report tells it, live", async () => {
+    // alpha has no agent: neither its report nor the user list it holds comes, so the push waits
+    // --timeout for them and exits 1; what it sent is recorded all the same (R31).
+    const pushed = await mesh("push", "--wait", "--timeout", "2000", "--json");
+    assert.ok(pushed.code === EXIT_OK || pushed.code === 1, `${pushed.out}\n${pushed.err}`);
+    const reply = pushed.json() as { pushId: string; nodes: Array<{ node: string; digest?: string }> };
+    const digest = reply.nodes.find((n) => n.node === "alpha")?.digest;
+    assert.ok(digest, `alpha was sent a declaration: ${pushed.out}`);
+    await page.goto(`${ui.url.split("?")[0]}#/`);
+    const row = page.locator("tr", { has: page.locator(`[data-push="${reply.pushId}"]`) });
+    await row.waitFor({ timeout: 5_000 });
+    // When and by whom as the records say it (`mesh pushes`: the controller sends for the operator who asked).
+    const listed = await mesh("pushes", "--json");
+    assert.equal(listed.code, EXIT_OK, listed.err);
+    const recorded = (listed.json().pushes as Array<{ id: string; at: string; actor: string; sent: number }>).find((p) => p.id === reply.pushId);
+    assert.ok(recorded, listed.out);
+    assert.equal(recorded.sent, 1);
+    for (const text of [recorded.at, recorded.actor]) assert.ok(((await row.textContent()) ?? "").includes(text), `${text} in the row`);
+    const alpha = page.locator(`[data-push-node="${reply.pushId}/alpha"]`);
+    assert.equal(await alpha.textContent(), "waiting", "sent, no report of it yet");
+    // alpha's agent reports the declaration applied: the page turns it without a reload.
+    suite.fixture.operator.publish(reportSubject("alpha"), JSON.stringify({
+      node: "alpha", digest, ok: true, modules: [{ module: "greeter", state: "running", pid: 4242, restarts: 0 }],
+    }));
+    await page.locator(`[data-push-node="${reply.pushId}/alpha"]`, { hasText: "applied" }).waitFor({ timeout: 5_000 });
+  });
+
   it("`mesh ui` prints its address with the token, serves the mesh there, and Ctrl-C stops it (exit 0)", async () => {
     let out = "";
     let stop: (() => void) | undefined;

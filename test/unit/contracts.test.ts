@@ -131,6 +131,14 @@ const REPLIES: Record<Verb, (state: State) => Promise<unknown[]> | unknown[] | "
   nodes: (state) => [ask(state, "nodes"), ask(state, "nodes", {}, { limit: 1 })],
   modules: (state) => [ask(state, "modules"), ask(state, "modules", {}, { limit: 1 })],
   credentials: (state) => [ask(state, "credentials"), ask(state, "credentials", {}, { limit: 1 })],
+  pushes: () => {
+    const { commits } = exampleMesh();
+    const meta = { actor: "operator-ada", at: NOW };
+    const sent = { sequence: commits.length + 1, commit: { commandId: "push-1-sent-0-0", entity: { kind: "push" as const, id: "push-1" }, events: [{ ...meta, commandId: "push-1-sent-0-0", type: "DeclarationSent" as const, node: "alpha", digest: "d1", recordsSequence: commits.length }] } };
+    const answered = queries.pushes!.fromCommits!.answer([...commits, sent], { limit: 5 });
+    assert.ok(!(answered instanceof QueryRefused));
+    return [stamped(queryReply(sent.sequence, spread(answered))), stamped(queryReply(commits.length, spread(queries.pushes!.fromCommits!.answer(commits, { limit: 5 }))))];
+  },
   history: () => {
     const { commits } = exampleMesh();
     const def = queries.history!;

@@ -14,7 +14,7 @@ describe("command registry", () => {
     assert.deepEqual(Object.keys(commands).sort(), [
       "assign", "credential.rotate", "module.issue", "module.register", "module.retire", "node.enrol", "node.remove", "overlay.place", "seat.alias", "seat.handover", "unassign",
     ]);
-    assert.deepEqual(Object.keys(queries).sort(), ["credentials", "explain", "history", "modules", "nodes", "seats", "where"]);
+    assert.deepEqual(Object.keys(queries).sort(), ["credentials", "explain", "history", "modules", "nodes", "pushes", "seats", "where"]);
   });
 
   it("R51: every verb round-trips through its command subject with its asker", () => {
