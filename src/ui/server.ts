@@ -8,6 +8,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { packageLayout } from "../files/packageFiles.ts";
 import { TOKEN_COOKIE, admitted, newToken, safeJson, tokenOf } from "./guard.ts";
 import { edgesOf, layoutOf } from "./graph.ts";
 import type { ModuleView, SeatView } from "../contracts/verbs.ts";
@@ -51,8 +53,14 @@ const STATIC: Record<string, { file: string; type: string }> = {
   "/static/app.css": { file: "app.css", type: "text/css; charset=utf-8" },
 };
 
-/** Where the page's files are: beside this file (scripts/build.mjs copies them into dist/). */
-const STATIC_DIR = new URL("./static/", import.meta.url);
+/**
+ * Where the page's files are: src/ui/static/, or its copy in dist/ when built (scripts/build.mjs),
+ * found from the package's root: a bundle's chunk is not beside them.
+ */
+function staticFile(file: string): string {
+  const layout = packageLayout();
+  return join(layout.root, ...(layout.built ? ["dist"] : []), "src", "ui", "static", file);
+}
 
 const HEADERS = {
   "content-security-policy": CONTENT_SECURITY_POLICY,
@@ -156,7 +164,7 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
     const cookie = tokenOf(url, request.headers.cookie)?.from === "query" ? { "set-cookie": `${TOKEN_COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/` } : {};
     const file = STATIC[url.pathname];
     if (file !== undefined) {
-      response.writeHead(200, { ...HEADERS, ...cookie, "content-type": file.type }).end(readFileSync(new URL(file.file, STATIC_DIR)));
+      response.writeHead(200, { ...HEADERS, ...cookie, "content-type": file.type }).end(readFileSync(staticFile(file.file)));
       return;
     }
     if (url.pathname === "/events") {
