@@ -9,7 +9,7 @@ import { clientOf, EXIT_OK, UsageError, loadCredential, type CliContext } from "
 import { readItems } from "./get.ts";
 import { WATCHED_SUBJECTS } from "./watch.ts";
 import { parseMetricsListen } from "../metrics/serve.ts";
-import { startUi, type MeshReader, type Overview } from "../ui/server.ts";
+import type { MeshReader, Overview } from "../ui/server.ts";
 import type { MeshClient } from "../client/client.ts";
 import type { CliVerb } from "./busVerb.ts";
 import type { ModuleView, SeatView } from "../contracts/verbs.ts";
@@ -58,6 +58,8 @@ export const UI_CLI_VERB: CliVerb = {
     const parsed = parseMetricsListen(options.listen === undefined ? "0" : String(options.listen));
     if (!parsed.ok) throw new UsageError(`ui: --listen: ${parsed.problem}`);
     const nc = await ctx.connection();
+    // The server's code is read only by `mesh ui` (issue 29: every other verb starts without it).
+    const { startUi } = await import("../ui/server.ts");
     const ui = await startUi({
       reader: meshReader(await clientOf(ctx)),
       ...parsed.value,
