@@ -5,6 +5,7 @@
 // a few seconds. Plain JavaScript: it runs before anything is built, tsx or not.
 import { spawnSync } from "node:child_process";
 import { cpSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
@@ -54,5 +55,22 @@ async function bundle() {
     // The CommonJS packages bundled in ask `require` for node's own modules: an ES module has none.
     banner: { js: "import { createRequire as __meshRequire } from 'node:module'; const require = __meshRequire(import.meta.url);" },
     logLevel: "warning",
+    plugins: [zodInEnglish()],
   });
+}
+
+/**
+ * zod's messages in English only: its namespace re-exports every language's messages (`z.locales`,
+ * some 300 kB of the 750 kB zod adds to each start), which mesh never asks for; English, its
+ * default, stays (zod's schemas import locales/en.js themselves).
+ */
+function zodInEnglish() {
+  return {
+    name: "zod-in-english",
+    setup(build) {
+      build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+        /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: join(dirname(args.importer), "..", "locales", "en.js"), namespace: "zod-english" } : undefined);
+      build.onLoad({ filter: /.*/, namespace: "zod-english" }, (args) => ({ contents: 'export { default as en } from "./en.js";', resolveDir: dirname(args.path), loader: "js" }));
+    },
+  };
 }
