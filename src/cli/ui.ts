@@ -10,6 +10,7 @@ import { readItems } from "./get.ts";
 import { WATCHED_SUBJECTS } from "./watch.ts";
 import { parseMetricsListen } from "../metrics/serve.ts";
 import type { MeshReader, Overview } from "../ui/server.ts";
+import { packageFile, packageLayout } from "../files/packageFiles.ts";
 import type { MeshClient } from "../client/client.ts";
 import type { CliVerb } from "./busVerb.ts";
 import type { ModuleView, SeatView } from "../contracts/verbs.ts";
@@ -64,6 +65,8 @@ export const UI_CLI_VERB: CliVerb = {
       reader: meshReader(await clientOf(ctx)),
       ...parsed.value,
       secrets: secretsOf(ctx.globals.credential),
+      // Named from the package's root: a bundled CLI's chunk is not beside the page's files.
+      staticDir: packageLayout().built ? packageFile("dist", "src", "ui", "static") : packageFile("src", "ui", "static"),
       watch: (changed) => busWatch(nc, changed, ctx.err),
     });
     ctx.out(`mesh ui: open ${ui.url}`);

@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { packageLayout } from "../files/packageFiles.ts";
+import { fileURLToPath } from "node:url";
 import { TOKEN_COOKIE, admitted, newToken, safeJson, tokenOf } from "./guard.ts";
 import { edgesOf, layoutOf } from "./graph.ts";
 import type { ModuleView, SeatView } from "../contracts/verbs.ts";
@@ -42,6 +42,8 @@ export type UiOptions = {
   watch(changed: () => void): () => void;
   /** The token to require (a fresh random one by default). */
   token?: string;
+  /** The folder of the page's files (default: static/ beside this file); a bundled CLI names it, as its chunk is not there. */
+  staticDir?: string;
 };
 
 /** A running ui: its address with the token (what to open), and how to stop it. */
@@ -53,14 +55,8 @@ const STATIC: Record<string, { file: string; type: string }> = {
   "/static/app.css": { file: "app.css", type: "text/css; charset=utf-8" },
 };
 
-/**
- * Where the page's files are: src/ui/static/, or its copy in dist/ when built (scripts/build.mjs),
- * found from the package's root: a bundle's chunk is not beside them.
- */
-function staticFile(file: string): string {
-  const layout = packageLayout();
-  return join(layout.root, ...(layout.built ? ["dist"] : []), "src", "ui", "static", file);
-}
+/** Where the page's files are by default: beside this file (scripts/build.mjs copies them into dist/). */
+const STATIC_DIR = fileURLToPath(new URL("./static/", import.meta.url));
 
 const HEADERS = {
   "content-security-policy": CONTENT_SECURITY_POLICY,
@@ -164,7 +160,7 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
     const cookie = tokenOf(url, request.headers.cookie)?.from === "query" ? { "set-cookie": `${TOKEN_COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/` } : {};
     const file = STATIC[url.pathname];
     if (file !== undefined) {
-      response.writeHead(200, { ...HEADERS, ...cookie, "content-type": file.type }).end(readFileSync(staticFile(file.file)));
+      response.writeHead(200, { ...HEADERS, ...cookie, "content-type": file.type }).end(readFileSync(join(options.staticDir ?? STATIC_DIR, file.file)));
       return;
     }
     if (url.pathname === "/events") {
