@@ -4,7 +4,9 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-const main = new URL("../dist/src/cli/main.js", import.meta.url);
+// The bundle (scripts/build.mjs: a few files to read), else the CLI as the compiler emitted it.
+const bundled = new URL("../dist/bundled/mesh/main.js", import.meta.url);
+const main = existsSync(bundled) ? bundled : new URL("../dist/src/cli/main.js", import.meta.url);
 if (existsSync(main)) {
   await import(main.href);
 } else {

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { openSync, closeSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { pinnedCertificateOf, probeCertificate } from "../src/bus/pin.ts";
-import { InstallerError } from "./tls.ts";
+import { InstallerError } from "./errors.ts";
 import { packageFile } from "../src/files/index.ts";
 
 /**

@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { createServer } from "node:net";
-import { InstallerError } from "./tls.ts";
+import { InstallerError } from "./errors.ts";
 import { BUS_LOG_SIZE_LIMIT } from "../src/host/busLog.ts";
 
 /**

@@ -14,13 +14,9 @@ import { CA_CERT_FILE, CA_KEY_FILE, writeBusCertificate } from "../src/host/busC
 
 export { CA_CERT_FILE, CA_KEY_FILE, TLS_CERT_FILE, TLS_KEY_FILE } from "../src/host/busCertificate.ts";
 
-/** One line error of the installer: what is wrong and what to do (bad configuration, R35). */
-export class InstallerError extends Error {
-  override readonly name = "InstallerError";
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-  }
-}
+import { InstallerError } from "./errors.ts";
+
+export { InstallerError };
 
 /** The four files of a mesh's TLS identity in `dir`, and the CA's SHA-256 fingerprint clients pin (R71). */
 export type BusCertificateFiles = { keyFile: string; certFile: string; caFile: string; caKeyFile: string; fingerprint: string };

@@ -3,7 +3,16 @@
  * to the terminal), the same with every cell whole (`wide`), the reply as data (`json`, `yaml`),
  * or one `kind/name` per line (`name`). Defined once here for every verb; pure but printData.
  */
-import { stringify as yamlStringify } from "yaml";
+import { createRequire } from "node:module";
+
+/**
+ * yaml's `stringify`, loaded when a verb first prints YAML: the other formats (every verb's
+ * default) do not pay for reading the library at each start (issue 29).
+ */
+function yamlStringify(value: unknown): string {
+  const yaml = createRequire(import.meta.url)("yaml") as typeof import("yaml");
+  return yaml.stringify(value);
+}
 
 /** The formats `-o` takes; `text` is the default (no `-o`). */
 export const OUTPUT_FORMATS = ["text", "wide", "json", "yaml", "name"] as const;

@@ -10,7 +10,9 @@ import { readItems } from "./get.ts";
 import { lastReportOf, reportsOf } from "./lastReport.ts";
 import { WATCHED_SUBJECTS } from "./watch.ts";
 import { parseMetricsListen } from "../metrics/serve.ts";
-import { UI_PUSHES, startUi, type MeshReader, type Overview } from "../ui/server.ts";
+import type { MeshReader, Overview } from "../ui/server.ts";
+import { UI_PUSHES } from "../ui/limits.ts";
+import { packageFile, packageLayout } from "../files/packageFiles.ts";
 import type { MeshClient } from "../client/client.ts";
 import type { CliVerb } from "./busVerb.ts";
 import type { ModuleView, NodeView, PushView, Refusal, SeatView } from "../contracts/verbs.ts";
@@ -74,10 +76,14 @@ export const UI_CLI_VERB: CliVerb = {
     const parsed = parseMetricsListen(options.listen === undefined ? "0" : String(options.listen));
     if (!parsed.ok) throw new UsageError(`ui: --listen: ${parsed.problem}`);
     const nc = await ctx.connection();
+    // The server's code is read only by `mesh ui` (issue 29: every other verb starts without it).
+    const { startUi } = await import("../ui/server.ts");
     const ui = await startUi({
       reader: meshReader(await clientOf(ctx)),
       ...parsed.value,
       secrets: secretsOf(ctx.globals.credential),
+      // Named from the package's root: a bundled CLI's chunk is not beside the page's files.
+      staticDir: packageLayout().built ? packageFile("dist", "src", "ui", "static") : packageFile("src", "ui", "static"),
       watch: (changed) => busWatch(nc, changed, ctx.err),
     });
     ctx.out(`mesh ui: open ${ui.url}`);

@@ -12,7 +12,7 @@ import { exitOf, shortfallsOf } from "./push.ts";
 import { VERBS_VERSION } from "../contracts/verbs.ts";
 import { DEFAULT_UP_ADDRESS } from "../up/plan.ts";
 import { renderSummary, serversDown, serversDownLine, type BusServerSeen, type UpSummary } from "../up/summary.ts";
-import { InstallerError } from "../../installer/tls.ts";
+import { InstallerError } from "../../installer/errors.ts";
 import type { MeshPaths } from "../../installer/genesis.ts";
 import { ConfigError, meshInvocation } from "../config.ts";
 import { printData } from "./output.ts";

@@ -8,6 +8,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { TOKEN_COOKIE, admitted, newToken, safeJson, tokenOf } from "./guard.ts";
 import { edgesOf, layoutOf } from "./graph.ts";
 import type { ModuleView, PushView, SeatView } from "../contracts/verbs.ts";
@@ -15,8 +17,7 @@ import { pushesShown, type NodeSeen } from "./pushes.ts";
 
 /** Rows a list page holds: 10,000 nodes are 50 pages, each drawn at once. */
 export const UI_PAGE = 200;
-/** The last pushes the overview shows. */
-export const UI_PUSHES = 5;
+export { UI_PUSHES } from "./limits.ts";
 /** Milliseconds a burst of bus changes is gathered before one read. */
 export const UI_DEBOUNCE_MS = 100;
 
@@ -48,6 +49,8 @@ export type UiOptions = {
   watch(changed: () => void): () => void;
   /** The token to require (a fresh random one by default). */
   token?: string;
+  /** The folder of the page's files (default: static/ beside this file); a bundled CLI names it, as its chunk is not there. */
+  staticDir?: string;
 };
 
 /** A running ui: its address with the token (what to open), and how to stop it. */
@@ -59,8 +62,8 @@ const STATIC: Record<string, { file: string; type: string }> = {
   "/static/app.css": { file: "app.css", type: "text/css; charset=utf-8" },
 };
 
-/** Where the page's files are: beside this file (scripts/build.mjs copies them into dist/). */
-const STATIC_DIR = new URL("./static/", import.meta.url);
+/** Where the page's files are by default: beside this file (scripts/build.mjs copies them into dist/). */
+const STATIC_DIR = fileURLToPath(new URL("./static/", import.meta.url));
 
 const HEADERS = {
   "content-security-policy": CONTENT_SECURITY_POLICY,
@@ -184,7 +187,7 @@ export async function startUi(options: UiOptions): Promise<UiServer> {
     const cookie = tokenOf(url, request.headers.cookie)?.from === "query" ? { "set-cookie": `${TOKEN_COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/` } : {};
     const file = STATIC[url.pathname];
     if (file !== undefined) {
-      response.writeHead(200, { ...HEADERS, ...cookie, "content-type": file.type }).end(readFileSync(new URL(file.file, STATIC_DIR)));
+      response.writeHead(200, { ...HEADERS, ...cookie, "content-type": file.type }).end(readFileSync(join(options.staticDir ?? STATIC_DIR, file.file)));
       return;
     }
     if (url.pathname === "/events") {

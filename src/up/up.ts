@@ -17,7 +17,7 @@ import { findNatsServer, testServerConfig } from "../../installer/serverConfig.t
 import { startBus, pidFile } from "../../installer/bus.ts";
 import { readUserList } from "../../installer/carried.ts";
 import { localHost } from "../../installer/genesis.ts";
-import { InstallerError } from "../../installer/tls.ts";
+import { InstallerError } from "../../installer/errors.ts";
 import { controllerExit, runningPid, recordPid, spawnDaemon, processesOf, STANDBY_CONTROLLER, SUPERVISOR } from "./processes.ts";
 import { appliedOf, nodesOf, principalsByUser, seatsOf, type NodeLastReport, type UpSummary } from "./summary.ts";
 import { REPORTS_PAGE } from "../push/reports.ts";
