@@ -1,5 +1,5 @@
 import type { Draft } from "immer";
-import { insertSorted, removeSorted, type SliceFold } from "./slice.ts";
+import { peek, plainEntries, withInserted, without, type SliceFold } from "./slice.ts";
 
 export type Handover = { seat: string; from: string; to: string; at: string };
 /**
@@ -15,33 +15,34 @@ export type AssignmentsState = {
 
 export const initialAssignments: AssignmentsState = { byModule: new Map(), handovers: new Map() };
 
-/** Takes `node` out of `module`'s sorted list (a binary search), dropping the module when none is left. */
-function unassign(state: Draft<AssignmentsState>, module: string, node: string): void {
-  const nodes = state.byModule.get(module);
-  if (nodes === undefined || !removeSorted(nodes, node)) return;
-  if (nodes.length === 0) state.byModule.delete(module);
+/** Takes `node` out of `module`'s sorted list `nodes` (a binary search), dropping the module when none is left. */
+function unassign(state: Draft<AssignmentsState>, module: string, nodes: readonly string[] | undefined, node: string): void {
+  const left = nodes === undefined ? undefined : without(nodes, node);
+  if (left === undefined) return;
+  if (left.length === 0) state.byModule.delete(module);
+  else state.byModule.set(module, left);
 }
 
-/** Fold of assignments, unassignments and handovers. A removed node loses its assignments. */
+/**
+ * Fold of assignments, unassignments and handovers (each list replaced by a new one, never changed
+ * in place). A removed node loses its assignments.
+ */
 export const assignmentsFold: SliceFold<AssignmentsState> = {
   ModuleAssigned: (state, event) => {
     // A module on 10,000 nodes must not be scanned and re-sorted for each one assigned.
-    const nodes = state.byModule.get(event.module);
-    if (nodes === undefined) state.byModule.set(event.module, [event.node]);
-    else insertSorted(nodes, event.node);
+    const nodes = withInserted(peek(state.byModule, event.module), event.node);
+    if (nodes !== undefined) state.byModule.set(event.module, nodes);
   },
   ModuleUnassigned: (state, event) => {
-    unassign(state, event.module, event.node);
+    unassign(state, event.module, peek(state.byModule, event.module), event.node);
   },
   NodeRemoved: (state, event) => {
     // Each module's list is searched, not scanned, and only the modules on the node are changed.
-    for (const module of [...state.byModule.keys()]) unassign(state, module, event.node);
+    for (const [module, nodes] of plainEntries(state.byModule)) unassign(state, module, nodes, event.node);
   },
   SeatHandedOver: (state, event) => {
     const move = { seat: event.seat, from: event.from, to: event.to, at: event.at };
-    const moves = state.handovers.get(event.seat);
-    if (moves === undefined) state.handovers.set(event.seat, [move]);
-    else moves.push(move);
+    state.handovers.set(event.seat, [...(peek(state.handovers, event.seat) ?? []), move]);
   },
 };
 

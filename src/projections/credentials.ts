@@ -1,6 +1,6 @@
 import type { Principal } from "../events/index.ts";
 import { CONTROLLER_NAME, principalKey } from "../names.ts";
-import { insertSorted, removeSorted, sortedHas, type EventOf, type SliceFold } from "./slice.ts";
+import { peek, plainEntries, withInserted, without, type EventOf, type SliceFold } from "./slice.ts";
 
 /** A principal's current credential as the records hold it (never a seed or password in the clear). */
 export type CredentialRecord = {
@@ -88,10 +88,10 @@ export const credentialsFold: SliceFold<CredentialsState> = {
   },
   ModuleUnassigned: (credentials, event) => {
     const principal = principalOfModule(event.module);
-    const record = credentials.get(principalKey(principal.kind, principal.name));
-    if (record === undefined) return;
-    if (record.deliveredTo === undefined) record.deliveredTo = [event.node];
-    else insertSorted(record.deliveredTo, event.node);
+    const key = principalKey(principal.kind, principal.name);
+    const record = peek(credentials, key);
+    const deliveredTo = record === undefined ? undefined : withInserted(record.deliveredTo, event.node);
+    if (record !== undefined && deliveredTo !== undefined) credentials.set(key, { ...record, deliveredTo });
   },
   CredentialRevoked: (credentials, event) => {
     credentials.delete(principalKey(event.principal.kind, event.principal.name));
@@ -100,12 +100,11 @@ export const credentialsFold: SliceFold<CredentialsState> = {
     // Every credential delivered to the node is rotated in the removal's own commit (R48), so
     // the removed node leaves no one's delivery list.
     credentials.delete(principalKey("node", event.node));
-    for (const [key, record] of credentials) {
-      if (record.deliveredTo === undefined || !sortedHas(record.deliveredTo, event.node)) continue;
-      if (record.deliveredTo.length === 1) {
-        const { deliveredTo: _gone, ...rest } = record;
-        credentials.set(key, rest);
-      } else removeSorted(record.deliveredTo, event.node);
+    for (const [key, record] of plainEntries(credentials)) {
+      const left = record.deliveredTo === undefined ? undefined : without(record.deliveredTo, event.node);
+      if (left === undefined) continue;
+      const { deliveredTo: _gone, ...rest } = record;
+      credentials.set(key, left.length === 0 ? rest : { ...rest, deliveredTo: left });
     }
   },
 };

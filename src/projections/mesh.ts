@@ -31,6 +31,6 @@ export const meshFold: SliceFold<MeshState> = {
   }),
   RecordsRestored: (mesh, event) => {
     if (mesh === null || event.lost === null) return;
-    mesh.restoredUpTo = Math.max(event.lost.to, mesh.restoredUpTo ?? 0);
+    return { ...mesh, restoredUpTo: Math.max(event.lost.to, mesh.restoredUpTo ?? 0) };
   },
 };

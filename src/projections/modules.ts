@@ -1,6 +1,6 @@
 import type { Draft } from "immer";
 import type { Manifest, SeatDeclaration } from "../manifest/manifest.ts";
-import type { SliceFold } from "./slice.ts";
+import { peek, type SliceFold } from "./slice.ts";
 
 export type ModuleRecord = { manifest: Manifest; registeredAt: string; issued: boolean };
 /** A seat of the catalogue: its declaration and the module whose manifest declares it. */
@@ -31,7 +31,7 @@ export const initialModules: ModulesState = { modules: new Map(), seats: new Map
 /** Drops the seats module `name`'s manifest `before` declared (and it still declares): a new version or a retirement replaces them. */
 function dropSeats(state: Draft<ModulesState>, name: string, before: ModuleRecord | undefined): void {
   for (const seat of Object.keys(before?.manifest.seats ?? {})) {
-    if (state.seats.get(seat)?.declaredBy === name) state.seats.delete(seat);
+    if (peek(state.seats, seat)?.declaredBy === name) state.seats.delete(seat);
   }
 }
 
@@ -39,7 +39,7 @@ function dropSeats(state: Draft<ModulesState>, name: string, before: ModuleRecor
 export const modulesFold: SliceFold<ModulesState> = {
   ModuleRegistered: (state, event) => {
     const name = event.manifest.name;
-    const before = state.modules.get(name);
+    const before = peek(state.modules, name);
     // Only the seats of its previous manifest are looked at, not every seat of the catalogue.
     dropSeats(state, name, before);
     state.modules.set(name, { manifest: event.manifest, registeredAt: event.at, issued: before?.issued ?? false });
@@ -49,13 +49,13 @@ export const modulesFold: SliceFold<ModulesState> = {
     state.retired.delete(name);
   },
   ModuleRetired: (state, event) => {
-    dropSeats(state, event.module, state.modules.get(event.module));
+    dropSeats(state, event.module, peek(state.modules, event.module));
     state.retired.set(event.module, { version: event.version, at: event.at });
     state.modules.delete(event.module);
   },
   ModuleIssued: (state, event) => {
-    const module = state.modules.get(event.module);
-    if (module && !module.issued) module.issued = true;
+    const module = peek(state.modules, event.module);
+    if (module && !module.issued) state.modules.set(event.module, { ...module, issued: true });
   },
   SeatAliased: (state, event) => {
     state.aliases.set(event.from, event.to);

@@ -1,5 +1,5 @@
 import { moduleOf, resolveSeat } from "./modules.ts";
-import { insertSorted, removeSorted, sortedHas, type EventOf, type SliceFold } from "./slice.ts";
+import { plainEntries, withInserted, without, type EventOf, type SliceFold } from "./slice.ts";
 
 export type ProvisionRecord = {
   seat: string;
@@ -62,19 +62,18 @@ export const provisionsFold: SliceFold<ProvisionsState> = {
   ModuleUnassigned: (provisions, event, { slices }) => {
     const manifest = moduleOf(slices.modules, event.module)?.manifest;
     const claimed = new Set((manifest?.claims ?? []).map((claim) => resolveSeat(slices.modules, claim)));
-    for (const record of provisions.values()) {
+    for (const [key, record] of plainEntries(provisions)) {
       if (record.consumer !== event.module && !claimed.has(record.seat)) continue;
-      if (record.deliveredTo === undefined) record.deliveredTo = [event.node];
-      else insertSorted(record.deliveredTo, event.node);
+      const deliveredTo = withInserted(record.deliveredTo, event.node);
+      if (deliveredTo !== undefined) provisions.set(key, { ...record, deliveredTo });
     }
   },
   NodeRemoved: (provisions, event) => {
-    for (const [key, record] of provisions) {
-      if (record.deliveredTo === undefined || !sortedHas(record.deliveredTo, event.node)) continue;
-      if (record.deliveredTo.length === 1) {
-        const { deliveredTo: _gone, ...rest } = record;
-        provisions.set(key, rest);
-      } else removeSorted(record.deliveredTo, event.node);
+    for (const [key, record] of plainEntries(provisions)) {
+      const left = record.deliveredTo === undefined ? undefined : without(record.deliveredTo, event.node);
+      if (left === undefined) continue;
+      const { deliveredTo: _gone, ...rest } = record;
+      provisions.set(key, left.length === 0 ? rest : { ...rest, deliveredTo: left });
     }
   },
 };

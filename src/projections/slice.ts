@@ -1,4 +1,4 @@
-import type { Draft } from "immer";
+import { isDraft, original, type Draft } from "immer";
 import type { MeshEvent, MeshEventType } from "../events/index.ts";
 import type { Slices } from "./fold.ts";
 
@@ -22,5 +22,20 @@ export type Handler<S, T extends MeshEventType> = (draft: Draft<S>, event: Event
 /** A slice's fold: its handlers by event type (an event it does not name leaves it as it was). */
 export type SliceFold<S> = { readonly [T in MeshEventType]?: Handler<S, T> };
 
+/**
+ * The value of `key` in a slice's Map (a draft or plain) as plain data. Handlers never change a
+ * Map's value in place: they set a new one (a draft of a list changed in place costs a proxy trap
+ * per element moved). So a value drafted by a read is unchanged, and its original is its value.
+ */
+export function peek<V>(map: Map<string, Draft<V>>, key: string): V | undefined {
+  const value: unknown = map.get(key);
+  return (isDraft(value) ? original(value) : value) as V | undefined;
+}
+
+/** The entries of a slice's Map (a draft or plain) as plain data (peek), for a scan that changes few of them. */
+export function* plainEntries<V>(map: Map<string, Draft<V>>): Generator<[string, V]> {
+  for (const [key, value] of map as Map<string, unknown>) yield [key, (isDraft(value) ? original(value) : value) as V];
+}
+
 /** The sorted lists' helpers (sorted.ts), for the slices' handlers. */
-export { insertSorted, removeSorted, sortedHas, sortedIndex } from "./sorted.ts";
+export { withInserted, without, sortedHas, sortedIndex } from "./sorted.ts";

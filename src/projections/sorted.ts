@@ -23,18 +23,21 @@ export function sortedHas(list: readonly string[], item: string): boolean {
   return list[sortedIndex(list, item)] === item;
 }
 
-/** Inserts `item` at its place in the sorted `list` (a fold's draft or own list), in place; false when it was there already. */
-export function insertSorted(list: string[], item: string): boolean {
-  const at = sortedIndex(list, item);
-  if (list[at] === item) return false;
-  list.splice(at, 0, item);
-  return true;
+/** A new sorted list: `list` (none: empty) with `item` at its place; undefined when `list` holds it already. */
+export function withInserted(list: readonly string[] | undefined, item: string): string[] | undefined {
+  const from = list ?? [];
+  const at = sortedIndex(from, item);
+  if (from[at] === item) return undefined;
+  const next = from.slice();
+  next.splice(at, 0, item);
+  return next;
 }
 
-/** Takes `item` out of the sorted `list` (a fold's draft or own list), in place; false when it was not there. */
-export function removeSorted(list: string[], item: string): boolean {
+/** A new sorted list: `list` without `item`; undefined when `list` does not hold it. */
+export function without(list: readonly string[], item: string): string[] | undefined {
   const at = sortedIndex(list, item);
-  if (list[at] !== item) return false;
-  list.splice(at, 1);
-  return true;
+  if (list[at] !== item) return undefined;
+  const next = list.slice();
+  next.splice(at, 1);
+  return next;
 }

@@ -208,7 +208,7 @@ describe("long folds", () => {
   });
 
   it("R41: evolve and a draft fold leave every state they are given as it was, over a history with every event type", () => {
-    const history: SequencedCommit[] = generateCommits({ seed: 21, events: 2500, maxNodes: 20 }).map((commit, i) => ({ sequence: i + 1, commit }));
+    const history: SequencedCommit[] = generateCommits({ seed: 21, events: 1200, maxNodes: 20 }).map((commit, i) => ({ sequence: i + 1, commit }));
     assert.deepEqual(new Set(history.flatMap(({ commit }) => commit.events.map((e) => e.type))), new Set(EVENT_TYPES), "every event type is in the history");
     let state = initialState;
     for (let i = 0; i < history.length; i += 1) {
