@@ -19,7 +19,7 @@ import { writeRecordsMark } from "../../src/bootstrap/recordsMark.ts";
 import { sendCommand } from "../../src/client/send.ts";
 import { inboxPrefix } from "../../src/names.ts";
 import { evolve } from "../../src/projections/index.ts";
-import { sizeIn } from "../../src/projections/buckets.ts";
+import { sizeIn } from "../../src/projections/buckets.ts"; // the driver's `applied` (projections/state.ts)
 
 type Stats = { name: string; count: number; p50: number; p90: number; p99: number; mean: number; max: number };
 

@@ -61,7 +61,7 @@ async function historyServer(maxEvents: number): Promise<{
   await openCatalogue(nc, { useSnapshot: false }); // creates the stream and the snapshot stores
   const history = generateHistory({ seed: 1, events: maxEvents, maxNodes: 2000 });
   // The same commits folded in memory as they are laid down, for a snapshot without a replay.
-  const fold = startFold(initialState, "copy");
+  const fold = startFold(initialState);
   let sequence = 0;
   let events = 0;
   return {

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { InvalidEvent, RecordsBehind, RecordsUnsafe, replay, type Catalogue } from "../records/catalogue.ts";
 import { canonicalJson } from "../projections/canonical.ts";
+import { packState } from "../projections/pack.ts";
 import { assignedModules, everyCredential, everyModule, nodeCount, seatNames, type State } from "../projections/index.ts";
 import type { FreshSecret, Refusal, Reply } from "../commands/envelope.ts";
 import { withoutSecrets, type ShellHandler } from "../serve/server.ts";
@@ -25,9 +26,9 @@ import type { InstalledList } from "./reportWatch.ts";
 import { composeBusUsers } from "../compose/index.ts";
 import type { ComposeConfig } from "../compose/types.ts";
 
-/** The SHA-256 (hex) of the state's canonical JSON: equal states, equal digests (R41). */
+/** The SHA-256 (hex) of the state's canonical JSON, packed (projections/pack.ts): equal states, equal digests (R41). */
 export function stateDigest(state: State): string {
-  return createHash("sha256").update(canonicalJson(state)).digest("hex");
+  return createHash("sha256").update(canonicalJson(packState(state))).digest("hex");
 }
 
 /** What the records hold, counted (a replay's report). */

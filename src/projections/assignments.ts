@@ -1,83 +1,59 @@
-import type { MeshEvent } from "../events/index.ts";
-import { assertNever } from "./assertNever.ts";
-import { deleteIn, emptyBuckets, entriesIn, getIn, setIn, type Buckets, type Owned } from "./buckets.ts";
-import { ownList, sortedIndex, withInserted } from "./sorted.ts";
+import type { Draft } from "immer";
+import { peek, plainEntries, withInserted, without, type SliceFold } from "./slice.ts";
 
 export type Handover = { seat: string; from: string; to: string; at: string };
 /**
- * Where modules run: module → sorted node names; and the handover record, seat → its moves. Both
- * grow with the mesh, so both are bucketed maps (buckets.ts): read them with nodesOfModule,
- * assignedModules, modulesOnNode and handoversOf. A handover's commit also moves the claiming
- * module (unassign + assign), so holders are read from the assignments alone, the same way by
- * every lookup (R17).
+ * Where modules run: module → sorted node names; and the handover record, seat → its moves. Read
+ * them with nodesOfModule, assignedModules, modulesOnNode and handoversOf. A handover's commit also
+ * moves the claiming module (unassign + assign), so holders are read from the assignments alone,
+ * the same way by every lookup (R17).
  */
 export type AssignmentsState = {
-  byModule: Buckets<string[]>;
-  handovers: Buckets<Handover[]>;
+  readonly byModule: ReadonlyMap<string, readonly string[]>;
+  readonly handovers: ReadonlyMap<string, readonly Handover[]>;
 };
 
-export const initialAssignments: AssignmentsState = { byModule: emptyBuckets(), handovers: emptyBuckets() };
+export const initialAssignments: AssignmentsState = { byModule: new Map(), handovers: new Map() };
 
-/** The assignments with `module`'s node list set to `nodes` (removed when empty). */
-function withNodes(state: AssignmentsState, module: string, nodes: string[], owned: Owned): AssignmentsState {
-  const byModule = nodes.length === 0 ? deleteIn(state.byModule, module, owned) : setIn(state.byModule, module, nodes, owned);
-  return byModule === state.byModule ? state : { ...state, byModule };
-}
-
-/** The assignments with `node` taken out of `module`'s sorted list `nodes` (found by binary search), or as they were. */
-function unassign(state: AssignmentsState, module: string, nodes: readonly string[], node: string, owned: Owned): AssignmentsState {
-  const at = sortedIndex(nodes, node);
-  if (nodes[at] !== node) return state;
-  const next = ownList(nodes, owned);
-  next.splice(at, 1);
-  return withNodes(state, module, next, owned);
+/** Takes `node` out of `module`'s sorted list `nodes` (a binary search), dropping the module when none is left. */
+function unassign(state: Draft<AssignmentsState>, module: string, nodes: readonly string[] | undefined, node: string): void {
+  const left = nodes === undefined ? undefined : without(nodes, node);
+  if (left === undefined) return;
+  if (left.length === 0) state.byModule.delete(module);
+  else state.byModule.set(module, left);
 }
 
 /**
- * Fold of assignments, unassignments and handovers: the assignments after `event`, a new object
- * when they changed (`owned`: see buckets.ts setIn; a list the fold made is changed in place, any
- * other copied). A removed node loses its assignments.
+ * Fold of assignments, unassignments and handovers (each list replaced by a new one, never changed
+ * in place). A removed node loses its assignments.
  */
-export function evolveAssignments(state: AssignmentsState, event: MeshEvent, owned: Owned): AssignmentsState {
-  switch (event.type) {
-    case "ModuleAssigned": {
-      // A module on 10,000 nodes must not be scanned and re-sorted for each one assigned.
-      const next = withInserted(getIn(state.byModule, event.module), event.node, owned);
-      return next === undefined ? state : withNodes(state, event.module, next, owned);
-    }
-    case "ModuleUnassigned": {
-      const nodes = getIn(state.byModule, event.module);
-      return nodes ? unassign(state, event.module, nodes, event.node, owned) : state;
-    }
-    case "NodeRemoved": {
-      // Each module's list is searched, not scanned, and only the modules on the node are changed.
-      let after = state;
-      for (const [module, nodes] of entriesIn(state.byModule)) after = unassign(after, module, nodes, event.node, owned);
-      return after;
-    }
-    case "SeatHandedOver": {
-      const moves = ownList(getIn(state.handovers, event.seat) ?? [], owned);
-      moves.push({ seat: event.seat, from: event.from, to: event.to, at: event.at });
-      return { ...state, handovers: setIn(state.handovers, event.seat, moves, owned) };
-    }
-    case "MeshCreated": case "NodeEnrolled": case "CredentialMinted": case "CredentialRotated":
-    case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleRetired": case "SeatAliased":
-    case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
-    case "CommitVoided": case "RecordsRestored":
-      return state;
-    default:
-      return assertNever(event);
-  }
-}
+export const assignmentsFold: SliceFold<AssignmentsState> = {
+  ModuleAssigned: (state, event) => {
+    // A module on 10,000 nodes must not be scanned and re-sorted for each one assigned.
+    const nodes = withInserted(peek(state.byModule, event.module), event.node);
+    if (nodes !== undefined) state.byModule.set(event.module, nodes);
+  },
+  ModuleUnassigned: (state, event) => {
+    unassign(state, event.module, peek(state.byModule, event.module), event.node);
+  },
+  NodeRemoved: (state, event) => {
+    // Each module's list is searched, not scanned, and only the modules on the node are changed.
+    for (const [module, nodes] of plainEntries(state.byModule)) unassign(state, module, nodes, event.node);
+  },
+  SeatHandedOver: (state, event) => {
+    const move = { seat: event.seat, from: event.from, to: event.to, at: event.at };
+    state.handovers.set(event.seat, [...(peek(state.handovers, event.seat) ?? []), move]);
+  },
+};
 
 /** The nodes a module is assigned to, sorted (empty when none). */
 export function nodesOfModule(state: AssignmentsState, module: string): readonly string[] {
-  return getIn(state.byModule, module) ?? [];
+  return state.byModule.get(module) ?? [];
 }
 
 /** Every module assigned to at least one node, with its nodes (sorted), in no particular order. */
 export function assignedModules(state: AssignmentsState): [string, readonly string[]][] {
-  return entriesIn(state.byModule);
+  return [...state.byModule.entries()];
 }
 
 /** The modules assigned to a node, sorted. O(assignments). */
@@ -90,5 +66,5 @@ export function modulesOnNode(state: AssignmentsState, node: string): string[] {
 
 /** The recorded moves of a seat from holder to holder, oldest first (empty when none). */
 export function handoversOf(state: AssignmentsState, seat: string): readonly Handover[] {
-  return getIn(state.handovers, seat) ?? [];
+  return state.handovers.get(seat) ?? [];
 }

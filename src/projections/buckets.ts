@@ -1,7 +1,7 @@
 /**
- * Bucketed maps: the state's maps that grow with the mesh or the history (`applied`, `nodes`,
- * `credentials`, modules and seats, assignments, placements, provisions, what was sent), kept so
- * that changing one key copies little.
+ * Bucketed maps: the fold driver's `applied` (state.ts: every command id of the history, one more
+ * each commit), kept so that adding one key copies little. The slices are immer-folded Maps
+ * (fold.ts); this map is no slice's: only the driver sets it, and no handler sees it.
  *
  * evolve never changes the state it is given: each change copies every object on the way from the
  * state to the changed key. A plain object of N keys costs time in proportion to N to copy, and
@@ -23,7 +23,7 @@
  * The folds change them by hand, not through immer (a draft's proxy per array and per leaf, and
  * its traps, cost more than the copies themselves). setIn and deleteIn copy the arrays and the leaf
  * on the key's way, unless the fold already owns them (`owned`: what this fold made itself, never
- * seen outside it, or OWN_ALL for a fold over a private copy), which it then changes in place; they
+ * seen outside it, or OWN_ALL for a fold from the empty state), which it then changes in place; they
  * return the map's root, a new one when the root was copied. So a fold is pure (the map it was
  * given is left as it was) and a long fold copies each array and leaf once, not once per change.
  * Read with getIn, hasIn, keysIn, valuesIn, entriesIn and sizeIn.

@@ -1,8 +1,6 @@
-import type { MeshEvent, Principal } from "../events/index.ts";
+import type { Principal } from "../events/index.ts";
 import { CONTROLLER_NAME, principalKey } from "../names.ts";
-import { assertNever } from "./assertNever.ts";
-import { deleteIn, emptyBuckets, entriesIn, getIn, setIn, valuesIn, type Buckets, type Owned } from "./buckets.ts";
-import { sortedHas, withInserted } from "./sorted.ts";
+import { peek, plainEntries, withInserted, without, type EventOf, type SliceFold } from "./slice.ts";
 
 /** A principal's current credential as the records hold it (never a seed or password in the clear). */
 export type CredentialRecord = {
@@ -42,13 +40,10 @@ export type CredentialRecord = {
 };
 /** R73: a credential's replaced key and the records sequence of the rotation that replaced it. */
 export type PreviousKey = { nkey: string; rotatedAt: number };
-/**
- * Current credentials by principal key (`<kind>:<name>`), a bucketed map (buckets.ts): read it
- * with credentialOf, credentialAt and everyCredential.
- */
-export type CredentialsState = Buckets<CredentialRecord>;
+/** Current credentials by principal key (`<kind>:<name>`): read it with credentialOf, credentialAt and everyCredential. */
+export type CredentialsState = ReadonlyMap<string, CredentialRecord>;
 
-export const initialCredentials: CredentialsState = emptyBuckets();
+export const initialCredentials: CredentialsState = new Map();
 
 /**
  * The principal whose credential a module's declaration carries: the controller's own for the
@@ -59,115 +54,77 @@ export function principalOfModule(module: string): Principal {
 }
 
 /**
- * A fold's index of `deliveredTo`: node → keys of the credentials that may name it. A superset
- * (a key is checked against its record before use, never removed when a record is replaced), built
- * from the credentials at the fold's second NodeRemoved (the first scans every record: building
- * the index costs that scan too), so a long fold's removals look at those credentials instead of
- * every one. Owned by one fold over one working state; never part of the state.
+ * A minted or rotated credential's record: `sequence` is the records sequence of the commit the
+ * event is in (kept as `rotatedAt` by a rotation; a rotation with `overlap` keeps the key it
+ * replaced, `replaced`, as `previous`, R73).
  */
-export type DeliveryIndex = { byNode: Map<string, Set<string>> | null; removals: number };
-
-/** A fresh, unbuilt delivery index for one fold. */
-export function newDeliveryIndex(): DeliveryIndex {
-  return { byNode: null, removals: 0 };
-}
-
-function deliveriesOf(index: DeliveryIndex, credentials: CredentialsState): Map<string, Set<string>> {
-  if (index.byNode === null) {
-    index.byNode = new Map();
-    for (const [key, record] of entriesIn(credentials)) {
-      for (const node of record.deliveredTo ?? []) noteDelivery(index.byNode, node, key);
-    }
-  }
-  return index.byNode;
-}
-
-function noteDelivery(byNode: Map<string, Set<string>>, node: string, key: string): void {
-  let keys = byNode.get(node);
-  if (keys === undefined) byNode.set(node, (keys = new Set()));
-  keys.add(key);
+function minted(event: EventOf<"CredentialMinted"> | EventOf<"CredentialRotated">, sequence: number, replaced: string | undefined): CredentialRecord {
+  return {
+    principal: event.principal,
+    user: event.user,
+    ...(event.nkey !== undefined ? { nkey: event.nkey } : {}),
+    ...(event.hash !== undefined ? { hash: event.hash } : {}),
+    ...(event.sealed !== undefined ? { sealed: event.sealed } : {}),
+    address: event.address,
+    mintedAt: event.at,
+    ...(event.type === "CredentialRotated" ? { rotatedAt: sequence } : {}),
+    ...(replaced !== undefined && replaced !== event.nkey ? { previous: { nkey: replaced, rotatedAt: sequence } } : {}),
+  };
 }
 
 /**
- * Fold of minting, rotation and revocation: the credentials after `event` (`owned`: see buckets.ts
- * setIn; records are replaced, never changed). A removed node's credential goes with it.
- * `sequence` is the records sequence of the commit the event is in (kept as `rotatedAt` by a
- * rotation; a rotation with `overlap` keeps the key it replaced as `previous`, R73). A module unassigned from a node leaves that node in its credential's `deliveredTo`
- * (R48). `index` (the fold's, DeliveryIndex) only makes a NodeRemoved cheaper: the result is the same.
+ * Fold of minting, rotation and revocation (records are replaced, never changed but for their
+ * `deliveredTo`). A removed node's credential goes with it. A module unassigned from a node leaves
+ * that node in its credential's `deliveredTo` (R48).
  */
-export function evolveCredentials(credentials: CredentialsState, event: MeshEvent, owned: Owned, sequence: number, index: DeliveryIndex): CredentialsState {
-  switch (event.type) {
-    case "CredentialMinted":
-    case "CredentialRotated": {
-      const key = principalKey(event.principal.kind, event.principal.name);
-      const replaced = event.type === "CredentialRotated" && event.overlap === true ? getIn(credentials, key)?.nkey : undefined;
-      return setIn(credentials, key, {
-        principal: event.principal,
-        user: event.user,
-        ...(event.nkey !== undefined ? { nkey: event.nkey } : {}),
-        ...(event.hash !== undefined ? { hash: event.hash } : {}),
-        ...(event.sealed !== undefined ? { sealed: event.sealed } : {}),
-        address: event.address,
-        mintedAt: event.at,
-        ...(event.type === "CredentialRotated" ? { rotatedAt: sequence } : {}),
-        ...(replaced !== undefined && replaced !== event.nkey ? { previous: { nkey: replaced, rotatedAt: sequence } } : {}),
-      }, owned);
+export const credentialsFold: SliceFold<CredentialsState> = {
+  CredentialMinted: (credentials, event, { sequence }) => {
+    credentials.set(principalKey(event.principal.kind, event.principal.name), minted(event, sequence, undefined));
+  },
+  CredentialRotated: (credentials, event, { sequence }) => {
+    const key = principalKey(event.principal.kind, event.principal.name);
+    const replaced = event.overlap === true ? credentials.get(key)?.nkey : undefined;
+    credentials.set(key, minted(event, sequence, replaced));
+  },
+  ModuleUnassigned: (credentials, event) => {
+    const principal = principalOfModule(event.module);
+    const key = principalKey(principal.kind, principal.name);
+    const record = peek(credentials, key);
+    const deliveredTo = record === undefined ? undefined : withInserted(record.deliveredTo, event.node);
+    if (record !== undefined && deliveredTo !== undefined) credentials.set(key, { ...record, deliveredTo });
+  },
+  CredentialRevoked: (credentials, event) => {
+    credentials.delete(principalKey(event.principal.kind, event.principal.name));
+  },
+  NodeRemoved: (credentials, event) => {
+    // Every credential delivered to the node is rotated in the removal's own commit (R48), so
+    // the removed node leaves no one's delivery list.
+    credentials.delete(principalKey("node", event.node));
+    for (const [key, record] of plainEntries(credentials)) {
+      const left = record.deliveredTo === undefined ? undefined : without(record.deliveredTo, event.node);
+      if (left === undefined) continue;
+      const { deliveredTo: _gone, ...rest } = record;
+      credentials.set(key, left.length === 0 ? rest : { ...rest, deliveredTo: left });
     }
-    case "ModuleUnassigned": {
-      const principal = principalOfModule(event.module);
-      const key = principalKey(principal.kind, principal.name);
-      const record = getIn(credentials, key);
-      const deliveredTo = record === undefined ? undefined : withInserted(record.deliveredTo, event.node, owned);
-      if (record === undefined || deliveredTo === undefined) return credentials;
-      if (index.byNode) noteDelivery(index.byNode, event.node, key);
-      return setIn(credentials, key, { ...record, deliveredTo }, owned);
-    }
-    case "CredentialRevoked":
-      return deleteIn(credentials, principalKey(event.principal.kind, event.principal.name), owned);
-    case "NodeRemoved": {
-      // Every credential delivered to the node is rotated in the removal's own commit (R48), so
-      // the removed node leaves no one's delivery list.
-      let after = deleteIn(credentials, principalKey("node", event.node), owned);
-      // The credentials that may name the node: every one at the fold's first removal, then the index's.
-      index.removals += 1;
-      const candidates = index.removals === 1 && index.byNode === null
-        ? entriesIn(after)
-        : [...(deliveriesOf(index, after).get(event.node) ?? [])].map((key): [string, CredentialRecord | undefined] => [key, getIn(after, key)]);
-      for (const [key, record] of candidates) {
-        if (record?.deliveredTo === undefined || !sortedHas(record.deliveredTo, event.node)) continue;
-        const { deliveredTo, ...rest } = record;
-        const left = deliveredTo.filter((n) => n !== event.node);
-        after = setIn(after, key, left.length === 0 ? rest : { ...rest, deliveredTo: left }, owned);
-      }
-      index.byNode?.delete(event.node);
-      return after;
-    }
-    case "MeshCreated": case "NodeEnrolled": case "ModuleRegistered": case "ModuleIssued": case "ModuleRetired":
-    case "ModuleAssigned": case "SeatAliased": case "SeatHandedOver":
-    case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
-    case "CommitVoided": case "RecordsRestored":
-      return credentials;
-    default:
-      return assertNever(event);
-  }
-}
+  },
+};
 
 /** The current credential of a principal, or undefined when it has none. */
 export function credentialOf(state: CredentialsState, principal: Principal): CredentialRecord | undefined {
-  return getIn(state, principalKey(principal.kind, principal.name));
+  return state.get(principalKey(principal.kind, principal.name));
 }
 
 /** The credential filed under principal key `key` (`<kind>:<name>`, principalKey), or undefined. */
 export function credentialAt(state: CredentialsState, key: string): CredentialRecord | undefined {
-  return getIn(state, key);
+  return state.get(key);
 }
 
 /** Every current credential, in no particular order (sort where the order shows). */
 export function everyCredential(state: CredentialsState): CredentialRecord[] {
-  return valuesIn(state);
+  return [...state.values()];
 }
 
 /** Every current credential with its principal key, in no particular order (sort where the order shows). */
 export function credentialEntries(state: CredentialsState): [string, CredentialRecord][] {
-  return entriesIn(state);
+  return [...state.entries()];
 }

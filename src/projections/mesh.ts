@@ -1,5 +1,4 @@
-import type { MeshEvent } from "../events/index.ts";
-import { assertNever } from "./assertNever.ts";
+import type { SliceFold } from "./slice.ts";
 
 /** Genesis facts of the mesh; null before `MeshCreated`. */
 export type MeshState = {
@@ -20,28 +19,18 @@ export type MeshState = {
 
 export const initialMesh: MeshState = null;
 
-/** Fold of the genesis record: the slice after `event` (a new object when it changed, never changed in place). */
-export function evolveMesh(mesh: MeshState, event: MeshEvent): MeshState {
-  switch (event.type) {
-    case "MeshCreated":
-      return {
-        genesisAddress: event.genesisAddress,
-        fingerprint: event.fingerprint,
-        bootstrapUser: event.bootstrapUser,
-        createdAt: event.at,
-        ...(event.addresses ? { addresses: [...event.addresses] } : {}),
-        ...(event.names && event.names.length > 0 ? { names: [...event.names] } : {}),
-      };
-    case "NodeEnrolled": case "NodeRemoved": case "CredentialMinted": case "CredentialRotated":
-    case "CredentialRevoked": case "ModuleRegistered": case "ModuleIssued": case "ModuleRetired": case "ModuleAssigned":
-    case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced":
-    case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
-    case "CommitVoided":
-      return mesh;
-    case "RecordsRestored":
-      if (mesh === null || event.lost === null) return mesh;
-      return { ...mesh, restoredUpTo: Math.max(event.lost.to, mesh.restoredUpTo ?? 0) };
-    default:
-      return assertNever(event);
-  }
-}
+/** Fold of the genesis record: a new value (the slice may be null, so handlers return it rather than change it). */
+export const meshFold: SliceFold<MeshState> = {
+  MeshCreated: (_mesh, event) => ({
+    genesisAddress: event.genesisAddress,
+    fingerprint: event.fingerprint,
+    bootstrapUser: event.bootstrapUser,
+    createdAt: event.at,
+    ...(event.addresses ? { addresses: [...event.addresses] } : {}),
+    ...(event.names && event.names.length > 0 ? { names: [...event.names] } : {}),
+  }),
+  RecordsRestored: (mesh, event) => {
+    if (mesh === null || event.lost === null) return;
+    return { ...mesh, restoredUpTo: Math.max(event.lost.to, mesh.restoredUpTo ?? 0) };
+  },
+};

@@ -1,135 +1,110 @@
-import type { MeshEvent } from "../events/index.ts";
+import type { Draft } from "immer";
 import type { Manifest, SeatDeclaration } from "../manifest/manifest.ts";
-import { assertNever } from "./assertNever.ts";
-import { deleteIn, emptyBuckets, entriesIn, getIn, keysIn, setIn, valuesIn, type Buckets, type Owned } from "./buckets.ts";
+import { peek, type SliceFold } from "./slice.ts";
 
 export type ModuleRecord = { manifest: Manifest; registeredAt: string; issued: boolean };
 /** A seat of the catalogue: its declaration and the module whose manifest declares it. */
 export type SeatRecord = SeatDeclaration & { name: string; declaredBy: string };
 
 /**
- * The catalogue of modules and seats, each a bucketed map (buckets.ts: they grow with the mesh).
- * `seats` is kept by the fold from the manifests so lookups do not scan every module; `aliases`
- * maps an old seat name to its new one (R27). Read them with moduleOf, everyModule, moduleNames,
- * declaredSeat, seatNames, everySeat, aliasOf, everyAlias, resolveSeat, seatOf and claimantsOf.
+ * The catalogue of modules and seats. `seats` is kept by the fold from the manifests so lookups
+ * do not scan every module; `aliases` maps an old seat name to its new one (R27). Read them with
+ * moduleOf, everyModule, moduleNames, declaredSeat, seatNames, everySeat, aliasOf, everyAlias,
+ * resolveSeat, seatOf and claimantsOf.
  */
 export type ModulesState = {
-  modules: Buckets<ModuleRecord>;
-  seats: Buckets<SeatRecord>;
-  aliases: Buckets<string>;
+  readonly modules: ReadonlyMap<string, ModuleRecord>;
+  readonly seats: ReadonlyMap<string, SeatRecord>;
+  readonly aliases: ReadonlyMap<string, string>;
   /**
-   * Modules retired and not registered since, by name: the version retired and when. A plain
-   * object (few, and copied whole when one changes): it lets a repeated retire answer `unchanged`
-   * rather than `unknown-module`.
+   * Modules retired and not registered since, by name: the version retired and when. It lets a
+   * repeated retire answer `unchanged` rather than `unknown-module`.
    */
-  retired: Readonly<Record<string, RetiredModule>>;
+  readonly retired: ReadonlyMap<string, RetiredModule>;
 };
 
 /** A module that left the catalogue (`mesh module retire`): the version it had and when it went. */
 export type RetiredModule = { version: string; at: string };
 
-export const initialModules: ModulesState = { modules: emptyBuckets(), seats: emptyBuckets(), aliases: emptyBuckets(), retired: {} };
+export const initialModules: ModulesState = { modules: new Map(), seats: new Map(), aliases: new Map(), retired: new Map() };
 
-/**
- * Fold of registrations, issues and seat aliases: the catalogue after `event`, a new object when it
- * changed (`owned`: see buckets.ts setIn; records are replaced, never changed).
- */
-export function evolveModules(state: ModulesState, event: MeshEvent, owned: Owned): ModulesState {
-  switch (event.type) {
-    case "ModuleRegistered": {
-      const name = event.manifest.name;
-      const before = getIn(state.modules, name);
-      let seats = state.seats;
-      // A new version replaces the old one's seats: drop what it declared before.
-      // The seats this module declares are those of its previous manifest (each registration
-      // replaces them all), so only those are looked at, not every seat of the catalogue.
-      if (before) {
-        for (const seat of Object.keys(before.manifest.seats)) {
-          if (getIn(seats, seat)?.declaredBy === name) seats = deleteIn(seats, seat, owned);
-        }
-      }
-      const modules = setIn(state.modules, name, { manifest: event.manifest, registeredAt: event.at, issued: before?.issued ?? false }, owned);
-      for (const [seat, declaration] of Object.entries(event.manifest.seats)) {
-        seats = setIn(seats, seat, { ...declaration, name: seat, declaredBy: name }, owned);
-      }
-      return { ...state, modules, seats, retired: withoutKey(state.retired, name) };
-    }
-    case "ModuleRetired": {
-      const before = getIn(state.modules, event.module);
-      let seats = state.seats;
-      for (const seat of Object.keys(before?.manifest.seats ?? {})) {
-        if (getIn(seats, seat)?.declaredBy === event.module) seats = deleteIn(seats, seat, owned);
-      }
-      const retired = { ...state.retired, [event.module]: { version: event.version, at: event.at } };
-      return { ...state, modules: deleteIn(state.modules, event.module, owned), seats, retired };
-    }
-    case "ModuleIssued": {
-      const module = getIn(state.modules, event.module);
-      if (!module || module.issued) return state;
-      return { ...state, modules: setIn(state.modules, event.module, { ...module, issued: true }, owned) };
-    }
-    case "SeatAliased":
-      return { ...state, aliases: setIn(state.aliases, event.from, event.to, owned) };
-    case "MeshCreated": case "NodeEnrolled": case "NodeRemoved": case "CredentialMinted":
-    case "CredentialRotated": case "CredentialRevoked": case "ModuleAssigned": case "ModuleUnassigned":
-    case "SeatHandedOver": case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
-    case "CommitVoided": case "RecordsRestored":
-      return state;
-    default:
-      return assertNever(event);
+/** Drops the seats module `name`'s manifest `before` declared (and it still declares): a new version or a retirement replaces them. */
+function dropSeats(state: Draft<ModulesState>, name: string, before: ModuleRecord | undefined): void {
+  for (const seat of Object.keys(before?.manifest.seats ?? {})) {
+    if (peek(state.seats, seat)?.declaredBy === name) state.seats.delete(seat);
   }
 }
 
-/** `record` without `key` (itself when it has none). */
-function withoutKey<T>(record: Readonly<Record<string, T>>, key: string): Readonly<Record<string, T>> {
-  if (!Object.hasOwn(record, key)) return record;
-  const { [key]: _gone, ...rest } = record;
-  return rest;
-}
+/** Fold of registrations, issues, retirements and seat aliases (records are replaced, never changed). */
+export const modulesFold: SliceFold<ModulesState> = {
+  ModuleRegistered: (state, event) => {
+    const name = event.manifest.name;
+    const before = peek(state.modules, name);
+    // Only the seats of its previous manifest are looked at, not every seat of the catalogue.
+    dropSeats(state, name, before);
+    state.modules.set(name, { manifest: event.manifest, registeredAt: event.at, issued: before?.issued ?? false });
+    for (const [seat, declaration] of Object.entries(event.manifest.seats)) {
+      state.seats.set(seat, { ...declaration, name: seat, declaredBy: name });
+    }
+    state.retired.delete(name);
+  },
+  ModuleRetired: (state, event) => {
+    dropSeats(state, event.module, peek(state.modules, event.module));
+    state.retired.set(event.module, { version: event.version, at: event.at });
+    state.modules.delete(event.module);
+  },
+  ModuleIssued: (state, event) => {
+    const module = peek(state.modules, event.module);
+    if (module && !module.issued) state.modules.set(event.module, { ...module, issued: true });
+  },
+  SeatAliased: (state, event) => {
+    state.aliases.set(event.from, event.to);
+  },
+};
 
 /** The retirement of module `name` when it was retired and not registered since, else undefined. */
 export function retiredModuleOf(state: ModulesState, name: string): RetiredModule | undefined {
-  return Object.hasOwn(state.retired, name) ? state.retired[name] : undefined;
+  return state.retired.get(name);
 }
 
 /** The registered module of that name, or undefined. */
 export function moduleOf(state: ModulesState, name: string): ModuleRecord | undefined {
-  return getIn(state.modules, name);
+  return state.modules.get(name);
 }
 
 /** Every registered module, in no particular order (sort where the order shows). */
 export function everyModule(state: ModulesState): ModuleRecord[] {
-  return valuesIn(state.modules);
+  return [...state.modules.values()];
 }
 
 /** Every registered module's name, sorted. */
 export function moduleNames(state: ModulesState): string[] {
-  return keysIn(state.modules).sort();
+  return [...state.modules.keys()].sort();
 }
 
 /** The seat declared under exactly that name (no aliases followed), or undefined. */
 export function declaredSeat(state: ModulesState, seat: string): SeatRecord | undefined {
-  return getIn(state.seats, seat);
+  return state.seats.get(seat);
 }
 
 /** Every declared seat's name, in no particular order (sort where the order shows). */
 export function seatNames(state: ModulesState): string[] {
-  return keysIn(state.seats);
+  return [...state.seats.keys()];
 }
 
 /** Every declared seat, in no particular order (sort where the order shows). */
 export function everySeat(state: ModulesState): SeatRecord[] {
-  return valuesIn(state.seats);
+  return [...state.seats.values()];
 }
 
 /** Every seat alias as [old name, the name it points to], in no particular order. */
 export function everyAlias(state: ModulesState): [string, string][] {
-  return entriesIn(state.aliases);
+  return [...state.aliases.entries()];
 }
 
 /** The name `seat` is an alias of (one step, R27), or undefined when it is none. */
 export function aliasOf(state: ModulesState, seat: string): string | undefined {
-  return getIn(state.aliases, seat);
+  return state.aliases.get(seat);
 }
 
 /**
@@ -150,7 +125,7 @@ export function resolveSeat(state: ModulesState, seat: string): string {
 
 /** The seat of that name (after aliases), or undefined when the catalogue has none. */
 export function seatOf(state: ModulesState, seat: string): SeatRecord | undefined {
-  return getIn(state.seats, resolveSeat(state, seat));
+  return state.seats.get(resolveSeat(state, seat));
 }
 
 /**

@@ -1,52 +1,42 @@
-import type { MeshEvent } from "../events/index.ts";
-import { assertNever } from "./assertNever.ts";
-import { deleteIn, emptyBuckets, getIn, keysIn, setIn, sizeIn, valuesIn, type Buckets, type Owned } from "./buckets.ts";
+import type { SliceFold } from "./slice.ts";
 
 export type NodeRecord = { name: string; publicKey: string; enrolledAt: string };
-/** Enrolled nodes by name, a bucketed map (buckets.ts): read it with nodeOf, isEnrolled, nodeNames, everyNode, nodeCount. */
-export type NodesState = Buckets<NodeRecord>;
+/** Enrolled nodes by name: read it with nodeOf, isEnrolled, nodeNames, everyNode, nodeCount. */
+export type NodesState = ReadonlyMap<string, NodeRecord>;
 
-export const initialNodes: NodesState = emptyBuckets();
+export const initialNodes: NodesState = new Map();
 
-/** Fold of enrolments and removals: the nodes after `event` (`owned`: see buckets.ts setIn). */
-export function evolveNodes(nodes: NodesState, event: MeshEvent, owned: Owned): NodesState {
-  switch (event.type) {
-    case "NodeEnrolled":
-      return setIn(nodes, event.node, { name: event.node, publicKey: event.publicKey, enrolledAt: event.at }, owned);
-    case "NodeRemoved":
-      return deleteIn(nodes, event.node, owned);
-    case "MeshCreated": case "CredentialMinted": case "CredentialRotated": case "CredentialRevoked":
-    case "ModuleRegistered": case "ModuleIssued": case "ModuleRetired": case "ModuleAssigned": case "ModuleUnassigned":
-    case "SeatAliased": case "SeatHandedOver": case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated":
-    case "DeclarationSent":
-    case "CommitVoided": case "RecordsRestored":
-      return nodes;
-    default:
-      return assertNever(event);
-  }
-}
+/** Fold of enrolments and removals. */
+export const nodesFold: SliceFold<NodesState> = {
+  NodeEnrolled: (nodes, event) => {
+    nodes.set(event.node, { name: event.node, publicKey: event.publicKey, enrolledAt: event.at });
+  },
+  NodeRemoved: (nodes, event) => {
+    nodes.delete(event.node);
+  },
+};
 
 /** The enrolled node of that name, or undefined. */
 export function nodeOf(nodes: NodesState, name: string): NodeRecord | undefined {
-  return getIn(nodes, name);
+  return nodes.get(name);
 }
 
 /** Whether a node of that name is enrolled. */
 export function isEnrolled(nodes: NodesState, name: string): boolean {
-  return getIn(nodes, name) !== undefined;
+  return nodes.has(name);
 }
 
 /** Every enrolled node's name, sorted. */
 export function nodeNames(nodes: NodesState): string[] {
-  return keysIn(nodes).sort();
+  return [...nodes.keys()].sort();
 }
 
 /** Every enrolled node's record, in no particular order (sort where the order shows). */
 export function everyNode(nodes: NodesState): NodeRecord[] {
-  return valuesIn(nodes);
+  return [...nodes.values()];
 }
 
-/** How many nodes are enrolled (a walk of the map: O(nodes)). */
+/** How many nodes are enrolled. */
 export function nodeCount(nodes: NodesState): number {
-  return sizeIn(nodes);
+  return nodes.size;
 }

@@ -1,9 +1,9 @@
-import type { MeshEvent, Principal } from "../events/index.ts";
+import type { Draft } from "immer";
+import type { Principal } from "../events/index.ts";
 import { principalKey } from "../names.ts";
-import { assertNever } from "./assertNever.ts";
-import { emptyBuckets, getIn, setIn, type Buckets, type Owned } from "./buckets.ts";
-import { credentialOf, type CredentialsState } from "./credentials.ts";
-import { nodeOf, type NodesState } from "./nodes.ts";
+import type { SliceFold } from "./slice.ts";
+import { credentialOf } from "./credentials.ts";
+import { nodeOf } from "./nodes.ts";
 
 /** Why a public key left the records: its node was removed, it was replaced by another, or revoked. */
 export type RetiredWhy = "node-removed" | "rotated" | "revoked";
@@ -15,52 +15,49 @@ export type RetiredWhy = "node-removed" | "rotated" | "revoked";
  */
 export type RetiredKey = { kind: "nkey" | "sealing"; principal: Principal; why: RetiredWhy; at: string; sequence: number };
 
-/**
- * Every retired public key by its text (an nkey `U...` and a base64 X25519 key never look alike), a
- * bucketed map (buckets.ts): it grows with the history and is never pruned. Read it with retiredKeyOf.
- */
-export type RetiredState = Buckets<RetiredKey>;
+/** Every retired public key by its text (an nkey `U...` and a base64 X25519 key never look alike); never pruned. Read it with retiredKeyOf. */
+export type RetiredState = ReadonlyMap<string, RetiredKey>;
 
-export const initialRetired: RetiredState = emptyBuckets();
+export const initialRetired: RetiredState = new Map();
+
+type Retire = (key: string | undefined, kind: RetiredKey["kind"], principal: Principal, why: RetiredWhy) => void;
+
+/** A retire function over `retired` for an event at `at` in the commit at `sequence`: a key retired twice keeps the latest retirement. */
+function retirer(retired: Draft<RetiredState>, at: string, sequence: number): Retire {
+  return (key, kind, principal, why) => {
+    if (key !== undefined) retired.set(key, { kind, principal: { ...principal }, why, at, sequence });
+  };
+}
 
 /**
  * Fold of the events that take a public key out of the records (R66): a credential replaced by one
  * of another key (CredentialRotated, or a CredentialMinted over a recorded one), revoked, or its
  * node removed (the node's nkey and its X25519 key). Reads the nodes and credentials as they were
- * BEFORE `event` (the keys it ends), so the fold driver calls it before their own evolves. A key
- * retired twice keeps the latest retirement. `owned`: see buckets.ts setIn.
+ * BEFORE the event (the keys it ends): `retired` comes first in the fold's order (fold.ts).
  */
-export function evolveRetired(
-  retired: RetiredState, event: MeshEvent, owned: Owned, sequence: number, nodes: NodesState, credentials: CredentialsState,
-): RetiredState {
-  const retire = (map: RetiredState, key: string | undefined, kind: RetiredKey["kind"], principal: Principal, why: RetiredWhy): RetiredState =>
-    key === undefined ? map : setIn(map, key, { kind, principal: { ...principal }, why, at: event.at, sequence }, owned);
-  switch (event.type) {
-    case "CredentialMinted":
-    case "CredentialRotated": {
-      const old = credentialOf(credentials, event.principal)?.nkey;
-      return old === event.nkey ? retired : retire(retired, old, "nkey", event.principal, "rotated");
-    }
-    case "CredentialRevoked":
-      return retire(retired, credentialOf(credentials, event.principal)?.nkey, "nkey", event.principal, "revoked");
-    case "NodeRemoved": {
-      const principal: Principal = { kind: "node", name: event.node };
-      const after = retire(retired, credentialOf(credentials, principal)?.nkey, "nkey", principal, "node-removed");
-      return retire(after, nodeOf(nodes, event.node)?.publicKey, "sealing", principal, "node-removed");
-    }
-    case "MeshCreated": case "NodeEnrolled": case "ModuleRegistered": case "ModuleIssued": case "ModuleRetired":
-    case "ModuleAssigned": case "ModuleUnassigned": case "SeatAliased": case "SeatHandedOver":
-    case "OverlayPlaced": case "ProvisionMinted": case "ProvisionRotated": case "DeclarationSent":
-    case "CommitVoided": case "RecordsRestored":
-      return retired;
-    default:
-      return assertNever(event);
-  }
-}
+export const retiredFold: SliceFold<RetiredState> = {
+  CredentialMinted: (retired, event, { sequence, slices }) => {
+    const old = credentialOf(slices.credentials, event.principal)?.nkey;
+    if (old !== event.nkey) retirer(retired, event.at, sequence)(old, "nkey", event.principal, "rotated");
+  },
+  CredentialRotated: (retired, event, { sequence, slices }) => {
+    const old = credentialOf(slices.credentials, event.principal)?.nkey;
+    if (old !== event.nkey) retirer(retired, event.at, sequence)(old, "nkey", event.principal, "rotated");
+  },
+  CredentialRevoked: (retired, event, { sequence, slices }) => {
+    retirer(retired, event.at, sequence)(credentialOf(slices.credentials, event.principal)?.nkey, "nkey", event.principal, "revoked");
+  },
+  NodeRemoved: (retired, event, { sequence, slices }) => {
+    const principal: Principal = { kind: "node", name: event.node };
+    const retire = retirer(retired, event.at, sequence);
+    retire(credentialOf(slices.credentials, principal)?.nkey, "nkey", principal, "node-removed");
+    retire(nodeOf(slices.nodes, event.node)?.publicKey, "sealing", principal, "node-removed");
+  },
+};
 
 /** The retirement of public key `key` (an nkey or a node's X25519 key), or undefined when the records never retired it. */
 export function retiredKeyOf(retired: RetiredState, key: string): RetiredKey | undefined {
-  return getIn(retired, key);
+  return retired.get(key);
 }
 
 const WHY_WORDS: Record<RetiredWhy, (principal: string) => string> = {

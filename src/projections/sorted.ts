@@ -1,5 +1,3 @@
-import type { Owned } from "./buckets.ts";
-
 /**
  * Sorted lists of names in the folded state (a module's nodes, a credential's or a provision's
  * `deliveredTo`), kept sorted by insertion at their place, never re-sorted: a list of a module on
@@ -25,24 +23,21 @@ export function sortedHas(list: readonly string[], item: string): boolean {
   return list[sortedIndex(list, item)] === item;
 }
 
-/** `list` as the fold may change it: itself when it made it (`owned`, buckets.ts), else a copy it now owns. */
-export function ownList<T>(list: readonly T[], owned: Owned): T[] {
-  if (owned.has(list)) return list as T[];
-  const copy = list.slice();
-  owned.add(copy);
-  return copy;
-}
-
-/**
- * The sorted `list` (none: empty) with `item` inserted at its place, as the fold may change it
- * (ownList): the fold's own list, changed in place when it made it. Undefined when `list` holds
- * `item` already (nothing to change).
- */
-export function withInserted(list: readonly string[] | undefined, item: string, owned: Owned): string[] | undefined {
+/** A new sorted list: `list` (none: empty) with `item` at its place; undefined when `list` holds it already. */
+export function withInserted(list: readonly string[] | undefined, item: string): string[] | undefined {
   const from = list ?? [];
   const at = sortedIndex(from, item);
   if (from[at] === item) return undefined;
-  const next = ownList(from, owned);
+  const next = from.slice();
   next.splice(at, 0, item);
+  return next;
+}
+
+/** A new sorted list: `list` without `item`; undefined when `list` does not hold it. */
+export function without(list: readonly string[], item: string): string[] | undefined {
+  const at = sortedIndex(list, item);
+  if (list[at] !== item) return undefined;
+  const next = list.slice();
+  next.splice(at, 1);
   return next;
 }

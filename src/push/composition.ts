@@ -46,7 +46,7 @@ export type Composition = ReturnType<typeof composeDeclarations>;
  * The last composition and what it was composed from (newCompositionMemo, composeRemembered).
  * A cache, not a record: it holds nothing the records do not give again.
  *
- * It rests on one assumption about every fold (evolve, startFold's draft and copy, and any fold
+ * It rests on one assumption about every fold (evolve, startFold's draft and fresh fold, and any fold
  * written later in their place): a fold never changes a state slice, or anything reachable from
  * one, in place. A slice an event touches comes out as a new object; a slice no event touched is
  * the same object, unchanged. A fold that changed a slice in place and kept its identity would
@@ -66,7 +66,7 @@ export function newCompositionMemo(): CompositionMemo {
  * Everything composition reads: the state's slices it derives from (not `sent`, `applied` or
  * `sequence`), the configuration and the digest function. A fold never changes a slice in place
  * (CompositionMemo's assumption): evolve copies on write (a slice no event touched is the same
- * object, one an event changed is a new one; projections/buckets.ts) and a long fold (startFold "copy") returns
+ * object, one an event changed is a new one: immer, projections/fold.ts) and a fold from sequence 1 returns
  * objects of its own. So equal inputs, compared by identity, are the same records as far as
  * composition can see. A slice composition starts to read must be added here.
  */

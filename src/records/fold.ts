@@ -9,8 +9,6 @@ import type { ReadOptions } from "./catalogueTypes.ts";
 
 /** Commits read in order, validated and folded: readCommits, replay and every catch-up (R45, R58). */
 
-/** From how many commits to read a catch-up folds into a copy of the state rather than a draft (startFold). */
-const COPY_FOLD_FROM = 5000;
 /** The subject of the records' own commits (voids, restores): RECORDS_ENTITY. */
 const RECORDS_SUBJECT = catalogueSubject(RECORDS_ENTITY.kind, RECORDS_ENTITY.id);
 
@@ -124,8 +122,8 @@ export async function replay(nc: NatsConnection): Promise<State> {
 }
 
 /**
- * Folds the commits after `state.sequence` into it with one fold (startFold: a copy for a long
- * read, a draft for a short tail). When a bad commit stops the read, the commits before it are
+ * Folds the commits after `state.sequence` into it with one fold (startFold: fresh slices from
+ * sequence 1, else one draft for the whole read). When a bad commit stops the read, the commits before it are
  * folded into the state handed to `onFolded`, and InvalidEvent is thrown.
  */
 export async function foldFrom(
@@ -136,9 +134,9 @@ export async function foldFrom(
 ): Promise<State> {
   let fold: Fold | null = null;
   try {
-    await readFrom(bus, state.sequence + 1, (batch) => fold!.add(batch), {}, (count) => {
-      // A long read folds into a private copy, changed in place; a short tail shares what it does not change.
-      fold = startFold(state, state.sequence === 0 || count >= COPY_FOLD_FROM ? "copy" : "share");
+    await readFrom(bus, state.sequence + 1, (batch) => fold!.add(batch), {}, () => {
+      // One fold for the whole read: fresh slices from sequence 1, else one draft (startFold).
+      fold = startFold(state);
     }, onInfo);
   } finally {
     if (fold !== null) onFolded((fold as Fold).finish());

@@ -5,7 +5,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import { Objm, setSha256Backend, StorageType, type ObjectStore } from "@nats-io/obj";
 import { SNAPSHOT_BUCKET, SNAPSHOT_OBJECTS, SNAPSHOT_POINTER_KEY, snapshotObject } from "../names.ts";
 import { initialState, type State } from "../projections/index.ts";
-import { packBuckets, unpackBuckets, type Buckets, type PackedBuckets } from "../projections/buckets.ts";
+import { packState, unpackState, type PackedState } from "../projections/pack.ts";
 
 /**
  * The version of the state's shape a snapshot carries (R46). Raise it whenever State (a slice, a
@@ -13,15 +13,12 @@ import { packBuckets, unpackBuckets, type Buckets, type PackedBuckets } from "..
  * shape is then ignored and the state folded from sequence 1, instead of loading data the code
  * would misread. 8: bucketed maps packed (PackedBuckets), the body gzipped. 9: the retired keys
  * (`retired`, R66). 10: a rotated module credential's `previous` key (R73). 11: the modules retired
- * (`modules.retired`, `mesh module retire`).
+ * (`modules.retired`, `mesh module retire`). 12: the slices are Maps in memory (immer folds),
+ * packed as keys and values in the fold's order (projections/pack.ts); only `applied` is still a
+ * packed bucketed map. A shape 11 snapshot is not read: its maps are in hash order, not the fold's,
+ * so a state loaded from it would pack to other bytes than a replay (R41); the start folds from 1.
  */
-export const STATE_SHAPE_VERSION = 11;
-
-/** A slice as a snapshot holds it: its bucketed maps packed (buckets.ts PackedBuckets), the rest as it is. */
-type PackedSlice<T> = T extends Buckets<infer V> ? PackedBuckets<V>
-  : T extends Record<string, unknown> ? { [K in keyof T]: T[K] extends Buckets<infer V> ? PackedBuckets<V> : T[K] } : T;
-/** The state as a snapshot holds it: every bucketed map packed. */
-type PackedState = { [K in keyof State]: PackedSlice<State[K]> };
+export const STATE_SHAPE_VERSION = 12;
 
 /** A snapshot's body, before gzip: the shape version and the folded state, packed. */
 type SnapshotBody = { version: number; state: PackedState };
@@ -92,8 +89,8 @@ export async function loadSnapshot(stores: SnapshotStores, lastSequence: number)
 }
 
 /**
- * A snapshot's body: `{ version, state }` as JSON, the state's bucketed maps packed (buckets.ts
- * PackedBuckets: at a million commits the command ids' leaves were most of the snapshot and of a
+ * A snapshot's body: `{ version, state }` as JSON, the state packed apart from its shape in
+ * memory (projections/pack.ts: at a million commits the command ids were most of the snapshot and of a
  * start's time), gzipped at level 1 (a third of the bytes to get from the object store, for a
  * fraction of the time those bytes took; a higher level saves little more and costs the save). Pure.
  */
@@ -144,40 +141,6 @@ export async function decodeSnapshot(bytes: Uint8Array): Promise<{ state: State 
 function gunzippedSize(bytes: Uint8Array): number {
   const size = bytes.length < 4 ? 0 : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).readUInt32LE(bytes.byteLength - 4);
   return Math.min(Math.max(size + 1, 64 * 1024), 2 ** 30);
-}
-
-/** `state` with every bucketed map packed: what a snapshot writes. */
-function packState(state: State): PackedState {
-  const { modules, assignments, overlay } = state;
-  return {
-    ...state,
-    applied: packBuckets(state.applied),
-    nodes: packBuckets(state.nodes),
-    modules: { ...modules, modules: packBuckets(modules.modules), seats: packBuckets(modules.seats), aliases: packBuckets(modules.aliases) },
-    credentials: packBuckets(state.credentials),
-    assignments: { ...assignments, byModule: packBuckets(assignments.byModule), handovers: packBuckets(assignments.handovers) },
-    overlay: { ...overlay, placed: packBuckets(overlay.placed) },
-    provisions: packBuckets(state.provisions),
-    sent: packBuckets(state.sent),
-    retired: packBuckets(state.retired),
-  };
-}
-
-/** The state packState packed. Throws an Error when a packed map does not unpack (unpackBuckets). */
-function unpackState(packed: PackedState): State {
-  const { modules, assignments, overlay } = packed;
-  return {
-    ...packed,
-    applied: unpackBuckets(packed.applied),
-    nodes: unpackBuckets(packed.nodes),
-    modules: { ...modules, modules: unpackBuckets(modules.modules), seats: unpackBuckets(modules.seats), aliases: unpackBuckets(modules.aliases) },
-    credentials: unpackBuckets(packed.credentials),
-    assignments: { ...assignments, byModule: unpackBuckets(assignments.byModule), handovers: unpackBuckets(assignments.handovers) },
-    overlay: { ...overlay, placed: unpackBuckets(overlay.placed) },
-    provisions: unpackBuckets(packed.provisions),
-    sent: unpackBuckets(packed.sent),
-    retired: unpackBuckets(packed.retired),
-  };
 }
 
 async function readPointer(stores: SnapshotStores): Promise<SnapshotPointer | null> {

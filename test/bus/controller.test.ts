@@ -5,6 +5,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { freshControllerSuite } from "../support/controller.ts";
 import { busObjects } from "../support/busObjects.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
+import { packState } from "../../src/projections/pack.ts";
 import { credentialOf } from "../../src/projections/index.ts";
 import { secretMatches } from "../../src/crypto/secrets.ts";
 import { pendingCredentialFile } from "../../src/controller/credential.ts";
@@ -31,7 +32,7 @@ describe("controller start: raising the bus", () => {
     await suite.fixture.enrol("beta");
     await suite.fixture.send("module.register", { manifest: builder });
     await first.push();
-    const records = canonicalJson(first.catalogue.state);
+    const records = canonicalJson(packState(first.catalogue.state));
     await first.stop();
 
     const jsm = await jetstreamManager(suite.fixture.operator);
@@ -48,7 +49,7 @@ describe("controller start: raising the bus", () => {
     }
     await jsm.consumers.info(workStream("mesh-build"), workConsumer("mesh-build"));
     await jsm.streams.info(REPORTS_STREAM);
-    assert.equal(canonicalJson(second.catalogue.state), records, "the records are intact");
+    assert.equal(canonicalJson(packState(second.catalogue.state)), records, "the records are intact");
     const raisedBus = await busObjects(jsm);
     await second.stop();
 

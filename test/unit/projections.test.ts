@@ -3,6 +3,8 @@ import assert from "node:assert/strict";
 import { evolve, holdersOf, brokerReachableAt, type State } from "../../src/projections/index.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
 import { stateOf, type EventBody } from "../support/givenWhenThen.ts";
+import { canonicalJson } from "../../src/projections/canonical.ts";
+import { packState } from "../../src/projections/pack.ts";
 
 const meta = (n: number) => ({ actor: "operator-test", commandId: `c${n}`, at: "2026-01-01T00:00:00.000Z" });
 const given = (...events: EventBody[]): State => stateOf(events);
@@ -39,8 +41,9 @@ describe("projections", () => {
 
   it("evolve is pure: the input state is left as it was", () => {
     const before = given(genesis);
-    const copy = JSON.stringify(before);
-    evolve(before, [{ sequence: 50, commit: { commandId: "q", entity: { kind: "node", id: "a" }, events: [{ ...meta(50), type: "NodeEnrolled", node: "a", publicKey: "k" }] } }]);
-    assert.equal(JSON.stringify(before), copy);
+    const copy = canonicalJson(packState(before));
+    const after = evolve(before, [{ sequence: 50, commit: { commandId: "q", entity: { kind: "node", id: "a" }, events: [{ ...meta(50), type: "NodeEnrolled", node: "a", publicKey: "k" }] } }]);
+    assert.equal(canonicalJson(packState(before)), copy);
+    assert.notEqual(canonicalJson(packState(after)), copy, "the comparison sees the change");
   });
 });
