@@ -1,7 +1,6 @@
 import { PUSH_NODES_SHOWN, type BodyOf, type PushView, type PushesRequest } from "../contracts/verbs.ts";
 import type { Commit } from "../events/index.ts";
 import type { SequencedCommit, State } from "../projections/index.ts";
-import { entriesIn } from "../projections/buckets.ts";
 import { query } from "./envelope.ts";
 
 /** Whether a commit is one of a push's (filed under push/<id>: what it sent, R31, and the provisions it minted). */
@@ -18,7 +17,7 @@ export function isPushCommit(commit: Commit): boolean {
  */
 export function pushesSince(state: State, limit: number): number {
   const pushes = new Map<string, number>();
-  for (const [, sent] of entriesIn(state.sent)) {
+  for (const sent of state.sent.values()) {
     const seen = pushes.get(sent.at);
     if (seen === undefined || sent.recordsSequence < seen) pushes.set(sent.at, sent.recordsSequence);
   }
