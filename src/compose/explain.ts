@@ -51,8 +51,8 @@ export function credentialNote(state: State, principal: Principal): { credential
 /**
  * Which manifest line or record allows `principal` to `direction` on `subject`, or why nothing does
  * (deny by default). A subject with wildcards is allowed only when a grant covers all of it, as
- * the server checks. Publishing a reply to a request's inbox is explained as `allow_responses`
- * (R33) for responders. Pure.
+ * the server checks. A responder publishing to an inbox no grant names is told whose inboxes it
+ * answers on (R33). Pure.
  */
 export function explain(state: State, principal: Principal, direction: Direction, subject: string, config: ComposeConfig): Explanation {
   const { grants, responder, user } = grantsOf(state, principal, config);
@@ -65,7 +65,7 @@ export function explain(state: State, principal: Principal, direction: Direction
   if (direction === "pub" && responder && subject.startsWith("_INBOX")) {
     return {
       ...base, allowed: false, because: [],
-      reason: `${user} may publish to an inbox only as the one reply to a request it received (allow_responses, R33); no grant names ${subject}`,
+      reason: `${user} answers requests only on the inboxes of those who may ask it (R33, R74); no grant names ${subject}`,
     };
   }
   return {

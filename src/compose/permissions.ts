@@ -33,13 +33,14 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  *   published (`mesh ... --watch`, issue 29).
  *   Nothing of `$JS`.
  * - node: the pull of its own CONTROL consumer (R2), its report subject, its own logs subject
- *   (subscribe, answering operators with allow_responses, R72), its inbox. Holding
+ *   (subscribe; it answers on each operator's inbox, R72), its inbox. Holding
  *   mesh-broker adds nothing on the bus (the user list travels in its declaration).
  * - module: the pull of the consumers its manifest implies (R4): each claimed seat's shared work
  *   queue (R16), one consumer per follows entry (R18); publishes the work kinds of the seats it
  *   uses (submitting half only), the events of the seats it claims, and the subject of each tool
  *   of another module its `uses` names as `<module>/<tool>` (R74: exactly that tool; the answer
- *   comes back on its own inbox, by the callee's allow_responses); subscribes its tools; its inbox.
+ *   comes back on its own inbox); subscribes its tools, and publishes its answers on the inbox of
+ *   each operator and each module whose `uses` names one of them; its inbox.
  * - builder (a build machine's account): submits the work of the `mesh-build` role and hears its
  *   outcome events named exactly, its inbox. Nothing of `$JS`.
  *
@@ -56,8 +57,10 @@ import type { ComposeConfig, Direction, Grant, Permissions, Principal } from "./
  * which only the asker subscribes. The controller keeps no `allow_responses`: every principal that
  * can send it a request (commands, the tools of its own module) is an operator, so the grants cover
  * them all, and a requester they miss fails at once rather than only across a reload.
- * Modules answering their tools keep `allow_responses: true` (the server lets them publish exactly
- * one reply to a request they received); a reply owed by a module across a reload is a retry.
+ * Nodes (answering `mesh logs`) and modules (answering their tools) get the same explicit grants
+ * on the inboxes of exactly those who may ask them (addReplies), never `allow_responses`: with it
+ * the server lets a responder publish once to whatever reply subject a request names, and the
+ * asker names it, so a caller could aim an answer at the records or any subject (an attacker's trial).
  *
  * Seat names resolve through aliases at every lookup (R27).
  */
@@ -100,9 +103,9 @@ function renamed(written: string, resolved: string): string {
 }
 
 /** Derives a module's manifest grants into `sink` (without its inbox); true when it answers requests (tools). */
-function deriveModule(state: State, module: string, sink: Sink): boolean {
+function deriveModule(state: State, module: string, sink: Sink): string[] {
   const manifest = moduleOf(state.modules, module)?.manifest;
-  if (!manifest) return false;
+  if (!manifest) return [];
   const why = sink.explains;
   const line = why ? `manifest of ${module}` : "";
   for (const claim of manifest.claims) {
@@ -139,7 +142,54 @@ function deriveModule(state: State, module: string, sink: Sink): boolean {
   for (const tool of manifest.tools) {
     sink.add("sub", toolSubject(module, tool.name), why ? `${line}: offers the tool ${tool.name}` : "");
   }
-  return manifest.tools.length > 0;
+  if (manifest.tools.length === 0) return [];
+  // Its answers go to the inbox of each principal that may call its tools, named exactly (R74).
+  const callers = toolCallersOf(state, module).map((caller) => inboxSubjects(userOf(state, { kind: "module", name: caller })));
+  return addReplies(sink, [...operatorInboxes(state), ...callers], why ? `${line}: answers its tools' callers` : "");
+}
+
+/**
+ * Adds the publish grants of a responder's answers (R33, R74): the inbox of every principal that
+ * may ask it, each named exactly. Never allow_responses: with it the server lets a responder publish
+ * to whatever reply subject the request names, and the asker chooses it, so a caller could aim the
+ * answer at the records, a node's declaration, the JetStream API or another's command subject.
+ * Returns the inboxes, sorted and unique.
+ */
+function addReplies(sink: Sink, inboxes: string[], because: string): string[] {
+  const replies = sortedUnique(inboxes);
+  for (const inbox of replies) sink.add("pub", inbox, because ? `${because} on the asker's own inbox ${inbox} (R33, R74: an explicit grant, never allow_responses)` : "");
+  return replies;
+}
+
+/** Operators' inboxes by credentials slice: every responder answers operators (controllerReplyInboxes). */
+const operatorInboxesMemo = new WeakMap<object, string[]>();
+function operatorInboxes(state: State): string[] {
+  let inboxes = operatorInboxesMemo.get(state.credentials);
+  if (inboxes === undefined) {
+    inboxes = controllerReplyInboxes(state);
+    operatorInboxesMemo.set(state.credentials, inboxes);
+  }
+  return inboxes;
+}
+
+/** Modules whose `uses` names a tool a module offers, by that module; one pass per modules slice. */
+const toolCallersMemo = new WeakMap<object, Map<string, string[]>>();
+function toolCallersOf(state: State, module: string): string[] {
+  let byModule = toolCallersMemo.get(state.modules);
+  if (byModule === undefined) {
+    byModule = new Map();
+    for (const { manifest } of everyModule(state.modules)) {
+      for (const use of manifest.uses) {
+        const tool = toolUseOf(use);
+        if (tool === null || !offersTool(state, tool.module, tool.tool)) continue;
+        const callers = byModule.get(tool.module) ?? [];
+        if (!callers.includes(manifest.name)) callers.push(manifest.name);
+        byModule.set(tool.module, callers);
+      }
+    }
+    toolCallersMemo.set(state.modules, byModule);
+  }
+  return byModule.get(module) ?? [];
 }
 
 /** Whether the registered `module` offers `tool` (R74: a use of a tool that went grants nothing). */
@@ -155,7 +205,7 @@ function explaining(grants: Grant[]): Sink {
 /** What a module's manifest implies on the bus, with reasons, without its inbox. */
 export function moduleGrants(state: State, module: string): { grants: Grant[]; responder: boolean } {
   const grants: Grant[] = [];
-  const responder = deriveModule(state, module, explaining(grants));
+  const responder = deriveModule(state, module, explaining(grants)).length > 0;
   return { grants, responder };
 }
 
@@ -169,12 +219,11 @@ function deriveSubmitter(state: State, seatName: string, sink: Sink, because: st
   for (const event of record.emits) sink.add("sub", eventSubject(seat, event), why ? `${because}: ${renamed(seatName, seat)} emits ${event}` : "");
 }
 
-/** What a derivation says besides its grants: `allow_responses`, its user, the inboxes it replies to. */
+/** What a derivation says besides its grants: whether it answers requests, its user, the inboxes it answers on. */
 type Derived = { responder: boolean; user: string; replies: string[] };
 
 /** Derives a principal's grants into `sink`; returns whether it answers requests, its user and its reply inboxes. */
 function derive(state: State, principal: Principal, config: ComposeConfig, sink: Sink, user: string = userOf(state, principal)): Derived {
-  let responder = false;
   let replies: string[] = [];
   const why = sink.explains;
   switch (principal.kind) {
@@ -194,8 +243,8 @@ function derive(state: State, principal: Principal, config: ComposeConfig, sink:
         sink.add("sub", subject, why ? `controller: answers the NATS services protocol on ${subject} (discovery: \`nats micro ls\` finds it)` : "");
       }
       for (const seat of config.controllerSubmits) deriveSubmitter(state, seat, sink, "controller configuration: submits to (R19)");
-      deriveModule(state, CONTROLLER_NAME, sink);
-      replies = controllerReplyInboxes(state);
+      const toolReplies = deriveModule(state, CONTROLLER_NAME, sink);
+      replies = sortedUnique([...controllerReplyInboxes(state), ...toolReplies]);
       for (const inbox of replies) {
         sink.add("pub", inbox, why ? `R33: answers the commands of its asker on the asker's own inbox ${inbox} (an explicit grant: a reload of the user list forgets allow_responses)` : "");
       }
@@ -221,24 +270,23 @@ function derive(state: State, principal: Principal, config: ComposeConfig, sink:
       pull(sink, CONTROL_STREAM, declarationConsumer(principal.name), why ? `node ${principal.name}: its own CONTROL consumer (R2, R22)` : "");
       sink.add("pub", reportSubject(principal.name), why ? `node ${principal.name}: reports what it applied` : "");
       sink.add("sub", logsSubject(principal.name), why ? `node ${principal.name}: answers \`mesh logs\` for its own modules (R72)` : "");
-      // Its answers go to the asking operator's inbox, once per question (allow_responses).
-      responder = true;
+      replies = addReplies(sink, operatorInboxes(state), why ? `node ${principal.name}: answers \`mesh logs\`` : "");
       break;
     case "module":
-      responder = deriveModule(state, principal.name, sink);
+      replies = deriveModule(state, principal.name, sink);
       break;
     case "builder":
       deriveSubmitter(state, BUILD_SEAT, sink, why ? `builder ${principal.name}: submits builds to` : "");
       break;
   }
   sink.add("sub", inboxSubjects(user), why ? `R33: the own inbox of ${user} (clients connect with inboxPrefix ${inboxPrefix(user)})` : "");
-  return { responder, user, replies };
+  return { responder: replies.length > 0, user, replies };
 }
 
 /**
  * Every grant of a principal with its provenance (the manifest line or record behind it), plus
- * whether it answers requests (`allow_responses`), its bus user and the inboxes it may publish
- * replies to (the controller's, controllerReplyInboxes; empty for everyone else). For `mesh explain`.
+ * whether it answers requests, its bus user and the inboxes it may publish replies to (the
+ * controller's, controllerReplyInboxes; a node's and a tool module's, addReplies). For `mesh explain`.
  */
 export function grantsOf(state: State, principal: Principal, config: ComposeConfig): { grants: Grant[] } & Derived {
   const grants: Grant[] = [];
@@ -264,7 +312,7 @@ function sortedUnique(values: string[]): string[] {
 
 /**
  * A principal's permissions (see the module comment): `{publish: {allow}, subscribe: {allow}}`,
- * sorted and deduplicated, with `allow_responses: true` for responders (modules with tools) only.
+ * sorted and deduplicated; nobody gets `allow_responses` (see addReplies).
  * Throws an Error when a derivation would grant `>`, `_INBOX.>`, a subscription on another
  * principal's inbox, or a publish on one other than the controller's reply grants (a bug, never a
  * record: mesh names cannot carry wildcards). `user` is the principal's bus user (userOf), passed
@@ -273,8 +321,8 @@ function sortedUnique(values: string[]): string[] {
  */
 export function permissionsOf(state: State, principal: Principal, config: ComposeConfig, user: string = userOf(state, principal)): Permissions {
   const sink = new Subjects();
-  const { responder, replies } = derive(state, principal, config, sink, user);
-  return checked({ publish: publishSide(sortedUnique(sink.pub)), subscribe: { allow: sortedUnique(sink.sub) } }, responder, user, replies);
+  const { replies } = derive(state, principal, config, sink, user);
+  return checked({ publish: publishSide(sortedUnique(sink.pub)), subscribe: { allow: sortedUnique(sink.sub) } }, user, replies);
 }
 
 /**
@@ -294,9 +342,9 @@ class Subjects implements Sink {
  * Reduces grants to nats-server permissions, checking R33. `replies` are the inboxes the principal
  * may publish to (grantsOf's `replies`: the controller's reply grants; empty for everyone else).
  */
-export function permissionsFromGrants(grants: readonly Grant[], responder: boolean, user: string, replies: readonly string[] = []): Permissions {
+export function permissionsFromGrants(grants: readonly Grant[], user: string, replies: readonly string[] = []): Permissions {
   const by = (direction: Direction) => sortedUnique(grants.filter((g) => g.direction === direction).map((g) => g.subject));
-  return checked({ publish: publishSide(by("pub")), subscribe: { allow: by("sub") } }, responder, user, replies);
+  return checked({ publish: publishSide(by("pub")), subscribe: { allow: by("sub") } }, user, replies);
 }
 
 /**
@@ -308,18 +356,16 @@ function publishSide(allow: string[]): Permissions["publish"] {
   return allow.includes(JS_API_SUBJECTS) ? { allow, deny: [...CATALOGUE_ERASE_SUBJECTS] } : { allow };
 }
 
-/** The reply grants of every principal but the controller: none. */
+/** The reply grants of a principal that answers nobody: none. */
 const NO_REPLIES: ReadonlySet<string> = new Set();
 
 /**
  * The R33 guard. Nobody is granted `>` or `_INBOX.>`; nobody subscribes to an inbox but its own
  * (a reply carrying a fresh credential must reach only its asker). Publishing into another's inbox
- * is refused too, EXCEPT the controller's reply grants (`replies`, from controllerReplyInboxes): it
- * must answer its operators' commands even across a reload or a reconnect, which forget
- * allow_responses. Those grants name each asker's inbox exactly, and only that asker subscribes it.
+ * is refused too, EXCEPT a responder's reply grants (`replies`: the controller's, a node's, a tool
+ * module's): each names an asker's inbox exactly, and only that asker subscribes it.
  */
-function checked(permissions: Permissions, responder: boolean, user: string, replies: readonly string[]): Permissions {
-  if (responder) permissions.allow_responses = true;
+function checked(permissions: Permissions, user: string, replies: readonly string[]): Permissions {
   const own = inboxSubjects(user);
   const mayReplyTo: ReadonlySet<string> = replies.length === 0 ? NO_REPLIES : new Set(replies);
   for (const subject of permissions.subscribe.allow) {

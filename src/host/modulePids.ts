@@ -1,6 +1,7 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { NAME_PATTERN } from "../names.ts";
+import { writeFileDurable } from "../files/index.ts";
 
 /**
  * The process of each module a runner started, kept on disk (R72): an agent killed without a
@@ -28,13 +29,17 @@ export function processStartOf(pid: number): string | null {
   }
 }
 
-/** Records that `module`'s process is `pid` (its group's leader), stopped within `graceMs`. */
+/** Records that `module`'s process is `pid` (its group's leader), stopped within `graceMs`. Never throws. */
 export function rememberModulePid(stateDir: string, module: string, pid: number, graceMs: number): void {
   const startedAt = processStartOf(pid);
   if (startedAt === null) return;
-  mkdirSync(pidDir(stateDir), { recursive: true, mode: 0o700 });
   const entry: ModulePid = { pid, startedAt, graceMs };
-  writeFileSync(join(pidDir(stateDir), `${module}.pid`), `${JSON.stringify(entry)}\n`, { mode: 0o600 });
+  try {
+    mkdirSync(pidDir(stateDir), { recursive: true, mode: 0o700 });
+    writeFileDurable(join(pidDir(stateDir), `${module}.pid`), `${JSON.stringify(entry)}\n`);
+  } catch {
+    // A full disk loses the record, never the module: only a later agent's clean-up misses it.
+  }
 }
 
 /** Forgets `module`'s pid file when it still names `pid` (its process ended). */

@@ -153,7 +153,9 @@ describe("composed permissions enforced by nats-server", () => {
     }
     await refusedPub(BETA, reportSubject("alpha"));
     await refusedPub(BETA, "$JS.API.STREAM.LIST");
-    await refusedPub(BETA, `${inboxPrefix(OPERATOR)}.x`);
+    // it answers `mesh logs` on an operator's inbox, and writes into no other principal's
+    await allowedPub(BETA, `${inboxPrefix(OPERATOR)}.x`);
+    await refusedPub(BETA, `${inboxPrefix(SHOWCASE)}.x`);
   });
 
   it("R2 R4: a module binds its pull consumer, fetches and acks with only its composed grants", async () => {
@@ -204,7 +206,7 @@ describe("composed permissions enforced by nats-server", () => {
     }
   });
 
-  it("R33: request/reply works on own inboxes: the controller answers commands by its grant on the operator's inbox, a module its tool by allow_responses", async () => {
+  it("R33: request/reply works on own inboxes: the controller answers commands, a module its tool, each by its grant on the operator's inbox", async () => {
     const controller = await dial(CONTROLLER);
     controller.nc.subscribe(commandSubject(OPERATOR, "test.ping"), { callback: (_e, m) => { m.respond("pong"); } });
     const showcase = await dial(SHOWCASE);
@@ -218,8 +220,9 @@ describe("composed permissions enforced by nats-server", () => {
     await close(operator);
     await close(showcase);
     await close(controller);
-    // without a request to answer, a module may not write into an inbox
-    await refusedPub(SHOWCASE, `${inboxPrefix(OPERATOR)}.unasked`);
+    // a module with a tool writes into the inbox of those who may call it (the operator), no other
+    await allowedPub(SHOWCASE, `${inboxPrefix(OPERATOR)}.reply`);
+    await refusedPub(SHOWCASE, `${inboxPrefix(ALPHA)}.unasked`);
     // the controller may write into an operator's inbox (its explicit reply grant: a reload forgets
     // allow_responses), and into no other principal's
     await allowedPub(CONTROLLER, `${inboxPrefix(OPERATOR)}.reply`);

@@ -14,7 +14,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { composeBusUsers, renderUserList } from "../../src/compose/index.ts";
 import { connectToBus } from "../../src/bus/connect.ts";
 import { certificateFingerprint } from "../../src/crypto/secrets.ts";
-import { busUser, toolSubject } from "../../src/names.ts";
+import { CATALOGUE_SUBJECTS, busUser, catalogueSubject, toolSubject } from "../../src/names.ts";
 import { makeBusCertificate } from "../../installer/tls.ts";
 import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
 import { watchViolations } from "../support/violations.ts";
@@ -43,6 +43,8 @@ describe("R74: tools over the bus", () => {
   let fingerprint: string;
   let operatorFile: string;
   const open: NatsConnection[] = [];
+  /** What the bus refused search, the module answering the tools. */
+  let searchRefused: ReturnType<typeof watchViolations>;
 
   const address = () => `tls://127.0.0.1:${server.port}`;
   async function dial(user: string): Promise<NatsConnection> {
@@ -68,6 +70,7 @@ describe("R74: tools over the bus", () => {
     writeFileSync(operatorFile, JSON.stringify({ address: address(), user: busUser("operator", "ada"), seed: secrets[busUser("operator", "ada")], fingerprint }), { mode: 0o600 });
     // search answers both of its tools, saying which one and what it was asked.
     const nc = await dial(busUser("module", "search"));
+    searchRefused = watchViolations(nc);
     for (const tool of ["query", "reindex"]) {
       nc.subscribe(toolSubject("search", tool), { callback: (_e, m) => { m.respond(JSON.stringify({ tool, asked: m.string() })); } });
     }
@@ -85,6 +88,22 @@ describe("R74: tools over the bus", () => {
     const answer = await nc.request(toolSubject("search", "query"), "find ada", { timeout: 5_000 });
     assert.deepEqual(answer.json(), { tool: "query", asked: "find ada" });
     assert.deepEqual(violations.map((v) => v.message), []);
+  });
+
+  // Found by an attacker's trial: with allow_responses, the caller named the reply subject and the
+  // honest tool's answer was published there (the records, a node's declaration, its report).
+  it("R33 R74: a caller that names another subject as the reply gets nothing published there: the tool's answer is refused by the bus", async () => {
+    const operator = await dial(busUser("operator", "ada"));
+    const heard: string[] = [];
+    operator.subscribe(CATALOGUE_SUBJECTS, { callback: (_e, m) => { heard.push(m.subject); } });
+    await operator.flush();
+    const nc = await dial(busUser("module", "caller"));
+    const aimed = catalogueSubject("module", "search");
+    nc.publish(toolSubject("search", "query"), "x", { reply: aimed });
+    await nc.flush();
+    await waitFor(() => searchRefused.find((v) => v.operation === "publish" && v.subject === aimed), { name: `search refused publish on ${aimed}` });
+    await operator.flush();
+    assert.deepEqual(heard, [], "nothing reached the records' subjects");
   });
 
   it("R74: the grant is exact: the same module is refused the tool it does not use, and a module without the use is refused", async () => {

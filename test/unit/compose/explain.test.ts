@@ -18,9 +18,11 @@ describe("explain", () => {
     const inbox = explain(state, { kind: "module", name: "showcase" }, "sub", inboxSubjects("operator-ada"), EXAMPLE_CONFIG);
     assert.equal(inbox.allowed, false);
     assert.ok(inbox.reason);
-    const reply = explain(state, { kind: "module", name: "showcase" }, "pub", "_INBOX_operator-ada.abc", EXAMPLE_CONFIG);
+    // It answers its tool on the operator's inbox, and on no other inbox.
+    assert.equal(explain(state, { kind: "module", name: "showcase" }, "pub", "_INBOX_operator-ada.abc", EXAMPLE_CONFIG).allowed, true);
+    const reply = explain(state, { kind: "module", name: "showcase" }, "pub", "_INBOX_node-alpha.abc", EXAMPLE_CONFIG);
     assert.equal(reply.allowed, false);
-    assert.match(reply.reason!, /allow_responses/);
+    assert.match(reply.reason!, /answers requests only on the inboxes of those who may ask it/);
     const event = explain(state, { kind: "module", name: "build-machine" }, "sub", eventSubject("mesh-build", "built"), EXAMPLE_CONFIG);
     assert.equal(event.allowed, false);
   });

@@ -19,15 +19,19 @@ const principals: Principal[] = [
 ];
 
 describe("permissions per principal", () => {
-  it("R33: no principal is granted >, _INBOX.> or a subscription on any inbox but its own; only the controller publishes to inboxes", () => {
+  it("R33: no principal is granted >, _INBOX.> or a subscription on any inbox but its own; only responders publish to inboxes, each named exactly", () => {
     for (const principal of principals) {
       const p = perms(principal);
       const own = inboxSubjects(busUser(principal.kind, principal.name));
       assert.ok(!all(p).includes(ALL_SUBJECTS), `${principal.name} has >`);
       assert.ok(!all(p).includes(SHARED_INBOX_SUBJECTS), `${principal.name} has _INBOX.>`);
       assert.deepEqual(p.subscribe.allow.filter((s) => s.startsWith("_INBOX")), [own], principal.name);
-      const replies = principal.kind === "controller" ? [inboxSubjects(busUser("operator", "ada"))] : [];
+      // The controller, the nodes (mesh logs) and the modules with tools answer the operator ada.
+      const tools = principal.kind === "module" ? (manifests[principal.name as keyof typeof manifests] as { tools?: unknown[] }).tools ?? [] : [];
+      const answers = principal.kind === "controller" || principal.kind === "node" || tools.length > 0;
+      const replies = answers ? [inboxSubjects(busUser("operator", "ada"))] : [];
       assert.deepEqual(p.publish.allow.filter((s) => s.startsWith("_INBOX")), replies, `${principal.name} publishes to an inbox`);
+      assert.equal(p.allow_responses, undefined, `${principal.name}: never allow_responses`);
     }
   });
 
@@ -42,34 +46,35 @@ describe("permissions per principal", () => {
     // an operator without a credential is not on the bus: no grant on its inbox
     const bare = new MeshBuilder().genesis().controller().state();
     assert.deepEqual(controllerReplyInboxes(bare), []);
-    // the modules still answer their tools by allow_responses and publish into no inbox
+    // An attacker's trial: allow_responses let a tool's caller aim the answer at any subject. A
+    // module answers its tools on the inboxes of those who may call them, named exactly.
     const showcase = permissionsOf(mesh, { kind: "module", name: "showcase" }, EXAMPLE_CONFIG);
-    assert.equal(showcase.allow_responses, true);
-    assert.deepEqual(showcase.publish.allow.filter((s) => s.startsWith("_INBOX")), []);
+    assert.equal(showcase.allow_responses, undefined);
+    assert.deepEqual(showcase.publish.allow.filter((s) => s.startsWith("_INBOX")), controllerReplyInboxes(mesh));
   });
 
   it("R33: the guard refuses a publish on another's inbox except the controller's reply grants, and any subscription on one", () => {
     const grant = (direction: "pub" | "sub", subject: string) => ({ direction, subject, because: "test" });
     const operatorInbox = inboxSubjects("operator-ada");
     const controller = busUser("controller", CONTROLLER_NAME);
-    assert.doesNotThrow(() => permissionsFromGrants([grant("pub", operatorInbox)], false, controller, [operatorInbox]));
-    assert.throws(() => permissionsFromGrants([grant("pub", operatorInbox)], false, controller), Error);
-    assert.throws(() => permissionsFromGrants([grant("pub", inboxSubjects("node-alpha"))], false, controller, [operatorInbox]), Error);
-    assert.throws(() => permissionsFromGrants([grant("sub", operatorInbox)], false, controller, [operatorInbox]), Error);
-    assert.throws(() => permissionsFromGrants([grant("pub", SHARED_INBOX_SUBJECTS)], false, controller, [SHARED_INBOX_SUBJECTS]), Error);
-    assert.throws(() => permissionsFromGrants([grant("pub", ALL_SUBJECTS)], false, controller, [ALL_SUBJECTS]), Error);
+    assert.doesNotThrow(() => permissionsFromGrants([grant("pub", operatorInbox)], controller, [operatorInbox]));
+    assert.throws(() => permissionsFromGrants([grant("pub", operatorInbox)], controller), Error);
+    assert.throws(() => permissionsFromGrants([grant("pub", inboxSubjects("node-alpha"))], controller, [operatorInbox]), Error);
+    assert.throws(() => permissionsFromGrants([grant("sub", operatorInbox)], controller, [operatorInbox]), Error);
+    assert.throws(() => permissionsFromGrants([grant("pub", SHARED_INBOX_SUBJECTS)], controller, [SHARED_INBOX_SUBJECTS]), Error);
+    assert.throws(() => permissionsFromGrants([grant("pub", ALL_SUBJECTS)], controller, [ALL_SUBJECTS]), Error);
   });
 
   it("R2 R72: a node pulls its own CONTROL consumer only, reports on its own subject, answers its own logs subject, and has nothing else", () => {
     const p = perms({ kind: "node", name: "beta" });
-    assert.deepEqual(p.publish.allow, [...pullGrants(CONTROL_STREAM, declarationConsumer("beta")).publish, reportSubject("beta")].sort());
+    assert.deepEqual(p.publish.allow, [...pullGrants(CONTROL_STREAM, declarationConsumer("beta")).publish, reportSubject("beta"), inboxSubjects("operator-ada")].sort());
     assert.deepEqual(p.subscribe.allow, [inboxSubjects(busUser("node", "beta")), logsSubject("beta")].sort());
-    assert.equal(p.allow_responses, true, "it answers `mesh logs` on the asker's inbox");
+    assert.equal(p.allow_responses, undefined, "it answers `mesh logs` on the operators' inboxes alone, never where a request says");
   });
 
   it("R2: the node holding mesh-broker gets nothing extra on the bus", () => {
     const alpha = perms({ kind: "node", name: "alpha" });
-    assert.deepEqual(alpha.publish.allow, [...pullGrants(CONTROL_STREAM, declarationConsumer("alpha")).publish, reportSubject("alpha")].sort());
+    assert.deepEqual(alpha.publish.allow, [...pullGrants(CONTROL_STREAM, declarationConsumer("alpha")).publish, reportSubject("alpha"), inboxSubjects("operator-ada")].sort());
   });
 
   it("R4: a module pulls exactly the consumers its manifest implies, submits only what it uses, answers its tools", () => {
@@ -77,9 +82,10 @@ describe("permissions per principal", () => {
     assert.deepEqual(p.publish.allow, [
       ...pullGrants(EVENTS_STREAM, followConsumer("showcase", "mesh-build", "built")).publish,
       workSubject("mesh-build", "build"),
+      inboxSubjects("operator-ada"),
     ].sort());
     assert.deepEqual(p.subscribe.allow, [inboxSubjects("module-showcase"), toolSubject("showcase", "hello")].sort());
-    assert.equal(p.allow_responses, true);
+    assert.equal(p.allow_responses, undefined, "it answers its tool on the operators' inboxes alone");
     // it follows `built`: it is delivered by its consumer, never by a core subscription of the event
     assert.ok(!p.subscribe.allow.includes(eventSubject("mesh-build", "built")));
   });

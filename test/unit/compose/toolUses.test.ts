@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { explain, grantsOf, moduleEnvironment, permissionsOf } from "../../../src/compose/index.ts";
+import { controllerReplyInboxes, explain, grantsOf, moduleEnvironment, permissionsOf } from "../../../src/compose/index.ts";
 import { Manifest, toolUseOf, usedSeats } from "../../../src/manifest/manifest.ts";
 import { given, GENESIS, registration } from "../../support/givenWhenThen.ts";
 import { busUser, inboxSubjects, toolSubject, workSubject } from "../../../src/names.ts";
@@ -58,7 +58,10 @@ describe("R74: a module may use another module's tool", () => {
     const other = permissionsOf(state, { kind: "module", name: "bystander" }, EXAMPLE_CONFIG);
     assert.deepEqual(other.publish.allow, []);
     const callee = permissionsOf(state, { kind: "module", name: "search" }, EXAMPLE_CONFIG);
-    assert.equal(callee.allow_responses, true, "the tool's module answers by allow_responses");
+    // An attacker's trial: with allow_responses a caller aimed the answer at the records. The
+    // tool's module answers on its callers' inboxes alone: the caller's and the operators'.
+    assert.equal(callee.allow_responses, undefined);
+    assert.deepEqual(callee.publish.allow.filter((s) => s.startsWith("_INBOX")), [inboxSubjects(busUser("module", "caller")), ...controllerReplyInboxes(state)].sort());
   });
 
   it("R74: mesh explain names the manifest line that grants the tool, and denies the tool not used", () => {
