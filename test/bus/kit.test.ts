@@ -6,52 +6,32 @@
  */
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { up, operatorConnection, operatorUser, EXAMPLES_DIR, HOST_DIR, type UpResult } from "../../src/up/up.ts";
-import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
-import { stopAll } from "../../src/up/processes.ts";
-import { freePort } from "../../installer/serverConfig.ts";
+import { EXAMPLES_DIR, HOST_DIR } from "../../src/up/up.ts";
 import { toolSubject } from "../../src/names.ts";
 import { makeMeshCa } from "../../src/crypto/ca.ts";
 import { moduleLogFile } from "../../src/host/moduleLog.ts";
 import { connectModule, readModuleEnv, type MeshModule } from "../../src/kit/index.ts";
-import { askAs } from "../support/client.ts";
 import { waitFor } from "../support/natsServer.ts";
+import { localMesh, LOCAL_NODE as NODE } from "../support/localMesh.ts";
 
-const NODE = "alpha";
 /** A module that uses the greetings seat and follows its greeted event, as a module author would write it. */
 const LISTENER = { name: "listener", version: "1.0.0", uses: ["greetings"], follows: [{ seat: "greetings", event: "greeted" }] };
 
 describe("module kit: the example greeter on a mesh", () => {
-  let root: string;
-  let launcher: InProcessLauncher;
-  let result: UpResult;
-  let operator: NatsConnection;
   let listener: MeshModule | undefined;
-  const logs: string[] = [];
-  const moduleDir = (module: string) => join(result.paths.dir, HOST_DIR, "modules", module);
+  after(async () => { await listener?.close().catch(() => undefined); });
+  const local = localMesh({ prefix: "mesh-kit-", upTimeoutMs: 60_000, manifests: [join(EXAMPLES_DIR, "broker.json"), join(EXAMPLES_DIR, "greeter.json")] });
+  const { ask } = local;
+  const moduleDir = (module: string) => join(local.dir, HOST_DIR, "modules", module);
   /** The greeter's output: its log file under the host's logs/ (R72). */
   const output = (): string[] => {
-    const file = moduleLogFile(join(result.paths.dir, HOST_DIR), "greeter");
+    const file = moduleLogFile(join(local.dir, HOST_DIR), "greeter");
     return existsSync(file) ? readFileSync(file, "utf8").split("\n") : [];
   };
 
   before(async () => {
-    root = mkdtempSync(join(tmpdir(), "mesh-kit-"));
-    launcher = inProcessLauncher((line) => { logs.push(line); });
-    const port = await freePort();
-    result = await up({
-      dir: join(root, ".mesh"), log: (line) => { logs.push(line); }, launcher, brokerAddress: `tls://127.0.0.1:${port}`, node: NODE,
-      detachBus: false, timeoutMs: 60_000, manifests: [join(EXAMPLES_DIR, "broker.json"), join(EXAMPLES_DIR, "greeter.json")],
-    });
-    operator = await operatorConnection(result.paths);
-    const ask = async (verb: string, body: Record<string, unknown>) => {
-      const reply = await askAs(operator, operatorUser(result.paths), verb, body, 30_000);
-      assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
-    };
     await ask("module.register", { manifest: LISTENER });
     await ask("module.issue", { module: "listener" });
     await ask("assign", { module: "listener", node: NODE });
@@ -59,16 +39,9 @@ describe("module kit: the example greeter on a mesh", () => {
     // Started by the agent from its run.command (mesh-greeter, on the PATH it gives its modules).
     await waitFor(() => output().some((line) => line.startsWith("greeter: answering")), { timeoutMs: 20_000, name: "the greeter answers" });
   });
-  after(async () => {
-    await listener?.close().catch(() => undefined);
-    await operator?.close().catch(() => undefined);
-    await launcher?.stop();
-    if (result) await stopAll(result.paths.dir);
-    if (root) rmSync(root, { recursive: true, force: true });
-  });
 
   it("kit: the greeter, dialled verified against its certificate.pem, answers greet called by an operator", async () => {
-    const reply = await operator.request(toolSubject("greeter", "greet"), JSON.stringify({ name: "ada" }), { timeout: 5_000 });
+    const reply = await local.operator.request(toolSubject("greeter", "greet"), JSON.stringify({ name: "ada" }), { timeout: 5_000 });
     assert.equal((reply.json() as { greeting: string }).greeting, "hello, ada");
   });
 
@@ -87,7 +60,7 @@ describe("module kit: the example greeter on a mesh", () => {
   });
 
   it("R71 kit: a module given a CA that is not the mesh's does not dial the bus", async () => {
-    const other = join(root, "other-ca.pem");
+    const other = join(local.root, "other-ca.pem");
     writeFileSync(other, (await makeMeshCa()).certificate);
     const env = { ...readModuleEnv(join(moduleDir("listener"), "env")), MESH_BROKER_CERTIFICATE_FILE: other };
     const refused = await connectModule({ env, timeoutMs: 3_000 }).then(async (m) => { await m.close(); return null; }, (error: unknown) => error);

@@ -1,23 +1,17 @@
-import { secretOf } from "../../src/bus/connect.ts";
-import { describe, it, before, after } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
-import { pendingCredentialFile } from "../../src/controller/credential.ts";
-import { tmpdir } from "node:os";
+import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { up, operatorConnection, operatorUser, HOST_DIR, type UpResult } from "../../src/up/up.ts";
-import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
-import { stopAll } from "../../src/up/processes.ts";
-import { freePort } from "../../installer/serverConfig.ts";
-import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
+import { pendingCredentialFile } from "../../src/controller/credential.ts";
+import { operatorConnection, HOST_DIR } from "../../src/up/up.ts";
+import { connectToBus, secretOf, type BusCredential } from "../../src/bus/connect.ts";
 import { readBusCredential, writeBusCredential } from "../../src/files/index.ts";
-import { askAs } from "../support/client.ts";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE } from "../../src/cli/context.ts";
-import { initHostKeys, saveNodeCredential, startHost, readCredentialFile, NODE_CREDENTIAL_FILE, type Host } from "../../src/host/index.ts";
+import { readCredentialFile, NODE_CREDENTIAL_FILE } from "../../src/host/index.ts";
 import { eventSubject } from "../../src/names.ts";
 import { waitFor } from "../support/natsServer.ts";
-import { runMesh, type CliRun } from "../support/cli.ts";
+import { runMesh } from "../support/cli.ts";
+import { admitted, localMesh, LOCAL_NODE as NODE } from "../support/localMesh.ts";
 
 /**
  * Lifecycle of credentials on a whole mesh (`mesh up` in a temporary folder: the bus a child
@@ -27,73 +21,15 @@ import { runMesh, type CliRun } from "../support/cli.ts";
  * the bus with the credential in question.
  */
 
-const NODE = "alpha";
 const relay = { name: "relay", version: "1.0.0", seats: { relay: { protocol: "relay", emits: ["hop"] } }, claims: ["relay"] };
 
 function credentialFile(path: string): BusCredential {
   return readBusCredential(path);
 }
 
-function isAuthorizationRefusal(error: unknown): boolean {
-  return error instanceof BusConnectError && /user or password|authorization/i.test(error.message);
-}
-
-/** Dials once with `credential`; true when the bus admits it. */
-async function admitted(credential: BusCredential): Promise<boolean> {
-  try {
-    await (await connectToBus(credential, { reconnect: false })).close();
-    return true;
-  } catch (error) {
-    if (isAuthorizationRefusal(error)) return false;
-    throw error;
-  }
-}
-
 describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
-  let root: string;
-  let dir: string;
-  let launcher: InProcessLauncher;
-  let result: UpResult;
-  let operator: NatsConnection;
-  const hosts: Host[] = [];
-  const logs: string[] = [];
-  const log = (line: string) => { logs.push(line); };
-  const ask = async (verb: string, body: Record<string, unknown> = {}) => {
-    const reply = await askAs(operator, operatorUser(result.paths), verb, body, 30_000);
-    assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
-    return reply as Record<string, unknown>;
-  };
-  /** Runs `mesh <argv>` in-process with the operator's credential file; its exit code and output. */
-  const mesh = (...argv: string[]): Promise<CliRun> =>
-    runMesh(argv, { MESH_CREDENTIAL: result.paths.operatorCredential, MESH_TIMEOUT_MS: "20000" });
-  /** The public keys each node run here enrolled with (what `mesh host init` printed). */
-  const enrolledKeys = new Map<string, { publicKey: string; nkey: string }>();
-  /** Enrols `node` with a host agent of its own running in this process; returns its state folder. */
-  const runNode = async (node: string): Promise<string> => {
-    const stateDir = join(root, node);
-    const { publicKey, nkey } = initHostKeys(stateDir);
-    enrolledKeys.set(node, { publicKey, nkey });
-    saveNodeCredential(stateDir, await ask("node.enrol", { node, publicKey, nkey }));
-    const credential = readCredentialFile(join(stateDir, NODE_CREDENTIAL_FILE), stateDir);
-    hosts.push(startHost({ stateDir, node, credential, log, backoff: { initialMs: 100, maxMs: 500 } }));
-    return stateDir;
-  };
-
-  before(async () => {
-    root = mkdtempSync(join(tmpdir(), "mesh-lifecycle-"));
-    dir = join(root, ".mesh");
-    launcher = inProcessLauncher(log);
-    const port = await freePort();
-    result = await up({ dir, log, launcher, brokerAddress: `tls://127.0.0.1:${port}`, node: NODE, detachBus: false, timeoutMs: 30_000 });
-    operator = await operatorConnection(result.paths);
-  });
-  after(async () => {
-    for (const host of hosts) await host.stop().catch(() => undefined);
-    await operator?.close().catch(() => undefined);
-    await launcher?.stop();
-    if (dir) await stopAll(dir);
-    if (root) rmSync(root, { recursive: true, force: true });
-  });
+  const local = localMesh({ prefix: "mesh-lifecycle-" });
+  const { logs, hosts, enrolledKeys, ask, mesh, runNode } = local;
 
   it("R48: removing a node ends the credential its module held: after the push the bus refuses it, and mesh explain speaks of the fresh one", async () => {
     const w2 = await runNode("w2");
@@ -119,7 +55,7 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     await ask("assign", { module: "relay", node: NODE });
     const moved = await mesh("push", "--wait", "--json");
     assert.equal(moved.code, EXIT_OK, `${moved.out} ${moved.err}`);
-    const fresh = credentialFile(join(dir, HOST_DIR, "modules", "relay", "credential.json"));
+    const fresh = credentialFile(join(local.dir, HOST_DIR, "modules", "relay", "credential.json"));
     assert.notEqual(secretOf(fresh), secretOf(onDisk));
     const nc = await connectToBus(fresh, { reconnect: false });
     try {
@@ -172,39 +108,39 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
   });
 
   it("R50: rotating the controller's credential: push --wait answers, the bus refuses the old password, a restart connects", async () => {
-    const old = credentialFile(result.paths.controllerCredential);
+    const old = credentialFile(local.result.paths.controllerCredential);
     await ask("credential.rotate", { kind: "controller", name: "mesh-controller" });
     const pushed = await mesh("push", "--wait", "--json");
     assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err} ${logs.filter((l) => l.includes("controller")).slice(-15).join("\n")}`);
     const report = JSON.parse(pushed.out) as { controllerRotation?: string; freshCredentials: unknown[] };
     assert.equal(report.controllerRotation, "applied");
     assert.deepEqual(report.freshCredentials, [{ kind: "controller", name: "mesh-controller" }]);
-    const now = credentialFile(result.paths.controllerCredential);
+    const now = credentialFile(local.result.paths.controllerCredential);
     assert.notEqual(secretOf(now), secretOf(old), "the credential file holds the new password");
     assert.equal(await admitted(old), false, "the old password is refused");
     assert.equal(await admitted(now), true);
-    await launcher.stopController();
-    await launcher.controller(result.paths);
+    await local.launcher.stopController();
+    await local.launcher.controller(local.result.paths);
     await ask("nodes");
     const again = await mesh("push", "--wait", "--json");
     assert.equal(again.code, EXIT_OK, `${again.out} ${again.err}`);
   });
 
   it("R50: a controller restarted between the rotation and the push still switches, and no password shows in any log", async () => {
-    const old = credentialFile(result.paths.controllerCredential);
+    const old = credentialFile(local.result.paths.controllerCredential);
     await ask("credential.rotate", { kind: "controller", name: "mesh-controller" });
-    await launcher.stopController();
-    await launcher.controller(result.paths);
+    await local.launcher.stopController();
+    await local.launcher.controller(local.result.paths);
     const pushed = await mesh("push", "--wait", "--json");
     assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err} ${logs.filter((l) => l.includes("controller")).slice(-15).join("\n")}`);
     assert.equal(await admitted(old), false, "the old password is refused");
-    const now = credentialFile(result.paths.controllerCredential);
+    const now = credentialFile(local.result.paths.controllerCredential);
     assert.equal(await admitted(now), true);
     for (const line of logs) assert.ok(!line.includes(secretOf(old)) && !line.includes(secretOf(now)), `a log line carries a password: ${line.slice(0, 120)}`);
   });
 
   it("R50 R73: a module's rotated credential reaches its node before the list refuses the old one, which goes at the push after the node reported", async () => {
-    const file = join(dir, HOST_DIR, "modules", "showcase", "credential.json");
+    const file = join(local.dir, HOST_DIR, "modules", "showcase", "credential.json");
     const old = credentialFile(file);
     await ask("credential.rotate", { kind: "module", name: "showcase" });
     const pushed = await mesh("push", "--wait", "--json");
@@ -220,7 +156,7 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
   });
 
   it("R50: mesh up dials with the operator's rotated key once a push installed it, before any other verb took it into the credential file", async () => {
-    const file = result.paths.operatorCredential;
+    const file = local.result.paths.operatorCredential;
     const rotated = await mesh("credential", "rotate", "operator", credentialFile(file).user.replace(/^operator-/, ""), "--json");
     assert.equal(rotated.code, EXIT_OK, rotated.err);
     const old = credentialFile(file);
@@ -232,16 +168,16 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
     writeBusCredential(pendingCredentialFile(file), fresh);
     writeBusCredential(file, old);
     assert.equal(await admitted(credentialFile(file)), false, "the file holds the key the push took away");
-    const nc = await operatorConnection(result.paths);
+    const nc = await operatorConnection(local.result.paths);
     await nc.close();
     assert.equal(await admitted(credentialFile(file)), true, "and up took the pending key into the file, as every verb does");
   });
 
   it("R50: a push run from a stale copy of the operator's credential file, whose key that very push takes away: the bus closes its connection before the reply; the CLI says the push was asked for, its outcome unknown here and where to look, that the key was rotated away, and the credential file to use now (exit 2, code closed)", async () => {
-    const file = result.paths.operatorCredential;
+    const file = local.result.paths.operatorCredential;
     const old = credentialFile(file);
     // A copy taken before the rotation: nothing pending beside it, so nothing to reconnect with.
-    const stale = join(root, "stale-operator.json");
+    const stale = join(local.root, "stale-operator.json");
     writeBusCredential(stale, old);
     const rotated = await mesh("credential", "rotate", "operator", old.user.replace(/^operator-/, ""), "--json");
     assert.equal(rotated.code, EXIT_OK, rotated.err);
@@ -259,7 +195,7 @@ describe("lifecycle of credentials on a whole mesh (R48, R49, R50)", () => {
   });
 
   it("R50: an operator rotating its own credential: the CLI saves the new password (never prints it), the next push refuses the old one and, readmitting the push's own connection with the new one, puts it in the file, and the operator still commands", async () => {
-    const file = result.paths.operatorCredential;
+    const file = local.result.paths.operatorCredential;
     const old = credentialFile(file);
     const rotated = await mesh("credential", "rotate", "operator", old.user.replace(/^operator-/, ""), "--json");
     assert.equal(rotated.code, EXIT_OK, rotated.err);

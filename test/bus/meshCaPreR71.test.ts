@@ -14,7 +14,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { X509Certificate } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, nkeyAuthenticator, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { genesis, meshPaths, readEnvFile, type MeshPaths } from "../../installer/genesis.ts";
 import { freePort } from "../../installer/serverConfig.ts";
 import { up, operatorConnection, operatorUser, EXAMPLES_DIR, HOST_DIR, LOCAL_NODE_FILE } from "../../src/up/up.ts";
@@ -28,6 +28,7 @@ import { parseControllerConfig } from "../../src/config.ts";
 import { makeFolderDurable } from "../../src/files/index.ts";
 import { askAs } from "../support/client.ts";
 import { readModuleEnv } from "../../src/kit/env.ts";
+import { dialWithEnv } from "../support/localMesh.ts";
 
 const execFileAsync = promisify(execFile);
 const NODE = "alpha";
@@ -43,16 +44,6 @@ async function preR71Certificate(dir: string, names: readonly string[]): Promise
   ], { encoding: "utf8" });
   if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr}`);
   return { fingerprint: certificateFingerprint(readFileSync(join(dir, "bus-cert.pem"), "utf8")) };
-}
-
-/** Dials as a standard client with exactly the module's env: its address's host as the TLS name, its certificate file as the only CA. */
-async function dialWithEnv(env: Record<string, string>): Promise<NatsConnection> {
-  const { host, port } = parseBusAddress(env.MESH_BROKER_ADDRESS!);
-  return connect({
-    servers: `127.0.0.1:${port}`, reconnect: false, timeout: 5_000, inboxPrefix: env.MESH_INBOX_PREFIX!,
-    authenticator: nkeyAuthenticator(new TextEncoder().encode(env.MESH_NKEY_SEED!)),
-    tls: { caFile: env.MESH_BROKER_CERTIFICATE_FILE!, servername: host } as object,
-  });
 }
 
 describe("R71: a mesh made before the CA moves over on its next push", () => {

@@ -1,20 +1,13 @@
-import { describe, it, before, after } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { up, operatorConnection, operatorUser, HOST_DIR, type UpResult } from "../../src/up/up.ts";
-import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
-import { stopAll } from "../../src/up/processes.ts";
-import { freePort } from "../../installer/serverConfig.ts";
-import { connectToBus, secretOf, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
+import { HOST_DIR } from "../../src/up/up.ts";
+import { connectToBus, secretOf, type BusCredential } from "../../src/bus/connect.ts";
 import { readBusCredential } from "../../src/files/index.ts";
-import { askAs } from "../support/client.ts";
-import { EXIT_OK } from "../../src/cli/context.ts";
 import { eventSubject } from "../../src/names.ts";
 import { waitFor } from "../support/natsServer.ts";
-import { runMesh, type CliRun } from "../support/cli.ts";
+import { admitted, localMesh, LOCAL_NODE as NODE } from "../support/localMesh.ts";
 
 /**
  * R73 on a whole mesh (`mesh up` in a temporary folder: the bus a child process, the controller and
@@ -22,24 +15,8 @@ import { runMesh, type CliRun } from "../support/cli.ts";
  * connected with its old seed; the push after its node reports the new env applied drops the old key.
  */
 
-const NODE = "alpha";
 const MODULE = "beacon";
 const beacon = { name: MODULE, version: "1.0.0", seats: { beacon: { protocol: "beacon", emits: ["blink"] } }, claims: ["beacon"] };
-
-function isAuthorizationRefusal(error: unknown): boolean {
-  return error instanceof BusConnectError && /user or password|authorization/i.test(error.message);
-}
-
-/** Dials once with `credential`; true when the bus admits it. */
-async function admitted(credential: BusCredential): Promise<boolean> {
-  try {
-    await (await connectToBus(credential, { reconnect: false })).close();
-    return true;
-  } catch (error) {
-    if (isAuthorizationRefusal(error)) return false;
-    throw error;
-  }
-}
 
 /** A client that stays connected as a running module would, counting what its status says. */
 type Watched = { nc: NatsConnection; authorizationErrors: string[]; disconnects: number };
@@ -65,48 +42,15 @@ async function emits(nc: NatsConnection): Promise<void> {
 }
 
 describe("R73: rotation without a gap", () => {
-  let root: string;
-  let dir: string;
-  let launcher: InProcessLauncher;
-  let result: UpResult;
-  let operator: NatsConnection;
-  const logs: string[] = [];
-  const log = (line: string) => { logs.push(line); };
-  const ask = async (verb: string, body: Record<string, unknown> = {}) => {
-    const reply = await askAs(operator, operatorUser(result.paths), verb, body, 30_000);
-    assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
-    return reply as Record<string, unknown>;
-  };
-  const mesh = (...argv: string[]): Promise<CliRun> =>
-    runMesh(argv, { MESH_CREDENTIAL: result.paths.operatorCredential, MESH_TIMEOUT_MS: "20000" });
-  /** `mesh push --wait`: what its report says of the overlaps it kept open (R73). */
-  const pushWait = async (): Promise<unknown> => {
-    const pushed = await mesh("push", "--wait", "--json");
-    assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
-    return (JSON.parse(pushed.out) as { overlaps?: unknown }).overlaps;
-  };
-
-  before(async () => {
-    root = mkdtempSync(join(tmpdir(), "mesh-rotation-"));
-    dir = join(root, ".mesh");
-    launcher = inProcessLauncher(log);
-    const port = await freePort();
-    result = await up({ dir, log, launcher, brokerAddress: `tls://127.0.0.1:${port}`, node: NODE, detachBus: false, timeoutMs: 30_000 });
-    operator = await operatorConnection(result.paths);
-  });
-  after(async () => {
-    await operator?.close().catch(() => undefined);
-    await launcher?.stop();
-    if (dir) await stopAll(dir);
-    if (root) rmSync(root, { recursive: true, force: true });
-  });
+  const local = localMesh({ prefix: "mesh-rotation-" });
+  const { ask, pushWait } = local;
 
   it("R73: a client on the module's old seed keeps working across rotate + push (0 authorization violations), the new seed works, and the push after the node reported drops the old key", { timeout: 120_000 }, async () => {
     await ask("module.register", { manifest: beacon });
     await ask("module.issue", { module: MODULE });
     await ask("assign", { module: MODULE, node: NODE });
     await pushWait();
-    const file = join(dir, HOST_DIR, "modules", MODULE, "credential.json");
+    const file = join(local.dir, HOST_DIR, "modules", MODULE, "credential.json");
     const old = readBusCredential(file);
     const running = await runningModule(old);
     try {

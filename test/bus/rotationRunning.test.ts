@@ -9,15 +9,10 @@
  */
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { up, operatorConnection, operatorUser, EXAMPLES_DIR, HOST_DIR, type UpResult } from "../../src/up/up.ts";
-import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
-import { stopAll } from "../../src/up/processes.ts";
-import { freePort } from "../../installer/serverConfig.ts";
-import { connectToBus, BusConnectError, type BusCredential } from "../../src/bus/connect.ts";
+import { operatorUser, EXAMPLES_DIR, HOST_DIR } from "../../src/up/up.ts";
+import type { BusCredential } from "../../src/bus/connect.ts";
 import { readBusCredential } from "../../src/files/index.ts";
 import { publicKeyOfSeed } from "../../src/crypto/secrets.ts";
 import { moduleLogFile } from "../../src/host/moduleLog.ts";
@@ -25,24 +20,11 @@ import type { ModuleRun } from "../../src/contracts/report.ts";
 import { connectModule, type MeshModule } from "../../src/kit/index.ts";
 import { askAs } from "../support/client.ts";
 import { waitFor } from "../support/natsServer.ts";
-import { runMesh, type CliRun } from "../support/cli.ts";
-import { EXIT_OK } from "../../src/cli/context.ts";
+import { admitted, localMesh, LOCAL_NODE as NODE } from "../support/localMesh.ts";
 
-const NODE = "alpha";
 const GREETER = "greeter";
 /** A module that submits greet work and follows the greeted event, written with the kit. */
 const SENDER = { name: "sender", version: "1.0.0", uses: ["greetings"], follows: [{ seat: "greetings", event: "greeted" }] };
-
-/** Dials once with `credential`; true when the bus admits it, false when it refuses the login. */
-async function admitted(credential: BusCredential): Promise<boolean> {
-  try {
-    await (await connectToBus(credential, { reconnect: false })).close();
-    return true;
-  } catch (error) {
-    if (error instanceof BusConnectError && /user or password|authorization/i.test(error.message)) return false;
-    throw error;
-  }
-}
 
 /** How many times each of `names` occurs in `seen`, for the names not seen exactly once. */
 function notOnce(names: readonly string[], seen: readonly string[]): Record<string, number> {
@@ -52,27 +34,14 @@ function notOnce(names: readonly string[], seen: readonly string[]): Record<stri
 }
 
 describe("R72 R73: a running module survives its rotation", () => {
-  let root: string;
-  let launcher: InProcessLauncher;
-  let result: UpResult;
-  let operator: NatsConnection;
   let sender: MeshModule | undefined;
-  const logs: string[] = [];
-  const hostDir = () => join(result.paths.dir, HOST_DIR);
-  const ask = async (verb: string, body: Record<string, unknown> = {}) => {
-    const reply = await askAs(operator, operatorUser(result.paths), verb, body, 30_000);
-    assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
-  };
-  const mesh = (...argv: string[]): Promise<CliRun> => runMesh(argv, { MESH_CREDENTIAL: result.paths.operatorCredential, MESH_TIMEOUT_MS: "20000" });
-  /** `mesh push --wait`: the overlaps its report says it kept open (R73). */
-  const pushWait = async (): Promise<unknown> => {
-    const pushed = await mesh("push", "--wait", "--json");
-    assert.equal(pushed.code, EXIT_OK, `${pushed.out} ${pushed.err}`);
-    return (JSON.parse(pushed.out) as { overlaps?: unknown }).overlaps;
-  };
+  after(async () => { await sender?.close().catch(() => undefined); });
+  const local = localMesh({ prefix: "mesh-rotation-running-", upTimeoutMs: 60_000, manifests: [join(EXAMPLES_DIR, "broker.json"), join(EXAMPLES_DIR, "greeter.json")] });
+  const { ask, pushWait } = local;
+  const hostDir = () => join(local.dir, HOST_DIR);
   /** The greeter's run state in alpha's last report as the bus holds it (what a push reads, R73). */
   const lastRun = async (): Promise<ModuleRun | undefined> => {
-    const reply = await askAs(operator, operatorUser(result.paths), "reports", { nodes: [NODE] }, 10_000);
+    const reply = await askAs(local.operator, operatorUser(local.result.paths), "reports", { nodes: [NODE] }, 10_000);
     const reports = (reply as { reports?: Array<{ modules?: ModuleRun[] }> }).reports ?? [];
     return reports[0]?.modules?.find((m) => m.module === GREETER);
   };
@@ -89,25 +58,10 @@ describe("R72 R73: a running module survives its rotation", () => {
   };
 
   before(async () => {
-    root = mkdtempSync(join(tmpdir(), "mesh-rotation-running-"));
-    launcher = inProcessLauncher((line) => { logs.push(line); });
-    const port = await freePort();
-    result = await up({
-      dir: join(root, ".mesh"), log: (line) => { logs.push(line); }, launcher, brokerAddress: `tls://127.0.0.1:${port}`, node: NODE,
-      detachBus: false, timeoutMs: 60_000, manifests: [join(EXAMPLES_DIR, "broker.json"), join(EXAMPLES_DIR, "greeter.json")],
-    });
-    operator = await operatorConnection(result.paths);
     await ask("module.register", { manifest: SENDER });
     await ask("module.issue", { module: SENDER.name });
     await ask("assign", { module: SENDER.name, node: NODE });
     await pushWait();
-  });
-  after(async () => {
-    await sender?.close().catch(() => undefined);
-    await operator?.close().catch(() => undefined);
-    await launcher?.stop();
-    if (result) await stopAll(result.paths.dir);
-    if (root) rmSync(root, { recursive: true, force: true });
   });
 
   it("R72 R73: the greeter run by its agent is restarted with its new seed on rotate + push, never refused (0 authorization violations in its log), takes every work item once, and the next push refuses the old seed", { timeout: 180_000 }, async () => {

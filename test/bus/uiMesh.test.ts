@@ -7,15 +7,11 @@
 import { artifactsDir } from "../support/artifacts.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { NatsConnection } from "@nats-io/transport-node";
 import type { Browser } from "playwright-core";
-import { up, operatorConnection, operatorUser, EXAMPLES_DIR, type UpResult } from "../../src/up/up.ts";
-import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
-import { stopAll } from "../../src/up/processes.ts";
-import { freePort } from "../../installer/serverConfig.ts";
+import { operatorUser, EXAMPLES_DIR } from "../../src/up/up.ts";
+import { localMesh, LOCAL_NODE as NODE } from "../support/localMesh.ts";
 import { meshClient } from "../../src/client/client.ts";
 import { busWatch, meshReader } from "../../src/cli/ui.ts";
 import { startUi, type UiServer } from "../../src/ui/server.ts";
@@ -24,38 +20,23 @@ import { EXIT_OK } from "../../src/cli/context.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const SKIP = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) to run the browser test`;
-const NODE = "alpha";
 
 describe("mesh ui over a mesh made by mesh up: the greeter runs through its agent (issue 30)", { skip: SKIP }, () => {
-  let root: string;
-  let launcher: InProcessLauncher;
-  let result: UpResult;
-  let nc: NatsConnection;
   let ui: UiServer;
   let browser: Browser;
-  const logs: string[] = [];
+  after(async () => {
+    await browser?.close();
+    await ui?.stop();
+  });
+  const local = localMesh({ prefix: "mesh-ui-up-", upTimeoutMs: 60_000, manifests: [join(EXAMPLES_DIR, "broker.json"), join(EXAMPLES_DIR, "greeter.json")] });
+  const { logs } = local;
 
   before(async () => {
-    root = mkdtempSync(join(tmpdir(), "mesh-ui-up-"));
-    launcher = inProcessLauncher((line) => { logs.push(line); });
-    const port = await freePort();
-    result = await up({
-      dir: join(root, ".mesh"), log: (line) => { logs.push(line); }, launcher, brokerAddress: `tls://127.0.0.1:${port}`, node: NODE,
-      detachBus: false, timeoutMs: 60_000, manifests: [join(EXAMPLES_DIR, "broker.json"), join(EXAMPLES_DIR, "greeter.json")],
-    });
-    nc = await operatorConnection(result.paths);
+    const { operator: nc, result } = local;
     const secrets = [String((JSON.parse(readFileSync(result.paths.operatorCredential, "utf8")) as { seed?: string }).seed ?? "")];
     ui = await startUi({ reader: meshReader(meshClient(nc, operatorUser(result.paths), { timeoutMs: 10_000 })), host: "127.0.0.1", port: 0, secrets, watch: (changed) => busWatch(nc, changed, () => undefined) });
     const { chromium } = await import("playwright-core");
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-  });
-  after(async () => {
-    await browser?.close();
-    await ui?.stop();
-    await nc?.close().catch(() => undefined);
-    await launcher?.stop();
-    if (result) await stopAll(result.paths.dir);
-    if (root) rmSync(root, { recursive: true, force: true });
   });
 
   it("R72: the page shows greeter running on alpha as its agent reported it; an assign by the CLI shows within 1 s", async (t) => {
@@ -65,7 +46,7 @@ describe("mesh ui over a mesh made by mesh up: the greeter runs through its agen
       throw new Error(`greeter not shown running: ${String(error)}\n${logs.slice(-30).join("\n")}`);
     });
     // `mesh up` assigns what it registers: a module registered now is on no node until assigned.
-    const cli = (...argv: string[]) => runMesh(argv, { MESH_CREDENTIAL: result.paths.operatorCredential });
+    const cli = (...argv: string[]) => runMesh(argv, { MESH_CREDENTIAL: local.result.paths.operatorCredential });
     const registered = await cli("module", "register", join(EXAMPLES_DIR, "builder.json"));
     assert.equal(registered.code, EXIT_OK, registered.err);
     await page.locator('[data-nodes="builder"]', { hasText: "-" }).waitFor({ timeout: 1_000 });
@@ -74,7 +55,7 @@ describe("mesh ui over a mesh made by mesh up: the greeter runs through its agen
     const done = Date.now();
     await page.locator('[data-nodes="builder"]', { hasText: NODE }).waitFor({ timeout: 1_000 });
     t.diagnostic(`the assign showed ${Date.now() - done} ms after the CLI returned`);
-    const shot = join(root, "ui.png");
+    const shot = join(local.root, "ui.png");
     await page.screenshot({ path: shot, fullPage: true });
     // The test artifact stays in test-artifacts/ (gitignored); the docs' picture is renewed on request only.
     copyFileSync(shot, join(artifactsDir(), "ui.png"));

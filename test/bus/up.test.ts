@@ -4,9 +4,9 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, nkeyAuthenticator, type NatsConnection } from "@nats-io/transport-node";
+import { connect, nkeyAuthenticator } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
-import { up, operatorConnection, operatorUser, pushAndWait, HOST_DIR, type UpResult } from "../../src/up/up.ts";
+import { up, operatorConnection, operatorUser, pushAndWait, HOST_DIR } from "../../src/up/up.ts";
 import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
 import { runningPid, stopAll } from "../../src/up/processes.ts";
 import { renderSummary } from "../../src/up/summary.ts";
@@ -25,6 +25,7 @@ import { initHostKeys, rotateNodeKey, saveNodeCredential, startHost, readCredent
 import { secretMatches } from "../../src/crypto/secrets.ts";
 import { workConsumer, workStream, workSubject } from "../../src/names.ts";
 import { waitFor } from "../support/natsServer.ts";
+import { localMesh } from "../support/localMesh.ts";
 import { watchViolations } from "../support/violations.ts";
 import { parseEnvFile } from "../../src/files/envFile.ts";
 
@@ -50,19 +51,10 @@ function isAuthorizationRefusal(error: unknown): boolean {
 }
 
 describe("mesh up (embedded default, end to end)", () => {
-  let root: string;
-  let dir: string;
-  let launcher: InProcessLauncher;
-  let result: UpResult;
-  let operator: NatsConnection;
   let beta: Host | undefined;
-  const logs: string[] = [];
-  const log = (line: string) => { logs.push(line); };
-  const ask = async (verb: string, body: Record<string, unknown> = {}) => {
-    const reply = await askAs(operator, "operator-admin", verb, body, 30_000);
-    assert.ok(reply.ok, `${verb} refused: ${JSON.stringify(reply)}`);
-    return reply as Record<string, unknown>;
-  };
+  after(async () => { await beta?.stop(); });
+  const local = localMesh({ prefix: "mesh-up-" });
+  const { logs, log, ask } = local;
 
   /**
    * A second node, beta, enrolled with its host running and applied: the R1 test makes it step by
@@ -70,34 +62,18 @@ describe("mesh up (embedded default, end to end)", () => {
    */
   async function ensureBeta(): Promise<void> {
     if (beta !== undefined) return;
-    const betaDir = join(root, "beta");
+    const betaDir = join(local.root, "beta");
     const { publicKey, nkey } = initHostKeys(betaDir);
     saveNodeCredential(betaDir, await ask("node.enrol", { node: "beta", publicKey, nkey }));
     const credential = readCredentialFile(join(betaDir, NODE_CREDENTIAL_FILE), betaDir);
     beta = startHost({ stateDir: betaDir, node: "beta", credential, log, backoff: { initialMs: 100, maxMs: 500 } });
-    const pushed = await pushAndWait(operator, operatorUser(result.paths), 20_000);
+    const pushed = await pushAndWait(local.operator, operatorUser(local.result.paths), 20_000);
     assert.deepEqual(pushed.timedOut, [], JSON.stringify(pushed));
     await waitFor(() => beta!.reports.length > 0 && beta!.bound(), { timeoutMs: 10_000, name: "beta's report" });
   }
 
-  before(async () => {
-    root = mkdtempSync(join(tmpdir(), "mesh-up-"));
-    dir = join(root, ".mesh");
-    launcher = inProcessLauncher(log);
-    const port = await freePort();
-    result = await up({ dir, log, launcher, brokerAddress: `tls://127.0.0.1:${port}`, node: NODE, detachBus: false, timeoutMs: 30_000 });
-    operator = await operatorConnection(result.paths);
-  });
-  after(async () => {
-    await beta?.stop();
-    await operator?.close().catch(() => undefined);
-    await launcher?.stop();
-    if (dir) await stopAll(dir);
-    if (root) rmSync(root, { recursive: true, force: true });
-  });
-
   it("R32: the summary shows the example mesh applied on the local node, every seat held, every principal on the bus", () => {
-    const { summary } = result;
+    const { summary } = local.result;
     assert.deepEqual(summary.nodes.map((n) => n.name), [NODE]);
     const node = summary.nodes[0]!;
     assert.equal(node.hub, true);
@@ -115,35 +91,35 @@ describe("mesh up (embedded default, end to end)", () => {
   });
 
   it("R14: after the first composition the bus refuses the bootstrap password", async () => {
-    const current = credentialFile(result.paths.controllerCredential);
+    const current = credentialFile(local.result.paths.controllerCredential);
     assert.notEqual(secretOf(current), BOOTSTRAP_SEED, "the controller's credential file holds its rotated password");
     await assert.rejects(
       connectToBus(withSecret(current, BOOTSTRAP_SEED), { reconnect: false }),
       isAuthorizationRefusal,
     );
-    const listed = readUserList(readFileSync(result.paths.userList, "utf8")).find((u) => u.user === BOOTSTRAP_USER);
+    const listed = readUserList(readFileSync(local.result.paths.userList, "utf8")).find((u) => u.user === BOOTSTRAP_USER);
     assert.ok(listed && secretMatches(secretOf(current), { nkey: listed.nkey }) && !secretMatches(BOOTSTRAP_SEED, { nkey: listed.nkey }));
   });
 
   it("R14: a controller restart keeps the rotated password, never the bootstrap one", async () => {
-    const rotated = secretOf(credentialFile(result.paths.controllerCredential));
-    await launcher.stopController();
-    await launcher.controller(result.paths);
+    const rotated = secretOf(credentialFile(local.result.paths.controllerCredential));
+    await local.launcher.stopController();
+    await local.launcher.controller(local.result.paths);
     await ask("nodes");
-    const pushed = await pushAndWait(operator, operatorUser(result.paths), 20_000);
+    const pushed = await pushAndWait(local.operator, operatorUser(local.result.paths), 20_000);
     assert.deepEqual(pushed.timedOut, []);
-    assert.equal(secretOf(credentialFile(result.paths.controllerCredential)), rotated);
-    const listed = readUserList(readFileSync(result.paths.userList, "utf8")).find((u) => u.user === BOOTSTRAP_USER)!;
+    assert.equal(secretOf(credentialFile(local.result.paths.controllerCredential)), rotated);
+    const listed = readUserList(readFileSync(local.result.paths.userList, "utf8")).find((u) => u.user === BOOTSTRAP_USER)!;
     assert.ok(secretMatches(rotated, { nkey: listed.nkey }), "the user list still carries the rotated password");
     assert.ok(!secretMatches(BOOTSTRAP_SEED, { nkey: listed.nkey }), "and never the bootstrap one");
     await assert.rejects(
-      connectToBus(withSecret(credentialFile(result.paths.controllerCredential), BOOTSTRAP_SEED), { reconnect: false }),
+      connectToBus(withSecret(credentialFile(local.result.paths.controllerCredential), BOOTSTRAP_SEED), { reconnect: false }),
       isAuthorizationRefusal,
     );
   });
 
   it("R1: a node's credential is refused by the bus before the push that composes it and accepted after", async () => {
-    const betaDir = join(root, "beta");
+    const betaDir = join(local.root, "beta");
     const { publicKey, nkey } = initHostKeys(betaDir);
     saveNodeCredential(betaDir, await ask("node.enrol", { node: "beta", publicKey, nkey }));
     const credential = readCredentialFile(join(betaDir, NODE_CREDENTIAL_FILE), betaDir);
@@ -151,20 +127,20 @@ describe("mesh up (embedded default, end to end)", () => {
     beta = startHost({ stateDir: betaDir, node: "beta", credential, log, backoff: { initialMs: 100, maxMs: 500 } });
     // `mesh push --wait` from the CLI, one request: its reply survives the reload of the user list
     // this push causes (beta joins it), as the controller answers by its grant on the operator's inbox (R33)
-    const listBefore = readFileSync(result.paths.userList, "utf8");
+    const listBefore = readFileSync(local.result.paths.userList, "utf8");
     let out = "";
     let err = "";
     const io: CliIo = {
       stdout: { write: (text: string) => { out += text; } },
       stderr: { write: (text: string) => { err += text; } },
-      env: { MESH_CREDENTIAL: result.paths.operatorCredential, MESH_TIMEOUT_MS: "20000" },
+      env: { MESH_CREDENTIAL: local.result.paths.operatorCredential, MESH_TIMEOUT_MS: "20000" },
     };
     const code = await runCli(["push", "--wait", "--json"], io);
     assert.equal(code, EXIT_OK, `mesh push --wait: ${out} ${err}`);
     const pushed = JSON.parse(out) as { timedOut: string[]; nodes: Array<{ node: string; outcome: string }> };
     assert.deepEqual(pushed.timedOut, []);
     assert.ok(pushed.nodes.some((n) => n.node === NODE && n.outcome === "applied"), "the broker's holder applied the new list");
-    assert.notEqual(readFileSync(result.paths.userList, "utf8"), listBefore, "the push changed the user list (the bus reloaded it)");
+    assert.notEqual(readFileSync(local.result.paths.userList, "utf8"), listBefore, "the push changed the user list (the bus reloaded it)");
     const nc = await connectToBus(credential, { reconnect: false });
     await nc.close();
     await waitFor(() => beta!.reports.length > 0, { timeoutMs: 10_000, name: "beta's report" });
@@ -173,8 +149,8 @@ describe("mesh up (embedded default, end to end)", () => {
 
   it("R31 R14 R50 R64: a node's rotated key (made by its host) reaches the running host in its declaration; the bus refuses the old seed and the host comes back with the new one", async () => {
     await ensureBeta();
-    const alphaDir = join(dir, HOST_DIR);
-    const betaDir = join(root, "beta");
+    const alphaDir = join(local.dir, HOST_DIR);
+    const betaDir = join(local.root, "beta");
     const alphaFile = join(alphaDir, NODE_CREDENTIAL_FILE);
     const betaFile = join(betaDir, NODE_CREDENTIAL_FILE);
     const applied = (pushed: Record<string, unknown>, node: string) =>
@@ -182,7 +158,7 @@ describe("mesh up (embedded default, end to end)", () => {
     // The broker's holder itself: its own reload drops its connection, which must come back with the new password.
     const oldAlpha = readCredentialFile(alphaFile, alphaDir);
     await ask("credential.rotate", { kind: "node", name: NODE, nkey: rotateNodeKey(alphaDir).nkey });
-    const first = await pushAndWait(operator, operatorUser(result.paths), 20_000);
+    const first = await pushAndWait(local.operator, operatorUser(local.result.paths), 20_000);
     assert.deepEqual(first.timedOut, [], JSON.stringify(first));
     assert.ok(applied(first, NODE), `the holder applied its rotation: ${JSON.stringify(first.nodes)}`);
     const newAlpha = readCredentialFile(alphaFile, alphaDir);
@@ -197,7 +173,7 @@ describe("mesh up (embedded default, end to end)", () => {
     const reconnects = () => logs.filter((l) => l === "host beta: reconnected to the bus").length;
     const before = reconnects();
     await ask("credential.rotate", { kind: "node", name: "beta", nkey: rotateNodeKey(betaDir).nkey });
-    const second = await pushAndWait(operator, operatorUser(result.paths), 20_000);
+    const second = await pushAndWait(local.operator, operatorUser(local.result.paths), 20_000);
     assert.deepEqual(second.timedOut, [], JSON.stringify(second));
     assert.ok(applied(second, NODE) && applied(second, "beta"), `both applied: ${JSON.stringify(second.nodes)}`);
     const newBeta = readCredentialFile(betaFile, betaDir);
@@ -208,7 +184,7 @@ describe("mesh up (embedded default, end to end)", () => {
     // Beta's next declaration reaches it over its re-made connection.
     const reported = beta!.reports.length;
     await ask("credential.rotate", { kind: "node", name: "beta", nkey: rotateNodeKey(betaDir).nkey });
-    const third = await pushAndWait(operator, operatorUser(result.paths), 20_000);
+    const third = await pushAndWait(local.operator, operatorUser(local.result.paths), 20_000);
     assert.deepEqual(third.timedOut, [], JSON.stringify(third));
     assert.ok(applied(third, "beta"), `beta applied its next declaration: ${JSON.stringify(third.nodes)}`);
     assert.ok(beta!.reports.length > reported && beta!.reports.at(-1)?.ok);
@@ -216,7 +192,7 @@ describe("mesh up (embedded default, end to end)", () => {
   });
 
   it("R16: a module pulls work from its seat's queue with the credential its node was given", async () => {
-    const modules = join(dir, HOST_DIR, "modules");
+    const modules = join(local.dir, HOST_DIR, "modules");
     const submitter = await connectToBus(credentialFile(join(modules, "showcase", "credential.json")), { reconnect: false });
     const worker = await connectToBus(credentialFile(join(modules, "builder", "credential.json")), { reconnect: false });
     try {
@@ -242,18 +218,18 @@ describe("mesh up (embedded default, end to end)", () => {
     await ask("module.register", { manifest: manifest("assigned-first") });
     await ask("assign", { module: "assigned-first", node: NODE });
     await ask("module.issue", { module: "assigned-first" });
-    const pushed = await pushAndWait(operator, operatorUser(result.paths), 20_000);
+    const pushed = await pushAndWait(local.operator, operatorUser(local.result.paths), 20_000);
     assert.deepEqual(pushed.timedOut, [], JSON.stringify(pushed));
-    const modules = join(dir, HOST_DIR, "modules");
+    const modules = join(local.dir, HOST_DIR, "modules");
     const first = credentialFile(join(modules, "issued-first", "credential.json"));
     const second = credentialFile(join(modules, "assigned-first", "credential.json"));
     assert.equal(second.address, first.address, "the order of issue and assign does not change the address");
-    assert.equal(first.address, result.summary.mesh.genesisAddress, "on one machine it is the genesis address");
+    assert.equal(first.address, local.result.summary.mesh.genesisAddress, "on one machine it is the genesis address");
     for (const credential of [first, second]) await (await connectToBus(credential, { reconnect: false })).close();
   });
 
   it("R57 R33: a module dialling with exactly its env file pulls its work, announces its event and answers a tool; with the default _INBOX. it is refused", async () => {
-    const modules = join(dir, HOST_DIR, "modules");
+    const modules = join(local.dir, HOST_DIR, "modules");
     const builderEnv = envFile(join(modules, "builder", "env"));
     const showcaseEnv = envFile(join(modules, "showcase", "env"));
     assert.ok(existsSync(builderEnv.MESH_BROKER_CERTIFICATE_FILE!), "the env names the certificate's PEM file");
@@ -285,7 +261,7 @@ describe("mesh up (embedded default, end to end)", () => {
       assert.ok(ack.seq > 0, "the event was stored");
       const answering = showcase.subscribe(tool.subject, { callback: (_error, msg) => { msg.respond("hello"); } });
       await showcase.flush();
-      const answer = await operator.request(tool.subject, "hi", { timeout: 5_000 });
+      const answer = await local.operator.request(tool.subject, "hi", { timeout: 5_000 });
       assert.equal(answer.string(), "hello", "the showcase answered its tool");
       answering.unsubscribe();
     } finally {
@@ -304,11 +280,11 @@ describe("mesh up (embedded default, end to end)", () => {
   });
 
   it("R29: unassigning a module removes its resources from the host and keeps a file the host found there", async () => {
-    const folder = join(dir, HOST_DIR, "modules", "npm");
+    const folder = join(local.dir, HOST_DIR, "modules", "npm");
     assert.ok(existsSync(join(folder, "module.json")));
     writeFileSync(join(folder, "notes.txt"), "kept by the operator");
     await ask("unassign", { module: "npm", node: NODE });
-    const pushed = await pushAndWait(operator, operatorUser(result.paths), 20_000);
+    const pushed = await pushAndWait(local.operator, operatorUser(local.result.paths), 20_000);
     assert.deepEqual(pushed.timedOut, []);
     assert.ok(!existsSync(join(folder, "module.json")), "the mesh's file is removed");
     assert.ok(!existsSync(join(folder, "credential.json")), "its credential is removed");
@@ -317,8 +293,8 @@ describe("mesh up (embedded default, end to end)", () => {
 
   it("R13: `mesh up` again resumes the same mesh from its records and changes nothing", async () => {
     await ensureBeta();
-    const again = await up({ dir, log, launcher, detachBus: false, timeoutMs: 30_000 });
-    assert.equal(again.summary.mesh.fingerprint, result.summary.mesh.fingerprint);
+    const again = await up({ dir: local.dir, log, launcher: local.launcher, detachBus: false, timeoutMs: 30_000 });
+    assert.equal(again.summary.mesh.fingerprint, local.result.summary.mesh.fingerprint);
     assert.equal(again.node, NODE);
     assert.deepEqual(again.summary.nodes.map((n) => n.name).sort(), ["alpha", "beta"]);
     const nodes = (again.push.nodes ?? []) as Array<{ node: string; outcome: string }>;
@@ -327,15 +303,15 @@ describe("mesh up (embedded default, end to end)", () => {
 
   // Found by a new-user trial: `--cluster` on a mesh that exists was ignored without a word.
   it("R62: `mesh up --cluster 3` on a mesh of one server is refused naming --cluster, and starts or changes nothing", async () => {
-    const before = readFileSync(join(dir, "mesh.json"), "utf8");
+    const before = readFileSync(join(local.dir, "mesh.json"), "utf8");
     const lines = logs.length;
-    await assert.rejects(up({ dir, log, launcher, detachBus: false, timeoutMs: 30_000, cluster: 3 }), (error: Error) => {
+    await assert.rejects(up({ dir: local.dir, log, launcher: local.launcher, detachBus: false, timeoutMs: 30_000, cluster: 3 }), (error: Error) => {
       assert.equal(error.name, "UpError");
       assert.match(error.message, /--cluster/);
       assert.match(error.message, /1 server/);
       return true;
     });
-    assert.equal(readFileSync(join(dir, "mesh.json"), "utf8"), before, "the mesh's file is as it was");
+    assert.equal(readFileSync(join(local.dir, "mesh.json"), "utf8"), before, "the mesh's file is as it was");
     assert.ok(!logs.slice(lines).some((l) => l.includes("starting the bus server")), logs.slice(lines).join("\n"));
   });
 
@@ -343,7 +319,7 @@ describe("mesh up (embedded default, end to end)", () => {
   it("`mesh status --json` carries the contract's version v, as every reply from the controller does", async () => {
     let out = "";
     const io: CliIo = { stdout: { write: (s: string) => { out += s; } }, stderr: { write: () => true }, env: {} };
-    assert.equal(await runCli(["status", "--dir", dir, "--json"], io), EXIT_OK, out);
+    assert.equal(await runCli(["status", "--dir", local.dir, "--json"], io), EXIT_OK, out);
     const printed = JSON.parse(out) as { ok: boolean; v?: number; summary: { nodes: Array<{ name: string }> } };
     assert.equal(printed.ok, true);
     assert.equal(printed.v, VERBS_VERSION);
@@ -353,14 +329,14 @@ describe("mesh up (embedded default, end to end)", () => {
   it("R3: no log line of the whole run carries a password", () => {
     const passwords = new Set<string>([BOOTSTRAP_SEED]);
     const add = (file: string) => { if (existsSync(file)) passwords.add(secretOf(credentialFile(file))); };
-    add(result.paths.operatorCredential);
-    add(result.paths.controllerCredential);
-    add(join(dir, HOST_DIR, NODE_CREDENTIAL_FILE));
-    add(join(root, "beta", NODE_CREDENTIAL_FILE));
-    const modules = join(dir, HOST_DIR, "modules");
+    add(local.result.paths.operatorCredential);
+    add(local.result.paths.controllerCredential);
+    add(join(local.dir, HOST_DIR, NODE_CREDENTIAL_FILE));
+    add(join(local.root, "beta", NODE_CREDENTIAL_FILE));
+    const modules = join(local.dir, HOST_DIR, "modules");
     for (const module of readdirSync(modules)) add(join(modules, module, "credential.json"));
     assert.ok(passwords.size >= 8, `every minted password is searched for (${passwords.size})`);
-    const all = [...logs, readFileSync(join(result.paths.logs, "bus.log"), "utf8")];
+    const all = [...logs, readFileSync(join(local.result.paths.logs, "bus.log"), "utf8")];
     for (const line of all) {
       for (const password of passwords) assert.ok(!line.includes(password), `a log line carries a password: ${line.slice(0, 120)}`);
     }
