@@ -11,7 +11,7 @@ import {
 } from "../../src/names.ts";
 import { newUserKey, publicKeyOfSeed } from "../../src/crypto/secrets.ts";
 import { permissionsOf, renderUserList, type BusUser } from "../../src/compose/index.ts";
-import { initialState } from "../../src/projections/state.ts";
+import { MeshBuilder } from "../unit/compose/exampleMesh.ts";
 import { reportsStreamSpec } from "../../src/controller/planRaise.ts";
 import { initHostKeys, startHost, type Host } from "../../src/host/index.ts";
 import { parseHostReport, type ModuleRun } from "../../src/contracts/report.ts";
@@ -31,9 +31,12 @@ const FIXTURE = join(import.meta.dirname, "../fixtures/runnerModule.mjs");
 const CONFIG = { controllerSubmits: [] as string[] };
 const command = (how: string, grace?: number) => ({ run: { command: [process.execPath, FIXTURE, how], ...(grace === undefined ? {} : { grace }) } });
 
+/** The records the grants are composed from: an operator with a credential, whom the nodes answer (R33). */
+const RECORDS = new MeshBuilder().genesis().operator("ops").state();
+
 function principalUser(kind: "node" | "operator" | "module", name: string, seed: string): BusUser {
   const principal = { kind, name };
-  return { user: busUser(kind, name), nkey: publicKeyOfSeed(seed), permissions: permissionsOf(initialState, principal, CONFIG), principal };
+  return { user: busUser(kind, name), nkey: publicKeyOfSeed(seed), permissions: permissionsOf(RECORDS, principal, CONFIG), principal };
 }
 
 function alive(pid: number): boolean {
