@@ -244,7 +244,7 @@ function derive(state: State, principal: Principal, config: ComposeConfig, sink:
       }
       for (const seat of config.controllerSubmits) deriveSubmitter(state, seat, sink, "controller configuration: submits to (R19)");
       const toolReplies = deriveModule(state, CONTROLLER_NAME, sink);
-      replies = sortedUnique([...controllerReplyInboxes(state), ...toolReplies]);
+      replies = sortedUnique([...operatorInboxes(state), ...toolReplies]);
       for (const inbox of replies) {
         sink.add("pub", inbox, why ? `R33: answers the commands of its asker on the asker's own inbox ${inbox} (an explicit grant: a reload of the user list forgets allow_responses)` : "");
       }

@@ -18,15 +18,20 @@ function pidDir(stateDir: string): string {
   return join(stateDir, "run", "modules");
 }
 
-/** The start time of process `pid` in clock ticks since boot, or null when it is gone (or no /proc). */
-export function processStartOf(pid: number): string | null {
+/** The fields of /proc/<pid>/stat from the third (state) on, or null when it is gone (or no /proc). */
+function statOf(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // The command name (field 2) may hold spaces and parentheses: count fields after its last ")".
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
+}
+
+/** The start time of process `pid` in clock ticks since boot (field 22), or null when it is gone. */
+export function processStartOf(pid: number): string | null {
+  return statOf(pid)?.[19] ?? null;
 }
 
 /** Records that `module`'s process is `pid` (its group's leader), stopped within `graceMs`. Never throws. */
@@ -93,10 +98,5 @@ async function stopGroup({ pid, startedAt, graceMs }: ModulePid): Promise<void> 
 
 /** Whether `pid` has exited and waits for a parent to reap it (an orphan's is reaped by init). */
 function isZombie(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
-  } catch {
-    return false;
-  }
+  return statOf(pid)?.[0] === "Z";
 }

@@ -17,7 +17,6 @@ import { pushesShown, type NodeSeen } from "./pushes.ts";
 
 /** Rows a list page holds: 10,000 nodes are 50 pages, each drawn at once. */
 export const UI_PAGE = 200;
-export { UI_PUSHES } from "./limits.ts";
 /** Milliseconds a burst of bus changes is gathered before one read. */
 export const UI_DEBOUNCE_MS = 100;
 
