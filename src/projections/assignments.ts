@@ -1,5 +1,5 @@
 import type { Draft } from "immer";
-import { peek, plainEntries, withInserted, without, type SliceFold } from "./slice.ts";
+import { forEachPlain, peek, withInserted, without, type SliceFold } from "./slice.ts";
 
 export type Handover = { seat: string; from: string; to: string; at: string };
 /**
@@ -38,7 +38,7 @@ export const assignmentsFold: SliceFold<AssignmentsState> = {
   },
   NodeRemoved: (state, event) => {
     // Each module's list is searched, not scanned, and only the modules on the node are changed.
-    for (const [module, nodes] of plainEntries(state.byModule)) unassign(state, module, nodes, event.node);
+    forEachPlain(state.byModule, (module, nodes) => unassign(state, module, nodes, event.node));
   },
   SeatHandedOver: (state, event) => {
     const move = { seat: event.seat, from: event.from, to: event.to, at: event.at };

@@ -1,6 +1,6 @@
 import type { Principal } from "../events/index.ts";
 import { CONTROLLER_NAME, principalKey } from "../names.ts";
-import { peek, plainEntries, withInserted, without, type EventOf, type SliceFold } from "./slice.ts";
+import { forEachPlain, peek, withInserted, without, type EventOf, type SliceFold } from "./slice.ts";
 
 /** A principal's current credential as the records hold it (never a seed or password in the clear). */
 export type CredentialRecord = {
@@ -100,12 +100,12 @@ export const credentialsFold: SliceFold<CredentialsState> = {
     // Every credential delivered to the node is rotated in the removal's own commit (R48), so
     // the removed node leaves no one's delivery list.
     credentials.delete(principalKey("node", event.node));
-    for (const [key, record] of plainEntries(credentials)) {
+    forEachPlain(credentials, (key, record) => {
       const left = record.deliveredTo === undefined ? undefined : without(record.deliveredTo, event.node);
-      if (left === undefined) continue;
+      if (left === undefined) return;
       const { deliveredTo: _gone, ...rest } = record;
       credentials.set(key, left.length === 0 ? rest : { ...rest, deliveredTo: left });
-    }
+    });
   },
 };
 

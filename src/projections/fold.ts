@@ -1,4 +1,4 @@
-import { createDraft, enableMapSet, finishDraft, produce, type Draft } from "immer";
+import { createDraft, enableMapSet, finishDraft, freeze, produce, type Draft } from "immer";
 import type { MeshEvent, MeshEventType } from "../events/index.ts";
 import { assignmentsFold, type AssignmentsState } from "./assignments.ts";
 import { credentialsFold, type CredentialsState } from "./credentials.ts";
@@ -9,6 +9,7 @@ import { overlayFold, type OverlayState } from "./overlay.ts";
 import { provisionsFold, type ProvisionsState } from "./provisions.ts";
 import { retiredFold, type RetiredState } from "./retired.ts";
 import { sentFold, type SentState } from "./sent.ts";
+import { ShardedMap } from "./shardedMap.ts";
 import type { FoldContext, SliceFold } from "./slice.ts";
 
 /**
@@ -87,10 +88,10 @@ export function slicesOf(state: Slices): Slices {
 /** New empty slices, every Map and object a fresh one: for a fold that changes them in place. */
 export function freshSlices(): Slices {
   return {
-    mesh: null, nodes: new Map(), credentials: new Map(), provisions: new Map(), sent: new Map(), retired: new Map(),
+    mesh: null, nodes: new ShardedMap(), credentials: new ShardedMap(), provisions: new Map(), sent: new ShardedMap(), retired: new ShardedMap(),
     modules: { modules: new Map(), seats: new Map(), aliases: new Map(), retired: new Map() },
     assignments: { byModule: new Map(), handovers: new Map() },
-    overlay: { hub: null, placed: new Map() },
+    overlay: { hub: null, placed: new ShardedMap() },
   };
 }
 
@@ -114,8 +115,13 @@ export function draftSlices(base: Slices): SlicesTarget {
   return { slices: draft, finish: () => (finished ??= finishDraft(draft) as Slices) };
 }
 
-/** Plain fresh slices changed in place (no drafts): for a fold from the empty state nobody else holds. */
+/**
+ * Plain fresh slices changed in place (no drafts): for a fold from the empty state nobody else
+ * holds. Frozen deep when finished, as immer leaves what it makes: immer skips a frozen value when
+ * it finishes a draft, and walks (and freezes) an unfrozen one, so a state left unfrozen made the
+ * first commits after a replay pay for walking the whole of it.
+ */
 export function plainSlices(): SlicesTarget {
   const slices = freshSlices();
-  return { slices: slices as Draft<Slices>, finish: () => slices };
+  return { slices: slices as Draft<Slices>, finish: () => freeze(slices, true) };
 }

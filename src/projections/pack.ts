@@ -1,4 +1,5 @@
 import type { State } from "./state.ts";
+import { ShardedMap } from "./shardedMap.ts";
 import { packBuckets, unpackBuckets, type PackedBuckets } from "./buckets.ts";
 
 /**
@@ -29,11 +30,10 @@ function packMap<V>(map: ReadonlyMap<string, V>): PackedMap<V> {
   return { keys, values };
 }
 
-function unpackMap<V>(packed: PackedMap<V>): Map<string, V> {
+function unpackMap<V>(packed: PackedMap<V>, map: Map<string, V> | ShardedMap<V> = new Map<string, V>()): ReadonlyMap<string, V> {
   if (packed === null || typeof packed !== "object" || !Array.isArray(packed.keys) || !Array.isArray(packed.values) || packed.keys.length !== packed.values.length) {
     throw new Error("cannot unpack a map: its keys or values are missing or their counts differ");
   }
-  const map = new Map<string, V>();
   for (let i = 0; i < packed.keys.length; i += 1) map.set(packed.keys[i]!, packed.values[i]!);
   return map;
 }
@@ -64,13 +64,13 @@ export function unpackState(packed: PackedState): State {
     sequence: packed.sequence,
     applied: unpackBuckets(packed.applied),
     mesh: packed.mesh,
-    nodes: unpackMap(packed.nodes),
+    nodes: unpackMap(packed.nodes, new ShardedMap()),
     modules: { modules: unpackMap(modules.modules), seats: unpackMap(modules.seats), aliases: unpackMap(modules.aliases), retired: unpackMap(modules.retired) },
-    credentials: unpackMap(packed.credentials),
+    credentials: unpackMap(packed.credentials, new ShardedMap()),
     assignments: { byModule: unpackMap(assignments.byModule), handovers: unpackMap(assignments.handovers) },
-    overlay: { hub: overlay.hub, placed: unpackMap(overlay.placed) },
+    overlay: { hub: overlay.hub, placed: unpackMap(overlay.placed, new ShardedMap()) },
     provisions: unpackMap(packed.provisions),
-    sent: unpackMap(packed.sent),
-    retired: unpackMap(packed.retired),
+    sent: unpackMap(packed.sent, new ShardedMap()),
+    retired: unpackMap(packed.retired, new ShardedMap()),
   };
 }

@@ -1,5 +1,5 @@
 import { moduleOf, resolveSeat } from "./modules.ts";
-import { plainEntries, withInserted, without, type EventOf, type SliceFold } from "./slice.ts";
+import { forEachPlain, withInserted, without, type EventOf, type SliceFold } from "./slice.ts";
 
 export type ProvisionRecord = {
   seat: string;
@@ -62,19 +62,19 @@ export const provisionsFold: SliceFold<ProvisionsState> = {
   ModuleUnassigned: (provisions, event, { slices }) => {
     const manifest = moduleOf(slices.modules, event.module)?.manifest;
     const claimed = new Set((manifest?.claims ?? []).map((claim) => resolveSeat(slices.modules, claim)));
-    for (const [key, record] of plainEntries(provisions)) {
-      if (record.consumer !== event.module && !claimed.has(record.seat)) continue;
+    forEachPlain(provisions, (key, record) => {
+      if (record.consumer !== event.module && !claimed.has(record.seat)) return;
       const deliveredTo = withInserted(record.deliveredTo, event.node);
       if (deliveredTo !== undefined) provisions.set(key, { ...record, deliveredTo });
-    }
+    });
   },
   NodeRemoved: (provisions, event) => {
-    for (const [key, record] of plainEntries(provisions)) {
+    forEachPlain(provisions, (key, record) => {
       const left = record.deliveredTo === undefined ? undefined : without(record.deliveredTo, event.node);
-      if (left === undefined) continue;
+      if (left === undefined) return;
       const { deliveredTo: _gone, ...rest } = record;
       provisions.set(key, left.length === 0 ? rest : { ...rest, deliveredTo: left });
-    }
+    });
   },
 };
 

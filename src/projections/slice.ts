@@ -1,4 +1,4 @@
-import { isDraft, original, type Draft } from "immer";
+import { current, isDraft, original, type Draft } from "immer";
 import type { MeshEvent, MeshEventType } from "../events/index.ts";
 import type { Slices } from "./fold.ts";
 
@@ -32,9 +32,15 @@ export function peek<V>(map: Map<string, Draft<V>>, key: string): V | undefined 
   return (isDraft(value) ? original(value) : value) as V | undefined;
 }
 
-/** The entries of a slice's Map (a draft or plain) as plain data (peek), for a scan that changes few of them. */
-export function* plainEntries<V>(map: Map<string, Draft<V>>): Generator<[string, V]> {
-  for (const [key, value] of map as Map<string, unknown>) yield [key, (isDraft(value) ? original(value) : value) as V];
+/**
+ * Calls `visit` with each entry of a slice's Map (a draft or plain) as plain data, for a scan that
+ * changes few of them; `visit` may set the key it is given. A draft is read through immer's
+ * `current` (the unchanged parts are the originals): walking a draft itself makes a proxy of every
+ * value, which a removal's scan of 10,000 credentials paid on every commit.
+ */
+export function forEachPlain<V>(map: Map<string, Draft<V>>, visit: (key: string, value: V) => void): void {
+  const plain = (isDraft(map) ? current(map as object) : map) as unknown as ReadonlyMap<string, V>;
+  plain.forEach((value, key) => visit(key, value));
 }
 
 /** The sorted lists' helpers (sorted.ts), for the slices' handlers. */

@@ -4,6 +4,7 @@ import { gunzipSync, gzipSync } from "node:zlib";
 import { evolve, initialState, startFold, type SequencedCommit, type State } from "../../src/projections/index.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import { packState } from "../../src/projections/pack.ts";
+import { ShardedMap } from "../../src/projections/shardedMap.ts";
 import { STATE_SHAPE_VERSION, decodeSnapshot, encodeSnapshot } from "../../src/records/snapshots.ts";
 import { EVENT_TYPES, generateCommits } from "../support/history.ts";
 
@@ -36,7 +37,7 @@ describe("snapshot bodies (records/snapshots.ts)", () => {
 
   it("a body is ASCII whatever the state's spelling (read as latin1, without a UTF-8 decode), and reads back every character", async () => {
     const spelled = ["é-node", "𝄞", "\u2028", "\ud800", "x\"y\\z", "\u0000", ""];
-    const placed = new Map(folded.overlay.placed);
+    const placed = new ShardedMap(folded.overlay.placed);
     spelled.forEach((key) => { placed.set(key, `hub-${key}`); });
     const state: State = { ...folded, overlay: { ...folded.overlay, placed } };
     const bytes = await encodeSnapshot(state);
