@@ -166,6 +166,29 @@ export function setIn<V>(map: Buckets<V>, key: string, value: V, owned: Owned): 
 }
 
 /**
+ * The bucketed map holding `keys[i]` → `values[i]` (distinct keys), built at once: the same map,
+ * array for array and key for key, as setIn gives when they are set one by one in that order (a
+ * slot holds a leaf while at most LEAF_KEYS keys share it). For a fold from empty, which collects
+ * its command ids in a plain Map first: one hash per key, no leaf copied or split on the way.
+ */
+export function bucketsFrom<V>(keys: readonly string[], values: readonly V[]): Buckets<V> {
+  const hashes = keys.map(hashOf);
+  const build = (indexes: number[], depth: number): Buckets<V> => {
+    const branch = emptyBuckets<V>();
+    const groups = new Array<number[] | undefined>(FANOUT);
+    for (const i of indexes) (groups[slotAt(hashes[i]!, depth)] ??= []).push(i);
+    groups.forEach((group, slot) => {
+      if (group === undefined) return;
+      branch[slot] = group.length <= LEAF_KEYS || depth + 1 >= MAX_DEPTH
+        ? { keys: group.map((i) => keys[i]!), values: group.map((i) => values[i]!) }
+        : build(group, depth + 1);
+    });
+    return branch;
+  };
+  return build(keys.map((_, i) => i), 0);
+}
+
+/**
  * `map` without `key` (copies what `owned` does not hold, as setIn); a leaf left empty empties its
  * slot. Returns the map's root: `map` itself when the key is absent or the root owned.
  */
@@ -229,9 +252,7 @@ export function sizeIn<V>(map: Buckets<V>): number {
 
 /** A bucketed map holding the keys and values of `record` (fixtures, tests). */
 export function bucketsOf<V>(record: Readonly<Record<string, V>>): Buckets<V> {
-  let map = emptyBuckets<V>();
-  for (const [key, value] of Object.entries(record)) map = setIn(map, key, value, OWN_ALL);
-  return map;
+  return bucketsFrom(Object.keys(record), Object.values(record));
 }
 
 /**

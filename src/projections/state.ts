@@ -1,6 +1,6 @@
 import type { Commit } from "../events/index.ts";
 import { draftSlices, freshSlices, foldEvents, plainSlices, produceSlices, type Slices, type SlicesTarget } from "./fold.ts";
-import { OWN_ALL, emptyBuckets, getIn, setIn, type Buckets, type Owned } from "./buckets.ts";
+import { bucketsFrom, getIn, setIn, type Buckets } from "./buckets.ts";
 
 /**
  * The folded records: one slice per concern (fold.ts Slices; each slice's file has its readers),
@@ -14,7 +14,7 @@ import { OWN_ALL, emptyBuckets, getIn, setIn, type Buckets, type Owned } from ".
 export type State = Slices & { readonly sequence: number; readonly applied: Buckets<number> };
 
 /** The empty records (frozen: every fold copies what it changes, or folds into fresh slices). */
-export const initialState: State = Object.freeze({ ...freshSlices(), sequence: 0, applied: emptyBuckets<number>() });
+export const initialState: State = Object.freeze({ ...freshSlices(), sequence: 0, applied: bucketsFrom<number>([], []) });
 
 /** The stream sequence of the commit that applied `commandId`, or undefined when none did. */
 export function appliedSequence(state: State, commandId: string): number | undefined {
@@ -56,7 +56,9 @@ export type Fold = { add(commits: readonly SequencedCommit[]): void; finish(): S
 export function startFold(state: State): Fold {
   let target: SlicesTarget | null = null;
   let applied = state.applied;
-  let owned: Owned = new WeakSet<object>();
+  const owned = new WeakSet<object>();
+  // A fold from empty collects the command ids in a plain Map and files them once, at the end.
+  let collected: Map<string, number> | null = null;
   let sequence = state.sequence;
   let finished: State | null = null;
   return {
@@ -66,15 +68,18 @@ export function startFold(state: State): Fold {
       if (target === null) {
         const fresh = state === initialState;
         target = fresh ? plainSlices() : draftSlices(state);
-        if (fresh) [applied, owned] = [emptyBuckets<number>(), OWN_ALL];
+        if (fresh) collected = new Map();
       }
       for (const { sequence: at, commit } of commits) {
         foldEvents(target.slices, at, commit.events);
-        applied = setIn(applied, commit.commandId, at, owned);
+        if (collected !== null) collected.set(commit.commandId, at);
+        else applied = setIn(applied, commit.commandId, at, owned);
         sequence = at;
       }
     },
     finish() {
+      if (collected !== null) applied = bucketsFrom([...collected.keys()], [...collected.values()]);
+      collected = null;
       finished ??= target === null ? state : { ...target.finish(), sequence, applied };
       return finished;
     },

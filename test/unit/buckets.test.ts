@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  FANOUT, LEAF_KEYS, MAX_DEPTH, OWN_ALL, bucketsOf, deleteIn, emptyBuckets, entriesIn, getIn, hashOf, hasIn, keysIn, packBuckets, setIn, sizeIn,
+  FANOUT, LEAF_KEYS, MAX_DEPTH, OWN_ALL, bucketsFrom, bucketsOf, deleteIn, emptyBuckets, entriesIn, getIn, hashOf, hasIn, keysIn, packBuckets, setIn, sizeIn,
   unpackBuckets, valuesIn, type Buckets, type Owned, type PackedBuckets,
 } from "../../src/projections/buckets.ts";
 import { prng } from "../support/history.ts";
@@ -127,6 +127,22 @@ describe("bucketed maps (projections/buckets.ts)", () => {
       const whole = JSON.stringify(full);
       full = setIn(full, keys[0]!, 99, OWN_ALL);
       assert.equal(JSON.stringify(full), whole.replace('"values":[0,', '"values":[99,'));
+    }
+  });
+
+  it("R41: bucketsFrom builds at once the map setIn builds key by key, byte for byte (a replay's applied ids)", () => {
+    const cases: string[][] = [
+      [],
+      Array.from({ length: 5000 }, (_, i) => `cmd-${i}`),
+      colliding("deep", 18, LEAF_KEYS + 3).concat(colliding("deeper", 24, 3), ["x", "y"]),
+    ];
+    for (const keys of cases) {
+      let oneByOne = emptyBuckets<number>();
+      keys.forEach((key, i) => { oneByOne = setIn(oneByOne, key, i, new WeakSet()); });
+      const atOnce = bucketsFrom(keys, keys.map((_, i) => i));
+      assert.equal(JSON.stringify(packBuckets(atOnce)), JSON.stringify(packBuckets(oneByOne)), `${keys.length} keys`);
+      assert.equal(JSON.stringify(atOnce), JSON.stringify(oneByOne));
+      assertShape(atOnce);
     }
   });
 
