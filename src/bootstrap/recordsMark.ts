@@ -26,7 +26,7 @@
  * they next speak. A start is different: nothing was answered yet, and a controller that cannot
  * keep its mark refuses to start (MarkUnwritable names the file and the space it needs).
  */
-import { existsSync, readFileSync, statSync, statfsSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, fsyncSync, openSync, readFileSync, statSync, statfsSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import { appendFileDurable, writeFileDurable } from "../files/index.ts";
@@ -128,16 +128,64 @@ function spaceOf(dir: string): { freeBytes: number | null; blockBytes: number | 
 export function writeRecordsMark(stateDir: string, mark: RecordsMark): void {
   const path = recordsMarkPath(stateDir);
   // A newline first: a line appended after a torn one starts a line of its own.
-  const line = `\n${JSON.stringify(mark)}\n`;
+  const line = markLine(mark);
   try {
     const size = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
     if (size + line.length > MARK_LOG_BYTES) writeFileDurable(path, line, { mode: 0o600 });
     else appendFileDurable(path, line, { mode: 0o600 });
   } catch (error) {
-    const { freeBytes, blockBytes } = spaceOf(dirname(path));
-    const block = blockBytes ?? 4096;
-    throw new MarkUnwritable(path, error, { freeBytes, neededBytes: Math.ceil(line.length / block) * block });
+    throw unwritable(path, error, line);
   }
+}
+
+/** A mark's line in the log: a newline first, so a line appended after a torn one starts a line of its own. */
+function markLine(mark: RecordsMark): string {
+  return `\n${JSON.stringify(mark)}\n`;
+}
+
+function unwritable(path: string, error: unknown, line: string): MarkUnwritable {
+  if (error instanceof MarkUnwritable) return error;
+  const { freeBytes, blockBytes } = spaceOf(dirname(path));
+  const block = blockBytes ?? 4096;
+  return new MarkUnwritable(path, error, { freeBytes, neededBytes: Math.ceil(line.length / block) * block });
+}
+
+/**
+ * The mark's log kept open for a running controller (keptMark): each mark one write and one fsync
+ * of the open file, where writeRecordsMark also stats, opens and closes it (a tenth of a command's
+ * round trip). Its size is counted here; past MARK_LOG_BYTES, and whenever the file was removed
+ * under it or a write failed, the next mark goes through writeRecordsMark and the log is opened
+ * again. Throws MarkUnwritable as writeRecordsMark does.
+ */
+function openMarkLog(stateDir: string): { write(mark: RecordsMark): void; close(): void } {
+  const path = recordsMarkPath(stateDir);
+  let fd: number | null = null;
+  let size = 0;
+  const close = () => {
+    if (fd !== null) try { closeSync(fd); } catch { /* closed either way */ }
+    fd = null;
+  };
+  return {
+    write(mark) {
+      const line = Buffer.from(markLine(mark), "utf8");
+      try {
+        if (fd !== null && (size + line.length > MARK_LOG_BYTES || fstatSync(fd).nlink === 0)) close();
+        if (fd === null) {
+          writeRecordsMark(stateDir, mark);
+          fd = openSync(path, "a", 0o600);
+          size = fstatSync(fd).size;
+          return;
+        }
+        for (let written = 0; written < line.length; ) written += writeSync(fd, line, written, line.length - written);
+        fsyncSync(fd);
+        size += line.length;
+      } catch (error) {
+        close();
+        throw unwritable(path, error, line.toString("utf8"));
+      }
+    },
+    close,
+  };
 }
 
 /** The records mark as the controller keeps it (keptMark). */
@@ -146,7 +194,7 @@ export type KeptMark = {
   mark: RecordsMark | null;
   /** Writes each advance; never throws (R76: see the module comment). */
   onAdvance: (mark: RecordsMark) => void;
-  /** Stops trying again a mark not written yet (the controller stops). */
+  /** Stops trying again a mark not written yet, and closes the log (the controller stops). */
   stop(): void;
 };
 
@@ -160,13 +208,14 @@ export type KeptMark = {
 export function keptMark(stateDir: string, log?: ControllerLog, retryMs = MARK_RETRY_MS): KeptMark {
   let pending: RecordsMark | null = null;
   let timer: NodeJS.Timeout | undefined;
-  const stop = () => {
+  const markLog = openMarkLog(stateDir);
+  const stopRetrying = () => {
     clearInterval(timer);
     timer = undefined;
   };
   const write = (mark: RecordsMark) => {
     try {
-      writeRecordsMark(stateDir, mark);
+      markLog.write(mark);
     } catch (error) {
       if (pending === null) {
         log?.error(`${error instanceof Error ? error.message : String(error)}; replies go out meanwhile, and the mark is written again at each commit and every ${retryMs / 1000} s`);
@@ -178,7 +227,11 @@ export function keptMark(stateDir: string, log?: ControllerLog, retryMs = MARK_R
     }
     if (pending !== null) log?.info(`the records mark ${recordsMarkPath(stateDir)} is written again, at sequence ${mark.lastSequence} (R43)`);
     pending = null;
-    stop();
+    stopRetrying();
+  };
+  const stop = () => {
+    stopRetrying();
+    markLog.close();
   };
   return { mark: readRecordsMark(stateDir), onAdvance: write, stop };
 }

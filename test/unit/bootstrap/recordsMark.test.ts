@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MARK_LOG_BYTES, readRecordsMark, recordsMarkPath, writeRecordsMark } from "../../../src/bootstrap/recordsMark.ts";
+import { MARK_LOG_BYTES, keptMark, readRecordsMark, recordsMarkPath, writeRecordsMark } from "../../../src/bootstrap/recordsMark.ts";
 
 /**
  * R43, R54: the records' high-water mark is a log of lines appended and fsynced, read back as its
@@ -47,6 +47,26 @@ describe("R43: the records' mark kept in the controller's state folder", () => {
     assert.ok(largest <= MARK_LOG_BYTES, `the log stays within ${MARK_LOG_BYTES} bytes (was ${largest})`);
     assert.ok(readFileSync(recordsMarkPath(dir), "utf8").split("\n").length < 5000, "it was replaced on the way");
     assert.deepEqual(readRecordsMark(dir), { lastSequence: 5000, streamCreated: "c" });
+  });
+
+  it("R43, R54: the running controller's log (keptMark) keeps its file open: each advance is one line, past MARK_LOG_BYTES it is replaced, and a file removed under it is written again", () => {
+    const dir = fresh();
+    const kept = keptMark(dir);
+    const mark = (lastSequence: number) => ({ lastSequence, streamCreated: "2026-01-01T00:00:00Z" });
+    for (let i = 1; i <= 5; i += 1) kept.onAdvance(mark(i));
+    const lines = () => readFileSync(recordsMarkPath(dir), "utf8").split("\n").filter((line) => line !== "");
+    assert.deepEqual(lines().map((line) => JSON.parse(line).lastSequence), [1, 2, 3, 4, 5], "appended, one line each");
+    for (let i = 6; i <= 3000; i += 1) kept.onAdvance(mark(i));
+    assert.ok(statSync(recordsMarkPath(dir)).size <= MARK_LOG_BYTES, "replaced on the way");
+    assert.deepEqual(readRecordsMark(dir), mark(3000));
+    rmSync(recordsMarkPath(dir));
+    kept.onAdvance(mark(3001));
+    assert.deepEqual(readRecordsMark(dir), mark(3001), "a mark file removed while open is written anew, not into the removed file");
+    assert.equal(statSync(recordsMarkPath(dir)).mode & 0o777, 0o600);
+    kept.stop();
+    kept.onAdvance(mark(3002));
+    assert.deepEqual(readRecordsMark(dir), mark(3002), "an advance after stop still lands");
+    kept.stop();
   });
 
   it("R43, R54: a torn last append (no newline: a power cut in the middle of it) is not the mark; the line before it is", () => {
