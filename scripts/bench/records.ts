@@ -14,7 +14,8 @@ import { startNatsServer } from "../../test/support/natsServer.ts";
 import { generateHistory, publishCommits } from "../../test/support/history.ts";
 import { openCatalogue, replay } from "../../src/records/catalogue.ts";
 import { CATALOGUE_STREAM, catalogueSubject } from "../../src/names.ts";
-import { Commit } from "../../src/events/index.ts";
+import type { Commit } from "../../src/events/index.ts";
+import { parseCommit } from "../../src/records/decode.ts";
 
 function option(args: readonly string[], name: string): string | undefined {
   const i = args.indexOf(name);
@@ -26,7 +27,8 @@ const perSecond = (count: number, ms: number) => Math.round((count / ms) * 1000)
 
 /**
  * Reads every message of CATALOGUE with an ordered consumer and JSON.parses it: the floor replay
- * stands on. With `validate`, also runs the zod Commit schema on each, to show what validation costs.
+ * stands on. With `validate`, also runs the Commit schema on each as a replay does (parseCommit,
+ * compiled), to show what R44's validation costs alone.
  */
 export async function rawRead(nc: NatsConnection, validate = false): Promise<{ messages: number; events: number; ms: number }> {
   const started = performance.now();
@@ -38,7 +40,7 @@ export async function rawRead(nc: NatsConnection, validate = false): Promise<{ m
   let events = 0;
   for await (const m of messages) {
     const commit = JSON.parse(m.string()) as Commit;
-    if (validate && !Commit.safeParse(commit).success) throw new Error(`invalid commit at ${m.seq}`);
+    if (validate && !parseCommit(commit).success) throw new Error(`invalid commit at ${m.seq}`);
     events += commit.events.length;
     count += 1;
     if (m.seq >= last) break;
