@@ -13,10 +13,14 @@ const HASH_AS_BYTES = 64 * 1024;
  * sha256 hex of `text`'s UTF-8 bytes: the digest composition takes over canonical JSON and over a
  * user list. A long text (a user list of 50,000 users is 20 MiB) is encoded into a Buffer first:
  * Hash.update with a string that long took five times what encoding it and hashing the bytes take.
+ * A long text that is all ASCII (a user list nearly always) is hashed as latin1, whose bytes are
+ * then its UTF-8 bytes, without a Buffer: encoding 23 MiB took 100 ms of a 10,000-node composition.
  */
 export function sha256(text: string): string {
   // A short text (a declaration's canonical JSON) by crypto.hash: one call, no Hash object.
   if (text.length <= HASH_AS_BYTES) return hash("sha256", text, "hex");
+  // As many UTF-8 bytes as code units: every one is below 0x80 (any other takes two bytes or more).
+  if (Buffer.byteLength(text, "utf8") === text.length) return createHash("sha256").update(text, "latin1").digest("hex");
   return createHash("sha256").update(Buffer.from(text, "utf8")).digest("hex");
 }
 

@@ -65,6 +65,12 @@ describe("push helpers", () => {
     assert.throws(() => openAsNode(keys.privateKey, theirs.modules[0]!.credential.sealed));
   });
 
+  it("R11: sha256 is the digest of a text's UTF-8 bytes, short or long, ASCII or not (a long ASCII text is hashed as latin1)", () => {
+    const long = 64 * 1024 + 1;
+    const texts = ["", "short", "é and 😀", "a".repeat(long), `${"a".repeat(long)}é`, `${"a".repeat(long)}\u0080`, `${"a".repeat(long)}😀`, `${"a".repeat(long)}\ud800`, "\u00ff".repeat(long)];
+    for (const text of texts) assert.equal(sha256(text), createHash("sha256").update(Buffer.from(text, "utf8")).digest("hex"), `${text.length} code units ending ${JSON.stringify(text.slice(-2))}`);
+  });
+
   it("R11: a user list is cut into parts of USER_LIST_PART_BYTES that join to its bytes, each with its digest and index", () => {
     const text = `${"é".repeat(USER_LIST_PART_BYTES)}tail`; // 2 bytes a character: parts split inside one
     const bytes = Buffer.byteLength(text, "utf8");
