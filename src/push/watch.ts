@@ -45,6 +45,8 @@ export class ReportWatch {
   readonly #jsm: JetStreamManager;
   readonly #clock: WaitClock;
   #wake: (() => void) | null = null;
+  /** The connection came back since the last read of the stream: what was reported meanwhile was stored, not heard. */
+  #resumed = false;
 
   constructor(reports: ReportHub, jsm: JetStreamManager, clock: WaitClock) {
     this.#jsm = jsm;
@@ -55,7 +57,13 @@ export class ReportWatch {
       const node = nodeOfReportSubject(m.subject);
       if (node !== null) this.#take(node, parseHostReport(m.json()));
     }, () => undefined);
-    this.#unlisten = reports.listen({ hear: (m) => { void hear(m); } });
+    this.#unlisten = reports.listen({
+      hear: (m) => { void hear(m); },
+      resumed: () => {
+        this.#resumed = true;
+        this.#wake?.();
+      },
+    });
   }
 
   /**
@@ -125,8 +133,10 @@ export class ReportWatch {
 
   /**
    * Waits until every node in `nodes` reported its expected digest, or the clock reached `deadline`
-   * (milliseconds on the watch's clock); returns the missing ones. A deadline already past reads
-   * the stream once and waits no more.
+   * (milliseconds on the watch's clock); returns the missing ones. The stream is read after 1 s,
+   * then every 2 s, and at once after the connection came back (a report published meanwhile was
+   * stored, never heard: the broker's holder reloading the bus drops the controller's connection
+   * just before it reports, R14). A deadline already past reads the stream once and waits no more.
    */
   async wait(nodes: readonly string[], deadline: number): Promise<string[]> {
     const clock = this.#clock;
@@ -135,7 +145,8 @@ export class ReportWatch {
       const missing = this.missing(nodes);
       if (missing.length === 0) return [];
       const now = clock.now();
-      if (now >= nextStreamCheck || now >= deadline) {
+      if (now >= nextStreamCheck || now >= deadline || this.#resumed) {
+        this.#resumed = false;
         await this.#fromStream(missing);
         nextStreamCheck = now + 2_000;
         const still = this.missing(nodes);
