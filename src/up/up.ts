@@ -430,7 +430,7 @@ export async function readSummary(
 
 /**
  * The launcher of the CLI: the controller, the host and the supervisor (R76) as detached processes
- * running src/up/daemon.ts, each started only when its recorded pid is not alive. `env` is passed to them.
+ * running src/up/daemonMain.ts (src/up/daemonProcess.ts), each started only when its recorded pid is not alive. `env` is passed to them.
  */
 export function detachedLauncher(env: Environment): Launcher {
   return {
