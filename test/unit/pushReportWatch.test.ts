@@ -7,7 +7,7 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { reportHub, type ReportHub, type ReportListener } from "../../src/bus/reports.ts";
 import { ReportWatch } from "../../src/push/watch.ts";
@@ -62,6 +62,26 @@ describe("the push's wait for reports across a reconnect (R32, R14)", () => {
     await ticks(20);
     assert.deepEqual(missing, [], "the stored report was read at the reconnect");
     assert.equal(watch.report("alpha")?.digest, "d1");
+    await waiting;
+    watch.close();
+  });
+
+  it("R32: a read of the stream that hangs (JetStream silent on a connection just back) does not hold up a report heard live", async () => {
+    const { hub, listener } = fakeHub();
+    let release: (() => void) | undefined;
+    const streams = { getMessage: () => new Promise((resolve) => { release = () => resolve(null); }) };
+    const watch = new ReportWatch(hub, { streams } as unknown as JetStreamManager, STILL);
+    watch.expect("alpha", "d1");
+    let missing: string[] | undefined;
+    const waiting = watch.wait(["alpha"], 60_000).then((m) => { missing = m; });
+    listener().resumed!();
+    await ticks(10);
+    assert.ok(release !== undefined, "the stream is being read");
+    const live = { subject: reportSubject("alpha"), json: () => ({ v: 1, node: "alpha", digest: "d1", ok: true }) };
+    listener().hear(live as unknown as Msg);
+    await ticks(20);
+    assert.deepEqual(missing, [], "the live report ended the wait while the read still hangs");
+    release!();
     await waiting;
     watch.close();
   });
