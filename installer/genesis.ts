@@ -20,6 +20,7 @@ import { BOOTSTRAP_SEED, BOOTSTRAP_USER } from "../src/genesis.ts";
 import { decideGenesis, GENESIS_COMMAND_ID } from "../src/commands/genesis.ts";
 import { pidFile, startBus, stopPid, systemdUnit, controllerUnit, hostUnit, isAlive, type BusProcess } from "./bus.ts";
 import { clearMeshFolder, commitStaging, makeStaging, meshFolderEntries, undoGenesis } from "./staging.ts";
+import { CONTROLLER_ENV_FILE } from "./controllerEnv.ts";
 
 /**
  * Genesis of a new mesh (DESIGN.md: installer, R8, R13, R14, R15, R34). Everything is written into
@@ -51,7 +52,6 @@ import { clearMeshFolder, commitStaging, makeStaging, meshFolderEntries, undoGen
 
 export const MESH_FILE = "mesh.json";
 export const MESH_KEY_FILE = "mesh.key";
-export const CONTROLLER_ENV_FILE = "controller.env";
 export const CONTROLLER_CREDENTIAL_FILE = "controller.json";
 export const OPERATOR_CREDENTIAL_FILE = "operator.json";
 export const BUS_UNIT_FILE = "mesh-bus.service";
@@ -194,18 +194,6 @@ export function controllerEnvironment(paths: MeshPaths, genesisAddress: string, 
     // A cluster: every stream, store and the lease bucket with a copy on each server (R61, R62).
     ...(replicas > 1 ? { MESH_CATALOGUE_REPLICAS: String(replicas) } : {}),
   };
-}
-
-/** Parses a `KEY=value` env file (comments and blank lines skipped). */
-export function readEnvFile(file: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    const trimmed = line.trim();
-    if (!trimmed || trimmed.startsWith("#")) continue;
-    const at = trimmed.indexOf("=");
-    if (at > 0) env[trimmed.slice(0, at)] = trimmed.slice(at + 1);
-  }
-  return env;
 }
 
 export type GenesisOptions = {

@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { writeFileSync } from "node:fs";
 import type { Environment } from "../../src/config.ts";
-import { runController } from "../../src/up/daemon.ts";
+import { runController } from "../../src/up/controllerDaemon.ts";
 import type { MeshPaths } from "../../installer/genesis.ts";
 
 /** Writes `env` as a controller.env file at `file` (KEY=VALUE lines, as genesis writes it). */

@@ -25,7 +25,7 @@ import { waitFor } from "../../test/support/natsServer.ts";
 import { askAs } from "../../test/support/client.ts";
 import { join } from "node:path";
 import { parseControllerConfig } from "../../src/config.ts";
-import { runController, type Running } from "../../src/up/daemon.ts";
+import { runController, type Running } from "../../src/up/controllerDaemon.ts";
 import { CATALOGUE_STREAM } from "../../src/names.ts";
 import { controllerEnvPaths, startControllerChild, writeControllerEnv } from "./controllerChild.ts";
 

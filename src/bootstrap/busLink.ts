@@ -16,12 +16,22 @@ import { busStatusLine } from "./busStatus.ts";
 import type { ControllerMetrics } from "../metrics/controller.ts";
 
 /**
- * The controller's own settings of every dial (connectToBus), beside its credential, its secret
- * and its first connect's timeout: its name on the bus, and no async traces (a command's fenced
- * append is a JetStream request, and the controller's log never shows a stack). The command bench's
- * controller dials with these too (test/support/commandMesh.ts), so it measures what ships.
+ * Milliseconds between the controller's reconnect attempts to one server (nats.js's default: 2,000
+ * plus up to 1,000 over TLS, counted from the last connect). The push that installs the
+ * controller's rotated key (R14) drops its connection with the reload; with the default, a
+ * controller that connected a second or two before (every first `mesh up`) was back up to 3 s
+ * later, and the push with it. One or two controllers dial: no storm to spread.
  */
-export const CONTROLLER_DIAL: Readonly<BusConnectOptions> = { name: CONTROLLER_NAME, asyncTraces: false };
+export const CONTROLLER_RECONNECT_WAIT_MS = 250;
+
+/**
+ * The controller's own settings of every dial (connectToBus), beside its credential, its secret
+ * and its first connect's timeout: its name on the bus, no async traces (a command's fenced
+ * append is a JetStream request, and the controller's log never shows a stack), and its reconnect
+ * wait (CONTROLLER_RECONNECT_WAIT_MS). The command bench's controller dials with these too
+ * (test/support/commandMesh.ts), so it measures what ships.
+ */
+export const CONTROLLER_DIAL: Readonly<BusConnectOptions> = { name: CONTROLLER_NAME, asyncTraces: false, reconnectWaitMs: CONTROLLER_RECONNECT_WAIT_MS };
 
 /** The bus refused the dialled seed (BusConnectError of kind `unauthorized`): a pending rotated one may be the right one. */
 function isAuthorizationRefusal(error: unknown): boolean {

@@ -70,7 +70,7 @@ export function lineLog(out: LineOut = standardOut(2), clock: () => Date = () =>
 }
 
 /**
- * The log of a process `mesh up` leaves running (src/up/daemon.ts): `<ISO time> <line>` on stdout,
+ * The log of a process `mesh up` leaves running (src/up/daemonProcess.ts): `<ISO time> <line>` on stdout,
  * which `mesh up` sends to `<dir>/logs/<name>.log`; stderr is guarded too. Never throws (R76).
  */
 export function processLog(): (line: string) => void {

@@ -76,8 +76,12 @@ export async function reportsEnd(jsm: JetStreamManager): Promise<number> {
   return jsm.streams.info(REPORTS_STREAM).then((info) => info.state.last_seq, () => 0);
 }
 
-/** Who hears live reports: each message on a report subject, and the subscription's error if it stops. */
-export type ReportListener = { hear(m: Msg): void; stopped?(error: Error): void };
+/**
+ * Who hears live reports: each message on a report subject, the subscription's error if it stops,
+ * and `resumed` after each reconnect of the connection: a report published while it was down was
+ * stored (REPORTS) but never heard, so a listener waiting for one reads the stream then.
+ */
+export type ReportListener = { hear(m: Msg): void; stopped?(error: Error): void; resumed?(): void };
 
 /** One subscription to the report subjects shared by everyone in a process (reportHub). */
 export type ReportHub = {
@@ -89,10 +93,25 @@ export type ReportHub = {
 
 /**
  * The process's one subscription to REPORT_SUBJECTS: each message is handed to every listener, in
- * the order they were added. A listener that throws does not keep the message from the others.
+ * the order they were added, and each reconnect of `nc` too (`resumed`: the subscription is on the
+ * server again when nats.js says it reconnected). A listener that throws does not keep the message
+ * or the reconnect from the others.
  */
 export function reportHub(nc: NatsConnection): ReportHub {
   const listeners = new Set<ReportListener>();
+  const statuses = nc.status();
+  void (async () => {
+    for await (const status of statuses) {
+      if (status.type !== "reconnect") continue;
+      for (const listener of [...listeners]) {
+        try {
+          listener.resumed?.();
+        } catch {
+          // a listener's own fault is its own
+        }
+      }
+    }
+  })();
   const subscription: Subscription = nc.subscribe(REPORT_SUBJECTS, {
     callback: (error, m) => {
       for (const listener of [...listeners]) {
@@ -110,6 +129,10 @@ export function reportHub(nc: NatsConnection): ReportHub {
       listeners.add(listener);
       return () => { listeners.delete(listener); };
     },
-    close: () => subscription.unsubscribe(),
+    close: () => {
+      subscription.unsubscribe();
+      // nats.js's status iterator (typed as a bare AsyncIterable) ends its loop with stop().
+      (statuses as { stop?: () => void }).stop?.();
+    },
   };
 }

@@ -6,7 +6,7 @@
  * systemd's `EnvironmentFile=` does; run without any, it says where they are (R56).
  */
 
-/** Reads a `KEY=value` file (installer/genesis.ts readEnvFile, loaded by the verb). */
+/** Reads a `KEY=value` file (installer/controllerEnv.ts readEnvFile, loaded by the verb). */
 type EnvFileReader = (file: string) => Record<string, string>;
 
 /**
@@ -46,7 +46,7 @@ export const CONTROLLER_CLI_VERB: CliVerb = {
   options: [{ flags: "--env <file>", description: "read the MESH_* settings from this file (genesis writes <mesh folder>/controller.env)" }, METRICS_OPTION],
   async run(ctx: CliContext, _args, options) {
     // Loaded here, not at the top: every other verb of `mesh` starts without the controller's modules.
-    const [{ readEnvFile }, { startController }, { lineLog }] = await Promise.all([import("../../installer/genesis.ts"), import("../bootstrap/main.ts"), import("../bootstrap/log.ts")]);
+    const [{ readEnvFile }, { startController }, { lineLog }] = await Promise.all([import("../../installer/controllerEnv.ts"), import("../bootstrap/main.ts"), import("../bootstrap/log.ts")]);
     const listen = metricsListenOf(options);
     const config = configOf(ctx.io.env, typeof options.env === "string" ? options.env : undefined, readEnvFile);
     const log = lineLog(ctx.io.stderr);

@@ -45,6 +45,8 @@ export class ReportWatch {
   readonly #jsm: JetStreamManager;
   readonly #clock: WaitClock;
   #wake: (() => void) | null = null;
+  /** The connection came back since the last read of the stream: what was reported meanwhile was stored, not heard. */
+  #resumed = false;
 
   constructor(reports: ReportHub, jsm: JetStreamManager, clock: WaitClock) {
     this.#jsm = jsm;
@@ -55,7 +57,13 @@ export class ReportWatch {
       const node = nodeOfReportSubject(m.subject);
       if (node !== null) this.#take(node, parseHostReport(m.json()));
     }, () => undefined);
-    this.#unlisten = reports.listen({ hear: (m) => { void hear(m); } });
+    this.#unlisten = reports.listen({
+      hear: (m) => { void hear(m); },
+      resumed: () => {
+        this.#resumed = true;
+        this.#wake?.();
+      },
+    });
   }
 
   /**
@@ -125,25 +133,36 @@ export class ReportWatch {
 
   /**
    * Waits until every node in `nodes` reported its expected digest, or the clock reached `deadline`
-   * (milliseconds on the watch's clock); returns the missing ones. A deadline already past reads
-   * the stream once and waits no more.
+   * (milliseconds on the watch's clock); returns the missing ones. The stream is read after 1 s,
+   * then 2 s after each read, and at once after the connection came back (a report published
+   * meanwhile was stored, never heard: the broker's holder reloading the bus drops the controller's
+   * connection just before it reports, R14). A read runs beside the wait: a report heard live ends
+   * it even while a read hangs (JetStream may not answer at once on a connection just back). At
+   * the deadline the stream is read once more (or the read in flight awaited) and nothing more.
    */
   async wait(nodes: readonly string[], deadline: number): Promise<string[]> {
     const clock = this.#clock;
     let nextStreamCheck = clock.now() + 1_000;
+    let reading: Promise<void> | undefined;
     for (;;) {
-      const missing = this.missing(nodes);
-      if (missing.length === 0) return [];
+      if (this.missing(nodes).length === 0) return [];
       const now = clock.now();
-      if (now >= nextStreamCheck || now >= deadline) {
-        await this.#fromStream(missing);
-        nextStreamCheck = now + 2_000;
-        const still = this.missing(nodes);
-        if (still.length === 0 || clock.now() >= deadline) return still;
+      if (now >= deadline) {
+        await (reading ?? this.#fromStream(this.missing(nodes)));
+        return this.missing(nodes);
+      }
+      if (reading === undefined && (now >= nextStreamCheck || this.#resumed)) {
+        this.#resumed = false;
+        reading = this.#fromStream(this.missing(nodes)).finally(() => {
+          reading = undefined;
+          nextStreamCheck = clock.now() + 2_000;
+          this.#wake?.();
+        });
       }
       const woken = new AbortController();
       this.#wake = () => woken.abort();
-      await clock.sleep(Math.max(1, Math.min(deadline, nextStreamCheck) - clock.now()), woken.signal);
+      const until = reading === undefined ? Math.min(deadline, nextStreamCheck) : deadline;
+      await clock.sleep(Math.max(1, until - clock.now()), woken.signal);
       this.#wake = null;
     }
   }

@@ -123,7 +123,7 @@ export function recordPid(dir: string, name: ProcessName, pid: number): void {
   writeFileDurable(pidFile(dir, name), `${pid}\n`, { mode: 0o644 });
 }
 
-/** What a daemon of `mesh up` runs (src/up/daemon.ts). */
+/** What a daemon of `mesh up` runs (src/up/daemonProcess.ts). */
 export type DaemonRole = "controller" | "host" | "supervisor";
 
 /**

@@ -186,6 +186,12 @@ export function hasStandby(paths: MeshPaths): boolean {
 }
 
 /**
+ * Milliseconds between asks while the controller starts: a controller not serving yet is told by
+ * the bus at once (no responders), so asking often costs little and finds it serving sooner.
+ */
+const ANSWER_POLL_MS = 50;
+
+/**
  * Asks until the controller answers (it may be starting, or catching up), up to `timeoutMs`.
  * Throws UpError (no code: nothing refused, exit 2) at once when `exited` says the controller is
  * no longer running (its last log line), or when it did not answer in time. Either way the bus
@@ -199,7 +205,7 @@ async function whenControllerAnswers(nc: NatsConnection, asker: string, timeoutM
       gone = exited?.();
       if (gone !== undefined) return "exited";
       return meshClient(nc, asker).nodes({}, { timeoutMs: 2_000 });
-    }, { everyMs: 200, timeoutMs, what: "the controller answers" });
+    }, { everyMs: ANSWER_POLL_MS, timeoutMs, what: "the controller answers" });
   } catch (error) {
     if (!(error instanceof PollTimeout)) throw error;
     const last = error.cause instanceof Error ? error.cause.message : String(error.cause ?? "no answer");
@@ -228,8 +234,12 @@ export async function up(options: UpOptions): Promise<UpResult> {
   const node = localNode(paths, hostDir, nodeFile, log);
   await ensureBus(paths, binary, detached, log);
 
-  // 3. the controller, then the operator's view of it.
+  // 3. the controller and the local host agent (R56: enrolled at genesis, its account carried in
+  // the first list), started together so that their starts overlap: the host dials the bus and
+  // binds its consumer by itself, again after a short pause while the controller has not raised it
+  // yet (src/host/agent.ts); it is bound by the time the push comes. Then the operator's view.
   await options.launcher.controller(paths);
+  await options.launcher.host(paths, node);
   const nc = await operatorConnection(paths);
   try {
     log("up: waiting for the controller to answer");
@@ -238,21 +248,18 @@ export async function up(options: UpOptions): Promise<UpResult> {
     await whenControllerAnswers(nc, asker, timeoutMs, paths, exited);
     const client = meshClient(nc, asker, { timeoutMs });
 
-    // 4. the local node's host agent: enrolled at genesis, its account carried in the first list (R56).
-    await startLocalHost(client, options, paths, node);
-    await exampleMesh(client, options, paths, node);
-
-    // The push, waiting for the node to apply (R32).
-    // A node whose agent is not running is waited for to the end: said, so the wait is not silence.
-    log(`up: pushing, and waiting up to ${Math.round(timeoutMs / 1000)} s for every node to apply (a node whose host agent is not running is reported timed-out then)`);
-    const push = await pushAndWait(nc, asker, timeoutMs);
-    for (const line of pushLines(push)) log(line);
-
-    // 5. the summary. On a cluster the lease may have moved to the standby meanwhile (R61): it is
-    // waited for like a starting controller.
-    await whenControllerAnswers(nc, asker, timeoutMs, paths, exited);
-    const summary = await readSummary(paths, nc, timeoutMs);
-    return { paths, node, summary, push };
+    // 4. the local node in the records, then supervised (R76) once up is done, whatever it came to.
+    await localNodeKnown(client, options, paths, node);
+    try {
+      const push = await exampleMeshPushed(client, nc, asker, options, paths, node, timeoutMs);
+      // 5. the summary. On a cluster the lease may have moved to the standby meanwhile (R61): it is
+      // waited for like a starting controller.
+      await whenControllerAnswers(nc, asker, timeoutMs, paths, exited);
+      const summary = await readSummary(paths, nc, timeoutMs);
+      return { paths, node, summary, push };
+    } finally {
+      await options.launcher.supervise?.(paths);
+    }
   } finally {
     await nc.close().catch(() => undefined);
   }
@@ -279,25 +286,34 @@ function localNode(paths: MeshPaths, hostDir: string, nodeFile: string, log: (li
 }
 
 /**
- * Step 4: the local host agent started (R56), and supervised. Over records behind the world (R43)
- * it still runs, and `up` stops with UpError saying what to do; a mesh whose records lack the
- * local node is refused.
+ * Step 4: the local node known to the controller (R56), its host agent running already (up
+ * started it with the controller). Over records behind the world (R43) the host still runs (it
+ * tells the controller what it holds, and installs what the push after `mesh replay
+ * --accept-restore` sends), it is supervised, and `up` stops with UpError saying what to do; a
+ * mesh whose records lack the local node is refused (UpError).
  */
-async function startLocalHost(client: MeshClient, options: UpOptions, paths: MeshPaths, node: string): Promise<void> {
+async function localNodeKnown(client: MeshClient, options: UpOptions, paths: MeshPaths, node: string): Promise<void> {
   const nodes = await client.nodes();
   if (!nodes.ok && nodes.error.code === RECORDS_BEHIND) {
-    // R43: the records are behind the world. The local host still runs: it tells the controller
-    // what it holds (the users of the list the bus runs, named when the restore is accepted) and
-    // installs what the push after `mesh replay --accept-restore` sends. Nothing is sent meanwhile.
-    await options.launcher.host(paths, node);
     await options.launcher.supervise?.(paths);
     throw upOverRecordsBehind(paths.dir, nodes.error);
   }
   if (!nodesOf(ok("nodes", nodes)).some((n) => n.name === node)) {
     throw new UpError(`up: node ${node} is not enrolled in the mesh of ${paths.dir} (its genesis named another node?)`);
   }
-  await options.launcher.host(paths, node);
-  await options.launcher.supervise?.(paths);
+}
+
+/**
+ * Steps 4 and 5's push: the example mesh (exampleMesh), then the push, waiting for every node to
+ * apply (R32); its lines logged. Returns the push's report.
+ */
+async function exampleMeshPushed(client: MeshClient, nc: NatsConnection, asker: string, options: UpOptions, paths: MeshPaths, node: string, timeoutMs: number): Promise<ReplyOf<"push">> {
+  await exampleMesh(client, options, paths, node);
+  // A node whose agent is not running is waited for to the end: said, so the wait is not silence.
+  options.log(`up: pushing, and waiting up to ${Math.round(timeoutMs / 1000)} s for every node to apply (a node whose host agent is not running is reported timed-out then)`);
+  const push = await pushAndWait(nc, asker, timeoutMs);
+  for (const line of pushLines(push)) options.log(line);
+  return push;
 }
 
 /**
@@ -307,11 +323,13 @@ async function startLocalHost(client: MeshClient, options: UpOptions, paths: Mes
 async function exampleMesh(client: MeshClient, options: UpOptions, paths: MeshPaths, node: string): Promise<void> {
   const exampleDone = join(paths.dir, EXAMPLE_MESH_FILE);
   if (existsSync(exampleDone)) return;
+  // The controller handles commands one at a time in arrival order (src/serve/server.ts), and one
+  // connection's requests arrive in the order sent: so each batch is sent at once, in order, its
+  // answers awaited together (one round trip instead of one a command), the first refusal thrown.
   const run = async (commands: readonly UpCommand[]) => {
-    for (const command of commands) {
-      options.log(command.line);
-      ok(command.verb, await client.ask(command.verb, command.body as RequestOf<typeof command.verb>));
-    }
+    for (const command of commands) options.log(command.line);
+    const answers = await Promise.all(commands.map((command) => client.ask(command.verb, command.body as RequestOf<typeof command.verb>)));
+    answers.forEach((answer, i) => ok(commands[i]!.verb, answer));
   };
   const registered = new Set(ok("modules", await client.modules()).modules.map((m) => m.name));
   const files = (options.manifests ?? defaultManifests()).map((file) => ({ file, manifest: JSON.parse(readFileSync(file, "utf8")) as { name: string } }));
@@ -412,7 +430,7 @@ export async function readSummary(
 
 /**
  * The launcher of the CLI: the controller, the host and the supervisor (R76) as detached processes
- * running src/up/daemon.ts, each started only when its recorded pid is not alive. `env` is passed to them.
+ * running src/up/daemonMain.ts (src/up/daemonProcess.ts), each started only when its recorded pid is not alive. `env` is passed to them.
  */
 export function detachedLauncher(env: Environment): Launcher {
   return {

@@ -45,3 +45,15 @@ describe("what every verb of mesh loads before it runs (issue 29)", () => {
     }
   });
 });
+
+describe("what mesh up's daemons load before they run (issue 29)", () => {
+  it("issue 29: the controller's daemon (src/up/daemonMain.ts, then its role's module) reaches no certificate code and no host agent", () => {
+    const loaded = new Set([...closure("src/up/daemonMain.ts"), ...closure("src/up/controllerDaemon.ts")]);
+    for (const needed of ["src/bootstrap/main.ts", "src/config.ts"]) assert.ok(loaded.has(needed), `the walk reached ${needed}`);
+    // The controller starts beside the host agent while `mesh up` waits for its answer: every module it
+    // parses there is on that wait. The certificate code is the host's and genesis's.
+    for (const deferred of ["@peculiar/x509", "src/crypto/ca.ts", "installer/tls.ts", "installer/genesis.ts", "src/host/agent.ts"]) {
+      assert.ok(!loaded.has(deferred), `${deferred} is loaded by the controller's daemon: import it in the role that needs it, when it runs`);
+    }
+  });
+});
