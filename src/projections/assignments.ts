@@ -13,8 +13,6 @@ export type AssignmentsState = {
   readonly handovers: ReadonlyMap<string, readonly Handover[]>;
 };
 
-export const initialAssignments: AssignmentsState = { byModule: new Map(), handovers: new Map() };
-
 /** Takes `node` out of `module`'s sorted list `nodes` (a binary search), dropping the module when none is left. */
 function unassign(state: Draft<AssignmentsState>, module: string, nodes: readonly string[] | undefined, node: string): void {
   const left = nodes === undefined ? undefined : without(nodes, node);

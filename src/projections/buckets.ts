@@ -23,10 +23,11 @@
  * The folds change them by hand, not through immer (a draft's proxy per array and per leaf, and
  * its traps, cost more than the copies themselves). setIn and deleteIn copy the arrays and the leaf
  * on the key's way, unless the fold already owns them (`owned`: what this fold made itself, never
- * seen outside it, or OWN_ALL for a fold from the empty state), which it then changes in place; they
+ * seen outside it), which it then changes in place; they
  * return the map's root, a new one when the root was copied. So a fold is pure (the map it was
  * given is left as it was) and a long fold copies each array and leaf once, not once per change.
- * Read with getIn, hasIn, keysIn, valuesIn, entriesIn and sizeIn.
+ * Read with getIn, hasIn, keysIn, valuesIn, entriesIn and sizeIn. A fold from empty builds the map
+ * at once from the ids it collected (bucketsFrom).
  */
 
 /** The keys of one bucket, and their values at the same places. */
@@ -91,7 +92,7 @@ export function hasIn<V>(map: Buckets<V>, key: string): boolean {
 /** What a fold may change in place: the arrays and leaves it made itself (a WeakSet, filled by setIn and deleteIn), or OWN_ALL. */
 export type Owned = { has(value: object): boolean; add(value: object): unknown };
 
-/** Ownership of everything: for a fold over a private copy of the state (startFold's "copy"). */
+/** Ownership of everything: to change a map nobody else holds in place (tests). */
 export const OWN_ALL: Owned = { has: () => true, add: () => undefined };
 
 /** The array `branch` as the fold may change it: itself when owned, else a copy (now owned). */

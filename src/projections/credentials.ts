@@ -43,8 +43,6 @@ export type PreviousKey = { nkey: string; rotatedAt: number };
 /** Current credentials by principal key (`<kind>:<name>`): read it with credentialOf, credentialAt and everyCredential. */
 export type CredentialsState = ReadonlyMap<string, CredentialRecord>;
 
-export const initialCredentials: CredentialsState = new Map();
-
 /**
  * The principal whose credential a module's declaration carries: the controller's own for the
  * controller's module (`mesh-controller` runs with the controller's credential), the module's else.

@@ -85,7 +85,11 @@ export function slicesOf(state: Slices): Slices {
   return { mesh, nodes, modules, credentials, assignments, overlay, provisions, sent, retired };
 }
 
-/** New empty slices, every Map and object a fresh one: for a fold that changes them in place. */
+/**
+ * New empty slices, every Map and object a fresh one: the one empty state (initialState is made of
+ * them), and the target of a fold that changes them in place. The slices that grow with the mesh
+ * are ShardedMaps (shardedMap.ts).
+ */
 export function freshSlices(): Slices {
   return {
     mesh: null, nodes: new ShardedMap(), credentials: new ShardedMap(), provisions: new Map(), sent: new ShardedMap(), retired: new ShardedMap(),

@@ -17,8 +17,6 @@ export type MeshState = {
   restoredUpTo?: number;
 } | null;
 
-export const initialMesh: MeshState = null;
-
 /** Fold of the genesis record: a new value (the slice may be null, so handlers return it rather than change it). */
 export const meshFold: SliceFold<MeshState> = {
   MeshCreated: (_mesh, event) => ({

@@ -26,8 +26,6 @@ export type ModulesState = {
 /** A module that left the catalogue (`mesh module retire`): the version it had and when it went. */
 export type RetiredModule = { version: string; at: string };
 
-export const initialModules: ModulesState = { modules: new Map(), seats: new Map(), aliases: new Map(), retired: new Map() };
-
 /** Drops the seats module `name`'s manifest `before` declared (and it still declares): a new version or a retirement replaces them. */
 function dropSeats(state: Draft<ModulesState>, name: string, before: ModuleRecord | undefined): void {
   for (const seat of Object.keys(before?.manifest.seats ?? {})) {

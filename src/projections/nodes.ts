@@ -4,8 +4,6 @@ export type NodeRecord = { name: string; publicKey: string; enrolledAt: string }
 /** Enrolled nodes by name: read it with nodeOf, isEnrolled, nodeNames, everyNode, nodeCount. */
 export type NodesState = ReadonlyMap<string, NodeRecord>;
 
-export const initialNodes: NodesState = new Map();
-
 /** Fold of enrolments and removals. */
 export const nodesFold: SliceFold<NodesState> = {
   NodeEnrolled: (nodes, event) => {

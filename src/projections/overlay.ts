@@ -3,8 +3,6 @@ import type { SliceFold } from "./slice.ts";
 /** The overlay: the hub (at most one, R9) and each placed node's overlay name by node: read it with overlayNameOf and whereEveryoneIs. */
 export type OverlayState = { readonly hub: string | null; readonly placed: ReadonlyMap<string, string> };
 
-export const initialOverlay: OverlayState = { hub: null, placed: new Map() };
-
 /** Fold of overlay placement. A removed node leaves the overlay (and stops being the hub). */
 export const overlayFold: SliceFold<OverlayState> = {
   OverlayPlaced: (overlay, event) => {

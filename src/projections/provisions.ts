@@ -25,8 +25,6 @@ export type ProvisionRecord = {
 /** Minted provisions by key `<seat>/<provision>/<consumer>`: read it with provisionOf and everyProvision. */
 export type ProvisionsState = ReadonlyMap<string, ProvisionRecord>;
 
-export const initialProvisions: ProvisionsState = new Map();
-
 /** The key a provision is filed under. */
 export function provisionKey(seat: string, provision: string, consumer: string): string {
   return `${seat}/${provision}/${consumer}`;

@@ -18,8 +18,6 @@ export type RetiredKey = { kind: "nkey" | "sealing"; principal: Principal; why: 
 /** Every retired public key by its text (an nkey `U...` and a base64 X25519 key never look alike); never pruned. Read it with retiredKeyOf. */
 export type RetiredState = ReadonlyMap<string, RetiredKey>;
 
-export const initialRetired: RetiredState = new Map();
-
 type Retire = (key: string | undefined, kind: RetiredKey["kind"], principal: Principal, why: RetiredWhy) => void;
 
 /** A retire function over `retired` for an event at `at` in the commit at `sequence`: a key retired twice keeps the latest retirement. */

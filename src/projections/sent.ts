@@ -4,8 +4,6 @@ export type SentRecord = { digest: string; recordsSequence: number; at: string }
 /** What each node was last sent (R31: a node is behind when its composed digest differs), by node name: read it with lastSent. */
 export type SentState = ReadonlyMap<string, SentRecord>;
 
-export const initialSent: SentState = new Map();
-
 /** Fold of `DeclarationSent`; a removed node's record goes with it. */
 export const sentFold: SliceFold<SentState> = {
   DeclarationSent: (sent, event) => {

@@ -18,7 +18,7 @@ function prng(seed: number): () => number {
 }
 
 describe("ShardedMap (projections/shardedMap.ts)", () => {
-  it("answers as a Map does over random sets and deletes, and iterates alike when built alike", () => {
+  it("R41: answers as a Map does over random sets and deletes, and iterates alike when built alike", () => {
     for (const seed of [1, 2, 3]) {
       const random = prng(seed);
       const map = new Map<string, number>();
