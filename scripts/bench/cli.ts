@@ -21,6 +21,7 @@ import { fileURLToPath } from "node:url";
 import { freePort } from "../../installer/serverConfig.ts";
 import { readBusCredential } from "../../src/files/index.ts";
 import { commandSubject, inboxPrefix } from "../../src/names.ts";
+import { option } from "./args.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const MESH = join(ROOT, "bin", "mesh.js");
@@ -116,11 +117,6 @@ export async function measureCli(runs: number, log: (line: string) => void): Pro
     spawnSync(process.execPath, [MESH, "down", "--dir", dir], { stdio: "ignore" });
     rmSync(root, { recursive: true, force: true });
   }
-}
-
-function option(args: readonly string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
 }
 
 export async function run(args: string[]): Promise<void> {

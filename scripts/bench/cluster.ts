@@ -26,6 +26,7 @@ import { serveCommands } from "../../src/serve/server.ts";
 import { sendCommand } from "../../src/client/send.ts";
 import { newMeshKey, openWithMeshKey, sealWithMeshKey } from "../../src/crypto/secrets.ts";
 import { CATALOGUE_STREAM, CONTROLLER_NAME, busUser, inboxPrefix } from "../../src/names.ts";
+import { option } from "./args.ts";
 
 /** What one run measured. */
 export type ClusterResult = {
@@ -47,11 +48,6 @@ const OPERATOR = "operator-bench";
 function p50(samples: readonly number[]): number {
   const sorted = [...samples].sort((a, b) => a - b);
   return Math.round(sorted[Math.floor(sorted.length / 2)]! * 1000) / 1000;
-}
-
-function option(args: readonly string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
 }
 
 /** Measures the cluster row (see the module comment). Throws when a command is refused. */

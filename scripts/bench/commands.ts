@@ -23,6 +23,7 @@ import { evolve } from "../../src/projections/index.ts";
 import { sizeIn } from "../../src/projections/buckets.ts"; // the driver's `applied` (projections/state.ts)
 
 type Stats = { name: string; count: number; p50: number; p90: number; p99: number; mean: number; max: number };
+import { option } from "./args.ts";
 
 function stats(name: string, samples: number[]): Stats {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -37,11 +38,6 @@ function stats(name: string, samples: number[]): Stats {
     mean: round(sorted.reduce((a, b) => a + b, 0) / sorted.length),
     max: round(sorted.at(-1)!),
   };
-}
-
-function option(args: readonly string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
 }
 
 /** Round trips of one kind measured in a row before the next kind's block. */

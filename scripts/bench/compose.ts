@@ -18,6 +18,7 @@ import type { MeshEvent } from "../../src/events/index.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
 import { sha256 } from "../../src/push/composition.ts";
 import { BROKER_SEAT, BUILD_SEAT, CONTROLLER_NAME, busUser, type PrincipalKind } from "../../src/names.ts";
+import { option } from "./args.ts";
 
 const MODULES_PER_NODE = 5;
 const FINGERPRINT = Array.from({ length: 32 }, () => "AB").join(":");
@@ -165,8 +166,8 @@ export function measure(nodes: number, shared: boolean): Row {
 /** Runs the bench; prints a table, or JSON with `--json`. Exits non-zero when a goal is missed. */
 export async function run(args: string[]): Promise<void> {
   const json = args.includes("--json");
-  const sizesArg = args[args.indexOf("--sizes") + 1];
-  const sizes = args.includes("--sizes") && sizesArg ? sizesArg.split(",").map(Number) : [1_000, 10_000];
+  const sizesArg = option(args, "--sizes");
+  const sizes = sizesArg ? sizesArg.split(",").map(Number) : [1_000, 10_000];
   const shared = args.includes("--shared");
   const rows = sizes.map((n) => measure(n, shared));
   const small = rows.find((r) => r.nodes === 1_000);

@@ -28,6 +28,7 @@ import { parseControllerConfig } from "../../src/config.ts";
 import { runController, type Running } from "../../src/up/controllerDaemon.ts";
 import { CATALOGUE_STREAM } from "../../src/names.ts";
 import { controllerEnvPaths, startControllerChild, writeControllerEnv } from "./controllerChild.ts";
+import { option } from "./args.ts";
 
 export type FailoverKind = "records-leader" | "controller";
 
@@ -147,11 +148,6 @@ export async function measureFailover(rounds = 3, nodes = 20, log: (line: string
     medians: { "records-leader": median(of("records-leader").map((s) => s.ms)), controller: median(of("controller").map((s) => s.ms)) },
     references: { "records-leader": median(of("records-leader").map((s) => s.referenceMs)), controller: median(of("controller").map((s) => s.referenceMs)) },
   };
-}
-
-function option(args: readonly string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
 }
 
 export async function run(args: string[]): Promise<void> {

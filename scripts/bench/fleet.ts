@@ -64,6 +64,7 @@ import { clientTlsLines } from "../../installer/serverConfig.ts";
 import { startNatsServer, type NatsServer } from "../../test/support/natsServer.ts";
 import { CONCURRENCY, startFleet, type ClientFleet } from "./fleetClients.ts";
 import { epochNow } from "./fleetWorker.ts";
+import { option } from "./args.ts";
 
 /** The operator the bench sends its commands as (R51: the subject names the asker). */
 const OPERATOR = "operator-bench";
@@ -491,7 +492,7 @@ export async function measureFleet(size: number, log: (line: string) => void = (
 
 /** `--fleet 1000,10000` (default 1000); `--json` prints the rows as JSON. */
 export async function run(args: string[]): Promise<void> {
-  const given = args.includes("--fleet") ? args[args.indexOf("--fleet") + 1] : undefined;
+  const given = option(args, "--fleet");
   const sizes = (given ?? "1000").split(",").map(Number).filter((n) => Number.isInteger(n) && n > 1);
   const rows: FleetRow[] = [];
   for (const size of sizes) rows.push(await measureFleet(size));

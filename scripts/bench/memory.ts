@@ -23,6 +23,7 @@ import { parseControllerConfig } from "../../src/config.ts";
 import { startController } from "../../src/bootstrap/main.ts";
 import { memoryLog } from "../../src/bootstrap/log.ts";
 import { connectToBus } from "../../src/bus/connect.ts";
+import { option } from "./args.ts";
 
 /** Megabytes (2^20) of a byte count, one decimal. */
 const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
@@ -118,7 +119,7 @@ export async function measureMemory(nodes: number, log: (line: string) => void =
 
 /** `--nodes 10000` (default); prints the row as JSON. */
 export async function run(args: string[]): Promise<void> {
-  const nodes = Number(args.includes("--nodes") ? args[args.indexOf("--nodes") + 1] : 10_000);
+  const nodes = Number(option(args, "--nodes") ?? 10_000);
   if (!Number.isInteger(nodes) || nodes < 1) throw new Error("--nodes takes a positive whole number");
   console.log(JSON.stringify(await measureMemory(nodes), null, 2));
 }

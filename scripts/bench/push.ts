@@ -41,6 +41,7 @@ import { push } from "../../src/push/push.ts";
 import { newRaiseMemo, raiseMesh } from "../../src/controller/raise.ts";
 import { GENESIS_COMMAND_ID, decideGenesis } from "../../src/commands/genesis.ts";
 import { BOOTSTRAP_USER } from "../../src/genesis.ts";
+import { option } from "./args.ts";
 
 export type Row = {
   steps: Record<string, number>; againSteps: Record<string, number>; againMs: number; againRatio: number; nodes: number; raiseMs: number; pushMs: number; pushPerSecond: number; rawMs: number; rawPerSecond: number; ratio: number; bytes: number;
@@ -344,8 +345,8 @@ export async function broker(users: number): Promise<BrokerRow> {
  * JSON rows.
  */
 export async function run(args: string[]): Promise<void> {
-  const sizesArg = args.includes("--nodes") ? args[args.indexOf("--nodes") + 1] : undefined;
-  const usersArg = args.includes("--users") ? args[args.indexOf("--users") + 1] : undefined;
+  const sizesArg = option(args, "--nodes");
+  const usersArg = option(args, "--users");
   const parse = (text: string) => text.split(",").map(Number).filter((n) => Number.isInteger(n) && n > 0);
   const sizes = sizesArg !== undefined ? parse(sizesArg) : usersArg !== undefined ? [] : [1000, 10000];
   const userSizes = usersArg !== undefined ? parse(usersArg) : sizesArg !== undefined ? [] : [10000];

@@ -16,11 +16,7 @@ import { openCatalogue, replay } from "../../src/records/catalogue.ts";
 import { CATALOGUE_STREAM, catalogueSubject } from "../../src/names.ts";
 import type { Commit } from "../../src/events/index.ts";
 import { parseCommit } from "../../src/records/decode.ts";
-
-function option(args: readonly string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-}
+import { option } from "./args.ts";
 
 const seconds = (ms: number) => Math.round(ms) / 1000;
 const perSecond = (count: number, ms: number) => Math.round((count / ms) * 1000);

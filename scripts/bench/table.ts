@@ -33,14 +33,10 @@ import { measureCli, type Side } from "./cli.ts";
 import { measureFailover, type FailoverKind } from "./failover.ts";
 import { CHROMIUM, measureUi } from "./ui.ts";
 import { existsSync } from "node:fs";
+import { option } from "./args.ts";
 
 /** One line of the table: what was measured, against what, the goal and whether it is met. */
 export type TableRow = { bench: string; measured: string; baseline: string; goal: string; met: boolean | null };
-
-function option(args: readonly string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-}
 
 const ms = (x: number) => `${x < 10 ? x.toFixed(2) : Math.round(x)} ms`;
 const s = (x: number) => `${(x / 1000).toFixed(2)} s`;

@@ -27,6 +27,7 @@ import { meshReader } from "../../src/cli/ui.ts";
 import { startUi } from "../../src/ui/server.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
 import type { Page } from "playwright-core";
+import { option } from "./args.ts";
 
 /** The browser the bench drives (Debian's chromium), as the browser test. */
 export const CHROMIUM = "/usr/bin/chromium";
@@ -154,7 +155,7 @@ export async function measureUi(nodes: number, log: (line: string) => void = (li
 
 /** `--nodes 10000` (default); prints the row as JSON. */
 export async function run(args: string[]): Promise<void> {
-  const nodes = Number(args.includes("--nodes") ? args[args.indexOf("--nodes") + 1] : 10_000);
+  const nodes = Number(option(args, "--nodes") ?? 10_000);
   if (!Number.isInteger(nodes) || nodes < 1) throw new Error("--nodes takes a positive whole number");
   console.log(JSON.stringify(await measureUi(nodes), null, 2));
 }
