@@ -106,3 +106,15 @@ export class ReadInterrupted extends Error {
     this.sequence = sequence;
   }
 }
+
+/**
+ * A read of a snapshot's body could not go on (R61): nothing arrived for the read's stall limit, or
+ * the connection closed under it. `cause` is the bus's own error for that (a TimeoutError, a
+ * ClosedConnectionError), so a start that meets it stands by and starts again (startsAgainAfter).
+ */
+export class SnapshotReadStopped extends Error {
+  override readonly name = "SnapshotReadStopped";
+  constructor(object: string, reason: string, options?: { cause?: unknown }) {
+    super(`the read of snapshot ${object} stopped: ${reason}`, options);
+  }
+}

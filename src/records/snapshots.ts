@@ -1,11 +1,12 @@
 import { promisify } from "node:util";
 import { gunzip, gzip } from "node:zlib";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { errors, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm, type KV } from "@nats-io/kv";
 import { Objm, setSha256Backend, StorageType, type ObjectStore } from "@nats-io/obj";
 import { SNAPSHOT_BUCKET, SNAPSHOT_OBJECTS, SNAPSHOT_POINTER_KEY, snapshotObject } from "../names.ts";
 import { initialState, type State } from "../projections/index.ts";
 import { packState, unpackState, type PackedState } from "../projections/pack.ts";
+import { SnapshotReadStopped } from "./errors.ts";
 
 /**
  * The version of the state's shape a snapshot carries (R46). Raise it whenever State (a slice, a
@@ -35,14 +36,17 @@ const CHUNK_BYTES = 900 * 1024;
 /** The KV pointer to the newest snapshot: its records sequence, its object's name and size. */
 export type SnapshotPointer = { sequence: number; object: string; bytes: number };
 
-/** Where snapshots live: the pointer in a KV bucket, the body (chunked) in an object store. */
-export type SnapshotStores = { pointers: KV; objects: ObjectStore };
+/**
+ * Where snapshots live: the pointer in a KV bucket, the body (chunked) in an object store; `nc`,
+ * their connection, whose close ends a body's read.
+ */
+export type SnapshotStores = { pointers: KV; objects: ObjectStore; nc: NatsConnection };
 
 /** Creates (or opens) the snapshot KV bucket and object store, file storage, `replicas` copies. */
 export async function openSnapshotStores(nc: NatsConnection, replicas = 1): Promise<SnapshotStores> {
   const pointers = await new Kvm(nc).create(SNAPSHOT_BUCKET, { history: 1, replicas, storage: StorageType.File });
   const objects = await new Objm(nc).create(SNAPSHOT_OBJECTS, { replicas, storage: StorageType.File });
-  return { pointers, objects };
+  return { pointers, objects, nc };
 }
 
 /**
@@ -71,21 +75,57 @@ export type LoadedSnapshot = { state: State } | { state: null; ignored?: string;
  * state is missing), its sequence disagrees with its pointer, or it is ahead of the records
  * (`lastSequence`, the stream's last sequence: a stream restored from an older backup). The
  * object store checks the body's SHA-256 digest as it reads it. The caller folds from sequence 1.
- * The returned state is plain (not frozen) JSON data.
+ * The returned state is plain (not frozen) JSON data. Throws SnapshotReadStopped when the body's
+ * read receives nothing for `stallMs` (default SNAPSHOT_STALL_MS) or the connection closes.
  */
-export async function loadSnapshot(stores: SnapshotStores, lastSequence: number): Promise<LoadedSnapshot> {
+export async function loadSnapshot(stores: SnapshotStores, lastSequence: number, { stallMs = SNAPSHOT_STALL_MS } = {}): Promise<LoadedSnapshot> {
   const pointer = await readPointer(stores).catch(() => null);
   if (!pointer) return { state: null };
   const at = `the snapshot at sequence ${pointer.sequence}`;
   if (pointer.sequence > lastSequence) {
     return { state: null, ahead: pointer.sequence, ignored: `${at} is ahead of the records (last sequence ${lastSequence}): ignored, folding from sequence 1` };
   }
-  const bytes = await stores.objects.getBlob(pointer.object);
+  const bytes = await readBody(stores, pointer.object, stallMs);
   if (!bytes) return { state: null, ignored: `${at} has no body: ignored, folding from sequence 1` };
   const read = await decodeSnapshot(bytes);
   if (read.state === null) return { state: null, ignored: `${at} ${read.ignored}: ignored, folding from sequence 1 (R46)` };
   if (read.state.sequence !== pointer.sequence) return { state: null, ignored: `${at} holds sequence ${read.state.sequence}: ignored, folding from sequence 1` };
   return { state: read.state };
+}
+
+/** Default of loadSnapshot's `stallMs`: how long a body's read may receive nothing, ms. */
+export const SNAPSHOT_STALL_MS = 10_000;
+
+/**
+ * The body of the object `name` as one array, or null when there is none. Throws
+ * SnapshotReadStopped when no chunk arrived for `stallMs`, or the connection closed: @nats-io/obj's
+ * getBlob never settles then (its consumer's iterator ends without ending the body's stream), and a
+ * controller's start waiting on it hung for good, its stop too (R61).
+ */
+async function readBody(stores: SnapshotStores, name: string, stallMs: number): Promise<Uint8Array | null> {
+  const object = await stores.objects.get(name);
+  if (object === null) return null;
+  // The digest check's verdict: settled when the body ended (a rejection read below, never unhandled).
+  const verdict = object.error.then(() => undefined, (error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+  const reader = object.data.getReader();
+  const closed = stores.nc.closed().then(() => new SnapshotReadStopped(name, "the connection to the bus closed", { cause: new errors.ClosedConnectionError() }));
+  const chunks: Uint8Array[] = [];
+  for (;;) {
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<SnapshotReadStopped>((resolve) => {
+      timer = setTimeout(() => resolve(new SnapshotReadStopped(name, `nothing arrived for ${stallMs} ms`, { cause: new errors.TimeoutError() })), stallMs);
+    });
+    const next = await Promise.race([reader.read(), stalled, closed]).finally(() => clearTimeout(timer));
+    if (next instanceof SnapshotReadStopped) {
+      await reader.cancel().catch(() => undefined); // stops the library's consumer
+      throw next;
+    }
+    if (next.done) break;
+    chunks.push(next.value);
+  }
+  const failed = await verdict;
+  if (failed !== undefined) throw failed;
+  return Buffer.concat(chunks);
 }
 
 /**

@@ -1,16 +1,18 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { gunzipSync, gzipSync } from "node:zlib";
+import { randomBytes } from "node:crypto";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
-import { startNatsServer, type NatsServer } from "../support/natsServer.ts";
+import { startNatsServer, waitFor, type NatsServer } from "../support/natsServer.ts";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { generateCommits, publishCommits, EVENT_TYPES } from "../support/history.ts";
 import { openCatalogue, replay } from "../../src/records/catalogue.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import { packState } from "../../src/projections/pack.ts";
-import { SNAPSHOT_BUCKET, SNAPSHOT_OBJECTS, SNAPSHOT_POINTER_KEY } from "../../src/names.ts";
-import { STATE_SHAPE_VERSION } from "../../src/records/snapshots.ts";
+import { SNAPSHOT_BUCKET, SNAPSHOT_OBJECTS, SNAPSHOT_POINTER_KEY, snapshotObject } from "../../src/names.ts";
+import { STATE_SHAPE_VERSION, loadSnapshot, openSnapshotStores } from "../../src/records/snapshots.ts";
 
 /** One server per describe: CATALOGUE and the snapshot stores are fixed names. */
 function withServer() {
@@ -114,3 +116,65 @@ for (const [title, rewrite] of [
     });
   });
 }
+
+/**
+ * A snapshot's body whose read cannot go on. @nats-io/obj's getBlob never settles when its consumer
+ * stops delivering (the connection closed under it, or its server went away), and a controller's
+ * start waiting on it hung for good: its stop too, and a standby never took over (R61).
+ */
+describe("snapshots: a body whose read cannot go on", () => {
+  /** A pointer to a 30 MB body: tens of chunks, so the read is still going when the test cuts it. */
+  const largeSnapshot = async (nc: NatsConnection) => {
+    const stores = await openSnapshotStores(nc);
+    const object = snapshotObject(5);
+    await stores.objects.putBlob({ name: object }, randomBytes(30_000_000));
+    await stores.pointers.put(SNAPSHOT_POINTER_KEY, JSON.stringify({ sequence: 5, object, bytes: 30_000_000 }));
+    return stores;
+  };
+  /** Resolves once the object store's stream has a consumer: the body's read has begun. */
+  const bodyBeingRead = async (nc: NatsConnection) => {
+    const jsm = await jetstreamManager(nc);
+    await waitFor(async () => (await jsm.consumers.list(`OBJ_${SNAPSHOT_OBJECTS}`).next()).length > 0, { name: "the body's read began", intervalMs: 5 });
+  };
+  /** How `loading` settled, or "pending" when it had not within `ms`. */
+  const settledWithin = (loading: Promise<unknown>, ms: number) => Promise.race([
+    loading.then(() => "resolved", (error: unknown) => `rejected: ${String(error)}`),
+    new Promise<string>((resolve) => { setTimeout(() => resolve("pending"), ms).unref(); }),
+  ]);
+
+  it("R61: the connection closed during the read fails the load at once, naming the closed connection", async () => {
+    const server = await startNatsServer();
+    try {
+      const writer = await connect({ servers: server.url });
+      await largeSnapshot(writer);
+      const nc = await connect({ servers: server.url });
+      const loading = loadSnapshot(await openSnapshotStores(nc), 10);
+      await bodyBeingRead(writer);
+      await writer.close();
+      await nc.close();
+      const outcome = await settledWithin(loading, 10_000);
+      assert.match(outcome, /^rejected: .*closed/, outcome);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("R61: a server gone during the read fails the load once nothing arrived for the stall limit", async () => {
+    const server = await startNatsServer();
+    let nc: NatsConnection | undefined;
+    try {
+      const writer = await connect({ servers: server.url });
+      await largeSnapshot(writer);
+      nc = await connect({ servers: server.url, maxReconnectAttempts: -1 });
+      const loading = loadSnapshot(await openSnapshotStores(nc), 10, { stallMs: 500 });
+      await bodyBeingRead(writer);
+      await writer.close();
+      await server.kill();
+      const outcome = await settledWithin(loading, 10_000);
+      assert.match(outcome, /^rejected: .*nothing arrived/, outcome);
+    } finally {
+      await nc?.close().catch(() => undefined);
+      await server.stop().catch(() => undefined);
+    }
+  });
+});
