@@ -1,4 +1,5 @@
-import { connect as natsConnect, type Authenticator, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
+import type { Authenticator, NatsConnection, NodeConnectionOptions } from "@nats-io/transport-node";
+import { connectAdmitted } from "./admitted.ts";
 import { z } from "zod";
 import { inboxPrefix } from "../names.ts";
 import { parseBusAddress } from "../projections/queries.ts";
@@ -215,7 +216,7 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
     settings.tls = null;
   }
   try {
-    return await natsConnect(settings);
+    return await connectAdmitted(settings);
   } catch (error) {
     throw dialError(address, error);
   }
@@ -281,7 +282,7 @@ async function dialKnownPin(settings: NodeConnectionOptions, address: string, pi
   settings.tls = caTlsOptions(known.pem, known.own ? pin : undefined);
   options.onCertificate?.(known.pem);
   try {
-    return await natsConnect(settings);
+    return await connectAdmitted(settings);
   } catch (error) {
     const failure = dialError(address, error);
     // The bus may present another certificate now: probed again by the caller, which names it (CertificateMismatch).
