@@ -1,6 +1,6 @@
 import type { Authenticator, NatsConnection, NodeConnectionOptions } from "@nats-io/transport-node";
-import { connectAdmitted } from "./admitted.ts";
 import { z } from "zod";
+import { connectAdmitted } from "./admitted.ts";
 import { inboxPrefix } from "../names.ts";
 import { parseBusAddress } from "../projections/queries.ts";
 import { caTlsOptions, normalizeFingerprint, pinnedCertificateOf, probeCertificate, type PresentedChain } from "./pin.ts";
