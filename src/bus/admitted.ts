@@ -22,17 +22,20 @@ function closedInHandshake(error: unknown): boolean {
 
 /**
  * nats.js's connect, tried again when the bus closed it in its handshake (closedInHandshake), up
- * to ADMIT_TRIES times: a dial beside any push (a reload of the users) was refused now and then
- * with a valid key. A key the bus really refuses is still refused after the last try
- * (ADMIT_PAUSE_MS x 3 later), and that error is thrown; so is any other failure, at once (an
- * address where nothing listens, a timeout). `onRetry` is told each try made again (1-based).
+ * to `tries` times (default ADMIT_TRIES): a dial beside any push (a reload of the users) was
+ * refused now and then with a valid key. A key the bus really refuses is still refused after the
+ * last try (ADMIT_PAUSE_MS x 3 later), and that error is thrown; so is any other failure, at once
+ * (an address where nothing listens, a timeout). `onRetry` is told each try made again (1-based).
  */
-export async function connectAdmitted(options: NodeConnectionOptions, onRetry: (attempt: number) => void = () => undefined): Promise<NatsConnection> {
+export async function connectAdmitted(
+  options: NodeConnectionOptions,
+  { tries = ADMIT_TRIES, onRetry = () => undefined }: { tries?: number; onRetry?: (attempt: number) => void } = {},
+): Promise<NatsConnection> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await connect(options);
     } catch (error) {
-      if (attempt >= ADMIT_TRIES || !closedInHandshake(error)) throw error;
+      if (attempt >= tries || !closedInHandshake(error)) throw error;
       onRetry(attempt);
       await new Promise((done) => setTimeout(done, ADMIT_PAUSE_MS));
     }

@@ -170,7 +170,7 @@ export async function connectModule(options: ConnectModuleOptions = {}): Promise
     tls: { caFile: settings.caFile, checkServerIdentity: (_dialled: string, peer: PeerCertificate) => checkServerIdentity(settings.host, peer) } as NodeTlsOptions,
     timeout: options.timeoutMs ?? 5_000,
     maxReconnectAttempts: -1,
-  }, (attempt) => { if (log !== false) log(`mesh-kit: the bus closed the first connect in its handshake (try ${attempt} of ${ADMIT_TRIES}), as it does while it reloads its users: dialling again in ${ADMIT_PAUSE_MS} ms`); });
+  }, { onRetry: (attempt) => { if (log !== false) log(`mesh-kit: the bus closed the first connect in its handshake (try ${attempt} of ${ADMIT_TRIES}), as it does while it reloads its users: dialling again in ${ADMIT_PAUSE_MS} ms`); } });
   // A refusal after a reconnect (`authorization violation`) shows only as a status: said in the log.
   if (log !== false) void logStatus(nc, log);
   const js = jetstream(nc);
