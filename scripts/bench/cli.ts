@@ -41,10 +41,10 @@ function childrenCpuMs(): number {
 }
 
 /** Runs `node args` to its end; returns its wall and CPU milliseconds. Throws with its stderr when it fails. */
-function timed(args: readonly string[], cwd: string): { wallMs: number; cpuMs: number; out: string } {
+function timed(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = process.env): { wallMs: number; cpuMs: number; out: string } {
   const cpu = childrenCpuMs();
   const started = performance.now();
-  const run = spawnSync(process.execPath, args, { cwd, encoding: "utf8", maxBuffer: 16 * 2 ** 20 });
+  const run = spawnSync(process.execPath, args, { cwd, env, encoding: "utf8", maxBuffer: 16 * 2 ** 20 });
   const wallMs = performance.now() - started;
   if (run.status !== 0) throw new Error(`node ${args.join(" ")} exited ${run.status}: ${run.stderr.trim().split("\n").at(-1) ?? ""}`);
   return { wallMs, cpuMs: childrenCpuMs() - cpu, out: run.stdout };
@@ -104,7 +104,8 @@ export async function measureCli(runs: number, log: (line: string) => void): Pro
 
     log("cli: mesh up of a new mesh");
     const port = await freePort();
-    const up = timed([MESH, "up", "--dir", dir, "--address", `tls://127.0.0.1:${port}`, "--node", "bench"], root);
+    // Its context goes to the bench's own configuration folder, not the user's (src/cli/contexts.ts).
+    const up = timed([MESH, "up", "--dir", dir, "--address", `tls://127.0.0.1:${port}`, "--node", "bench"], root, { ...process.env, XDG_CONFIG_HOME: join(root, "config") });
 
     log("cli: mesh nodes / a bare nats.js client's one request");
     const credentialFile = join(dir, "operator.json");
