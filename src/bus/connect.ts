@@ -1,6 +1,5 @@
-import type { Authenticator, NatsConnection, NodeConnectionOptions } from "@nats-io/transport-node";
+import { connect as natsConnect, type Authenticator, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
 import { z } from "zod";
-import { connectAdmitted } from "./admitted.ts";
 import { inboxPrefix } from "../names.ts";
 import { parseBusAddress } from "../projections/queries.ts";
 import { caTlsOptions, normalizeFingerprint, pinnedCertificateOf, probeCertificate, type PresentedChain } from "./pin.ts";
@@ -194,9 +193,6 @@ const pinnedCertificates = new Map<string, { pem: string; own: boolean }>();
  * (R67: a CONNECT in clear could be relayed by anyone on the way), unless this is a test process
  * that allowed plain dials (tlsOnly.ts, the test harness's one seam).
  *
- * A dial the bus closes in its handshake, as it does while it reloads its users, is made again
- * (connectAdmitted), unless `secret` chooses the key per attempt (admission).
- *
  * Throws BusConnectError (one line, the address alone, R3) when the bus cannot be reached, the
  * credential is refused, or the address is malformed or not TLS (kind `setup`).
  */
@@ -219,20 +215,10 @@ export async function connectToBus(credential: BusCredential, options: BusConnec
     settings.tls = null;
   }
   try {
-    return await connectAdmitted(settings, admission(options));
+    return await natsConnect(settings);
   } catch (error) {
     throw dialError(address, error);
   }
-}
-
-/**
- * How often a dial is tried when the bus closes it in its handshake (connectAdmitted): a caller
- * that chooses the secret per attempt (`secret`: a rotated key pending beside the current one, as
- * the CLI, the host agent and the controller keep them, R14, R50) handles a refusal itself by
- * presenting the other key, so its dial is made once, as it counts on.
- */
-function admission(options: BusConnectOptions): { tries?: number } {
-  return options.secret === undefined ? {} : { tries: 1 };
 }
 
 /** One server of a credential, parsed. */
@@ -295,7 +281,7 @@ async function dialKnownPin(settings: NodeConnectionOptions, address: string, pi
   settings.tls = caTlsOptions(known.pem, known.own ? pin : undefined);
   options.onCertificate?.(known.pem);
   try {
-    return await connectAdmitted(settings, admission(options));
+    return await natsConnect(settings);
   } catch (error) {
     const failure = dialError(address, error);
     // The bus may present another certificate now: probed again by the caller, which names it (CertificateMismatch).

@@ -17,7 +17,7 @@ import { errors } from "@nats-io/nats-core";
 export type BusConnectKind = "unauthorized" | "refused" | "timeout" | "certificate" | "setup" | "other";
 
 /** `error` and the errors of its `cause` chain, outermost first (at most 8 deep). */
-export function* causes(error: unknown): Generator<unknown> {
+function* causes(error: unknown): Generator<unknown> {
   for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 8; e = (e as { cause?: unknown }).cause, depth += 1) {
     yield e;
     if (!(e instanceof Error)) return;

@@ -1,8 +1,7 @@
 import { existsSync } from "node:fs";
 import { checkServerIdentity, type PeerCertificate } from "node:tls";
-import { nkeyAuthenticator, type Msg, type NatsConnection, type NodeConnectionOptions, type Status, type Subscription } from "@nats-io/transport-node";
+import { connect, errors, nkeyAuthenticator, type Msg, type NatsConnection, type NodeConnectionOptions, type Status, type Subscription } from "@nats-io/transport-node";
 import { jetstream, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
-import { ADMIT_PAUSE_MS, ADMIT_TRIES, connectAdmitted } from "../bus/admitted.ts";
 import { ENV_FILE, ModuleEnvError, moduleSettings, readModuleEnv, type ModuleSettings } from "./env.ts";
 
 /**
@@ -152,6 +151,29 @@ async function handled(message: JsMsg, handler: (delivery: Delivery) => Promise<
   }
 }
 
+/** Tries of a module's first connect that the bus refuses as unauthorized, and the pause between them (ms). */
+const FIRST_CONNECT_TRIES = 4;
+const FIRST_CONNECT_PAUSE_MS = 250;
+
+/**
+ * nats.js's connect, tried again when the bus refuses it as unauthorized, up to FIRST_CONNECT_TRIES
+ * times: nats-server 2.9.10, reloading its users, closes with an authorization violation every
+ * client whose CONNECT it has not read yet (server/reload.go, reloadAuthorization), so a module
+ * starting beside any push was refused once with a valid key and exited. A key the bus really
+ * refuses is still refused after the last try, and that error is thrown.
+ */
+async function firstConnect(options: NodeConnectionOptions, log: (line: string) => void): Promise<NatsConnection> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await connect(options);
+    } catch (error) {
+      if (attempt >= FIRST_CONNECT_TRIES || !(error instanceof errors.AuthorizationError)) throw error;
+      log(`mesh-kit: the bus refused the first connect (try ${attempt} of ${FIRST_CONNECT_TRIES}), as it does to a connection still in its handshake while it reloads its users: dialling again in ${FIRST_CONNECT_PAUSE_MS} ms`);
+      await new Promise((done) => setTimeout(done, FIRST_CONNECT_PAUSE_MS));
+    }
+  }
+}
+
 /**
  * Connects a module to the mesh from its env (see ConnectModuleOptions). Throws ModuleEnvError
  * naming a variable that is missing or malformed, and nats.js's error when the bus refuses it or
@@ -160,7 +182,7 @@ async function handled(message: JsMsg, handler: (delivery: Delivery) => Promise<
 export async function connectModule(options: ConnectModuleOptions = {}): Promise<MeshModule> {
   const settings = moduleSettings(envOf(options));
   const log = options.log ?? ((line: string) => { process.stderr.write(`${line}\n`); });
-  const nc = await connectAdmitted({
+  const nc = await firstConnect({
     servers: `${options.dialHost ?? settings.host}:${settings.port}`,
     name: options.name ?? settings.user,
     authenticator: nkeyAuthenticator(encoder.encode(settings.seed)),
@@ -170,7 +192,7 @@ export async function connectModule(options: ConnectModuleOptions = {}): Promise
     tls: { caFile: settings.caFile, checkServerIdentity: (_dialled: string, peer: PeerCertificate) => checkServerIdentity(settings.host, peer) } as NodeTlsOptions,
     timeout: options.timeoutMs ?? 5_000,
     maxReconnectAttempts: -1,
-  }, { onRetry: (attempt) => { if (log !== false) log(`mesh-kit: the bus closed the first connect in its handshake (try ${attempt} of ${ADMIT_TRIES}), as it does while it reloads its users: dialling again in ${ADMIT_PAUSE_MS} ms`); } });
+  }, log === false ? () => undefined : log);
   // A refusal after a reconnect (`authorization violation`) shows only as a status: said in the log.
   if (log !== false) void logStatus(nc, log);
   const js = jetstream(nc);

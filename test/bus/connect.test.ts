@@ -286,33 +286,3 @@ describe("connectToBus", () => {
     });
   });
 });
-
-describe("connectToBus while the bus reloads its users", () => {
-  it("every dial is admitted though a reload closes the connections still in their handshake (nats-server 2.9.10's reloadAuthorization)", async () => {
-    const users = Array.from({ length: 200 }, (_, i) => `{ user: "u${i}", password: "p${i}" }`).join(",\n");
-    const server = await startNatsServer({ config: `authorization { users: [\n${users}\n] }` });
-    const reloads = setInterval(() => server.reload(), 200);
-    const refused: string[] = [];
-    let admitted = 0;
-    try {
-      const address = `nats://127.0.0.1:${server.port}`;
-      const deadline = Date.now() + 3_000;
-      // Eight dials at a time for three seconds: about one in a hundred met a reload before.
-      await Promise.all(Array.from({ length: 8 }, async () => {
-        while (Date.now() < deadline) {
-          try {
-            await (await connectToBus({ address, user: "u7", password: "p7" }, { reconnect: false })).close();
-            admitted += 1;
-          } catch (error) {
-            refused.push(String(error));
-          }
-        }
-      }));
-    } finally {
-      clearInterval(reloads);
-      await server.stop();
-    }
-    assert.ok(admitted > 100, `dials admitted: ${admitted}`);
-    assert.deepEqual(refused.slice(0, 3), [], `${refused.length} of ${admitted + refused.length} dials refused`);
-  });
-});

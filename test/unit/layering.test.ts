@@ -57,9 +57,8 @@ const LAYERS: Record<string, readonly string[]> = {
   host: [...CORE, ...ADAPTERS, "metrics"],
   bootstrap: [...CORE, ...ADAPTERS, "records", "controller", "push", "serve", "metrics", "discovery"],
   up: [...CORE, ...ADAPTERS, "records", "controller", "push", "serve", "client", "host", "bootstrap", "installer"],
-  // the module author's kit stands apart: the env's entry shapes (types), its file's reader, and
-  // the dial admitted through a reload (bus/admitted.ts).
-  kit: ["compose", "files", "bus"],
+  // the module author's kit stands apart: the env's entry shapes (types) and its file's reader.
+  kit: ["compose", "files"],
   cli: [...CORE, ...ADAPTERS, "records", "controller", "push", "client", "host", "bootstrap", "up", "installer", "metrics", "ui"],
 };
 

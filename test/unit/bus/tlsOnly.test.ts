@@ -170,7 +170,7 @@ describe("R67: no client of the mesh dials a non-TLS address", () => {
     }
   });
 
-  it("R67: no file under src/ offers a nats:// address in a message, none calls the test harness's plain-dial seam, and connectToBus is the one dial (the kit's beside it)", () => {
+  it("R67: no file under src/ offers a nats:// address in a message, none calls the test harness's plain-dial seam, and connectToBus is the one dial", () => {
     const files: string[] = [];
     const walk = (folder: string): void => {
       for (const name of readdirSync(folder)) {
@@ -185,11 +185,8 @@ describe("R67: no client of the mesh dials a non-TLS address", () => {
     const seam = files.filter((file) => /(?<!function )allowPlainBusDialsInThisTestProcess\s*\(\s*\)/.test(readFileSync(file, "utf8")));
     assert.deepEqual(seam, [], "the seam is called only by the test harness");
     const dialling = files.filter((file) => /import\s*\{[^}]*\bconnect\b[^}]*\}\s*from\s*"@nats-io\/transport-node"/.test(readFileSync(file, "utf8")));
-    // connectAdmitted, nats.js's connect tried again through a reload, is the one raw dial: under
-    // connectToBus, and under the module kit's dial (a module's own, verified against its
-    // certificate.pem), which refuses any address but tls:// first (test/unit/kit/env.test.ts).
-    assert.deepEqual(dialling, [join("src", "bus", "admitted.ts")], "connectAdmitted is the one raw dial of the product");
-    const raw = files.filter((file) => file !== join("src", "bus", "connect.ts") && /\bconnectAdmitted\(/.test(readFileSync(file, "utf8")) && !file.endsWith("admitted.ts"));
-    assert.deepEqual(raw, [join("src", "kit", "module.ts")], "besides connectToBus, only the module kit dials through connectAdmitted");
+    // Beside it, the module kit's dial (a module's own, verified against its certificate.pem): it
+    // refuses any address but tls:// before dialling (test/unit/kit/env.test.ts).
+    assert.deepEqual(dialling, [join("src", "bus", "connect.ts"), join("src", "kit", "module.ts")], "connectToBus is the one dial of the product");
   });
 });
