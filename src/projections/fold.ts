@@ -1,7 +1,7 @@
 import { createDraft, enableMapSet, finishDraft, freeze, produce, type Draft } from "immer";
 import type { MeshEvent, MeshEventType } from "../events/index.ts";
 import { assignmentsFold, type AssignmentsState } from "./assignments.ts";
-import { credentialsFold, type CredentialsState } from "./credentials.ts";
+import { CredentialMap, credentialsFold, type CredentialsState } from "./credentials.ts";
 import { meshFold, type MeshState } from "./mesh.ts";
 import { modulesFold, type ModulesState } from "./modules.ts";
 import { nodesFold, type NodesState } from "./nodes.ts";
@@ -72,7 +72,7 @@ const STEPS: ReadonlyMap<MeshEventType, readonly Step[]> = (() => {
 
 /** Folds `events` of the commit at `sequence` into `slices` (a draft, or plain slices the fold owns), in place. */
 export function foldEvents(slices: Draft<Slices>, sequence: number, events: readonly MeshEvent[]): void {
-  const ctx: FoldContext = { sequence, slices: slices as Slices };
+  const ctx: FoldContext = { sequence, slices: slices as unknown as Slices };
   for (const event of events) {
     const steps = STEPS.get(event.type);
     if (steps !== undefined) for (const step of steps) step(slices, event, ctx);
@@ -92,7 +92,7 @@ export function slicesOf(state: Slices): Slices {
  */
 export function freshSlices(): Slices {
   return {
-    mesh: null, nodes: new ShardedMap(), credentials: new ShardedMap(), provisions: new Map(), sent: new ShardedMap(), retired: new ShardedMap(),
+    mesh: null, nodes: new ShardedMap(), credentials: new CredentialMap(), provisions: new Map(), sent: new ShardedMap(), retired: new ShardedMap(),
     modules: { modules: new Map(), seats: new Map(), aliases: new Map(), retired: new Map() },
     assignments: { byModule: new Map(), handovers: new Map() },
     overlay: { hub: null, placed: new ShardedMap() },
@@ -127,5 +127,5 @@ export function draftSlices(base: Slices): SlicesTarget {
  */
 export function plainSlices(): SlicesTarget {
   const slices = freshSlices();
-  return { slices: slices as Draft<Slices>, finish: () => freeze(slices, true) };
+  return { slices: slices as unknown as Draft<Slices>, finish: () => freeze(slices, true) };
 }

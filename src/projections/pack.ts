@@ -1,5 +1,6 @@
 import type { State } from "./state.ts";
 import { ShardedMap } from "./shardedMap.ts";
+import { CredentialMap } from "./credentials.ts";
 import { packBuckets, unpackBuckets, type PackedBuckets } from "./buckets.ts";
 
 /**
@@ -66,7 +67,7 @@ export function unpackState(packed: PackedState): State {
     mesh: packed.mesh,
     nodes: unpackMap(packed.nodes, new ShardedMap()),
     modules: { modules: unpackMap(modules.modules), seats: unpackMap(modules.seats), aliases: unpackMap(modules.aliases), retired: unpackMap(modules.retired) },
-    credentials: unpackMap(packed.credentials, new ShardedMap()),
+    credentials: unpackMap(packed.credentials, new CredentialMap()) as CredentialMap,
     assignments: { byModule: unpackMap(assignments.byModule), handovers: unpackMap(assignments.handovers) },
     overlay: { hub: overlay.hub, placed: unpackMap(overlay.placed, new ShardedMap()) },
     provisions: unpackMap(packed.provisions),

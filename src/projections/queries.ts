@@ -1,7 +1,7 @@
 import type { State } from "./state.ts";
 import { claimantsOf, resolveSeat } from "./modules.ts";
 import { assignedModules, nodesOfModule } from "./assignments.ts";
-import { credentialAt, credentialEntries, principalOfModule } from "./credentials.ts";
+import { credentialAt, principalOfModule } from "./credentials.ts";
 import { overlayNameOf } from "./overlay.ts";
 import { lastSent } from "./sent.ts";
 import type { Principal } from "../events/index.ts";
@@ -100,7 +100,7 @@ export function busAddressesOf(state: State, address: string): string[] | undefi
  * the credentials of the modules assigned there now (the controller's own for `mesh-controller`)
  * and every credential whose `deliveredTo` names the node (a module that ran there since its
  * credential was minted). The node's own credential is not listed: removing the node ends it.
- * Only principals that have a credential are listed. O(credentials + modules).
+ * Only principals that have a credential are listed. O(modules).
  */
 export function credentialsDeliveredTo(state: State, node: string): Principal[] {
   const found = new Map<string, Principal>();
@@ -110,9 +110,7 @@ export function credentialsDeliveredTo(state: State, node: string): Principal[] 
     const key = principalKey(principal.kind, principal.name);
     if (credentialAt(state.credentials, key)) found.set(key, principal);
   }
-  for (const [key, record] of credentialEntries(state.credentials)) {
-    if (record.deliveredTo?.includes(node)) found.set(key, record.principal);
-  }
+  for (const key of state.credentials.deliveredAt(node)) found.set(key, credentialAt(state.credentials, key)!.principal);
   return [...found.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, principal]) => principal);
 }
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { appliedSequence, assignedModules, everyCredential, everyProvision, evolve, principalOfModule, initialState, lastSent, startFold, SLICE_ORDER, type SequencedCommit, type State } from "../../src/projections/index.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
-import { packState } from "../../src/projections/pack.ts";
+import { packState, unpackState } from "../../src/projections/pack.ts";
 import { encodeSnapshot } from "../../src/records/snapshots.ts";
 import { EVENT_TYPES, generateCommits, prng } from "../support/history.ts";
 
@@ -113,7 +113,7 @@ describe("long folds", () => {
     }
   });
 
-  it("R48: each module's credential's deliveredTo is what a plain model of unassign, mint, rotate, revoke and remove says, sorted, in every fold; every provision's is sorted and has no node twice", () => {
+  it("R48: each module's credential's deliveredTo is what a plain model of unassign, mint, rotate, revoke and remove says, sorted, in every fold and its index by node too; every provision's is sorted and has no node twice", () => {
     for (const seed of [12, 13]) {
       const churn: SequencedCommit[] = generateCommits({ seed, events: 4000, maxNodes: 12 }).map((commit, i) => ({ sequence: i + 1, commit }));
       // principal key → the nodes its credential was delivered to (a module unassigned from them).
@@ -149,8 +149,15 @@ describe("long folds", () => {
       const deliveries = (state: State) => Object.fromEntries(everyCredential(state.credentials)
         .filter((record) => record.deliveredTo !== undefined)
         .map((record) => [`${record.principal.kind}:${record.principal.name}`, [...record.deliveredTo!]]));
-      for (const [mode, state] of [["copy", copy.finish()], ["share", share.finish()], ["evolve", stepwise]] as const) {
+      // The credentials' index by node (CredentialMap.delivered) is the same model turned around.
+      const expectedByNode: Record<string, string[]> = {};
+      for (const [key, nodes] of Object.entries(expected)) for (const node of nodes) (expectedByNode[node] ??= []).push(key);
+      for (const keys of Object.values(expectedByNode)) keys.sort();
+      const byNode = (state: State) => Object.fromEntries([...state.credentials.delivered]);
+      const unpacked = unpackState(packState(stepwise));
+      for (const [mode, state] of [["copy", copy.finish()], ["share", share.finish()], ["evolve", stepwise], ["unpacked", unpacked]] as const) {
         assert.deepEqual(deliveries(state), expected, `seed ${seed}: ${mode}`);
+        assert.deepEqual(byNode(state), expectedByNode, `seed ${seed}: ${mode}: the index by node`);
         for (const record of everyProvision(state.provisions)) {
           const nodes = record.deliveredTo ?? [];
           assert.deepEqual(nodes, [...new Set(nodes)].sort(), `seed ${seed}: ${mode}: provision ${record.seat}/${record.provision}/${record.consumer}`);
