@@ -1,24 +1,34 @@
 import type { Draft } from "immer";
-import { forEachPlain, peek, withInserted, without, type SliceFold } from "./slice.ts";
+import { ShardedMap } from "./shardedMap.ts";
+import { peek, withInserted, without, type SliceFold } from "./slice.ts";
 
 export type Handover = { seat: string; from: string; to: string; at: string };
 /**
- * Where modules run: module → sorted node names; and the handover record, seat → its moves. Read
- * them with nodesOfModule, assignedModules, modulesOnNode and handoversOf. A handover's commit also
- * moves the claiming module (unassign + assign), so holders are read from the assignments alone,
- * the same way by every lookup (R17).
+ * Where modules run: module → sorted node names, and the same turned around, node → sorted module
+ * names (`byNode`: a node's removal and modulesOnNode read it instead of scanning every module;
+ * derived, so a snapshot does not carry it, nodeIndex builds it again); and the handover record,
+ * seat → its moves. Read them with nodesOfModule, assignedModules, modulesOnNode and handoversOf.
+ * A handover's commit also moves the claiming module (unassign + assign), so holders are read from
+ * the assignments alone, the same way by every lookup (R17).
  */
 export type AssignmentsState = {
   readonly byModule: ReadonlyMap<string, readonly string[]>;
+  readonly byNode: ReadonlyMap<string, readonly string[]>;
   readonly handovers: ReadonlyMap<string, readonly Handover[]>;
 };
 
-/** Takes `node` out of `module`'s sorted list `nodes` (a binary search), dropping the module when none is left. */
-function unassign(state: Draft<AssignmentsState>, module: string, nodes: readonly string[] | undefined, node: string): void {
-  const left = nodes === undefined ? undefined : without(nodes, node);
+/** Sets `key`'s sorted list to `list`, dropping the key when the list is empty. */
+function put(map: Map<string, readonly string[]>, key: string, list: readonly string[]): void {
+  if (list.length === 0) map.delete(key);
+  else map.set(key, list);
+}
+
+/** Takes `node` out of `module`'s nodes and `module` out of `node`'s modules (binary searches). */
+function unassign(state: Draft<AssignmentsState>, module: string, node: string): void {
+  const left = without(peek(state.byModule, module) ?? [], node);
   if (left === undefined) return;
-  if (left.length === 0) state.byModule.delete(module);
-  else state.byModule.set(module, left);
+  put(state.byModule, module, left);
+  put(state.byNode, node, without(peek(state.byNode, node) ?? [], module) ?? []);
 }
 
 /**
@@ -29,14 +39,16 @@ export const assignmentsFold: SliceFold<AssignmentsState> = {
   ModuleAssigned: (state, event) => {
     // A module on 10,000 nodes must not be scanned and re-sorted for each one assigned.
     const nodes = withInserted(peek(state.byModule, event.module), event.node);
-    if (nodes !== undefined) state.byModule.set(event.module, nodes);
+    if (nodes === undefined) return;
+    state.byModule.set(event.module, nodes);
+    state.byNode.set(event.node, withInserted(peek(state.byNode, event.node), event.module) ?? []);
   },
   ModuleUnassigned: (state, event) => {
-    unassign(state, event.module, peek(state.byModule, event.module), event.node);
+    unassign(state, event.module, event.node);
   },
   NodeRemoved: (state, event) => {
-    // Each module's list is searched, not scanned, and only the modules on the node are changed.
-    forEachPlain(state.byModule, (module, nodes) => unassign(state, module, nodes, event.node));
+    // Only the modules on the node are read and changed (byNode), not every module.
+    for (const module of peek(state.byNode, event.node) ?? []) unassign(state, module, event.node);
   },
   SeatHandedOver: (state, event) => {
     const move = { seat: event.seat, from: event.from, to: event.to, at: event.at };
@@ -54,12 +66,23 @@ export function assignedModules(state: AssignmentsState): [string, readonly stri
   return [...state.byModule.entries()];
 }
 
-/** The modules assigned to a node, sorted. O(assignments). */
+/** The modules assigned to a node, sorted (a copy). */
 export function modulesOnNode(state: AssignmentsState, node: string): string[] {
-  return assignedModules(state)
-    .filter(([, nodes]) => nodes.includes(node))
-    .map(([module]) => module)
-    .sort();
+  return [...(state.byNode.get(node) ?? [])];
+}
+
+/** `byModule` turned around: node → its modules, sorted (AssignmentsState's `byNode`, built again on unpack). */
+export function nodeIndex(byModule: ReadonlyMap<string, readonly string[]>): ShardedMap<string[]> {
+  const byNode = new ShardedMap<string[]>();
+  for (const [module, nodes] of byModule) {
+    for (const node of nodes) {
+      const modules = byNode.get(node);
+      if (modules) modules.push(module);
+      else byNode.set(node, [module]);
+    }
+  }
+  byNode.forEach((modules) => modules.sort());
+  return byNode;
 }
 
 /** The recorded moves of a seat from holder to holder, oldest first (empty when none). */

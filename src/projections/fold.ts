@@ -94,7 +94,7 @@ export function freshSlices(): Slices {
   return {
     mesh: null, nodes: new ShardedMap(), credentials: new CredentialMap(), provisions: new Map(), sent: new ShardedMap(), retired: new ShardedMap(),
     modules: { modules: new Map(), seats: new Map(), aliases: new Map(), retired: new Map() },
-    assignments: { byModule: new Map(), handovers: new Map() },
+    assignments: { byModule: new ShardedMap(), byNode: new ShardedMap(), handovers: new Map() },
     overlay: { hub: null, placed: new ShardedMap() },
   };
 }

@@ -1,6 +1,7 @@
 import type { State } from "./state.ts";
 import { ShardedMap } from "./shardedMap.ts";
 import { CredentialMap } from "./credentials.ts";
+import { nodeIndex } from "./assignments.ts";
 import { packBuckets, unpackBuckets, type PackedBuckets } from "./buckets.ts";
 
 /**
@@ -16,8 +17,11 @@ type PackedOf<T> = T extends ReadonlyMap<string, infer V> ? PackedMap<V>
   : T extends null ? null
   : T extends Record<string, unknown> ? { [K in keyof T]: T[K] extends ReadonlyMap<string, infer V> ? PackedMap<V> : T[K] } : T;
 
-/** The state packed (see PackedMap). */
-export type PackedState = { [K in Exclude<keyof State, "applied">]: PackedOf<State[K]> } & { applied: PackedBuckets<number> };
+/** The state packed (see PackedMap); the assignments' `byNode` is derived, so it is not packed. */
+export type PackedState = { [K in Exclude<keyof State, "applied" | "assignments">]: PackedOf<State[K]> } & {
+  applied: PackedBuckets<number>;
+  assignments: PackedOf<Omit<State["assignments"], "byNode">>;
+};
 
 function packMap<V>(map: ReadonlyMap<string, V>): PackedMap<V> {
   const keys = new Array<string>(map.size);
@@ -61,6 +65,7 @@ export function packState(state: State): PackedState {
 export function unpackState(packed: PackedState): State {
   const { modules, assignments, overlay } = packed;
   if (modules == null || assignments == null || overlay == null || typeof packed.sequence !== "number") throw new Error("cannot unpack the state: a slice is missing");
+  const byModule = unpackMap(assignments.byModule, new ShardedMap());
   return {
     sequence: packed.sequence,
     applied: unpackBuckets(packed.applied),
@@ -68,7 +73,7 @@ export function unpackState(packed: PackedState): State {
     nodes: unpackMap(packed.nodes, new ShardedMap()),
     modules: { modules: unpackMap(modules.modules), seats: unpackMap(modules.seats), aliases: unpackMap(modules.aliases), retired: unpackMap(modules.retired) },
     credentials: unpackMap(packed.credentials, new CredentialMap()) as CredentialMap,
-    assignments: { byModule: unpackMap(assignments.byModule), handovers: unpackMap(assignments.handovers) },
+    assignments: { byModule, byNode: nodeIndex(byModule), handovers: unpackMap(assignments.handovers) },
     overlay: { hub: overlay.hub, placed: unpackMap(overlay.placed, new ShardedMap()) },
     provisions: unpackMap(packed.provisions),
     sent: unpackMap(packed.sent, new ShardedMap()),

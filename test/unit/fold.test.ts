@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { appliedSequence, assignedModules, everyCredential, everyProvision, evolve, principalOfModule, initialState, lastSent, startFold, SLICE_ORDER, type SequencedCommit, type State } from "../../src/projections/index.ts";
+import { appliedSequence, assignedModules, modulesOnNode, everyCredential, everyProvision, evolve, principalOfModule, initialState, lastSent, startFold, SLICE_ORDER, type SequencedCommit, type State } from "../../src/projections/index.ts";
 import type { MeshEvent } from "../../src/events/index.ts";
 import { canonicalJson } from "../../src/projections/canonical.ts";
 import { packState, unpackState } from "../../src/projections/pack.ts";
@@ -85,7 +85,7 @@ describe("long folds", () => {
     }
   });
 
-  it("R17: the nodes each module is assigned to are what a plain model of assign, unassign and remove says, sorted, in every fold", () => {
+  it("R17: the nodes each module is assigned to, and the modules on each node, are what a plain model of assign, unassign and remove says, sorted, in every fold", () => {
     for (const seed of [9, 10]) {
       const churn: SequencedCommit[] = generateCommits({ seed, events: 4000, maxNodes: 12 }).map((commit, i) => ({ sequence: i + 1, commit }));
       const model = new Map<string, Set<string>>();
@@ -108,8 +108,18 @@ describe("long folds", () => {
         share.add(churn.slice(i, i + 113));
       }
       const byModule = (state: State) => Object.fromEntries(assignedModules(state.assignments).map(([module, nodes]) => [module, [...nodes]]));
-      assert.deepEqual(byModule(copy.finish()), expected, `seed ${seed}: copy`);
-      assert.deepEqual(byModule(share.finish()), expected, `seed ${seed}: share`);
+      // The index by node (byNode, read by modulesOnNode) is the same model turned around.
+      const expectedByNode: Record<string, string[]> = {};
+      for (const [module, nodes] of Object.entries(expected)) for (const node of nodes) (expectedByNode[node] ??= []).push(module);
+      for (const modules of Object.values(expectedByNode)) modules.sort();
+      const byNode = (state: State) => Object.fromEntries([...state.assignments.byNode.keys()].map((node) => [node, modulesOnNode(state.assignments, node)]));
+      let stepwise = initialState;
+      for (const step of churn) stepwise = evolve(stepwise, [step]);
+      const unpacked = unpackState(packState(copy.finish()));
+      for (const [mode, state] of [["copy", copy.finish()], ["share", share.finish()], ["evolve", stepwise], ["unpacked", unpacked]] as const) {
+        assert.deepEqual(byModule(state), expected, `seed ${seed}: ${mode}`);
+        assert.deepEqual(byNode(state), expectedByNode, `seed ${seed}: ${mode}: the index by node`);
+      }
     }
   });
 
