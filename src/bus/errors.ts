@@ -52,6 +52,22 @@ export function isAuthorizationRefusal(error: unknown): boolean {
   return false;
 }
 
+/**
+ * True for what a dial meets when the bus closed it in its handshake: nats-server 2.9.10,
+ * reloading its users, closes every client whose CONNECT it has not read yet (server/reload.go,
+ * reloadAuthorization) with an authorization violation, which the client reads, or before the
+ * client has written its CONNECT (EPIPE) or read the answer (ECONNRESET). A key the bus does not
+ * hold meets the same violation: only a second dial tells them apart.
+ */
+export function isClosedInHandshake(error: unknown): boolean {
+  for (const e of causes(error)) {
+    if (e instanceof errors.AuthorizationError) return true;
+    const code = (e as { code?: unknown }).code;
+    if (code === "EPIPE" || code === "ECONNRESET") return true;
+  }
+  return false;
+}
+
 /** True when `error` (or its cause chain) is the client's TimeoutError. */
 export function isTimeout(error: unknown): boolean {
   for (const e of causes(error)) if (e instanceof errors.TimeoutError) return true;

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BusConnectError, connectToBus, secretOf, type BusConnectOptions, type BusCredential } from "../bus/connect.ts";
+import { isClosedInHandshake } from "../bus/errors.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
 import { readBusCredential, renameDurable } from "../files/index.ts";
 
@@ -11,6 +12,28 @@ export const PENDING_RECONNECTS = 100;
 /** Milliseconds between those attempts: short, to be back on the inbox before the reply is sent. */
 export const PENDING_RECONNECT_WAIT_MS = 20;
 
+/** Tries of a dial the bus closed in its handshake (dialAdmitted), and the pause between them, ms. */
+export const ADMIT_TRIES = 4;
+export const ADMIT_PAUSE_MS = 250;
+
+/**
+ * connectToBus, made again when the bus closed the dial in its handshake (isClosedInHandshake), up
+ * to ADMIT_TRIES times: nats-server 2.9.10 closes the dials it has not admitted yet whenever it
+ * reloads its users (every push that changes the list), so about one verb in a hundred dialled
+ * beside pushes was refused a valid key. A key the bus does not hold is refused at every try, and
+ * the last refusal is thrown, 0.75 s later; any other failure at once.
+ */
+async function dialAdmitted(credential: BusCredential, options: BusConnectOptions): Promise<NatsConnection> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await connectToBus(credential, options);
+    } catch (error) {
+      if (attempt >= ADMIT_TRIES || !isClosedInHandshake(error)) throw error;
+      await new Promise((done) => setTimeout(done, ADMIT_PAUSE_MS));
+    }
+  }
+}
+
 /**
  * Dials the bus with the credential file `file` (R50). While a rotated seed of the same user is
  * pending beside it (`<file>.next`, kept by `mesh credential rotate operator <me>`), the bus may
@@ -20,8 +43,10 @@ export const PENDING_RECONNECT_WAIT_MS = 20;
  * file's seed (Authorization Violation) at the first dial, the pending one is dialled, and once
  * it is admitted it replaces the file (rename, durably: R54); so does a reconnect the bus admits
  * with the pending seed (switchWhenReadmitted: the push that installed it, run from here), so the
- * verb after that push dials the live key first and is not refused. Throws what connectToBus throws (one line, the
- * address alone, R3), or what `load` throws for an unreadable file (readBusCredential: CredentialFileError).
+ * verb after that push dials the live key first and is not refused. With no pending seed, a dial
+ * the bus closed in its handshake is made again (dialAdmitted); with one, the refusal switches keys
+ * instead. Throws what connectToBus throws (one line, the address alone, R3), or what `load`
+ * throws for an unreadable file (readBusCredential: CredentialFileError).
  */
 export async function connectWithCredentialFile(
   file: string,
@@ -39,25 +64,24 @@ export async function connectWithCredentialFile(
       // an unreadable pending file is ignored: the file's seed alone is dialled
     }
   }
+  if (pending === null) return dialAdmitted(credential, options);
   let turn = 0;
   /** Which secret the last (re)connect presented: 0 the file's, 1 the pending one. */
   let presented = 0;
-  const passwords = pending === null ? [secretOf(credential)] : [secretOf(credential), secretOf(pending)];
-  const dialOptions: BusConnectOptions = pending === null
-    ? options
-    : {
-      ...options, reconnect: true, maxReconnectAttempts: PENDING_RECONNECTS, reconnectWaitMs: PENDING_RECONNECT_WAIT_MS,
-      secret: () => {
-        presented = turn++ % passwords.length;
-        return passwords[presented]!;
-      },
-    };
+  const passwords = [secretOf(credential), secretOf(pending)];
+  const dialOptions: BusConnectOptions = {
+    ...options, reconnect: true, maxReconnectAttempts: PENDING_RECONNECTS, reconnectWaitMs: PENDING_RECONNECT_WAIT_MS,
+    secret: () => {
+      presented = turn++ % passwords.length;
+      return passwords[presented]!;
+    },
+  };
   try {
     const nc = await connectToBus(credential, dialOptions);
-    if (pending !== null) void switchWhenReadmitted(nc, () => presented === 1, pendingFile, file);
+    void switchWhenReadmitted(nc, () => presented === 1, pendingFile, file);
     return nc;
   } catch (error) {
-    if (pending === null || !(error instanceof BusConnectError) || error.kind !== "unauthorized") throw error;
+    if (!(error instanceof BusConnectError) || error.kind !== "unauthorized") throw error;
     const nc = await connectToBus(pending, options);
     renameDurable(pendingFile, file);
     return nc;
