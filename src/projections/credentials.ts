@@ -1,8 +1,7 @@
-import { isDraft, original } from "immer";
 import type { Principal } from "../events/index.ts";
 import { CONTROLLER_NAME, principalKey } from "../names.ts";
-import { ShardedMap } from "./shardedMap.ts";
-import { peek, sortedHas, withInserted, without, type EventOf, type SliceFold } from "./slice.ts";
+import { DeliveredMap, forgetDeliveries } from "./deliveredMap.ts";
+import { peek, withInserted, type EventOf, type SliceFold } from "./slice.ts";
 
 /** A principal's current credential as the records hold it (never a seed or password in the clear). */
 export type CredentialRecord = {
@@ -43,64 +42,7 @@ export type CredentialRecord = {
 /** R73: a credential's replaced key and the records sequence of the rotation that replaced it. */
 export type PreviousKey = { nkey: string; rotatedAt: number };
 /** Current credentials by principal key (`<kind>:<name>`): read it with credentialOf, credentialAt and everyCredential. */
-export type CredentialsState = CredentialMap;
-
-/** `value` as plain data: its original when it is an immer draft (values are replaced, never changed in place). */
-function plain<T>(value: T): T {
-  return isDraft(value) ? (original(value as object) as T) : value;
-}
-
-/**
- * The credentials by principal key, with an index kept by `set` and `delete`: for each node, the
- * sorted keys of the credentials whose `deliveredTo` names it. A node's removal reads its entry
- * instead of scanning every credential (R48: at 10,000 nodes the scan made a removal's commit cost
- * 30 ms). The index is derived from the records alone, so a snapshot does not carry it: unpacking
- * sets each record, which builds it again.
- */
-export class CredentialMap extends ShardedMap<CredentialRecord> {
-  /** Node → sorted principal keys of the credentials delivered to it (see the class comment). */
-  readonly delivered = new ShardedMap<string[]>();
-
-  constructor(entries?: Iterable<readonly [string, CredentialRecord]>) {
-    super();
-    if (entries !== undefined) for (const [key, record] of entries) this.set(key, record);
-  }
-
-  override set(key: string, record: CredentialRecord): this {
-    const before = plain(this.get(key))?.deliveredTo;
-    super.set(key, record);
-    reindex(this.delivered, key, before, record.deliveredTo);
-    return this;
-  }
-
-  override delete(key: string): boolean {
-    const before = plain(this.get(key))?.deliveredTo;
-    const had = super.delete(key);
-    reindex(this.delivered, key, before, undefined);
-    return had;
-  }
-
-  /** The sorted keys of the credentials whose `deliveredTo` names `node` (a copy). */
-  deliveredAt(node: string): string[] {
-    return [...(plain(this.delivered.get(node)) ?? [])];
-  }
-}
-
-/** Moves `key` in the index from the nodes of `before` to those of `after` (two sorted lists). */
-function reindex(index: ShardedMap<string[]>, key: string, before: readonly string[] | undefined, after: readonly string[] | undefined): void {
-  for (const node of before ?? []) {
-    if (after !== undefined && sortedHas(after, node)) continue;
-    const left = without(plain(index.get(node)) ?? [], key);
-    if (left === undefined) continue;
-    if (left.length === 0) index.delete(node);
-    else index.set(node, left);
-  }
-  for (const node of after ?? []) {
-    if (before !== undefined && sortedHas(before, node)) continue;
-    const grown = withInserted(plain(index.get(node)), key);
-    if (grown !== undefined) index.set(node, grown);
-  }
-}
+export type CredentialsState = DeliveredMap<CredentialRecord>;
 
 /**
  * The principal whose credential a module's declaration carries: the controller's own for the
@@ -157,13 +99,7 @@ export const credentialsFold: SliceFold<CredentialsState> = {
     // Every credential delivered to the node is rotated in the removal's own commit (R48), so
     // the removed node leaves no one's delivery list.
     credentials.delete(principalKey("node", event.node));
-    // immer's Draft type sees any Map as a plain Map: the draft is a CredentialMap all the same.
-    for (const key of (credentials as unknown as CredentialMap).deliveredAt(event.node)) {
-      const record = peek(credentials, key)!;
-      const left = without(record.deliveredTo!, event.node)!;
-      const { deliveredTo: _gone, ...rest } = record;
-      credentials.set(key, left.length === 0 ? rest : { ...rest, deliveredTo: left });
-    }
+    forgetDeliveries(credentials, event.node);
   },
 };
 

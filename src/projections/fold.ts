@@ -1,7 +1,8 @@
 import { createDraft, enableMapSet, finishDraft, freeze, produce, type Draft } from "immer";
 import type { MeshEvent, MeshEventType } from "../events/index.ts";
 import { assignmentsFold, type AssignmentsState } from "./assignments.ts";
-import { CredentialMap, credentialsFold, type CredentialsState } from "./credentials.ts";
+import { credentialsFold, type CredentialsState } from "./credentials.ts";
+import { DeliveredMap } from "./deliveredMap.ts";
 import { meshFold, type MeshState } from "./mesh.ts";
 import { modulesFold, type ModulesState } from "./modules.ts";
 import { nodesFold, type NodesState } from "./nodes.ts";
@@ -92,7 +93,7 @@ export function slicesOf(state: Slices): Slices {
  */
 export function freshSlices(): Slices {
   return {
-    mesh: null, nodes: new ShardedMap(), credentials: new CredentialMap(), provisions: new Map(), sent: new ShardedMap(), retired: new ShardedMap(),
+    mesh: null, nodes: new ShardedMap(), credentials: new DeliveredMap(), provisions: new DeliveredMap(), sent: new ShardedMap(), retired: new ShardedMap(),
     modules: { modules: new Map(), seats: new Map(), aliases: new Map(), retired: new Map() },
     assignments: { byModule: new ShardedMap(), byNode: new ShardedMap(), handovers: new Map() },
     overlay: { hub: null, placed: new ShardedMap() },

@@ -2,7 +2,7 @@ export { initialState, evolve, startFold, appliedSequence, type Fold, type State
 export { type Slices, SLICE_ORDER } from "./fold.ts";
 export { holdersOf, lastUserListSequence, credentialsDeliveredTo, provisionsDeliveredTo, CONTROLLER_PRINCIPAL, brokerNode, brokerReachableAt, busAddressesOf, parseBusAddress, formatBusAddress, DEFAULT_BUS_PORT } from "./queries.ts";
 export { resolveSeat, seatOf, claimantsOf, moduleOf, retiredModuleOf, type RetiredModule, everyModule, moduleNames, declaredSeat, seatNames, everySeat, aliasOf, everyAlias, type SeatRecord, type ModuleRecord, type ModulesState } from "./modules.ts";
-export { CredentialMap, credentialOf, credentialAt, everyCredential, credentialEntries, principalOfModule, type CredentialRecord, type PreviousKey } from "./credentials.ts";
+export { credentialOf, credentialAt, everyCredential, credentialEntries, principalOfModule, type CredentialRecord, type PreviousKey } from "./credentials.ts";
 export { nodesOfModule, modulesOnNode, assignedModules, handoversOf, type Handover } from "./assignments.ts";
 export { busCertificateNames, certificateNames, namesDiffer, isAddressName, LOOPBACK_NAMES } from "./busNames.ts";
 export { whereEveryoneIs, overlayNameOf } from "./overlay.ts";
@@ -10,3 +10,4 @@ export { lastSent, type SentRecord } from "./sent.ts";
 export { nodeOf, nodeNames, isEnrolled, everyNode, nodeCount, type NodeRecord, type NodesState } from "./nodes.ts";
 export { provisionKey, provisionOf, everyProvision, provisionsInKeyOrder, type ProvisionRecord } from "./provisions.ts";
 export { retiredKeyOf, retiredKeyText, type RetiredKey, type RetiredWhy } from "./retired.ts";
+export { DeliveredMap } from "./deliveredMap.ts";

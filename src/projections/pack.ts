@@ -1,6 +1,6 @@
 import type { State } from "./state.ts";
 import { ShardedMap } from "./shardedMap.ts";
-import { CredentialMap } from "./credentials.ts";
+import { DeliveredMap } from "./deliveredMap.ts";
 import { nodeIndex } from "./assignments.ts";
 import { packBuckets, unpackBuckets, type PackedBuckets } from "./buckets.ts";
 
@@ -72,10 +72,10 @@ export function unpackState(packed: PackedState): State {
     mesh: packed.mesh,
     nodes: unpackMap(packed.nodes, new ShardedMap()),
     modules: { modules: unpackMap(modules.modules), seats: unpackMap(modules.seats), aliases: unpackMap(modules.aliases), retired: unpackMap(modules.retired) },
-    credentials: unpackMap(packed.credentials, new CredentialMap()) as CredentialMap,
+    credentials: unpackMap(packed.credentials, new DeliveredMap()) as State["credentials"],
     assignments: { byModule, byNode: nodeIndex(byModule), handovers: unpackMap(assignments.handovers) },
     overlay: { hub: overlay.hub, placed: unpackMap(overlay.placed, new ShardedMap()) },
-    provisions: unpackMap(packed.provisions),
+    provisions: unpackMap(packed.provisions, new DeliveredMap()) as State["provisions"],
     sent: unpackMap(packed.sent, new ShardedMap()),
     retired: unpackMap(packed.retired, new ShardedMap()),
   };

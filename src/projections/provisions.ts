@@ -1,5 +1,6 @@
 import { moduleOf, resolveSeat } from "./modules.ts";
-import { forEachPlain, withInserted, without, type EventOf, type SliceFold } from "./slice.ts";
+import { DeliveredMap, forgetDeliveries } from "./deliveredMap.ts";
+import { forEachPlain, withInserted, type EventOf, type SliceFold } from "./slice.ts";
 
 export type ProvisionRecord = {
   seat: string;
@@ -23,7 +24,7 @@ export type ProvisionRecord = {
   deliveredTo?: string[];
 };
 /** Minted provisions by key `<seat>/<provision>/<consumer>`: read it with provisionOf and everyProvision. */
-export type ProvisionsState = ReadonlyMap<string, ProvisionRecord>;
+export type ProvisionsState = DeliveredMap<ProvisionRecord>;
 
 /** The key a provision is filed under. */
 export function provisionKey(seat: string, provision: string, consumer: string): string {
@@ -67,12 +68,7 @@ export const provisionsFold: SliceFold<ProvisionsState> = {
     });
   },
   NodeRemoved: (provisions, event) => {
-    forEachPlain(provisions, (key, record) => {
-      const left = record.deliveredTo === undefined ? undefined : without(record.deliveredTo, event.node);
-      if (left === undefined) return;
-      const { deliveredTo: _gone, ...rest } = record;
-      provisions.set(key, left.length === 0 ? rest : { ...rest, deliveredTo: left });
-    });
+    forgetDeliveries(provisions, event.node);
   },
 };
 

@@ -123,7 +123,7 @@ describe("long folds", () => {
     }
   });
 
-  it("R48: each module's credential's deliveredTo is what a plain model of unassign, mint, rotate, revoke and remove says, sorted, in every fold and its index by node too; every provision's is sorted and has no node twice", () => {
+  it("R48: each module's credential's deliveredTo is what a plain model of unassign, mint, rotate, revoke and remove says, sorted, in every fold and its index by node too; every provision's is sorted, has no node twice and is indexed by node", () => {
     for (const seed of [12, 13]) {
       const churn: SequencedCommit[] = generateCommits({ seed, events: 4000, maxNodes: 12 }).map((commit, i) => ({ sequence: i + 1, commit }));
       // principal key → the nodes its credential was delivered to (a module unassigned from them).
@@ -172,8 +172,36 @@ describe("long folds", () => {
           const nodes = record.deliveredTo ?? [];
           assert.deepEqual(nodes, [...new Set(nodes)].sort(), `seed ${seed}: ${mode}: provision ${record.seat}/${record.provision}/${record.consumer}`);
         }
+        // The provisions' index by node is their records' deliveredTo turned around.
+        const provisionsByNode: Record<string, string[]> = {};
+        for (const [key, record] of state.provisions) for (const node of record.deliveredTo ?? []) (provisionsByNode[node] ??= []).push(key);
+        for (const keys of Object.values(provisionsByNode)) keys.sort();
+        assert.deepEqual(Object.fromEntries([...state.provisions.delivered]), provisionsByNode, `seed ${seed}: ${mode}: the provisions' index by node`);
       }
       assert.ok(everyProvision(stepwise.provisions).some((record) => (record.deliveredTo?.length ?? 0) > 1), `seed ${seed}: some provision was delivered to more than one node`);
+    }
+  });
+
+  it("R48: right after a node's removal, no credential's or provision's deliveredTo names it, nor does either index", () => {
+    for (const seed of [12, 13]) {
+      const churn: SequencedCommit[] = generateCommits({ seed, events: 4000, maxNodes: 12 }).map((commit, i) => ({ sequence: i + 1, commit }));
+      let state = initialState;
+      let checked = 0;
+      for (const step of churn) {
+        const before = state;
+        state = evolve(state, [step]);
+        for (const e of step.commit.events) {
+          if (e.type !== "NodeRemoved") continue;
+          const had = [...before.credentials.values(), ...before.provisions.values()].some((r) => r.deliveredTo?.includes(e.node));
+          if (had) checked += 1;
+          for (const record of [...state.credentials.values(), ...state.provisions.values()]) {
+            assert.ok(!record.deliveredTo?.includes(e.node), `seed ${seed}: sequence ${step.sequence}: ${e.node} is still in a deliveredTo`);
+          }
+          assert.equal(state.credentials.delivered.get(e.node), undefined, `seed ${seed}: the credentials' index still names ${e.node}`);
+          assert.equal(state.provisions.delivered.get(e.node), undefined, `seed ${seed}: the provisions' index still names ${e.node}`);
+        }
+      }
+      assert.ok(checked > 0, `seed ${seed}: some removed node had been delivered something`);
     }
   });
 

@@ -6,7 +6,7 @@ import { QueryRefused } from "../../../src/commands/envelope.ts";
 import { explainBody, explainExitCode, renderExplain, renderGrants } from "../../../src/cli/explain.ts";
 import { UsageError } from "../../../src/cli/context.ts";
 import { EXAMPLE_CONFIG, exampleMesh } from "../compose/exampleMesh.ts";
-import { CredentialMap, credentialEntries, evolve, type SequencedCommit } from "../../../src/projections/index.ts";
+import { DeliveredMap, credentialEntries, evolve, type SequencedCommit } from "../../../src/projections/index.ts";
 import type { MeshEvent } from "../../../src/events/index.ts";
 import { createUser } from "@nats-io/nkeys";
 
@@ -50,7 +50,7 @@ describe("explain query and mesh explain", () => {
   it("R12: allowed by composition but without a credential exits 1: the bus would refuse the connection", () => {
     // A registered module whose credential is not minted yet.
     const key = principalKey("module", "showcase");
-    const unissued = { ...state, credentials: new CredentialMap(credentialEntries(state.credentials).filter(([k]) => k !== key)) };
+    const unissued = { ...state, credentials: new DeliveredMap(credentialEntries(state.credentials).filter(([k]) => k !== key)) };
     const reply = asReply(explain.answer(unissued, { kind: "module", name: "showcase", direction: "sub", subject: inboxSubjects("module-showcase") }, { compose: EXAMPLE_CONFIG }));
     assert.equal(reply.allowed, true);
     assert.equal(reply.onTheBus, false);
