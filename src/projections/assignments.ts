@@ -28,7 +28,8 @@ function unassign(state: Draft<AssignmentsState>, module: string, node: string):
   const left = without(peek(state.byModule, module) ?? [], node);
   if (left === undefined) return;
   put(state.byModule, module, left);
-  put(state.byNode, node, without(peek(state.byNode, node) ?? [], module) ?? []);
+  const modules = without(peek(state.byNode, node) ?? [], module);
+  if (modules !== undefined) put(state.byNode, node, modules);
 }
 
 /**
@@ -41,7 +42,8 @@ export const assignmentsFold: SliceFold<AssignmentsState> = {
     const nodes = withInserted(peek(state.byModule, event.module), event.node);
     if (nodes === undefined) return;
     state.byModule.set(event.module, nodes);
-    state.byNode.set(event.node, withInserted(peek(state.byNode, event.node), event.module) ?? []);
+    const modules = withInserted(peek(state.byNode, event.node), event.module);
+    if (modules !== undefined) state.byNode.set(event.node, modules);
   },
   ModuleUnassigned: (state, event) => {
     unassign(state, event.module, event.node);
