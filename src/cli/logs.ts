@@ -4,6 +4,7 @@ import { meshClient } from "../client/client.ts";
 import { EXIT_OK, EXIT_REFUSED, UsageError, type CliContext } from "./context.ts";
 import { printData } from "./output.ts";
 import { printable } from "./render.ts";
+import { notFoundOf } from "./getKinds.ts";
 import type { CliVerb } from "./busVerb.ts";
 
 /**
@@ -26,14 +27,18 @@ function tailOf(value: unknown): number {
   return n;
 }
 
-/** The node to ask: --node, else the one node the module is assigned to. Throws UsageError when that is not one. */
-async function nodeOf(ctx: CliContext, module: string, given: unknown): Promise<string> {
+/**
+ * The node to ask: --node, else the one node the module is assigned to; a `not-found` refusal when
+ * no module of that name is registered (naming the closest). Throws UsageError when the module is
+ * on no node or on several.
+ */
+async function nodeOf(ctx: CliContext, module: string, given: unknown): Promise<string | { ok: false; code: "not-found"; message: string }> {
   if (typeof given === "string") return given;
   const client = meshClient(await ctx.connection(), ctx.asker(), { timeoutMs: ctx.globals.timeoutMs });
   const answer = await client.everyPage("modules");
   if (!answer.ok) throw new UsageError(`logs: the controller did not list the modules (${answer.error.code}): pass --node <node>`);
   const found = answer.modules.find((m) => m.name === module);
-  if (!found) throw new UsageError(`logs: no module "${module}" is registered: \`mesh modules\` lists them`);
+  if (!found) return { ok: false, ...notFoundOf("module", module, answer.modules) };
   if (found.nodes.length !== 1) {
     throw new UsageError(found.nodes.length === 0
       ? `logs: module ${module} is assigned to no node now: name the node it ran on (\`mesh logs ${module} --node <node>\`), or assign it (\`mesh assign ${module} <node>\`)`
@@ -57,6 +62,11 @@ export const LOGS_CLI_VERB: CliVerb = {
     const module = String(args[0]);
     const lines = tailOf(options.tail);
     const node = await nodeOf(ctx, module, options.node);
+    if (typeof node !== "string") {
+      if (ctx.globals.json) printData(ctx, node);
+      else ctx.err(`mesh: logs: ${node.message}`);
+      return EXIT_REFUSED;
+    }
     const nc = await ctx.connection();
     const ask = async (from?: number): Promise<LogsReply> => {
       try {

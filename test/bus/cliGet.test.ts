@@ -57,6 +57,15 @@ describe("mesh get, describe and --watch over a real controller (issue 29)", () 
     assert.match(kind.err, /one of node, module, seat, credential, push/);
   });
 
+  it("mesh logs of a module that is none is not-found naming the closest (exit 1, as get's), found by a new-user trial", async () => {
+    const missing = await mesh("logs", "brokr");
+    assert.equal(missing.code, EXIT_REFUSED, missing.err);
+    assert.match(missing.err, /no module "brokr" \(did you mean broker\?\)/);
+    const data = await mesh("logs", "brokr", "-o", "json");
+    assert.equal(data.code, EXIT_REFUSED);
+    assert.equal(data.json().code, "not-found");
+  });
+
   it("describe shows a node in full, its last report and its newest events", async () => {
     suite.fixture.report("alpha", "d".repeat(64));
     await waitFor(async () => (await mesh("get", "node", "alpha", "-o", "json")).json().node !== undefined
