@@ -25,6 +25,8 @@ export const CONTAINER_RUNTIMES = ["podman", "docker"] as const;
 /** What the agent runs for one module: argv (no shell) in its folder, with its environment. */
 export type RunSpec = {
   module: string;
+  /** The manifest's version: a new one restarts the module, as an operator who registered new code expects. */
+  version: string;
   /** The program and its arguments: the manifest's command, or the runtime's `run ... <image>`. */
   argv: string[];
   /** The module's folder (its working directory; `env` and `module.log` are there). */
@@ -95,13 +97,13 @@ export function runWish(entry: DeclaredModule, facts: RunFacts): RunWish {
   const env = facts.envText === undefined ? {} : parseEnvFile(facts.envText);
   // The key is read from the variables the module gets, parsed as the env file is written (R73).
   const nkey = nkeyOf(env);
-  const spec: RunSpec = { module, argv, dir: facts.dir, graceMs: graceSeconds * 1000, env, envDigest: facts.envDigest, ...(nkey === undefined ? {} : { nkey }) };
+  const spec: RunSpec = { module, version: entry.version, argv, dir: facts.dir, graceMs: graceSeconds * 1000, env, envDigest: facts.envDigest, ...(nkey === undefined ? {} : { nkey }) };
   return { kind: "run", spec };
 }
 
-/** True when a running `before` must be restarted to become `after` (its argv, folder, grace or environment changed). */
+/** True when a running `before` must be restarted to become `after` (its version, argv, folder, grace or environment changed). */
 export function specChanged(before: RunSpec, after: RunSpec): boolean {
-  return before.envDigest !== after.envDigest || before.dir !== after.dir || before.graceMs !== after.graceMs ||
+  return before.version !== after.version || before.envDigest !== after.envDigest || before.dir !== after.dir || before.graceMs !== after.graceMs ||
     before.argv.length !== after.argv.length || before.argv.some((arg, i) => arg !== after.argv[i]);
 }
 
@@ -111,7 +113,7 @@ export type RunPlan = { start: RunSpec[]; stop: string[]; restart: RunSpec[]; un
 /**
  * The plan from what runs now (`running`, by module) to what the new declaration wants (`wanted`):
  * a module no longer wanted is stopped, a new one started, one whose spec changed (specChanged:
- * its env after a rotation, its command) restarted; the rest keep running. Sorted by module.
+ * its version, its env after a rotation, its command) restarted; the rest keep running. Sorted by module.
  */
 export function planRuns(running: ReadonlyMap<string, RunSpec>, wanted: ReadonlyMap<string, RunSpec>): RunPlan {
   const plan: RunPlan = { start: [], stop: [], restart: [], unchanged: [] };

@@ -16,7 +16,7 @@ import { newUserKey } from "../../src/crypto/secrets.ts";
 const facts: RunFacts = { dir: "/state/modules/echo", envText: "MESH_USER='module-echo'\nMESH_WORK='[\"a=b\"]'\n", envDigest: "d1", runtime: null };
 const entry = (run: DeclaredModule["run"], module = "echo"): DeclaredModule =>
   ({ module, version: "1", run, credential: { address: "tls://x:1", user: "u", sealed: "s", fingerprint: "" }, env: {} as DeclaredModule["env"], provisions: [] });
-const spec = (module: string, envDigest = "d1", argv = ["node", "main.js"]): RunSpec => ({ module, argv, dir: `/m/${module}`, graceMs: 10_000, env: {}, envDigest });
+const spec = (module: string, envDigest = "d1", argv = ["node", "main.js"]): RunSpec => ({ module, version: "1", argv, dir: `/m/${module}`, graceMs: 10_000, env: {}, envDigest });
 
 describe("R72: the runner's plan", () => {
   it("R72: a run.command runs as argv in the module's folder with its env file's variables and the default grace", () => {
@@ -91,8 +91,10 @@ describe("R72: the runner's plan", () => {
     assert.deepEqual(plan.unchanged, ["c"]);
   });
 
-  it("R72: a changed command or grace is a change; the same spec is not", () => {
+  it("R72: a changed command, grace or version is a change; the same spec is not", () => {
     assert.equal(specChanged(spec("a"), spec("a")), false);
+    // A new version with the same command: its code changed on disk (found by a new-user trial).
+    assert.equal(specChanged(spec("a"), { ...spec("a"), version: "2" }), true);
     assert.equal(specChanged(spec("a"), spec("a", "d1", ["node", "other.js"])), true);
     assert.equal(specChanged(spec("a"), { ...spec("a"), graceMs: 1 }), true);
   });
