@@ -11,9 +11,15 @@ import { nameProblem, toolSubject } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, verbUsageError, type CliContext } from "./context.ts";
 import { formatData, printData } from "./output.ts";
 import type { CliVerb } from "./busVerb.ts";
+import { closestName } from "./getKinds.ts";
+import { meshClient } from "../client/client.ts";
+import type { ModuleView } from "../contracts/verbs.ts";
 
-/** Why a tool call got no answer: nobody serves the subject, nobody answered in time, the bus refused it, or it failed otherwise. */
-export type ToolCallFailure = { code: "no-responders" | "timeout" | "refused" | "failed"; message: string };
+/**
+ * Why a tool call got no answer: nobody serves the subject, nobody answered in time, the bus
+ * refused it, no such module or tool is registered (`not-found`), or it failed otherwise.
+ */
+export type ToolCallFailure = { code: "no-responders" | "timeout" | "refused" | "not-found" | "failed"; message: string };
 
 /** What a tool call answered: `reply` is the answer parsed as JSON when it is JSON, else its text. */
 export type ToolCallAnswer = { module: string; tool: string; subject: string; reply: unknown };
@@ -62,6 +68,35 @@ export async function callTool(nc: NatsConnection, asker: string, module: string
   return { module, tool, subject, reply };
 }
 
+/**
+ * The `not-found` failure of a call to a tool no registered module offers, naming the closest
+ * module or tool; null when `module` is registered and offers `tool`. `modules`: the controller's
+ * list (ModuleView). Pure. The bus refuses such a call as it refuses a denied one (no grant names
+ * the subject), so the refusal alone would send an operator to `mesh explain` for a typo.
+ */
+export function toolNotOffered(module: string, tool: string, modules: readonly Pick<ModuleView, "name" | "tools">[]): ToolCallFailure | null {
+  const found = modules.find((m) => m.name === module);
+  if (found === undefined) {
+    const near = closestName(module, modules.map((m) => m.name));
+    return { code: "not-found", message: `no module ${JSON.stringify(module)} is registered${near === undefined ? "" : ` (did you mean ${near}?)`}: \`mesh get modules\` lists them` };
+  }
+  if (found.tools.includes(tool)) return null;
+  const near = closestName(tool, found.tools);
+  const offers = found.tools.length === 0 ? "it offers no tools" : `it offers ${found.tools.join(", ")}`;
+  return { code: "not-found", message: `module ${module} offers no tool ${JSON.stringify(tool)}${near === undefined ? "" : ` (did you mean ${near}?)`}: ${offers}` };
+}
+
+/** The not-found failure that explains a refused call or one nobody answered (toolNotOffered), or `failure` itself when the module offers the tool or the list cannot be read. */
+async function explainedFailure(ctx: CliContext, module: string, tool: string, failure: ToolCallFailure): Promise<ToolCallFailure> {
+  if (failure.code !== "refused" && failure.code !== "no-responders") return failure;
+  try {
+    const answer = await meshClient(await ctx.connection(), ctx.asker(), { timeoutMs: ctx.globals.timeoutMs }).everyPage("modules");
+    return (answer.ok ? toolNotOffered(module, tool, answer.modules) : null) ?? failure;
+  } catch {
+    return failure; // the controller did not answer: the bus's own failure says what is known
+  }
+}
+
 /** Checks the arguments of `mesh tool call`; returns the request's bytes. Throws UsageError naming the argument. */
 function requestOf(module: unknown, tool: unknown, json: unknown): Uint8Array {
   for (const [what, name] of [["<module>", module], ["<tool>", tool]] as const) {
@@ -81,7 +116,8 @@ async function run(ctx: CliContext, args: readonly unknown[]): Promise<number> {
   const [module, tool, json] = args;
   const body = requestOf(module, tool, json);
   const nc = await ctx.connection();
-  const outcome = await callTool(nc, ctx.asker(), String(module), String(tool), body, ctx.globals.timeoutMs);
+  const called = await callTool(nc, ctx.asker(), String(module), String(tool), body, ctx.globals.timeoutMs);
+  const outcome = "code" in called ? await explainedFailure(ctx, String(module), String(tool), called) : called;
   if ("code" in outcome) {
     ctx.err(`mesh: tool call: ${outcome.message}`);
     if (ctx.globals.json) for (const line of formatData({ ok: false, error: outcome }, ctx.globals.output ?? "json")) ctx.out(line);
@@ -107,7 +143,7 @@ export const TOOL_CALL_CLI_VERB: CliVerb = {
   ],
   globals: QUERY_GLOBALS,
   globalHelp: { timeout: "milliseconds to wait for the bus to take the connection and for the tool's answer (MESH_TIMEOUT_MS)" },
-  exitCodes: "0 answered; 1 nothing answers the tool (no-responders), no answer in time (timeout) or the bus refused the request (refused); 2 usage or connection error",
+  exitCodes: "0 answered; 1 no registered module offers the tool (not-found), nothing answers it (no-responders), no answer in time (timeout) or the bus refused the request (refused); 2 usage or connection error",
   run,
 };
 

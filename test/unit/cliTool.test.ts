@@ -9,7 +9,7 @@ import { errors } from "@nats-io/transport-node";
 import { runCli } from "../../src/cli/run.ts";
 import { EXIT_OK, EXIT_USAGE, type CliIo } from "../../src/cli/context.ts";
 import { CLI_VERBS } from "../../src/cli/verbs.ts";
-import { toolCallFailureOf } from "../../src/cli/tool.ts";
+import { toolCallFailureOf, toolNotOffered } from "../../src/cli/tool.ts";
 import { toolSubject } from "../../src/names.ts";
 
 function memoryIo(env: Record<string, string> = {}): CliIo & { out(): string; err(): string } {
@@ -42,5 +42,13 @@ describe("mesh tool call", () => {
     const refused = toolCallFailureOf(new errors.PermissionViolationError("Permissions Violation for Publish to \"x\"", "publish", subject), subject, 1000, "operator-ada");
     assert.equal(refused.code, "refused");
     assert.match(refused.message, /mesh explain operator ada pub mesh\.tool\.m\.t/);
+  });
+
+  it("R74: a call to a module or tool no registered module offers is not-found, naming the closest and what the module offers", () => {
+    const modules = [{ name: "search", tools: ["query", "reindex"] }, { name: "quiet", tools: [] }];
+    assert.equal(toolNotOffered("search", "query", modules), null);
+    assert.deepEqual(toolNotOffered("serch", "query", modules), { code: "not-found", message: 'no module "serch" is registered (did you mean search?): `mesh get modules` lists them' });
+    assert.deepEqual(toolNotOffered("search", "qery", modules), { code: "not-found", message: 'module search offers no tool "qery" (did you mean query?): it offers query, reindex' });
+    assert.deepEqual(toolNotOffered("quiet", "ping", modules), { code: "not-found", message: 'module quiet offers no tool "ping": it offers no tools' });
   });
 });
