@@ -252,9 +252,10 @@ export async function up(options: UpOptions): Promise<UpResult> {
     await localNodeKnown(client, options, paths, node);
     try {
       const push = await exampleMeshPushed(client, nc, asker, options, paths, node, timeoutMs);
-      // 5. the summary. On a cluster the lease may have moved to the standby meanwhile (R61): it is
-      // waited for like a starting controller.
+      // 5. the summary, the supervisor started first so that it shows running. On a cluster the
+      // lease may have moved to the standby meanwhile (R61): it is waited for like a starting controller.
       await whenControllerAnswers(nc, asker, timeoutMs, paths, exited);
+      await options.launcher.supervise?.(paths);
       const summary = await readSummary(paths, nc, timeoutMs);
       return { paths, node, summary, push };
     } finally {

@@ -1,14 +1,15 @@
 import { secretOf, withSecret } from "../../src/bus/connect.ts";
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, nkeyAuthenticator } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
-import { up, operatorConnection, operatorUser, pushAndWait, HOST_DIR } from "../../src/up/up.ts";
+import { up, operatorConnection, operatorUser, pushAndWait, pidFile, HOST_DIR } from "../../src/up/up.ts";
 import { inProcessLauncher, type InProcessLauncher } from "../../src/up/daemon.ts";
-import { runningPid, stopAll } from "../../src/up/processes.ts";
+import { recordPid, runningPid, stopAll, SUPERVISOR } from "../../src/up/processes.ts";
 import { renderSummary } from "../../src/up/summary.ts";
 import { freePort } from "../../installer/serverConfig.ts";
 import { readUserList } from "../../installer/carried.ts";
@@ -299,6 +300,20 @@ describe("mesh up (embedded default, end to end)", () => {
     assert.deepEqual(again.summary.nodes.map((n) => n.name).sort(), ["alpha", "beta"]);
     const nodes = (again.push.nodes ?? []) as Array<{ node: string; outcome: string }>;
     assert.ok(nodes.every((n) => n.outcome === "unchanged"), `nothing new was sent: ${JSON.stringify(nodes)}`);
+  });
+
+  // Found by a new-user trial: the first summary said "supervisor stopped" while it ran, as the
+  // supervisor was started after the summary was read.
+  it("R76: the summary `mesh up` prints shows the supervisor it started running", async () => {
+    const stand = spawn("sleep", ["60"], { stdio: "ignore" });
+    try {
+      const launcher = { ...local.launcher, supervise: async (paths: { dir: string }) => recordPid(paths.dir, SUPERVISOR, stand.pid!) };
+      const again = await up({ dir: local.dir, log, launcher, detachBus: false, timeoutMs: 30_000 });
+      assert.equal(again.summary.processes[SUPERVISOR], stand.pid);
+    } finally {
+      rmSync(pidFile(local.dir, SUPERVISOR), { force: true });
+      stand.kill();
+    }
   });
 
   // Found by a new-user trial: `--cluster` on a mesh that exists was ignored without a word.
