@@ -23,7 +23,10 @@ import { refusalOfZodError } from "./validation.ts";
  * - `unknown-seat`: a claim, use or follow names a seat neither this manifest nor the catalogue
  *   declares, after aliases (R25);
  * - `unknown-event`: a follow names an event its seat does not emit;
- * - `unknown-tool`: a use `<module>/<tool>` names a module not registered or a tool it does not offer (R74).
+ * - `unknown-tool`: a use `<module>/<tool>` names a module not registered or a tool it does not offer (R74);
+ * - `relative-path` (field `manifest.run.command.<i>`): the program is a relative path (`./serve`),
+ *   or an argument is a script's relative path (`hello.mjs`): the agent runs the command in the
+ *   module's own folder, where neither is (R72).
  * A marker seat (empty protocol) is accepted as written (R24), and a seat may share its name with
  * its provision (R26). Claiming or using a seat another module declares is fine.
  * Success: ModuleRegistered (the parsed manifest, defaults filled in, and `replaces`: the version it
@@ -49,12 +52,33 @@ export function decide(state: State, command: ModuleRegisterRequest, envelope: E
     );
   }
   const refused = seatDeclarationRefusal(catalogue, manifest) ?? droppedSeatRefusal(catalogue, manifest) ?? droppedToolRefusal(catalogue, manifest)
-    ?? referenceRefusal(catalogue, manifest);
+    ?? referenceRefusal(catalogue, manifest) ?? relativePathRefusal(manifest);
   if (refused) return refused;
 
   const events: MeshEvent[] = [{ ...metaOf(envelope), type: "ModuleRegistered", manifest, ...(registered ? { replaces: registered.version } : {}) }];
   // A new version that stops claiming mesh-broker takes the seat from every node it runs on (R49).
   return refuseLosingBroker(state, entity, events, envelope, "manifest.claims") ?? { ok: true, entity, events };
+}
+
+/** A script's file name: what an argument that names a file to run ends with. */
+const SCRIPT = /\.(m?js|cjs|ts|py|sh|rb|pl)$/;
+
+/**
+ * `relative-path` when `run.command` names its program by a relative path (`./serve`, `bin/serve`:
+ * a bare name is looked up on the node's PATH) or passes a script by one (`hello.mjs`): the agent
+ * runs the command in the module's own folder (R72), which holds neither, so the module would
+ * only ever crash. Options (`-x`, `--a=b`) and other words are passed as written.
+ */
+function relativePathRefusal(manifest: Manifest): Decision | undefined {
+  const command = manifest.run.command ?? [];
+  const at = command.findIndex((arg, i) => !arg.startsWith("/") && !arg.startsWith("-") && (i === 0 ? arg.includes("/") : SCRIPT.test(arg)));
+  if (at < 0) return undefined;
+  const arg = command[at]!;
+  return refuse(
+    "relative-path",
+    `run.command[${at}] "${arg}" is a relative path: the agent runs the command in the module's own folder (<host state>/modules/${manifest.name}), where it is not; give its absolute path on the node, e.g. "/srv/${manifest.name}/${arg.replace(/^\.\//, "")}"`,
+    `manifest.run.command.${at}`,
+  );
 }
 
 /** The catalogue of modules and seats a manifest is judged against. */

@@ -32,6 +32,22 @@ describe("module.register", () => {
     given(GENESIS).when("module.register", { manifest: broker, extra: 1 }).refused("invalid-request", "extra");
   });
 
+  // Found by a new-user trial: ["node", "hello.mjs"] was registered, pushed "applied", and the
+  // module crashed in a loop, as the agent runs the command in the module's own folder.
+  it("R72: refuses a run.command that names a program or a script by a relative path, naming the argument", () => {
+    const hello = (command: string[]) => ({ name: "hello", version: "1", run: { command } });
+    const refused = given(GENESIS).when("module.register", { manifest: hello(["node", "hello.mjs"]) });
+    refused.refused("relative-path", "manifest.run.command.1");
+    assert.ok(!refused.decision.ok);
+    assert.match(refused.decision.refusal.message, /"hello\.mjs" is a relative path: the agent runs the command in the module's own folder/);
+    given(GENESIS).when("module.register", { manifest: hello(["./serve", "--port", "80"]) }).refused("relative-path", "manifest.run.command.0");
+    given(GENESIS).when("module.register", { manifest: hello(["python3", "app/main.py"]) }).refused("relative-path", "manifest.run.command.1");
+    // A program on the node's PATH, absolute paths, options and words that are no script's path are run as written.
+    for (const command of [["node", "/srv/hello/hello.mjs"], ["mesh-greeter"], ["/usr/bin/env", "python3", "-m", "app"], ["node", "--require=./x.js", "/a.js"], ["tool", "search/query"]]) {
+      given(GENESIS).when("module.register", { manifest: hello(command) }).then([{ type: "ModuleRegistered", manifest: Manifest.parse(hello(command)) }], { kind: "module", id: "hello" });
+    }
+  });
+
   it("R24: accepts a marker seat (empty protocol) as written", () => {
     const filter = { name: "packet-filter", version: "1", seats: { "packet-filter": { protocol: "", scope: "node" } }, claims: ["packet-filter"] };
     const outcome = given(GENESIS).when("module.register", { manifest: filter });
