@@ -396,3 +396,27 @@ export function microServiceSubjects(name: string): string[] {
 export function commandEndpointSubject(verb: string): string {
   return `${COMMAND_PREFIX}*.${verb}`;
 }
+
+/** Levenshtein distance between two words. Pure. */
+function distance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = row;
+  }
+  return previous[b.length]!;
+}
+
+/**
+ * The candidate nearest `word` (fewest edits, the first on a tie), or undefined when none is close
+ * (more than a third of the word's letters, at least 2, would have to change). Pure.
+ */
+export function closestName(word: string, candidates: readonly string[]): string | undefined {
+  let best: { name: string; d: number } | undefined;
+  for (const name of candidates) {
+    const d = distance(word, name);
+    if (best === undefined || d < best.d) best = { name, d };
+  }
+  return best !== undefined && best.d <= Math.max(2, Math.floor(word.length / 3)) ? best.name : undefined;
+}

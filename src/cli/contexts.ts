@@ -15,7 +15,7 @@ import { z } from "zod";
 import { CONTEXT_NAME, DEFAULT_CREDENTIAL_FILE, type ClientConfig } from "../config.ts";
 import { makeFolderDurable, writeFileDurable } from "../files/index.ts";
 import { UsageError } from "./context.ts";
-import { closestName } from "./getKinds.ts";
+import { closestName } from "../names.ts";
 
 /** The configuration file's name inside the user's mesh configuration folder. */
 export const CONFIG_FILE = "config.json";

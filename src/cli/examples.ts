@@ -11,7 +11,7 @@ import { writeFileDurable } from "../files/index.ts";
 import { EXIT_OK, verbUsageError } from "./context.ts";
 import { formatData } from "./output.ts";
 import { table } from "./render.ts";
-import { closestName } from "./getKinds.ts";
+import { closestName } from "../names.ts";
 import type { CliVerb } from "./busVerb.ts";
 
 /** The folder of the example manifests this package ships. */

@@ -7,11 +7,10 @@
 import { errors, type NatsConnection } from "@nats-io/transport-node";
 import { PermissionViolationError } from "@nats-io/nats-core";
 import { isTimeout, transientBusConditionOf } from "../bus/errors.ts";
-import { nameProblem, toolSubject } from "../names.ts";
+import { closestName, nameProblem, toolSubject } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, verbUsageError, type CliContext } from "./context.ts";
 import { formatData, printData } from "./output.ts";
 import type { CliVerb } from "./busVerb.ts";
-import { closestName } from "./getKinds.ts";
 import { meshClient } from "../client/client.ts";
 import type { ModuleView } from "../contracts/verbs.ts";
 

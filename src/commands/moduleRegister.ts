@@ -35,7 +35,7 @@ import { refusalOfZodError } from "./validation.ts";
 export function decide(state: State, command: ModuleRegisterRequest, envelope: Envelope): Decision {
   const parsed = Manifest.safeParse(command.manifest);
   if (!parsed.success) {
-    const refusal = refusalOfZodError(parsed.error, "invalid-manifest", "manifest");
+    const refusal = refusalOfZodError(parsed.error, "invalid-manifest", "manifest", Manifest);
     return refuse(refusal.code, refusal.message, refusal.field);
   }
   const manifest = parsed.data;

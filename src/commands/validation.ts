@@ -1,19 +1,46 @@
 import type { z } from "zod";
+import { closestName } from "../names.ts";
 import type { Refusal } from "./envelope.ts";
+
+/** What of a zod 4 schema's definition keysAt walks: its kind and the schemas it wraps or holds. */
+type Definition = { type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; in?: z.ZodType; element?: z.ZodType; valueType?: z.ZodType };
+
+/**
+ * The keys the object schema at `path` inside `schema` takes (through optional, default, pipe,
+ * array and record), or none when there is no object there. Pure.
+ */
+function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+  let at: z.ZodType | undefined = schema;
+  let rest = [...path];
+  for (let steps = 0; at !== undefined && steps < 64; steps += 1) {
+    const def: Definition = (at as unknown as { _zod: { def: Definition } })._zod.def;
+    const wrapped: z.ZodType | undefined = def.innerType ?? def.in;
+    if (wrapped !== undefined) at = wrapped;
+    else if (rest.length === 0) return def.type === "object" ? Object.keys(def.shape ?? {}) : [];
+    else if (def.type === "object") at = def.shape?.[String(rest.shift())];
+    else if (def.type === "array") { rest = rest.slice(1); at = def.element; }
+    else if (def.type === "record") { rest = rest.slice(1); at = def.valueType; }
+    else return [];
+  }
+  return [];
+}
 
 /**
  * Turns a zod error into one refusal naming the first bad field (R23): `field` is the dotted path
- * (`manifest.seats.x.wat`), prefixed with `prefix` when given; an unknown field is named as such.
+ * (`manifest.seats.x.wat`), prefixed with `prefix` when given; an unknown field is named as such,
+ * with the closest field `schema` (the one that made the error) takes there, when one is close.
  * Pure. `code` is the refusal code the caller wants (`invalid-request`, `invalid-manifest`).
  */
-export function refusalOfZodError(error: z.ZodError, code: string, prefix?: string): Refusal {
+export function refusalOfZodError(error: z.ZodError, code: string, prefix?: string, schema?: z.ZodType): Refusal {
   const issue = error.issues[0];
   const base = [...(prefix === undefined ? [] : [prefix]), ...(issue?.path ?? []).map(String)];
   if (issue === undefined) return { code, message: `${prefix ?? "request"} is invalid` };
   if (issue.code === "unrecognized_keys") {
     const field = [...base, issue.keys[0] ?? "?"].join(".");
     const others = issue.keys.length > 1 ? ` (and ${issue.keys.slice(1).map((k) => `"${k}"`).join(", ")})` : "";
-    return { code, message: `unknown field "${field}"${others}: remove it, the schema is strict`, field };
+    const near = schema === undefined ? undefined : closestName(issue.keys[0] ?? "", keysAt(schema, issue.path));
+    const fix = near === undefined ? "remove it, the schema is strict" : `did you mean "${near}"? (the schema is strict)`;
+    return { code, message: `unknown field "${field}"${others}: ${fix}`, field };
   }
   const field = base.join(".");
   const where = field === "" ? "the request" : `"${field}"`;
@@ -33,7 +60,7 @@ export function parseRequest<Schema extends z.ZodType>(
 ): { ok: true; value: z.infer<Schema> } | { ok: false; refusal: Refusal } {
   const parsed = schema.safeParse(payload);
   if (parsed.success) return { ok: true, value: parsed.data };
-  return { ok: false, refusal: refusalOfZodError(parsed.error, "invalid-request") };
+  return { ok: false, refusal: refusalOfZodError(parsed.error, "invalid-request", undefined, schema) };
 }
 
 /**

@@ -23,6 +23,19 @@ describe("module.register", () => {
       .refused("invalid-manifest", "manifest.follows.0.x");
   });
 
+  // Found by a new-user trial: `"tool": [...]` was refused as unknown with no word of `tools`.
+  it("R23: an unknown field close to one the schema takes names it, at any depth", () => {
+    const message = (manifest: unknown) => {
+      const outcome = given(GENESIS).when("module.register", { manifest });
+      assert.ok(!outcome.decision.ok);
+      return outcome.decision.refusal.message;
+    };
+    assert.match(message({ ...broker, tool: [] }), /unknown field "manifest\.tool": did you mean "tools"\?/);
+    assert.match(message({ ...builder, seats: { "mesh-build": { protocol: "p", accept: ["build"] } } }), /unknown field "manifest\.seats\.mesh-build\.accept": did you mean "accepts"\?/);
+    assert.match(message({ ...builder, follows: [{ seat: "mesh-build", event: "built", seats: 1 }] }), /"manifest\.follows\.0\.seats": did you mean "seat"\?/);
+    assert.match(message({ ...broker, colour: "red" }), /unknown field "manifest\.colour": remove it, the schema is strict/);
+  });
+
   it("R23: refuses a wrong type, a bad name and a missing manifest, naming the field", () => {
     given(GENESIS).when("module.register", { manifest: { ...broker, version: 2 } }).refused("invalid-manifest", "manifest.version");
     given(GENESIS).when("module.register", { manifest: { ...broker, claims: "mesh-broker" } }).refused("invalid-manifest", "manifest.claims");
