@@ -13,6 +13,7 @@ import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type CliContext, type CliIo } from "
 import { CLI_VERBS, renderDryRun, type OptionSpec } from "../../src/cli/verbs.ts";
 import { columnTitle, renderList, renderWhere } from "../../src/cli/render.ts";
 import { renderSummary, type UpSummary } from "../../src/up/summary.ts";
+import { OUTPUT_FORMATS } from "../../src/cli/output.ts";
 import { onlyNamed, renderPush, PUSH_REPLY_MARGIN_MS } from "../../src/cli/push.ts";
 import { explainBody, renderExplain, explainExitCode } from "../../src/cli/explain.ts";
 import type { PushReport } from "../../src/push/push.ts";
@@ -229,6 +230,18 @@ describe("mesh help and version", () => {
     const spans = [...doc.matchAll(/`(mesh [^`]+)`/g)].map((m) => m[1]!);
     assert.ok(spans.length > 40, `${spans.length} spans`);
     assert.deepEqual(spans.flatMap((span) => resolveSpan(span, tree).missing), []);
+  });
+
+  it("-o, --output's help lists every format it accepts, text included (found by a new-user trial)", async () => {
+    const withOutput = helpNodes(await helpTree()).filter((n) => n.help.includes("-o, --output <format>"));
+    assert.ok(withOutput.length > 20, `${withOutput.length} verbs take -o`);
+    for (const node of withOutput) {
+      const listed = /-o, --output <format>\s+how to print: ([a-z]+(?:, [a-z]+)*)/.exec(node.help.replace(/\s+/g, " "))?.[1];
+      assert.deepEqual(listed?.split(", "), [...OUTPUT_FORMATS], `mesh ${node.path.join(" ")} --help:\n${node.help}`);
+    }
+    const io = memoryIo();
+    assert.equal(await runCli(["nodes", "-o", "xml"], io), EXIT_USAGE);
+    assert.match(io.err(), new RegExp(`give one of ${OUTPUT_FORMATS.join(", ")}`));
   });
 
   it("docs/cli.md names every verb that takes no --json (found by a new-user trial: genesis)", () => {
