@@ -1,5 +1,5 @@
 /**
- * `mesh context list | current-context | use-context <name> | set-context <name> <file>`
+ * `mesh context list | current | use <name> | add <name> <file>`
  * (issue 29, as kubectl's): the named contexts of the user's configuration (contexts.ts).
  */
 import { existsSync } from "node:fs";

@@ -185,7 +185,7 @@ function addGlobalOption(command: Command, name: GlobalOptionName, config: Clien
       return;
     case "json":
       command.option("--json", help ?? "print the reply as JSON (failures too, with a code); the same as -o json", false);
-      command.option("-o, --output <format>", `how to print: ${OUTPUT_FORMATS.filter((f) => f !== "text").join(", ")} (json and yaml: the reply as data, failures too; wide: tables with every cell whole; name: kind/name per line)`, parseOutput);
+      command.option("-o, --output <format>", `how to print: ${OUTPUT_FORMATS.join(", ")} (text, the default: lines and tables fitted to the terminal; json and yaml: the reply as data, failures too; wide: tables with every cell whole; name: kind/name per line)`, parseOutput);
       return;
     case "timeout":
       command.option("--timeout <ms>", help ?? "milliseconds to wait for the bus to take the connection and for the controller's reply (MESH_TIMEOUT_MS)", parseTimeout, config.timeoutMs);

@@ -1,7 +1,7 @@
 /**
  * Issue 29: named contexts in the user's configuration folder, as kubectl's: which operator
- * credential a verb dials with, and `mesh context list | use-context | current-context |
- * set-context`. A temporary HOME; no server.
+ * credential a verb dials with, and `mesh context list | use | current | add`. A temporary HOME;
+ * no server.
  */
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -82,7 +82,7 @@ describe("mesh context (issue 29)", () => {
     assert.equal(current.out(), "127.0.0.1-4333\n");
   });
 
-  it("set-context adds one (current), use-context switches, an unknown one is a usage error", async () => {
+  it("context add adds one (current), context use switches, an unknown one is a usage error", async () => {
     const set = memoryIo(env);
     assert.equal(await runCli(["context", "add", "prod", "/p/operator.json"], set), EXIT_OK, set.err());
     assert.equal(readUserConfig(join(home, ".config", "mesh")).currentContext, "prod");
@@ -103,7 +103,7 @@ describe("mesh context (issue 29)", () => {
     assert.match(unknown.err(), /--context nope: no such context/);
   });
 
-  it("current-context without one exits 1; without HOME the config verbs say to set it", async () => {
+  it("context current without one exits 1; without HOME the config verbs say to set it", async () => {
     const empty = mkdtempSync(join(tmpdir(), "mesh-home-"));
     try {
       const io = memoryIo({ HOME: empty });

@@ -13,6 +13,7 @@ import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type CliContext, type CliIo } from "
 import { CLI_VERBS, renderDryRun, type OptionSpec } from "../../src/cli/verbs.ts";
 import { columnTitle, renderList, renderWhere } from "../../src/cli/render.ts";
 import { renderSummary, type UpSummary } from "../../src/up/summary.ts";
+import { OUTPUT_FORMATS } from "../../src/cli/output.ts";
 import { onlyNamed, renderPush, PUSH_REPLY_MARGIN_MS } from "../../src/cli/push.ts";
 import { explainBody, renderExplain, explainExitCode } from "../../src/cli/explain.ts";
 import type { PushReport } from "../../src/push/push.ts";
@@ -35,6 +36,78 @@ async function everyHelp(): Promise<Array<{ words: string; text: string }>> {
     helps.push({ words: words.join(" "), text: io.out() });
   }
   return helps;
+}
+
+/** A command of `mesh` as its own --help shows it: its words, its names (aliases too), whether it takes arguments, its subcommands. */
+type HelpNode = { path: string[]; names: string[]; takesArguments: boolean; help: string; commands: HelpNode[] };
+
+/**
+ * Every command of `mesh`, walked down the program's --help (`Commands:` of each level): what a
+ * user can type, the verbs runCli adds itself (completion) included. Commander's own `help`
+ * command is left out.
+ */
+async function helpTree(path: string[] = [], names: string[] = []): Promise<HelpNode> {
+  const io = memoryIo();
+  assert.equal(await runCli([...path, "--help"], io), EXIT_OK, `mesh ${path.join(" ")} --help`);
+  const text = io.out();
+  const usage = /^Usage: (.*)$/m.exec(text)?.[1] ?? "";
+  const takesArguments = /[<[]/.test(usage.replace(/\[options\]|\[command\]/g, ""));
+  const listed = text.split(/^Commands:\n/m)[1]?.split(/\n\s*\n/)[0] ?? "";
+  const commands: HelpNode[] = [];
+  for (const [, term] of listed.matchAll(/^ {2}(\S+)/gm)) {
+    const aliases = term!.split("|");
+    if (aliases[0] === "help") continue;
+    commands.push(await helpTree([...path, aliases[0]!], aliases));
+  }
+  return { path, names, takesArguments, help: text, commands };
+}
+
+/** Every node of a help tree below its root, parents first. */
+function helpNodes(tree: HelpNode): HelpNode[] {
+  return tree.commands.flatMap((c) => [c, ...helpNodes(c)]);
+}
+
+/**
+ * The commands one `mesh ...` span of docs/cli.md names, resolved in the CLI's tree: its words
+ * before the first option, down the tree. ` / ` parts alternatives, each in place of the last word
+ * before it (`mesh where / seats`, `mesh context list / use <name>`); `a|b` alike. A word that is no
+ * subcommand is an argument when its command takes one (`mesh host init`, `mesh history node vm`),
+ * and so is every word after it. Returns the paths of the commands named, and each word the CLI
+ * has neither as a subcommand nor as an argument.
+ */
+function resolveSpan(span: string, tree: HelpNode): { paths: string[]; missing: string[] } {
+  const paths: string[] = [];
+  const missing: string[] = [];
+  // Where the first word of the next alternative is looked up (where the word it stands for was); null: it is an argument.
+  let level: HelpNode | null = tree;
+  for (const alternative of span.replace(/^mesh\s+/, "").split(/\s+\/\s+/)) {
+    const words: string[] = [];
+    let depth = 0;
+    for (const token of alternative.split(/\s+/)) {
+      if (depth === 0 && token.startsWith("-")) break;
+      if (depth === 0 && /^[a-z0-9]/.test(token)) words.push(token);
+      depth += (token.match(/[[<(]/g) ?? []).length - (token.match(/[\]>)]/g) ?? []).length;
+    }
+    if (level === null || words.length === 0) continue;
+    let at: HelpNode = level;
+    for (const word of words) {
+      const found = word.split(/\\?\|/).map((w) => at.commands.find((c) => c.names.includes(w)));
+      if (found.every((c) => c !== undefined)) {
+        paths.push(...found.map((c) => c.path.join(" ")));
+        level = at;
+        at = found[0]!;
+        continue;
+      }
+      if (at.takesArguments) {
+        level = null;
+      } else {
+        missing.push(`\`mesh ${[...at.path, word].join(" ")}\` (in \`${span}\`)`);
+        level = at;
+      }
+      break;
+    }
+  }
+  return { paths, missing };
 }
 
 describe("mesh help and version", () => {
@@ -101,13 +174,15 @@ describe("mesh help and version", () => {
     let checked = 0;
     for (const usage of usages) {
       const words = usage.split(/\s+/).slice(1);
+      // `mesh completion` is added by runCli itself, not a CLI_VERBS entry, and has no option.
+      if (words[0] === "completion") continue;
       const verb = [...CLI_VERBS].sort((a, b) => b.path.length - a.path.length).find((v) => v.path.every((w, i) => words[i] === w));
       assert.ok(verb, `a CLI verb for \`${usage}\``);
       let depth = 0;
       for (const token of words) {
         depth += (token.match(/\[/g) ?? []).length;
         const flag = /--[a-z-]+/.exec(token)?.[0];
-        const spec: OptionSpec | undefined = flag === undefined ? undefined : (verb.options ?? []).find((o) => o.flags.split(" ")[0] === flag);
+        const spec: OptionSpec | undefined = flag === undefined ? undefined : (verb.options ?? []).find((o) => o.flags.split(/[\s,]+/).includes(flag));
         if (spec !== undefined) {
           checked += 1;
           assert.equal(depth === 0, spec.required === true, `\`${usage}\`: ${flag} is ${spec.required ? "required" : "optional"} in the CLI`);
@@ -116,6 +191,57 @@ describe("mesh help and version", () => {
       }
     }
     assert.ok(checked > 10, `${checked} options checked`);
+  });
+
+  it("docs/cli.md's verb table names every verb and subcommand of the CLI, and no name the CLI lacks (found by a new-user trial: context, logs, tool call)", async () => {
+    const tree = await helpTree();
+    const all = helpNodes(tree).map((n) => n.path.join(" "));
+    for (const known of ["context use", "tool call", "logs", "completion", "module retire"]) assert.ok(all.includes(known), `the walk of --help finds mesh ${known}: ${all.join(", ")}`);
+    // The check can fail: names the CLI lacks are found, as a word past a verb that takes no argument.
+    assert.deepEqual(resolveSpan("mesh context list / current-context / use <name>", tree).missing, ["`mesh context current-context` (in `mesh context list / current-context / use <name>`)"]);
+    assert.equal(resolveSpan("mesh nodez", tree).missing.length, 1);
+    assert.equal(resolveSpan("mesh nodes all", tree).missing.length, 1);
+    assert.deepEqual(resolveSpan("mesh where / seats [--watch]", tree), { paths: ["where", "seats"], missing: [] });
+    assert.deepEqual(resolveSpan("mesh host init / rotate-key", tree), { paths: ["host"], missing: [] });
+
+    const verbs = readFileSync("docs/cli.md", "utf8").split(/^## /m).find((section) => section.startsWith("Verbs\n")) ?? "";
+    const rows = verbs.split("\n").filter((line) => line.startsWith("| `mesh "));
+    assert.ok(rows.length > 10, "docs/cli.md's table has the verbs");
+    const listed = new Set<string>();
+    const lacked: string[] = [];
+    for (const row of rows) {
+      const [first, ...rest] = row.split(" | ");
+      for (const [column, text] of [[0, first!], [1, rest.join(" | ")]] as const) {
+        for (const [, span] of text.matchAll(/`(mesh [^`]+)`/g)) {
+          const { paths, missing } = resolveSpan(span!, tree);
+          lacked.push(...missing);
+          // A verb is listed by the first column; the second may name others in passing.
+          if (column === 0) for (const path of paths) listed.add(path);
+        }
+      }
+    }
+    const leftOut = all.filter((path) => !listed.has(path)).map((path) => `mesh ${path}`);
+    assert.deepEqual({ namedButNotInTheCli: lacked, inTheCliButNotInTheTable: leftOut }, { namedButNotInTheCli: [], inTheCliButNotInTheTable: [] });
+  });
+
+  it("every `mesh ...` docs/cli.md names is a command the CLI has", async () => {
+    const tree = await helpTree();
+    const doc = readFileSync("docs/cli.md", "utf8").replace(/\s*\n\s*/g, " ");
+    const spans = [...doc.matchAll(/`(mesh [^`]+)`/g)].map((m) => m[1]!);
+    assert.ok(spans.length > 40, `${spans.length} spans`);
+    assert.deepEqual(spans.flatMap((span) => resolveSpan(span, tree).missing), []);
+  });
+
+  it("-o, --output's help lists every format it accepts, text included (found by a new-user trial)", async () => {
+    const withOutput = helpNodes(await helpTree()).filter((n) => n.help.includes("-o, --output <format>"));
+    assert.ok(withOutput.length > 20, `${withOutput.length} verbs take -o`);
+    for (const node of withOutput) {
+      const listed = /-o, --output <format>\s+how to print: ([a-z]+(?:, [a-z]+)*)/.exec(node.help.replace(/\s+/g, " "))?.[1];
+      assert.deepEqual(listed?.split(", "), [...OUTPUT_FORMATS], `mesh ${node.path.join(" ")} --help:\n${node.help}`);
+    }
+    const io = memoryIo();
+    assert.equal(await runCli(["nodes", "-o", "xml"], io), EXIT_USAGE);
+    assert.match(io.err(), new RegExp(`give one of ${OUTPUT_FORMATS.join(", ")}`));
   });
 
   it("docs/cli.md names every verb that takes no --json (found by a new-user trial: genesis)", () => {
