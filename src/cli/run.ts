@@ -19,6 +19,7 @@ const GROUPS: Record<string, string> = {
   credential: "rotate credentials",
   context: "your named contexts: which mesh the verbs dial",
   examples: "the example module manifests this package ships",
+  tool: "call a module's tools as an operator",
 };
 
 function parseTimeout(value: string): number {
