@@ -173,7 +173,7 @@ const credential: Run = async (ctx, options) => {
     try {
       value = JSON.parse(readFileSync(from, "utf8"));
     } catch {
-      throw new UsageError(`${from} is not a JSON enrol reply or credential`);
+      throw new UsageError(`${from} is not a JSON enrol reply or credential: save the reply as data, \`mesh node enrol <node> --key <key> --nkey <nkey> -o json > ${from}\``);
     }
     if (jsonDepthOver(value)) throw new UsageError(`${from} nests arrays or objects more than ${MAX_JSON_DEPTH} deep: it is not an enrol reply or credential`);
     const saved = await hostState(({ saveNodeCredential }) => saveNodeCredential(stateDir, value));

@@ -78,6 +78,17 @@ describe("host state: keys and credentials", () => {
     assert.ok(!io.out().includes(seed) && !io.err().includes(seed));
   });
 
+  // Found by a new-user trial: the text `mesh node enrol` prints, saved to a file, was refused
+  // without a word of how to save the reply as data.
+  it("host credential of a file that is not JSON is a usage error saying how to save the enrol reply as data", async () => {
+    const state = join(root, "text-reply");
+    initHostKeys(state);
+    writeFileSync(join(root, "reply.txt"), "enrolled alpha\n");
+    const io = memoryIo();
+    assert.equal(await runCli(["host", "credential", "--state", state, "--from", join(root, "reply.txt")], io), EXIT_USAGE);
+    assert.match(io.err(), /is not a JSON enrol reply or credential: save the reply as data, `mesh node enrol .* -o json > /);
+  });
+
   it("R64: host credential accepts every form the CLI prints: enrol and rotate replies, their --json forms, the bare credential, a plain file", () => {
     const state = join(root, "forms");
     const { nkey } = initHostKeys(state);
