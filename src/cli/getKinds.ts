@@ -102,6 +102,17 @@ function valueText(value: unknown): string {
   return String(value);
 }
 
+/**
+ * A field of `describe` as its lines: `  Label:  value`, and a list of two or more records (a
+ * report's modules) one record a line, aligned under the first, not one line of them all.
+ */
+function fieldLines(field: string, value: unknown, width: number): string[] {
+  const head = `  ${`${label(field)}:`.padEnd(width)}`;
+  const records = Array.isArray(value) && value.length > 1 && value.every((x) => typeof x === "object" && x !== null && valueText(x).includes("="));
+  if (!records) return [`${head}${valueText(value)}`];
+  return (value as unknown[]).map((x, i) => `${i === 0 ? head : " ".repeat(head.length)}${valueText(x)}`);
+}
+
 /** A field's label: its words, first letter capital (`overlayName` → `Overlay name`). */
 function label(field: string): string {
   const words = field.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase();
@@ -116,12 +127,12 @@ export function describeLines(described: Described, view: View = {}): string[] {
   const { kind, item } = described;
   const fields = Object.entries(item).filter(([k]) => k !== "lastReport");
   const width = Math.max(...fields.map(([k]) => label(k).length)) + 2;
-  const lines = [`${label(kind)} ${itemName(kind, item)}`, ...fields.map(([k, v]) => `  ${`${label(k)}:`.padEnd(width)}${valueText(v)}`)];
+  const lines = [`${label(kind)} ${itemName(kind, item)}`, ...fields.flatMap(([k, v]) => fieldLines(k, v, width))];
   if (kind === "node") {
     const last = (item.lastReport ?? null) as NodeLastReport | null;
     lines.push("", "Last report:");
     if (last === null) lines.push(`  ${lastReportText(null, (item.lastSent as { digest?: string } | null)?.digest)}`.replace(/^ {2}-$/, "  none"));
-    else lines.push(...Object.entries(last).map(([k, v]) => `  ${`${label(k)}:`.padEnd(width)}${valueText(v)}`));
+    else lines.push(...Object.entries(last).flatMap(([k, v]) => fieldLines(k, v, width)));
   }
   const history = described.history;
   if (history === null) return lines;

@@ -115,6 +115,16 @@ describe("mesh describe: one item in full (issue 29)", () => {
     assert.ok(lines.some((l) => /node alpha enrolled/.test(l)));
   });
 
+  // Found by a new-user trial: a report's modules were one comma-separated line of them all.
+  it("describe writes a list of records (a report's modules) one a line, aligned under the first", () => {
+    const modules = [{ module: "echo", state: "running", restarts: 0 }, { module: "hello", state: "exited", restarts: 3 }];
+    const item = { ...NODES[0]!, lastReport: { ...NODES[0]!.lastReport, modules } };
+    const lines = describeLines({ kind: "node", item, history: null });
+    const first = lines.findIndex((l) => /^ {2}Modules: +module=echo state=running restarts=0$/.test(l));
+    assert.ok(first > 0, lines.join("\n"));
+    assert.equal(lines[first + 1], `${" ".repeat(lines[first]!.indexOf("module="))}module=hello state=exited restarts=3`);
+  });
+
   it("a node that never reported says none; an item whose history could not be read shows no history", () => {
     const lines = describeLines({ kind: "node", item: NODES[1]!, history: null });
     assert.equal(lines[lines.indexOf("Last report:") + 1], "  none");
