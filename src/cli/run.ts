@@ -9,6 +9,7 @@ import { CommandTransportError } from "../client/send.ts";
 import { CLI_VERBS, type CliVerb } from "./verbs.ts";
 import { SHELLS, completionScript, treeOf, type Shell } from "./completion.ts";
 import { OUTPUT_FORMATS, formatData, isData, type OutputFormat } from "./output.ts";
+import { GET_KINDS } from "./getKinds.ts";
 
 /** What the word groups of `mesh` are about, for `mesh --help` and `mesh node --help`. */
 const GROUPS: Record<string, string> = {
@@ -68,6 +69,8 @@ export async function runCli(argv: readonly string[], io: CliIo, verbs: readonly
     await program.parseAsync(versionAsVerb(argv), { from: "user" });
   } catch (error) {
     const failure = failureOf(error, err);
+    const hint = error instanceof CommanderError ? usageHint(argv, error.code) : undefined;
+    if (hint !== undefined) err(`mesh: ${hint}`);
     run.exit = failure.exit;
     if ((run.output === "json" || run.output === "yaml") && failure.code !== undefined) {
       const id = error instanceof CommandTransportError ? error.commandId ?? run.commandId : run.commandId;
@@ -136,6 +139,23 @@ function actionOf(verb: CliVerb, { io, config, err, run }: { io: CliIo; config: 
     };
     run.exit = await verb.run(ctx, params.slice(0, -2), own);
   };
+}
+
+/**
+ * The way out of two usage mistakes commander cannot name, found by a new-user trial: a list asked
+ * of a kind's group (`mesh module list`: `mesh get modules` lists them), and `-o` given before the
+ * verb (each verb takes it after its name). Undefined for any other mistake. Pure.
+ */
+export function usageHint(argv: readonly string[], code: string): string | undefined {
+  const [first, second] = argv;
+  if (code === "commander.unknownCommand" && (second === "list" || second === "ls") && (GET_KINDS as readonly string[]).includes(first ?? "")) {
+    return `\`mesh get ${first}s\` lists them`;
+  }
+  if (code === "commander.unknownOption" && first !== undefined && /^(-o|--output)(=|$)/.test(first)) {
+    const verb = argv.find((word, i) => i > 0 && !word.startsWith("-") && argv[i - 1] !== "-o" && argv[i - 1] !== "--output");
+    return `give -o after the verb: \`mesh ${verb ?? "<verb>"} ... ${first.includes("=") ? first : `${first} ${argv[1] ?? "json"}`}\``;
+  }
+  return undefined;
 }
 
 /**

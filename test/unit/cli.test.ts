@@ -56,6 +56,19 @@ describe("mesh CLI without a server", () => {
     assert.match(io.err(), /unknown command 'frobnicate'/);
   });
 
+  // Found by a new-user trial: `mesh module list` and `mesh -o json nodes` said only what was unknown.
+  it("a list asked of a kind's group and -o before the verb are usage errors that name the way out", async () => {
+    const list = memoryIo();
+    assert.equal(await runCli(["module", "list"], list), EXIT_USAGE);
+    assert.match(list.err(), /unknown command 'list'[\s\S]*mesh: `mesh get modules` lists them/);
+    const early = memoryIo();
+    assert.equal(await runCli(["-o", "json", "nodes"], early), EXIT_USAGE);
+    assert.match(early.err(), /mesh: give -o after the verb: `mesh nodes \.\.\. -o json`/);
+    const other = memoryIo();
+    assert.equal(await runCli(["frobnicate"], other), EXIT_USAGE);
+    assert.doesNotMatch(other.err(), /^mesh: /m, "no hint where none fits");
+  });
+
   it("a missing argument or required option is a usage error (exit 2) naming it", async () => {
     const missingArg = memoryIo();
     assert.equal(await runCli(["assign", "showcase"], missingArg), EXIT_USAGE);
