@@ -52,15 +52,16 @@ export type MeshModule = {
   /**
    * Submits work of `kind` to a seat the module uses (MESH_SUBMITS; `seat` when two seats accept
    * that kind). `id` becomes the `Nats-Msg-Id`: the bus keeps one copy of a retried submit with
-   * the same id (its duplicate window, two minutes by default). Resolves to the stream's sequence
-   * and whether it was a duplicate.
+   * the same id (its duplicate window, two minutes by default); without one, a retry is a second
+   * item. Resolves to the stream's sequence and whether it was a duplicate.
    */
-  submit(kind: string, data: unknown, options: { id: string; seat?: string }): Promise<{ seq: number; duplicate: boolean }>;
+  submit(kind: string, data: unknown, options?: { id?: string; seat?: string }): Promise<{ seq: number; duplicate: boolean }>;
   /** Emits `event` of a seat the module claims (MESH_EMITS), with `id` as its message id when given. */
   emit(event: string, data: unknown, options?: { id?: string; seat?: string }): Promise<{ seq: number; duplicate: boolean }>;
   /**
    * Pulls the module's work queue (MESH_WORK; `seat` when it claims several): `handler` runs for
-   * each item one at a time; the item is acknowledged when it resolves and redelivered when it throws.
+   * each item one at a time; the item is acknowledged when it resolves. When it throws, the error
+   * is logged and the item redelivered after a pause (redeliveryDelayMs), not at once.
    */
   work(handler: (item: Delivery) => Promise<void> | void, options?: { seat?: string }): Promise<Stop>;
   /** Follows `event` (MESH_FOLLOWS) through the module's own durable consumer, as `work` does. */
@@ -102,12 +103,16 @@ function envOf(options: ConnectModuleOptions): Record<string, string | undefined
   return readModuleEnv(file);
 }
 
-/** The one entry of `entries` matching `match` (and `seat` when given). Throws ModuleEnvError naming `variable` otherwise. */
-function pick<T extends { seat: string }>(entries: readonly T[], variable: string, what: string, match: (entry: T) => boolean, seat?: string): T {
+/**
+ * The one entry of `entries` matching `match` (and `seat` when given). Throws ModuleEnvError naming
+ * `variable` and what it does grant (each entry as `show` writes it) otherwise.
+ */
+function pick<T extends { seat: string }>(entries: readonly T[], variable: string, what: string, match: (entry: T) => boolean, show: (entry: T) => string, seat?: string): T {
   const found = entries.filter((entry) => match(entry) && (seat === undefined || entry.seat === seat));
   if (found.length === 1) return found[0]!;
   const why = found.length === 0 ? "grants no" : "grants more than one (pass seat)";
-  throw new ModuleEnvError(variable, `${variable} ${why} ${what}${seat === undefined ? "" : ` of seat ${seat}`}: its manifest says what the module may do`);
+  const grants = entries.length === 0 ? "it grants none" : `it grants ${entries.map(show).join(", ")}`;
+  throw new ModuleEnvError(variable, `${variable} ${why} ${what}${seat === undefined ? "" : ` of seat ${seat}`} (${grants}): its manifest says what the module may do`);
 }
 
 /** The longest status line the kit writes: a server's error text is bounded before it reaches a log. */
@@ -128,13 +133,26 @@ async function logStatus(nc: NatsConnection, log: (line: string) => void): Promi
   }
 }
 
+/** The first pause before an item whose handler threw is delivered again, and the longest (ms). */
+const REDELIVERY_FIRST_MS = 1_000;
+const REDELIVERY_MAX_MS = 60_000;
+
+/**
+ * The pause before an item whose handler threw is delivered again, by how often it was delivered
+ * (1 the first time): 1 s, doubled per delivery, at most a minute. Without it a handler that always
+ * throws took its item again at once, some 20,000 times a minute, and filled its log. Pure.
+ */
+export function redeliveryDelayMs(deliveryCount: number): number {
+  return Math.min(REDELIVERY_MAX_MS, REDELIVERY_FIRST_MS * 2 ** Math.min(16, Math.max(0, deliveryCount - 1)));
+}
+
 /** Runs `handler` over a durable pull consumer bound by name, acking each message it handled. */
-async function consume(js: JetStreamClient, stream: string, name: string, handler: (delivery: Delivery) => Promise<void> | void): Promise<Stop> {
+async function consume(js: JetStreamClient, stream: string, name: string, handler: (delivery: Delivery) => Promise<void> | void, log: (line: string) => void): Promise<Stop> {
   // consumers.get asks CONSUMER.INFO of this one consumer only: granted to its owner (R2).
   const consumer = await js.consumers.get(stream, name);
   const messages = await consumer.consume();
   const loop = (async () => {
-    for await (const message of messages) await handled(message, handler);
+    for await (const message of messages) await handled(message, handler, `${name} handler`, log);
   })();
   return async () => {
     await messages.close();
@@ -142,12 +160,17 @@ async function consume(js: JetStreamClient, stream: string, name: string, handle
   };
 }
 
-async function handled(message: JsMsg, handler: (delivery: Delivery) => Promise<void> | void): Promise<void> {
+/** Runs `handler` for one message: acks it, or logs why it threw and naks it for redeliveryDelayMs. */
+async function handled(message: JsMsg, handler: (delivery: Delivery) => Promise<void> | void, what: string, log: (line: string) => void): Promise<void> {
   try {
     await handler({ data: decode(message.data), subject: message.subject, id: message.headers?.get("Nats-Msg-Id") || undefined });
     message.ack();
-  } catch {
-    message.nak();
+  } catch (error) {
+    const delivery = message.info.deliveryCount;
+    const delay = redeliveryDelayMs(delivery);
+    const why = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").slice(0, STATUS_LINE_CHARS);
+    log(`mesh-kit: the ${what} threw on ${message.subject} (delivery ${delivery}): ${why}; it is delivered again in ${delay / 1000} s`);
+    message.nak(delay);
   }
 }
 
@@ -195,6 +218,7 @@ export async function connectModule(options: ConnectModuleOptions = {}): Promise
   }, log === false ? () => undefined : log);
   // A refusal after a reconnect (`authorization violation`) shows only as a status: said in the log.
   if (log !== false) void logStatus(nc, log);
+  const quiet = log === false ? () => undefined : log;
   const js = jetstream(nc);
   const publish = async (subject: string, data: unknown, id: string | undefined) => {
     const ack = await js.publish(subject, encode(data), id === undefined ? {} : { msgID: id });
@@ -202,17 +226,18 @@ export async function connectModule(options: ConnectModuleOptions = {}): Promise
   };
   return {
     nc, js, settings,
-    submit: (kind, data, { id, seat }) =>
-      publish(pick(settings.submits, "MESH_SUBMITS", `work of kind ${kind}`, (e) => e.kind === kind, seat).subject, data, id),
-    emit: (event, data, { id, seat } = {}) =>
-      publish(pick(settings.emits, "MESH_EMITS", `event ${event}`, (e) => e.event === event, seat).subject, data, id),
+    // async: a kind the env does not grant rejects the promise, as a refused publish does.
+    submit: async (kind, data, { id, seat } = {}) =>
+      publish(pick(settings.submits, "MESH_SUBMITS", `work of kind ${kind}`, (e) => e.kind === kind, (e) => `${e.kind} of seat ${e.seat}`, seat).subject, data, id),
+    emit: async (event, data, { id, seat } = {}) =>
+      publish(pick(settings.emits, "MESH_EMITS", `event ${event}`, (e) => e.event === event, (e) => `${e.event} of seat ${e.seat}`, seat).subject, data, id),
     work: (handler, { seat } = {}) => {
-      const entry = pick(settings.work, "MESH_WORK", "work queue", () => true, seat);
-      return consume(js, entry.stream, entry.consumer, handler);
+      const entry = pick(settings.work, "MESH_WORK", "work queue", () => true, (e) => `the queue of seat ${e.seat}`, seat);
+      return consume(js, entry.stream, entry.consumer, handler, quiet);
     },
     follow: (event, handler, { seat } = {}) => {
-      const entry = pick(settings.follows, "MESH_FOLLOWS", `event ${event}`, (e) => e.event === event, seat);
-      return consume(js, entry.stream, entry.consumer, handler);
+      const entry = pick(settings.follows, "MESH_FOLLOWS", `event ${event}`, (e) => e.event === event, (e) => `${e.event} of seat ${e.seat}`, seat);
+      return consume(js, entry.stream, entry.consumer, handler, quiet);
     },
     answer: (tool, handler) => {
       const entry = settings.tools.find((e) => e.tool === tool);
@@ -224,13 +249,16 @@ export async function connectModule(options: ConnectModuleOptions = {}): Promise
   };
 }
 
-/** Answers one tool request with `handler`'s result, or `{ error }` when it throws. */
+/**
+ * Answers one tool request with `handler`'s result, or `{ error }` when it throws or its result is
+ * not JSON (a BigInt, a cycle): a bad answer is the caller's error, never the module's crash.
+ */
 async function reply(message: Msg, handler: (request: unknown) => Promise<unknown> | unknown): Promise<void> {
-  let answer: unknown;
+  let body: Uint8Array;
   try {
-    answer = await handler(decode(message.data));
+    body = encode(await handler(decode(message.data)));
   } catch (error) {
-    answer = { error: error instanceof Error ? error.message : String(error) };
+    body = encode({ error: error instanceof Error ? error.message : String(error) });
   }
-  message.respond(encode(answer));
+  message.respond(body);
 }

@@ -17,7 +17,7 @@ import { waitFor } from "../support/natsServer.ts";
 import { localMesh, LOCAL_NODE as NODE } from "../support/localMesh.ts";
 
 /** A module that uses the greetings seat and follows its greeted event, as a module author would write it. */
-const LISTENER = { name: "listener", version: "1.0.0", uses: ["greetings"], follows: [{ seat: "greetings", event: "greeted" }] };
+const LISTENER = { name: "listener", version: "1.0.0", uses: ["greetings"], follows: [{ seat: "greetings", event: "greeted" }], tools: [{ name: "probe" }] };
 
 describe("module kit: the example greeter on a mesh", () => {
   let listener: MeshModule | undefined;
@@ -57,6 +57,37 @@ describe("module kit: the example greeter on a mesh", () => {
     await waitFor(() => followed.includes("cy"), { timeoutMs: 10_000, name: "cy's greeting followed" });
     assert.deepEqual(followed, ["bob", "cy"]);
     assert.equal(output().filter((line) => line === "greeted bob").length, 1, output().join("\n"));
+  });
+
+  // Found by a module author's trial: a handler that threw took its item again at once, about
+  // 20,000 times a minute, and its error was never written anywhere.
+  it("kit: a handler that throws is logged with its error, and its item comes again after a pause, not at once", async () => {
+    await listener?.close();
+    const lines: string[] = [];
+    listener = await connectModule({ envFile: join(moduleDir("listener"), "env"), log: (line) => { lines.push(line); } });
+    const seen: number[] = [];
+    await listener.follow("greeted", (event) => {
+      if ((event.data as { name: string }).name !== "dee") return;
+      seen.push(Date.now());
+      if (seen.length === 1) throw new Error("not yet");
+    });
+    await listener.submit("greet", { name: "dee" }, { id: `greet-dee-${Date.now()}` });
+    await waitFor(() => seen.length >= 2, { timeoutMs: 15_000, name: "dee's greeting delivered again" });
+    assert.ok(seen[1]! - seen[0]! >= 900, `delivered again after ${seen[1]! - seen[0]!} ms`);
+    assert.ok(lines.some((line) => /handler threw on mesh\.event\.greetings\.greeted \(delivery 1\): not yet; it is delivered again in 1 s/.test(line)), lines.join("\n"));
+  });
+
+  it("kit: a tool answer that is not JSON is answered as an error, and the module runs on; a submit names what it may submit", async () => {
+    await listener?.close();
+    listener = await connectModule({ envFile: join(moduleDir("listener"), "env"), log: false });
+    listener.answer("probe", () => ({ big: 10n }));
+    await listener.nc.flush();
+    const reply = await local.operator.request(toolSubject("listener", "probe"), "", { timeout: 5_000 });
+    assert.match((reply.json() as { error: string }).error, /BigInt/);
+    assert.equal(listener.nc.isClosed(), false);
+    // Without options, and with a kind its seat does not accept.
+    assert.equal((await listener.submit("greet", { name: "eve" })).duplicate, false);
+    await assert.rejects(listener.submit("cube", {}), /MESH_SUBMITS grants no work of kind cube \(it grants greet of seat greetings\)/);
   });
 
   it("R71 kit: a module given a CA that is not the mesh's does not dial the bus", async () => {

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Status } from "@nats-io/transport-node";
-import { statusLine } from "../../../src/kit/module.ts";
+import { redeliveryDelayMs, statusLine } from "../../../src/kit/module.ts";
 
 /** The kit's bus status lines (a module's log says when the bus refused or dropped it, R73). */
 describe("kit: bus status lines", () => {
@@ -17,5 +17,10 @@ describe("kit: bus status lines", () => {
     const line = statusLine({ type: "error", error: new Error(`bad\n${"x".repeat(5_000)}`) } as Status)!;
     assert.ok(line.length <= 200, `${line.length} chars`);
     assert.equal(line.includes("\n"), false);
+  });
+
+  it("kit: an item whose handler threw comes again after 1 s, doubled per delivery, at most a minute", () => {
+    assert.deepEqual([1, 2, 3, 4, 6, 7, 8, 100].map(redeliveryDelayMs), [1_000, 2_000, 4_000, 8_000, 32_000, 60_000, 60_000, 60_000]);
+    assert.equal(redeliveryDelayMs(0), 1_000);
   });
 });
