@@ -25,14 +25,23 @@ function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
   return [];
 }
 
+/** Whether `issue` is a required field left out. */
+function isMissing(issue: z.core.$ZodIssue): boolean {
+  return issue.code === "invalid_type" && issue.message.endsWith("received undefined");
+}
+
 /**
  * Turns a zod error into one refusal naming the first bad field (R23): `field` is the dotted path
  * (`manifest.seats.x.wat`), prefixed with `prefix` when given; an unknown field is named as such,
- * with the closest field `schema` (the one that made the error) takes there, when one is close.
+ * with the closest field `schema` (the one that made the error) takes there, when one is close;
+ * a required field missing beside an unknown one (`evnt` for `event`) is refused as the unknown one.
  * Pure. `code` is the refusal code the caller wants (`invalid-request`, `invalid-manifest`).
  */
 export function refusalOfZodError(error: z.ZodError, code: string, prefix?: string, schema?: z.ZodType): Refusal {
-  const issue = error.issues[0];
+  const first = error.issues[0];
+  // A field missing beside an unknown one is most often that field misspelt: the unknown one is named.
+  const parent = first !== undefined && isMissing(first) ? first.path.slice(0, -1).join(".") : undefined;
+  const issue = (parent === undefined ? undefined : error.issues.find((i) => i.code === "unrecognized_keys" && i.path.join(".") === parent)) ?? first;
   const base = [...(prefix === undefined ? [] : [prefix]), ...(issue?.path ?? []).map(String)];
   if (issue === undefined) return { code, message: `${prefix ?? "request"} is invalid` };
   if (issue.code === "unrecognized_keys") {
@@ -44,8 +53,7 @@ export function refusalOfZodError(error: z.ZodError, code: string, prefix?: stri
   }
   const field = base.join(".");
   const where = field === "" ? "the request" : `"${field}"`;
-  const missing = issue.code === "invalid_type" && issue.message.endsWith("received undefined");
-  const message = missing ? `${where} is missing: it is required` : `${where}: ${issue.message}`;
+  const message = isMissing(issue) ? `${where} is missing: it is required` : `${where}: ${issue.message}`;
   return field === "" ? { code, message } : { code, message, field };
 }
 

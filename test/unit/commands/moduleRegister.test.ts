@@ -34,6 +34,9 @@ describe("module.register", () => {
     assert.match(message({ ...builder, seats: { "mesh-build": { protocol: "p", accept: ["build"] } } }), /unknown field "manifest\.seats\.mesh-build\.accept": did you mean "accepts"\?/);
     assert.match(message({ ...builder, follows: [{ seat: "mesh-build", event: "built", seats: 1 }] }), /"manifest\.follows\.0\.seats": did you mean "seat"\?/);
     assert.match(message({ ...broker, colour: "red" }), /unknown field "manifest\.colour": remove it, the schema is strict/);
+    // A required field missing beside an unknown one: the unknown one is the misspelling named.
+    assert.match(message({ ...builder, follows: [{ seat: "mesh-build", evnt: "built" }] }), /unknown field "manifest\.follows\.0\.evnt": did you mean "event"\?/);
+    assert.match(message({ ...builder, follows: [{ seat: "mesh-build" }] }), /"manifest\.follows\.0\.event" is missing: it is required/);
   });
 
   it("R23: refuses a wrong type, a bad name and a missing manifest, naming the field", () => {
