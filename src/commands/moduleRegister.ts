@@ -1,7 +1,8 @@
 import { ModuleRegisterRequest, type BodyOf } from "../contracts/verbs.ts";
 import type { MeshEvent } from "../events/index.ts";
 import { Manifest, toolUseOf, usedSeats, type SeatDeclaration } from "../manifest/manifest.ts";
-import { aliasOf, declaredSeat, everyModule, everySeat, moduleOf, resolveSeat, type State } from "../projections/index.ts";
+import { aliasOf, declaredSeat, everyAlias, everyModule, everySeat, moduleOf, resolveSeat, seatNames, type State } from "../projections/index.ts";
+import { closestName } from "../names.ts";
 import { canonicalJson } from "../projections/canonical.ts";
 import type { Entity } from "../events/index.ts";
 import { command, metaOf, refuse, unchanged, type Decision, type Envelope } from "./envelope.ts";
@@ -150,8 +151,12 @@ function referenceRefusal(catalogue: Catalogue, manifest: Manifest): Decision | 
     const record = declaredSeat(catalogue, resolved);
     return record && record.declaredBy !== manifest.name ? record : undefined;
   };
-  const unknownSeat = (name: string, field: string): Decision =>
-    refuse("unknown-seat", `seat "${name}" is declared neither by this manifest nor by any registered module: register its declarer first, or declare it here`, field);
+  const unknownSeat = (name: string, field: string): Decision => {
+    // The closest seat this manifest or the catalogue declares, or an alias names: most often a typo.
+    const near = closestName(name, [...Object.keys(manifest.seats), ...seatNames(catalogue), ...everyAlias(catalogue).map(([old]) => old)]);
+    const typo = near === undefined ? "" : ` (did you mean ${near}?)`;
+    return refuse("unknown-seat", `seat "${name}" is declared neither by this manifest nor by any registered module${typo}: register its declarer first, or declare it here`, field);
+  };
 
   for (const [i, seat] of manifest.claims.entries()) {
     if (!lookup(seat)) return unknownSeat(seat, `manifest.claims.${i}`);

@@ -86,6 +86,14 @@ describe("module.register", () => {
     given(GENESIS).when("module.register", { manifest: { name: "user", version: "1", uses: ["mesh-build"] } }).refused("unknown-seat", "manifest.uses.0");
   });
 
+  // Found by a module author's trial: `uses: ["sqaures"]` named no seat it might have meant.
+  it("R25: an unknown seat close to a declared one names it", () => {
+    const outcome = given(GENESIS, registration(builder)).when("module.register", { manifest: { name: "user", version: "1", uses: ["mesh-biuld"] } });
+    outcome.refused("unknown-seat", "manifest.uses.0");
+    assert.ok(!outcome.decision.ok);
+    assert.match(outcome.decision.refusal.message, /seat "mesh-biuld" is declared neither by this manifest nor by any registered module \(did you mean mesh-build\?\)/);
+  });
+
   it("R25: refuses a follow of a seat nobody declared (unknown-seat)", () => {
     const follower = { name: "follower", version: "1", follows: [{ seat: "mesh-build", event: "built" }] };
     given(GENESIS).when("module.register", { manifest: follower }).refused("unknown-seat", "manifest.follows.0.seat");
