@@ -21,7 +21,7 @@ export function serveLogs(nc: NatsConnection, node: string, runner: Runner, log:
         } else {
           const tail = runner.logs(parsed.data.module, parsed.data.lines, undefined, parsed.data.from);
           reply = tail === null
-            ? { ok: false, code: "no-module", message: `node ${node} holds no module "${parsed.data.module.slice(0, 80)}": \`mesh modules\` says where it is assigned` }
+            ? { ok: false, code: "no-module", message: `node ${node} has run no module "${parsed.data.module.slice(0, 80)}": it was not in a declaration this node applied (a module assigned without a credential is left out: \`mesh push\` names it), or it is assigned elsewhere (\`mesh get modules\`)` }
             : { ok: true, node, module: parsed.data.module, ...tail };
         }
       } catch (failure) {

@@ -169,6 +169,8 @@ describe("R72: the host agent runs its modules", () => {
       assert.ok(answer.text.includes("hello from module-echo"), answer.text);
       const unknown = LogsReply.parse((await ops.request(logsSubject("alpha"), JSON.stringify({ module: "nope" }), { timeout: 5_000 })).json());
       assert.equal(unknown.ok === false && unknown.code, "no-module");
+      // Found by a module author's trial: the answer sent to `mesh modules`, which named this node.
+      assert.match(unknown.ok === false ? unknown.message : "", /not in a declaration this node applied \(a module assigned without a credential is left out: `mesh push` names it\)/);
     } finally {
       await ops.close();
     }
