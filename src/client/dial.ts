@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BusConnectError, connectToBus, secretOf, type BusConnectOptions, type BusCredential } from "../bus/connect.ts";
-import { isClosedInHandshake } from "../bus/errors.ts";
+import { dialAdmitted } from "../bus/admitted.ts";
 import { pendingCredentialFile } from "../controller/credential.ts";
 import { readBusCredential, renameDurable } from "../files/index.ts";
 
@@ -11,28 +11,6 @@ import { readBusCredential, renameDurable } from "../files/index.ts";
 export const PENDING_RECONNECTS = 100;
 /** Milliseconds between those attempts: short, to be back on the inbox before the reply is sent. */
 export const PENDING_RECONNECT_WAIT_MS = 20;
-
-/** Tries of a dial the bus closed in its handshake (dialAdmitted), and the pause between them, ms. */
-export const ADMIT_TRIES = 4;
-export const ADMIT_PAUSE_MS = 250;
-
-/**
- * connectToBus, made again when the bus closed the dial in its handshake (isClosedInHandshake), up
- * to ADMIT_TRIES times: nats-server 2.9.10 closes the dials it has not admitted yet whenever it
- * reloads its users (every push that changes the list), so about one verb in a hundred dialled
- * beside pushes was refused a valid key. A key the bus does not hold is refused at every try, and
- * the last refusal is thrown, 0.75 s later; any other failure at once.
- */
-async function dialAdmitted(credential: BusCredential, options: BusConnectOptions): Promise<NatsConnection> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await connectToBus(credential, options);
-    } catch (error) {
-      if (attempt >= ADMIT_TRIES || !isClosedInHandshake(error)) throw error;
-      await new Promise((done) => setTimeout(done, ADMIT_PAUSE_MS));
-    }
-  }
-}
 
 /**
  * Dials the bus with the credential file `file` (R50). While a rotated seed of the same user is
@@ -64,7 +42,7 @@ export async function connectWithCredentialFile(
       // an unreadable pending file is ignored: the file's seed alone is dialled
     }
   }
-  if (pending === null) return dialAdmitted(credential, options);
+  if (pending === null) return dialAdmitted(() => connectToBus(credential, options));
   let turn = 0;
   /** Which secret the last (re)connect presented: 0 the file's, 1 the pending one. */
   let presented = 0;

@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs";
 import { checkServerIdentity, type PeerCertificate } from "node:tls";
-import { connect, errors, nkeyAuthenticator, type Msg, type NatsConnection, type NodeConnectionOptions, type Status, type Subscription } from "@nats-io/transport-node";
+import { connect, nkeyAuthenticator, type Msg, type NatsConnection, type NodeConnectionOptions, type Status, type Subscription } from "@nats-io/transport-node";
 import { jetstream, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
+import { ADMIT_PAUSE_MS, ADMIT_TRIES, dialAdmitted } from "../bus/admitted.ts";
 import { ENV_FILE, ModuleEnvError, moduleSettings, readModuleEnv, type ModuleSettings } from "./env.ts";
 
 /**
@@ -174,29 +175,6 @@ async function handled(message: JsMsg, handler: (delivery: Delivery) => Promise<
   }
 }
 
-/** Tries of a module's first connect that the bus refuses as unauthorized, and the pause between them (ms). */
-const FIRST_CONNECT_TRIES = 4;
-const FIRST_CONNECT_PAUSE_MS = 250;
-
-/**
- * nats.js's connect, tried again when the bus refuses it as unauthorized, up to FIRST_CONNECT_TRIES
- * times: nats-server 2.9.10, reloading its users, closes with an authorization violation every
- * client whose CONNECT it has not read yet (server/reload.go, reloadAuthorization), so a module
- * starting beside any push was refused once with a valid key and exited. A key the bus really
- * refuses is still refused after the last try, and that error is thrown.
- */
-async function firstConnect(options: NodeConnectionOptions, log: (line: string) => void): Promise<NatsConnection> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await connect(options);
-    } catch (error) {
-      if (attempt >= FIRST_CONNECT_TRIES || !(error instanceof errors.AuthorizationError)) throw error;
-      log(`mesh-kit: the bus refused the first connect (try ${attempt} of ${FIRST_CONNECT_TRIES}), as it does to a connection still in its handshake while it reloads its users: dialling again in ${FIRST_CONNECT_PAUSE_MS} ms`);
-      await new Promise((done) => setTimeout(done, FIRST_CONNECT_PAUSE_MS));
-    }
-  }
-}
-
 /**
  * Connects a module to the mesh from its env (see ConnectModuleOptions). Throws ModuleEnvError
  * naming a variable that is missing or malformed, and nats.js's error when the bus refuses it or
@@ -205,7 +183,9 @@ async function firstConnect(options: NodeConnectionOptions, log: (line: string) 
 export async function connectModule(options: ConnectModuleOptions = {}): Promise<MeshModule> {
   const settings = moduleSettings(envOf(options));
   const log = options.log ?? ((line: string) => { process.stderr.write(`${line}\n`); });
-  const nc = await firstConnect({
+  const write = log === false ? () => undefined : log;
+  // A module started beside a push (a reload of the users) may be refused once with a valid key.
+  const nc = await dialAdmitted(() => connect({
     servers: `${options.dialHost ?? settings.host}:${settings.port}`,
     name: options.name ?? settings.user,
     authenticator: nkeyAuthenticator(encoder.encode(settings.seed)),
@@ -215,10 +195,9 @@ export async function connectModule(options: ConnectModuleOptions = {}): Promise
     tls: { caFile: settings.caFile, checkServerIdentity: (_dialled: string, peer: PeerCertificate) => checkServerIdentity(settings.host, peer) } as NodeTlsOptions,
     timeout: options.timeoutMs ?? 5_000,
     maxReconnectAttempts: -1,
-  }, log === false ? () => undefined : log);
+  }), (attempt) => write(`mesh-kit: the bus refused the first connect (try ${attempt} of ${ADMIT_TRIES}), as it does to a connection still in its handshake while it reloads its users: dialling again in ${ADMIT_PAUSE_MS} ms`));
   // A refusal after a reconnect (`authorization violation`) shows only as a status: said in the log.
   if (log !== false) void logStatus(nc, log);
-  const quiet = log === false ? () => undefined : log;
   const js = jetstream(nc);
   const publish = async (subject: string, data: unknown, id: string | undefined) => {
     const ack = await js.publish(subject, encode(data), id === undefined ? {} : { msgID: id });
@@ -233,11 +212,11 @@ export async function connectModule(options: ConnectModuleOptions = {}): Promise
       publish(pick(settings.emits, "MESH_EMITS", `event ${event}`, (e) => e.event === event, (e) => `${e.event} of seat ${e.seat}`, seat).subject, data, id),
     work: (handler, { seat } = {}) => {
       const entry = pick(settings.work, "MESH_WORK", "work queue", () => true, (e) => `the queue of seat ${e.seat}`, seat);
-      return consume(js, entry.stream, entry.consumer, handler, quiet);
+      return consume(js, entry.stream, entry.consumer, handler, write);
     },
     follow: (event, handler, { seat } = {}) => {
       const entry = pick(settings.follows, "MESH_FOLLOWS", `event ${event}`, (e) => e.event === event, (e) => `${e.event} of seat ${e.seat}`, seat);
-      return consume(js, entry.stream, entry.consumer, handler, quiet);
+      return consume(js, entry.stream, entry.consumer, handler, write);
     },
     answer: (tool, handler) => {
       const entry = settings.tools.find((e) => e.tool === tool);

@@ -57,8 +57,9 @@ const LAYERS: Record<string, readonly string[]> = {
   host: [...CORE, ...ADAPTERS, "metrics"],
   bootstrap: [...CORE, ...ADAPTERS, "records", "controller", "push", "serve", "metrics", "discovery"],
   up: [...CORE, ...ADAPTERS, "records", "controller", "push", "serve", "client", "host", "bootstrap", "installer"],
-  // the module author's kit stands apart: the env's entry shapes (types) and its file's reader.
-  kit: ["compose", "files"],
+  // the module author's kit stands apart: the env's entry shapes (types), its file's reader, and
+  // the bus's dial through a reload (bus/admitted.ts).
+  kit: ["compose", "files", "bus"],
   cli: [...CORE, ...ADAPTERS, "records", "controller", "push", "client", "host", "bootstrap", "up", "installer", "metrics", "ui"],
 };
 
