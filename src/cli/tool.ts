@@ -11,6 +11,7 @@ import { closestName, nameProblem, toolSubject } from "../names.ts";
 import { EXIT_OK, EXIT_REFUSED, QUERY_GLOBALS, verbUsageError, type CliContext } from "./context.ts";
 import { formatData, printData } from "./output.ts";
 import type { CliVerb } from "./busVerb.ts";
+import { notFoundOf } from "./getKinds.ts";
 import { meshClient } from "../client/client.ts";
 import type { ModuleView } from "../contracts/verbs.ts";
 
@@ -75,10 +76,8 @@ export async function callTool(nc: NatsConnection, asker: string, module: string
  */
 export function toolNotOffered(module: string, tool: string, modules: readonly Pick<ModuleView, "name" | "tools">[]): ToolCallFailure | null {
   const found = modules.find((m) => m.name === module);
-  if (found === undefined) {
-    const near = closestName(module, modules.map((m) => m.name));
-    return { code: "not-found", message: `no module ${JSON.stringify(module)} is registered${near === undefined ? "" : ` (did you mean ${near}?)`}: \`mesh get modules\` lists them` };
-  }
+  // The module's own not-found, as `mesh get` and `mesh logs` say it.
+  if (found === undefined) return notFoundOf("module", module, modules);
   if (found.tools.includes(tool)) return null;
   const near = closestName(tool, found.tools);
   const offers = found.tools.length === 0 ? "it offers no tools" : `it offers ${found.tools.join(", ")}`;

@@ -1,6 +1,6 @@
 import type { State } from "./state.ts";
 import { claimantsOf, resolveSeat } from "./modules.ts";
-import { assignedModules, nodesOfModule } from "./assignments.ts";
+import { modulesOnNode, nodesOfModule } from "./assignments.ts";
 import { credentialAt, principalOfModule } from "./credentials.ts";
 import { overlayNameOf } from "./overlay.ts";
 import { lastSent } from "./sent.ts";
@@ -100,12 +100,12 @@ export function busAddressesOf(state: State, address: string): string[] | undefi
  * the credentials of the modules assigned there now (the controller's own for `mesh-controller`)
  * and every credential whose `deliveredTo` names the node (a module that ran there since its
  * credential was minted). The node's own credential is not listed: removing the node ends it.
- * Only principals that have a credential are listed. O(modules).
+ * Only principals that have a credential are listed. O(what the node holds): read from the
+ * assignments' and the credentials' indexes by node.
  */
 export function credentialsDeliveredTo(state: State, node: string): Principal[] {
   const found = new Map<string, Principal>();
-  for (const [module, nodes] of assignedModules(state.assignments)) {
-    if (!nodes.includes(node)) continue;
+  for (const module of modulesOnNode(state.assignments, node)) {
     const principal = principalOfModule(module);
     const key = principalKey(principal.kind, principal.name);
     if (credentialAt(state.credentials, key)) found.set(key, principal);

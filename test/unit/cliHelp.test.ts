@@ -24,18 +24,10 @@ function memoryIo(env: Record<string, string> = {}): CliIo & { out(): string; er
   return { stdout: { write: (s: string) => { out += s; } }, stderr: { write: (s: string) => { err += s; } }, env, out: () => out, err: () => err };
 }
 
-/** `--help` of every verb, and of the groups and the program. */
+/** `--help` of the program and of every command below it (helpTree), with the words that ask for it. */
 async function everyHelp(): Promise<Array<{ words: string; text: string }>> {
-  const paths = [[], ...new Set(CLI_VERBS.flatMap((v) => v.path.slice(0, -1).map((_, i) => v.path.slice(0, i + 1).join(" ")))).values()]
-    .map((p) => (Array.isArray(p) ? p : p.split(" ")));
-  const all = [...paths, ...CLI_VERBS.map((v) => [...v.path])];
-  const helps: Array<{ words: string; text: string }> = [];
-  for (const words of all) {
-    const io = memoryIo();
-    assert.equal(await runCli([...words, "--help"], io), EXIT_OK, words.join(" "));
-    helps.push({ words: words.join(" "), text: io.out() });
-  }
-  return helps;
+  const tree = await helpTree();
+  return [tree, ...helpNodes(tree)].map((node) => ({ words: node.path.join(" "), text: node.help }));
 }
 
 /** A command of `mesh` as its own --help shows it: its words, its names (aliases too), whether it takes arguments, its subcommands. */

@@ -47,7 +47,7 @@ describe("mesh tool call", () => {
   it("R74: a call to a module or tool no registered module offers is not-found, naming the closest and what the module offers", () => {
     const modules = [{ name: "search", tools: ["query", "reindex"] }, { name: "quiet", tools: [] }];
     assert.equal(toolNotOffered("search", "query", modules), null);
-    assert.deepEqual(toolNotOffered("serch", "query", modules), { code: "not-found", message: 'no module "serch" is registered (did you mean search?): `mesh get modules` lists them' });
+    assert.deepEqual(toolNotOffered("serch", "query", modules), { code: "not-found", message: 'no module "serch" (did you mean search?): `mesh get module` lists them' });
     assert.deepEqual(toolNotOffered("search", "qery", modules), { code: "not-found", message: 'module search offers no tool "qery" (did you mean query?): it offers query, reindex' });
     assert.deepEqual(toolNotOffered("quiet", "ping", modules), { code: "not-found", message: 'module quiet offers no tool "ping": it offers no tools' });
   });
