@@ -57,7 +57,7 @@ describe("mesh get, describe and --watch over a real controller (issue 29)", () 
     assert.match(kind.err, /one of node, module, seat, credential, push/);
   });
 
-  it("mesh logs of a module that is none is not-found naming the closest (exit 1, as get's), found by a new-user trial", async () => {
+  it("R72: mesh logs of a module that is none is not-found naming the closest (exit 1, as get's), found by a new-user trial", async () => {
     const missing = await mesh("logs", "brokr");
     assert.equal(missing.code, EXIT_REFUSED, missing.err);
     assert.match(missing.err, /no module "brokr" \(did you mean broker\?\)/);
@@ -66,7 +66,7 @@ describe("mesh get, describe and --watch over a real controller (issue 29)", () 
     assert.equal(data.json().code, "not-found");
   });
 
-  it("mesh tool call of a module or tool that is none is not-found naming the closest (exit 1), not a bus refusal, found by a new-user trial", async () => {
+  it("R74: mesh tool call of a module or tool that is none is not-found naming the closest (exit 1), not a bus refusal, found by a new-user trial", async () => {
     const module = await mesh("tool", "call", "brokr", "status", "--timeout", "2000");
     assert.equal(module.code, EXIT_REFUSED, module.err);
     assert.match(module.err, /no module "brokr" \(did you mean broker\?\)/);

@@ -77,7 +77,7 @@ describe("module kit: the example greeter on a mesh", () => {
     assert.ok(lines.some((line) => /handler threw on mesh\.event\.greetings\.greeted \(delivery 1\): not yet; it is delivered again in 1 s/.test(line)), lines.join("\n"));
   });
 
-  it("kit: a tool answer that is not JSON is answered as an error, and the module runs on; a submit names what it may submit", async () => {
+  it("R74 kit: a tool answer that is not JSON is answered as an error, and the module runs on; a submit names what it may submit", async () => {
     await listener?.close();
     listener = await connectModule({ envFile: join(moduleDir("listener"), "env"), log: false });
     listener.answer("probe", () => ({ big: 10n }));
