@@ -77,7 +77,7 @@ function relativePathRefusal(manifest: Manifest): Decision | undefined {
   const arg = command[at]!;
   return refuse(
     "relative-path",
-    `run.command[${at}] "${arg}" is a relative path: the agent runs the command in the module's own folder (<host state>/modules/${manifest.name}), where it is not; give its absolute path on the node, e.g. "/srv/${manifest.name}/${arg.replace(/^\.\//, "")}"`,
+    `run.command[${at}] "${arg}" is a relative path: the agent runs the command in the module's own folder (<host state>/modules/${manifest.name}), where it is not; give the absolute path where it is on the node`,
     `manifest.run.command.${at}`,
   );
 }

@@ -101,10 +101,23 @@ export function runWish(entry: DeclaredModule, facts: RunFacts): RunWish {
   return { kind: "run", spec };
 }
 
-/** True when a running `before` must be restarted to become `after` (its version, argv, folder, grace or environment changed). */
+/**
+ * What changed from a running `before` to `after` that restarts it, as the module's log says it
+ * (`its version changed (0.1.0 → 0.2.0)`), or undefined when nothing did: its version, its
+ * environment (a rotation), its command, its folder or its grace. Pure.
+ */
+export function specChange(before: RunSpec, after: RunSpec): string | undefined {
+  if (before.version !== after.version) return `its version changed (${before.version} → ${after.version})`;
+  if (before.envDigest !== after.envDigest) return "its environment changed";
+  if (before.argv.length !== after.argv.length || before.argv.some((arg, i) => arg !== after.argv[i])) return "its command changed";
+  if (before.dir !== after.dir) return "its folder changed";
+  if (before.graceMs !== after.graceMs) return "its grace changed";
+  return undefined;
+}
+
+/** True when a running `before` must be restarted to become `after` (specChange says what changed). */
 export function specChanged(before: RunSpec, after: RunSpec): boolean {
-  return before.version !== after.version || before.envDigest !== after.envDigest || before.dir !== after.dir || before.graceMs !== after.graceMs ||
-    before.argv.length !== after.argv.length || before.argv.some((arg, i) => arg !== after.argv[i]);
+  return specChange(before, after) !== undefined;
 }
 
 /** What to do when a new declaration is applied: modules to start, stop, and restart (stop, then start with the new spec). */

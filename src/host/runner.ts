@@ -9,7 +9,7 @@ import { packageFile } from "../files/packageFiles.ts";
 import { forgetModulePid, rememberModulePid, stopLeftovers } from "./modulePids.ts";
 import { isLogFile, moduleLogFile, openModuleLog, readModuleLog, type LogTail, type ModuleLog } from "./moduleLog.ts";
 import {
-  containerRuntime, exitsInARow, planRuns, restartDelay, runWish, RESTART_INITIAL_MS, RESTART_MAX_MS, RESTART_RESET_AFTER_MS, RUNNING_AFTER_MS,
+  containerRuntime, exitsInARow, planRuns, restartDelay, runWish, specChange, RESTART_INITIAL_MS, RESTART_MAX_MS, RESTART_RESET_AFTER_MS, RUNNING_AFTER_MS,
   type NotRun, type RunSpec,
 } from "./runPlan.ts";
 
@@ -188,8 +188,9 @@ class ModuleRunner implements Runner {
       const old = running.get(spec.module)!;
       const next: Supervised = { spec, state: "starting", restarts: old.restarts + 1, inARow: 0, startedAt: Date.now() };
       running.set(spec.module, next);
-      log(`runner: module ${spec.module}'s run or environment changed: restarting it`);
-      void stop(old, "its run or environment changed: it starts again").then(() => { if (running.get(spec.module) === next && !this.stopping) this.start(next); });
+      const why = specChange(old.spec, spec) ?? "its run changed";
+      log(`runner: module ${spec.module}: ${why}: restarting it`);
+      void stop(old, `${why}: it starts again`).then(() => { if (running.get(spec.module) === next && !this.stopping) this.start(next); });
     }
     for (const spec of plan.start) {
       const s: Supervised = { spec, state: "starting", restarts: 0, inARow: 0, startedAt: Date.now() };

@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
-  containerRuntime, exitsInARow, planRuns, restartDelay, runWish, specChanged, tailOf,
+  containerRuntime, exitsInARow, planRuns, restartDelay, runWish, specChange, specChanged, tailOf,
   DEFAULT_GRACE_SECONDS, RESTART_INITIAL_MS, RESTART_MAX_MS, RESTART_RESET_AFTER_MS, type RunFacts, type RunSpec,
 } from "../../src/host/runPlan.ts";
 import { Manifest } from "../../src/manifest/manifest.ts";
@@ -97,6 +97,15 @@ describe("R72: the runner's plan", () => {
     assert.equal(specChanged(spec("a"), { ...spec("a"), version: "2" }), true);
     assert.equal(specChanged(spec("a"), spec("a", "d1", ["node", "other.js"])), true);
     assert.equal(specChanged(spec("a"), { ...spec("a"), graceMs: 1 }), true);
+  });
+
+  // Found by a new-user trial: a version bump's restart said only "its run or environment changed".
+  it("R72: a restart says what changed, the versions too", () => {
+    assert.equal(specChange(spec("a"), { ...spec("a"), version: "2" }), "its version changed (1 → 2)");
+    assert.equal(specChange(spec("a"), spec("a", "d2")), "its environment changed");
+    assert.equal(specChange(spec("a"), spec("a", "d1", ["node", "other.js"])), "its command changed");
+    assert.equal(specChange(spec("a"), { ...spec("a"), graceMs: 1 }), "its grace changed");
+    assert.equal(specChange(spec("a"), spec("a")), undefined);
   });
 
   it("R72: the restart pause doubles per exit in a row up to the cap, with jitter between half and all of it", () => {
